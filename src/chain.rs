@@ -1,0 +1,214 @@
+//! The contract's chain rules: how a soft confirmation is hashed and signed,
+//! and how a sequencer commitment's Merkle root is built.
+//!
+//! The sync thread checks blocks with these functions and the devnet makes
+//! blocks with them, so both sides agree by construction. Test vectors come
+//! from `../shared/spec/vectors.json` (see the tests at the bottom).
+
+use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
+use sha2::{Digest, Sha256};
+
+use crate::types::{Hash, SoftConfirmation};
+
+/// SHA-256 of `data`.
+pub fn sha256(data: &[u8]) -> Hash {
+    Sha256::digest(data).into()
+}
+
+/// The soft-confirmation hash: SHA-256 over l2Height (u64 BE), daSlotHeight
+/// (u64 BE), daSlotHash, daSlotTxsCommitment, every tx blob, every deposit
+/// blob, l1FeeRate (u128 BE), timestamp (u64 BE). `prevHash` and `stateRoot`
+/// are not hashed.
+pub fn soft_confirmation_hash(sc: &SoftConfirmation) -> Hash {
+    let mut h = Sha256::new();
+    h.update(sc.l2_height.to_be_bytes());
+    h.update(sc.da_slot_height.to_be_bytes());
+    h.update(sc.da_slot_hash);
+    h.update(sc.da_slot_txs_commitment);
+    for tx in &sc.txs {
+        h.update(tx);
+    }
+    for deposit in &sc.deposit_data {
+        h.update(deposit);
+    }
+    h.update(sc.l1_fee_rate.to_be_bytes());
+    h.update(sc.timestamp.to_be_bytes());
+    h.finalize().into()
+}
+
+/// Binary Merkle root over `leaves` (used as they are): parent =
+/// SHA-256(left || right), an odd last node is promoted unchanged, a single
+/// leaf is its own root. `None` for no leaves.
+pub fn merkle_root(leaves: &[Hash]) -> Option<Hash> {
+    if leaves.is_empty() {
+        return None;
+    }
+    let mut level: Vec<Hash> = leaves.to_vec();
+    while level.len() > 1 {
+        let mut next = Vec::with_capacity(level.len().div_ceil(2));
+        for pair in level.chunks(2) {
+            match pair {
+                [left, right] => {
+                    let mut h = Sha256::new();
+                    h.update(left);
+                    h.update(right);
+                    next.push(h.finalize().into());
+                }
+                [odd] => next.push(*odd),
+                _ => unreachable!("chunks(2) yields one or two items"),
+            }
+        }
+        level = next;
+    }
+    Some(level[0])
+}
+
+/// The sequencer's key, as the devnet holds it.
+pub struct SequencerKey {
+    key: SigningKey,
+}
+
+impl SequencerKey {
+    /// A key from 32 secret bytes (the devnet derives them from its seed).
+    pub fn from_secret(secret: &Hash) -> SequencerKey {
+        SequencerKey {
+            key: SigningKey::from_bytes(secret),
+        }
+    }
+
+    /// The 32-byte public key (`pubKey` on the wire).
+    pub fn public_key(&self) -> [u8; 32] {
+        self.key.verifying_key().to_bytes()
+    }
+
+    /// Ed25519 signature over the 32-byte soft-confirmation hash.
+    pub fn sign(&self, hash: &Hash) -> [u8; 64] {
+        self.key.sign(hash).to_bytes()
+    }
+}
+
+/// Why a signature did not verify.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SignatureError {
+    /// The 32 bytes are not a valid Ed25519 public key.
+    BadPublicKey,
+    /// The signature does not verify under the public key.
+    Mismatch,
+}
+
+impl std::fmt::Display for SignatureError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SignatureError::BadPublicKey => f.write_str("pubKey is not a valid Ed25519 public key"),
+            SignatureError::Mismatch => {
+                f.write_str("softConfirmationSignature does not verify under pubKey")
+            }
+        }
+    }
+}
+
+impl std::error::Error for SignatureError {}
+
+/// Checks that `signature` is `pub_key`'s Ed25519 signature over `message`
+/// (for a soft confirmation: its 32-byte hash).
+pub fn verify_signature(
+    pub_key: &[u8; 32],
+    message: &[u8],
+    signature: &[u8; 64],
+) -> Result<(), SignatureError> {
+    let key = VerifyingKey::from_bytes(pub_key).map_err(|_| SignatureError::BadPublicKey)?;
+    let sig = Signature::from_bytes(signature);
+    key.verify(message, &sig)
+        .map_err(|_| SignatureError::Mismatch)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn vectors() -> Value {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/spec/vectors.json");
+        let text = std::fs::read_to_string(path).expect("../shared/spec/vectors.json is readable");
+        serde_json::from_str(&text).expect("vectors.json is JSON")
+    }
+
+    fn h32(v: &Value) -> Hash {
+        crate::wire::hash("test vector", v.as_str().expect("hex string")).expect("32-byte hex")
+    }
+
+    #[test]
+    fn soft_confirmation_hashes_and_signatures_match_the_vectors() {
+        // Parse from the file's text, not from a `Value`: l1FeeRate needs 128 bits.
+        #[derive(serde::Deserialize)]
+        struct Vectors<'a> {
+            #[serde(rename = "softConfirmations", borrow)]
+            scs: Vec<&'a serde_json::value::RawValue>,
+        }
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/spec/vectors.json");
+        let text = std::fs::read_to_string(path).unwrap();
+        let v: Vectors = serde_json::from_str(&text).unwrap();
+        assert!(!v.scs.is_empty());
+        let mut saw_big_fee = false;
+        for item in v.scs {
+            let sc = crate::wire::soft_confirmation(item.get()).unwrap();
+            saw_big_fee |= sc.l1_fee_rate > u64::MAX as u128;
+            assert_eq!(
+                soft_confirmation_hash(&sc),
+                sc.hash,
+                "hash of {}",
+                sc.l2_height
+            );
+            verify_signature(&sc.pub_key, &sc.hash, &sc.signature).unwrap();
+            let mut bad = sc.signature;
+            bad[0] ^= 1;
+            assert_eq!(
+                verify_signature(&sc.pub_key, &sc.hash, &bad),
+                Err(SignatureError::Mismatch)
+            );
+        }
+        assert!(saw_big_fee, "the vectors include an l1FeeRate above u64");
+    }
+
+    #[test]
+    fn merkle_roots_match_the_vectors() {
+        let v = vectors();
+        let cases = v["merkle"].as_array().unwrap();
+        assert!(!cases.is_empty());
+        for case in cases {
+            let leaves: Vec<Hash> = case["leaves"].as_array().unwrap().iter().map(h32).collect();
+            assert_eq!(merkle_root(&leaves), Some(h32(&case["root"])));
+        }
+    }
+
+    #[test]
+    fn ed25519_rfc8032_test1_verifies_and_a_flipped_bit_does_not() {
+        let v = vectors();
+        let t = &v["ed25519_rfc8032_test1"];
+        let public = h32(&t["publicKey"]);
+        let message = hex::decode(t["message"].as_str().unwrap()).unwrap();
+        let sig: [u8; 64] = hex::decode(t["signature"].as_str().unwrap())
+            .unwrap()
+            .try_into()
+            .unwrap();
+        verify_signature(&public, &message, &sig).unwrap();
+        let mut bad = sig;
+        bad[63] ^= 0x40;
+        assert!(verify_signature(&public, &message, &bad).is_err());
+    }
+
+    #[test]
+    fn a_devnet_key_signs_what_verify_accepts() {
+        let key = SequencerKey::from_secret(&[9u8; 32]);
+        let hash = sha256(b"block");
+        let sig = key.sign(&hash);
+        verify_signature(&key.public_key(), &hash, &sig).unwrap();
+        assert!(verify_signature(&key.public_key(), &sha256(b"other"), &sig).is_err());
+    }
+
+    #[test]
+    fn merkle_root_of_no_leaves_is_none_and_of_one_is_the_leaf() {
+        assert_eq!(merkle_root(&[]), None);
+        assert_eq!(merkle_root(&[[7u8; 32]]), Some([7u8; 32]));
+    }
+}

@@ -1,0 +1,122 @@
+//! The ledger's records, as plain Rust values.
+//!
+//! These are the nouns every other module shares: the ledger stores them, the
+//! RPC layer writes them as JSON, the sync thread verifies them and the devnet
+//! makes them. Field names follow the wire names of `ledger-rpc.md`.
+
+use std::fmt;
+
+/// A 32-byte hash (SHA-256 output, DA slot hash, state root, Merkle root).
+pub type Hash = [u8; 32];
+
+/// The all-zero hash: `prevHash` of height 1.
+pub const ZERO_HASH: Hash = [0u8; 32];
+
+/// One L2 block signed by the sequencer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SoftConfirmation {
+    pub l2_height: u64,
+    pub da_slot_height: u64,
+    pub da_slot_hash: Hash,
+    pub da_slot_txs_commitment: Hash,
+    pub hash: Hash,
+    pub prev_hash: Hash,
+    /// Raw transaction blobs (hex strings on the wire).
+    pub txs: Vec<Vec<u8>>,
+    pub state_root: Hash,
+    pub signature: [u8; 64],
+    pub pub_key: [u8; 32],
+    /// Raw deposit blobs (hex strings on the wire).
+    pub deposit_data: Vec<Vec<u8>>,
+    pub l1_fee_rate: u128,
+    pub timestamp: u64,
+}
+
+/// A sequencer commitment found on a DA slot: a Merkle root over a contiguous
+/// range of soft-confirmation hashes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SequencerCommitment {
+    pub found_in_l1: u64,
+    pub merkle_root: Hash,
+    pub l2_start_block_number: u64,
+    pub l2_end_block_number: u64,
+}
+
+/// The public output of a verified batch proof.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProofOutput {
+    pub initial_state_root: Hash,
+    pub final_state_root: Hash,
+    pub prev_soft_confirmation_hash: Hash,
+    pub final_soft_confirmation_hash: Hash,
+    /// Key -> value; `None` is a deleted key (`null` on the wire).
+    pub state_diff: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    pub da_slot_hash: Hash,
+    /// First and last index of the commitments it proves (counted from 0 in
+    /// the order they were found on the DA chain).
+    pub sequencer_commitments_range: (u64, u64),
+    pub sequencer_public_key: Vec<u8>,
+    pub sequencer_da_public_key: Vec<u8>,
+    /// Indices of pre-proven commitments.
+    pub preproven_commitments: Vec<u64>,
+    pub last_l2_height: u64,
+}
+
+/// A zero-knowledge batch proof that was verified on DA slot `height`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifiedBatchProof {
+    pub proof: Vec<u8>,
+    pub proof_output: ProofOutput,
+    pub height: u64,
+}
+
+/// Where a soft confirmation stands. The order is the order of progress:
+/// a status never moves backwards.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Status {
+    Trusted = 0,
+    Finalized = 1,
+    Proven = 2,
+}
+
+impl Status {
+    /// The wire string: exactly `Trusted`, `Finalized` or `Proven`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Trusted => "Trusted",
+            Status::Finalized => "Finalized",
+            Status::Proven => "Proven",
+        }
+    }
+
+    /// The one-byte form used in the ledger.
+    pub fn to_byte(self) -> u8 {
+        self as u8
+    }
+
+    /// Reads the one-byte form; `None` for a byte no status has.
+    pub fn from_byte(b: u8) -> Option<Status> {
+        match b {
+            0 => Some(Status::Trusted),
+            1 => Some(Status::Finalized),
+            2 => Some(Status::Proven),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One DA (layer-1) slot as the sync thread sees it: its hash, and the
+/// commitments and the verified proof found on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DaSlot {
+    pub number: u64,
+    pub hash: Hash,
+    pub commitments: Vec<SequencerCommitment>,
+    pub proof: Option<VerifiedBatchProof>,
+}
