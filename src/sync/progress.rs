@@ -1,0 +1,104 @@
+//! What the sync thread has done, shared with the server without locks.
+//!
+//! The sync thread writes these counters; the server reads them to answer
+//! `svc_syncStatus`, `/health` and `/metrics`. Every field is an atomic, so a
+//! reader may see one layer updated before the other, never a torn number.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// One layer's progress: the head its source reported and how far the ledger has got.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayerStatus {
+    Synced(u64),
+    Syncing { head: u64, synced: u64 },
+}
+
+/// Shared sync progress.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Newest L2 height the source has reported (0: none seen yet).
+    pub l2_source_head: AtomicU64,
+    /// Newest L2 height stored in the ledger.
+    pub l2_synced: AtomicU64,
+    /// Newest DA slot the source has reported as scanned.
+    pub l1_source_head: AtomicU64,
+    /// Newest DA slot this ledger has scanned.
+    pub l1_synced: AtomicU64,
+    /// Unix milliseconds of the last block stored (0: none since start).
+    pub last_block_unix_ms: AtomicU64,
+    /// Whether the last request to the source succeeded.
+    pub source_reachable: AtomicBool,
+    /// Blocks verified and stored since start.
+    pub blocks_verified: AtomicU64,
+    /// Upstream requests that failed since start.
+    pub upstream_errors: AtomicU64,
+    /// Verification failures since start, by check.
+    pub failures: FailureCounts,
+}
+
+/// Verification failures by the check that failed.
+#[derive(Debug, Default)]
+pub struct FailureCounts {
+    pub prev_hash: AtomicU64,
+    pub hash: AtomicU64,
+    pub signature: AtomicU64,
+    pub pub_key: AtomicU64,
+    pub merkle_root: AtomicU64,
+    pub proof: AtomicU64,
+    pub other: AtomicU64,
+}
+
+fn layer(head: u64, synced: u64) -> LayerStatus {
+    if synced >= head {
+        LayerStatus::Synced(synced)
+    } else {
+        LayerStatus::Syncing { head, synced }
+    }
+}
+
+/// Unix time in milliseconds.
+pub fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl Progress {
+    /// L2: Synced while the ledger holds the newest head the source reported.
+    pub fn l2_status(&self) -> LayerStatus {
+        layer(self.l2_source_head.load(Relaxed), self.l2_synced.load(Relaxed))
+    }
+
+    /// L1 (DA): Synced while the ledger has scanned the newest slot the source reported.
+    pub fn l1_status(&self) -> LayerStatus {
+        layer(self.l1_source_head.load(Relaxed), self.l1_synced.load(Relaxed))
+    }
+
+    /// Records that the ledger now holds L2 blocks up to `height`.
+    pub fn stored_l2(&self, height: u64, new_blocks: u64) {
+        self.l2_synced.store(height, Relaxed);
+        if new_blocks > 0 {
+            self.blocks_verified.fetch_add(new_blocks, Relaxed);
+            self.last_block_unix_ms.store(unix_ms(), Relaxed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_layer_is_syncing_only_while_behind_the_head_it_has_seen() {
+        let p = Progress::default();
+        assert_eq!(p.l2_status(), LayerStatus::Synced(0));
+        p.l2_source_head.store(10, Relaxed);
+        p.stored_l2(4, 4);
+        assert_eq!(p.l2_status(), LayerStatus::Syncing { head: 10, synced: 4 });
+        p.stored_l2(10, 6);
+        assert_eq!(p.l2_status(), LayerStatus::Synced(10));
+        assert_eq!(p.blocks_verified.load(Relaxed), 10);
+    }
+}

@@ -1,0 +1,41 @@
+//! Where the sync thread gets blocks from: a chain source.
+//!
+//! Two traits, one per layer. The embedded devnet implements both, and so
+//! does the upstream follower; the sync thread verifies whatever they return
+//! before anything is written, so a source is never trusted.
+
+use crate::types::{DaSlot, Hash, SoftConfirmation};
+
+/// A source that could not answer: it is down, slow, or said something we
+/// cannot read. The sync thread backs off and asks again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceError(pub String);
+
+impl std::fmt::Display for SourceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SourceError {}
+
+/// The L2 chain: soft confirmations by height.
+pub trait L2Source {
+    /// The newest height the source has (0: none yet).
+    fn head(&mut self) -> Result<u64, SourceError>;
+    /// Blocks `from..=to` in height order. May return a shorter prefix (never
+    /// an empty list while `from <= head`).
+    fn blocks(&mut self, from: u64, to: u64) -> Result<Vec<SoftConfirmation>, SourceError>;
+    /// The genesis state root, once the source knows it.
+    fn genesis_state_root(&mut self) -> Result<Option<Hash>, SourceError>;
+}
+
+/// The DA (layer-1) chain: slots with the commitments and proofs found on them.
+pub trait DaSource {
+    /// The newest slot the source has scanned (0: none yet).
+    fn last_scanned(&mut self) -> Result<u64, SourceError>;
+    /// The first slot worth scanning (the DA slot of L2 height 1, once known).
+    fn first_slot(&mut self) -> Result<Option<u64>, SourceError>;
+    /// Slot `number` (at most `last_scanned`).
+    fn slot(&mut self, number: u64) -> Result<DaSlot, SourceError>;
+}
