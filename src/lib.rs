@@ -1,18 +1,37 @@
 //! ledgerd: a small, single-threaded ledger JSON-RPC full node for a Bitcoin
 //! ZK rollup.
 //!
-//! # Module map
-//!
 //! ```text
 //!  chain source ──> sync thread (verify, write) ──> LMDB ledger <── server loop (read, answer)
-//!  (devnet | upstream)      sync/                     ledger/          server/ + rpc/
+//!  devnet/ | upstream     sync/ (verify.rs)            ledger/          server/ → routes → rpc/
 //! ```
 //!
+//! # Module map
+//!
+//! - [`node`]: a running node (ledger + sync thread + server); `Node::builder()`.
+//! - [`config`]: the command line.
+//! - [`server`]: the HTTP transport: one tiny_http loop thread, hardened against bad clients.
+//! - [`routes`]: which part answers which HTTP request (JSON-RPC, health, metrics).
+//! - [`rpc`]: JSON-RPC 2.0: the envelope, then one module per method family.
+//! - [`json`]: the JSON writer for answers (no intermediate values).
+//! - [`ledger`]: all LMDB code: tables, codecs, the reader and the writer.
+//! - [`sync`]: the sync thread, its chain sources, verification, shared progress.
+//! - [`devnet`]: the embedded devnet, a chain source that makes blocks.
 //! - [`types`]: the records (soft confirmations, commitments, proofs, statuses).
 //! - [`chain`]: the contract's chain rules: hashing, signatures, Merkle roots.
-//! - [`sync`]: the sync thread, its chain sources and the progress it shares.
 //! - [`wire`]: reading the RPC's JSON shapes back into records (follower, import, tests).
+//! - [`stop`], [`signals`]: stopping cleanly on Ctrl-C and SIGTERM.
 pub mod chain;
+pub mod config;
+pub mod devnet;
+pub mod json;
+pub mod ledger;
+pub mod node;
+pub mod routes;
+pub mod rpc;
+pub mod server;
+pub mod signals;
+pub mod stop;
 pub mod sync;
 pub mod types;
 pub mod wire;

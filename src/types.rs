@@ -111,12 +111,12 @@ impl fmt::Display for Status {
     }
 }
 
-/// One DA (layer-1) slot as the sync thread sees it: its hash, and the
-/// commitments and the verified proof found on it.
+/// One DA (layer-1) slot as the sync thread sees it: its hash (when the
+/// source tells it), and the commitments and the verified proof found on it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DaSlot {
     pub number: u64,
-    pub hash: Hash,
+    pub hash: Option<Hash>,
     pub commitments: Vec<SequencerCommitment>,
     pub proof: Option<VerifiedBatchProof>,
 }

@@ -38,4 +38,8 @@ pub trait DaSource {
     fn first_slot(&mut self) -> Result<Option<u64>, SourceError>;
     /// Slot `number` (at most `last_scanned`).
     fn slot(&mut self, number: u64) -> Result<DaSlot, SourceError>;
+    /// Slots `from..=to`, in order (a source may fetch them in one round trip).
+    fn slots(&mut self, from: u64, to: u64) -> Result<Vec<DaSlot>, SourceError> {
+        (from..=to).map(|n| self.slot(n)).collect()
+    }
 }

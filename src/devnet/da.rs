@@ -1,0 +1,118 @@
+//! Where the devnet makes DA slots: each slot's hash, the sequencer
+//! commitments that land on it (real Merkle roots over stored block hashes)
+//! and the batch proofs that land later still.
+
+use crate::chain::merkle_root;
+use crate::devnet::{schedule, DevnetConfig};
+use crate::ledger::LedgerRead;
+use crate::sync::source::SourceError;
+use crate::types::{DaSlot, Hash, ProofOutput, SequencerCommitment, VerifiedBatchProof, ZERO_HASH};
+
+fn missing(what: &str, height: u64) -> SourceError {
+    SourceError(format!(
+        "devnet cannot make its DA slot yet: the {what} of height {height} is not stored"
+    ))
+}
+
+fn hash_at(ledger: &impl LedgerRead, h: u64) -> Result<Hash, SourceError> {
+    ledger
+        .hash_at(h)
+        .map_err(|e| SourceError(e.to_string()))?
+        .ok_or_else(|| missing("hash", h))
+}
+
+fn state_root_at(ledger: &impl LedgerRead, h: u64, seed: u64) -> Result<Hash, SourceError> {
+    if h == 0 {
+        return Ok(schedule::genesis_state_root(seed));
+    }
+    ledger
+        .state_root_at(h)
+        .map_err(|e| SourceError(e.to_string()))?
+        .ok_or_else(|| missing("state root", h))
+}
+
+/// DA slot `number`, with what lands on it.
+pub fn make_slot(
+    config: &DevnetConfig,
+    pub_key: &[u8; 32],
+    ledger: &impl LedgerRead,
+    number: u64,
+) -> Result<DaSlot, SourceError> {
+    let seed = config.seed;
+    let mut commitments = Vec::new();
+    if let Some(i) = schedule::commitment_landing_on(number) {
+        let (start, end) = schedule::commitment_heights(i);
+        let leaves = (start..=end)
+            .map(|h| hash_at(ledger, h))
+            .collect::<Result<Vec<Hash>, SourceError>>()?;
+        let merkle_root = merkle_root(&leaves).unwrap_or(ZERO_HASH);
+        commitments.push(SequencerCommitment {
+            found_in_l1: number,
+            merkle_root,
+            l2_start_block_number: start,
+            l2_end_block_number: end,
+        });
+    }
+    let proof = match schedule::proof_landing_on(number) {
+        Some(j) => Some(make_proof(config, pub_key, ledger, number, j)?),
+        None => None,
+    };
+    Ok(DaSlot {
+        number,
+        hash: Some(schedule::slot_hash(seed, number)),
+        commitments,
+        proof,
+    })
+}
+
+fn make_proof(
+    config: &DevnetConfig,
+    pub_key: &[u8; 32],
+    ledger: &impl LedgerRead,
+    slot: u64,
+    j: u64,
+) -> Result<VerifiedBatchProof, SourceError> {
+    let seed = config.seed;
+    let (first_c, last_c) = schedule::proof_commitments(j);
+    let start = schedule::commitment_heights(first_c).0;
+    let end = schedule::commitment_heights(last_c).1;
+    let prev_hash = if start == 1 {
+        ZERO_HASH
+    } else {
+        hash_at(ledger, start - 1)?
+    };
+    let entropy = schedule::proof_entropy(seed, slot);
+    let mut proof = Vec::with_capacity(config.proof_bytes);
+    let mut block = entropy;
+    while proof.len() < config.proof_bytes {
+        proof.extend_from_slice(&block);
+        block = crate::chain::sha256(&block);
+    }
+    proof.truncate(config.proof_bytes);
+    let state_diff = (0..4u8)
+        .map(|k| {
+            let mut key = b"devnet/account/".to_vec();
+            key.extend_from_slice(&entropy[..4]);
+            key.push(k);
+            let value = (k != 3).then(|| crate::chain::sha256(&[entropy.as_slice(), &[k]].concat()).to_vec());
+            (key, value)
+        })
+        .collect();
+    Ok(VerifiedBatchProof {
+        proof,
+        height: slot,
+        proof_output: ProofOutput {
+            initial_state_root: state_root_at(ledger, start - 1, seed)?,
+            final_state_root: state_root_at(ledger, end, seed)?,
+            prev_soft_confirmation_hash: prev_hash,
+            final_soft_confirmation_hash: hash_at(ledger, end)?,
+            state_diff,
+            da_slot_hash: schedule::slot_hash(seed, slot),
+            sequencer_commitments_range: (first_c, last_c),
+            sequencer_public_key: pub_key.to_vec(),
+            sequencer_da_public_key: schedule::sequencer_da_public_key(seed),
+            preproven_commitments: Vec::new(),
+            last_l2_height: end,
+        },
+    })
+}

@@ -1,0 +1,238 @@
+//! The embedded devnet: a simulated sequencer and DA chain, run as a chain
+//! source.
+//!
+//! It is not a shortcut into the ledger: the sync thread pulls its blocks and
+//! slots through [`L2Source`] and [`DaSource`] and verifies them like an
+//! upstream node's (`source -> sync thread (verify, write) -> LMDB <- server`).
+//!
+//! Everything is deterministic from `--dev-seed`: block `h` is a function of
+//! the seed, `h` and block `h-1`, so a restart on the same data dir continues
+//! the same chain. The devnet keeps no chain of its own: the hashes it needs
+//! for Merkle roots and proofs are read back from the ledger it feeds (only
+//! what the sync thread has already verified and stored).
+//!
+//! - [`block`]: where the devnet makes a soft confirmation.
+//! - [`da`]: where it makes DA slots, sequencer commitments and batch proofs.
+//! - [`schedule`]: which block lands in which slot, and when things land.
+
+pub mod block;
+pub mod da;
+pub mod schedule;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::chain::SequencerKey;
+use crate::ledger::{Ledger, LedgerError, LedgerRead};
+use crate::sync::source::{DaSource, L2Source, SourceError};
+use crate::types::{DaSlot, Hash, SoftConfirmation};
+
+/// Devnet settings, from the `--dev-*` flags.
+#[derive(Clone, Debug)]
+pub struct DevnetConfig {
+    /// `--dev-seed`: everything the devnet makes derives from it.
+    pub seed: u64,
+    /// `--dev-prefill`: heights 1..=N exist before the server listens.
+    pub prefill: u64,
+    /// `--dev-block-ms`: one new block every this many ms after the prefill (0: none).
+    pub block_ms: u64,
+    /// `--dev-proof-bytes`: size of each batch proof's proof bytes.
+    pub proof_bytes: usize,
+}
+
+impl Default for DevnetConfig {
+    fn default() -> Self {
+        DevnetConfig {
+            seed: 1,
+            prefill: 0,
+            block_ms: 1000,
+            proof_bytes: 2048,
+        }
+    }
+}
+
+/// Why the devnet cannot run on a data dir.
+#[derive(Debug)]
+pub enum DevnetError {
+    Ledger(LedgerError),
+    /// The data dir holds another chain (another seed, or an upstream's).
+    OtherChain(String),
+}
+
+impl std::fmt::Display for DevnetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DevnetError::Ledger(e) => write!(f, "{e}"),
+            DevnetError::OtherChain(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for DevnetError {}
+
+impl From<LedgerError> for DevnetError {
+    fn from(e: LedgerError) -> Self {
+        DevnetError::Ledger(e)
+    }
+}
+
+const SEED_META_KEY: &str = "devnet_seed";
+
+/// The devnet chain source.
+pub struct Devnet {
+    config: DevnetConfig,
+    key: SequencerKey,
+    ledger: Arc<Ledger>,
+    /// The newest block made so far: (height, hash, state root).
+    tip: (u64, Hash, Hash),
+    /// Height the chain had when this process started (blocks above it are
+    /// made on the clock).
+    start_height: u64,
+    started: Instant,
+}
+
+impl Devnet {
+    /// A devnet over `ledger`, continuing the chain stored there. Refuses a
+    /// data dir that holds a chain from another seed or another source.
+    pub fn open(config: DevnetConfig, ledger: Arc<Ledger>) -> Result<Devnet, DevnetError> {
+        let key = SequencerKey::from_secret(&schedule::sequencer_secret(config.seed));
+        let (tip, start_height) = {
+            let mut w = ledger.writer()?;
+            match w.meta_bytes(SEED_META_KEY)? {
+                Some(stored) if stored != config.seed.to_be_bytes() => {
+                    let stored = stored
+                        .try_into()
+                        .map(u64::from_be_bytes)
+                        .map(|s| s.to_string())
+                        .unwrap_or_else(|_| "?".to_string());
+                    return Err(DevnetError::OtherChain(format!(
+                        "the data dir {} holds the devnet chain of seed {stored}, not {}: \
+                         pass --dev-seed {stored} or use another --data-dir",
+                        ledger.path().display(),
+                        config.seed
+                    )));
+                }
+                Some(_) => {}
+                None => {
+                    if w.head_height()? > 0 {
+                        return Err(DevnetError::OtherChain(format!(
+                            "the data dir {} holds a chain that the devnet did not make: \
+                             use another --data-dir for --dev",
+                            ledger.path().display()
+                        )));
+                    }
+                    w.set_meta_bytes(SEED_META_KEY, &config.seed.to_be_bytes())?;
+                    w.commit()?;
+                    w = ledger.writer()?;
+                }
+            }
+            let head = w.head_height()?;
+            let tip = if head == 0 {
+                (0, crate::types::ZERO_HASH, schedule::genesis_state_root(config.seed))
+            } else {
+                let sc = w.soft_confirmation(head)?.ok_or_else(|| {
+                    DevnetError::OtherChain(format!("stored head {head} cannot be read"))
+                })?;
+                (head, sc.hash, sc.state_root)
+            };
+            drop(w);
+            (tip, head)
+        };
+        Ok(Devnet {
+            config,
+            key,
+            ledger,
+            tip,
+            start_height,
+            started: Instant::now(),
+        })
+    }
+
+    /// The sequencer's public key.
+    pub fn public_key(&self) -> [u8; 32] {
+        self.key.public_key()
+    }
+
+    /// The height the chain should have reached now: the prefill at once,
+    /// then one block per `block_ms`.
+    pub fn target_height(&self) -> u64 {
+        let base = self.start_height.max(self.config.prefill);
+        if self.config.block_ms == 0 {
+            return base;
+        }
+        let elapsed = self.started.elapsed().as_millis() as u64;
+        base + elapsed / self.config.block_ms
+    }
+
+    fn source_err(e: LedgerError) -> SourceError {
+        SourceError(format!("devnet cannot read the ledger: {e}"))
+    }
+}
+
+impl L2Source for Devnet {
+    fn head(&mut self) -> Result<u64, SourceError> {
+        Ok(self.target_height())
+    }
+
+    fn blocks(&mut self, from: u64, to: u64) -> Result<Vec<SoftConfirmation>, SourceError> {
+        let head = self.target_height();
+        let to = to.min(head);
+        if from > to {
+            return Ok(Vec::new());
+        }
+        // The devnet makes blocks in order: a request that starts below its
+        // tip is answered from the ledger (a sync thread retrying after a
+        // failed write), one above its tip makes the blocks in between first.
+        if from <= self.tip.0 {
+            let reader = self.ledger.reader().map_err(Self::source_err)?;
+            let stored = reader
+                .soft_confirmation_range(from, to.min(self.tip.0))
+                .map_err(Self::source_err)?;
+            let blocks: Vec<SoftConfirmation> = stored.into_iter().map_while(|b| b).collect();
+            if !blocks.is_empty() {
+                return Ok(blocks);
+            }
+            // Made but not stored (the sync thread rejected them): make again
+            // from the stored head.
+            let head = reader.head_height().map_err(Self::source_err)?;
+            self.tip = match reader.soft_confirmation(head).map_err(Self::source_err)? {
+                Some(sc) => (head, sc.hash, sc.state_root),
+                None => (0, crate::types::ZERO_HASH, schedule::genesis_state_root(self.config.seed)),
+            };
+        }
+        let first = self.tip.0 + 1;
+        let made = block::make_blocks(&self.key, self.config.seed, self.tip, first, to);
+        if let Some(last) = made.last() {
+            self.tip = (last.l2_height, last.hash, last.state_root);
+        }
+        Ok(made.into_iter().filter(|b| b.l2_height >= from).collect())
+    }
+
+    fn genesis_state_root(&mut self) -> Result<Option<Hash>, SourceError> {
+        Ok(Some(schedule::genesis_state_root(self.config.seed)))
+    }
+}
+
+impl DaSource for Devnet {
+    fn last_scanned(&mut self) -> Result<u64, SourceError> {
+        // The DA chain moves with the L2 chain: its tip is the slot of the
+        // newest stored block, so every commitment and proof that lands on a
+        // slot refers to blocks the ledger already holds.
+        let stored = self
+            .ledger
+            .reader()
+            .and_then(|r| r.head_height())
+            .map_err(Self::source_err)?;
+        let head = stored.min(self.target_height());
+        Ok(if head == 0 { 0 } else { schedule::slot_of(head) })
+    }
+
+    fn first_slot(&mut self) -> Result<Option<u64>, SourceError> {
+        Ok(Some(schedule::DA_GENESIS_SLOT))
+    }
+
+    fn slot(&mut self, number: u64) -> Result<DaSlot, SourceError> {
+        let reader = self.ledger.reader().map_err(Self::source_err)?;
+        da::make_slot(&self.config, &self.key.public_key(), &reader, number)
+    }
+}

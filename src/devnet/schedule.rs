@@ -1,0 +1,146 @@
+//! The devnet's timetable: which DA slot each block points at, when
+//! commitments and proofs land, and the values derived from the seed.
+//!
+//! With these numbers a chain of N >= 100 blocks has all three statuses:
+//! the oldest blocks Proven, then Finalized, the newest Trusted.
+
+use crate::chain::sha256;
+use crate::types::Hash;
+
+/// The DA slot that L2 height 1 points at.
+pub const DA_GENESIS_SLOT: u64 = 1000;
+/// L2 blocks per DA slot.
+pub const BLOCKS_PER_SLOT: u64 = 2;
+/// L2 blocks per sequencer commitment.
+pub const COMMITMENT_BLOCKS: u64 = 16;
+/// Sequencer commitments per batch proof.
+pub const COMMITMENTS_PER_PROOF: u64 = 4;
+/// A commitment lands this many slots after the slot of its last block.
+pub const COMMITMENT_DELAY_SLOTS: u64 = 1;
+/// A proof lands this many slots after the slot of its last block.
+pub const PROOF_DELAY_SLOTS: u64 = 8;
+/// Timestamp of height 0 (unix seconds); block h is one second later per height.
+pub const GENESIS_TIMESTAMP: u64 = 1_726_584_750;
+
+/// The DA slot L2 height `h` (>= 1) points at.
+pub fn slot_of(h: u64) -> u64 {
+    DA_GENESIS_SLOT + h.saturating_sub(1) / BLOCKS_PER_SLOT
+}
+
+/// The L2 heights that point at `slot`.
+pub fn heights_of_slot(slot: u64) -> std::ops::RangeInclusive<u64> {
+    let first = (slot - DA_GENESIS_SLOT) * BLOCKS_PER_SLOT + 1;
+    first..=first + BLOCKS_PER_SLOT - 1
+}
+
+fn derive(label: &str, seed: u64, n: u64) -> Hash {
+    let mut input = Vec::with_capacity(label.len() + 16);
+    input.extend_from_slice(label.as_bytes());
+    input.extend_from_slice(&seed.to_be_bytes());
+    input.extend_from_slice(&n.to_be_bytes());
+    sha256(&input)
+}
+
+/// The sequencer's Ed25519 secret key.
+pub fn sequencer_secret(seed: u64) -> Hash {
+    derive("ledgerd-devnet/sequencer", seed, 0)
+}
+
+/// The sequencer's DA public key (33 bytes, compressed-point shaped).
+pub fn sequencer_da_public_key(seed: u64) -> Vec<u8> {
+    let mut key = vec![0x02];
+    key.extend_from_slice(&derive("ledgerd-devnet/da-key", seed, 0));
+    key
+}
+
+/// The genesis state root.
+pub fn genesis_state_root(seed: u64) -> Hash {
+    derive("ledgerd-devnet/genesis", seed, 0)
+}
+
+/// Hash of DA slot `n`.
+pub fn slot_hash(seed: u64, n: u64) -> Hash {
+    derive("ledgerd-devnet/slot", seed, n)
+}
+
+/// Transactions commitment of DA slot `n`.
+pub fn slot_txs_commitment(seed: u64, n: u64) -> Hash {
+    derive("ledgerd-devnet/slot-txs", seed, n)
+}
+
+/// Random bytes for block `h` (its txs, deposits and fee).
+pub fn block_entropy(seed: u64, h: u64) -> Hash {
+    derive("ledgerd-devnet/block", seed, h)
+}
+
+/// Random bytes for the proof that lands on slot `n`.
+pub fn proof_entropy(seed: u64, n: u64) -> Hash {
+    derive("ledgerd-devnet/proof", seed, n)
+}
+
+/// Commitment `i` (counted from 0) covers these heights.
+pub fn commitment_heights(i: u64) -> (u64, u64) {
+    (i * COMMITMENT_BLOCKS + 1, (i + 1) * COMMITMENT_BLOCKS)
+}
+
+/// The slot commitment `i` lands on.
+pub fn commitment_slot(i: u64) -> u64 {
+    slot_of(commitment_heights(i).1) + COMMITMENT_DELAY_SLOTS
+}
+
+/// Proof `j` (counted from 0) proves these commitments.
+pub fn proof_commitments(j: u64) -> (u64, u64) {
+    (j * COMMITMENTS_PER_PROOF, (j + 1) * COMMITMENTS_PER_PROOF - 1)
+}
+
+/// The slot proof `j` lands on.
+pub fn proof_slot(j: u64) -> u64 {
+    let last_commitment = proof_commitments(j).1;
+    slot_of(commitment_heights(last_commitment).1) + PROOF_DELAY_SLOTS
+}
+
+/// The commitment that lands on `slot`, if one does.
+pub fn commitment_landing_on(slot: u64) -> Option<u64> {
+    let end_slot = slot.checked_sub(COMMITMENT_DELAY_SLOTS)?;
+    if end_slot < DA_GENESIS_SLOT {
+        return None;
+    }
+    heights_of_slot(end_slot)
+        .find(|h| h % COMMITMENT_BLOCKS == 0)
+        .map(|h| h / COMMITMENT_BLOCKS - 1)
+}
+
+/// The proof that lands on `slot`, if one does.
+pub fn proof_landing_on(slot: u64) -> Option<u64> {
+    let end_slot = slot.checked_sub(PROOF_DELAY_SLOTS)?;
+    if end_slot < DA_GENESIS_SLOT {
+        return None;
+    }
+    let per_proof = COMMITMENT_BLOCKS * COMMITMENTS_PER_PROOF;
+    heights_of_slot(end_slot)
+        .find(|h| h % per_proof == 0)
+        .map(|h| h / per_proof - 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_commitment_and_proof_lands_on_exactly_the_slot_the_schedule_names() {
+        for i in 0..50 {
+            assert_eq!(commitment_landing_on(commitment_slot(i)), Some(i));
+            assert_eq!(proof_landing_on(proof_slot(i)), Some(i));
+        }
+        let commitments = (DA_GENESIS_SLOT..DA_GENESIS_SLOT + 400)
+            .filter(|s| commitment_landing_on(*s).is_some())
+            .count();
+        assert_eq!(commitments as u64, 400 * BLOCKS_PER_SLOT / COMMITMENT_BLOCKS);
+    }
+
+    #[test]
+    fn slots_hold_consecutive_heights() {
+        assert_eq!(slot_of(1), DA_GENESIS_SLOT);
+        assert_eq!(heights_of_slot(slot_of(7)).collect::<Vec<_>>(), vec![7, 8]);
+    }
+}

@@ -1,0 +1,277 @@
+//! A running node: the ledger, the sync thread and the server, started and
+//! stopped together.
+//!
+//! `main` builds one from the command line; tests and other projects build
+//! one in-process with [`Node::builder`].
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use log::{error, info};
+
+use crate::config::Config;
+use crate::devnet::{Devnet, DevnetConfig, DevnetError};
+use crate::ledger::{Ledger, LedgerError, OpenOptions};
+use crate::routes::Routes;
+use crate::rpc::{Rpc, RpcConfig};
+use crate::server::{Server, ServerConfig, ServerError, Stopper};
+use crate::stop::Stop;
+use crate::sync::progress::Progress;
+use crate::sync::upstream::{Upstream, UpstreamConfig};
+use crate::sync::{SyncConfig, SyncError, Syncer};
+
+/// Why a node could not start.
+#[derive(Debug)]
+pub enum NodeError {
+    Ledger(LedgerError),
+    Devnet(DevnetError),
+    Sync(SyncError),
+    Server(ServerError),
+    Thread(std::io::Error),
+    /// Stopped (Ctrl-C) before it was ready.
+    Stopped,
+}
+
+impl std::fmt::Display for NodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NodeError::Ledger(e) => write!(f, "{e}"),
+            NodeError::Devnet(e) => write!(f, "{e}"),
+            NodeError::Sync(e) => write!(f, "the devnet prefill failed: {e}"),
+            NodeError::Server(e) => write!(f, "{e}"),
+            NodeError::Thread(e) => write!(f, "cannot start a thread: {e}"),
+            NodeError::Stopped => f.write_str("stopped before the node was ready"),
+        }
+    }
+}
+
+impl std::error::Error for NodeError {}
+
+impl From<LedgerError> for NodeError {
+    fn from(e: LedgerError) -> Self {
+        NodeError::Ledger(e)
+    }
+}
+impl From<DevnetError> for NodeError {
+    fn from(e: DevnetError) -> Self {
+        NodeError::Devnet(e)
+    }
+}
+impl From<SyncError> for NodeError {
+    fn from(e: SyncError) -> Self {
+        NodeError::Sync(e)
+    }
+}
+impl From<ServerError> for NodeError {
+    fn from(e: ServerError) -> Self {
+        NodeError::Server(e)
+    }
+}
+
+/// Builds a [`Node`]: `Node::builder().data_dir(dir).dev(DevnetConfig::default()).bind("127.0.0.1:0").start()`.
+#[derive(Clone, Debug, Default)]
+pub struct NodeBuilder {
+    config: Config,
+    stop: Option<Arc<Stop>>,
+}
+
+impl NodeBuilder {
+    /// Starts from a whole [`Config`] (what `main` does).
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+    pub fn data_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.config.data_dir = dir.into();
+        self
+    }
+    /// Runs the embedded devnet.
+    pub fn dev(mut self, dev: DevnetConfig) -> Self {
+        self.config.dev = Some(dev);
+        self
+    }
+    /// Follows another node instead of running the devnet.
+    pub fn upstream(mut self, url: &str) -> Self {
+        self.config.upstream = Some(url.to_string());
+        self
+    }
+    pub fn bind(mut self, addr: &str) -> Self {
+        self.config.bind = addr.to_string();
+        self
+    }
+
+    /// Shares a stop signal (main's, set by Ctrl-C) so a long prefill can be interrupted.
+    pub fn stop_signal(mut self, stop: Arc<Stop>) -> Self {
+        self.stop = Some(stop);
+        self
+    }
+
+    /// Opens the ledger, runs the devnet prefill, starts the sync thread and
+    /// the server. The server accepts connections when this returns.
+    pub fn start(self) -> Result<Node, NodeError> {
+        Node::start(self.config, self.stop.unwrap_or_default())
+    }
+}
+
+/// A running node. Dropping it stops it (see [`Node::shutdown`]).
+pub struct Node {
+    addr: SocketAddr,
+    ledger: Arc<Ledger>,
+    progress: Arc<Progress>,
+    stop: Arc<Stop>,
+    server: Option<Stopper>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Node {
+    pub fn builder() -> NodeBuilder {
+        NodeBuilder::default()
+    }
+
+    fn start(config: Config, stop: Arc<Stop>) -> Result<Node, NodeError> {
+        let ledger = Arc::new(Ledger::open(&config.data_dir, &OpenOptions::default())?);
+        let progress = Arc::new(Progress::default());
+        let mut threads = Vec::new();
+
+        if let Some(dev) = &config.dev {
+            let devnet = Devnet::open(dev.clone(), ledger.clone())?;
+            let sync_config = SyncConfig {
+                chunk: 2000,
+                poll: devnet_poll(dev),
+                sequencer_pubkey: Some(devnet.public_key()),
+                ..SyncConfig::default()
+            };
+            let mut syncer = Syncer::new(ledger.clone(), devnet, progress.clone(), sync_config);
+            let started = std::time::Instant::now();
+            syncer.catch_up(&stop)?;
+            if stop.is_stopped() {
+                return Err(NodeError::Stopped);
+            }
+            info!(
+                "devnet ready: head {} after {:.2?}",
+                progress.l2_synced.load(std::sync::atomic::Ordering::Relaxed),
+                started.elapsed()
+            );
+            let thread_stop = stop.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name("sync".into())
+                    .spawn(move || syncer.run(&thread_stop))
+                    .map_err(NodeError::Thread)?,
+            );
+        } else if let Some(url) = &config.upstream {
+            let upstream = Upstream::new(UpstreamConfig::new(url));
+            let sync_config = SyncConfig {
+                chunk: config.sync_chunk,
+                sequencer_pubkey: config.sequencer_pubkey,
+                ..SyncConfig::default()
+            };
+            let syncer = Syncer::new(ledger.clone(), upstream, progress.clone(), sync_config);
+            syncer.load_progress()?;
+            info!("following {url}");
+            let thread_stop = stop.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name("sync".into())
+                    .spawn(move || syncer.run(&thread_stop))
+                    .map_err(NodeError::Thread)?,
+            );
+        } else {
+            info!("no chain source (--dev or --upstream): serving the stored ledger as it is");
+        }
+
+        let rpc = Arc::new(Rpc::new(
+            ledger.clone(),
+            progress.clone(),
+            RpcConfig {
+                max_range: config.max_range,
+                max_batch: config.max_batch,
+            },
+        ));
+        let server_config = ServerConfig {
+            max_body: config.max_body,
+            max_connections: config.max_connections,
+            idle_timeout: config.idle_timeout,
+            ..ServerConfig::default()
+        };
+        let server = match Server::bind(&config.bind, server_config) {
+            Ok(s) => s,
+            Err(e) => {
+                stop.stop();
+                for t in threads {
+                    let _ = t.join();
+                }
+                return Err(e.into());
+            }
+        };
+        let addr = server.local_addr();
+        let stopper = server.stopper();
+        let mut routes = Routes::new(rpc);
+        threads.push(
+            std::thread::Builder::new()
+                .name("server".into())
+                .spawn(move || {
+                    if let Err(e) = server.run(&mut routes) {
+                        error!("server stopped: {e}");
+                    }
+                })
+                .map_err(NodeError::Thread)?,
+        );
+        info!("serving {} on http://{addr}", ledger.path().display());
+        Ok(Node {
+            addr,
+            ledger,
+            progress,
+            stop,
+            server: Some(stopper),
+            threads,
+        })
+    }
+
+    /// The address the server listens on (the real port when bound to port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://HOST:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The ledger, for direct reads.
+    pub fn ledger(&self) -> &Arc<Ledger> {
+        &self.ledger
+    }
+
+    /// The sync progress.
+    pub fn progress(&self) -> &Arc<Progress> {
+        &self.progress
+    }
+
+    /// Stops the server and the sync thread and waits for both.
+    pub fn shutdown(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        self.stop.stop();
+        if let Some(s) = self.server.take() {
+            s.stop();
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+fn devnet_poll(dev: &DevnetConfig) -> std::time::Duration {
+    let ms = if dev.block_ms == 0 { 250 } else { (dev.block_ms / 4).clamp(5, 250) };
+    std::time::Duration::from_millis(ms)
+}

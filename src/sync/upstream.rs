@@ -1,0 +1,306 @@
+//! The upstream follower's chain source: another node (a ledgerd, or a
+//! Citrea v0.6 sequencer or full node) asked over its JSON-RPC interface.
+//!
+//! L2: `ledger_getHeadSoftConfirmationHeight`, then
+//! `ledger_getSoftConfirmationRange` in chunks (shrunk to the upstream's own
+//! limit when it answers "requested range too large. Max: N"). DA:
+//! `ledger_getLastScannedL1Height`, then for each slot
+//! `ledger_getSequencerCommitmentsOnSlotByNumber` and
+//! `ledger_getVerifiedBatchProofsBySlotHeight`, many slots per batch request.
+//! Every request has connect and read timeouts. Nothing here is trusted: the
+//! sync thread verifies all of it.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::sync::source::{DaSource, L2Source, SourceError};
+use crate::types::{DaSlot, Hash, SoftConfirmation};
+use crate::wire;
+
+/// Timeouts of the upstream client.
+#[derive(Clone, Debug)]
+pub struct UpstreamConfig {
+    pub url: String,
+    pub connect_timeout: Duration,
+    pub read_timeout: Duration,
+}
+
+impl UpstreamConfig {
+    pub fn new(url: &str) -> UpstreamConfig {
+        UpstreamConfig {
+            url: url.to_string(),
+            connect_timeout: Duration::from_secs(2),
+            read_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A JSON-RPC client of the upstream node.
+pub struct Upstream {
+    config: UpstreamConfig,
+    agent: ureq::Agent,
+    /// The most blocks the upstream serves in one range request, once it has said.
+    range_limit: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct RpcErrorBody {
+    code: i64,
+    message: String,
+    #[serde(default)]
+    data: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct Response<'a> {
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+    #[serde(default)]
+    error: Option<RpcErrorBody>,
+    #[serde(default)]
+    id: Option<u64>,
+}
+
+/// An answer: the result's JSON text, or the upstream's error.
+enum Answer {
+    Result(String),
+    Error { code: i64, text: String },
+}
+
+fn err(what: impl std::fmt::Display) -> SourceError {
+    SourceError(what.to_string())
+}
+
+impl Answer {
+    fn from_response(r: Response<'_>) -> Answer {
+        match (r.result, r.error) {
+            (_, Some(e)) => {
+                let data = match e.data {
+                    Some(serde_json::Value::String(s)) => s,
+                    Some(other) => other.to_string(),
+                    None => String::new(),
+                };
+                Answer::Error {
+                    code: e.code,
+                    text: format!("{} ({}): {data}", e.message, e.code),
+                }
+            }
+            (Some(raw), None) => Answer::Result(raw.get().to_string()),
+            (None, None) => Answer::Result("null".to_string()),
+        }
+    }
+
+    fn into_result(self, method: &str) -> Result<String, SourceError> {
+        match self {
+            Answer::Result(text) => Ok(text),
+            Answer::Error { text, .. } => Err(err(format!("upstream {method} answered {text}"))),
+        }
+    }
+}
+
+impl Upstream {
+    pub fn new(config: UpstreamConfig) -> Upstream {
+        let agent = ureq::AgentBuilder::new()
+            .timeout_connect(config.connect_timeout)
+            .timeout_read(config.read_timeout)
+            .timeout_write(config.read_timeout)
+            .build();
+        Upstream {
+            config,
+            agent,
+            range_limit: None,
+        }
+    }
+
+    fn post(&self, body: String) -> Result<String, SourceError> {
+        let response = self
+            .agent
+            .post(&self.config.url)
+            .set("Content-Type", "application/json")
+            .send_string(&body)
+            .map_err(|e| match e {
+                ureq::Error::Status(code, _) => err(format!(
+                    "upstream {} answered HTTP {code}",
+                    self.config.url
+                )),
+                other => err(format!("upstream {} cannot be reached: {other}", self.config.url)),
+            })?;
+        response
+            .into_string()
+            .map_err(|e| err(format!("upstream {} sent an unreadable body: {e}", self.config.url)))
+    }
+
+    fn call(&self, method: &str, params: &str) -> Result<Answer, SourceError> {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{params}}}"#);
+        let text = self.post(body)?;
+        let response: Response<'_> = serde_json::from_str(&text)
+            .map_err(|e| err(format!("upstream {method} answered something that is not JSON-RPC: {e}")))?;
+        Ok(Answer::from_response(response))
+    }
+
+    /// Several calls in one batch request; answers in call order.
+    fn batch(&self, calls: &[(&str, String)]) -> Result<Vec<Answer>, SourceError> {
+        let mut body = String::from("[");
+        for (i, (method, params)) in calls.iter().enumerate() {
+            if i > 0 {
+                body.push(',');
+            }
+            body.push_str(&format!(
+                r#"{{"jsonrpc":"2.0","id":{i},"method":"{method}","params":{params}}}"#
+            ));
+        }
+        body.push(']');
+        let text = self.post(body)?;
+        let responses: Vec<Response<'_>> = serde_json::from_str(&text)
+            .map_err(|e| err(format!("upstream answered a batch with something that is not a JSON-RPC batch: {e}")))?;
+        let mut answers: Vec<Option<Answer>> = (0..calls.len()).map(|_| None).collect();
+        for r in responses {
+            let slot = r
+                .id
+                .and_then(|id| answers.get_mut(id as usize))
+                .ok_or_else(|| err("upstream answered a batch with an id it was not asked"))?;
+            *slot = Some(Answer::from_response(r));
+        }
+        answers
+            .into_iter()
+            .enumerate()
+            .map(|(i, a)| a.ok_or_else(|| err(format!("upstream left call {i} of a batch unanswered"))))
+            .collect()
+    }
+
+    fn number(&self, method: &str) -> Result<u64, SourceError> {
+        let text = self.call(method, "[]")?.into_result(method)?;
+        text.trim()
+            .parse()
+            .map_err(|_| err(format!("upstream {method} answered {text:.80}, not a height")))
+    }
+}
+
+/// Reads the limit out of "requested range too large. Max: N".
+fn range_limit_of(text: &str) -> Option<u64> {
+    let (_, tail) = text.split_once("range too large")?;
+    let digits: String = tail
+        .chars()
+        .skip_while(|c| !c.is_ascii_digit())
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    digits.parse().ok()
+}
+
+impl L2Source for Upstream {
+    fn head(&mut self) -> Result<u64, SourceError> {
+        self.number("ledger_getHeadSoftConfirmationHeight")
+    }
+
+    fn blocks(&mut self, from: u64, to: u64) -> Result<Vec<SoftConfirmation>, SourceError> {
+        let method = "ledger_getSoftConfirmationRange";
+        let mut to = match self.range_limit {
+            Some(limit) => to.min(from + limit.max(1) - 1),
+            None => to,
+        };
+        loop {
+            match self.call(method, &format!("[{from},{to}]"))? {
+                Answer::Result(text) => {
+                    let list = wire::soft_confirmation_list(&text)
+                        .map_err(|e| err(format!("upstream {method} answered an unreadable block: {e}")))?;
+                    // Stop at the first hole: the chain is followed in order.
+                    return Ok(list.into_iter().map_while(|b| b).collect());
+                }
+                Answer::Error { code, text } => match range_limit_of(&text) {
+                    Some(limit) if code == -32001 && limit >= 1 && to - from + 1 > limit => {
+                        log::info!("upstream serves at most {limit} blocks per range; asking for that");
+                        self.range_limit = Some(limit);
+                        to = from + limit - 1;
+                    }
+                    _ => return Err(err(format!("upstream {method} answered {text}"))),
+                },
+            }
+        }
+    }
+
+    fn genesis_state_root(&mut self) -> Result<Option<Hash>, SourceError> {
+        let method = "ledger_getL2GenesisStateRoot";
+        let text = self.call(method, "[]")?.into_result(method)?;
+        let bytes: Option<Vec<u8>> = serde_json::from_str(&text)
+            .map_err(|e| err(format!("upstream {method} answered {text:.80}: {e}")))?;
+        match bytes {
+            None => Ok(None),
+            Some(b) => b
+                .try_into()
+                .map(Some)
+                .map_err(|_| err(format!("upstream {method} answered a root that is not 32 bytes"))),
+        }
+    }
+}
+
+impl DaSource for Upstream {
+    fn last_scanned(&mut self) -> Result<u64, SourceError> {
+        self.number("ledger_getLastScannedL1Height")
+    }
+
+    fn first_slot(&mut self) -> Result<Option<u64>, SourceError> {
+        let method = "ledger_getSoftConfirmationByNumber";
+        let text = self.call(method, "[1]")?.into_result(method)?;
+        if text.trim() == "null" {
+            return Ok(None);
+        }
+        let sc = wire::soft_confirmation(&text)
+            .map_err(|e| err(format!("upstream {method} answered an unreadable block: {e}")))?;
+        Ok(Some(sc.da_slot_height))
+    }
+
+    fn slot(&mut self, number: u64) -> Result<DaSlot, SourceError> {
+        self.slots(number, number)?
+            .pop()
+            .ok_or_else(|| err(format!("upstream did not answer for DA slot {number}")))
+    }
+
+    fn slots(&mut self, from: u64, to: u64) -> Result<Vec<DaSlot>, SourceError> {
+        let commitments = "ledger_getSequencerCommitmentsOnSlotByNumber";
+        let proofs = "ledger_getVerifiedBatchProofsBySlotHeight";
+        let mut calls = Vec::new();
+        for n in from..=to {
+            calls.push((commitments, format!("[{n}]")));
+            calls.push((proofs, format!("[{n}]")));
+        }
+        let answers = self.batch(&calls)?;
+        let mut slots = Vec::new();
+        let mut answers = answers.into_iter();
+        for number in from..=to {
+            let (Some(c), Some(p)) = (answers.next(), answers.next()) else {
+                return Err(err("upstream answered a batch short"));
+            };
+            let commitments = wire::commitment_list(&c.into_result(commitments)?)
+                .map_err(|e| err(format!("upstream {commitments} answered unreadable commitments: {e}")))?;
+            let proof = wire::verified_batch_proof(&p.into_result(proofs)?)
+                .map_err(|e| err(format!("upstream {proofs} answered an unreadable proof: {e}")))?;
+            let hash = proof
+                .as_ref()
+                .filter(|p| p.height == number)
+                .map(|p| p.proof_output.da_slot_hash);
+            slots.push(DaSlot {
+                number,
+                hash,
+                commitments,
+                proof,
+            });
+        }
+        Ok(slots)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::range_limit_of;
+
+    #[test]
+    fn the_range_limit_is_read_from_the_error_data() {
+        assert_eq!(
+            range_limit_of("LEDGER_RPC_ERROR (-32001): requested range too large. Max: 250"),
+            Some(250)
+        );
+        assert_eq!(range_limit_of("start must be <= end"), None);
+    }
+}

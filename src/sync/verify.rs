@@ -1,0 +1,269 @@
+//! Where the sync thread verifies a block, a commitment and a proof, by the
+//! contract's chain rules, before anything is written.
+//!
+//! Each check has a name ([`Check`]) so a failure can be logged, counted in
+//! `/metrics` and explained: "soft confirmation 17: prevHash does not link
+//! to the stored hash of 16".
+
+use crate::chain::{merkle_root, soft_confirmation_hash, verify_signature};
+use crate::ledger::{LedgerError, LedgerRead};
+use crate::types::{Hash, SequencerCommitment, SoftConfirmation, VerifiedBatchProof, ZERO_HASH};
+
+/// The chain rule that a block, commitment or proof broke.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Check {
+    /// Heights must follow the stored head one by one.
+    Height,
+    /// prevHash must equal the stored hash of the height below.
+    PrevHash,
+    /// The hash must recompute from the fields.
+    Hash,
+    /// pubKey must be the pinned sequencer key.
+    PubKey,
+    /// The Ed25519 signature must verify.
+    Signature,
+    /// A commitment's range must continue the last one, over stored heights.
+    CommitmentRange,
+    /// A commitment's Merkle root must match the stored hashes.
+    MerkleRoot,
+    /// A proof must end on a stored hash and continue the last proof.
+    Proof,
+}
+
+impl Check {
+    /// The label used in logs and metrics.
+    pub fn name(self) -> &'static str {
+        match self {
+            Check::Height => "height",
+            Check::PrevHash => "prev_hash",
+            Check::Hash => "hash",
+            Check::PubKey => "pub_key",
+            Check::Signature => "signature",
+            Check::CommitmentRange => "commitment_range",
+            Check::MerkleRoot => "merkle_root",
+            Check::Proof => "proof",
+        }
+    }
+}
+
+/// A record that failed verification, or a ledger that could not be read to verify it.
+#[derive(Debug)]
+pub enum VerifyError {
+    Failed { check: Check, what: String },
+    Ledger(LedgerError),
+}
+
+impl VerifyError {
+    fn failed(check: Check, what: String) -> VerifyError {
+        VerifyError::Failed { check, what }
+    }
+}
+
+impl std::fmt::Display for VerifyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            VerifyError::Failed { check, what } => {
+                write!(f, "check {} failed: {what}", check.name())
+            }
+            VerifyError::Ledger(e) => write!(f, "cannot verify: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for VerifyError {}
+
+impl From<LedgerError> for VerifyError {
+    fn from(e: LedgerError) -> Self {
+        VerifyError::Ledger(e)
+    }
+}
+
+/// Checks one block on its own: the hash recomputes, the key is the
+/// sequencer's, the signature verifies. (The link to the block below is
+/// checked in order by [`verify_link`].)
+pub fn verify_block_alone(sc: &SoftConfirmation, sequencer: &[u8; 32]) -> Result<(), VerifyError> {
+    let h = sc.l2_height;
+    if soft_confirmation_hash(sc) != sc.hash {
+        return Err(VerifyError::failed(
+            Check::Hash,
+            format!("soft confirmation {h}: hash {} does not recompute from its fields", hex::encode(sc.hash)),
+        ));
+    }
+    if &sc.pub_key != sequencer {
+        return Err(VerifyError::failed(
+            Check::PubKey,
+            format!(
+                "soft confirmation {h}: pubKey {} is not the sequencer key {}",
+                hex::encode(sc.pub_key),
+                hex::encode(sequencer)
+            ),
+        ));
+    }
+    verify_signature(&sc.pub_key, &sc.hash, &sc.signature).map_err(|e| {
+        VerifyError::failed(Check::Signature, format!("soft confirmation {h}: {e}"))
+    })
+}
+
+/// Checks that `sc` follows the block (height, hash) below it.
+pub fn verify_link(sc: &SoftConfirmation, below: (u64, Hash)) -> Result<(), VerifyError> {
+    let (below_height, below_hash) = below;
+    if sc.l2_height != below_height + 1 {
+        return Err(VerifyError::failed(
+            Check::Height,
+            format!("expected soft confirmation {}, got {}", below_height + 1, sc.l2_height),
+        ));
+    }
+    if sc.prev_hash != below_hash {
+        return Err(VerifyError::failed(
+            Check::PrevHash,
+            format!(
+                "soft confirmation {}: prevHash {} does not link to the stored hash {} of {}",
+                sc.l2_height,
+                hex::encode(sc.prev_hash),
+                hex::encode(below_hash),
+                below_height
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Verifies `blocks` on top of `below` = (height, hash) of the stored head.
+/// Returns how many leading blocks verified, and the first failure if any:
+/// the caller stores the verified prefix and never skips past the failure.
+/// Hashes and signatures are checked on both cores for large batches.
+pub fn verify_blocks(
+    blocks: &[SoftConfirmation],
+    below: (u64, Hash),
+    sequencer: &[u8; 32],
+) -> (usize, Option<VerifyError>) {
+    const PARALLEL_MIN: usize = 64;
+    let first_bad = |part: &[SoftConfirmation]| {
+        part.iter()
+            .enumerate()
+            .find_map(|(i, sc)| verify_block_alone(sc, sequencer).err().map(|e| (i, e)))
+    };
+    let alone = if blocks.len() < PARALLEL_MIN {
+        first_bad(blocks)
+    } else {
+        let (a, b) = blocks.split_at(blocks.len() / 2);
+        let offset = a.len();
+        let (ra, rb) = std::thread::scope(|s| {
+            let ha = s.spawn(|| first_bad(a));
+            let rb = first_bad(b);
+            (ha.join(), rb)
+        });
+        match ra {
+            Ok(Some(found)) => Some(found),
+            Ok(None) => rb.map(|(i, e)| (i + offset, e)),
+            Err(_) => Some((
+                0,
+                VerifyError::failed(Check::Signature, "the verifying thread panicked".into()),
+            )),
+        }
+    };
+    let limit = alone.as_ref().map(|(i, _)| *i).unwrap_or(blocks.len());
+    let mut below = below;
+    for (i, sc) in blocks[..limit].iter().enumerate() {
+        if let Err(e) = verify_link(sc, below) {
+            return (i, Some(e));
+        }
+        below = (sc.l2_height, sc.hash);
+    }
+    (limit, alone.map(|(_, e)| e))
+}
+
+/// What a commitment check decided.
+#[derive(Debug, PartialEq, Eq)]
+pub enum CommitmentVerdict {
+    /// It verified: its heights may be marked Finalized.
+    Valid,
+    /// It covers heights the ledger does not hold yet: scan this slot again later.
+    NotYet,
+}
+
+/// Checks a commitment against the stored chain: it continues the previous
+/// commitment (`finalized` = the last committed height), its heights are
+/// stored, and its Merkle root matches their stored hashes.
+pub fn verify_commitment(
+    ledger: &impl LedgerRead,
+    c: &SequencerCommitment,
+    finalized: u64,
+) -> Result<CommitmentVerdict, VerifyError> {
+    let (start, end) = (c.l2_start_block_number, c.l2_end_block_number);
+    if start != finalized + 1 || end < start {
+        return Err(VerifyError::failed(
+            Check::CommitmentRange,
+            format!(
+                "commitment on slot {} covers {start}..={end}; the next commitment must start at {}",
+                c.found_in_l1,
+                finalized + 1
+            ),
+        ));
+    }
+    if end > ledger.head_height()? {
+        return Ok(CommitmentVerdict::NotYet);
+    }
+    let mut leaves = Vec::with_capacity((end - start + 1) as usize);
+    for h in start..=end {
+        match ledger.hash_at(h)? {
+            Some(hash) => leaves.push(hash),
+            None => return Ok(CommitmentVerdict::NotYet),
+        }
+    }
+    let root = merkle_root(&leaves).unwrap_or(ZERO_HASH);
+    if root != c.merkle_root {
+        return Err(VerifyError::failed(
+            Check::MerkleRoot,
+            format!(
+                "commitment on slot {} for {start}..={end}: merkle root {} does not match {} of the stored hashes",
+                c.found_in_l1,
+                hex::encode(c.merkle_root),
+                hex::encode(root)
+            ),
+        ));
+    }
+    Ok(CommitmentVerdict::Valid)
+}
+
+/// Checks a verified batch proof against the stored chain: it covers
+/// `proven + 1 ..= lastL2Height`, its prevSoftConfirmationHash is the stored
+/// hash below that range and its finalSoftConfirmationHash the stored hash
+/// at lastL2Height. Returns the first height it proves.
+pub fn verify_proof(
+    ledger: &impl LedgerRead,
+    proof: &VerifiedBatchProof,
+    proven: u64,
+) -> Result<u64, VerifyError> {
+    let out = &proof.proof_output;
+    let last = out.last_l2_height;
+    let fail = |what: String| VerifyError::failed(Check::Proof, format!("proof on slot {}: {what}", proof.height));
+    if last <= proven {
+        return Err(fail(format!("lastL2Height {last} is not above the proven height {proven}")));
+    }
+    let stored = ledger
+        .hash_at(last)?
+        .ok_or_else(|| fail(format!("lastL2Height {last} is not stored")))?;
+    if stored != out.final_soft_confirmation_hash {
+        return Err(fail(format!(
+            "finalSoftConfirmationHash {} is not the stored hash {} of {last}",
+            hex::encode(out.final_soft_confirmation_hash),
+            hex::encode(stored)
+        )));
+    }
+    let below = if proven == 0 {
+        ZERO_HASH
+    } else {
+        ledger
+            .hash_at(proven)?
+            .ok_or_else(|| fail(format!("height {proven} is not stored")))?
+    };
+    if below != out.prev_soft_confirmation_hash {
+        return Err(fail(format!(
+            "prevSoftConfirmationHash {} is not the stored hash {} of {proven}",
+            hex::encode(out.prev_soft_confirmation_hash),
+            hex::encode(below)
+        )));
+    }
+    Ok(proven + 1)
+}
