@@ -10,7 +10,9 @@
 //!
 //! - [`types`]: the records (soft confirmations, commitments, proofs, statuses).
 //! - [`chain`]: the contract's chain rules: hashing, signatures, Merkle roots.
+//! - [`ledger`]: the LMDB ledger: typed tables, compact codecs, reader and writer transactions.
 //! - [`wire`]: reading the RPC's JSON shapes back into records (follower, import, tests).
 pub mod chain;
+pub mod ledger;
 pub mod types;
 pub mod wire;
