@@ -35,7 +35,11 @@ fn main() -> ExitCode {
         }
     };
 
-    let node = match Node::builder().config(*config).stop_signal(stop.clone()).start() {
+    let node = match Node::builder()
+        .config(*config)
+        .stop_signal(stop.clone())
+        .start()
+    {
         Ok(node) => node,
         Err(ledgerd::node::NodeError::Stopped) => return ExitCode::SUCCESS,
         Err(e) => {
@@ -44,7 +48,10 @@ fn main() -> ExitCode {
         }
     };
     let mut out = std::io::stdout();
-    if writeln!(out, "listening on {}", node.url()).and_then(|_| out.flush()).is_err() {
+    if writeln!(out, "listening on {}", node.url())
+        .and_then(|_| out.flush())
+        .is_err()
+    {
         // Nobody reads stdout: keep serving anyway.
     }
     while !stop.sleep(std::time::Duration::from_secs(3600)) {}

@@ -39,7 +39,9 @@ impl Stop {
         if self.is_stopped() {
             return true;
         }
-        let _ = self.wake.wait_timeout_while(guard, d, |_| !self.is_stopped());
+        let _ = self
+            .wake
+            .wait_timeout_while(guard, d, |_| !self.is_stopped());
         self.is_stopped()
     }
 }

@@ -163,7 +163,10 @@ mod tests {
         let genesis = (0, [0u8; 32], schedule::genesis_state_root(3));
         let whole = make_blocks(&key, 3, genesis, 1, 40);
         let first = make_blocks(&key, 3, genesis, 1, 25);
-        let tip = first.last().map(|b| (b.l2_height, b.hash, b.state_root)).unwrap();
+        let tip = first
+            .last()
+            .map(|b| (b.l2_height, b.hash, b.state_root))
+            .unwrap();
         let rest = make_blocks(&key, 3, tip, 26, 40);
         assert_eq!(whole, [first, rest].concat());
     }

@@ -94,7 +94,8 @@ fn make_proof(
             let mut key = b"devnet/account/".to_vec();
             key.extend_from_slice(&entropy[..4]);
             key.push(k);
-            let value = (k != 3).then(|| crate::chain::sha256(&[entropy.as_slice(), &[k]].concat()).to_vec());
+            let value = (k != 3)
+                .then(|| crate::chain::sha256(&[entropy.as_slice(), &[k]].concat()).to_vec());
             (key, value)
         })
         .collect();

@@ -128,7 +128,11 @@ impl Devnet {
             }
             let head = w.head_height()?;
             let tip = if head == 0 {
-                (0, crate::types::ZERO_HASH, schedule::genesis_state_root(config.seed))
+                (
+                    0,
+                    crate::types::ZERO_HASH,
+                    schedule::genesis_state_root(config.seed),
+                )
             } else {
                 let sc = w.soft_confirmation(head)?.ok_or_else(|| {
                     DevnetError::OtherChain(format!("stored head {head} cannot be read"))
@@ -197,7 +201,11 @@ impl L2Source for Devnet {
             let head = reader.head_height().map_err(Self::source_err)?;
             self.tip = match reader.soft_confirmation(head).map_err(Self::source_err)? {
                 Some(sc) => (head, sc.hash, sc.state_root),
-                None => (0, crate::types::ZERO_HASH, schedule::genesis_state_root(self.config.seed)),
+                None => (
+                    0,
+                    crate::types::ZERO_HASH,
+                    schedule::genesis_state_root(self.config.seed),
+                ),
             };
         }
         let first = self.tip.0 + 1;
@@ -224,7 +232,11 @@ impl DaSource for Devnet {
             .and_then(|r| r.head_height())
             .map_err(Self::source_err)?;
         let head = stored.min(self.target_height());
-        Ok(if head == 0 { 0 } else { schedule::slot_of(head) })
+        Ok(if head == 0 {
+            0
+        } else {
+            schedule::slot_of(head)
+        })
     }
 
     fn first_slot(&mut self) -> Result<Option<u64>, SourceError> {
@@ -234,5 +246,76 @@ impl DaSource for Devnet {
     fn slot(&mut self, number: u64) -> Result<DaSlot, SourceError> {
         let reader = self.ledger.reader().map_err(Self::source_err)?;
         da::make_slot(&self.config, &self.key.public_key(), &reader, number)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::OpenOptions;
+    use crate::stop::Stop;
+    use crate::sync::progress::Progress;
+    use crate::sync::{SyncConfig, Syncer};
+    use crate::types::Status;
+
+    fn prefilled(dir: &std::path::Path, prefill: u64) -> Arc<Ledger> {
+        let ledger = Arc::new(Ledger::open(dir, &OpenOptions::default()).unwrap());
+        let config = DevnetConfig {
+            prefill,
+            block_ms: 0,
+            ..DevnetConfig::default()
+        };
+        let devnet = Devnet::open(config, ledger.clone()).unwrap();
+        let sync = SyncConfig {
+            sequencer_pubkey: Some(devnet.public_key()),
+            ..SyncConfig::default()
+        };
+        let mut syncer = Syncer::new(ledger.clone(), devnet, Arc::new(Progress::default()), sync);
+        syncer.catch_up(&Stop::new()).unwrap();
+        ledger
+    }
+
+    #[test]
+    fn a_prefill_of_300_has_proven_then_finalized_then_trusted_heights() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = prefilled(dir.path(), 300);
+        let r = ledger.reader().unwrap();
+        assert_eq!(r.head_height().unwrap(), 300);
+        let statuses: Vec<Status> = (1..=300).map(|h| r.status(h).unwrap().unwrap()).collect();
+        assert_eq!(statuses[0], Status::Proven);
+        assert_eq!(statuses[299], Status::Trusted);
+        assert!(statuses.contains(&Status::Finalized));
+        assert!(
+            statuses.windows(2).all(|w| w[0] >= w[1]),
+            "statuses fall with height"
+        );
+        assert!(r.last_proof().unwrap().is_some());
+        assert_eq!(r.last_scanned_l1().unwrap(), schedule::slot_of(300));
+        assert!(r
+            .commitments_on_slot(schedule::commitment_slot(0))
+            .unwrap()
+            .is_some());
+    }
+
+    #[test]
+    fn reopening_with_another_seed_is_refused_and_the_same_seed_continues() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = prefilled(dir.path(), 120);
+        let other = DevnetConfig {
+            seed: 99,
+            ..DevnetConfig::default()
+        };
+        let e = Devnet::open(other, ledger.clone()).err().unwrap();
+        assert!(e.to_string().contains("--dev-seed 1"), "{e}");
+        let head_hash = ledger.reader().unwrap().hash_at(120).unwrap().unwrap();
+        drop(ledger);
+        let ledger = prefilled(dir.path(), 150);
+        let r = ledger.reader().unwrap();
+        assert_eq!(r.head_height().unwrap(), 150);
+        assert_eq!(r.hash_at(120).unwrap().unwrap(), head_hash);
+        assert_eq!(
+            r.soft_confirmation(121).unwrap().unwrap().prev_hash,
+            head_hash
+        );
     }
 }

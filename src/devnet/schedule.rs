@@ -90,7 +90,10 @@ pub fn commitment_slot(i: u64) -> u64 {
 
 /// Proof `j` (counted from 0) proves these commitments.
 pub fn proof_commitments(j: u64) -> (u64, u64) {
-    (j * COMMITMENTS_PER_PROOF, (j + 1) * COMMITMENTS_PER_PROOF - 1)
+    (
+        j * COMMITMENTS_PER_PROOF,
+        (j + 1) * COMMITMENTS_PER_PROOF - 1,
+    )
 }
 
 /// The slot proof `j` lands on.
@@ -132,10 +135,14 @@ mod tests {
             assert_eq!(commitment_landing_on(commitment_slot(i)), Some(i));
             assert_eq!(proof_landing_on(proof_slot(i)), Some(i));
         }
-        let commitments = (DA_GENESIS_SLOT..DA_GENESIS_SLOT + 400)
+        let first = DA_GENESIS_SLOT + COMMITMENT_DELAY_SLOTS;
+        let commitments = (first..first + 400)
             .filter(|s| commitment_landing_on(*s).is_some())
             .count();
-        assert_eq!(commitments as u64, 400 * BLOCKS_PER_SLOT / COMMITMENT_BLOCKS);
+        assert_eq!(
+            commitments as u64,
+            400 * BLOCKS_PER_SLOT / COMMITMENT_BLOCKS
+        );
     }
 
     #[test]

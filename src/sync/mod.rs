@@ -123,7 +123,12 @@ pub struct Syncer<S: L2Source + DaSource> {
 }
 
 impl<S: L2Source + DaSource> Syncer<S> {
-    pub fn new(ledger: Arc<Ledger>, source: S, progress: Arc<Progress>, config: SyncConfig) -> Self {
+    pub fn new(
+        ledger: Arc<Ledger>,
+        source: S,
+        progress: Arc<Progress>,
+        config: SyncConfig,
+    ) -> Self {
         Syncer {
             ledger,
             source,
@@ -264,7 +269,11 @@ impl<S: L2Source + DaSource> Syncer<S> {
             let (below, stored) = {
                 let r = self.ledger.reader()?;
                 let h = r.head_height()?;
-                let hash = if h == 0 { crate::types::ZERO_HASH } else { r.hash_at(h)?.unwrap_or_default() };
+                let hash = if h == 0 {
+                    crate::types::ZERO_HASH
+                } else {
+                    r.hash_at(h)?.unwrap_or_default()
+                };
                 ((h, hash), h)
             };
             if stored >= head || stop.is_stopped() {
@@ -389,7 +398,11 @@ fn apply_slot(
     }
     if !checked.is_empty() {
         for c in &checked {
-            w.raise_status(c.l2_start_block_number, c.l2_end_block_number, Status::Finalized)?;
+            w.raise_status(
+                c.l2_start_block_number,
+                c.l2_end_block_number,
+                Status::Finalized,
+            )?;
         }
         w.add_commitments(slot.number, &checked)?;
     }

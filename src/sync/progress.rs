@@ -68,12 +68,18 @@ pub fn unix_ms() -> u64 {
 impl Progress {
     /// L2: Synced while the ledger holds the newest head the source reported.
     pub fn l2_status(&self) -> LayerStatus {
-        layer(self.l2_source_head.load(Relaxed), self.l2_synced.load(Relaxed))
+        layer(
+            self.l2_source_head.load(Relaxed),
+            self.l2_synced.load(Relaxed),
+        )
     }
 
     /// L1 (DA): Synced while the ledger has scanned the newest slot the source reported.
     pub fn l1_status(&self) -> LayerStatus {
-        layer(self.l1_source_head.load(Relaxed), self.l1_synced.load(Relaxed))
+        layer(
+            self.l1_source_head.load(Relaxed),
+            self.l1_synced.load(Relaxed),
+        )
     }
 
     /// Records that the ledger now holds L2 blocks up to `height`.
@@ -96,7 +102,13 @@ mod tests {
         assert_eq!(p.l2_status(), LayerStatus::Synced(0));
         p.l2_source_head.store(10, Relaxed);
         p.stored_l2(4, 4);
-        assert_eq!(p.l2_status(), LayerStatus::Syncing { head: 10, synced: 4 });
+        assert_eq!(
+            p.l2_status(),
+            LayerStatus::Syncing {
+                head: 10,
+                synced: 4
+            }
+        );
         p.stored_l2(10, 6);
         assert_eq!(p.l2_status(), LayerStatus::Synced(10));
         assert_eq!(p.blocks_verified.load(Relaxed), 10);

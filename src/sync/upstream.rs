@@ -121,22 +121,30 @@ impl Upstream {
             .set("Content-Type", "application/json")
             .send_string(&body)
             .map_err(|e| match e {
-                ureq::Error::Status(code, _) => err(format!(
-                    "upstream {} answered HTTP {code}",
+                ureq::Error::Status(code, _) => {
+                    err(format!("upstream {} answered HTTP {code}", self.config.url))
+                }
+                other => err(format!(
+                    "upstream {} cannot be reached: {other}",
                     self.config.url
                 )),
-                other => err(format!("upstream {} cannot be reached: {other}", self.config.url)),
             })?;
-        response
-            .into_string()
-            .map_err(|e| err(format!("upstream {} sent an unreadable body: {e}", self.config.url)))
+        response.into_string().map_err(|e| {
+            err(format!(
+                "upstream {} sent an unreadable body: {e}",
+                self.config.url
+            ))
+        })
     }
 
     fn call(&self, method: &str, params: &str) -> Result<Answer, SourceError> {
         let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{params}}}"#);
         let text = self.post(body)?;
-        let response: Response<'_> = serde_json::from_str(&text)
-            .map_err(|e| err(format!("upstream {method} answered something that is not JSON-RPC: {e}")))?;
+        let response: Response<'_> = serde_json::from_str(&text).map_err(|e| {
+            err(format!(
+                "upstream {method} answered something that is not JSON-RPC: {e}"
+            ))
+        })?;
         Ok(Answer::from_response(response))
     }
 
@@ -153,28 +161,34 @@ impl Upstream {
         }
         body.push(']');
         let text = self.post(body)?;
-        let responses: Vec<Response<'_>> = serde_json::from_str(&text)
-            .map_err(|e| err(format!("upstream answered a batch with something that is not a JSON-RPC batch: {e}")))?;
+        let responses: Vec<Response<'_>> = serde_json::from_str(&text).map_err(|e| {
+            err(format!(
+                "upstream answered a batch with something that is not a JSON-RPC batch: {e}"
+            ))
+        })?;
         let mut answers: Vec<Option<Answer>> = (0..calls.len()).map(|_| None).collect();
         for r in responses {
-            let slot = r
-                .id
-                .and_then(|id| answers.get_mut(id as usize))
-                .ok_or_else(|| err("upstream answered a batch with an id it was not asked"))?;
+            let slot =
+                r.id.and_then(|id| answers.get_mut(id as usize))
+                    .ok_or_else(|| err("upstream answered a batch with an id it was not asked"))?;
             *slot = Some(Answer::from_response(r));
         }
         answers
             .into_iter()
             .enumerate()
-            .map(|(i, a)| a.ok_or_else(|| err(format!("upstream left call {i} of a batch unanswered"))))
+            .map(|(i, a)| {
+                a.ok_or_else(|| err(format!("upstream left call {i} of a batch unanswered")))
+            })
             .collect()
     }
 
     fn number(&self, method: &str) -> Result<u64, SourceError> {
         let text = self.call(method, "[]")?.into_result(method)?;
-        text.trim()
-            .parse()
-            .map_err(|_| err(format!("upstream {method} answered {text:.80}, not a height")))
+        text.trim().parse().map_err(|_| {
+            err(format!(
+                "upstream {method} answered {text:.80}, not a height"
+            ))
+        })
     }
 }
 
@@ -203,14 +217,19 @@ impl L2Source for Upstream {
         loop {
             match self.call(method, &format!("[{from},{to}]"))? {
                 Answer::Result(text) => {
-                    let list = wire::soft_confirmation_list(&text)
-                        .map_err(|e| err(format!("upstream {method} answered an unreadable block: {e}")))?;
+                    let list = wire::soft_confirmation_list(&text).map_err(|e| {
+                        err(format!(
+                            "upstream {method} answered an unreadable block: {e}"
+                        ))
+                    })?;
                     // Stop at the first hole: the chain is followed in order.
                     return Ok(list.into_iter().map_while(|b| b).collect());
                 }
                 Answer::Error { code, text } => match range_limit_of(&text) {
                     Some(limit) if code == -32001 && limit >= 1 && to - from + 1 > limit => {
-                        log::info!("upstream serves at most {limit} blocks per range; asking for that");
+                        log::info!(
+                            "upstream serves at most {limit} blocks per range; asking for that"
+                        );
                         self.range_limit = Some(limit);
                         to = from + limit - 1;
                     }
@@ -227,10 +246,11 @@ impl L2Source for Upstream {
             .map_err(|e| err(format!("upstream {method} answered {text:.80}: {e}")))?;
         match bytes {
             None => Ok(None),
-            Some(b) => b
-                .try_into()
-                .map(Some)
-                .map_err(|_| err(format!("upstream {method} answered a root that is not 32 bytes"))),
+            Some(b) => b.try_into().map(Some).map_err(|_| {
+                err(format!(
+                    "upstream {method} answered a root that is not 32 bytes"
+                ))
+            }),
         }
     }
 }
@@ -246,8 +266,11 @@ impl DaSource for Upstream {
         if text.trim() == "null" {
             return Ok(None);
         }
-        let sc = wire::soft_confirmation(&text)
-            .map_err(|e| err(format!("upstream {method} answered an unreadable block: {e}")))?;
+        let sc = wire::soft_confirmation(&text).map_err(|e| {
+            err(format!(
+                "upstream {method} answered an unreadable block: {e}"
+            ))
+        })?;
         Ok(Some(sc.da_slot_height))
     }
 
@@ -272,10 +295,16 @@ impl DaSource for Upstream {
             let (Some(c), Some(p)) = (answers.next(), answers.next()) else {
                 return Err(err("upstream answered a batch short"));
             };
-            let commitments = wire::commitment_list(&c.into_result(commitments)?)
-                .map_err(|e| err(format!("upstream {commitments} answered unreadable commitments: {e}")))?;
-            let proof = wire::verified_batch_proof(&p.into_result(proofs)?)
-                .map_err(|e| err(format!("upstream {proofs} answered an unreadable proof: {e}")))?;
+            let commitments = wire::commitment_list(&c.into_result(commitments)?).map_err(|e| {
+                err(format!(
+                    "upstream {commitments} answered unreadable commitments: {e}"
+                ))
+            })?;
+            let proof = wire::verified_batch_proof(&p.into_result(proofs)?).map_err(|e| {
+                err(format!(
+                    "upstream {proofs} answered an unreadable proof: {e}"
+                ))
+            })?;
             let hash = proof
                 .as_ref()
                 .filter(|p| p.height == number)

@@ -86,7 +86,10 @@ pub fn verify_block_alone(sc: &SoftConfirmation, sequencer: &[u8; 32]) -> Result
     if soft_confirmation_hash(sc) != sc.hash {
         return Err(VerifyError::failed(
             Check::Hash,
-            format!("soft confirmation {h}: hash {} does not recompute from its fields", hex::encode(sc.hash)),
+            format!(
+                "soft confirmation {h}: hash {} does not recompute from its fields",
+                hex::encode(sc.hash)
+            ),
         ));
     }
     if &sc.pub_key != sequencer {
@@ -99,9 +102,8 @@ pub fn verify_block_alone(sc: &SoftConfirmation, sequencer: &[u8; 32]) -> Result
             ),
         ));
     }
-    verify_signature(&sc.pub_key, &sc.hash, &sc.signature).map_err(|e| {
-        VerifyError::failed(Check::Signature, format!("soft confirmation {h}: {e}"))
-    })
+    verify_signature(&sc.pub_key, &sc.hash, &sc.signature)
+        .map_err(|e| VerifyError::failed(Check::Signature, format!("soft confirmation {h}: {e}")))
 }
 
 /// Checks that `sc` follows the block (height, hash) below it.
@@ -110,7 +112,11 @@ pub fn verify_link(sc: &SoftConfirmation, below: (u64, Hash)) -> Result<(), Veri
     if sc.l2_height != below_height + 1 {
         return Err(VerifyError::failed(
             Check::Height,
-            format!("expected soft confirmation {}, got {}", below_height + 1, sc.l2_height),
+            format!(
+                "expected soft confirmation {}, got {}",
+                below_height + 1,
+                sc.l2_height
+            ),
         ));
     }
     if sc.prev_hash != below_hash {
@@ -237,9 +243,16 @@ pub fn verify_proof(
 ) -> Result<u64, VerifyError> {
     let out = &proof.proof_output;
     let last = out.last_l2_height;
-    let fail = |what: String| VerifyError::failed(Check::Proof, format!("proof on slot {}: {what}", proof.height));
+    let fail = |what: String| {
+        VerifyError::failed(
+            Check::Proof,
+            format!("proof on slot {}: {what}", proof.height),
+        )
+    };
     if last <= proven {
-        return Err(fail(format!("lastL2Height {last} is not above the proven height {proven}")));
+        return Err(fail(format!(
+            "lastL2Height {last} is not above the proven height {proven}"
+        )));
     }
     let stored = ledger
         .hash_at(last)?
