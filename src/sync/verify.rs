@@ -5,7 +5,7 @@
 //! `/metrics` and explained: "soft confirmation 17: prevHash does not link
 //! to the stored hash of 16".
 
-use crate::chain::{merkle_root, soft_confirmation_hash, verify_signature};
+use crate::chain::{first_bad_signature, merkle_root, soft_confirmation_hash, verify_signature};
 use crate::ledger::{LedgerError, LedgerRead};
 use crate::types::{Hash, SequencerCommitment, SoftConfirmation, VerifiedBatchProof, ZERO_HASH};
 
@@ -82,6 +82,14 @@ impl From<LedgerError> for VerifyError {
 /// sequencer's, the signature verifies. (The link to the block below is
 /// checked in order by [`verify_link`].)
 pub fn verify_block_alone(sc: &SoftConfirmation, sequencer: &[u8; 32]) -> Result<(), VerifyError> {
+    verify_hash_and_key(sc, sequencer)?;
+    verify_signature(&sc.pub_key, &sc.hash, &sc.signature).map_err(|e| {
+        VerifyError::failed(Check::Signature, format!("soft confirmation {}: {e}", sc.l2_height))
+    })
+}
+
+/// The hash recomputes from the fields and the key is the sequencer's.
+fn verify_hash_and_key(sc: &SoftConfirmation, sequencer: &[u8; 32]) -> Result<(), VerifyError> {
     let h = sc.l2_height;
     if soft_confirmation_hash(sc) != sc.hash {
         return Err(VerifyError::failed(
@@ -137,46 +145,60 @@ pub fn verify_link(sc: &SoftConfirmation, below: (u64, Hash)) -> Result<(), Veri
 /// Verifies `blocks` on top of `below` = (height, hash) of the stored head.
 /// Returns how many leading blocks verified, and the first failure if any:
 /// the caller stores the verified prefix and never skips past the failure.
-/// Hashes and signatures are checked on both cores for large batches.
+///
+/// Heights, links, hashes and keys are checked in order; then the
+/// signatures of the blocks that passed are batch-verified, on both cores
+/// for large batches.
 pub fn verify_blocks(
     blocks: &[SoftConfirmation],
     below: (u64, Hash),
     sequencer: &[u8; 32],
 ) -> (usize, Option<VerifyError>) {
     const PARALLEL_MIN: usize = 64;
+    let mut failure = None;
+    let mut limit = blocks.len();
+    let mut below = below;
+    for (i, sc) in blocks.iter().enumerate() {
+        let checked = verify_link(sc, below).and_then(|_| verify_hash_and_key(sc, sequencer));
+        if let Err(e) = checked {
+            failure = Some(e);
+            limit = i;
+            break;
+        }
+        below = (sc.l2_height, sc.hash);
+    }
     let first_bad = |part: &[SoftConfirmation]| {
-        part.iter()
-            .enumerate()
-            .find_map(|(i, sc)| verify_block_alone(sc, sequencer).err().map(|e| (i, e)))
+        let items: Vec<_> = part.iter().map(|sc| (&sc.pub_key, &sc.hash, &sc.signature)).collect();
+        first_bad_signature(&items)
     };
-    let alone = if blocks.len() < PARALLEL_MIN {
-        first_bad(blocks)
+    let signed = &blocks[..limit];
+    let bad = if signed.len() < PARALLEL_MIN {
+        first_bad(signed)
     } else {
-        let (a, b) = blocks.split_at(blocks.len() / 2);
-        let offset = a.len();
+        let (a, b) = signed.split_at(signed.len() / 2);
         let (ra, rb) = std::thread::scope(|s| {
             let ha = s.spawn(|| first_bad(a));
             let rb = first_bad(b);
             (ha.join(), rb)
         });
-        match ra {
-            Ok(Some(found)) => Some(found),
-            Ok(None) => rb.map(|(i, e)| (i + offset, e)),
-            Err(_) => Some((
-                0,
-                VerifyError::failed(Check::Signature, "the verifying thread panicked".into()),
-            )),
-        }
+        // A panicked verifier proves nothing: treat its whole half as unverified.
+        let ra = ra.unwrap_or(Some(0));
+        ra.or(rb.map(|i| i + a.len()))
     };
-    let limit = alone.as_ref().map(|(i, _)| *i).unwrap_or(blocks.len());
-    let mut below = below;
-    for (i, sc) in blocks[..limit].iter().enumerate() {
-        if let Err(e) = verify_link(sc, below) {
-            return (i, Some(e));
+    match bad {
+        Some(i) => {
+            let sc = &blocks[i];
+            let e = verify_signature(&sc.pub_key, &sc.hash, &sc.signature)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_else(|| "signature batch verification failed".to_string());
+            (
+                i,
+                Some(VerifyError::failed(Check::Signature, format!("soft confirmation {}: {e}", sc.l2_height))),
+            )
         }
-        below = (sc.l2_height, sc.hash);
+        None => (limit, failure),
     }
-    (limit, alone.map(|(_, e)| e))
 }
 
 /// What a commitment check decided.
