@@ -11,10 +11,12 @@
 //! - [`types`]: the records (soft confirmations, commitments, proofs, statuses).
 //! - [`chain`]: the contract's chain rules: hashing, signatures, Merkle roots.
 //! - [`sync`]: the sync thread, its chain sources and the progress it shares.
+//! - [`ledger`]: the LMDB ledger: typed tables, compact codecs, reader and writer transactions.
 //! - [`json`]: the hand-written JSON writer for the RPC's output shapes.
 //! - [`wire`]: reading the RPC's JSON shapes back into records (follower, import, tests).
 pub mod chain;
 pub mod json;
+pub mod ledger;
 pub mod sync;
 pub mod types;
 pub mod wire;

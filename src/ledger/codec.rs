@@ -1,0 +1,712 @@
+//! The byte layout of every stored value: the one place that knows it.
+//!
+//! Values are compact binary, not JSON: fixed-size hashes, signatures and keys
+//! are stored raw, numbers as LEB128 varints, blobs and lists with a varint
+//! length (or count) in front. Heights are never stored inside a value when
+//! they are the table's key.
+//!
+//! Decoding never trusts its input: every read is bounds-checked, varints
+//! that overflow are refused, counts are checked against the bytes left, and
+//! trailing bytes are an error. A bad value gives a [`DecodeError`] (the
+//! caller turns it into `LedgerError::Corrupt`), never a panic.
+//!
+//! # Soft confirmation (`soft_confirmations` value)
+//!
+//! ```text
+//! offset  size  field
+//!   0       1   flags: bit 0 set = pubKey omitted (it equals the ledger's
+//!               block key, see below); other bits must be 0
+//!   1      32   hash
+//!  33      32   prevHash
+//!  65      32   stateRoot
+//!  97      32   daSlotHash
+//! 129      32   daSlotTxsCommitment
+//! 161      64   signature
+//! 225     (32)  pubKey, only when flag bit 0 is clear
+//!   ..   var    daSlotHeight (u64), l1FeeRate (u128), timestamp (u64)
+//!   ..   var    tx count, then per tx: length, bytes
+//!   ..   var    deposit count, then per deposit: length, bytes
+//! ```
+//!
+//! Every block of a chain carries the same sequencer key, so the ledger keeps
+//! the first stored block's key once (meta `sc_key`, never changed) and blocks
+//! signed by that key omit it: 32 bytes saved per block. `hash` and
+//! `stateRoot` sit at fixed offsets so they can be read without decoding the
+//! rest ([`sc_hash`], [`sc_state_root`]).
+//!
+//! # Commitment list (`commitments` value)
+//!
+//! count, then per commitment: foundInL1 (varint), merkleRoot (32),
+//! l2StartBlockNumber (varint), l2EndBlockNumber (varint).
+//!
+//! # Verified batch proof (`proofs` value)
+//!
+//! height (varint), proof (blob), initialStateRoot, finalStateRoot,
+//! prevSoftConfirmationHash, finalSoftConfirmationHash, daSlotHash (32 each),
+//! commitments range first, last (varints), sequencerPublicKey (blob),
+//! sequencerDaPublicKey (blob), preproven count + varints, lastL2Height
+//! (varint), stateDiff count + per entry: key (blob), tag (0 = null,
+//! 1 = value follows), value (blob).
+//!
+//! # Small values
+//!
+//! Heights and slot numbers as values (`sc_by_hash`, `da_slots`, numeric meta
+//! entries) are u64 big-endian; a status is one byte (`Status::to_byte`).
+
+use std::fmt;
+
+use crate::types::{
+    Hash, ProofOutput, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof,
+};
+
+/// Why a stored value could not be decoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecodeError(pub String);
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn err<T>(msg: impl Into<String>) -> Result<T, DecodeError> {
+    Err(DecodeError(msg.into()))
+}
+
+const FLAG_KEY_OMITTED: u8 = 1;
+const OFF_HASH: usize = 1;
+const OFF_STATE_ROOT: usize = 65;
+const FIXED_PART: usize = 225;
+
+// ---------------------------------------------------------------- writing
+
+fn put_varint_u64(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn put_varint_u128(out: &mut Vec<u8>, mut v: u128) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+fn put_blob(out: &mut Vec<u8>, blob: &[u8]) {
+    put_varint_u64(out, blob.len() as u64);
+    out.extend_from_slice(blob);
+}
+
+fn blobs_len(blobs: &[Vec<u8>]) -> usize {
+    varint_len(blobs.len() as u64)
+        + blobs
+            .iter()
+            .map(|b| varint_len(b.len() as u64) + b.len())
+            .sum::<usize>()
+}
+
+fn put_blobs(out: &mut Vec<u8>, blobs: &[Vec<u8>]) {
+    put_varint_u64(out, blobs.len() as u64);
+    for b in blobs {
+        put_blob(out, b);
+    }
+}
+
+// ---------------------------------------------------------------- reading
+
+/// A bounds-checked reader over untrusted bytes.
+struct Reader<'a> {
+    buf: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn new(buf: &'a [u8]) -> Self {
+        Reader { buf }
+    }
+
+    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], DecodeError> {
+        if n > self.buf.len() {
+            return err(format!(
+                "{what} needs {n} bytes but only {} are left",
+                self.buf.len()
+            ));
+        }
+        let (head, tail) = self.buf.split_at(n);
+        self.buf = tail;
+        Ok(head)
+    }
+
+    fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N], DecodeError> {
+        let bytes = self.take(N, what)?;
+        let mut out = [0u8; N];
+        out.copy_from_slice(bytes);
+        Ok(out)
+    }
+
+    fn byte(&mut self, what: &str) -> Result<u8, DecodeError> {
+        let [b] = self.array::<1>(what)?;
+        Ok(b)
+    }
+
+    fn varint_u128(&mut self, what: &str, bits: u32) -> Result<u128, DecodeError> {
+        let mut value: u128 = 0;
+        let mut shift: u32 = 0;
+        loop {
+            let b = match self.buf.split_first() {
+                Some((b, rest)) => {
+                    self.buf = rest;
+                    *b
+                }
+                None => return err(format!("{what} ends in the middle of a number")),
+            };
+            let chunk = u128::from(b & 0x7f);
+            if shift >= bits || (shift > 0 && chunk >> (bits - shift) != 0) {
+                return err(format!("{what} does not fit in {bits} bits"));
+            }
+            value |= chunk << shift;
+            if b & 0x80 == 0 {
+                return Ok(value);
+            }
+            shift += 7;
+        }
+    }
+
+    fn u64(&mut self, what: &str) -> Result<u64, DecodeError> {
+        // varint_u128 with bits = 64 guarantees the value fits.
+        self.varint_u128(what, 64).map(|v| v as u64)
+    }
+
+    fn u128(&mut self, what: &str) -> Result<u128, DecodeError> {
+        self.varint_u128(what, 128)
+    }
+
+    /// A count of items that each take at least `min_item` bytes: refused if
+    /// the bytes left cannot hold that many (so a corrupt count cannot make
+    /// us allocate gigabytes).
+    fn count(&mut self, what: &str, min_item: usize) -> Result<usize, DecodeError> {
+        let n = self.u64(what)?;
+        match usize::try_from(n) {
+            Ok(n) if n.saturating_mul(min_item.max(1)) <= self.buf.len() => Ok(n),
+            _ => err(format!(
+                "{what} says {n} items but only {} bytes are left",
+                self.buf.len()
+            )),
+        }
+    }
+
+    fn blob(&mut self, what: &str) -> Result<Vec<u8>, DecodeError> {
+        let n = self.count(what, 1)?;
+        Ok(self.take(n, what)?.to_vec())
+    }
+
+    fn blobs(&mut self, what: &str) -> Result<Vec<Vec<u8>>, DecodeError> {
+        let n = self.count(what, 1)?;
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            out.push(self.blob(what)?);
+        }
+        Ok(out)
+    }
+
+    fn finish(self) -> Result<(), DecodeError> {
+        if self.buf.is_empty() {
+            Ok(())
+        } else {
+            err(format!("{} unexpected bytes after the end", self.buf.len()))
+        }
+    }
+}
+
+// ---------------------------------------------------------------- soft confirmations
+
+/// Encodes `sc` (without its height, which is the key). `block_key` is the
+/// ledger's block key (meta `sc_key`): when `sc.pub_key` equals it, the key
+/// is omitted.
+pub fn encode_soft_confirmation(sc: &SoftConfirmation, block_key: Option<&[u8; 32]>) -> Vec<u8> {
+    let omit = block_key == Some(&sc.pub_key);
+    let size = FIXED_PART
+        + if omit { 0 } else { 32 }
+        + varint_len(sc.da_slot_height)
+        + 19
+        + varint_len(sc.timestamp)
+        + blobs_len(&sc.txs)
+        + blobs_len(&sc.deposit_data);
+    let mut out = Vec::with_capacity(size);
+    out.push(if omit { FLAG_KEY_OMITTED } else { 0 });
+    out.extend_from_slice(&sc.hash);
+    out.extend_from_slice(&sc.prev_hash);
+    out.extend_from_slice(&sc.state_root);
+    out.extend_from_slice(&sc.da_slot_hash);
+    out.extend_from_slice(&sc.da_slot_txs_commitment);
+    out.extend_from_slice(&sc.signature);
+    if !omit {
+        out.extend_from_slice(&sc.pub_key);
+    }
+    put_varint_u64(&mut out, sc.da_slot_height);
+    put_varint_u128(&mut out, sc.l1_fee_rate);
+    put_varint_u64(&mut out, sc.timestamp);
+    put_blobs(&mut out, &sc.txs);
+    put_blobs(&mut out, &sc.deposit_data);
+    out
+}
+
+/// Decodes a stored soft confirmation at `height`. `block_key` is the
+/// ledger's block key, needed when the value omits its pubKey.
+pub fn decode_soft_confirmation(
+    bytes: &[u8],
+    height: u64,
+    block_key: Option<&[u8; 32]>,
+) -> Result<SoftConfirmation, DecodeError> {
+    let mut r = Reader::new(bytes);
+    let flags = r.byte("flags")?;
+    if flags & !FLAG_KEY_OMITTED != 0 {
+        return err(format!("unknown flags {flags:#04x}"));
+    }
+    let hash = r.array("hash")?;
+    let prev_hash = r.array("prevHash")?;
+    let state_root = r.array("stateRoot")?;
+    let da_slot_hash = r.array("daSlotHash")?;
+    let da_slot_txs_commitment = r.array("daSlotTxsCommitment")?;
+    let signature = r.array("signature")?;
+    let pub_key = if flags & FLAG_KEY_OMITTED != 0 {
+        match block_key {
+            Some(k) => *k,
+            None => return err("pubKey is omitted but the ledger has no block key"),
+        }
+    } else {
+        r.array("pubKey")?
+    };
+    let da_slot_height = r.u64("daSlotHeight")?;
+    let l1_fee_rate = r.u128("l1FeeRate")?;
+    let timestamp = r.u64("timestamp")?;
+    let txs = r.blobs("txs")?;
+    let deposit_data = r.blobs("depositData")?;
+    r.finish()?;
+    Ok(SoftConfirmation {
+        l2_height: height,
+        da_slot_height,
+        da_slot_hash,
+        da_slot_txs_commitment,
+        hash,
+        prev_hash,
+        txs,
+        state_root,
+        signature,
+        pub_key,
+        deposit_data,
+        l1_fee_rate,
+        timestamp,
+    })
+}
+
+/// Whether a stored soft confirmation omits its pubKey (so decoding needs
+/// the ledger's block key). `false` for a value too short to say.
+pub fn sc_omits_key(bytes: &[u8]) -> bool {
+    bytes.first().is_some_and(|f| f & FLAG_KEY_OMITTED != 0)
+}
+
+fn fixed_hash(bytes: &[u8], offset: usize, what: &str) -> Result<Hash, DecodeError> {
+    if bytes.len() < FIXED_PART {
+        return err(format!(
+            "value is {} bytes, shorter than the {FIXED_PART}-byte fixed part (reading {what})",
+            bytes.len()
+        ));
+    }
+    Reader::new(bytes.get(offset..).unwrap_or_default()).array(what)
+}
+
+/// The hash of a stored soft confirmation, without decoding the rest.
+pub fn sc_hash(bytes: &[u8]) -> Result<Hash, DecodeError> {
+    fixed_hash(bytes, OFF_HASH, "hash")
+}
+
+/// The state root of a stored soft confirmation, without decoding the rest.
+pub fn sc_state_root(bytes: &[u8]) -> Result<Hash, DecodeError> {
+    fixed_hash(bytes, OFF_STATE_ROOT, "stateRoot")
+}
+
+// ---------------------------------------------------------------- commitments
+
+/// Encodes the commitments found on one DA slot.
+pub fn encode_commitments(list: &[SequencerCommitment]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1 + list.len() * 48);
+    put_varint_u64(&mut out, list.len() as u64);
+    for c in list {
+        put_varint_u64(&mut out, c.found_in_l1);
+        out.extend_from_slice(&c.merkle_root);
+        put_varint_u64(&mut out, c.l2_start_block_number);
+        put_varint_u64(&mut out, c.l2_end_block_number);
+    }
+    out
+}
+
+/// Decodes a stored commitment list.
+pub fn decode_commitments(bytes: &[u8]) -> Result<Vec<SequencerCommitment>, DecodeError> {
+    let mut r = Reader::new(bytes);
+    let n = r.count("commitment count", 35)?;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let found_in_l1 = r.u64("foundInL1")?;
+        let merkle_root = r.array("merkleRoot")?;
+        let l2_start_block_number = r.u64("l2StartBlockNumber")?;
+        let l2_end_block_number = r.u64("l2EndBlockNumber")?;
+        out.push(SequencerCommitment {
+            found_in_l1,
+            merkle_root,
+            l2_start_block_number,
+            l2_end_block_number,
+        });
+    }
+    r.finish()?;
+    Ok(out)
+}
+
+// ---------------------------------------------------------------- proofs
+
+/// Encodes a verified batch proof.
+pub fn encode_proof(p: &VerifiedBatchProof) -> Vec<u8> {
+    let o = &p.proof_output;
+    let diff_len: usize = o
+        .state_diff
+        .iter()
+        .map(|(k, v)| 11 + k.len() + v.as_ref().map_or(0, Vec::len))
+        .sum();
+    let mut out = Vec::with_capacity(
+        220 + p.proof.len()
+            + o.sequencer_public_key.len()
+            + o.sequencer_da_public_key.len()
+            + o.preproven_commitments.len() * 10
+            + diff_len,
+    );
+    put_varint_u64(&mut out, p.height);
+    put_blob(&mut out, &p.proof);
+    out.extend_from_slice(&o.initial_state_root);
+    out.extend_from_slice(&o.final_state_root);
+    out.extend_from_slice(&o.prev_soft_confirmation_hash);
+    out.extend_from_slice(&o.final_soft_confirmation_hash);
+    out.extend_from_slice(&o.da_slot_hash);
+    put_varint_u64(&mut out, o.sequencer_commitments_range.0);
+    put_varint_u64(&mut out, o.sequencer_commitments_range.1);
+    put_blob(&mut out, &o.sequencer_public_key);
+    put_blob(&mut out, &o.sequencer_da_public_key);
+    put_varint_u64(&mut out, o.preproven_commitments.len() as u64);
+    for i in &o.preproven_commitments {
+        put_varint_u64(&mut out, *i);
+    }
+    put_varint_u64(&mut out, o.last_l2_height);
+    put_varint_u64(&mut out, o.state_diff.len() as u64);
+    for (k, v) in &o.state_diff {
+        put_blob(&mut out, k);
+        match v {
+            None => out.push(0),
+            Some(v) => {
+                out.push(1);
+                put_blob(&mut out, v);
+            }
+        }
+    }
+    out
+}
+
+/// Decodes a stored verified batch proof.
+pub fn decode_proof(bytes: &[u8]) -> Result<VerifiedBatchProof, DecodeError> {
+    let mut r = Reader::new(bytes);
+    let height = r.u64("height")?;
+    let proof = r.blob("proof")?;
+    let initial_state_root = r.array("initialStateRoot")?;
+    let final_state_root = r.array("finalStateRoot")?;
+    let prev_soft_confirmation_hash = r.array("prevSoftConfirmationHash")?;
+    let final_soft_confirmation_hash = r.array("finalSoftConfirmationHash")?;
+    let da_slot_hash = r.array("daSlotHash")?;
+    let first = r.u64("sequencerCommitmentsRange")?;
+    let last = r.u64("sequencerCommitmentsRange")?;
+    let sequencer_public_key = r.blob("sequencerPublicKey")?;
+    let sequencer_da_public_key = r.blob("sequencerDaPublicKey")?;
+    let n = r.count("preprovenCommitments", 1)?;
+    let mut preproven_commitments = Vec::with_capacity(n);
+    for _ in 0..n {
+        preproven_commitments.push(r.u64("preprovenCommitments")?);
+    }
+    let last_l2_height = r.u64("lastL2Height")?;
+    let n = r.count("stateDiff", 2)?;
+    let mut state_diff = Vec::with_capacity(n);
+    for _ in 0..n {
+        let k = r.blob("stateDiff key")?;
+        let v = match r.byte("stateDiff tag")? {
+            0 => None,
+            1 => Some(r.blob("stateDiff value")?),
+            t => return err(format!("stateDiff tag {t} is neither 0 (null) nor 1")),
+        };
+        state_diff.push((k, v));
+    }
+    r.finish()?;
+    Ok(VerifiedBatchProof {
+        proof,
+        proof_output: ProofOutput {
+            initial_state_root,
+            final_state_root,
+            prev_soft_confirmation_hash,
+            final_soft_confirmation_hash,
+            state_diff,
+            da_slot_hash,
+            sequencer_commitments_range: (first, last),
+            sequencer_public_key,
+            sequencer_da_public_key,
+            preproven_commitments,
+            last_l2_height,
+        },
+        height,
+    })
+}
+
+// ---------------------------------------------------------------- small values
+
+/// A u64 value (height, slot number, counter): 8 bytes big-endian.
+pub fn encode_u64(v: u64) -> [u8; 8] {
+    v.to_be_bytes()
+}
+
+/// Decodes an 8-byte big-endian u64 value.
+pub fn decode_u64(bytes: &[u8]) -> Result<u64, DecodeError> {
+    match <[u8; 8]>::try_from(bytes) {
+        Ok(b) => Ok(u64::from_be_bytes(b)),
+        Err(_) => err(format!("expected 8 bytes, found {}", bytes.len())),
+    }
+}
+
+/// Decodes a 32-byte value (hash, key).
+pub fn decode_hash(bytes: &[u8]) -> Result<Hash, DecodeError> {
+    match <[u8; 32]>::try_from(bytes) {
+        Ok(b) => Ok(b),
+        Err(_) => err(format!("expected 32 bytes, found {}", bytes.len())),
+    }
+}
+
+/// A status: one byte.
+pub fn encode_status(s: Status) -> [u8; 1] {
+    [s.to_byte()]
+}
+
+/// Decodes a one-byte status.
+pub fn decode_status(bytes: &[u8]) -> Result<Status, DecodeError> {
+    match bytes {
+        [b] => Status::from_byte(*b).map_or_else(|| err(format!("{b} is not a status")), Ok),
+        _ => err(format!("expected 1 byte, found {}", bytes.len())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn block(height: u64, txs: Vec<Vec<u8>>, fee: u128) -> SoftConfirmation {
+        SoftConfirmation {
+            l2_height: height,
+            da_slot_height: 812_345,
+            da_slot_hash: [1; 32],
+            da_slot_txs_commitment: [2; 32],
+            hash: [3; 32],
+            prev_hash: [4; 32],
+            txs,
+            state_root: [5; 32],
+            signature: [6; 64],
+            pub_key: [7; 32],
+            deposit_data: vec![],
+            l1_fee_rate: fee,
+            timestamp: 1_735_000_000,
+        }
+    }
+
+    fn proof() -> VerifiedBatchProof {
+        VerifiedBatchProof {
+            proof: vec![9; 300],
+            proof_output: ProofOutput {
+                initial_state_root: [1; 32],
+                final_state_root: [2; 32],
+                prev_soft_confirmation_hash: [3; 32],
+                final_soft_confirmation_hash: [4; 32],
+                state_diff: vec![
+                    (b"a".to_vec(), Some(b"1".to_vec())),
+                    (b"deleted".to_vec(), None),
+                    (vec![], Some(vec![])),
+                ],
+                da_slot_hash: [5; 32],
+                sequencer_commitments_range: (0, 3),
+                sequencer_public_key: vec![7; 32],
+                sequencer_da_public_key: vec![8; 33],
+                preproven_commitments: vec![1, 2, u64::MAX],
+                last_l2_height: 400,
+            },
+            height: 77,
+        }
+    }
+
+    #[test]
+    fn soft_confirmation_round_trips_with_u128_fee_above_u64_max() {
+        let mut sc = block(
+            17,
+            vec![vec![0xaa; 60], vec![0xbb; 60]],
+            u128::from(u64::MAX) + 5,
+        );
+        sc.deposit_data = vec![vec![1, 2, 3], vec![]];
+        for key in [None, Some(&[7u8; 32]), Some(&[8u8; 32])] {
+            let bytes = encode_soft_confirmation(&sc, key);
+            assert_eq!(decode_soft_confirmation(&bytes, 17, key).unwrap(), sc);
+            assert_eq!(sc_hash(&bytes).unwrap(), sc.hash);
+            assert_eq!(sc_state_root(&bytes).unwrap(), sc.state_root);
+        }
+        let max = block(1, vec![], u128::MAX);
+        let bytes = encode_soft_confirmation(&max, None);
+        assert_eq!(decode_soft_confirmation(&bytes, 1, None).unwrap(), max);
+    }
+
+    #[test]
+    fn soft_confirmation_with_no_txs_round_trips() {
+        let sc = block(1, vec![], 0);
+        let bytes = encode_soft_confirmation(&sc, Some(&sc.pub_key));
+        assert_eq!(
+            decode_soft_confirmation(&bytes, 1, Some(&sc.pub_key)).unwrap(),
+            sc
+        );
+    }
+
+    #[test]
+    fn encoded_capacity_estimate_is_exact_or_above() {
+        let sc = block(5, vec![vec![0; 60], vec![1; 60]], 1000);
+        let bytes = encode_soft_confirmation(&sc, Some(&sc.pub_key));
+        // 2 txs of 60 bytes, no deposits, key omitted:
+        // 225 fixed + 3 (slot) + 2 (fee) + 5 (timestamp) + 1 + 2*61 + 1.
+        assert_eq!(bytes.len(), 359);
+    }
+
+    #[test]
+    fn every_truncation_of_a_block_is_a_decode_error() {
+        let sc = block(17, vec![vec![0xaa; 60], vec![0xbb; 200]], 1 << 70);
+        for key in [None, Some(&sc.pub_key)] {
+            let bytes = encode_soft_confirmation(&sc, key);
+            for n in 0..bytes.len() {
+                assert!(
+                    decode_soft_confirmation(&bytes[..n], 17, key).is_err(),
+                    "len {n}"
+                );
+            }
+            let mut longer = bytes.clone();
+            longer.push(0);
+            assert!(decode_soft_confirmation(&longer, 17, key).is_err());
+        }
+        // An omitted key with no block key to fill it in.
+        let bytes = encode_soft_confirmation(&sc, Some(&sc.pub_key));
+        assert!(decode_soft_confirmation(&bytes, 17, None).is_err());
+        assert!(sc_hash(&bytes[..100]).is_err());
+    }
+
+    #[test]
+    fn garbage_bytes_never_panic() {
+        // Overlong varints, huge counts, bad flags: all errors.
+        let mut bytes = encode_soft_confirmation(&block(1, vec![], 0), None);
+        bytes[0] = 0x80;
+        assert!(decode_soft_confirmation(&bytes, 1, None).is_err());
+        let mut huge = vec![0u8; 257];
+        huge.extend_from_slice(&[0xff; 30]);
+        assert!(decode_soft_confirmation(&huge, 1, None).is_err());
+        assert!(decode_commitments(&[0xff, 0xff, 0xff, 0xff, 0x0f]).is_err());
+        assert!(decode_proof(&[0xff; 64]).is_err());
+        // A cheap deterministic fuzz over every value codec.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for len in 0..600 {
+            let junk: Vec<u8> = (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            let _ = decode_soft_confirmation(&junk, 1, Some(&[0; 32]));
+            let _ = decode_commitments(&junk);
+            let _ = decode_proof(&junk);
+            let _ = decode_status(&junk);
+            let _ = decode_u64(&junk);
+        }
+    }
+
+    #[test]
+    fn varints_that_overflow_are_refused() {
+        // 10 bytes whose last carries more than the 64th bit.
+        let mut r = Reader::new(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02]);
+        assert!(r.u64("x").is_err());
+        let mut r = Reader::new(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]);
+        assert_eq!(r.u64("x").unwrap(), u64::MAX);
+        for v in [0, 1, 127, 128, 300, u64::MAX] {
+            let mut out = vec![];
+            put_varint_u64(&mut out, v);
+            assert_eq!(out.len(), varint_len(v));
+            assert_eq!(Reader::new(&out).u64("x").unwrap(), v);
+        }
+    }
+
+    #[test]
+    fn commitments_round_trip_and_truncations_fail() {
+        let list = vec![
+            SequencerCommitment {
+                found_in_l1: 100,
+                merkle_root: [9; 32],
+                l2_start_block_number: 1,
+                l2_end_block_number: 10,
+            },
+            SequencerCommitment {
+                found_in_l1: 100,
+                merkle_root: [8; 32],
+                l2_start_block_number: 11,
+                l2_end_block_number: u64::MAX,
+            },
+        ];
+        let bytes = encode_commitments(&list);
+        assert_eq!(decode_commitments(&bytes).unwrap(), list);
+        assert_eq!(
+            decode_commitments(&encode_commitments(&[])).unwrap(),
+            vec![]
+        );
+        for n in 0..bytes.len() {
+            assert!(decode_commitments(&bytes[..n]).is_err());
+        }
+    }
+
+    #[test]
+    fn proof_round_trips_with_null_state_diff_values() {
+        let p = proof();
+        let bytes = encode_proof(&p);
+        assert_eq!(decode_proof(&bytes).unwrap(), p);
+        for n in 0..bytes.len() {
+            assert!(decode_proof(&bytes[..n]).is_err(), "len {n}");
+        }
+        // A state-diff tag that is neither 0 nor 1.
+        let mut q = p.clone();
+        q.proof_output.state_diff = vec![(vec![1], None)];
+        let mut bytes = encode_proof(&q);
+        let last = bytes.len() - 1;
+        bytes[last] = 2;
+        assert!(decode_proof(&bytes).is_err());
+    }
+
+    #[test]
+    fn small_values_check_their_length() {
+        assert_eq!(decode_u64(&encode_u64(42)).unwrap(), 42);
+        assert!(decode_u64(&[0; 7]).is_err());
+        assert!(decode_hash(&[0; 31]).is_err());
+        assert_eq!(
+            decode_status(&encode_status(Status::Proven)).unwrap(),
+            Status::Proven
+        );
+        assert!(decode_status(&[3]).is_err());
+        assert!(decode_status(&[]).is_err());
+    }
+}

@@ -1,0 +1,474 @@
+//! The ledger against a real LMDB environment in a temporary directory.
+
+use super::*;
+use crate::types::ProofOutput;
+
+fn open(dir: &Path) -> Ledger {
+    Ledger::open(dir, &OpenOptions::default()).unwrap()
+}
+
+fn block(height: u64) -> SoftConfirmation {
+    let mut hash = [0u8; 32];
+    hash[..8].copy_from_slice(&height.to_be_bytes());
+    hash[31] = 0xaa;
+    let mut prev_hash = [0u8; 32];
+    if height > 1 {
+        prev_hash[..8].copy_from_slice(&(height - 1).to_be_bytes());
+        prev_hash[31] = 0xaa;
+    }
+    SoftConfirmation {
+        l2_height: height,
+        da_slot_height: 800_000 + height / 10,
+        da_slot_hash: [1; 32],
+        da_slot_txs_commitment: [2; 32],
+        hash,
+        prev_hash,
+        txs: vec![vec![height as u8; 60], vec![0xbb; 60]],
+        state_root: [height as u8; 32],
+        signature: [6; 64],
+        pub_key: [7; 32],
+        deposit_data: vec![],
+        l1_fee_rate: 1000,
+        timestamp: 1_735_000_000 + height,
+    }
+}
+
+fn commitment(start: u64, end: u64) -> SequencerCommitment {
+    SequencerCommitment {
+        found_in_l1: 5,
+        merkle_root: [start as u8; 32],
+        l2_start_block_number: start,
+        l2_end_block_number: end,
+    }
+}
+
+fn proof(last: u64, slot: u64) -> VerifiedBatchProof {
+    VerifiedBatchProof {
+        proof: vec![1, 2, 3],
+        proof_output: ProofOutput {
+            initial_state_root: [0; 32],
+            final_state_root: [1; 32],
+            prev_soft_confirmation_hash: [0; 32],
+            final_soft_confirmation_hash: [2; 32],
+            state_diff: vec![(b"k".to_vec(), None)],
+            da_slot_hash: [3; 32],
+            sequencer_commitments_range: (0, 0),
+            sequencer_public_key: vec![7; 32],
+            sequencer_da_public_key: vec![],
+            preproven_commitments: vec![],
+            last_l2_height: last,
+        },
+        height: slot,
+    }
+}
+
+fn store(ledger: &Ledger, heights: impl IntoIterator<Item = u64>) {
+    let mut w = ledger.writer().unwrap();
+    for h in heights {
+        w.put_soft_confirmation(&block(h)).unwrap();
+    }
+    w.commit().unwrap();
+}
+
+#[test]
+fn ledger_is_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<Ledger>();
+}
+
+#[test]
+fn head_height_of_empty_ledger_is_zero_and_reads_are_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = open(dir.path());
+    let r = ledger.reader().unwrap();
+    assert_eq!(r.head_height().unwrap(), 0);
+    assert_eq!(r.soft_confirmation(1).unwrap(), None);
+    assert_eq!(r.hash_at(1).unwrap(), None);
+    assert_eq!(r.status(1).unwrap(), None);
+    assert_eq!(r.last_proof().unwrap(), None);
+    assert_eq!(r.genesis_state_root().unwrap(), None);
+    assert_eq!(r.last_scanned_l1().unwrap(), 0);
+    assert_eq!(r.commitment_count().unwrap(), 0);
+    assert_eq!(r.finalized_height().unwrap(), 0);
+    assert_eq!(r.proven_height().unwrap(), 0);
+    assert_eq!(r.commitments_on_slot(3).unwrap(), None);
+    assert_eq!(
+        r.soft_confirmation_range(1, 3).unwrap(),
+        vec![None, None, None]
+    );
+}
+
+#[test]
+fn stored_blocks_read_back_with_hash_index_and_trusted_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = open(dir.path());
+    store(&ledger, 1..=20);
+    let mut other_key = block(21);
+    other_key.pub_key = [9; 32];
+    store(&ledger, [21]);
+    let mut w = ledger.writer().unwrap();
+    assert!(matches!(
+        w.put_soft_confirmation(&other_key),
+        Err(LedgerError::AlreadyStored(21))
+    ));
+    other_key.l2_height = 22;
+    other_key.hash = [22; 32];
+    w.put_soft_confirmation(&other_key).unwrap();
+    w.commit().unwrap();
+
+    let r = ledger.reader().unwrap();
+    assert_eq!(r.head_height().unwrap(), 22);
+    for h in 1..=21 {
+        let b = block(h);
+        assert_eq!(r.soft_confirmation(h).unwrap(), Some(b.clone()));
+        assert_eq!(r.height_by_hash(&b.hash).unwrap(), Some(h));
+        assert_eq!(r.hash_at(h).unwrap(), Some(b.hash));
+        assert_eq!(r.state_root_at(h).unwrap(), Some(b.state_root));
+        assert_eq!(r.status(h).unwrap(), Some(Status::Trusted));
+    }
+    // A block signed by another key keeps its own key.
+    assert_eq!(r.soft_confirmation(22).unwrap(), Some(other_key));
+    assert_eq!(r.height_by_hash(&[0xee; 32]).unwrap(), None);
+}
+
+#[test]
+fn put_of_an_existing_height_is_refused_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = open(dir.path());
+    store(&ledger, 1..=3);
+    let mut w = ledger.writer().unwrap();
+    let mut changed = block(2);
+    changed.txs.clear();
+    for h in [1, 2, 3] {
+        let mut b = changed.clone();
+        b.l2_height = h;
+        let e = w.put_soft_confirmation(&b).unwrap_err();
+        assert!(matches!(e, LedgerError::AlreadyStored(x) if x == h), "{e}");
+        assert!(e.to_string().contains("already stored"));
+    }
+    w.commit().unwrap();
+    assert_eq!(
+        ledger.reader().unwrap().soft_confirmation(2).unwrap(),
+        Some(block(2))
+    );
+}
+
+#[test]
+fn out_of_order_puts_fall_back_from_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = open(dir.path());
+    store(&ledger, [5, 1, 3, 10, 2]);
+    let r = ledger.reader().unwrap();
+    assert_eq!(r.head_height().unwrap(), 10);
+    for h in [1, 2, 3, 5, 10] {
+        assert_eq!(r.soft_confirmation(h).unwrap(), Some(block(h)));
+        assert_eq!(r.status(h).unwrap(), Some(Status::Trusted));
+    }
+    assert_eq!(r.soft_confirmation(4).unwrap(), None);
+}
+
+#[test]
+fn range_returns_none_holes_and_exact_length() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = open(dir.path());
+    store(&ledger, [2, 3, 5, 9]);
+    let r = ledger.reader().unwrap();
+    let got = r.soft_confirmation_range(1, 10).unwrap();
+    assert_eq!(got.len(), 10);
+    let expect: Vec<Option<SoftConfirmation>> = (1..=10)
+        .map(|h| [2, 3, 5, 9].contains(&h).then(|| block(h)))
+        .collect();
+    assert_eq!(got, expect);
+    assert_eq!(
+        r.soft_confirmation_range(5, 5).unwrap(),
+        vec![Some(block(5))]
+    );
+    assert_eq!(
+        r.soft_confirmation_range(10, 12).unwrap(),
+        vec![None, None, None]
+    );
+    assert_eq!(r.soft_confirmation_range(6, 2).unwrap(), vec![]);
+    assert_eq!(
+        r.soft_confirmation_range(u64::MAX - 1, u64::MAX).unwrap(),
+        vec![None, None]
+    );
+}
+
+#[test]
+fn writer_writes_are_invisible_to_a_concurrent_reader_until_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = open(dir.path());
+    store(&ledger, [1]);
+    let before = ledger.reader().unwrap();
+    let mut w = ledger.writer().unwrap();
+    w.put_soft_confirmation(&block(2)).unwrap();
+    w.set_last_scanned_l1(44).unwrap();
+    // The writer sees its own writes.
+    assert_eq!(w.head_height().unwrap(), 2);
+    assert_eq!(w.soft_confirmation(2).unwrap(), Some(block(2)));
+    assert_eq!(w.last_scanned_l1().unwrap(), 44);
+    // A reader taken meanwhile does not.
+    let during = ledger.reader().unwrap();
+    assert_eq!(during.head_height().unwrap(), 1);
+    assert_eq!(during.soft_confirmation(2).unwrap(), None);
+    assert_eq!(during.last_scanned_l1().unwrap(), 0);
+    w.commit().unwrap();
+    // Old snapshots stay as they were; new ones see the commit.
+    assert_eq!(before.head_height().unwrap(), 1);
+    assert_eq!(during.soft_confirmation(2).unwrap(), None);
+    let after = ledger.reader().unwrap();
+    assert_eq!(after.head_height().unwrap(), 2);
+    assert_eq!(after.last_scanned_l1().unwrap(), 44);
+}
+
+#[test]
+fn reader_on_another_thread_sees_only_committed_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = std::sync::Arc::new(open(dir.path()));
+    let mut w = ledger.writer().unwrap();
+    w.put_soft_confirmation(&block(1)).unwrap();
+    let l2 = ledger.clone();
+    let seen = std::thread::spawn(move || l2.reader().unwrap().head_height().unwrap())
+        .join()
+        .unwrap();
+    assert_eq!(seen, 0);
+    w.commit().unwrap();
+    let l2 = ledger.clone();
+    let seen = std::thread::spawn(move || l2.reader().unwrap().head_height().unwrap())
+        .join()
+        .unwrap();
+    assert_eq!(seen, 1);
+}
+
+#[test]
+fn dropping_a_writer_without_commit_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = open(dir.path());
+    {
+        let mut w = ledger.writer().unwrap();
+        w.put_soft_confirmation(&block(1)).unwrap();
+        w.add_commitments(5, &[commitment(1, 1)]).unwrap();
+        w.put_proof(6, &proof(1, 6)).unwrap();
+        w.set_genesis_state_root(&[4; 32]).unwrap();
+        w.set_meta_bytes("seed", b"x").unwrap();
+    }
+    let r = ledger.reader().unwrap();
+    assert_eq!(r.head_height().unwrap(), 0);
+    assert_eq!(r.soft_confirmation(1).unwrap(), None);
+    assert_eq!(r.commitments_on_slot(5).unwrap(), None);
+    assert_eq!(r.commitment_count().unwrap(), 0);
+    assert_eq!(r.last_proof().unwrap(), None);
+    assert_eq!(r.genesis_state_root().unwrap(), None);
+    assert_eq!(r.meta_bytes("seed").unwrap(), None);
+}
+
+#[test]
+fn two_readers_on_one_thread_at_once_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = open(dir.path());
+    store(&ledger, [1]);
+    let a = ledger.reader().unwrap();
+    let b = ledger.reader().unwrap();
+    assert_eq!(a.head_height().unwrap(), b.head_height().unwrap());
+}
+
+#[test]
+fn raise_status_never_lowers_and_tracks_finalized_and_proven() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = open(dir.path());
+    store(&ledger, 1..=10);
+    let mut w = ledger.writer().unwrap();
+    w.raise_status(1, 6, Status::Proven).unwrap();
+    w.raise_status(4, 8, Status::Finalized).unwrap();
+    w.raise_status(1, 10, Status::Trusted).unwrap();
+    // Heights above the head are skipped, not created.
+    w.raise_status(9, 50, Status::Finalized).unwrap();
+    w.raise_status(7, 3, Status::Proven).unwrap(); // empty range
+    w.commit().unwrap();
+    let r = ledger.reader().unwrap();
+    let got: Vec<Status> = (1..=10).map(|h| r.status(h).unwrap().unwrap()).collect();
+    assert_eq!(got[..6], [Status::Proven; 6]);
+    assert_eq!(got[6..], [Status::Finalized; 4]);
+    assert_eq!(r.status(11).unwrap(), None);
+    assert_eq!(r.finalized_height().unwrap(), 10);
+    assert_eq!(r.proven_height().unwrap(), 6);
+
+    // A lower range later does not lower the meta heights.
+    let mut w = ledger.writer().unwrap();
+    w.raise_status(1, 2, Status::Proven).unwrap();
+    w.commit().unwrap();
+    let r = ledger.reader().unwrap();
+    assert_eq!(r.proven_height().unwrap(), 6);
+    assert_eq!(r.finalized_height().unwrap(), 10);
+}
+
+#[test]
+fn commitments_append_per_slot_and_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = open(dir.path());
+    let mut w = ledger.writer().unwrap();
+    w.add_commitments(5, &[commitment(1, 10)]).unwrap();
+    w.add_commitments(5, &[commitment(11, 20), commitment(21, 30)])
+        .unwrap();
+    w.add_commitments(6, &[]).unwrap();
+    w.add_commitments(7, &[commitment(31, 40)]).unwrap();
+    w.put_da_slot_hash(5, &[0x55; 32]).unwrap();
+    w.commit().unwrap();
+    let r = ledger.reader().unwrap();
+    assert_eq!(
+        r.commitments_on_slot(5).unwrap(),
+        Some(vec![
+            commitment(1, 10),
+            commitment(11, 20),
+            commitment(21, 30)
+        ])
+    );
+    assert_eq!(r.commitments_on_slot(6).unwrap(), None);
+    assert_eq!(
+        r.commitments_on_slot(7).unwrap(),
+        Some(vec![commitment(31, 40)])
+    );
+    assert_eq!(r.commitment_count().unwrap(), 4);
+    assert_eq!(r.slot_by_hash(&[0x55; 32]).unwrap(), Some(5));
+    assert_eq!(r.slot_by_hash(&[0x56; 32]).unwrap(), None);
+}
+
+#[test]
+fn proofs_keep_the_latest_per_slot_and_last_proof_is_the_highest_slot() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = open(dir.path());
+    let mut w = ledger.writer().unwrap();
+    w.put_proof(9, &proof(10, 9)).unwrap();
+    w.put_proof(9, &proof(20, 9)).unwrap();
+    w.put_proof(4, &proof(5, 4)).unwrap();
+    w.commit().unwrap();
+    let r = ledger.reader().unwrap();
+    assert_eq!(r.proof_on_slot(9).unwrap(), Some(proof(20, 9)));
+    assert_eq!(r.proof_on_slot(4).unwrap(), Some(proof(5, 4)));
+    assert_eq!(r.proof_on_slot(5).unwrap(), None);
+    assert_eq!(r.last_proof().unwrap(), Some(proof(20, 9)));
+}
+
+#[test]
+fn meta_values_round_trip_and_free_entries_cannot_clobber_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = open(dir.path());
+    let mut w = ledger.writer().unwrap();
+    w.set_genesis_state_root(&[4; 32]).unwrap();
+    w.set_last_scanned_l1(812_000).unwrap();
+    w.set_sequencer_pubkey(&[7; 32]).unwrap();
+    w.set_meta_bytes("devnet_seed", &[1, 2, 3]).unwrap();
+    w.set_meta_bytes("last_l1", b"not a number").unwrap();
+    w.commit().unwrap();
+    let r = ledger.reader().unwrap();
+    assert_eq!(r.genesis_state_root().unwrap(), Some([4; 32]));
+    assert_eq!(r.last_scanned_l1().unwrap(), 812_000);
+    assert_eq!(r.sequencer_pubkey().unwrap(), Some([7; 32]));
+    assert_eq!(r.meta_bytes("devnet_seed").unwrap(), Some(vec![1, 2, 3]));
+    assert_eq!(r.meta_bytes("missing").unwrap(), None);
+}
+
+#[test]
+fn data_survives_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let ledger = open(dir.path());
+        store(&ledger, 1..=3);
+    }
+    let ledger = open(dir.path());
+    let r = ledger.reader().unwrap();
+    assert_eq!(r.head_height().unwrap(), 3);
+    assert_eq!(r.soft_confirmation(3).unwrap(), Some(block(3)));
+    assert!(ledger.disk_size() > 0);
+    assert_eq!(ledger.path(), dir.path());
+}
+
+#[test]
+fn read_only_open_sees_commits_of_another_handle_and_cannot_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = open(dir.path());
+    store(&writer, [1]);
+    let ro = Ledger::open(
+        dir.path(),
+        &OpenOptions {
+            read_only: true,
+            ..OpenOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        ro.reader().unwrap().soft_confirmation(1).unwrap(),
+        Some(block(1))
+    );
+    let mut w = writer.writer().unwrap();
+    w.put_soft_confirmation(&block(2)).unwrap();
+    assert_eq!(ro.reader().unwrap().head_height().unwrap(), 1);
+    w.commit().unwrap();
+    assert_eq!(ro.reader().unwrap().head_height().unwrap(), 2);
+    assert_eq!(
+        ro.reader().unwrap().soft_confirmation(2).unwrap(),
+        Some(block(2))
+    );
+    let e = ro.writer().err().unwrap();
+    assert!(e.to_string().contains("read-only"), "{e}");
+}
+
+#[test]
+fn read_only_open_of_a_missing_ledger_fails_without_creating_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope");
+    let e = Ledger::open(
+        &missing,
+        &OpenOptions {
+            read_only: true,
+            ..OpenOptions::default()
+        },
+    )
+    .unwrap_err();
+    assert!(e.to_string().starts_with("ledger at "), "{e}");
+    assert!(!missing.exists());
+}
+
+#[test]
+fn corrupt_stored_values_give_corrupt_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = open(dir.path());
+    store(&ledger, [1, 2]);
+    let mut w = ledger.writer().unwrap();
+    let good = w
+        .txn
+        .get(ledger.dbs.soft_confirmations, &SoftConfirmations::key(&2))
+        .unwrap()
+        .to_vec();
+    for n in [0, 10, good.len() - 1] {
+        w.put::<SoftConfirmations>(&2, &good[..n], WriteFlags::empty())
+            .unwrap();
+        let e = w.soft_confirmation(2).unwrap_err();
+        assert!(matches!(e, LedgerError::Corrupt { .. }), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("stored soft confirmation 2 is corrupt: "),
+            "{e}"
+        );
+        assert!(w.soft_confirmation_range(1, 3).is_err());
+    }
+    w.put::<StatusTable>(&1, &[9], WriteFlags::empty()).unwrap();
+    assert!(matches!(w.status(1), Err(LedgerError::Corrupt { .. })));
+    assert!(w.raise_status(1, 1, Status::Proven).is_err());
+    w.put::<Meta>(tables::META_LAST_L1, &[1, 2], WriteFlags::empty())
+        .unwrap();
+    let e = w.last_scanned_l1().unwrap_err();
+    assert!(e.to_string().starts_with("stored ledger setting"), "{e}");
+}
+
+#[test]
+fn typical_block_encoding_is_close_to_its_raw_field_bytes() {
+    let b = block(100_000);
+    // Raw field bytes: 8 + 8 + 32*5 + 64 + 32 + 120 (txs) + 16 (fee) + 8.
+    let raw = 8 + 8 + 32 * 5 + 64 + 32 + 120 + 16 + 8;
+    assert_eq!(raw, 416);
+    let stored = codec::encode_soft_confirmation(&b, Some(&b.pub_key)).len();
+    assert!(stored <= 360, "{stored}");
+    let with_key = codec::encode_soft_confirmation(&b, None).len();
+    assert_eq!(with_key, stored + 32);
+}
