@@ -115,17 +115,27 @@ pub fn write_hex(out: &mut Vec<u8>, bytes: &[u8]) {
 }
 
 /// Writes bytes as a JSON array of integers (`[1,2,255]`).
+///
+/// Each byte copies a fixed 4-byte table entry (digits + comma) into space
+/// sized for the worst case and advances by the entry's real length; the
+/// unused tail is cut off at the end. No per-byte branching or growth.
 pub fn write_byte_array(out: &mut Vec<u8>, bytes: &[u8]) {
-    out.reserve(bytes.len() * 4 + 2);
-    out.push(b'[');
+    let start = out.len();
+    out.resize(start + bytes.len() * 4 + 2, 0);
+    let buf = &mut out[start..];
+    buf[0] = b'[';
+    let mut pos = 1;
     for &b in bytes {
         let (digits, len) = &BYTE_ITEMS[b as usize];
-        out.extend_from_slice(&digits[..*len as usize]);
+        // pos <= 1 + 4 * i, so pos + 4 <= 4 * bytes.len() + 1 < buf.len().
+        buf[pos..pos + 4].copy_from_slice(digits);
+        pos += *len as usize;
     }
     if !bytes.is_empty() {
-        out.pop(); // the last comma
+        pos -= 1; // the last comma
     }
-    out.push(b']');
+    buf[pos] = b']';
+    out.truncate(start + pos + 1);
 }
 
 /// Writes a JSON string, escaping quotes, backslashes and control characters.
