@@ -153,6 +153,13 @@ mod tests {
     }
 
     #[test]
+    fn ledger_failures_are_internal_errors() {
+        let e = RpcError::from(crate::ledger::LedgerError::AlreadyStored(3));
+        assert_eq!((e.code, e.message), (-32603, "Internal error"));
+        assert!(e.data.contains("retry"), "{}", e.data);
+    }
+
+    #[test]
     fn shown_input_is_cut() {
         assert_eq!(shorten("abc"), "abc");
         let long = "é".repeat(100);

@@ -256,6 +256,5 @@ fn write_error(out: &mut Vec<u8>, id: Option<&RawValue>, error: &RpcError) {
     out.push(b'}');
 }
 
-
 #[cfg(test)]
 mod tests;

@@ -331,6 +331,11 @@ fn ids_are_echoed_exactly() {
         assert_eq!(text, format!(r#"{{"jsonrpc":"2.0","id":{id},"result":0}}"#));
         serde_json::from_str::<Value>(&text).expect("valid JSON");
     }
+    // Whitespace around the id is not part of it.
+    let body =
+        "{ \"id\" :\n \"a\"\t , \"jsonrpc\":\"2.0\",\"method\":\"ledger_getLastScannedL1Height\" }";
+    let text = String::from_utf8(n.rpc.handle(body.as_bytes()).expect("answer")).expect("utf-8");
+    assert_eq!(text, r#"{"jsonrpc":"2.0","id":"a","result":0}"#);
     // Also the id of an error answer.
     let body = r#"{"jsonrpc":"2.0","method":"nope","id":"x\"y"}"#;
     let text = String::from_utf8(n.rpc.handle(body.as_bytes()).expect("answer")).expect("utf-8");
@@ -768,4 +773,28 @@ fn arbitrary_bytes_never_panic() {
             }
         }
     }
+}
+
+/// Micro-benchmark of a whole request for a 1 MiB proof (LMDB read, decode,
+/// JSON): `cargo test --release --lib rpc::tests::bench -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn bench_one_megabyte_proof_request() {
+    let n = node();
+    {
+        let mut w = n.ledger.writer().expect("writer");
+        w.put_proof(6, &proof(6, 1 << 20)).expect("proof");
+        w.commit().expect("commit");
+    }
+    let body = req("ledger_getVerifiedBatchProofsBySlotHeight", json!([6]));
+    let runs = 50;
+    let start = std::time::Instant::now();
+    let mut len = 0;
+    for _ in 0..runs {
+        len = n.rpc.handle(body.as_bytes()).map_or(0, |out| out.len());
+    }
+    println!(
+        "1 MiB proof request -> {len} bytes in {:?} per request",
+        start.elapsed() / runs
+    );
 }
