@@ -1,0 +1,53 @@
+//! Sequencer commitments on a DA slot: by slot number (7) and by slot hash (8).
+
+use super::error::RpcError;
+use super::params::{Params, Slot};
+use crate::json;
+use crate::ledger::{LedgerRead, LedgerReader};
+use crate::types::Hash;
+
+const HEIGHT: Slot = Slot {
+    position: 0,
+    name: "height",
+};
+const HASH: Slot = Slot {
+    position: 0,
+    name: "hash",
+};
+
+/// A commitments query, parsed from the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Request {
+    /// `ledger_getSequencerCommitmentsOnSlotByNumber`
+    BySlotNumber(u64),
+    /// `ledger_getSequencerCommitmentsOnSlotByHash`
+    BySlotHash(Hash),
+}
+
+impl Request {
+    pub fn parse_by_number(params: &Params) -> Result<Request, RpcError> {
+        Ok(Request::BySlotNumber(params.height(HEIGHT)?))
+    }
+
+    pub fn parse_by_hash(params: &Params) -> Result<Request, RpcError> {
+        Ok(Request::BySlotHash(params.hash(HASH)?))
+    }
+
+    /// Writes the commitments of the slot, or `null` when it holds none or
+    /// the slot hash is unknown.
+    pub fn apply(&self, reader: &LedgerReader, out: &mut Vec<u8>) -> Result<(), RpcError> {
+        let slot = match *self {
+            Request::BySlotNumber(slot) => Some(slot),
+            Request::BySlotHash(hash) => reader.slot_by_hash(&hash)?,
+        };
+        let commitments = match slot {
+            Some(slot) => reader.commitments_on_slot(slot)?,
+            None => None,
+        };
+        match commitments {
+            Some(items) if !items.is_empty() => json::write_commitments(out, &items),
+            _ => json::write_null(out),
+        }
+        Ok(())
+    }
+}

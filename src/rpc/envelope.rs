@@ -1,0 +1,201 @@
+//! The JSON-RPC 2.0 envelope: turning a request body into calls.
+//!
+//! | body | answer |
+//! |---|---|
+//! | not UTF-8, not JSON, nested deeper than serde_json's limit (128) | one `-32700`, id null |
+//! | JSON that is neither an object nor an array (`1`, `"x"`, `null`) | one `-32600`, id null |
+//! | `[]` | one `-32600` object (not an array) |
+//! | a batch longer than `max_batch` | one `-32010` |
+//! | an element that is not a valid request object | its own `-32600` |
+//!
+//! A request object needs `jsonrpc` = `"2.0"` and a string `method`;
+//! `params` may be left out, or be an array or an object; `id` may be an
+//! integer, a string or null and is echoed as it was written (its raw text).
+//! An invalid request is answered even without an `id` (with id null, as
+//! JSON-RPC 2.0's own examples do); a valid request without an `id` is a
+//! notification and gets no answer.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
+
+use super::error::RpcError;
+use super::params::Params;
+
+/// A parsed body.
+#[derive(Debug)]
+pub enum Body<'a> {
+    /// The whole body is answered by one error object (id null).
+    Error(RpcError),
+    /// One request object.
+    Single(Entry<'a>),
+    /// A batch of at least one element.
+    Batch(Vec<Entry<'a>>),
+}
+
+/// One request object of a body.
+#[derive(Debug)]
+pub enum Entry<'a> {
+    /// A valid request.
+    Call(Call<'a>),
+    /// An invalid request: answered with `error`, echoing `id` when it was
+    /// readable (else id null).
+    Invalid {
+        id: Option<&'a RawValue>,
+        error: RpcError,
+    },
+}
+
+/// A valid request object.
+#[derive(Debug)]
+pub struct Call<'a> {
+    /// The raw `id` (`None`: a notification).
+    pub id: Option<&'a RawValue>,
+    pub method: String,
+    pub params: Params<'a>,
+}
+
+/// The members a request object may have, unread. Unknown members are ignored.
+#[derive(Deserialize)]
+struct RawRequest<'a> {
+    #[serde(default, borrow, deserialize_with = "present")]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    method: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    params: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+}
+
+/// `Some` whenever the member is present, even as `null` (a plain
+/// `Option<&RawValue>` would read `null` as absent).
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+const REQUEST_SHAPE: &str = r#"send {"jsonrpc":"2.0","method":"<name>","params":[...],"id":1}"#;
+
+/// Parses a body. Never panics, whatever the input (this is the fuzz surface).
+pub fn parse(body: &[u8], max_batch: usize) -> Body<'_> {
+    let text = match std::str::from_utf8(body) {
+        Ok(text) => text,
+        Err(e) => {
+            return Body::Error(RpcError::parse_error(format!(
+                "the body is not UTF-8 (invalid byte at offset {}); send UTF-8 JSON",
+                e.valid_up_to()
+            )))
+        }
+    };
+    // serde_json keeps its recursion limit (128) on: a deeply nested body is
+    // a parse error, not a stack overflow.
+    let root: &RawValue = match serde_json::from_str(text) {
+        Ok(root) => root,
+        Err(e) => {
+            return Body::Error(RpcError::parse_error(format!(
+                "the body is not valid JSON ({e}); {REQUEST_SHAPE}"
+            )))
+        }
+    };
+    match root.get().as_bytes().first() {
+        Some(b'{') => Body::Single(entry(root)),
+        Some(b'[') => {
+            let items: Vec<&RawValue> = match serde_json::from_str(root.get()) {
+                Ok(items) => items,
+                Err(e) => return Body::Error(RpcError::parse_error(format!("{e}"))),
+            };
+            if items.is_empty() {
+                return Body::Error(RpcError::invalid_request(format!(
+                    "the batch is empty; put at least one request object in it, or {REQUEST_SHAPE}"
+                )));
+            }
+            if items.len() > max_batch {
+                return Body::Error(RpcError::batch_too_large(items.len(), max_batch));
+            }
+            Body::Batch(items.into_iter().map(entry).collect())
+        }
+        _ => Body::Error(RpcError::invalid_request(format!(
+            "the body must be a request object or a batch array of them; {REQUEST_SHAPE}"
+        ))),
+    }
+}
+
+fn invalid(id: Option<&RawValue>, data: String) -> Entry<'_> {
+    Entry::Invalid {
+        id,
+        error: RpcError::invalid_request(data),
+    }
+}
+
+/// Whether raw JSON text is an integer (no fraction, no exponent).
+fn is_integer(text: &str) -> bool {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Reads one request object (or batch element).
+fn entry(raw: &RawValue) -> Entry<'_> {
+    if !raw.get().starts_with('{') {
+        return invalid(
+            None,
+            format!("a batch element must be a request object; {REQUEST_SHAPE}"),
+        );
+    }
+    let req: RawRequest = match serde_json::from_str(raw.get()) {
+        Ok(req) => req,
+        Err(e) => return invalid(None, format!("the request object is malformed ({e})")),
+    };
+    // The id first: a readable id is echoed even when the rest is invalid.
+    let id = match req.id {
+        None => None,
+        Some(id) => {
+            let text = id.get();
+            let ok = text == "null" || text.starts_with('"') || is_integer(text);
+            if !ok {
+                return invalid(
+                    None,
+                    "`id` must be an integer, a string or null (leave it out for a notification)"
+                        .to_string(),
+                );
+            }
+            Some(id)
+        }
+    };
+    let version_ok = req
+        .jsonrpc
+        .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
+        .is_some_and(|v| v == "2.0");
+    if !version_ok {
+        return invalid(id, "`jsonrpc` must be the string \"2.0\"".to_string());
+    }
+    let method = match req.method.map(|m| serde_json::from_str::<String>(m.get())) {
+        Some(Ok(method)) => method,
+        Some(Err(_)) => return invalid(id, "`method` must be a string".to_string()),
+        None => return invalid(id, format!("the request has no `method`; {REQUEST_SHAPE}")),
+    };
+    let params = match req.params {
+        None => Params::None,
+        Some(p) => {
+            let parsed = match p.get().as_bytes().first() {
+                Some(b'[') => serde_json::from_str(p.get()).map(Params::Array).ok(),
+                Some(b'{') => serde_json::from_str::<HashMap<String, &RawValue>>(p.get())
+                    .map(Params::Object)
+                    .ok(),
+                _ => None,
+            };
+            match parsed {
+                Some(params) => params,
+                None => {
+                    return invalid(
+                        id,
+                        "`params` must be an array (by position) or an object (by name), \
+                         or be left out"
+                            .to_string(),
+                    )
+                }
+            }
+        }
+    };
+    Entry::Call(Call { id, method, params })
+}

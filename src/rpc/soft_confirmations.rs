@@ -1,0 +1,134 @@
+//! Soft confirmations: by number (2), by hash (3), range (4), status (5),
+//! head (9) and head height (10).
+
+use super::error::RpcError;
+use super::params::{Params, Slot};
+use crate::json;
+use crate::ledger::{LedgerRead, LedgerReader};
+
+const NUMBER: Slot = Slot {
+    position: 0,
+    name: "number",
+};
+const HASH: Slot = Slot {
+    position: 0,
+    name: "hash",
+};
+const START: Slot = Slot {
+    position: 0,
+    name: "start",
+};
+const END: Slot = Slot {
+    position: 1,
+    name: "end",
+};
+
+/// A soft-confirmation query, parsed from the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Request {
+    /// `ledger_getSoftConfirmationByNumber`
+    ByNumber(u64),
+    /// `ledger_getSoftConfirmationByHash`
+    ByHash(crate::types::Hash),
+    /// `ledger_getSoftConfirmationRange`
+    Range { start: u64, end: u64 },
+    /// `ledger_getSoftConfirmationStatus`
+    Status(u64),
+    /// `ledger_getHeadSoftConfirmation`
+    Head,
+    /// `ledger_getHeadSoftConfirmationHeight`
+    HeadHeight,
+}
+
+impl Request {
+    pub fn parse_by_number(params: &Params) -> Result<Request, RpcError> {
+        Ok(Request::ByNumber(params.height(NUMBER)?))
+    }
+
+    pub fn parse_by_hash(params: &Params) -> Result<Request, RpcError> {
+        Ok(Request::ByHash(params.hash(HASH)?))
+    }
+
+    pub fn parse_range(params: &Params) -> Result<Request, RpcError> {
+        Ok(Request::Range {
+            start: params.height(START)?,
+            end: params.height(END)?,
+        })
+    }
+
+    pub fn parse_status(params: &Params) -> Result<Request, RpcError> {
+        Ok(Request::Status(params.height(NUMBER)?))
+    }
+
+    /// Reads the ledger and writes the JSON `result` into `out`.
+    pub fn apply(
+        &self,
+        reader: &LedgerReader,
+        max_range: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<(), RpcError> {
+        match *self {
+            Request::ByNumber(height) => {
+                let sc = reader.soft_confirmation(height)?;
+                json::write_opt_soft_confirmation(out, sc.as_ref());
+            }
+            Request::ByHash(hash) => {
+                let sc = match reader.height_by_hash(&hash)? {
+                    Some(height) => reader.soft_confirmation(height)?,
+                    None => None,
+                };
+                json::write_opt_soft_confirmation(out, sc.as_ref());
+            }
+            Request::Range { start, end } => {
+                if start > end {
+                    return Err(RpcError::ledger("start must be <= end"));
+                }
+                // end - start + 1 > max_range, without overflow at u64::MAX.
+                if end - start >= max_range {
+                    return Err(RpcError::ledger(format!(
+                        "requested range too large. Max: {max_range}"
+                    )));
+                }
+                let items = reader.soft_confirmation_range(start, end)?;
+                // Always end-start+1 items: null at every height not stored.
+                let count = (end - start + 1) as usize;
+                out.push(b'[');
+                for i in 0..count {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    json::write_opt_soft_confirmation(out, items.get(i).and_then(Option::as_ref));
+                }
+                out.push(b']');
+            }
+            Request::Status(height) => {
+                let head = reader.head_height()?;
+                if height > head {
+                    return Err(RpcError::ledger(format!(
+                        "Soft confirmation at height {height} not processed yet."
+                    )));
+                }
+                // Choice: a height at or below the head that holds no status
+                // answers `null`, like method 2 on a height not stored. Height 0
+                // is the one such height (heights start at 1), so status of 0
+                // is `null`: parameters are checked for syntax only, and the
+                // not-stored answer stays uniform across methods.
+                match reader.status(height)? {
+                    Some(status) => json::write_status(out, status),
+                    None => json::write_null(out),
+                }
+            }
+            Request::Head => {
+                let head = reader.head_height()?;
+                let sc = if head == 0 {
+                    None
+                } else {
+                    reader.soft_confirmation(head)?
+                };
+                json::write_opt_soft_confirmation(out, sc.as_ref());
+            }
+            Request::HeadHeight => json::write_u64(out, reader.head_height()?),
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,800 @@
+//! `Rpc::handle` end to end: envelope rows of the contract, then every
+//! not-found and error row over a real ledger in a temp dir.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::{Rpc, RpcConfig};
+use crate::ledger::{Ledger, OpenOptions};
+use crate::sync::progress::Progress;
+use crate::types::{
+    Hash, ProofOutput, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof,
+};
+
+struct Node {
+    rpc: Rpc,
+    progress: Arc<Progress>,
+    ledger: Arc<Ledger>,
+    _dir: tempfile::TempDir,
+}
+
+fn node_with(config: RpcConfig) -> Node {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ledger = Arc::new(Ledger::open(dir.path(), &OpenOptions::default()).expect("open ledger"));
+    let progress = Arc::new(Progress::default());
+    Node {
+        rpc: Rpc::new(ledger.clone(), progress.clone(), config),
+        progress,
+        ledger,
+        _dir: dir,
+    }
+}
+
+fn node() -> Node {
+    node_with(RpcConfig::default())
+}
+
+fn h(n: u8) -> Hash {
+    [n; 32]
+}
+
+fn sc(height: u64) -> SoftConfirmation {
+    SoftConfirmation {
+        l2_height: height,
+        da_slot_height: 1,
+        da_slot_hash: h(0xd0),
+        da_slot_txs_commitment: h(0xd1),
+        hash: h(height as u8),
+        prev_hash: h(height as u8 - 1),
+        txs: vec![vec![height as u8, 0xff]],
+        state_root: h(0x50 + height as u8),
+        signature: [0x5a; 64],
+        pub_key: h(0xc3),
+        deposit_data: vec![],
+        l1_fee_rate: u128::MAX - height as u128,
+        timestamp: 1_700_000_000 + height,
+    }
+}
+
+fn commitment(slot: u64, start: u64, end: u64) -> SequencerCommitment {
+    SequencerCommitment {
+        found_in_l1: slot,
+        merkle_root: h(0xee),
+        l2_start_block_number: start,
+        l2_end_block_number: end,
+    }
+}
+
+fn proof(slot: u64, len: usize) -> VerifiedBatchProof {
+    VerifiedBatchProof {
+        proof: (0..len).map(|i| i as u8).collect(),
+        proof_output: ProofOutput {
+            initial_state_root: h(1),
+            final_state_root: h(2),
+            prev_soft_confirmation_hash: h(0),
+            final_soft_confirmation_hash: h(2),
+            state_diff: vec![(vec![0xaa], Some(vec![0xbb])), (vec![0xcc], None)],
+            da_slot_hash: h(0xa0 + slot as u8),
+            sequencer_commitments_range: (0, 0),
+            sequencer_public_key: vec![0xc3; 32],
+            sequencer_da_public_key: vec![0x02; 33],
+            preproven_commitments: vec![],
+            last_l2_height: 2,
+        },
+        height: slot,
+    }
+}
+
+/// Heights 1..=3 (1-2 finalized by a commitment on slot 4, proven on slot 6),
+/// DA slots 4 and 6 with hashes, genesis root, last scanned slot 7.
+fn filled() -> Node {
+    let n = node();
+    {
+        let mut w = n.ledger.writer().expect("writer");
+        w.set_genesis_state_root(&h(0x99)).expect("genesis");
+        for height in 1..=3 {
+            w.put_soft_confirmation(&sc(height)).expect("put");
+        }
+        w.put_da_slot_hash(4, &h(0xa4)).expect("slot hash");
+        w.add_commitments(4, &[commitment(4, 1, 2)])
+            .expect("commitments");
+        w.raise_status(1, 2, Status::Finalized).expect("finalize");
+        w.put_da_slot_hash(5, &h(0xa5)).expect("slot hash");
+        w.put_da_slot_hash(6, &h(0xa6)).expect("slot hash");
+        w.put_proof(6, &proof(6, 300)).expect("proof");
+        w.raise_status(1, 2, Status::Proven).expect("prove");
+        w.set_last_scanned_l1(7).expect("scanned");
+        w.commit().expect("commit");
+    }
+    n
+}
+
+fn call(n: &Node, body: &str) -> Value {
+    let out = n.rpc.handle(body.as_bytes()).expect("a response");
+    serde_json::from_slice(&out)
+        .unwrap_or_else(|e| panic!("invalid JSON ({e}): {}", String::from_utf8_lossy(&out)))
+}
+
+fn req(method: &str, params: Value) -> String {
+    json!({"jsonrpc": "2.0", "method": method, "params": params, "id": 1}).to_string()
+}
+
+fn result(n: &Node, method: &str, params: Value) -> Value {
+    let v = call(n, &req(method, params));
+    assert_eq!(v["jsonrpc"], "2.0");
+    assert_eq!(v["id"], 1);
+    assert!(v.get("error").is_none(), "{method}: {v}");
+    v["result"].clone()
+}
+
+fn error(n: &Node, body: &str) -> (i64, String, String, Value) {
+    let v = call(n, body);
+    assert_eq!(v["jsonrpc"], "2.0", "{v}");
+    assert!(v.get("result").is_none(), "{v}");
+    let e = &v["error"];
+    let data = e["data"].as_str().expect("data is a string").to_string();
+    assert!(!data.is_empty());
+    (
+        e["code"].as_i64().expect("code"),
+        e["message"].as_str().expect("message").to_string(),
+        data,
+        v["id"].clone(),
+    )
+}
+
+fn method_error(n: &Node, method: &str, params: Value) -> (i64, String, String) {
+    let (code, message, data, id) = error(n, &req(method, params));
+    assert_eq!(id, 1);
+    (code, message, data)
+}
+
+// ---- envelope -----------------------------------------------------------
+
+#[test]
+fn not_json_or_not_utf8_is_a_parse_error_with_id_null() {
+    let n = node();
+    for body in [
+        "{",
+        "",
+        "   ",
+        "{\"jsonrpc\":\"2.0\",}",
+        "[1,2",
+        "nul",
+        "{} {}",
+    ] {
+        let (code, message, _, id) = error(&n, body);
+        assert_eq!(
+            (code, message.as_str(), id),
+            (-32700, "Parse error", Value::Null),
+            "{body}"
+        );
+    }
+    let out = n
+        .rpc
+        .handle(b"{\"jsonrpc\":\"2.0\",\"method\":\"\xff\",\"id\":1}")
+        .expect("answer");
+    let v: Value = serde_json::from_slice(&out).expect("json");
+    assert_eq!(v["error"]["code"], -32700);
+    assert_eq!(v["id"], Value::Null);
+}
+
+/// serde_json reads the envelope's members as raw values (an iterative
+/// scan, no recursion) and nothing here deserialises a caller's nested value
+/// recursively, so depth costs no stack: an unclosed nest is `-32700`, a
+/// closed one is a batch whose element is not a request object (`-32600`),
+/// and nested params are `-32602`.
+#[test]
+fn deep_nesting_is_an_error_not_a_crash() {
+    let n = node();
+    for depth in [129, 1000, 100_000] {
+        let body = "[".repeat(depth);
+        assert_eq!(error(&n, &body).0, -32700);
+        let closed = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        let v = call(&n, &closed);
+        assert_eq!(v[0]["error"]["code"], -32600);
+        let objects = format!("{}{}", "{\"a\":".repeat(depth), "}".repeat(depth));
+        assert_eq!(error(&n, &objects).0, -32700);
+        let objects = format!("{}1{}", "{\"a\":".repeat(depth), "}".repeat(depth));
+        assert_eq!(error(&n, &objects).0, -32600);
+        let in_params = format!(
+            r#"{{"jsonrpc":"2.0","method":"ledger_getSoftConfirmationByNumber","params":{}{},"id":1}}"#,
+            "[".repeat(depth),
+            "]".repeat(depth)
+        );
+        assert_eq!(error(&n, &in_params).0, -32602);
+        let in_id = format!(
+            r#"{{"jsonrpc":"2.0","method":"x","id":{}"#,
+            "{\"a\":".repeat(depth)
+        );
+        assert_eq!(error(&n, &in_id).0, -32700);
+    }
+}
+
+#[test]
+fn json_that_is_not_an_object_or_array_is_invalid_request() {
+    let n = node();
+    for body in ["1", "\"x\"", "null", "true", " 2.5 "] {
+        let (code, message, _, id) = error(&n, body);
+        assert_eq!(
+            (code, message.as_str(), id),
+            (-32600, "Invalid request", Value::Null),
+            "{body}"
+        );
+    }
+}
+
+#[test]
+fn empty_batch_is_one_invalid_request_object() {
+    let n = node();
+    let v = call(&n, " [ ] ");
+    assert!(v.is_object(), "{v}");
+    assert_eq!(v["error"]["code"], -32600);
+    assert_eq!(v["id"], Value::Null);
+}
+
+#[test]
+fn each_invalid_batch_element_answers_its_own_invalid_request() {
+    let n = node();
+    let ok = req("ledger_getHeadSoftConfirmationHeight", json!([]));
+    let body = format!("[1, {ok}, \"x\", [], {{}}, null]");
+    let v = call(&n, &body);
+    let items = v.as_array().expect("array");
+    assert_eq!(items.len(), 6);
+    assert_eq!(items[1]["result"], 0);
+    for i in [0, 2, 3, 4, 5] {
+        assert_eq!(items[i]["error"]["code"], -32600, "{i}");
+        assert_eq!(items[i]["id"], Value::Null);
+    }
+}
+
+#[test]
+fn batch_over_the_limit_is_one_error() {
+    let n = node_with(RpcConfig {
+        max_range: 1000,
+        max_batch: 3,
+    });
+    let one = req("ledger_getHeadSoftConfirmationHeight", json!([]));
+    let three = format!("[{one},{one},{one}]");
+    assert_eq!(call(&n, &three).as_array().map(Vec::len), Some(3));
+    let four = format!("[{one},{one},{one},{one}]");
+    let (code, message, data, id) = error(&n, &four);
+    assert_eq!(
+        (code, message.as_str(), id),
+        (-32010, "The batch request was too large", Value::Null)
+    );
+    assert!(data.contains('3'), "{data}");
+}
+
+#[test]
+fn envelope_members_are_checked() {
+    let n = node();
+    let bad = [
+        r#"{"method":"svc_syncStatus","id":1}"#,
+        r#"{"jsonrpc":"1.0","method":"svc_syncStatus","id":1}"#,
+        r#"{"jsonrpc":2.0,"method":"svc_syncStatus","id":1}"#,
+        r#"{"jsonrpc":null,"method":"svc_syncStatus","id":1}"#,
+        r#"{"jsonrpc":"2.0","id":1}"#,
+        r#"{"jsonrpc":"2.0","method":1,"id":1}"#,
+        r#"{"jsonrpc":"2.0","method":null,"id":1}"#,
+        r#"{"jsonrpc":"2.0","method":"svc_syncStatus","params":"bar","id":1}"#,
+        r#"{"jsonrpc":"2.0","method":"svc_syncStatus","params":1,"id":1}"#,
+        r#"{"jsonrpc":"2.0","method":"svc_syncStatus","params":null,"id":1}"#,
+    ];
+    for body in bad {
+        let (code, _, data, id) = error(&n, body);
+        assert_eq!(code, -32600, "{body}");
+        // A readable id is echoed.
+        assert_eq!(id, 1, "{body}: {data}");
+    }
+    // Invalid requests are answered even without an id (id null).
+    let (code, _, _, id) = error(&n, r#"{"jsonrpc":"2.0","method":1}"#);
+    assert_eq!((code, id), (-32600, Value::Null));
+    // Duplicate members: malformed.
+    let (code, _, _, id) = error(&n, r#"{"jsonrpc":"2.0","method":"a","method":"b","id":1}"#);
+    assert_eq!((code, id), (-32600, Value::Null));
+}
+
+#[test]
+fn params_may_be_absent_an_array_or_an_object() {
+    let n = node();
+    for body in [
+        r#"{"jsonrpc":"2.0","method":"ledger_getHeadSoftConfirmationHeight","id":1}"#,
+        r#"{"jsonrpc":"2.0","method":"ledger_getHeadSoftConfirmationHeight","params":[],"id":1}"#,
+        r#"{"jsonrpc":"2.0","method":"ledger_getHeadSoftConfirmationHeight","params":{},"id":1}"#,
+        r#"{"jsonrpc":"2.0","method":"ledger_getHeadSoftConfirmationHeight","params":[1,2],"id":1,"extra":true}"#,
+    ] {
+        assert_eq!(call(&n, body)["result"], 0, "{body}");
+    }
+}
+
+#[test]
+fn ids_are_echoed_exactly() {
+    let n = node();
+    let ids = [
+        "0",
+        "-7",
+        "123456789012345678901234567890123456789",
+        "\"\"",
+        "\"abc\"",
+        r#""q\"uote\\back\u00e9\n/""#,
+        "\"ünï €\"",
+        "null",
+    ];
+    for id in ids {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","method":"ledger_getLastScannedL1Height","params":[],"id":{id}}}"#
+        );
+        let out = n.rpc.handle(body.as_bytes()).expect("answer");
+        let text = String::from_utf8(out).expect("utf-8");
+        assert_eq!(text, format!(r#"{{"jsonrpc":"2.0","id":{id},"result":0}}"#));
+        serde_json::from_str::<Value>(&text).expect("valid JSON");
+    }
+    // Whitespace around the id is not part of it.
+    let body =
+        "{ \"id\" :\n \"a\"\t , \"jsonrpc\":\"2.0\",\"method\":\"ledger_getLastScannedL1Height\" }";
+    let text = String::from_utf8(n.rpc.handle(body.as_bytes()).expect("answer")).expect("utf-8");
+    assert_eq!(text, r#"{"jsonrpc":"2.0","id":"a","result":0}"#);
+    // Also the id of an error answer.
+    let body = r#"{"jsonrpc":"2.0","method":"nope","id":"x\"y"}"#;
+    let text = String::from_utf8(n.rpc.handle(body.as_bytes()).expect("answer")).expect("utf-8");
+    assert!(
+        text.starts_with(r#"{"jsonrpc":"2.0","id":"x\"y","error":{"code":-32601,"#),
+        "{text}"
+    );
+}
+
+#[test]
+fn ids_of_other_types_are_invalid_with_id_null() {
+    let n = node();
+    for id in [
+        "1.5",
+        "1e3",
+        "-0.0",
+        "true",
+        "false",
+        "{}",
+        "[1]",
+        "{\"a\":1}",
+    ] {
+        let body = format!(r#"{{"jsonrpc":"2.0","method":"svc_syncStatus","id":{id}}}"#);
+        let (code, _, data, got) = error(&n, &body);
+        assert_eq!((code, got), (-32600, Value::Null), "{id}");
+        assert!(data.contains("`id`"), "{data}");
+    }
+}
+
+#[test]
+fn notifications_get_no_answer() {
+    let n = node();
+    let note = r#"{"jsonrpc":"2.0","method":"ledger_getHeadSoftConfirmationHeight","params":[]}"#;
+    assert_eq!(n.rpc.handle(note.as_bytes()), None);
+    // Even one that would fail: nothing is sent for a valid notification.
+    let bad_note = r#"{"jsonrpc":"2.0","method":"nope"}"#;
+    assert_eq!(n.rpc.handle(bad_note.as_bytes()), None);
+    assert_eq!(
+        n.rpc.handle(format!("[{note},{bad_note}]").as_bytes()),
+        None
+    );
+    let with_id = req("ledger_getHeadSoftConfirmationHeight", json!([]));
+    let v = call(&n, &format!("[{note},{with_id},{note}]"));
+    assert_eq!(v, json!([{"jsonrpc": "2.0", "id": 1, "result": 0}]));
+}
+
+#[test]
+fn unknown_method_is_method_not_found() {
+    let n = node();
+    let (code, message, data) = method_error(&n, "ledger_nope", json!([]));
+    assert_eq!((code, message.as_str()), (-32601, "Method not found"));
+    assert!(
+        data.contains("ledger_nope") && data.contains("svc_syncStatus"),
+        "{data}"
+    );
+}
+
+#[test]
+fn too_large_body_names_the_limit_and_the_flag() {
+    let v: Value = serde_json::from_slice(&Rpc::too_large_body(10 << 20)).expect("json");
+    assert_eq!(v["id"], Value::Null);
+    assert_eq!(v["error"]["code"], -32007);
+    assert_eq!(v["error"]["message"], "Request is too big");
+    let data = v["error"]["data"].as_str().expect("data");
+    assert!(
+        data.contains("10485760") && data.contains("--max-body"),
+        "{data}"
+    );
+}
+
+// ---- methods over a real ledger -------------------------------------------
+
+#[test]
+fn empty_ledger_answers_null_and_zero() {
+    let n = node();
+    for (method, want) in [
+        ("ledger_getHeadSoftConfirmation", Value::Null),
+        ("ledger_getHeadSoftConfirmationHeight", json!(0)),
+        ("ledger_getLastScannedL1Height", json!(0)),
+        ("ledger_getL2GenesisStateRoot", Value::Null),
+        ("ledger_getLastVerifiedBatchProof", Value::Null),
+    ] {
+        assert_eq!(result(&n, method, json!([])), want, "{method}");
+    }
+    assert_eq!(
+        result(&n, "ledger_getSoftConfirmationByNumber", json!([1])),
+        Value::Null
+    );
+    assert_eq!(
+        result(&n, "ledger_getSoftConfirmationStatus", json!([0])),
+        Value::Null
+    );
+    let (code, _, data) = method_error(&n, "ledger_getSoftConfirmationStatus", json!([1]));
+    assert_eq!(
+        (code, data.as_str()),
+        (-32001, "Soft confirmation at height 1 not processed yet.")
+    );
+}
+
+#[test]
+fn soft_confirmations_by_number_hash_and_head() {
+    let n = filled();
+    let by_number = result(&n, "ledger_getSoftConfirmationByNumber", json!([2]));
+    // Read the raw text back (a serde_json Value would turn the u128 fee into a float).
+    let raw = n
+        .rpc
+        .handle(req("ledger_getSoftConfirmationByNumber", json!([2])).as_bytes());
+    let raw = String::from_utf8(raw.expect("answer")).expect("utf-8");
+    let sc_text = raw
+        .strip_prefix(r#"{"jsonrpc":"2.0","id":1,"result":"#)
+        .and_then(|t| t.strip_suffix('}'))
+        .expect("envelope");
+    assert_eq!(
+        crate::wire::soft_confirmation(sc_text).expect("shape"),
+        sc(2)
+    );
+    assert_eq!(
+        result(&n, "ledger_getSoftConfirmationByNumber", json!(["0x2"])),
+        by_number
+    );
+    assert_eq!(
+        result(
+            &n,
+            "ledger_getSoftConfirmationByNumber",
+            json!({"number": "2"})
+        ),
+        by_number
+    );
+    let hash = hex::encode(h(2));
+    assert_eq!(
+        result(&n, "ledger_getSoftConfirmationByHash", json!([hash])),
+        by_number
+    );
+    let upper = format!("0x{}", hex::encode_upper(h(2)));
+    assert_eq!(
+        result(
+            &n,
+            "ledger_getSoftConfirmationByHash",
+            json!({"hash": upper})
+        ),
+        by_number
+    );
+    assert_eq!(
+        result(&n, "ledger_getSoftConfirmationByNumber", json!([4])),
+        Value::Null
+    );
+    assert_eq!(
+        result(&n, "ledger_getSoftConfirmationByNumber", json!([0])),
+        Value::Null
+    );
+    let unknown = hex::encode(h(0x77));
+    assert_eq!(
+        result(&n, "ledger_getSoftConfirmationByHash", json!([unknown])),
+        Value::Null
+    );
+    let head = result(&n, "ledger_getHeadSoftConfirmation", json!([]));
+    assert_eq!(head["l2Height"], 3);
+    assert_eq!(
+        result(&n, "ledger_getHeadSoftConfirmationHeight", json!([])),
+        3
+    );
+    // l1FeeRate keeps all 128 bits on the wire.
+    let out = n
+        .rpc
+        .handle(req("ledger_getSoftConfirmationByNumber", json!([1])).as_bytes());
+    let text = String::from_utf8(out.expect("answer")).expect("utf-8");
+    assert!(
+        text.contains(&format!("\"l1FeeRate\":{},", u128::MAX - 1)),
+        "{text}"
+    );
+}
+
+#[test]
+fn ranges() {
+    let n = filled();
+    let two = result(&n, "ledger_getSoftConfirmationRange", json!([1, 2]));
+    let items = two.as_array().expect("array");
+    assert_eq!(items.len(), 2);
+    assert_eq!(items[0]["l2Height"], 1);
+    assert_eq!(items[1]["prevHash"], items[0]["hash"]);
+    let holes = result(
+        &n,
+        "ledger_getSoftConfirmationRange",
+        json!({"start": 2, "end": "0x6"}),
+    );
+    let items = holes.as_array().expect("array");
+    assert_eq!(items.len(), 5);
+    assert_eq!(items[1]["l2Height"], 3);
+    assert!(items[2..].iter().all(Value::is_null));
+    let one = result(&n, "ledger_getSoftConfirmationRange", json!([3, 3]));
+    assert_eq!(one.as_array().map(Vec::len), Some(1));
+
+    let (code, message, data) = method_error(&n, "ledger_getSoftConfirmationRange", json!([3, 2]));
+    assert_eq!(
+        (code, message.as_str(), data.as_str()),
+        (-32001, "LEDGER_RPC_ERROR", "start must be <= end")
+    );
+    let (code, _, data) = method_error(&n, "ledger_getSoftConfirmationRange", json!([1, 1001]));
+    assert_eq!(
+        (code, data.as_str()),
+        (-32001, "requested range too large. Max: 1000")
+    );
+    let ok = result(&n, "ledger_getSoftConfirmationRange", json!([1, 1000]));
+    assert_eq!(ok.as_array().map(Vec::len), Some(1000));
+    let (code, _, data) = method_error(&n, "ledger_getSoftConfirmationRange", json!([0, u64::MAX]));
+    assert_eq!(
+        (code, data.as_str()),
+        (-32001, "requested range too large. Max: 1000")
+    );
+    let (code, _, data) = method_error(&n, "ledger_getSoftConfirmationRange", json!([1]));
+    assert_eq!(code, -32602);
+    assert!(data.contains("`end`"), "{data}");
+}
+
+#[test]
+fn range_limit_is_configurable() {
+    let n = node_with(RpcConfig {
+        max_range: 2,
+        max_batch: 50,
+    });
+    assert_eq!(
+        result(&n, "ledger_getSoftConfirmationRange", json!([5, 6])),
+        json!([null, null])
+    );
+    let (code, _, data) = method_error(&n, "ledger_getSoftConfirmationRange", json!([5, 7]));
+    assert_eq!(
+        (code, data.as_str()),
+        (-32001, "requested range too large. Max: 2")
+    );
+}
+
+#[test]
+fn statuses() {
+    let n = filled();
+    assert_eq!(
+        result(&n, "ledger_getSoftConfirmationStatus", json!([1])),
+        "Proven"
+    );
+    assert_eq!(
+        result(&n, "ledger_getSoftConfirmationStatus", json!(["2"])),
+        "Proven"
+    );
+    assert_eq!(
+        result(&n, "ledger_getSoftConfirmationStatus", json!({"number": 3})),
+        "Trusted"
+    );
+    assert_eq!(
+        result(&n, "ledger_getSoftConfirmationStatus", json!([0])),
+        Value::Null
+    );
+    let (code, message, data) = method_error(&n, "ledger_getSoftConfirmationStatus", json!([4]));
+    assert_eq!(
+        (code, message.as_str(), data.as_str()),
+        (
+            -32001,
+            "LEDGER_RPC_ERROR",
+            "Soft confirmation at height 4 not processed yet."
+        )
+    );
+}
+
+#[test]
+fn commitments() {
+    let n = filled();
+    let want = json!([{"foundInL1": 4, "merkleRoot": hex::encode(h(0xee)),
+                       "l2StartBlockNumber": 1, "l2EndBlockNumber": 2}]);
+    let m = "ledger_getSequencerCommitmentsOnSlotByNumber";
+    assert_eq!(result(&n, m, json!([4])), want);
+    assert_eq!(result(&n, m, json!({"height": "0x4"})), want);
+    assert_eq!(result(&n, m, json!([5])), Value::Null);
+    assert_eq!(result(&n, m, json!([999])), Value::Null);
+    let m = "ledger_getSequencerCommitmentsOnSlotByHash";
+    assert_eq!(result(&n, m, json!([hex::encode(h(0xa4))])), want);
+    assert_eq!(
+        result(
+            &n,
+            m,
+            json!({"hash": format!("0x{}", hex::encode(h(0xa4)))})
+        ),
+        want
+    );
+    assert_eq!(result(&n, m, json!([hex::encode(h(0xa5))])), Value::Null);
+    assert_eq!(result(&n, m, json!([hex::encode(h(0x01))])), Value::Null);
+}
+
+#[test]
+fn proofs() {
+    let n = filled();
+    let by_slot = result(&n, "ledger_getVerifiedBatchProofsBySlotHeight", json!([6]));
+    let back = crate::wire::verified_batch_proof(&by_slot.to_string()).expect("shape");
+    let mut want = proof(6, 300);
+    want.proof_output.state_diff.sort();
+    let mut got = back.expect("some");
+    got.proof_output.state_diff.sort();
+    assert_eq!(got, want);
+    assert_eq!(by_slot["proof"]["height"], 6);
+    assert_eq!(
+        by_slot["proof"]["proofOutput"]["stateDiff"]["cc"],
+        Value::Null
+    );
+    assert_eq!(
+        result(&n, "ledger_getLastVerifiedBatchProof", json!([])),
+        by_slot
+    );
+    let m = "ledger_getVerifiedBatchProofsBySlotHeight";
+    assert_eq!(result(&n, m, json!({"height": 4})), Value::Null);
+    assert_eq!(result(&n, m, json!([7])), Value::Null);
+}
+
+#[test]
+fn counters() {
+    let n = filled();
+    let root = result(&n, "ledger_getL2GenesisStateRoot", json!([]));
+    assert_eq!(root, json!(vec![0x99u8; 32]));
+    assert_eq!(result(&n, "ledger_getLastScannedL1Height", json!([])), 7);
+}
+
+#[test]
+fn sync_status_under_both_names() {
+    let n = node();
+    let synced = json!({"l1Status": {"Synced": 0}, "l2Status": {"Synced": 0}});
+    assert_eq!(result(&n, "svc_syncStatus", json!([])), synced);
+    n.progress.l1_source_head.store(8, Relaxed);
+    n.progress.l1_synced.store(8, Relaxed);
+    n.progress.l2_source_head.store(10, Relaxed);
+    n.progress.stored_l2(4, 4);
+    let syncing = json!({"l1Status": {"Synced": 8},
+                         "l2Status": {"Syncing": {"headBlockNumber": 10, "syncedBlockNumber": 4}}});
+    assert_eq!(result(&n, "svc_syncStatus", json!([])), syncing);
+    assert_eq!(result(&n, "citrea_syncStatus", json!({})), syncing);
+}
+
+#[test]
+fn bad_params_are_invalid_params() {
+    let n = filled();
+    let cases = [
+        ("ledger_getSoftConfirmationByNumber", json!([])),
+        ("ledger_getSoftConfirmationByNumber", json!([-1])),
+        ("ledger_getSoftConfirmationByNumber", json!([1.5])),
+        ("ledger_getSoftConfirmationByNumber", json!(["abc"])),
+        ("ledger_getSoftConfirmationByNumber", json!([true])),
+        ("ledger_getSoftConfirmationByNumber", json!({"height": 1})),
+        ("ledger_getSoftConfirmationByHash", json!(["abcd"])),
+        ("ledger_getSoftConfirmationByHash", json!([7])),
+        ("ledger_getSoftConfirmationStatus", json!([])),
+        (
+            "ledger_getSequencerCommitmentsOnSlotByNumber",
+            json!([null]),
+        ),
+        (
+            "ledger_getSequencerCommitmentsOnSlotByHash",
+            json!({"number": 1}),
+        ),
+        (
+            "ledger_getVerifiedBatchProofsBySlotHeight",
+            json!(["18446744073709551616"]),
+        ),
+    ];
+    for (method, params) in cases {
+        let (code, message, data) = method_error(&n, method, params.clone());
+        assert_eq!(
+            (code, message.as_str()),
+            (-32602, "Invalid params"),
+            "{method} {params}"
+        );
+        assert!(data.len() > 20, "{data}");
+    }
+    // Big integer beyond u64 in the raw text.
+    let body = r#"{"jsonrpc":"2.0","method":"ledger_getSoftConfirmationByNumber","params":[18446744073709551616],"id":1}"#;
+    assert_eq!(error(&n, body).0, -32602);
+}
+
+#[test]
+fn a_batch_mixes_results_and_errors_in_order() {
+    let n = filled();
+    let body = format!(
+        "[{},{},{},{}]",
+        req("ledger_getHeadSoftConfirmationHeight", json!([])),
+        json!({"jsonrpc": "2.0", "method": "ledger_getSoftConfirmationRange", "params": [2, 1], "id": "b"}),
+        json!({"jsonrpc": "2.0", "method": "ledger_getSoftConfirmationStatus", "params": [1], "id": null}),
+        json!({"jsonrpc": "2.0", "method": "nope", "params": [], "id": 4}),
+    );
+    let v = call(&n, &body);
+    let items = v.as_array().expect("array");
+    assert_eq!(items.len(), 4);
+    assert_eq!(
+        (items[0]["id"].clone(), items[0]["result"].clone()),
+        (json!(1), json!(3))
+    );
+    assert_eq!(
+        (items[1]["id"].clone(), items[1]["error"]["code"].clone()),
+        (json!("b"), json!(-32001))
+    );
+    assert_eq!(
+        (items[2]["id"].clone(), items[2]["result"].clone()),
+        (Value::Null, json!("Proven"))
+    );
+    assert_eq!(
+        (items[3]["id"].clone(), items[3]["error"]["code"].clone()),
+        (json!(4), json!(-32601))
+    );
+}
+
+#[test]
+fn arbitrary_bytes_never_panic() {
+    let n = filled();
+    // A tiny deterministic fuzz pass over mutations of valid requests.
+    let seeds = [
+        req("ledger_getSoftConfirmationRange", json!([1, 3])),
+        req(
+            "ledger_getSoftConfirmationByHash",
+            json!([hex::encode(h(2))]),
+        ),
+        format!(
+            "[{}]",
+            req(
+                "ledger_getVerifiedBatchProofsBySlotHeight",
+                json!({"height": 6})
+            )
+        ),
+    ];
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    for seed in &seeds {
+        for _ in 0..2000 {
+            let mut bytes = seed.clone().into_bytes();
+            for _ in 0..3 {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let at = (state as usize) % bytes.len();
+                bytes[at] = (state >> 32) as u8;
+            }
+            if let Some(out) = n.rpc.handle(&bytes) {
+                serde_json::from_slice::<Value>(&out).expect("always valid JSON");
+            }
+        }
+    }
+}
+
+/// Micro-benchmark of a whole request for a 1 MiB proof (LMDB read, decode,
+/// JSON): `cargo test --release --lib rpc::tests::bench -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn bench_one_megabyte_proof_request() {
+    let n = node();
+    {
+        let mut w = n.ledger.writer().expect("writer");
+        w.put_proof(6, &proof(6, 1 << 20)).expect("proof");
+        w.commit().expect("commit");
+    }
+    let body = req("ledger_getVerifiedBatchProofsBySlotHeight", json!([6]));
+    let runs = 50;
+    let start = std::time::Instant::now();
+    let mut len = 0;
+    for _ in 0..runs {
+        len = n.rpc.handle(body.as_bytes()).map_or(0, |out| out.len());
+    }
+    println!(
+        "1 MiB proof request -> {len} bytes in {:?} per request",
+        start.elapsed() / runs
+    );
+}
