@@ -12,5 +12,7 @@
 //! - [`chain`]: the contract's chain rules: hashing, signatures, Merkle roots.
 //! - [`wire`]: reading the RPC's JSON shapes back into records (follower, import, tests).
 pub mod chain;
+pub mod server;
+pub mod signals;
 pub mod types;
 pub mod wire;
