@@ -1,0 +1,879 @@
+//! HTTP transport: one blocking tiny_http 0.12 loop on the caller's thread,
+//! made safe against hostile clients.
+//!
+//! # Design (see also `/work/shared/notes/tiny_http-0.12.md`)
+//!
+//! - **Fast path** (body ≤ 1,024 bytes, already read by tiny_http; response
+//!   ≤ 64 KiB; nothing pending on the connection): the handler runs and the
+//!   response is serialised by hand and written inline, no thread hand-off.
+//! - **Lazy bodies** (> 1,024 bytes, `Expect`, chunked) are read on a thread
+//!   per request with a deadline (`body_timeout`) and a size bound; the result
+//!   comes back on a channel and the loop is woken with `Server::unblock()`.
+//! - **Too large / too slow bodies** are answered 413 / 408 through
+//!   `Request::upgrade()` on a side thread, which never lets tiny_http drain the
+//!   body with `vec![0; Content-Length]` (body.rs).
+//! - **Large or stuck responses** are written on a thread; an inline write that
+//!   does not finish within 10 ms is handed over too. SO_SNDTIMEO (20 ms) on
+//!   every socket bounds a single blocked send() on the loop.
+//! - **Timeouts**: SO_RCVTIMEO = `idle_timeout` on the listener is inherited by
+//!   accepted sockets; it also makes tiny_http's accept() time out, which ends
+//!   its accept thread. A supervisor then builds a new tiny_http `Server` on a
+//!   clone of the listener; the old one is drained by a forwarder thread until
+//!   its connections are gone.
+//! - **Closing** a connection (fairness cap, 503, 413, stuck client) is done
+//!   with shutdown(2) on the sockets found through /proc/self/fd (socket.rs).
+//! - **Counting** connections: a tracker thread rescans /proc/self/fd (at most
+//!   every 50 ms while requests arrive, else every 500 ms) and counts distinct
+//!   peers of sockets bound to our address.
+
+mod body;
+mod socket;
+mod write;
+
+pub use socket::set_nodelay_on_listener;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use body::{BodyResult, Reject};
+use write::{DateCache, Inline, OffLoop};
+
+/// Transport limits.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Largest accepted request body (default 10 MiB).
+    pub max_body: usize,
+    /// Concurrent connections; a new connection over it is answered 503 and closed (default 100).
+    pub max_connections: usize,
+    /// Keep-alive idle time and per-read timeout (default 10 s).
+    pub idle_timeout: Duration,
+    /// The whole body must arrive within this (default 5 s).
+    pub body_timeout: Duration,
+    /// Longest time spent writing one response off the loop (default 10 s).
+    pub write_timeout: Duration,
+    /// After this many requests a keep-alive connection is closed (default 1000).
+    pub max_requests_per_connection: u32,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            max_body: 10 * 1024 * 1024,
+            max_connections: 100,
+            idle_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(5),
+            write_timeout: Duration::from_secs(10),
+            max_requests_per_connection: 1000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpMethod {
+    Get,
+    Post,
+    Options,
+    Head,
+    Other,
+}
+
+impl HttpMethod {
+    fn as_str(self) -> &'static str {
+        match self {
+            HttpMethod::Get => "GET",
+            HttpMethod::Post => "POST",
+            HttpMethod::Options => "OPTIONS",
+            HttpMethod::Head => "HEAD",
+            HttpMethod::Other => "OTHER",
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct HttpRequest<'a> {
+    pub method: HttpMethod,
+    pub path: &'a str,
+    pub body: &'a [u8],
+    pub origin: Option<&'a str>,
+}
+
+#[derive(Debug, Clone)]
+pub struct HttpResponse {
+    pub status: u16,
+    pub content_type: &'static str,
+    pub body: Vec<u8>,
+    pub headers: Vec<(&'static str, String)>,
+}
+
+pub trait Handler {
+    fn handle(&mut self, request: &HttpRequest<'_>) -> HttpResponse;
+    /// The answer for a body over max_body (the handler writes the JSON-RPC -32007 error; status must be 413).
+    fn too_large(&mut self, limit: usize) -> HttpResponse;
+}
+
+/// Counters shared with other threads (metrics).
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Open client connections: distinct peers of sockets bound to our address,
+    /// from a /proc/self/fd scan at most 50 ms old under load (500 ms when idle).
+    pub open_connections: AtomicUsize,
+    /// Requests received.
+    pub requests: AtomicU64,
+    /// Times tiny_http's accept thread ended and a new server was built.
+    pub accept_restarts: AtomicU64,
+    /// Connections whose tiny_http objects were leaked to avoid a huge drain.
+    pub leaked_connections: AtomicUsize,
+}
+
+#[derive(Debug)]
+pub enum ServerError {
+    /// The address could not be bound or configured.
+    Listen {
+        addr: String,
+        source: std::io::Error,
+    },
+    /// tiny_http could not start on the listener.
+    Start(String),
+}
+
+impl fmt::Display for ServerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ServerError::Listen { addr, source } => {
+                let why = match source.kind() {
+                    std::io::ErrorKind::AddrInUse => "address in use".to_string(),
+                    std::io::ErrorKind::AddrNotAvailable => "address not available".to_string(),
+                    std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+                    _ => source.to_string(),
+                };
+                write!(f, "cannot listen on {addr}: {why}")
+            }
+            ServerError::Start(why) => write!(f, "cannot start the HTTP server: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for ServerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ServerError::Listen { source, .. } => Some(source),
+            ServerError::Start(_) => None,
+        }
+    }
+}
+
+struct Shared {
+    current: Mutex<Arc<tiny_http::Server>>,
+    stop: AtomicBool,
+}
+
+impl Shared {
+    /// Wakes the loop out of `recv()`.
+    fn wake(&self) {
+        let server = match self.current.lock() {
+            Ok(s) => s.clone(),
+            Err(p) => p.into_inner().clone(),
+        };
+        server.unblock();
+    }
+}
+
+/// Makes `Server::run` return; `Clone + Send`, usable from any thread.
+#[derive(Clone)]
+pub struct Stopper {
+    shared: Arc<Shared>,
+}
+
+impl Stopper {
+    pub fn stop(&self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.shared.wake();
+    }
+}
+
+enum LoopMsg {
+    Body {
+        rq: tiny_http::Request,
+        result: BodyResult,
+        unread: u64,
+        started: Instant,
+    },
+    Forwarded(tiny_http::Request),
+}
+
+pub struct Server {
+    listener: TcpListener,
+    local: SocketAddr,
+    config: ServerConfig,
+    shared: Arc<Shared>,
+    stats: Arc<Stats>,
+    tx: Sender<LoopMsg>,
+    rx: Receiver<LoopMsg>,
+    close_tx: Sender<SocketAddr>,
+    live_peers: Arc<Mutex<Vec<SocketAddr>>>,
+}
+
+struct Conn {
+    requests: u32,
+    /// Off-loop work on this connection (body read, response write, reject).
+    /// While non-zero, responses are not written inline: tiny_http would make
+    /// the loop wait for the earlier response's turn.
+    pending: Arc<AtomicU32>,
+}
+
+impl Server {
+    /// Binds (port 0 is fine), sets socket options and starts tiny_http.
+    pub fn bind(addr: &str, config: ServerConfig) -> Result<Server, ServerError> {
+        let listen_err = |source| ServerError::Listen {
+            addr: addr.to_string(),
+            source,
+        };
+        match socket::raise_nofile_limit() {
+            Ok(n) => log::debug!("open file limit: {n}"),
+            Err(e) => log::warn!("cannot raise the open file limit: {e}"),
+        }
+        let addrs: Vec<SocketAddr> = addr.to_socket_addrs().map_err(listen_err)?.collect();
+        let listener = TcpListener::bind(&addrs[..]).map_err(listen_err)?;
+        socket::configure_listener(&listener, config.idle_timeout, write::SEND_TIMEOUT)
+            .map_err(listen_err)?;
+        let local = listener.local_addr().map_err(listen_err)?;
+        let tiny = start_tiny(&listener)?;
+        let shared = Arc::new(Shared {
+            current: Mutex::new(Arc::new(tiny)),
+            stop: AtomicBool::new(false),
+        });
+        let stats = Arc::new(Stats::default());
+        let (tx, rx) = mpsc::channel();
+        let (close_tx, close_rx) = mpsc::channel();
+        let live_peers = Arc::new(Mutex::new(Vec::new()));
+        let tracker = Tracker {
+            local,
+            shared: Arc::downgrade(&shared),
+            stats: stats.clone(),
+            rx: close_rx,
+            live_peers: live_peers.clone(),
+        };
+        std::thread::Builder::new()
+            .name("ledgerd-conns".into())
+            .spawn(move || tracker.run())
+            .map_err(|e| ServerError::Start(format!("cannot start a thread: {e}")))?;
+        Ok(Server {
+            listener,
+            local,
+            config,
+            shared,
+            stats,
+            tx,
+            rx,
+            close_tx,
+            live_peers,
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    pub fn stopper(&self) -> Stopper {
+        Stopper {
+            shared: self.shared.clone(),
+        }
+    }
+
+    pub fn stats(&self) -> Arc<Stats> {
+        self.stats.clone()
+    }
+
+    /// Serves until `Stopper::stop`. The handler runs on this thread only.
+    pub fn run<H: Handler>(self, handler: &mut H) -> Result<(), ServerError> {
+        let mut lp = Loop {
+            conns: HashMap::new(),
+            body_buf: Vec::with_capacity(1024),
+            out: Vec::with_capacity(2048),
+            date: DateCache::new(),
+            last_prune: Instant::now(),
+            last_rebuild: None,
+            rebuild_due: None,
+            server: self,
+        };
+        lp.run(handler);
+        Ok(())
+    }
+}
+
+fn start_tiny(listener: &TcpListener) -> Result<tiny_http::Server, ServerError> {
+    let clone = listener
+        .try_clone()
+        .map_err(|e| ServerError::Start(format!("cannot clone the listening socket: {e}")))?;
+    tiny_http::Server::from_listener(clone, None).map_err(|e| ServerError::Start(e.to_string()))
+}
+
+struct Loop {
+    server: Server,
+    conns: HashMap<SocketAddr, Conn>,
+    body_buf: Vec<u8>,
+    out: Vec<u8>,
+    date: DateCache,
+    last_prune: Instant,
+    last_rebuild: Option<Instant>,
+    rebuild_due: Option<Instant>,
+}
+
+const REBUILD_MIN_GAP: Duration = Duration::from_millis(100);
+const UNSPECIFIED: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
+    std::net::Ipv4Addr::UNSPECIFIED,
+    0,
+));
+
+fn method_of(m: &tiny_http::Method) -> HttpMethod {
+    match m {
+        tiny_http::Method::Get => HttpMethod::Get,
+        tiny_http::Method::Post => HttpMethod::Post,
+        tiny_http::Method::Options => HttpMethod::Options,
+        tiny_http::Method::Head => HttpMethod::Head,
+        _ => HttpMethod::Other,
+    }
+}
+
+fn json_error(status: u16, message: &str, data: &str) -> HttpResponse {
+    HttpResponse {
+        status,
+        content_type: "application/json",
+        body: format!(
+            r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32000,"message":"{message}","data":"{data}"}}}}"#
+        )
+        .into_bytes(),
+        headers: Vec::new(),
+    }
+}
+
+enum Got {
+    Request(tiny_http::Request),
+    Wake,
+    AcceptEnded(std::io::Error),
+}
+
+/// What the headers say about the body.
+enum BodyKind {
+    /// Already in memory (or none).
+    Ready,
+    /// Declared larger than max_body.
+    TooLarge(usize),
+    /// Must be read from the socket.
+    Lazy(Option<usize>),
+}
+
+impl Loop {
+    fn current(&self) -> Arc<tiny_http::Server> {
+        match self.server.shared.current.lock() {
+            Ok(s) => s.clone(),
+            Err(p) => p.into_inner().clone(),
+        }
+    }
+
+    fn run<H: Handler>(&mut self, handler: &mut H) {
+        let mut tiny = self.current();
+        loop {
+            if self.server.shared.stop.load(Ordering::SeqCst) {
+                break;
+            }
+            let got = match self.rebuild_due {
+                Some(due) => {
+                    let now = Instant::now();
+                    if now >= due {
+                        self.rebuild_due = None;
+                        self.rebuild();
+                        tiny = self.current();
+                        continue;
+                    }
+                    match tiny.recv_timeout(due - now) {
+                        Ok(Some(rq)) => Got::Request(rq),
+                        Ok(None) => Got::Wake,
+                        Err(e) => Got::AcceptEnded(e),
+                    }
+                }
+                None => match tiny.recv() {
+                    Ok(rq) => Got::Request(rq),
+                    // An OS error is the one the accept thread queued before ending.
+                    Err(e) if e.raw_os_error().is_some() => Got::AcceptEnded(e),
+                    Err(_) => Got::Wake,
+                },
+            };
+            match got {
+                Got::Request(rq) => self.on_request(handler, rq),
+                Got::Wake => {}
+                Got::AcceptEnded(e) => {
+                    // SO_RCVTIMEO made accept() time out, or accept failed (e.g. no fds).
+                    log::warn!("the HTTP accept thread ended ({e}); starting a new one");
+                    let now = Instant::now();
+                    match self.last_rebuild {
+                        Some(t) if now.duration_since(t) < REBUILD_MIN_GAP => {
+                            self.rebuild_due = Some(t + REBUILD_MIN_GAP);
+                        }
+                        _ => {
+                            self.rebuild();
+                            tiny = self.current();
+                        }
+                    }
+                }
+            }
+            self.drain_channel(handler);
+        }
+    }
+
+    fn rebuild(&mut self) {
+        self.last_rebuild = Some(Instant::now());
+        let fresh = match start_tiny(&self.server.listener) {
+            Ok(t) => Arc::new(t),
+            Err(e) => {
+                log::warn!("{e}; retrying");
+                self.rebuild_due = Some(Instant::now() + REBUILD_MIN_GAP);
+                return;
+            }
+        };
+        self.server
+            .stats
+            .accept_restarts
+            .fetch_add(1, Ordering::Relaxed);
+        let old = {
+            let mut cur = match self.server.shared.current.lock() {
+                Ok(c) => c,
+                Err(p) => p.into_inner(),
+            };
+            std::mem::replace(&mut *cur, fresh)
+        };
+        // The old server's connections still queue requests on it: forward them.
+        let tx = self.server.tx.clone();
+        let shared = Arc::downgrade(&self.server.shared);
+        let linger = self.server.config.idle_timeout * 3 + self.server.config.body_timeout;
+        let spawned = std::thread::Builder::new()
+            .name("ledgerd-forward".into())
+            .stack_size(64 * 1024)
+            .spawn(move || forward(old, tx, shared, linger));
+        if let Err(e) = spawned {
+            log::warn!("cannot start a forwarder thread: {e}");
+        }
+    }
+
+    fn drain_channel<H: Handler>(&mut self, handler: &mut H) {
+        loop {
+            match self.server.rx.try_recv() {
+                Ok(LoopMsg::Forwarded(rq)) => self.on_request(handler, rq),
+                Ok(LoopMsg::Body {
+                    rq,
+                    result,
+                    unread,
+                    started,
+                }) => self.on_body(handler, rq, result, unread, started),
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+            }
+        }
+    }
+
+    fn conn(&mut self, peer: SocketAddr) -> (&mut Conn, bool) {
+        if self.conns.len() > 2 * self.server.config.max_connections + 1024
+            && self.last_prune.elapsed() > Duration::from_secs(1)
+        {
+            self.last_prune = Instant::now();
+            let live = match self.server.live_peers.lock() {
+                Ok(l) => l.clone(),
+                Err(p) => p.into_inner().clone(),
+            };
+            self.conns.retain(|p, c| {
+                live.binary_search(p).is_ok() || c.pending.load(Ordering::Acquire) > 0
+            });
+        }
+        let mut is_new = false;
+        let conn = self.conns.entry(peer).or_insert_with(|| {
+            is_new = true;
+            Conn {
+                requests: 0,
+                pending: Arc::new(AtomicU32::new(0)),
+            }
+        });
+        (conn, is_new)
+    }
+
+    fn on_request<H: Handler>(&mut self, handler: &mut H, mut rq: tiny_http::Request) {
+        let started = Instant::now();
+        self.server.stats.requests.fetch_add(1, Ordering::Relaxed);
+        let peer = rq.remote_addr().copied().unwrap_or(UNSPECIFIED);
+        let cfg_max_conns = self.server.config.max_connections;
+        let max_body = self.server.config.max_body;
+        let open = self.server.stats.open_connections.load(Ordering::Relaxed);
+        let (conn, is_new) = self.conn(peer);
+        conn.requests = conn.requests.saturating_add(1);
+        let pending = conn.pending.clone();
+
+        let mut expect = false;
+        let mut chunked = false;
+        let mut upgrade = false;
+        for h in rq.headers() {
+            if h.field.equiv("Expect") {
+                expect = true;
+            } else if h.field.equiv("Transfer-Encoding") {
+                chunked = true;
+            } else if h.field.equiv("Connection")
+                && h.value.as_str().to_ascii_lowercase().contains("upgrade")
+            {
+                upgrade = true;
+            }
+        }
+        let kind = match (chunked, rq.body_length()) {
+            (true, _) => BodyKind::Lazy(None),
+            (false, Some(n)) if n > max_body => BodyKind::TooLarge(n),
+            (false, None) | (false, Some(0)) => BodyKind::Ready,
+            (false, Some(n)) if n <= 1024 && !expect && !upgrade => BodyKind::Ready,
+            (false, Some(n)) => BodyKind::Lazy(Some(n)),
+        };
+
+        if is_new && open > cfg_max_conns {
+            let resp = json_error(
+                503,
+                "Server busy",
+                &format!("too many open connections (limit {cfg_max_conns}); retry later"),
+            );
+            log::debug!(
+                "{} {} 503 (over {} connections)",
+                method_of(rq.method()).as_str(),
+                rq.url(),
+                cfg_max_conns
+            );
+            match kind {
+                BodyKind::Ready => {
+                    self.body_buf.clear();
+                    let _ = rq.as_reader().read_to_end(&mut self.body_buf);
+                    let is_head = method_of(rq.method()) == HttpMethod::Head;
+                    self.respond(rq, resp, peer, true, pending, is_head, started, None);
+                }
+                BodyKind::TooLarge(n) => self.reject(rq, resp, n as u64, pending),
+                BodyKind::Lazy(n) => self.reject(rq, resp, n.unwrap_or(0) as u64, pending),
+            }
+            return;
+        }
+
+        match kind {
+            BodyKind::Ready => {
+                self.body_buf.clear();
+                if rq.body_length().unwrap_or(0) > 0 {
+                    let _ = rq.as_reader().read_to_end(&mut self.body_buf);
+                }
+                let body = std::mem::take(&mut self.body_buf);
+                self.dispatch(handler, rq, &body, peer, pending, started);
+                self.body_buf = body;
+            }
+            BodyKind::TooLarge(n) => {
+                let mut resp = handler.too_large(max_body);
+                resp.status = 413;
+                log::debug!(
+                    "{} {} 413 (Content-Length {n})",
+                    method_of(rq.method()).as_str(),
+                    rq.url()
+                );
+                self.reject(rq, resp, n as u64, pending);
+            }
+            BodyKind::Lazy(declared) => {
+                pending.fetch_add(1, Ordering::AcqRel);
+                let deadline = started + self.server.config.body_timeout;
+                let tx = self.server.tx.clone();
+                let shared = Arc::downgrade(&self.server.shared);
+                let res = body::spawn_with("ledgerd-body", rq, move |mut rq| {
+                    let (result, unread) = body::read_body(&mut rq, declared, max_body, deadline);
+                    let _ = tx.send(LoopMsg::Body {
+                        rq,
+                        result,
+                        unread,
+                        started,
+                    });
+                    if let Some(s) = shared.upgrade() {
+                        s.wake();
+                    }
+                });
+                if let Err(rq) = res {
+                    pending.fetch_sub(1, Ordering::AcqRel);
+                    self.server
+                        .stats
+                        .leaked_connections
+                        .fetch_add(1, Ordering::Relaxed);
+                    std::mem::forget(rq);
+                }
+            }
+        }
+    }
+
+    fn on_body<H: Handler>(
+        &mut self,
+        handler: &mut H,
+        rq: tiny_http::Request,
+        result: BodyResult,
+        unread: u64,
+        started: Instant,
+    ) {
+        let peer = rq.remote_addr().copied().unwrap_or(UNSPECIFIED);
+        let pending = self.conn(peer).0.pending.clone();
+        pending.fetch_sub(1, Ordering::AcqRel);
+        match result {
+            BodyResult::Complete(body) => {
+                self.dispatch(handler, rq, &body, peer, pending, started);
+            }
+            BodyResult::TooLarge => {
+                let max_body = self.server.config.max_body;
+                let mut resp = handler.too_large(max_body);
+                resp.status = 413;
+                self.reject(rq, resp, unread, pending);
+            }
+            BodyResult::TimedOut => {
+                let ms = self.server.config.body_timeout.as_millis();
+                let resp = json_error(
+                    408,
+                    "Request timeout",
+                    &format!("the request body did not arrive within {ms} ms"),
+                );
+                self.reject(rq, resp, unread, pending);
+            }
+            BodyResult::Failed => {
+                // The client is gone; the body reader is already released.
+                drop(rq);
+            }
+        }
+    }
+
+    fn dispatch<H: Handler>(
+        &mut self,
+        handler: &mut H,
+        rq: tiny_http::Request,
+        body: &[u8],
+        peer: SocketAddr,
+        pending: Arc<AtomicU32>,
+        started: Instant,
+    ) {
+        let method = method_of(rq.method());
+        let origin = rq
+            .headers()
+            .iter()
+            .find(|h| h.field.equiv("Origin"))
+            .map(|h| h.value.as_str());
+        let request = HttpRequest {
+            method,
+            path: rq.url(),
+            body,
+            origin,
+        };
+        let resp = handler.handle(&request);
+        let max = self.server.config.max_requests_per_connection;
+        let close = self.conns.get(&peer).is_some_and(|c| c.requests >= max);
+        let path = if log::log_enabled!(log::Level::Debug) {
+            Some(rq.url().to_owned())
+        } else {
+            None
+        };
+        self.respond(
+            rq,
+            resp,
+            peer,
+            close,
+            pending,
+            method == HttpMethod::Head,
+            started,
+            path,
+        );
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn respond(
+        &mut self,
+        rq: tiny_http::Request,
+        resp: HttpResponse,
+        peer: SocketAddr,
+        close: bool,
+        pending: Arc<AtomicU32>,
+        is_head: bool,
+        started: Instant,
+        path: Option<String>,
+    ) {
+        let method = method_of(rq.method());
+        let send_body = write::has_body(is_head, resp.status);
+        self.out.clear();
+        write::head(
+            &mut self.out,
+            &resp,
+            self.date.get(),
+            resp.body.len(),
+            close,
+        );
+        let body: &[u8] = if send_body { &resp.body } else { &[] };
+        let total = self.out.len() + body.len();
+        // The body has been read (or there is none): dropping the Request is safe.
+        let mut writer = rq.into_writer();
+        let inline = total <= write::INLINE_MAX && pending.load(Ordering::Acquire) == 0;
+        let outcome = if inline {
+            write::write_budget(writer.as_mut(), &[&self.out, body], write::INLINE_BUDGET)
+        } else {
+            Inline::Partial(0)
+        };
+        match outcome {
+            Inline::Done => {
+                drop(writer);
+                if close {
+                    let _ = self.server.close_tx.send(peer);
+                }
+            }
+            Inline::Failed => {
+                drop(writer);
+                let _ = self.server.close_tx.send(peer);
+            }
+            Inline::Partial(skip) => {
+                pending.fetch_add(1, Ordering::AcqRel);
+                let close_tx = self.server.close_tx.clone();
+                let head = std::mem::replace(&mut self.out, Vec::with_capacity(2048));
+                let body = if send_body { resp.body } else { Vec::new() };
+                write::spawn_off_loop(OffLoop {
+                    writer,
+                    head,
+                    body,
+                    skip,
+                    deadline: self.server.config.write_timeout,
+                    pending,
+                    after: Box::new(move |ok| {
+                        if close || !ok {
+                            let _ = close_tx.send(peer);
+                        }
+                    }),
+                });
+            }
+        }
+        if let Some(path) = path {
+            log::debug!(
+                "{} {} {} {}B {}us",
+                method.as_str(),
+                path,
+                resp.status,
+                total,
+                started.elapsed().as_micros()
+            );
+        }
+    }
+
+    fn reject(
+        &mut self,
+        rq: tiny_http::Request,
+        resp: HttpResponse,
+        unread: u64,
+        pending: Arc<AtomicU32>,
+    ) {
+        pending.fetch_add(1, Ordering::AcqRel);
+        body::reject(
+            rq,
+            Reject {
+                status: resp.status,
+                content_type: resp.content_type,
+                body: resp.body,
+                unread,
+                local: self.server.local,
+                pending,
+                stats: self.server.stats.clone(),
+            },
+        );
+    }
+}
+
+/// Moves requests queued on a replaced tiny_http server to the loop.
+fn forward(
+    old: Arc<tiny_http::Server>,
+    tx: Sender<LoopMsg>,
+    shared: Weak<Shared>,
+    linger: Duration,
+) {
+    let mut last = Instant::now();
+    loop {
+        if let Ok(Some(rq)) = old.recv_timeout(Duration::from_millis(500)) {
+            last = Instant::now();
+            if tx.send(LoopMsg::Forwarded(rq)).is_err() {
+                break;
+            }
+            match shared.upgrade() {
+                Some(s) => s.wake(),
+                None => break,
+            }
+        }
+        let stopped = shared
+            .upgrade()
+            .is_none_or(|s| s.stop.load(Ordering::SeqCst));
+        if stopped || last.elapsed() > linger {
+            break;
+        }
+    }
+}
+
+/// Counts connections and closes the ones the loop asks to close.
+struct Tracker {
+    local: SocketAddr,
+    shared: Weak<Shared>,
+    stats: Arc<Stats>,
+    rx: Receiver<SocketAddr>,
+    live_peers: Arc<Mutex<Vec<SocketAddr>>>,
+}
+
+/// Delay between shutdown(SHUT_WR) and shutdown(SHUT_RD) of a closed
+/// connection, so the client reads the answer before any reset.
+const CLOSE_LINGER: Duration = Duration::from_millis(250);
+
+impl Tracker {
+    fn run(self) {
+        let mut table = socket::FdTable::default();
+        let mut last_scan = Instant::now() - Duration::from_secs(1);
+        let mut last_requests = u64::MAX;
+        let mut second: Vec<(Instant, SocketAddr)> = Vec::new();
+        loop {
+            let mut closing = Vec::new();
+            match self.rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(peer) => {
+                    closing.push(peer);
+                    while let Ok(p) = self.rx.try_recv() {
+                        closing.push(p);
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            match self.shared.upgrade() {
+                Some(s) if !s.stop.load(Ordering::SeqCst) => {}
+                _ => break,
+            }
+            let now = Instant::now();
+            let requests = self.stats.requests.load(Ordering::Relaxed);
+            let since = now.duration_since(last_scan);
+            let due_rd: Vec<SocketAddr> = {
+                let (due, keep): (Vec<_>, Vec<_>) = second.drain(..).partition(|(t, _)| *t <= now);
+                second = keep;
+                due.into_iter().map(|(_, p)| p).collect()
+            };
+            let want_scan = !closing.is_empty()
+                || !due_rd.is_empty()
+                || (requests != last_requests && since >= Duration::from_millis(50))
+                || since >= Duration::from_millis(500);
+            if !want_scan {
+                continue;
+            }
+            last_scan = now;
+            last_requests = requests;
+            let count = table.scan(self.local);
+            self.stats.open_connections.store(count, Ordering::Relaxed);
+            if let Ok(mut live) = self.live_peers.lock() {
+                *live = table.peers();
+            }
+            for peer in closing {
+                table.shutdown_cached(peer, libc::SHUT_WR);
+                second.push((now + CLOSE_LINGER, peer));
+            }
+            for peer in due_rd {
+                table.shutdown_cached(peer, libc::SHUT_RD);
+            }
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! Socket-level helpers: listener options, the fd limit, and finding the file
+//! descriptors tiny_http holds for one client so that the server can shut a
+//! connection down (tiny_http has no API to close a connection).
+
+use std::collections::HashMap;
+use std::io;
+use std::mem;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
+use std::os::unix::io::AsRawFd;
+use std::time::Duration;
+
+fn setsockopt<T>(fd: i32, level: i32, name: i32, value: &T) -> io::Result<()> {
+    // SAFETY: `value` points to a live T of the given size for the duration of the call.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            value as *const T as *const libc::c_void,
+            mem::size_of::<T>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+fn timeval(d: Duration) -> libc::timeval {
+    let d = if d.is_zero() {
+        Duration::from_micros(1)
+    } else {
+        d
+    };
+    libc::timeval {
+        tv_sec: d.as_secs() as libc::time_t,
+        tv_usec: d.subsec_micros() as libc::suseconds_t,
+    }
+}
+
+/// Options set on the listening socket. Linux copies them into every accepted
+/// socket, which is the only way to reach tiny_http's sockets before it uses them.
+pub(crate) fn configure_listener(
+    listener: &TcpListener,
+    read_timeout: Duration,
+    send_timeout: Duration,
+) -> io::Result<()> {
+    let fd = listener.as_raw_fd();
+    let one: libc::c_int = 1;
+    setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, &one)?;
+    // Per-read timeout of accepted sockets (idle keep-alive, slow headers, slow
+    // bodies). It also makes accept() time out: see `Supervisor` in mod.rs.
+    setsockopt(
+        fd,
+        libc::SOL_SOCKET,
+        libc::SO_RCVTIMEO,
+        &timeval(read_timeout),
+    )?;
+    // Per-send() timeout of accepted sockets: bounds how long one send() may
+    // block the loop; off-loop writers retry until their own deadline.
+    setsockopt(
+        fd,
+        libc::SOL_SOCKET,
+        libc::SO_SNDTIMEO,
+        &timeval(send_timeout),
+    )?;
+    Ok(())
+}
+
+/// TCP_NODELAY only (used by the baseline example, so the comparison is fair).
+pub fn set_nodelay_on_listener(listener: &TcpListener) -> io::Result<()> {
+    let one: libc::c_int = 1;
+    setsockopt(
+        listener.as_raw_fd(),
+        libc::IPPROTO_TCP,
+        libc::TCP_NODELAY,
+        &one,
+    )
+}
+
+/// Raises the soft RLIMIT_NOFILE to the hard limit; returns the new soft limit.
+pub(crate) fn raise_nofile_limit() -> io::Result<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: plain syscalls on a local struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+    }
+    #[allow(clippy::unnecessary_cast)] // rlim_t is not u64 everywhere
+    let cur = lim.rlim_cur as u64;
+    Ok(cur)
+}
+
+fn to_socket_addr(ss: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    match ss.ss_family as i32 {
+        libc::AF_INET => {
+            // SAFETY: the family says this storage holds a sockaddr_in.
+            let a: &libc::sockaddr_in = unsafe { &*(ss as *const _ as *const libc::sockaddr_in) };
+            let ip = Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr));
+            Some(SocketAddr::new(IpAddr::V4(ip), u16::from_be(a.sin_port)))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says this storage holds a sockaddr_in6.
+            let a: &libc::sockaddr_in6 = unsafe { &*(ss as *const _ as *const libc::sockaddr_in6) };
+            let ip = Ipv6Addr::from(a.sin6_addr.s6_addr);
+            Some(SocketAddr::new(IpAddr::V6(ip), u16::from_be(a.sin6_port)))
+        }
+        _ => None,
+    }
+}
+
+fn sock_name(fd: i32, peer: bool) -> Option<SocketAddr> {
+    // SAFETY: zeroed sockaddr_storage is a valid out-buffer for get{sock,peer}name.
+    let mut ss: libc::sockaddr_storage = unsafe { mem::zeroed() };
+    let mut len = mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    let p = &mut ss as *mut _ as *mut libc::sockaddr;
+    let rc = unsafe {
+        if peer {
+            libc::getpeername(fd, p, &mut len)
+        } else {
+            libc::getsockname(fd, p, &mut len)
+        }
+    };
+    if rc == 0 {
+        to_socket_addr(&ss)
+    } else {
+        None
+    }
+}
+
+fn open_fds() -> Vec<i32> {
+    let mut fds = Vec::new();
+    if let Ok(dir) = std::fs::read_dir("/proc/self/fd") {
+        for entry in dir.flatten() {
+            if let Some(fd) = entry.file_name().to_str().and_then(|s| s.parse().ok()) {
+                fds.push(fd);
+            }
+        }
+    }
+    fds
+}
+
+/// (inode, is socket) of an fd, or None if it is closed.
+fn fd_inode(fd: i32) -> Option<(u64, bool)> {
+    // SAFETY: fstat on an integer fd; a stale fd just fails.
+    let mut st: libc::stat = unsafe { mem::zeroed() };
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return None;
+    }
+    Some((
+        st.st_ino as u64,
+        st.st_mode & libc::S_IFMT == libc::S_IFSOCK,
+    ))
+}
+
+/// Accepted sockets of our listener, found by scanning /proc/self/fd.
+/// An fd -> (inode, peer) cache keeps a rescan at one fstat per open fd.
+#[derive(Default)]
+pub(crate) struct FdTable {
+    cache: HashMap<i32, (u64, Option<SocketAddr>)>,
+}
+
+impl FdTable {
+    /// Rescans; returns the number of distinct peers connected to `local`.
+    pub(crate) fn scan(&mut self, local: SocketAddr) -> usize {
+        let fds = open_fds();
+        let mut fresh = HashMap::with_capacity(fds.len());
+        for fd in fds {
+            let Some((ino, is_sock)) = fd_inode(fd) else {
+                continue;
+            };
+            let peer = match self.cache.get(&fd) {
+                Some(&(cached_ino, peer)) if cached_ino == ino => peer,
+                _ if is_sock && sock_name(fd, false) == Some(local) => sock_name(fd, true),
+                _ => None,
+            };
+            fresh.insert(fd, (ino, peer));
+        }
+        self.cache = fresh;
+        self.peers().len()
+    }
+
+    /// Sorted distinct peers of the last scan.
+    pub(crate) fn peers(&self) -> Vec<SocketAddr> {
+        let mut peers: Vec<SocketAddr> = self.cache.values().filter_map(|v| v.1).collect();
+        peers.sort_unstable();
+        peers.dedup();
+        peers
+    }
+
+    /// shutdown(2) with `how` on the sockets of `peer` found by the last scan.
+    pub(crate) fn shutdown_cached(&self, peer: SocketAddr, how: i32) {
+        for (fd, v) in &self.cache {
+            if v.1 == Some(peer) && sock_name(*fd, true) == Some(peer) {
+                // SAFETY: shutdown does not release the fd.
+                unsafe { libc::shutdown(*fd, how) };
+            }
+        }
+    }
+
+    /// The fds (tiny_http keeps two per connection) whose peer is `peer`.
+    /// Each is re-checked with getpeername, so a reused fd number is not hit.
+    pub(crate) fn fds_of(&mut self, local: SocketAddr, peer: SocketAddr) -> Vec<i32> {
+        self.scan(local);
+        self.cache
+            .iter()
+            .filter(|(_, v)| v.1 == Some(peer))
+            .map(|(fd, _)| *fd)
+            .filter(|fd| sock_name(*fd, true) == Some(peer))
+            .collect()
+    }
+}
+
+/// shutdown(2) every socket of one client: `write` sends FIN after the queued
+/// response, `read` makes tiny_http's next read return end-of-file (it then
+/// drops the connection and closes its fds). Returns how many fds were found.
+pub(crate) fn shutdown_peer(local: SocketAddr, peer: SocketAddr, read: bool, write: bool) -> usize {
+    let how = match (read, write) {
+        (true, true) => libc::SHUT_RDWR,
+        (true, false) => libc::SHUT_RD,
+        (false, true) => libc::SHUT_WR,
+        (false, false) => return 0,
+    };
+    let fds = FdTable::default().fds_of(local, peer);
+    for fd in &fds {
+        // SAFETY: shutdown does not release the fd; tiny_http still owns and closes it.
+        unsafe { libc::shutdown(*fd, how) };
+    }
+    fds.len()
+}
+
+/// Closes the fds of a connection whose tiny_http objects were deliberately
+/// leaked (see `body::dispose`): nothing else will ever close them.
+pub(crate) fn close_leaked_peer(local: SocketAddr, peer: SocketAddr) -> usize {
+    let fds = FdTable::default().fds_of(local, peer);
+    for fd in &fds {
+        // SAFETY: only fds owned by leaked (never dropped) objects reach here.
+        unsafe {
+            libc::shutdown(*fd, libc::SHUT_RDWR);
+            libc::close(*fd);
+        }
+    }
+    fds.len()
+}

@@ -1,0 +1,244 @@
+//! Writing responses: serialised by hand (tiny_http's `Response` strips a
+//! `Connection: close` header and formats a `Date` per response), then written
+//! inline when small and the connection has nothing pending, else on a thread.
+
+use std::io::{self, ErrorKind, Write};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use super::HttpResponse;
+
+/// Responses up to this size may be written on the loop thread.
+pub(crate) const INLINE_MAX: usize = 64 * 1024;
+/// How long the loop keeps trying one inline write before handing the rest to
+/// a thread (each send() is also bounded by SO_SNDTIMEO, see `SEND_TIMEOUT`).
+pub(crate) const INLINE_BUDGET: Duration = Duration::from_millis(10);
+/// SO_SNDTIMEO on accepted sockets: the longest a single blocked send() holds
+/// the loop. Off-loop writers retry until `ServerConfig::write_timeout`.
+pub(crate) const SEND_TIMEOUT: Duration = Duration::from_millis(20);
+
+pub(crate) fn reason(status: u16) -> &'static str {
+    match status {
+        100 => "Continue",
+        200 => "OK",
+        204 => "No Content",
+        304 => "Not Modified",
+        400 => "Bad Request",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        411 => "Length Required",
+        413 => "Payload Too Large",
+        415 => "Unsupported Media Type",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        503 => "Service Unavailable",
+        _ => "Unknown",
+    }
+}
+
+/// An IMF-fixdate `Date` value, recomputed at most once per second.
+pub(crate) struct DateCache {
+    secs: u64,
+    text: String,
+}
+
+impl DateCache {
+    pub(crate) fn new() -> DateCache {
+        DateCache {
+            secs: u64::MAX,
+            text: String::new(),
+        }
+    }
+
+    pub(crate) fn get(&mut self) -> &str {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        if now != self.secs {
+            self.secs = now;
+            self.text = http_date(now);
+        }
+        &self.text
+    }
+}
+
+fn http_date(secs: u64) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil from days (H. Hinnant).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{}, {:02} {} {} {:02}:{:02}:{:02} GMT",
+        DAYS[(days % 7) as usize],
+        d,
+        MONTHS[(m - 1) as usize],
+        y,
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+/// Appends the status line and headers of `resp` to `out`.
+pub(crate) fn head(
+    out: &mut Vec<u8>,
+    resp: &HttpResponse,
+    date: &str,
+    body_len: usize,
+    close: bool,
+) {
+    use std::io::Write as _;
+    let _ = write!(
+        out,
+        "HTTP/1.1 {} {}\r\nServer: ledgerd\r\nDate: {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n",
+        resp.status,
+        reason(resp.status),
+        date,
+        resp.content_type,
+        body_len
+    );
+    for (name, value) in &resp.headers {
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    if close {
+        out.extend_from_slice(b"Connection: close\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Whether the response carries its body (not for HEAD, 1xx, 204, 304).
+pub(crate) fn has_body(is_head: bool, status: u16) -> bool {
+    !(is_head || status < 200 || status == 204 || status == 304)
+}
+
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+    )
+}
+
+/// Outcome of an inline attempt.
+pub(crate) enum Inline {
+    Done,
+    /// The client reset or closed: nothing more to do.
+    Failed,
+    /// Not finished within the budget: `written` bytes of the parts went out.
+    Partial(usize),
+}
+
+/// Writes `parts` (concatenated) with a time budget. Never blocks longer than
+/// `budget` plus one SO_SNDTIMEO.
+pub(crate) fn write_budget(w: &mut dyn Write, parts: &[&[u8]], budget: Duration) -> Inline {
+    let start = Instant::now();
+    let mut written = 0;
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    let mut flushed = false;
+    while !flushed {
+        if written < total {
+            let (mut idx, mut off) = (0, written);
+            while off >= parts[idx].len() {
+                off -= parts[idx].len();
+                idx += 1;
+            }
+            match w.write(&parts[idx][off..]) {
+                Ok(0) => return Inline::Failed,
+                Ok(n) => written += n,
+                Err(e) if is_timeout(&e) => {}
+                Err(_) => return Inline::Failed,
+            }
+        } else {
+            match w.flush() {
+                Ok(()) => flushed = true,
+                Err(e) if is_timeout(&e) => {}
+                Err(_) => return Inline::Failed,
+            }
+        }
+        if !flushed && start.elapsed() >= budget {
+            return Inline::Partial(written);
+        }
+    }
+    Inline::Done
+}
+
+/// A response finished on its own thread. `pending` counts the connection's
+/// off-loop work; it is decremented when the writer (and its turn) is released.
+pub(crate) struct OffLoop {
+    pub writer: Box<dyn Write + Send>,
+    pub head: Vec<u8>,
+    pub body: Vec<u8>,
+    pub skip: usize,
+    pub deadline: Duration,
+    pub pending: Arc<AtomicU32>,
+    /// Called with `true` when the response went out whole.
+    pub after: Box<dyn FnOnce(bool) + Send>,
+}
+
+/// Decrements the connection's pending count when dropped (also when a
+/// writer thread cannot be started and its closure is dropped unrun).
+struct PendingGuard(Arc<AtomicU32>);
+
+impl Drop for PendingGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Release);
+    }
+}
+
+fn skip_parts(parts: [&[u8]; 2], mut skip: usize) -> [&[u8]; 2] {
+    parts.map(|p| {
+        let cut = skip.min(p.len());
+        skip -= cut;
+        &p[cut..]
+    })
+}
+
+/// The caller has already incremented `job.pending`.
+pub(crate) fn spawn_off_loop(job: OffLoop) {
+    let OffLoop {
+        mut writer,
+        head,
+        body,
+        skip,
+        deadline,
+        pending,
+        after,
+    } = job;
+    let guard = PendingGuard(pending);
+    let run = move || {
+        let parts = skip_parts([&head[..], &body[..]], skip);
+        let ok = matches!(
+            write_budget(writer.as_mut(), &parts, deadline),
+            Inline::Done
+        );
+        drop(writer);
+        drop(guard);
+        after(ok);
+    };
+    if let Err(e) = std::thread::Builder::new()
+        .name("ledgerd-write".into())
+        .stack_size(64 * 1024)
+        .spawn(run)
+    {
+        log::warn!("cannot start a response writer thread: {e}");
+    }
+}

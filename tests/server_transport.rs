@@ -1,0 +1,466 @@
+//! Transport guarantees of `ledgerd::server` against hostile clients. Each
+//! hostile case ends by checking that a normal request on another connection
+//! is answered within 100 ms.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use ledgerd::server::{Handler, HttpRequest, HttpResponse, Server, ServerConfig, Stopper};
+
+struct Echo;
+
+impl Handler for Echo {
+    fn handle(&mut self, rq: &HttpRequest<'_>) -> HttpResponse {
+        let body = if rq.path == "/big" {
+            vec![b'x'; 1024 * 1024]
+        } else if rq.body.is_empty() {
+            br#"{"jsonrpc":"2.0","id":1,"result":"pong"}"#.to_vec()
+        } else {
+            rq.body.to_vec()
+        };
+        HttpResponse {
+            status: 200,
+            content_type: "application/json",
+            body,
+            headers: vec![("X-Test", "1".to_string())],
+        }
+    }
+
+    fn too_large(&mut self, limit: usize) -> HttpResponse {
+        HttpResponse {
+            status: 413,
+            content_type: "application/json",
+            body: format!(
+                r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32007,"message":"Request is too big","data":"limit {limit}"}}}}"#
+            )
+            .into_bytes(),
+            headers: Vec::new(),
+        }
+    }
+}
+
+struct Running {
+    addr: SocketAddr,
+    stopper: Stopper,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stopper.stop();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn start(config: ServerConfig) -> Running {
+    let server = Server::bind("127.0.0.1:0", config).expect("bind");
+    let addr = server.local_addr();
+    let stopper = server.stopper();
+    let thread = thread::spawn(move || {
+        server.run(&mut Echo).expect("run");
+    });
+    Running {
+        addr,
+        stopper,
+        thread: Some(thread),
+    }
+}
+
+fn connect(addr: SocketAddr) -> TcpStream {
+    let s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.set_nodelay(true).unwrap();
+    s
+}
+
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Reads one response: by Content-Length, or to end-of-file without one.
+fn read_answer(r: &mut impl BufRead) -> std::io::Result<Answer> {
+    let mut line = String::new();
+    r.read_line(&mut line)?;
+    let status = line
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("bad status line {line:?}")))?;
+    let mut headers = Vec::new();
+    loop {
+        let mut h = String::new();
+        r.read_line(&mut h)?;
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        if let Some((n, v)) = h.split_once(':') {
+            headers.push((n.trim().to_string(), v.trim().to_string()));
+        }
+    }
+    let mut a = Answer {
+        status,
+        headers,
+        body: Vec::new(),
+    };
+    match a
+        .header("Content-Length")
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        Some(n) => {
+            a.body.resize(n, 0);
+            r.read_exact(&mut a.body)?;
+        }
+        None => {
+            r.read_to_end(&mut a.body)?;
+        }
+    }
+    Ok(a)
+}
+
+fn post(path: &str, body: &str) -> String {
+    format!(
+        "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// A normal request on a fresh connection must be answered within 100 ms.
+fn assert_normal_request_fast(addr: SocketAddr) {
+    let started = Instant::now();
+    let mut s = connect(addr);
+    s.write_all(post("/", r#"{"jsonrpc":"2.0","id":1,"method":"x"}"#).as_bytes())
+        .unwrap();
+    let a = read_answer(&mut BufReader::new(&mut s)).expect("normal answer");
+    let took = started.elapsed();
+    assert_eq!(a.status, 200);
+    assert_eq!(a.body, br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#);
+    assert!(
+        took < Duration::from_millis(100),
+        "normal request took {took:?}"
+    );
+}
+
+#[test]
+fn answers_keep_alive_requests_with_handler_content_type_and_headers() {
+    let srv = start(ServerConfig::default());
+    let mut s = connect(srv.addr);
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    for i in 0..3 {
+        let body = format!(r#"{{"id":{i}}}"#);
+        s.write_all(post("/", &body).as_bytes()).unwrap();
+        let a = read_answer(&mut r).unwrap();
+        assert_eq!(a.status, 200);
+        assert_eq!(a.header("Content-Type"), Some("application/json"));
+        assert_eq!(a.header("X-Test"), Some("1"));
+        assert_eq!(a.body, body.as_bytes());
+    }
+    // A body over 1,024 bytes goes through a body thread.
+    let big = format!(r#"{{"pad":"{}"}}"#, "a".repeat(5000));
+    s.write_all(post("/", &big).as_bytes()).unwrap();
+    assert_eq!(read_answer(&mut r).unwrap().body, big.as_bytes());
+    assert_normal_request_fast(srv.addr);
+}
+
+#[test]
+fn huge_content_length_gets_413_and_does_not_abort_the_node() {
+    let srv = start(ServerConfig::default());
+    let mut s = connect(srv.addr);
+    s.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000000000\r\n\r\n{\"a\":")
+        .unwrap();
+    let a = read_answer(&mut BufReader::new(&mut s)).expect("413 answer");
+    assert_eq!(a.status, 413);
+    assert!(String::from_utf8_lossy(&a.body).contains("-32007"));
+    assert_normal_request_fast(srv.addr);
+    // The connection is closed by the server.
+    let mut rest = Vec::new();
+    assert!(matches!(s.read_to_end(&mut rest), Ok(_) | Err(_)));
+    assert_normal_request_fast(srv.addr);
+}
+
+#[test]
+fn fifty_mib_body_gets_413_with_handler_body() {
+    let srv = start(ServerConfig::default());
+    let mut s = connect(srv.addr);
+    let n = 50 * 1024 * 1024;
+    s.write_all(format!("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {n}\r\n\r\n").as_bytes())
+        .unwrap();
+    let mut w = s.try_clone().unwrap();
+    let sender = thread::spawn(move || {
+        let chunk = vec![b' '; 64 * 1024];
+        let mut sent = 0;
+        while sent < n {
+            match w.write(&chunk) {
+                Ok(k) => sent += k,
+                Err(_) => break,
+            }
+        }
+    });
+    let a = read_answer(&mut BufReader::new(&mut s)).expect("413 answer");
+    assert_eq!(a.status, 413);
+    assert!(String::from_utf8_lossy(&a.body).contains("-32007"));
+    assert_normal_request_fast(srv.addr);
+    drop(s);
+    let _ = sender.join();
+    assert_normal_request_fast(srv.addr);
+}
+
+#[test]
+fn chunked_body_over_the_limit_gets_413() {
+    let srv = start(ServerConfig {
+        max_body: 10_000,
+        ..ServerConfig::default()
+    });
+    let mut s = connect(srv.addr);
+    let mut req = b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    for _ in 0..20 {
+        req.extend_from_slice(format!("{:x}\r\n{}\r\n", 1000, "a".repeat(1000)).as_bytes());
+    }
+    s.write_all(&req).unwrap();
+    let a = read_answer(&mut BufReader::new(&mut s)).expect("413 answer");
+    assert_eq!(a.status, 413);
+    assert_normal_request_fast(srv.addr);
+}
+
+#[test]
+fn slow_body_does_not_stall_other_connections_and_times_out_with_408() {
+    let srv = start(ServerConfig {
+        body_timeout: Duration::from_millis(1500),
+        ..ServerConfig::default()
+    });
+    let mut s = connect(srv.addr);
+    s.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n")
+        .unwrap();
+    let mut w = s.try_clone().unwrap();
+    let trickle = thread::spawn(move || {
+        for _ in 0..40 {
+            if w.write_all(b" ").is_err() {
+                break;
+            }
+            thread::sleep(Duration::from_millis(100));
+        }
+    });
+    for _ in 0..5 {
+        thread::sleep(Duration::from_millis(150));
+        assert_normal_request_fast(srv.addr);
+    }
+    let a = read_answer(&mut BufReader::new(&mut s)).expect("408 answer");
+    assert_eq!(a.status, 408);
+    let _ = trickle.join();
+    assert_normal_request_fast(srv.addr);
+}
+
+#[test]
+fn client_that_never_reads_a_large_answer_does_not_block_the_loop() {
+    let srv = start(ServerConfig::default());
+    let mut s = connect(srv.addr);
+    // Pipeline many requests for 1 MB answers and never read them.
+    let one = "GET /big HTTP/1.1\r\nHost: x\r\n\r\n".repeat(20);
+    s.write_all(one.as_bytes()).unwrap();
+    thread::sleep(Duration::from_millis(300));
+    for _ in 0..3 {
+        assert_normal_request_fast(srv.addr);
+    }
+    // Small answers pipelined without reading: they fill the socket buffers.
+    let s2 = connect(srv.addr);
+    let small = post("/", &"b".repeat(1000)).repeat(2000);
+    let mut w = s2.try_clone().unwrap();
+    let writer = thread::spawn(move || {
+        let _ = w.set_write_timeout(Some(Duration::from_secs(3)));
+        let _ = w.write_all(small.as_bytes());
+    });
+    thread::sleep(Duration::from_millis(500));
+    for _ in 0..3 {
+        assert_normal_request_fast(srv.addr);
+    }
+    let _ = s2.set_read_timeout(Some(Duration::from_millis(10)));
+    let _ = writer.join();
+    drop(s);
+    drop(s2);
+}
+
+#[test]
+fn huge_header_line_and_many_headers_do_not_stall_the_loop() {
+    let srv = start(ServerConfig::default());
+    let addr = srv.addr;
+    let long = thread::spawn(move || {
+        let mut s = connect(addr);
+        let _ = s.set_write_timeout(Some(Duration::from_secs(5)));
+        let _ = s.write_all(b"POST / HTTP/1.1\r\nX-Long: ");
+        let chunk = vec![b'a'; 1024 * 1024];
+        for _ in 0..64 {
+            if s.write_all(&chunk).is_err() {
+                break;
+            }
+        }
+        let _ = s.write_all(b"\r\nContent-Length: 0\r\n\r\n");
+        let _ = read_answer(&mut BufReader::new(&mut s));
+    });
+    let many = thread::spawn(move || {
+        let mut s = connect(addr);
+        let _ = s.set_write_timeout(Some(Duration::from_secs(5)));
+        let mut req = b"POST / HTTP/1.1\r\n".to_vec();
+        for i in 0..100_000 {
+            req.extend_from_slice(format!("X-H{i}: v\r\n").as_bytes());
+        }
+        req.extend_from_slice(b"Content-Length: 0\r\n\r\n");
+        let _ = s.write_all(&req);
+        let _ = read_answer(&mut BufReader::new(&mut s));
+    });
+    for _ in 0..5 {
+        thread::sleep(Duration::from_millis(50));
+        assert_normal_request_fast(addr);
+    }
+    let _ = long.join();
+    let _ = many.join();
+    assert_normal_request_fast(addr);
+}
+
+#[test]
+fn two_thousand_idle_connections_do_not_block_new_requests() {
+    let srv = start(ServerConfig {
+        max_connections: 5000,
+        ..ServerConfig::default()
+    });
+    let mut idle = Vec::new();
+    for _ in 0..2000 {
+        idle.push(TcpStream::connect(srv.addr).expect("idle connect"));
+    }
+    thread::sleep(Duration::from_millis(300));
+    for _ in 0..3 {
+        assert_normal_request_fast(srv.addr);
+    }
+    drop(idle);
+}
+
+#[test]
+fn idle_connection_is_closed_after_idle_timeout() {
+    let srv = start(ServerConfig {
+        idle_timeout: Duration::from_millis(500),
+        ..ServerConfig::default()
+    });
+    let mut s = connect(srv.addr);
+    s.write_all(post("/", "{}").as_bytes()).unwrap();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    assert_eq!(read_answer(&mut r).unwrap().status, 200);
+    let started = Instant::now();
+    let mut rest = Vec::new();
+    let _ = r.read_to_end(&mut rest); // tiny_http may write a 408 first
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(2),
+        "idle connection open for {took:?}"
+    );
+    // The accept thread restarted after its accept() timed out: still serving.
+    thread::sleep(Duration::from_millis(700));
+    assert_normal_request_fast(srv.addr);
+}
+
+/// Sends requests on keep-alive connections for `run`, reconnecting when the
+/// server closes; returns the number of answers.
+fn keep_alive_client(addr: SocketAddr, run: Duration) -> usize {
+    let end = Instant::now() + run;
+    let mut answers = 0;
+    let req = post("/", r#"{"jsonrpc":"2.0","id":1,"method":"x"}"#);
+    while Instant::now() < end {
+        let mut s = connect(addr);
+        let mut r = BufReader::new(s.try_clone().unwrap());
+        while Instant::now() < end {
+            if s.write_all(req.as_bytes()).is_err() {
+                break;
+            }
+            match read_answer(&mut r) {
+                Ok(a) if a.status == 200 => {
+                    answers += 1;
+                    if a.header("Connection") == Some("close") {
+                        break;
+                    }
+                }
+                _ => break,
+            }
+        }
+    }
+    answers
+}
+
+#[test]
+fn sixty_four_keep_alive_clients_all_get_answers() {
+    let srv = start(ServerConfig {
+        max_requests_per_connection: 50,
+        ..ServerConfig::default()
+    });
+    let addr = srv.addr;
+    let clients: Vec<_> = (0..64)
+        .map(|_| thread::spawn(move || keep_alive_client(addr, Duration::from_secs(3))))
+        .collect();
+    let counts: Vec<usize> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+    let starved = counts.iter().filter(|&&c| c < 10).count();
+    assert_eq!(starved, 0, "answers per client: {counts:?}");
+    assert_normal_request_fast(addr);
+}
+
+#[test]
+fn connection_is_closed_after_max_requests() {
+    let srv = start(ServerConfig {
+        max_requests_per_connection: 3,
+        ..ServerConfig::default()
+    });
+    let mut s = connect(srv.addr);
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    for i in 1..=3 {
+        s.write_all(post("/", "{}").as_bytes()).unwrap();
+        let a = read_answer(&mut r).unwrap();
+        assert_eq!(a.status, 200);
+        assert_eq!(a.header("Connection") == Some("close"), i == 3);
+    }
+    let mut rest = Vec::new();
+    let started = Instant::now();
+    assert_eq!(r.read_to_end(&mut rest).unwrap(), 0);
+    assert!(started.elapsed() < Duration::from_secs(1));
+}
+
+#[test]
+fn connections_over_the_limit_get_503() {
+    let srv = start(ServerConfig {
+        max_connections: 4,
+        ..ServerConfig::default()
+    });
+    let mut held = Vec::new();
+    for _ in 0..8 {
+        let mut s = connect(srv.addr);
+        s.write_all(post("/", "{}").as_bytes()).unwrap();
+        let _ = read_answer(&mut BufReader::new(s.try_clone().unwrap()));
+        held.push(s);
+    }
+    thread::sleep(Duration::from_millis(700)); // the count is refreshed periodically
+    let mut s = connect(srv.addr);
+    s.write_all(post("/", "{}").as_bytes()).unwrap();
+    let a = read_answer(&mut BufReader::new(&mut s)).unwrap();
+    assert_eq!(a.status, 503);
+    assert_eq!(a.header("Content-Type"), Some("application/json"));
+}
+
+#[test]
+fn stop_returns_run_within_a_second() {
+    let mut srv = start(ServerConfig::default());
+    let _idle = TcpStream::connect(srv.addr).unwrap();
+    let started = Instant::now();
+    srv.stopper.stop();
+    srv.thread.take().unwrap().join().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(1));
+}
