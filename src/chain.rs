@@ -134,7 +134,10 @@ pub fn first_bad_signature(items: &[(&[u8; 32], &Hash, &[u8; 64])]) -> Option<us
         }
     }
     let messages: Vec<&[u8]> = items.iter().map(|(_, m, _)| m.as_slice()).collect();
-    let signatures: Vec<Signature> = items.iter().map(|(_, _, s)| Signature::from_bytes(s)).collect();
+    let signatures: Vec<Signature> = items
+        .iter()
+        .map(|(_, _, s)| Signature::from_bytes(s))
+        .collect();
     if ed25519_dalek::verify_batch(&messages, &signatures, &keys).is_ok() {
         return None;
     }

@@ -223,7 +223,15 @@ mod tests {
 
     #[test]
     fn dev_flags_take_values_in_both_spellings() {
-        let c = run(&["--dev", "--dev-prefill", "100", "--dev-block-ms=0", "--dev-seed", "9"]).unwrap();
+        let c = run(&[
+            "--dev",
+            "--dev-prefill",
+            "100",
+            "--dev-block-ms=0",
+            "--dev-seed",
+            "9",
+        ])
+        .unwrap();
         let d = c.dev.unwrap();
         assert_eq!((d.prefill, d.block_ms, d.seed), (100, 0, 9));
     }

@@ -150,7 +150,9 @@ impl Node {
             }
             info!(
                 "devnet ready: head {} after {:.2?}",
-                progress.l2_synced.load(std::sync::atomic::Ordering::Relaxed),
+                progress
+                    .l2_synced
+                    .load(std::sync::atomic::Ordering::Relaxed),
                 started.elapsed()
             );
             let thread_stop = stop.clone();
@@ -272,6 +274,10 @@ impl Drop for Node {
 }
 
 fn devnet_poll(dev: &DevnetConfig) -> std::time::Duration {
-    let ms = if dev.block_ms == 0 { 250 } else { (dev.block_ms / 4).clamp(5, 250) };
+    let ms = if dev.block_ms == 0 {
+        250
+    } else {
+        (dev.block_ms / 4).clamp(5, 250)
+    };
     std::time::Duration::from_millis(ms)
 }

@@ -84,7 +84,10 @@ impl From<LedgerError> for VerifyError {
 pub fn verify_block_alone(sc: &SoftConfirmation, sequencer: &[u8; 32]) -> Result<(), VerifyError> {
     verify_hash_and_key(sc, sequencer)?;
     verify_signature(&sc.pub_key, &sc.hash, &sc.signature).map_err(|e| {
-        VerifyError::failed(Check::Signature, format!("soft confirmation {}: {e}", sc.l2_height))
+        VerifyError::failed(
+            Check::Signature,
+            format!("soft confirmation {}: {e}", sc.l2_height),
+        )
     })
 }
 
@@ -168,7 +171,10 @@ pub fn verify_blocks(
         below = (sc.l2_height, sc.hash);
     }
     let first_bad = |part: &[SoftConfirmation]| {
-        let items: Vec<_> = part.iter().map(|sc| (&sc.pub_key, &sc.hash, &sc.signature)).collect();
+        let items: Vec<_> = part
+            .iter()
+            .map(|sc| (&sc.pub_key, &sc.hash, &sc.signature))
+            .collect();
         first_bad_signature(&items)
     };
     let signed = &blocks[..limit];
@@ -194,7 +200,10 @@ pub fn verify_blocks(
                 .unwrap_or_else(|| "signature batch verification failed".to_string());
             (
                 i,
-                Some(VerifyError::failed(Check::Signature, format!("soft confirmation {}: {e}", sc.l2_height))),
+                Some(VerifyError::failed(
+                    Check::Signature,
+                    format!("soft confirmation {}: {e}", sc.l2_height),
+                )),
             )
         }
         None => (limit, failure),
