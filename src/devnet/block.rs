@@ -107,7 +107,7 @@ fn unsigned_block(
             rng.bytes(len)
         })
         .collect();
-    let deposit_data = if h % 10 == 0 {
+    let deposit_data = if h.is_multiple_of(10) {
         vec![rng.bytes(40)]
     } else {
         Vec::new()

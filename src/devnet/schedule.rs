@@ -121,7 +121,7 @@ pub fn proof_landing_on(slot: u64) -> Option<u64> {
     }
     let per_proof = COMMITMENT_BLOCKS * COMMITMENTS_PER_PROOF;
     heights_of_slot(end_slot)
-        .find(|h| h % per_proof == 0)
+        .find(|h| h.is_multiple_of(per_proof))
         .map(|h| h / per_proof - 1)
 }
 
