@@ -1,0 +1,157 @@
+//! The embedded devnet as a person watching with curl sees it: heads move,
+//! statuses climb Trusted -> Finalized -> Proven, a stop and a restart on
+//! the same data dir keep everything and continue the chain.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::{devnet_args, run_to_exit, Ledgerd};
+
+fn status_rank(s: &Value) -> u8 {
+    match s.as_str() {
+        Some("Trusted") => 0,
+        Some("Finalized") => 1,
+        Some("Proven") => 2,
+        _ => panic!("{s} is not a status"),
+    }
+}
+
+#[test]
+fn statuses_climb_from_trusted_to_finalized_to_proven_as_the_devnet_runs() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let node = Ledgerd::start(dir.path(), &devnet_args(0, 20));
+    node.wait_for(Duration::from_secs(20), "height 1", |n| {
+        n.result("ledger_getHeadSoftConfirmationHeight", "[]")
+            .as_u64()
+            .unwrap_or(0)
+            >= 1
+    });
+    let mut seen: Vec<Value> = Vec::new();
+    let mut heads = Vec::new();
+    let start = Instant::now();
+    while seen.last().and_then(Value::as_str) != Some("Proven") {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "height 1 is not Proven after 30 s; saw {seen:?}"
+        );
+        let s = node.result("ledger_getSoftConfirmationStatus", "[1]");
+        if seen.last() != Some(&s) {
+            if let Some(last) = seen.last() {
+                assert!(
+                    status_rank(&s) > status_rank(last),
+                    "{last} -> {s} moved backwards"
+                );
+            }
+            seen.push(s);
+        }
+        heads.push(
+            node.result("ledger_getHeadSoftConfirmationHeight", "[]")
+                .as_u64()
+                .expect("height"),
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(seen, ["Trusted", "Finalized", "Proven"]);
+    assert!(
+        heads.windows(2).all(|w| w[0] <= w[1]),
+        "the head never goes down"
+    );
+    assert!(heads.last() > heads.first(), "the head moved: {heads:?}");
+    // The proof that made it Proven is served, and covers height 1.
+    let proof = node.result("ledger_getLastVerifiedBatchProof", "[]");
+    assert!(proof["proof"]["proofOutput"]["lastL2Height"].as_u64() >= Some(1));
+    let (status, _) = node.stop();
+    assert!(status.success());
+}
+
+#[test]
+fn sync_status_moves_with_the_live_chain() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let node = Ledgerd::start(dir.path(), &devnet_args(50, 20));
+    let first = node.result("svc_syncStatus", "[]");
+    node.wait_for(Duration::from_secs(20), "the L2 head to move", |n| {
+        let now = n.result("svc_syncStatus", "[]");
+        let synced = |v: &Value| v["l2Status"]["Synced"].as_u64();
+        synced(&now).is_some() && synced(&now) > synced(&first).or(Some(50))
+    });
+    let l1 = |v: &Value| v["l1Status"]["Synced"].as_u64().unwrap_or(0);
+    node.wait_for(Duration::from_secs(20), "the L1 head to move", |n| {
+        l1(&n.result("svc_syncStatus", "[]")) > l1(&first)
+    });
+}
+
+/// Everything a client can read about heights 1..=n and the slots they touch.
+fn snapshot(node: &Ledgerd, n: u64) -> Vec<Value> {
+    let mut out = vec![node.result("ledger_getSoftConfirmationRange", &format!("[1,{n}]"))];
+    for h in 1..=n {
+        out.push(node.result("ledger_getSoftConfirmationStatus", &format!("[{h}]")));
+    }
+    out.push(node.result("ledger_getL2GenesisStateRoot", "[]"));
+    let last_slot = out[0][n as usize - 1]["daSlotHeight"]
+        .as_u64()
+        .expect("slot");
+    for slot in 1000..=last_slot {
+        out.push(node.result(
+            "ledger_getSequencerCommitmentsOnSlotByNumber",
+            &format!("[{slot}]"),
+        ));
+        out.push(node.result(
+            "ledger_getVerifiedBatchProofsBySlotHeight",
+            &format!("[{slot}]"),
+        ));
+    }
+    out
+}
+
+#[test]
+fn a_restart_on_the_same_data_dir_keeps_everything_and_continues_the_chain() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let node = Ledgerd::start(dir.path(), &devnet_args(150, 0));
+    let before = snapshot(&node, 150);
+    let scanned = node.result("ledger_getLastScannedL1Height", "[]");
+    let (status, stderr) = node.stop();
+    assert!(status.success(), "clean stop: {stderr}");
+
+    // The same flags: nothing changes, nothing is rewritten.
+    let node = Ledgerd::start(dir.path(), &devnet_args(150, 0));
+    assert_eq!(snapshot(&node, 150), before);
+    assert_eq!(node.result("ledger_getLastScannedL1Height", "[]"), scanned);
+    drop(node.stop());
+
+    // A larger prefill continues the chain on top of what is stored.
+    let node = Ledgerd::start(dir.path(), &devnet_args(220, 0));
+    assert_eq!(
+        node.result("ledger_getHeadSoftConfirmationHeight", "[]"),
+        220
+    );
+    let after = snapshot(&node, 150);
+    assert_eq!(after[0], before[0], "stored blocks are not rewritten");
+    for (h, (a, b)) in after[1..151].iter().zip(&before[1..151]).enumerate() {
+        assert!(
+            status_rank(a) >= status_rank(b),
+            "status of {} went back",
+            h + 1
+        );
+    }
+    let b151 = node.result("ledger_getSoftConfirmationByNumber", "[151]");
+    assert_eq!(b151["prevHash"], before[0][149]["hash"]);
+    drop(node.stop());
+
+    // Another seed on this data dir is refused, with one line that says what to do.
+    let path = dir.path().to_str().expect("utf-8 path");
+    let (status, out, err) = run_to_exit(&[
+        "--dev",
+        "--dev-seed",
+        "7",
+        "--bind",
+        "127.0.0.1:0",
+        "--data-dir",
+        path,
+    ]);
+    assert!(!status.success());
+    assert!(out.is_empty());
+    let last = err.trim().lines().last().unwrap_or_default();
+    assert!(last.contains("--dev-seed 1"), "{err}");
+}
