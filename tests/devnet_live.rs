@@ -118,7 +118,9 @@ fn a_restart_on_the_same_data_dir_keeps_everything_and_continues_the_chain() {
     let node = Ledgerd::start(dir.path(), &devnet_args(150, 0));
     assert_eq!(snapshot(&node, 150), before);
     assert_eq!(node.result("ledger_getLastScannedL1Height", "[]"), scanned);
-    drop(node.stop());
+    // Ctrl-C stops it cleanly too.
+    let (status, stderr) = node.stop_with(libc::SIGINT);
+    assert!(status.success(), "clean stop on SIGINT: {stderr}");
 
     // A larger prefill continues the chain on top of what is stored.
     let node = Ledgerd::start(dir.path(), &devnet_args(220, 0));

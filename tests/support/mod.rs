@@ -132,11 +132,17 @@ impl Ledgerd {
     }
 
     /// Sends SIGTERM and waits for the exit; returns the status and stderr.
-    pub fn stop(mut self) -> (ExitStatus, String) {
+    pub fn stop(self) -> (ExitStatus, String) {
+        self.stop_with(libc::SIGTERM)
+    }
+
+    /// Sends `signal` (SIGTERM, or SIGINT as Ctrl-C does) and waits for the
+    /// exit, at most 5 s; returns the status and stderr.
+    pub fn stop_with(mut self, signal: i32) -> (ExitStatus, String) {
         let mut child = self.child.take().expect("running");
         // SAFETY: kill(2) on our own child's pid.
         unsafe {
-            libc::kill(child.id() as i32, libc::SIGTERM);
+            libc::kill(child.id() as i32, signal);
         }
         let start = Instant::now();
         let status = loop {
