@@ -11,7 +11,8 @@
 //! - [`node`]: a running node (ledger + sync thread + server); `Node::builder()`.
 //! - [`config`]: the command line.
 //! - [`server`]: the HTTP transport: one tiny_http loop thread, hardened against bad clients.
-//! - [`routes`]: which part answers which HTTP request (JSON-RPC, health, metrics).
+//! - [`routes`]: which part answers which HTTP request (JSON-RPC, health, metrics, CORS).
+//! - [`health`], [`metrics`]: `GET /health` and `GET /metrics` for operators.
 //! - [`rpc`]: JSON-RPC 2.0: the envelope, then one module per method family.
 //! - [`json`]: the JSON writer for answers (no intermediate values).
 //! - [`ledger`]: all LMDB code: tables, codecs, the reader and the writer.
@@ -24,8 +25,10 @@
 pub mod chain;
 pub mod config;
 pub mod devnet;
+pub mod health;
 pub mod json;
 pub mod ledger;
+pub mod metrics;
 pub mod node;
 pub mod routes;
 pub mod rpc;
@@ -35,3 +38,5 @@ pub mod stop;
 pub mod sync;
 pub mod types;
 pub mod wire;
+
+pub use node::{Node, NodeBuilder};
