@@ -6,6 +6,36 @@
 //!  devnet/ | upstream     sync/ (verify.rs)            ledger/          server/ → routes → rpc/
 //! ```
 //!
+//! # Embedding in tests
+//!
+//! ledgerd is also a library: another project's test starts a node
+//! in-process on a free port, queries it, and stops it. [`Node::shutdown`]
+//! joins the sync and server threads; dropping the [`Node`] does the same.
+//!
+//! ```
+//! use ledgerd::devnet::DevnetConfig;
+//! use ledgerd::ledger::LedgerRead;
+//! use ledgerd::Node;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let node = Node::builder()
+//!     .data_dir(dir.path())
+//!     .dev(DevnetConfig { prefill: 20, block_ms: 0, ..DevnetConfig::default() })
+//!     .bind("127.0.0.1:0")
+//!     .start()?;
+//!
+//! let answer = ureq::post(&node.url())
+//!     .send_string(r#"{"jsonrpc":"2.0","id":1,"method":"ledger_getHeadSoftConfirmationHeight","params":[]}"#)?
+//!     .into_string()?;
+//! assert_eq!(answer, r#"{"jsonrpc":"2.0","id":1,"result":20}"#);
+//! assert_eq!(node.ledger().reader()?.head_height()?, 20);
+//!
+//! node.shutdown();
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Module map
 //!
 //! - [`node`]: a running node (ledger + sync thread + server); `Node::builder()`.
