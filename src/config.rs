@@ -25,6 +25,11 @@ pub struct Config {
     pub max_body: usize,
     pub max_connections: usize,
     pub idle_timeout: Duration,
+    /// `--health-max-lag-s`: `/health` answers 503 once the sync thread has
+    /// stalled this long.
+    pub health_max_lag: Duration,
+    /// `--cors-origin`: the one browser origin allowed to read answers (none: any).
+    pub cors_origin: Option<String>,
 }
 
 impl Default for Config {
@@ -41,6 +46,8 @@ impl Default for Config {
             max_body: 10 * 1024 * 1024,
             max_connections: 100,
             idle_timeout: Duration::from_secs(10),
+            health_max_lag: Duration::from_secs(60),
+            cors_origin: None,
         }
     }
 }
@@ -94,6 +101,10 @@ SERVER:
     --max-connections N       open connections at once; more get 503 [default: 100]
     --idle-timeout-ms MS      close a connection idle this long [default: 10000]
 
+OPERATIONS:
+    --health-max-lag-s S      GET /health answers 503 once sync has stalled this long [default: 60]
+    --cors-origin ORIGIN      only this browser origin may read answers [default: any (*)]
+
     -h, --help                print this help
     -V, --version             print the version
 
@@ -119,6 +130,25 @@ fn pubkey(value: &str) -> Result<[u8; 32], ConfigError> {
                 "--sequencer-pubkey takes 64 hex digits (a 32-byte Ed25519 key), not {value:?}"
             ))
         })
+}
+
+/// `--cors-origin`: `*`, or `scheme://host[:port]` as a browser sends it in `Origin`.
+fn cors_origin(value: &str) -> Result<Option<String>, ConfigError> {
+    if value == "*" {
+        return Ok(None);
+    }
+    let rest = value
+        .strip_prefix("http://")
+        .or_else(|| value.strip_prefix("https://"));
+    match rest {
+        Some(host) if !host.is_empty() && !host.contains(['/', '?', '#', ' ']) => {
+            Ok(Some(value.to_string()))
+        }
+        _ => Err(ConfigError(format!(
+            "--cors-origin takes an origin like https://explorer.example or http://127.0.0.1:8080 \
+             (scheme and host, no path), or * for any, not {value:?}"
+        ))),
+    }
 }
 
 /// Parses the arguments after the program name.
@@ -178,6 +208,14 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, ConfigE
             "--idle-timeout-ms" => {
                 config.idle_timeout = Duration::from_millis(number(&flag, &value(&flag)?)?)
             }
+            "--health-max-lag-s" => {
+                let s: u64 = number(&flag, &value(&flag)?)?;
+                if s == 0 {
+                    return Err(ConfigError("--health-max-lag-s must be at least 1".into()));
+                }
+                config.health_max_lag = Duration::from_secs(s);
+            }
+            "--cors-origin" => config.cors_origin = cors_origin(&value(&flag)?)?,
             other => {
                 return Err(ConfigError(format!(
                     "unknown argument {other:?}; see ledgerd --help"
@@ -234,6 +272,27 @@ mod tests {
         .unwrap();
         let d = c.dev.unwrap();
         assert_eq!((d.prefill, d.block_ms, d.seed), (100, 0, 9));
+    }
+
+    #[test]
+    fn ops_flags_parse_and_check_their_values() {
+        let c = run(&[]).unwrap();
+        assert_eq!(c.health_max_lag, Duration::from_secs(60));
+        assert_eq!(c.cors_origin, None);
+        let c = run(&[
+            "--health-max-lag-s",
+            "5",
+            "--cors-origin",
+            "http://127.0.0.1:8080",
+        ])
+        .unwrap();
+        assert_eq!(c.health_max_lag, Duration::from_secs(5));
+        assert_eq!(c.cors_origin.as_deref(), Some("http://127.0.0.1:8080"));
+        assert_eq!(run(&["--cors-origin=*"]).unwrap().cors_origin, None);
+        let e = run(&["--cors-origin", "explorer.example/x"]).unwrap_err();
+        assert!(e.0.contains("--cors-origin"), "{e}");
+        let e = run(&["--health-max-lag-s", "0"]).unwrap_err();
+        assert!(e.0.contains("at least 1"), "{e}");
     }
 
     #[test]

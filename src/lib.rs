@@ -6,12 +6,43 @@
 //!  devnet/ | upstream     sync/ (verify.rs)            ledger/          server/ → routes → rpc/
 //! ```
 //!
+//! # Embedding in tests
+//!
+//! ledgerd is also a library: another project's test starts a node
+//! in-process on a free port, queries it, and stops it. [`Node::shutdown`]
+//! joins the sync and server threads; dropping the [`Node`] does the same.
+//!
+//! ```
+//! use ledgerd::devnet::DevnetConfig;
+//! use ledgerd::ledger::LedgerRead;
+//! use ledgerd::Node;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let node = Node::builder()
+//!     .data_dir(dir.path())
+//!     .dev(DevnetConfig { prefill: 20, block_ms: 0, ..DevnetConfig::default() })
+//!     .bind("127.0.0.1:0")
+//!     .start()?;
+//!
+//! let answer = ureq::post(&node.url())
+//!     .send_string(r#"{"jsonrpc":"2.0","id":1,"method":"ledger_getHeadSoftConfirmationHeight","params":[]}"#)?
+//!     .into_string()?;
+//! assert_eq!(answer, r#"{"jsonrpc":"2.0","id":1,"result":20}"#);
+//! assert_eq!(node.ledger().reader()?.head_height()?, 20);
+//!
+//! node.shutdown();
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Module map
 //!
 //! - [`node`]: a running node (ledger + sync thread + server); `Node::builder()`.
 //! - [`config`]: the command line.
 //! - [`server`]: the HTTP transport: one tiny_http loop thread, hardened against bad clients.
-//! - [`routes`]: which part answers which HTTP request (JSON-RPC, health, metrics).
+//! - [`routes`]: which part answers which HTTP request (JSON-RPC, health, metrics, CORS).
+//! - [`health`], [`metrics`]: `GET /health` and `GET /metrics` for operators.
 //! - [`rpc`]: JSON-RPC 2.0: the envelope, then one module per method family.
 //! - [`json`]: the JSON writer for answers (no intermediate values).
 //! - [`ledger`]: all LMDB code: tables, codecs, the reader and the writer.
@@ -24,8 +55,10 @@
 pub mod chain;
 pub mod config;
 pub mod devnet;
+pub mod health;
 pub mod json;
 pub mod ledger;
+pub mod metrics;
 pub mod node;
 pub mod routes;
 pub mod rpc;
@@ -35,3 +68,5 @@ pub mod stop;
 pub mod sync;
 pub mod types;
 pub mod wire;
+
+pub use node::{Node, NodeBuilder};

@@ -12,8 +12,9 @@ use log::{error, info};
 
 use crate::config::Config;
 use crate::devnet::{Devnet, DevnetConfig, DevnetError};
+use crate::health::SourceKind;
 use crate::ledger::{Ledger, LedgerError, OpenOptions};
-use crate::routes::Routes;
+use crate::routes::{Cors, Routes};
 use crate::rpc::{Rpc, RpcConfig};
 use crate::server::{Server, ServerConfig, ServerError, Stopper};
 use crate::stop::Stop;
@@ -98,6 +99,16 @@ impl NodeBuilder {
     }
     pub fn bind(mut self, addr: &str) -> Self {
         self.config.bind = addr.to_string();
+        self
+    }
+    /// `GET /health` answers 503 once the sync thread has stalled this long (default 60 s).
+    pub fn health_max_lag(mut self, lag: std::time::Duration) -> Self {
+        self.config.health_max_lag = lag;
+        self
+    }
+    /// Only this browser origin may read answers (default: any, `*`).
+    pub fn cors_origin(mut self, origin: &str) -> Self {
+        self.config.cors_origin = Some(origin.to_string());
         self
     }
 
@@ -209,7 +220,21 @@ impl Node {
         };
         let addr = server.local_addr();
         let stopper = server.stopper();
-        let mut routes = Routes::new(rpc);
+        let source = if config.dev.is_some() {
+            SourceKind::Devnet
+        } else if config.upstream.is_some() {
+            SourceKind::Upstream
+        } else {
+            SourceKind::None
+        };
+        let cors = match &config.cors_origin {
+            Some(origin) => Cors::Origin(origin.clone()),
+            None => Cors::Any,
+        };
+        let mut routes = Routes::new(rpc)
+            .health(source, config.health_max_lag)
+            .cors(cors)
+            .stats(server.stats());
         threads.push(
             std::thread::Builder::new()
                 .name("server".into())

@@ -1,24 +1,124 @@
 //! HTTP routes: which part of the node answers which request.
 //!
-//! `POST` (any path) is JSON-RPC ([`crate::rpc`]); `GET /health` and
-//! `GET /metrics` are plain HTTP; any other `GET` answers 405. This runs on
-//! the server's one loop thread.
+//! | request | answer |
+//! |---|---|
+//! | `POST` (any path) | JSON-RPC ([`crate::rpc`]) |
+//! | `GET /health` | [`crate::health`]: 200 or 503 with a small JSON body |
+//! | `GET /metrics` | [`crate::metrics`]: the Prometheus text format |
+//! | `OPTIONS` (any path) | a CORS preflight answer, 204 |
+//! | anything else | 405 |
+//!
+//! Every answer carries `Access-Control-Allow-Origin` as [`Cors`] says, so a
+//! page on another origin (a block explorer) can call the node with `fetch`.
+//! `HEAD` is answered as `GET` without the body. This runs on the server's
+//! one loop thread, which owns the request counters.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use crate::rpc::Rpc;
-use crate::server::{Handler, HttpMethod, HttpRequest, HttpResponse};
+use crate::health::{Health, SourceKind};
+use crate::metrics::{Metrics, Route};
+use crate::rpc::{CallOutcome, Rpc, Tally};
+use crate::server::{Handler, HttpMethod, HttpRequest, HttpResponse, Stats};
 
 const JSON: &str = "application/json";
+const PROMETHEUS: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Which browser origins may read the node's answers.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Cors {
+    /// Any origin (`Access-Control-Allow-Origin: *`), the default.
+    #[default]
+    Any,
+    /// Only this one (`--cors-origin`, e.g. `https://explorer.example`): it is
+    /// echoed to requests that carry it; other origins get no
+    /// `Access-Control-Allow-Origin`, so their browsers refuse the answer.
+    Origin(String),
+}
 
 /// The node's [`Handler`].
 pub struct Routes {
     rpc: Arc<Rpc>,
+    health: Health,
+    metrics: Metrics,
+    cors: Cors,
+    stats: Option<Arc<Stats>>,
 }
 
 impl Routes {
+    /// Routes for `rpc`; `/health` treats the node as having no chain source
+    /// (see [`Routes::health`]), CORS allows any origin.
     pub fn new(rpc: Arc<Rpc>) -> Routes {
-        Routes { rpc }
+        let health = Health::new(
+            rpc.ledger().clone(),
+            rpc.progress().clone(),
+            SourceKind::None,
+            Duration::from_secs(60),
+        );
+        Routes {
+            rpc,
+            health,
+            metrics: Metrics::default(),
+            cors: Cors::Any,
+            stats: None,
+        }
+    }
+
+    /// Sets what `/health` knows of the chain source and the longest stall it allows.
+    pub fn health(mut self, source: SourceKind, max_lag: Duration) -> Routes {
+        self.health = Health::new(
+            self.rpc.ledger().clone(),
+            self.rpc.progress().clone(),
+            source,
+            max_lag,
+        );
+        self
+    }
+
+    /// Sets which origins may read answers.
+    pub fn cors(mut self, cors: Cors) -> Routes {
+        self.cors = cors;
+        self
+    }
+
+    /// Gives `/metrics` the transport's counters (open connections).
+    pub fn stats(mut self, stats: Arc<Stats>) -> Routes {
+        self.stats = Some(stats);
+        self
+    }
+
+    /// The request counters so far.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    fn rpc(&mut self, body: &[u8]) -> HttpResponse {
+        let started = Instant::now();
+        let body = self
+            .rpc
+            .handle_tallied(body, &mut self.metrics)
+            .unwrap_or_default();
+        self.metrics.request(Route::Rpc, started.elapsed());
+        HttpResponse {
+            status: 200,
+            content_type: JSON,
+            body,
+            headers: Vec::with_capacity(2),
+        }
+    }
+
+    /// Adds the CORS headers an answer to `origin` carries.
+    fn allow_origin(&self, origin: Option<&str>, headers: &mut Vec<(&'static str, String)>) {
+        match &self.cors {
+            Cors::Any => headers.push(("Access-Control-Allow-Origin", "*".to_string())),
+            Cors::Origin(allowed) => {
+                if origin == Some(allowed.as_str()) {
+                    headers.push(("Access-Control-Allow-Origin", allowed.clone()));
+                }
+                // The answer depends on the Origin header: caches must know.
+                headers.push(("Vary", "Origin".to_string()));
+            }
+        }
     }
 }
 
@@ -27,32 +127,83 @@ fn method_not_allowed() -> HttpResponse {
         status: 405,
         content_type: JSON,
         body: br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request","data":"send JSON-RPC requests with HTTP POST; GET serves only /health and /metrics"}}"#.to_vec(),
-        headers: vec![("Allow", "POST".to_string())],
+        headers: vec![("Allow", "POST, OPTIONS".to_string())],
+    }
+}
+
+fn preflight() -> HttpResponse {
+    HttpResponse {
+        status: 204,
+        content_type: "text/plain",
+        body: Vec::new(),
+        headers: vec![
+            (
+                "Access-Control-Allow-Methods",
+                "POST, GET, OPTIONS".to_string(),
+            ),
+            ("Access-Control-Allow-Headers", "Content-Type".to_string()),
+            ("Access-Control-Max-Age", "86400".to_string()),
+        ],
     }
 }
 
 impl Handler for Routes {
     fn handle(&mut self, request: &HttpRequest<'_>) -> HttpResponse {
-        match request.method {
-            HttpMethod::Post => {
-                let body = self.rpc.handle(request.body).unwrap_or_default();
+        let path = request.path.split('?').next().unwrap_or("");
+        let get = matches!(request.method, HttpMethod::Get | HttpMethod::Head);
+        let mut response = match request.method {
+            // Counted (and timed) inside.
+            HttpMethod::Post => self.rpc(request.body),
+            HttpMethod::Options => {
+                self.metrics.request(Route::Preflight, Duration::ZERO);
+                preflight()
+            }
+            _ if get && path == "/health" => {
+                self.metrics.request(Route::Health, Duration::ZERO);
+                let report = self.health.check();
                 HttpResponse {
-                    status: 200,
+                    status: report.status,
                     content_type: JSON,
-                    body,
-                    headers: Vec::new(),
+                    body: report.body,
+                    headers: vec![("Cache-Control", "no-store".to_string())],
                 }
             }
-            _ => method_not_allowed(),
-        }
+            _ if get && path == "/metrics" => {
+                // Counted first, so a scrape sees itself.
+                self.metrics.request(Route::Metrics, Duration::ZERO);
+                HttpResponse {
+                    status: 200,
+                    content_type: PROMETHEUS,
+                    body: self.metrics.render(
+                        self.rpc.progress(),
+                        self.stats.as_deref(),
+                        self.rpc.ledger(),
+                    ),
+                    headers: vec![("Cache-Control", "no-store".to_string())],
+                }
+            }
+            _ => {
+                self.metrics.request(Route::Other, Duration::ZERO);
+                method_not_allowed()
+            }
+        };
+        self.allow_origin(request.origin, &mut response.headers);
+        response
     }
 
     fn too_large(&mut self, limit: usize) -> HttpResponse {
-        HttpResponse {
+        self.metrics.call(None, CallOutcome::Error(-32007));
+        self.metrics.request(Route::Other, Duration::ZERO);
+        let mut response = HttpResponse {
             status: 413,
             content_type: JSON,
             body: Rpc::too_large_body(limit),
             headers: Vec::new(),
+        };
+        // The request's Origin is not known here: only `*` can be sent.
+        if self.cors == Cors::Any {
+            self.allow_origin(None, &mut response.headers);
         }
+        response
     }
 }

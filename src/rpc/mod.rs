@@ -130,6 +130,28 @@ impl<'a> Snapshot<'a> {
     }
 }
 
+/// How one request object of a body was answered (told to a [`Tally`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallOutcome {
+    Ok,
+    /// A JSON-RPC error with this code.
+    Error(i64),
+    /// A notification: not answered.
+    Notification,
+}
+
+/// Told about each request object a body holds, for `/metrics`: its method
+/// name (`None` when the object, or the whole body, was invalid) and how it
+/// was answered. `()` tells nobody.
+pub trait Tally {
+    fn call(&mut self, method: Option<&str>, outcome: CallOutcome);
+}
+
+impl Tally for () {
+    #[inline]
+    fn call(&mut self, _: Option<&str>, _: CallOutcome) {}
+}
+
 /// The JSON-RPC handler: ledger, sync progress and limits.
 pub struct Rpc {
     ledger: Arc<Ledger>,
@@ -146,6 +168,16 @@ impl Rpc {
         }
     }
 
+    /// The ledger it reads.
+    pub fn ledger(&self) -> &Arc<Ledger> {
+        &self.ledger
+    }
+
+    /// The sync progress it reports.
+    pub fn progress(&self) -> &Arc<Progress> {
+        &self.progress
+    }
+
     /// The limits in use.
     pub fn config(&self) -> RpcConfig {
         self.config
@@ -154,6 +186,11 @@ impl Rpc {
     /// Answers one request body. `None` = nothing to send (a notification,
     /// or a batch of only notifications): HTTP 200 with an empty body.
     pub fn handle(&self, body: &[u8]) -> Option<Vec<u8>> {
+        self.handle_tallied(body, &mut ())
+    }
+
+    /// [`Rpc::handle`], telling `tally` how each request object was answered.
+    pub fn handle_tallied(&self, body: &[u8], tally: &mut dyn Tally) -> Option<Vec<u8>> {
         let mut out = Vec::new();
         let mut snapshot = Snapshot {
             ledger: &self.ledger,
@@ -161,10 +198,13 @@ impl Rpc {
         };
         match envelope::parse(body, self.config.max_batch) {
             Body::Error(error) => {
+                tally.call(None, CallOutcome::Error(error.code));
                 write_error(&mut out, None, &error);
                 Some(out)
             }
-            Body::Single(entry) => self.answer(&entry, &mut snapshot, &mut out).then_some(out),
+            Body::Single(entry) => self
+                .answer(&entry, &mut snapshot, &mut out, tally)
+                .then_some(out),
             Body::Batch(entries) => {
                 out.push(b'[');
                 let mut answered = false;
@@ -173,7 +213,7 @@ impl Rpc {
                     if answered {
                         out.push(b',');
                     }
-                    if self.answer(entry, &mut snapshot, &mut out) {
+                    if self.answer(entry, &mut snapshot, &mut out, tally) {
                         answered = true;
                     } else {
                         out.truncate(mark);
@@ -194,14 +234,26 @@ impl Rpc {
 
     /// Writes the response object of one entry; `false` when it gets none
     /// (a notification).
-    fn answer(&self, entry: &Entry, snapshot: &mut Snapshot, out: &mut Vec<u8>) -> bool {
+    fn answer(
+        &self,
+        entry: &Entry,
+        snapshot: &mut Snapshot,
+        out: &mut Vec<u8>,
+        tally: &mut dyn Tally,
+    ) -> bool {
         match entry {
             Entry::Invalid { id, error } => {
+                tally.call(None, CallOutcome::Error(error.code));
                 write_error(out, *id, error);
                 true
             }
             // Every method only reads: a notification has nothing to do.
-            Entry::Call(Call { id: None, .. }) => false,
+            Entry::Call(Call {
+                id: None, method, ..
+            }) => {
+                tally.call(Some(method), CallOutcome::Notification);
+                false
+            }
             Entry::Call(call) => {
                 let start = out.len();
                 write_head(out, call.id);
@@ -209,8 +261,10 @@ impl Rpc {
                 if let Err(error) = self.call(call, snapshot, out) {
                     out.truncate(start);
                     write_error(out, call.id, &error);
+                    tally.call(Some(&call.method), CallOutcome::Error(error.code));
                 } else {
                     out.push(b'}');
+                    tally.call(Some(&call.method), CallOutcome::Ok);
                 }
                 true
             }

@@ -302,6 +302,16 @@ impl Server {
             server: self,
         };
         lp.run(handler);
+        // Refuse new connections now, not whenever tiny_http's accept thread
+        // closes its copy of the listening socket: on Linux, shutdown(2) of a
+        // listening socket closes it for every fd that shares it.
+        // SAFETY: the fd is a valid socket owned by `lp.server.listener`.
+        unsafe {
+            libc::shutdown(
+                std::os::unix::io::AsRawFd::as_raw_fd(&lp.server.listener),
+                libc::SHUT_RDWR,
+            );
+        }
         Ok(())
     }
 }

@@ -243,6 +243,7 @@ impl<S: L2Source + DaSource> Syncer<S> {
     pub fn step(&mut self, stop: &Stop) -> Result<StepReport, SyncError> {
         let blocks = self.sync_l2(stop)?;
         let slots = self.sync_da(stop)?;
+        self.progress.note_behind();
         Ok(StepReport { blocks, slots })
     }
 
@@ -255,8 +256,9 @@ impl<S: L2Source + DaSource> Syncer<S> {
 
     fn sync_l2(&mut self, stop: &Stop) -> Result<u64, SyncError> {
         let head = self.source.head()?;
-        self.progress.source_reachable.store(true, Relaxed);
+        self.progress.source_ok();
         self.progress.l2_source_head.fetch_max(head, Relaxed);
+        self.progress.note_behind();
         if self.ledger.reader()?.genesis_state_root()?.is_none() {
             if let Some(root) = self.source.genesis_state_root()? {
                 let mut w = self.ledger.writer()?;
@@ -318,6 +320,7 @@ impl<S: L2Source + DaSource> Syncer<S> {
     fn sync_da(&mut self, stop: &Stop) -> Result<u64, SyncError> {
         let da_head = self.source.last_scanned()?;
         self.progress.l1_source_head.fetch_max(da_head, Relaxed);
+        self.progress.note_behind();
         let mut scanned = self.ledger.reader()?.last_scanned_l1()?;
         if scanned == 0 {
             match self.source.first_slot()? {
@@ -358,7 +361,7 @@ impl<S: L2Source + DaSource> Syncer<S> {
                 }
             }
             w.commit()?;
-            self.progress.l1_synced.store(scanned, Relaxed);
+            self.progress.scanned_l1(scanned, in_txn);
             total += in_txn;
             if waiting || in_txn == 0 {
                 break;

@@ -35,6 +35,13 @@ pub struct Progress {
     pub upstream_errors: AtomicU64,
     /// Verification failures since start, by check.
     pub failures: FailureCounts,
+    /// Unix milliseconds of the last request to the source that succeeded (0: none yet).
+    pub source_ok_unix_ms: AtomicU64,
+    /// Unix milliseconds since when the ledger has been behind the source's
+    /// heads without catching up (0: caught up). `/health` uses it.
+    pub behind_since_unix_ms: AtomicU64,
+    /// Unix milliseconds of the last DA slot scanned (0: none since start).
+    pub last_slot_unix_ms: AtomicU64,
 }
 
 /// Verification failures by the check that failed.
@@ -88,6 +95,38 @@ impl Progress {
         if new_blocks > 0 {
             self.blocks_verified.fetch_add(new_blocks, Relaxed);
             self.last_block_unix_ms.store(unix_ms(), Relaxed);
+        }
+    }
+
+    /// Records that a request to the source succeeded.
+    pub fn source_ok(&self) {
+        self.source_reachable.store(true, Relaxed);
+        self.source_ok_unix_ms.store(unix_ms(), Relaxed);
+    }
+
+    /// Records that the ledger now has DA slots scanned up to `slot`.
+    pub fn scanned_l1(&self, slot: u64, new_slots: u64) {
+        self.l1_synced.store(slot, Relaxed);
+        if new_slots > 0 {
+            self.last_slot_unix_ms.store(unix_ms(), Relaxed);
+        }
+    }
+
+    /// Whether either layer is behind the head its source reported.
+    pub fn is_behind(&self) -> bool {
+        self.l2_synced.load(Relaxed) < self.l2_source_head.load(Relaxed)
+            || self.l1_synced.load(Relaxed) < self.l1_source_head.load(Relaxed)
+    }
+
+    /// Re-reads whether the ledger is behind its source: starts the "behind
+    /// since" clock when it first falls behind, stops it when caught up.
+    pub fn note_behind(&self) {
+        if self.is_behind() {
+            let _ = self
+                .behind_since_unix_ms
+                .compare_exchange(0, unix_ms(), Relaxed, Relaxed);
+        } else {
+            self.behind_since_unix_ms.store(0, Relaxed);
         }
     }
 }

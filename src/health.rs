@@ -1,0 +1,250 @@
+//! `GET /health`: whether this node is fit to serve, for load balancers and
+//! systemd watchdogs.
+//!
+//! The answer is 200 with a small JSON body while the node is healthy, and
+//! 503 with the same body (plus a `problem` sentence) when
+//!
+//! - the ledger cannot be read (a read transaction fails), or
+//! - the sync thread has stalled for longer than `--health-max-lag-s`:
+//!   the source has reported heads the ledger does not hold yet and no new
+//!   block or DA slot has been stored for that long, or the source has not
+//!   answered for that long.
+//!
+//! "No new blocks exist" is not a stall: a devnet with `--dev-block-ms 0`, a
+//! quiet upstream, or a stored ledger served without a source stay healthy.
+//!
+//! ```text
+//! {"status":"ok","l2Head":200,"l2SourceHead":200,"l1Scanned":1099,"l1SourceHead":1099,
+//!  "secondsSinceLastBlock":0.4,"syncing":false,"source":"devnet","sourceReachable":true}
+//! ```
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::ledger::{Ledger, LedgerRead};
+use crate::sync::progress::{unix_ms, Progress};
+
+/// Where the node's blocks come from (what `/health` reports as `source`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceKind {
+    /// `--dev`: the embedded devnet.
+    Devnet,
+    /// `--upstream URL`: another node.
+    Upstream,
+    /// Neither: the stored ledger is served as it is.
+    None,
+}
+
+impl SourceKind {
+    fn name(self) -> &'static str {
+        match self {
+            SourceKind::Devnet => "devnet",
+            SourceKind::Upstream => "upstream",
+            SourceKind::None => "none",
+        }
+    }
+}
+
+/// The health check: reads the ledger and the sync progress on each call.
+pub struct Health {
+    ledger: Arc<Ledger>,
+    progress: Arc<Progress>,
+    source: SourceKind,
+    max_lag_ms: u64,
+    /// When this node started (Unix ms): the clocks count from here when
+    /// nothing has happened yet.
+    started_ms: u64,
+}
+
+/// One health answer: the HTTP status and the JSON body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    pub status: u16,
+    pub body: Vec<u8>,
+}
+
+impl Health {
+    pub fn new(
+        ledger: Arc<Ledger>,
+        progress: Arc<Progress>,
+        source: SourceKind,
+        max_lag: Duration,
+    ) -> Health {
+        Health {
+            ledger,
+            progress,
+            source,
+            max_lag_ms: max_lag.as_millis().min(u64::MAX as u128) as u64,
+            started_ms: unix_ms(),
+        }
+    }
+
+    /// Checks the node now.
+    pub fn check(&self) -> Report {
+        let now = unix_ms();
+        let p = &self.progress;
+        let ledger = self
+            .ledger
+            .reader()
+            .and_then(|r| Ok((r.head_height()?, r.last_scanned_l1()?)));
+        let (l2_head, l1_scanned, mut problem) = match ledger {
+            Ok((h, s)) => (h, s, None),
+            Err(e) => (
+                p.l2_synced.load(Relaxed),
+                p.l1_synced.load(Relaxed),
+                Some(format!("the ledger cannot be read: {e}")),
+            ),
+        };
+        let l2_source = p.l2_source_head.load(Relaxed);
+        let l1_source = p.l1_source_head.load(Relaxed);
+        let has_source = self.source != SourceKind::None;
+        let reachable = p.source_reachable.load(Relaxed);
+        let syncing = has_source && p.is_behind();
+        let last_block = p.last_block_unix_ms.load(Relaxed);
+        let lag_s = self.max_lag_ms as f64 / 1000.0;
+
+        if problem.is_none() && has_source {
+            let ok_at = p.source_ok_unix_ms.load(Relaxed).max(self.started_ms);
+            let behind_since = p.behind_since_unix_ms.load(Relaxed);
+            let last_progress = last_block.max(p.last_slot_unix_ms.load(Relaxed));
+            if !reachable && now.saturating_sub(ok_at) > self.max_lag_ms {
+                problem = Some(format!(
+                    "the chain source has not answered for {:.1} s (limit {lag_s} s)",
+                    now.saturating_sub(ok_at) as f64 / 1000.0
+                ));
+            } else if behind_since != 0 {
+                let stuck = now.saturating_sub(behind_since.max(last_progress));
+                if stuck > self.max_lag_ms {
+                    problem = Some(format!(
+                        "the sync thread stalled: the source is ahead (L2 {l2_source}, L1 {l1_source}) \
+                         and nothing new was stored for {:.1} s (limit {lag_s} s)",
+                        stuck as f64 / 1000.0
+                    ));
+                }
+            }
+        }
+
+        let mut body = Vec::with_capacity(320);
+        body.extend_from_slice(b"{\"status\":");
+        body.extend_from_slice(if problem.is_some() {
+            b"\"unhealthy\""
+        } else {
+            b"\"ok\""
+        });
+        let mut num = |name: &str, v: u64| {
+            body.extend_from_slice(b",\"");
+            body.extend_from_slice(name.as_bytes());
+            body.extend_from_slice(b"\":");
+            crate::json::write_u64(&mut body, v);
+        };
+        num("l2Head", l2_head);
+        num("l2SourceHead", l2_source);
+        num("l1Scanned", l1_scanned);
+        num("l1SourceHead", l1_source);
+        body.extend_from_slice(b",\"secondsSinceLastBlock\":");
+        if last_block == 0 {
+            crate::json::write_null(&mut body);
+        } else {
+            let ms = now.saturating_sub(last_block);
+            body.extend_from_slice(format!("{}.{:03}", ms / 1000, ms % 1000).as_bytes());
+        }
+        body.extend_from_slice(b",\"syncing\":");
+        body.extend_from_slice(if syncing { b"true" } else { b"false" });
+        body.extend_from_slice(b",\"source\":\"");
+        body.extend_from_slice(self.source.name().as_bytes());
+        body.extend_from_slice(b"\",\"sourceReachable\":");
+        if has_source {
+            body.extend_from_slice(if reachable { b"true" } else { b"false" });
+        } else {
+            crate::json::write_null(&mut body);
+        }
+        if let Some(problem) = &problem {
+            body.extend_from_slice(b",\"problem\":");
+            crate::json::write_str(&mut body, problem);
+        }
+        body.push(b'}');
+        Report {
+            status: if problem.is_some() { 503 } else { 200 },
+            body,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::OpenOptions;
+
+    fn health(source: SourceKind, lag_ms: u64) -> (Health, Arc<Progress>, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Arc::new(Ledger::open(dir.path(), &OpenOptions::default()).unwrap());
+        let progress = Arc::new(Progress::default());
+        let h = Health::new(
+            ledger,
+            progress.clone(),
+            source,
+            Duration::from_millis(lag_ms),
+        );
+        (h, progress, dir)
+    }
+
+    fn text(r: &Report) -> String {
+        String::from_utf8(r.body.clone()).unwrap()
+    }
+
+    #[test]
+    fn a_ledger_without_a_source_is_healthy_however_old() {
+        let (mut h, _p, _d) = health(SourceKind::None, 1000);
+        h.started_ms -= 3_600_000;
+        let r = h.check();
+        assert_eq!(r.status, 200, "{}", text(&r));
+        assert!(text(&r).contains(r#""sourceReachable":null"#));
+        assert!(text(&r).contains(r#""secondsSinceLastBlock":null"#));
+    }
+
+    #[test]
+    fn a_caught_up_source_with_no_new_blocks_is_not_a_stall() {
+        let (mut h, p, _d) = health(SourceKind::Devnet, 1000);
+        h.started_ms -= 3_600_000;
+        p.l2_source_head.store(5, Relaxed);
+        p.stored_l2(5, 5);
+        p.last_block_unix_ms.store(unix_ms() - 3_600_000, Relaxed);
+        p.source_ok();
+        p.note_behind();
+        let r = h.check();
+        assert_eq!(r.status, 200, "{}", text(&r));
+        assert!(text(&r).contains(r#""syncing":false"#));
+    }
+
+    #[test]
+    fn behind_with_nothing_stored_for_longer_than_the_limit_is_a_stall() {
+        let (mut h, p, _d) = health(SourceKind::Upstream, 1000);
+        h.started_ms -= 3_600_000;
+        p.source_ok();
+        p.l2_source_head.store(10, Relaxed);
+        p.note_behind();
+        assert_eq!(h.check().status, 200, "just fell behind");
+        p.behind_since_unix_ms.store(unix_ms() - 5_000, Relaxed);
+        let r = h.check();
+        assert_eq!(r.status, 503, "{}", text(&r));
+        assert!(text(&r).contains("stalled"), "{}", text(&r));
+        // Still behind, but blocks keep arriving: catching up, not stalled.
+        p.stored_l2(4, 4);
+        let r = h.check();
+        assert_eq!(r.status, 200, "{}", text(&r));
+        assert!(text(&r).contains(r#""syncing":true"#));
+    }
+
+    #[test]
+    fn an_unreachable_source_is_a_stall_only_after_the_limit() {
+        let (mut h, p, _d) = health(SourceKind::Upstream, 1000);
+        assert_eq!(h.check().status, 200, "just started");
+        h.started_ms -= 5_000;
+        let r = h.check();
+        assert_eq!(r.status, 503, "{}", text(&r));
+        assert!(text(&r).contains("has not answered"), "{}", text(&r));
+        p.source_ok();
+        assert_eq!(h.check().status, 200);
+    }
+}

@@ -1,0 +1,356 @@
+//! `GET /metrics`: the node's counters in the Prometheus text format
+//! (version 0.0.4), written by hand.
+//!
+//! The per-request counters live in [`Metrics`], owned by the routes on the
+//! server's one loop thread: plain integers in fixed arrays indexed by method
+//! and outcome, so counting a request costs a few additions, no lock, no
+//! allocation. The sync counters ([`Progress`]), the transport's ([`Stats`])
+//! and the ledger's size on disk are read when `/metrics` is scraped.
+
+use std::io::Write;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+use crate::ledger::Ledger;
+use crate::rpc::{CallOutcome, Tally, METHOD_NAMES};
+use crate::server::Stats;
+use crate::sync::progress::Progress;
+
+/// Method label of a name that is not one of ours (client strings are never
+/// used as labels: a label per typo would grow without bound).
+const UNKNOWN: usize = METHOD_NAMES.len();
+/// Method label of a request object (or body) that was not a valid request.
+const INVALID: usize = METHOD_NAMES.len() + 1;
+const METHOD_LABELS: usize = METHOD_NAMES.len() + 2;
+
+/// Outcome labels: `ok`, `notification`, then JSON-RPC error codes.
+const OUTCOMES: [&str; 11] = [
+    "ok",
+    "notification",
+    "-32700",
+    "-32600",
+    "-32601",
+    "-32602",
+    "-32603",
+    "-32001",
+    "-32010",
+    "-32007",
+    "other_error",
+];
+
+fn outcome_index(outcome: CallOutcome) -> usize {
+    match outcome {
+        CallOutcome::Ok => 0,
+        CallOutcome::Notification => 1,
+        CallOutcome::Error(code) => match code {
+            -32700 => 2,
+            -32600 => 3,
+            -32601 => 4,
+            -32602 => 5,
+            -32603 => 6,
+            -32001 => 7,
+            -32010 => 8,
+            -32007 => 9,
+            _ => 10,
+        },
+    }
+}
+
+fn method_index(method: Option<&str>) -> usize {
+    match method {
+        None => INVALID,
+        Some(m) => METHOD_NAMES
+            .iter()
+            .position(|known| *known == m)
+            .unwrap_or(UNKNOWN),
+    }
+}
+
+/// Upper bounds of the latency histogram's buckets, in microseconds.
+const BUCKETS_US: [u64; 12] = [
+    50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 100_000, 250_000, 1_000_000,
+];
+
+/// Which kind of HTTP request was answered (the `route` label).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    Rpc,
+    Health,
+    Metrics,
+    Preflight,
+    /// Anything else: 405, 404, 413.
+    Other,
+}
+
+const ROUTES: [&str; 5] = ["rpc", "health", "metrics", "preflight", "other"];
+
+/// The loop thread's own counters.
+#[derive(Debug, Clone)]
+pub struct Metrics {
+    calls: [[u64; OUTCOMES.len()]; METHOD_LABELS],
+    http: [u64; ROUTES.len()],
+    /// Count per bucket (not cumulative; summed when written), the last one is +Inf.
+    latency: [u64; BUCKETS_US.len() + 1],
+    latency_sum_us: u64,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            calls: [[0; OUTCOMES.len()]; METHOD_LABELS],
+            http: [0; ROUTES.len()],
+            latency: [0; BUCKETS_US.len() + 1],
+            latency_sum_us: 0,
+        }
+    }
+}
+
+impl Tally for Metrics {
+    #[inline]
+    fn call(&mut self, method: Option<&str>, outcome: CallOutcome) {
+        self.calls[method_index(method)][outcome_index(outcome)] += 1;
+    }
+}
+
+impl Metrics {
+    /// Counts one answered HTTP request of `route` that took `took` to handle.
+    #[inline]
+    pub fn request(&mut self, route: Route, took: Duration) {
+        self.http[route as usize] += 1;
+        if route == Route::Rpc {
+            let us = took.as_micros().min(u64::MAX as u128) as u64;
+            let bucket = BUCKETS_US
+                .iter()
+                .position(|&b| us <= b)
+                .unwrap_or(BUCKETS_US.len());
+            self.latency[bucket] += 1;
+            self.latency_sum_us = self.latency_sum_us.saturating_add(us);
+        }
+    }
+
+    /// JSON-RPC request objects answered so far for `method` (a name of
+    /// [`METHOD_NAMES`]) with `outcome`.
+    pub fn calls(&self, method: &str, outcome: CallOutcome) -> u64 {
+        self.calls[method_index(Some(method))][outcome_index(outcome)]
+    }
+
+    /// Writes every metric in the Prometheus text format.
+    pub fn render(&self, progress: &Progress, stats: Option<&Stats>, ledger: &Ledger) -> Vec<u8> {
+        let mut out = Vec::with_capacity(8 * 1024);
+        // Writes into a Vec cannot fail.
+        let _ = self.write(&mut out, progress, stats, ledger);
+        out
+    }
+
+    fn write(
+        &self,
+        out: &mut Vec<u8>,
+        progress: &Progress,
+        stats: Option<&Stats>,
+        ledger: &Ledger,
+    ) -> std::io::Result<()> {
+        header(
+            out,
+            "ledgerd_rpc_requests_total",
+            "counter",
+            "JSON-RPC request objects answered (each element of a batch counts), by method and outcome (ok, notification, or the error code)",
+        )?;
+        for (m, row) in self.calls.iter().enumerate() {
+            let method = match m {
+                UNKNOWN => "unknown",
+                INVALID => "invalid_request",
+                _ => METHOD_NAMES[m],
+            };
+            for (o, &n) in row.iter().enumerate() {
+                if n > 0 {
+                    writeln!(
+                        out,
+                        "ledgerd_rpc_requests_total{{method=\"{method}\",outcome=\"{}\"}} {n}",
+                        OUTCOMES[o]
+                    )?;
+                }
+            }
+        }
+
+        header(
+            out,
+            "ledgerd_http_requests_total",
+            "counter",
+            "HTTP requests answered, by route",
+        )?;
+        for (r, n) in self.http.iter().enumerate() {
+            writeln!(
+                out,
+                "ledgerd_http_requests_total{{route=\"{}\"}} {n}",
+                ROUTES[r]
+            )?;
+        }
+
+        header(
+            out,
+            "ledgerd_rpc_request_duration_seconds",
+            "histogram",
+            "Time to answer one JSON-RPC HTTP request on the server loop (parse, ledger reads, writing the JSON), not counting the socket write",
+        )?;
+        let mut cumulative = 0;
+        for (i, bound) in BUCKETS_US.iter().enumerate() {
+            cumulative += self.latency[i];
+            writeln!(
+                out,
+                "ledgerd_rpc_request_duration_seconds_bucket{{le=\"{}\"}} {cumulative}",
+                seconds(*bound)
+            )?;
+        }
+        cumulative += self.latency[BUCKETS_US.len()];
+        writeln!(
+            out,
+            "ledgerd_rpc_request_duration_seconds_bucket{{le=\"+Inf\"}} {cumulative}"
+        )?;
+        writeln!(
+            out,
+            "ledgerd_rpc_request_duration_seconds_sum {}",
+            seconds(self.latency_sum_us)
+        )?;
+        writeln!(
+            out,
+            "ledgerd_rpc_request_duration_seconds_count {cumulative}"
+        )?;
+
+        let gauge = |out: &mut Vec<u8>, name: &str, help: &str, v: u64| -> std::io::Result<()> {
+            header(out, name, "gauge", help)?;
+            writeln!(out, "{name} {v}")
+        };
+        let counter = |out: &mut Vec<u8>, name: &str, help: &str, v: u64| -> std::io::Result<()> {
+            header(out, name, "counter", help)?;
+            writeln!(out, "{name} {v}")
+        };
+        header(
+            out,
+            "ledgerd_sync_head",
+            "gauge",
+            "Sync heads: the ledger's (synced) and the chain source's (source), for L2 blocks and L1 DA slots",
+        )?;
+        for (layer, kind, v) in [
+            ("l2", "synced", progress.l2_synced.load(Relaxed)),
+            ("l2", "source", progress.l2_source_head.load(Relaxed)),
+            ("l1", "synced", progress.l1_synced.load(Relaxed)),
+            ("l1", "source", progress.l1_source_head.load(Relaxed)),
+        ] {
+            writeln!(
+                out,
+                "ledgerd_sync_head{{layer=\"{layer}\",head=\"{kind}\"}} {v}"
+            )?;
+        }
+        gauge(
+            out,
+            "ledgerd_sync_source_reachable",
+            "1 while the last request to the chain source succeeded",
+            u64::from(progress.source_reachable.load(Relaxed)),
+        )?;
+        gauge(
+            out,
+            "ledgerd_sync_last_block_timestamp_seconds",
+            "Unix time the last new block was stored (0: none since start)",
+            progress.last_block_unix_ms.load(Relaxed) / 1000,
+        )?;
+        counter(
+            out,
+            "ledgerd_sync_blocks_verified_total",
+            "L2 blocks verified and stored since start",
+            progress.blocks_verified.load(Relaxed),
+        )?;
+        counter(
+            out,
+            "ledgerd_sync_upstream_errors_total",
+            "Requests to the chain source that failed since start",
+            progress.upstream_errors.load(Relaxed),
+        )?;
+        header(
+            out,
+            "ledgerd_sync_verification_failures_total",
+            "counter",
+            "What the source sent that failed verification, by the check that failed",
+        )?;
+        let f = &progress.failures;
+        for (check, v) in [
+            ("prev_hash", &f.prev_hash),
+            ("hash", &f.hash),
+            ("signature", &f.signature),
+            ("pub_key", &f.pub_key),
+            ("merkle_root", &f.merkle_root),
+            ("proof", &f.proof),
+            ("other", &f.other),
+        ] {
+            writeln!(
+                out,
+                "ledgerd_sync_verification_failures_total{{check=\"{check}\"}} {}",
+                v.load(Relaxed)
+            )?;
+        }
+        gauge(
+            out,
+            "ledgerd_ledger_size_bytes",
+            "Size of the LMDB data file (data.mdb) on disk",
+            ledger.disk_size(),
+        )?;
+        if let Some(stats) = stats {
+            gauge(
+                out,
+                "ledgerd_http_open_connections",
+                "Open client connections (counted at most 500 ms ago)",
+                stats.open_connections.load(Relaxed) as u64,
+            )?;
+            counter(
+                out,
+                "ledgerd_http_requests_received_total",
+                "HTTP requests received by the transport, including rejected ones",
+                stats.requests.load(Relaxed),
+            )?;
+        }
+        Ok(())
+    }
+}
+
+fn header(out: &mut Vec<u8>, name: &str, kind: &str, help: &str) -> std::io::Result<()> {
+    writeln!(out, "# HELP {name} {help}")?;
+    writeln!(out, "# TYPE {name} {kind}")
+}
+
+/// Microseconds as a decimal number of seconds.
+fn seconds(us: u64) -> String {
+    let s = format!("{}.{:06}", us / 1_000_000, us % 1_000_000);
+    let s = s.trim_end_matches('0');
+    s.strip_suffix('.').unwrap_or(s).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_are_written_without_trailing_zeros() {
+        assert_eq!(seconds(50), "0.00005");
+        assert_eq!(seconds(1_000_000), "1");
+        assert_eq!(seconds(2_500), "0.0025");
+        assert_eq!(seconds(0), "0");
+    }
+
+    #[test]
+    fn unknown_names_share_one_label_and_latency_falls_in_its_bucket() {
+        let mut m = Metrics::default();
+        m.call(Some("ledger_nope"), CallOutcome::Error(-32601));
+        m.call(Some("something_else"), CallOutcome::Error(-32601));
+        m.call(Some("svc_syncStatus"), CallOutcome::Ok);
+        m.call(None, CallOutcome::Error(-32700));
+        assert_eq!(m.calls[UNKNOWN][4], 2);
+        assert_eq!(m.calls("svc_syncStatus", CallOutcome::Ok), 1);
+        assert_eq!(m.calls[INVALID][2], 1);
+        m.request(Route::Rpc, Duration::from_micros(300));
+        m.request(Route::Rpc, Duration::from_secs(5));
+        m.request(Route::Health, Duration::from_secs(5));
+        assert_eq!(m.latency[3], 1, "300 us is in the 500 us bucket");
+        assert_eq!(m.latency[BUCKETS_US.len()], 1, "5 s is only in +Inf");
+        assert_eq!(m.latency.iter().sum::<u64>(), 2, "health is not timed");
+        assert_eq!(m.http, [2, 1, 0, 0, 0]);
+    }
+}

@@ -1,0 +1,242 @@
+//! CORS in a real browser: headless Chromium loads a page from a second
+//! origin (a tiny HTTP server in this test, on another port) whose script
+//! calls the node with `fetch` (a JSON POST, so the browser sends a
+//! preflight first) and writes the answer into the DOM; `--dump-dom` prints
+//! the DOM after the script ran.
+//!
+//! Needs Debian's `chromium` (`.ci/install` installs it). Where it is
+//! missing, each test says so on stderr and passes without running.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ledgerd::devnet::DevnetConfig;
+use ledgerd::Node;
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+fn chromium() -> Option<&'static str> {
+    if Path::new(CHROMIUM).exists() {
+        Some(CHROMIUM)
+    } else {
+        eprintln!(
+            "SKIPPED: {CHROMIUM} is not installed, so the browser CORS test cannot run \
+             (apt-get install chromium; .ci/install does)"
+        );
+        None
+    }
+}
+
+/// Serves one HTML page on 127.0.0.1 (another origin than the node) until dropped.
+struct PageServer {
+    addr: SocketAddr,
+    html: Arc<Mutex<String>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl PageServer {
+    fn start() -> PageServer {
+        let html = Arc::new(Mutex::new(String::new()));
+        let page = html.clone();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = stop.clone();
+        let thread = std::thread::spawn(move || {
+            while !stop2.load(Ordering::Relaxed) {
+                let (stream, _) = match listener.accept() {
+                    Ok(c) => c,
+                    Err(_) => {
+                        std::thread::sleep(Duration::from_millis(10));
+                        continue;
+                    }
+                };
+                let _ = stream.set_nonblocking(false);
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut reader = BufReader::new(stream);
+                let mut first = String::new();
+                let _ = reader.read_line(&mut first);
+                loop {
+                    let mut line = String::new();
+                    match reader.read_line(&mut line) {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) if line == "\r\n" => break,
+                        Ok(_) => {}
+                    }
+                }
+                let (status, body) = if first.starts_with("GET / ") {
+                    ("200 OK", page.lock().unwrap().clone())
+                } else {
+                    ("404 Not Found", String::new())
+                };
+                let mut stream = reader.into_inner();
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        PageServer {
+            addr,
+            html,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl PageServer {
+    fn origin(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    fn serve(&self, html: String) {
+        *self.html.lock().unwrap() = html;
+    }
+}
+
+impl Drop for PageServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A page whose script POSTs one JSON-RPC call to `node_url` and writes
+/// `ANSWER <body>` or `FAILED <error>` into `#out`.
+fn page(node_url: &str) -> String {
+    format!(
+        r#"<!doctype html>
+<html><head><title>explorer</title></head><body>
+<pre id="out">PENDING</pre>
+<script>
+fetch("{node_url}/", {{
+  method: "POST",
+  headers: {{ "Content-Type": "application/json" }},
+  body: JSON.stringify({{ jsonrpc: "2.0", id: 7, method: "ledger_getHeadSoftConfirmationHeight", params: [] }})
+}})
+  .then(r => r.text())
+  .then(t => {{ document.getElementById("out").textContent = "ANSWER " + t; }})
+  .catch(e => {{ document.getElementById("out").textContent = "FAILED " + e; }});
+</script>
+</body></html>"#
+    )
+}
+
+/// Loads `url` in headless Chromium and returns the DOM after its scripts ran.
+fn dump_dom(chromium: &str, url: &str) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let mut child = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            "--virtual-time-budget=10000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(["--dump-dom", url])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start chromium");
+    // Bounded: a hung browser fails the test instead of hanging it.
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("chromium did not finish within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn dev_node(dir: &Path, cors_origin: Option<&str>) -> Node {
+    let mut b = Node::builder()
+        .data_dir(dir)
+        .dev(DevnetConfig {
+            prefill: 20,
+            block_ms: 0,
+            ..DevnetConfig::default()
+        })
+        .bind("127.0.0.1:0");
+    if let Some(origin) = cors_origin {
+        b = b.cors_origin(origin);
+    }
+    b.start().unwrap()
+}
+
+fn preflights(node: &Node) -> u64 {
+    let mut s = std::net::TcpStream::connect(node.local_addr()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    let _ = std::io::Read::read_to_string(&mut s, &mut text);
+    text.lines()
+        .find_map(|l| l.strip_prefix("ledgerd_http_requests_total{route=\"preflight\"} "))
+        .and_then(|v| v.parse().ok())
+        .expect("the preflight counter")
+}
+
+#[test]
+fn a_page_on_another_origin_reads_the_nodes_answer_with_fetch() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let node = dev_node(dir.path(), None);
+    let site = PageServer::start();
+    site.serve(page(&node.url()));
+    let dom = dump_dom(chromium, &format!("{}/", site.origin()));
+    assert!(
+        dom.contains(r#"<pre id="out">ANSWER {"jsonrpc":"2.0","id":7,"result":20}</pre>"#),
+        "the DOM should show the node's answer:\n{dom}"
+    );
+    assert!(preflights(&node) >= 1, "the browser sent a preflight");
+}
+
+#[test]
+fn cors_origin_lets_only_that_origin_read_answers() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let site = PageServer::start();
+
+    // The node allows some other origin: the browser refuses the answer.
+    let node = dev_node(dir.path(), Some("https://explorer.example"));
+    site.serve(page(&node.url()));
+    let dom = dump_dom(chromium, &format!("{}/", site.origin()));
+    assert!(
+        dom.contains(r#"<pre id="out">FAILED TypeError"#),
+        "fetch from a page on another origin must fail:\n{dom}"
+    );
+    assert!(!dom.contains(r#"<pre id="out">ANSWER"#), "{dom}");
+    node.shutdown();
+
+    // The node allows exactly the page's origin: the page reads the answer.
+    let node = dev_node(dir.path(), Some(&site.origin()));
+    site.serve(page(&node.url()));
+    let dom = dump_dom(chromium, &format!("{}/", site.origin()));
+    assert!(
+        dom.contains(r#"<pre id="out">ANSWER {"jsonrpc":"2.0","id":7,"result":20}</pre>"#),
+        "the allowed origin reads the answer:\n{dom}"
+    );
+}

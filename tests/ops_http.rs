@@ -1,0 +1,559 @@
+//! What operators and test harnesses rely on, over real HTTP on 127.0.0.1:
+//! `GET /health` (200, and 503 when sync stalls), `GET /metrics`, CORS
+//! headers and preflight, and embedding a node in-process.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ledgerd::config::Config;
+use ledgerd::devnet::DevnetConfig;
+use ledgerd::ledger::{Ledger, LedgerRead, OpenOptions};
+use ledgerd::Node;
+
+/// One HTTP answer.
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Sends one request on a new connection and reads the answer (by Content-Length).
+fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Answer {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut rq = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\n");
+    for (n, v) in headers {
+        rq.push_str(&format!("{n}: {v}\r\n"));
+    }
+    if !body.is_empty() || method == "POST" {
+        rq.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    rq.push_str("\r\n");
+    rq.push_str(body);
+    s.write_all(rq.as_bytes()).expect("send");
+    let mut r = BufReader::new(s);
+    let mut line = String::new();
+    r.read_line(&mut line).expect("status line");
+    let status: u16 = line
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("bad status line {line:?}"));
+    let mut headers = Vec::new();
+    loop {
+        let mut h = String::new();
+        r.read_line(&mut h).expect("header");
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        let (n, v) = h.split_once(':').expect("header shape");
+        headers.push((n.trim().to_string(), v.trim().to_string()));
+    }
+    let len: usize = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+        .map(|(_, v)| v.parse().unwrap())
+        .unwrap_or(0);
+    let mut body = vec![0; if method == "HEAD" { 0 } else { len }];
+    r.read_exact(&mut body).expect("body");
+    Answer {
+        status,
+        headers,
+        body: String::from_utf8(body).expect("utf-8"),
+    }
+}
+
+fn rpc(addr: SocketAddr, body: &str) -> Answer {
+    http(addr, "POST", "/", &[], body)
+}
+
+fn call(method: &str, params: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{params}}}"#)
+}
+
+fn dev(prefill: u64, block_ms: u64) -> DevnetConfig {
+    DevnetConfig {
+        prefill,
+        block_ms,
+        ..DevnetConfig::default()
+    }
+}
+
+fn dev_node(dir: &std::path::Path, prefill: u64, block_ms: u64) -> Node {
+    Node::builder()
+        .data_dir(dir)
+        .dev(dev(prefill, block_ms))
+        .bind("127.0.0.1:0")
+        .start()
+        .expect("node starts")
+}
+
+/// Polls `/health` until it answers `status`, at most `limit`.
+fn wait_health(addr: SocketAddr, status: u16, limit: Duration) -> Answer {
+    let start = Instant::now();
+    loop {
+        let a = http(addr, "GET", "/health", &[], "");
+        if a.status == status || start.elapsed() > limit {
+            return a;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A port on 127.0.0.1 where nothing listens (just freed).
+fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// The value of one metric line (`name{labels}`) in a /metrics answer.
+fn metric(text: &str, series: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+        .parse()
+        .unwrap_or_else(|_| panic!("{series} is not a whole number"))
+}
+
+// ---- /health ----
+
+#[test]
+fn health_is_200_with_heads_while_a_devnet_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = dev_node(dir.path(), 30, 0);
+    let a = http(node.local_addr(), "GET", "/health", &[], "");
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.header("content-type"), Some("application/json"));
+    let v: serde_json::Value = serde_json::from_str(&a.body).unwrap();
+    assert_eq!(v["status"], "ok");
+    assert_eq!(v["l2Head"], 30);
+    assert_eq!(v["source"], "devnet");
+    assert_eq!(v["syncing"], false);
+    assert!(v["l1Scanned"].as_u64().unwrap() > 0, "{v}");
+    assert!(v["secondsSinceLastBlock"].as_f64().is_some(), "{v}");
+    // HEAD answers the same status without a body.
+    let head = http(node.local_addr(), "HEAD", "/health", &[], "");
+    assert_eq!(head.status, 200);
+}
+
+#[test]
+fn no_new_blocks_is_not_a_stall_with_dev_block_ms_0_or_without_a_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::builder()
+        .data_dir(dir.path())
+        .dev(dev(12, 0))
+        .health_max_lag(Duration::from_secs(1))
+        .bind("127.0.0.1:0")
+        .start()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1600));
+    let a = http(node.local_addr(), "GET", "/health", &[], "");
+    assert_eq!(a.status, 200, "a quiet devnet is healthy: {}", a.body);
+    node.shutdown();
+
+    // The stored ledger, served with no chain source at all.
+    let node = Node::builder()
+        .data_dir(dir.path())
+        .health_max_lag(Duration::from_secs(1))
+        .bind("127.0.0.1:0")
+        .start()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1600));
+    let a = http(node.local_addr(), "GET", "/health", &[], "");
+    assert_eq!(a.status, 200, "{}", a.body);
+    let v: serde_json::Value = serde_json::from_str(&a.body).unwrap();
+    assert_eq!(v["source"], "none");
+    assert_eq!(v["l2Head"], 12);
+    assert_eq!(v["sourceReachable"], serde_json::Value::Null);
+}
+
+#[test]
+fn health_is_503_while_the_upstream_is_down_longer_than_the_limit_and_200_once_it_is_back() {
+    let port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let follower = Node::builder()
+        .data_dir(dir.path())
+        .upstream(&format!("http://127.0.0.1:{port}"))
+        .health_max_lag(Duration::from_secs(2))
+        .bind("127.0.0.1:0")
+        .start()
+        .unwrap();
+    let addr = follower.local_addr();
+    let first = http(addr, "GET", "/health", &[], "");
+    assert_eq!(first.status, 200, "within the limit: {}", first.body);
+
+    let a = wait_health(addr, 503, Duration::from_secs(10));
+    assert_eq!(a.status, 503, "{}", a.body);
+    let v: serde_json::Value = serde_json::from_str(&a.body).unwrap();
+    assert_eq!(v["status"], "unhealthy");
+    assert_eq!(v["sourceReachable"], false);
+    assert!(
+        v["problem"].as_str().unwrap().contains("has not answered"),
+        "{v}"
+    );
+    let m = http(addr, "GET", "/metrics", &[], "").body;
+    assert!(metric(&m, "ledgerd_sync_upstream_errors_total") >= 1);
+    assert_eq!(metric(&m, "ledgerd_sync_source_reachable"), 0);
+
+    // The upstream comes up on that port: the follower syncs and is healthy again.
+    let up_dir = tempfile::tempdir().unwrap();
+    let upstream = Node::builder()
+        .data_dir(up_dir.path())
+        .dev(dev(25, 0))
+        .bind(&format!("127.0.0.1:{port}"))
+        .start()
+        .expect("the upstream takes the freed port");
+    let a = wait_health(addr, 200, Duration::from_secs(15));
+    assert_eq!(a.status, 200, "{}", a.body);
+    let v: serde_json::Value = serde_json::from_str(&a.body).unwrap();
+    assert_eq!(v["sourceReachable"], true);
+    drop(upstream);
+}
+
+#[test]
+fn health_is_503_when_every_block_fails_verification_and_metrics_count_the_check() {
+    let up_dir = tempfile::tempdir().unwrap();
+    let upstream = dev_node(up_dir.path(), 20, 0);
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        data_dir: dir.path().to_path_buf(),
+        upstream: Some(upstream.url()),
+        // Not the devnet's sequencer: every block is refused.
+        sequencer_pubkey: Some([7; 32]),
+        health_max_lag: Duration::from_secs(1),
+        bind: "127.0.0.1:0".into(),
+        ..Config::default()
+    };
+    let follower = Node::builder().config(config).start().unwrap();
+    let addr = follower.local_addr();
+    let a = wait_health(addr, 503, Duration::from_secs(10));
+    assert_eq!(a.status, 503, "{}", a.body);
+    let v: serde_json::Value = serde_json::from_str(&a.body).unwrap();
+    assert_eq!(v["sourceReachable"], true);
+    assert_eq!(v["syncing"], true);
+    assert_eq!(v["l2Head"], 0);
+    assert_eq!(v["l2SourceHead"], 20);
+    assert!(v["problem"].as_str().unwrap().contains("stalled"), "{v}");
+    let m = http(addr, "GET", "/metrics", &[], "").body;
+    assert!(
+        metric(
+            &m,
+            "ledgerd_sync_verification_failures_total{check=\"pub_key\"}"
+        ) >= 1,
+        "{m}"
+    );
+    assert_eq!(metric(&m, "ledgerd_sync_blocks_verified_total"), 0);
+}
+
+// ---- /metrics ----
+
+#[test]
+fn metrics_count_each_call_of_a_batch_by_method_and_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = dev_node(dir.path(), 40, 0);
+    let addr = node.local_addr();
+    let before = http(addr, "GET", "/metrics", &[], "");
+    assert_eq!(before.status, 200);
+    assert!(before
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/plain; version=0.0.4"));
+    let b = &before.body;
+    let head_ok =
+        "ledgerd_rpc_requests_total{method=\"ledger_getHeadSoftConfirmationHeight\",outcome=\"ok\"}";
+    assert!(!b.contains(head_ok), "no calls yet: {b}");
+    assert_eq!(metric(b, "ledgerd_rpc_request_duration_seconds_count"), 0);
+    assert_eq!(
+        metric(b, "ledgerd_sync_head{layer=\"l2\",head=\"synced\"}"),
+        40
+    );
+    assert_eq!(metric(b, "ledgerd_sync_blocks_verified_total"), 40);
+    assert!(metric(b, "ledgerd_ledger_size_bytes") > 0);
+
+    let batch = format!(
+        "[{},{},{}]",
+        call("ledger_getHeadSoftConfirmationHeight", "[]"),
+        call("ledger_getHeadSoftConfirmationHeight", "[]"),
+        call("ledger_getSoftConfirmationRange", "[5,1]")
+    );
+    assert_eq!(rpc(addr, &batch).status, 200);
+    rpc(addr, &call("ledger_nope", "[]"));
+    rpc(addr, "{not json");
+
+    // Hold one connection open so the tracker counts it.
+    let mut held = TcpStream::connect(addr).unwrap();
+    held.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let after = http(addr, "GET", "/metrics", &[], "").body;
+    assert_eq!(metric(&after, head_ok), 2, "{after}");
+    assert_eq!(
+        metric(
+            &after,
+            "ledgerd_rpc_requests_total{method=\"ledger_getSoftConfirmationRange\",outcome=\"-32001\"}"
+        ),
+        1
+    );
+    assert_eq!(
+        metric(
+            &after,
+            "ledgerd_rpc_requests_total{method=\"unknown\",outcome=\"-32601\"}"
+        ),
+        1
+    );
+    assert_eq!(
+        metric(
+            &after,
+            "ledgerd_rpc_requests_total{method=\"invalid_request\",outcome=\"-32700\"}"
+        ),
+        1
+    );
+    // Three HTTP requests were timed, each in some bucket.
+    assert_eq!(
+        metric(&after, "ledgerd_rpc_request_duration_seconds_count"),
+        3
+    );
+    assert_eq!(
+        metric(
+            &after,
+            "ledgerd_rpc_request_duration_seconds_bucket{le=\"+Inf\"}"
+        ),
+        3
+    );
+    assert_eq!(
+        metric(&after, "ledgerd_http_requests_total{route=\"metrics\"}"),
+        2
+    );
+    assert_eq!(
+        metric(&after, "ledgerd_http_requests_total{route=\"health\"}"),
+        1
+    );
+    assert!(
+        metric(&after, "ledgerd_http_open_connections") >= 1,
+        "{after}"
+    );
+    drop(held);
+}
+
+// ---- CORS ----
+
+#[test]
+fn preflight_is_204_with_the_allowed_methods_headers_and_max_age() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = dev_node(dir.path(), 3, 0);
+    let a = http(
+        node.local_addr(),
+        "OPTIONS",
+        "/",
+        &[
+            ("Origin", "http://explorer.test"),
+            ("Access-Control-Request-Method", "POST"),
+            ("Access-Control-Request-Headers", "content-type"),
+        ],
+        "",
+    );
+    assert_eq!(a.status, 204);
+    assert_eq!(a.header("access-control-allow-origin"), Some("*"));
+    assert!(a
+        .header("access-control-allow-methods")
+        .unwrap()
+        .contains("POST"));
+    assert!(a
+        .header("access-control-allow-headers")
+        .unwrap()
+        .to_ascii_lowercase()
+        .contains("content-type"));
+    assert_eq!(a.header("access-control-max-age"), Some("86400"));
+    assert!(a.body.is_empty());
+}
+
+#[test]
+fn every_answer_allows_any_origin_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = dev_node(dir.path(), 3, 0);
+    let addr = node.local_addr();
+    let origin = [("Origin", "http://explorer.test")];
+    let a = http(
+        addr,
+        "POST",
+        "/",
+        &origin,
+        &call("ledger_getHeadSoftConfirmationHeight", "[]"),
+    );
+    assert_eq!(a.header("access-control-allow-origin"), Some("*"));
+    assert_eq!(a.body, r#"{"jsonrpc":"2.0","id":1,"result":3}"#);
+    for path in ["/health", "/metrics", "/nope"] {
+        let a = http(addr, "GET", path, &origin, "");
+        assert_eq!(a.header("access-control-allow-origin"), Some("*"), "{path}");
+    }
+}
+
+#[test]
+fn cors_origin_echoes_only_that_origin() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::builder()
+        .data_dir(dir.path())
+        .dev(dev(3, 0))
+        .cors_origin("https://explorer.example")
+        .bind("127.0.0.1:0")
+        .start()
+        .unwrap();
+    let addr = node.local_addr();
+    let body = call("ledger_getHeadSoftConfirmationHeight", "[]");
+    let a = http(
+        addr,
+        "POST",
+        "/",
+        &[("Origin", "https://explorer.example")],
+        &body,
+    );
+    assert_eq!(
+        a.header("access-control-allow-origin"),
+        Some("https://explorer.example")
+    );
+    assert_eq!(a.header("vary"), Some("Origin"));
+    let a = http(
+        addr,
+        "POST",
+        "/",
+        &[("Origin", "https://evil.example")],
+        &body,
+    );
+    assert_eq!(
+        a.status, 200,
+        "the answer is sent; the browser withholds it"
+    );
+    assert_eq!(a.header("access-control-allow-origin"), None);
+    let a = http(
+        addr,
+        "OPTIONS",
+        "/",
+        &[
+            ("Origin", "https://evil.example"),
+            ("Access-Control-Request-Method", "POST"),
+        ],
+        "",
+    );
+    assert_eq!(a.status, 204);
+    assert_eq!(a.header("access-control-allow-origin"), None);
+}
+
+#[test]
+fn the_binary_takes_the_ops_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ledgerd"))
+        .args(["--dev", "--dev-prefill", "5", "--dev-block-ms", "0"])
+        .args(["--health-max-lag-s", "1", "--cors-origin", "http://a.test"])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["--bind", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr: SocketAddr = line
+        .trim()
+        .strip_prefix("listening on http://")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let a = http(addr, "GET", "/health", &[("Origin", "http://a.test")], "");
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(
+        a.header("access-control-allow-origin"),
+        Some("http://a.test")
+    );
+    sigterm_and_wait(&mut child);
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_ledgerd"))
+        .args(["--cors-origin", "explorer"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--cors-origin"));
+}
+
+/// SIGTERM (by pid, through `kill`) and wait: ledgerd stops with status 0.
+fn sigterm_and_wait(child: &mut std::process::Child) {
+    let pid = child.id().to_string();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+}
+
+// ---- embedding ----
+
+#[test]
+fn an_embedded_node_answers_then_shutdown_joins_its_threads_and_frees_port_and_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::builder()
+        .data_dir(dir.path())
+        .dev(dev(50, 0))
+        .bind("127.0.0.1:0")
+        .start()
+        .unwrap();
+    let addr = node.local_addr();
+    assert_eq!(node.url(), format!("http://{addr}"));
+    let a = rpc(addr, &call("ledger_getHeadSoftConfirmationHeight", "[]"));
+    assert_eq!(a.body, r#"{"jsonrpc":"2.0","id":1,"result":50}"#);
+    // Direct reads agree with the RPC.
+    let head = node.ledger().reader().unwrap().head_height().unwrap();
+    assert_eq!(head, 50);
+
+    let ledger = Arc::downgrade(node.ledger());
+    node.shutdown();
+    assert!(
+        ledger.upgrade().is_none(),
+        "the sync thread and the server (both hold the ledger) are gone"
+    );
+    assert!(
+        TcpStream::connect(addr).is_err(),
+        "the port refuses connections after shutdown"
+    );
+    let reopened = Ledger::open(dir.path(), &OpenOptions::default()).expect("reopen");
+    assert_eq!(reopened.reader().unwrap().head_height().unwrap(), 50);
+}
+
+#[test]
+fn dropping_an_embedded_node_stops_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (addr, ledger) = {
+        let node = dev_node(dir.path(), 5, 10);
+        let a = rpc(node.local_addr(), &call("svc_syncStatus", "[]"));
+        assert!(a.body.contains("l2Status"), "{}", a.body);
+        (node.local_addr(), Arc::downgrade(node.ledger()))
+    };
+    assert!(ledger.upgrade().is_none());
+    assert!(TcpStream::connect(addr).is_err());
+    // The same data dir starts again and the chain continues.
+    let node = dev_node(dir.path(), 5, 0);
+    let head = node.ledger().reader().unwrap().head_height().unwrap();
+    assert!(head >= 5, "{head}");
+}
