@@ -382,7 +382,10 @@ fn parse_into<I: IntoIterator<Item = String>>(
                 extra.to = Some(number(&flag, &value(&flag)?)?);
                 extra.given.push(flag);
             }
-            other if !other.starts_with('-') && extra.subcommand == Some("import") => {
+            other
+                if (other == "-" || !other.starts_with('-'))
+                    && extra.subcommand == Some("import") =>
+            {
                 if extra.file.is_some() {
                     return Err(ConfigError(format!(
                         "import takes one FILE; {other:?} is a second one"

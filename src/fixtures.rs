@@ -506,12 +506,14 @@ fn put_blocks(
     for (sc, line) in blocks.iter().zip(lines) {
         match w.put_soft_confirmation(sc) {
             Ok(()) => {}
-            Err(LedgerError::AlreadyStored(h)) => return Err(FixtureError::Rejected(LineError {
-                line,
-                message: format!(
+            Err(LedgerError::AlreadyStored(h)) => {
+                return Err(FixtureError::Rejected(LineError {
+                    line,
+                    message: format!(
                     "soft confirmation {h} is already stored (in the ledger or on an earlier line)"
                 ),
-            })),
+                }))
+            }
             Err(e) => return Err(e.into()),
         }
         if last_slot != Some(sc.da_slot_height) {
