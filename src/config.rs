@@ -529,4 +529,141 @@ mod tests {
         let e = run(&["--dev", "--upstream", "http://x"]).unwrap_err();
         assert!(e.0.contains("choose one"), "{e}");
     }
+
+    fn with_file(sub: Option<&str>, text: &str, args: &[&str]) -> Result<Command, ConfigError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledgerd.conf");
+        std::fs::write(&path, text).unwrap();
+        let mut all: Vec<String> = sub.iter().map(|s| s.to_string()).collect();
+        all.push("--config".into());
+        all.push(path.display().to_string());
+        all.extend(args.iter().map(|s| s.to_string()));
+        parse(all)
+    }
+
+    fn run_with_file(text: &str, args: &[&str]) -> Result<Config, ConfigError> {
+        match with_file(None, text, args)? {
+            Command::Run(c) => Ok(*c),
+            other => panic!("expected a run, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_config_file_sets_flags_and_the_command_line_overrides_it() {
+        let text = "# ledgerd\n\nbind = 0.0.0.0:9000\nmax-range = \"7\"\ndev = true\ndev-seed=3\nreuse-port = true\n";
+        let c = run_with_file(text, &[]).unwrap();
+        assert_eq!(c.bind, "0.0.0.0:9000");
+        assert_eq!(c.max_range, 7);
+        assert_eq!(c.dev.as_ref().unwrap().seed, 3);
+        assert!(c.reuse_port);
+        let c = run_with_file(text, &["--max-range", "9", "--bind=127.0.0.1:0"]).unwrap();
+        assert_eq!((c.bind.as_str(), c.max_range), ("127.0.0.1:0", 9));
+        assert_eq!(
+            c.dev.unwrap().seed,
+            3,
+            "what the command line leaves alone stays"
+        );
+        let c = run_with_file("dev = false\n", &[]).unwrap();
+        assert!(c.dev.is_none());
+    }
+
+    #[test]
+    fn config_file_errors_name_the_file_line_and_key() {
+        let e = run_with_file("bind = 127.0.0.1:0\nmax-range = many\n", &[]).unwrap_err();
+        assert!(e.0.contains("ledgerd.conf line 2, key max-range:"), "{e}");
+        assert!(e.0.contains("non-negative whole number"), "{e}");
+        let e = run_with_file("\n\nfrobnicate = 1\n", &[]).unwrap_err();
+        assert!(e.0.contains("line 3, key frobnicate: unknown key"), "{e}");
+        let e = run_with_file("max-range 5\n", &[]).unwrap_err();
+        assert!(
+            e.0.contains("line 1: \"max-range 5\" is not `key = value`"),
+            "{e}"
+        );
+        let e = run_with_file("dev = yes\n", &[]).unwrap_err();
+        assert!(
+            e.0.contains("key dev: is a switch: write true or false"),
+            "{e}"
+        );
+        let e = run_with_file("dev-seed = 4\n", &[]).unwrap_err();
+        assert!(e.0.contains("--dev-seed only applies with --dev"), "{e}");
+        let e = parse(["--config".to_string(), "/nonexistent/ledgerd.conf".into()]).unwrap_err();
+        assert!(
+            e.0.contains("config file /nonexistent/ledgerd.conf cannot be read"),
+            "{e}"
+        );
+    }
+
+    /// A sample value for a flag in a config file.
+    fn sample(flag: &str) -> &'static str {
+        match flag {
+            "bind" => "127.0.0.1:0",
+            "data-dir" => "/tmp/x",
+            "upstream" => "http://127.0.0.1:1",
+            "sequencer-pubkey" => {
+                "92c5f7b9205a71b792b99c372c49d4d5256bb0d4a6db095520586d4330a15503"
+            }
+            f if SWITCHES.contains(&f) => "true",
+            _ => "5",
+        }
+    }
+
+    #[test]
+    fn every_flag_in_the_help_has_a_config_file_key() {
+        let mut flags: Vec<&str> = USAGE
+            .split(|c: char| c.is_whitespace() || c == ',')
+            .filter_map(|w| w.strip_prefix("--"))
+            .filter(|w| w.chars().next().is_some_and(|c| c.is_ascii_lowercase()))
+            .filter(|w| !["help", "version", "config"].contains(w))
+            .collect();
+        flags.sort_unstable();
+        flags.dedup();
+        assert!(flags.len() >= 18, "{flags:?}");
+        for flag in flags {
+            let sub = match flag {
+                "no-verify" => Some("import"),
+                "from" | "to" => Some("export"),
+                _ => None,
+            };
+            let mut text = format!("{flag} = {}\n", sample(flag));
+            if flag.starts_with("dev-") {
+                text.push_str("dev = true\n");
+            }
+            let args: &[&str] = if sub == Some("import") {
+                &["f.jsonl"]
+            } else {
+                &[]
+            };
+            let parsed = with_file(sub, &text, args);
+            assert!(parsed.is_ok(), "{flag}: {parsed:?}");
+        }
+    }
+
+    #[test]
+    fn subcommands_take_their_own_flags() {
+        let Command::Import(i) =
+            parse(["import", "-", "--no-verify", "--data-dir", "d"].map(String::from)).unwrap()
+        else {
+            panic!("not an import")
+        };
+        assert_eq!(
+            (i.file.to_str(), i.verify, i.data_dir.to_str()),
+            (Some("-"), false, Some("d"))
+        );
+        let Command::Export(x) = parse(["export", "--to", "9"].map(String::from)).unwrap() else {
+            panic!("not an export")
+        };
+        assert_eq!((x.from, x.to), (1, Some(9)));
+        let Command::Run(c) = parse(["serve-readonly", "--reuse-port"].map(String::from)).unwrap()
+        else {
+            panic!("not a run")
+        };
+        assert!(c.read_only && c.reuse_port && c.dev.is_none());
+        let e = parse(["serve", "--dev"].map(String::from)).unwrap_err();
+        assert!(e.0.contains("unknown command \"serve\""), "{e}");
+        let e = parse(["--from", "3"].map(String::from)).unwrap_err();
+        assert!(
+            e.0.contains("--from does not apply to `ledgerd run`"),
+            "{e}"
+        );
+    }
 }
