@@ -30,6 +30,10 @@ pub struct Config {
     pub health_max_lag: Duration,
     /// `--cors-origin`: the one browser origin allowed to read answers (none: any).
     pub cors_origin: Option<String>,
+    /// `serve-readonly`: open the ledger read-only and serve it, no chain source.
+    pub read_only: bool,
+    /// `--reuse-port`: SO_REUSEPORT, so several servers share one port.
+    pub reuse_port: bool,
 }
 
 impl Default for Config {
@@ -48,6 +52,8 @@ impl Default for Config {
             idle_timeout: Duration::from_secs(10),
             health_max_lag: Duration::from_secs(60),
             cors_origin: None,
+            read_only: false,
+            reuse_port: false,
         }
     }
 }
@@ -55,10 +61,51 @@ impl Default for Config {
 /// What the command line asks for.
 #[derive(Debug)]
 pub enum Command {
+    /// Run a node; `serve-readonly` is a run with `read_only` set.
     Run(Box<Config>),
+    /// `ledgerd import FILE` (`-` is stdin).
+    Import(ImportArgs),
+    /// `ledgerd export --from A --to B`.
+    Export(ExportArgs),
     Help,
     Version,
 }
+
+/// `ledgerd import FILE.jsonl [--data-dir DIR] [--no-verify]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImportArgs {
+    /// The fixture; `-` reads stdin.
+    pub file: PathBuf,
+    pub data_dir: PathBuf,
+    /// Check records by the chain rules (false with `--no-verify`).
+    pub verify: bool,
+}
+
+/// `ledgerd export [--from A] [--to B] [--data-dir DIR]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExportArgs {
+    pub data_dir: PathBuf,
+    pub from: u64,
+    /// Default: the head.
+    pub to: Option<u64>,
+}
+
+/// The subcommand and the flags only a subcommand takes.
+#[derive(Debug, Default)]
+struct Extra {
+    subcommand: Option<&'static str>,
+    file: Option<PathBuf>,
+    no_verify: bool,
+    from: Option<u64>,
+    to: Option<u64>,
+    /// Which flags were given (for "only applies to" errors).
+    given: Vec<String>,
+}
+
+const SUBCOMMANDS: [&str; 4] = ["run", "serve-readonly", "import", "export"];
+
+/// Config-file keys that are switches (`key = true|false`); every other key takes a value.
+const SWITCHES: [&str; 3] = ["dev", "no-verify", "reuse-port"];
 
 /// A command line that cannot be run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,7 +123,12 @@ pub const USAGE: &str = "\
 ledgerd: a ledger JSON-RPC full node for a Bitcoin ZK rollup
 
 USAGE:
-    ledgerd [OPTIONS]
+    ledgerd [run] [OPTIONS]                           run a node (the default)
+    ledgerd serve-readonly --data-dir DIR [OPTIONS]   serve a ledger another ledgerd writes
+    ledgerd import FILE.jsonl [--data-dir DIR] [--no-verify]
+                                                      load a fixture (`-` reads stdin)
+    ledgerd export [--from A] [--to B] [--data-dir DIR]
+                                                      write heights A..=B as a fixture to stdout
 
 CHAIN SOURCE (one of):
     --dev                     run the embedded devnet (a simulated sequencer and DA chain)
@@ -100,6 +152,15 @@ SERVER:
     --max-body BYTES          largest request body [default: 10485760]
     --max-connections N       open connections at once; more get 503 [default: 100]
     --idle-timeout-ms MS      close a connection idle this long [default: 10000]
+    --reuse-port              set SO_REUSEPORT: several servers may bind one port
+
+FIXTURES:
+    --no-verify               import: store records without the chain-rule checks
+    --from A, --to B          export: the heights to write [default: 1 to the head]
+
+    --config FILE             read flags from FILE: `key = value` lines, one per flag
+                              (the flag without `--`; switches take true/false);
+                              flags on the command line override the file
 
 OPERATIONS:
     --health-max-lag-s S      GET /health answers 503 once sync has stalled this long [default: 60]
@@ -151,12 +212,135 @@ fn cors_origin(value: &str) -> Result<Option<String>, ConfigError> {
     }
 }
 
-/// Parses the arguments after the program name.
+/// What the flags have set so far (the config file's, then the command line's).
+#[derive(Default)]
+struct State {
+    config: Config,
+    dev: DevnetConfig,
+    dev_on: bool,
+    dev_flags: Vec<String>,
+    extra: Extra,
+}
+
+/// Parses the arguments after the program name: an optional subcommand,
+/// then flags; `--config FILE` is read first, and the command line
+/// overrides it.
 pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, ConfigError> {
-    let mut config = Config::default();
-    let mut dev = DevnetConfig::default();
-    let mut dev_on = false;
-    let mut dev_flags = Vec::new();
+    let mut args: Vec<String> = args.into_iter().collect();
+    let mut state = State::default();
+    if let Some(first) = args.first() {
+        if let Some(sub) = SUBCOMMANDS.iter().find(|s| **s == first.as_str()) {
+            state.extra.subcommand = Some(sub);
+            args.remove(0);
+        }
+    }
+    if let Some(path) = config_file_arg(&args)? {
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            ConfigError(format!(
+                "config file {} cannot be read: {e}",
+                path.display()
+            ))
+        })?;
+        apply_file(&mut state, &path, &text)?;
+    }
+    if let Some(help) = parse_into(&mut state, args)? {
+        return Ok(help);
+    }
+    finish(state)
+}
+
+/// The value of `--config` on the command line, if given.
+fn config_file_arg(args: &[String]) -> Result<Option<PathBuf>, ConfigError> {
+    let mut found = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--config" {
+            let v = it
+                .next()
+                .ok_or_else(|| ConfigError("--config needs a value".into()))?;
+            found = Some(PathBuf::from(v));
+        } else if let Some(v) = a.strip_prefix("--config=") {
+            found = Some(PathBuf::from(v));
+        }
+    }
+    Ok(found)
+}
+
+/// Applies a config file: `key = value` per line (`#` comments, blank
+/// lines; values may be in double quotes). Each key is a flag without `--`.
+fn apply_file(state: &mut State, path: &std::path::Path, text: &str) -> Result<(), ConfigError> {
+    for (i, raw) in text.lines().enumerate() {
+        let at = |key: &str, what: String| {
+            ConfigError(if key.is_empty() {
+                format!("config file {} line {}: {what}", path.display(), i + 1)
+            } else {
+                format!(
+                    "config file {} line {}, key {key}: {what}",
+                    path.display(),
+                    i + 1
+                )
+            })
+        };
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            return Err(at(
+                "",
+                format!("{line:?} is not `key = value` (keys are the flags without --, e.g. `bind = 127.0.0.1:8080`)"),
+            ));
+        };
+        let key = key.trim();
+        let value = value.trim();
+        let value = value
+            .strip_prefix('"')
+            .and_then(|v| v.strip_suffix('"'))
+            .unwrap_or(value);
+        if key == "config" || key == "help" || key == "version" || key.starts_with('-') {
+            return Err(at(
+                key,
+                "not a setting; keys are the flags without --, such as data-dir".into(),
+            ));
+        }
+        let tokens = if SWITCHES.contains(&key) {
+            match value {
+                "true" => vec![format!("--{key}")],
+                "false" => Vec::new(),
+                other => {
+                    return Err(at(
+                        key,
+                        format!("is a switch: write true or false, not {other:?}"),
+                    ))
+                }
+            }
+        } else {
+            vec![format!("--{key}={value}")]
+        };
+        parse_into(state, tokens).map_err(|e| {
+            let msg = if e.0.starts_with("unknown argument") {
+                "unknown key; keys are the flags of ledgerd --help without --".to_string()
+            } else {
+                e.0
+            };
+            at(key, msg)
+        })?;
+    }
+    Ok(())
+}
+
+/// Applies flags to `state`; `Some` for --help / --version.
+fn parse_into<I: IntoIterator<Item = String>>(
+    state: &mut State,
+    args: I,
+) -> Result<Option<Command>, ConfigError> {
+    let State {
+        config,
+        dev,
+        dev_on,
+        dev_flags,
+        extra,
+    } = state;
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -172,9 +356,9 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, ConfigE
             }
         };
         match flag.as_str() {
-            "-h" | "--help" => return Ok(Command::Help),
-            "-V" | "--version" => return Ok(Command::Version),
-            "--dev" => dev_on = true,
+            "-h" | "--help" => return Ok(Some(Command::Help)),
+            "-V" | "--version" => return Ok(Some(Command::Version)),
+            "--dev" => *dev_on = true,
             "--dev-prefill" => {
                 dev.prefill = number(&flag, &value(&flag)?)?;
                 dev_flags.push(flag);
@@ -216,12 +400,110 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, ConfigE
                 config.health_max_lag = Duration::from_secs(s);
             }
             "--cors-origin" => config.cors_origin = cors_origin(&value(&flag)?)?,
+            // Subcommands' flags (checked against the subcommand in `finish`).
+            "--config" => {
+                value(&flag)?; // read before the other flags
+            }
+            "--reuse-port" => {
+                config.reuse_port = true;
+                extra.given.push(flag);
+            }
+            "--no-verify" => {
+                extra.no_verify = true;
+                extra.given.push(flag);
+            }
+            "--from" => {
+                extra.from = Some(number(&flag, &value(&flag)?)?);
+                extra.given.push(flag);
+            }
+            "--to" => {
+                extra.to = Some(number(&flag, &value(&flag)?)?);
+                extra.given.push(flag);
+            }
+            other
+                if (other == "-" || !other.starts_with('-'))
+                    && extra.subcommand == Some("import") =>
+            {
+                if extra.file.is_some() {
+                    return Err(ConfigError(format!(
+                        "import takes one FILE; {other:?} is a second one"
+                    )));
+                }
+                extra.file = Some(PathBuf::from(other));
+            }
+            other if !other.starts_with('-') && extra.subcommand.is_none() => {
+                return Err(ConfigError(format!(
+                    "unknown command {other:?}; the commands are {}; see ledgerd --help",
+                    SUBCOMMANDS.join(", ")
+                )))
+            }
             other => {
                 return Err(ConfigError(format!(
                     "unknown argument {other:?}; see ledgerd --help"
                 )))
             }
         }
+    }
+    Ok(None)
+}
+
+/// Checks the flags against each other and the subcommand.
+fn finish(state: State) -> Result<Command, ConfigError> {
+    let State {
+        mut config,
+        dev,
+        dev_on,
+        dev_flags,
+        extra,
+    } = state;
+    let sub = extra.subcommand.unwrap_or("run");
+    let allowed: &[&str] = match sub {
+        "import" => &["--no-verify"],
+        "export" => &["--from", "--to"],
+        _ => &["--reuse-port"],
+    };
+    if let Some(flag) = extra.given.iter().find(|f| !allowed.contains(&f.as_str())) {
+        return Err(ConfigError(format!(
+            "{flag} does not apply to `ledgerd {sub}`; see ledgerd --help"
+        )));
+    }
+    match sub {
+        "import" => {
+            let file = extra.file.ok_or_else(|| {
+                ConfigError(
+                    "import needs a FILE (one JSON record per line; `-` reads stdin)".into(),
+                )
+            })?;
+            return Ok(Command::Import(ImportArgs {
+                file,
+                data_dir: config.data_dir,
+                verify: !extra.no_verify,
+            }));
+        }
+        "export" => {
+            let from = extra.from.unwrap_or(1);
+            if let Some(to) = extra.to {
+                if from > to {
+                    return Err(ConfigError(format!(
+                        "--from {from} is above --to {to}: export takes heights from A up to B"
+                    )));
+                }
+            }
+            return Ok(Command::Export(ExportArgs {
+                data_dir: config.data_dir,
+                from,
+                to: extra.to,
+            }));
+        }
+        "serve-readonly" => {
+            if dev_on || config.upstream.is_some() {
+                return Err(ConfigError(
+                    "serve-readonly has no chain source: it serves the ledger another ledgerd writes; drop --dev / --upstream".into(),
+                ));
+            }
+            config.read_only = true;
+        }
+        _ => {}
     }
     if dev_on && config.upstream.is_some() {
         return Err(ConfigError(
@@ -305,5 +587,143 @@ mod tests {
         assert!(e.0.contains("--frobnicate"), "{e}");
         let e = run(&["--dev", "--upstream", "http://x"]).unwrap_err();
         assert!(e.0.contains("choose one"), "{e}");
+    }
+
+    fn with_file(sub: Option<&str>, text: &str, args: &[&str]) -> Result<Command, ConfigError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledgerd.conf");
+        std::fs::write(&path, text).unwrap();
+        let mut all: Vec<String> = sub.iter().map(|s| s.to_string()).collect();
+        all.push("--config".into());
+        all.push(path.display().to_string());
+        all.extend(args.iter().map(|s| s.to_string()));
+        parse(all)
+    }
+
+    fn run_with_file(text: &str, args: &[&str]) -> Result<Config, ConfigError> {
+        match with_file(None, text, args)? {
+            Command::Run(c) => Ok(*c),
+            other => panic!("expected a run, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_config_file_sets_flags_and_the_command_line_overrides_it() {
+        let text = "# ledgerd\n\nbind = 0.0.0.0:9000\nmax-range = \"7\"\ndev = true\ndev-seed=3\nreuse-port = true\n";
+        let c = run_with_file(text, &[]).unwrap();
+        assert_eq!(c.bind, "0.0.0.0:9000");
+        assert_eq!(c.max_range, 7);
+        assert_eq!(c.dev.as_ref().unwrap().seed, 3);
+        assert!(c.reuse_port);
+        let c = run_with_file(text, &["--max-range", "9", "--bind=127.0.0.1:0"]).unwrap();
+        assert_eq!((c.bind.as_str(), c.max_range), ("127.0.0.1:0", 9));
+        assert_eq!(
+            c.dev.unwrap().seed,
+            3,
+            "what the command line leaves alone stays"
+        );
+        let c = run_with_file("dev = false\n", &[]).unwrap();
+        assert!(c.dev.is_none());
+    }
+
+    #[test]
+    fn config_file_errors_name_the_file_line_and_key() {
+        let e = run_with_file("bind = 127.0.0.1:0\nmax-range = many\n", &[]).unwrap_err();
+        assert!(e.0.contains("ledgerd.conf line 2, key max-range:"), "{e}");
+        assert!(e.0.contains("non-negative whole number"), "{e}");
+        let e = run_with_file("\n\nfrobnicate = 1\n", &[]).unwrap_err();
+        assert!(e.0.contains("line 3, key frobnicate: unknown key"), "{e}");
+        let e = run_with_file("max-range 5\n", &[]).unwrap_err();
+        assert!(
+            e.0.contains("line 1: \"max-range 5\" is not `key = value`"),
+            "{e}"
+        );
+        let e = run_with_file("dev = yes\n", &[]).unwrap_err();
+        assert!(
+            e.0.contains("key dev: is a switch: write true or false"),
+            "{e}"
+        );
+        let e = run_with_file("dev-seed = 4\n", &[]).unwrap_err();
+        assert!(e.0.contains("--dev-seed only applies with --dev"), "{e}");
+        let e = parse(["--config".to_string(), "/nonexistent/ledgerd.conf".into()]).unwrap_err();
+        assert!(
+            e.0.contains("config file /nonexistent/ledgerd.conf cannot be read"),
+            "{e}"
+        );
+    }
+
+    /// A sample value for a flag in a config file.
+    fn sample(flag: &str) -> &'static str {
+        match flag {
+            "bind" => "127.0.0.1:0",
+            "data-dir" => "/tmp/x",
+            "upstream" => "http://127.0.0.1:1",
+            "sequencer-pubkey" => {
+                "92c5f7b9205a71b792b99c372c49d4d5256bb0d4a6db095520586d4330a15503"
+            }
+            "cors-origin" => "http://127.0.0.1:8080",
+            f if SWITCHES.contains(&f) => "true",
+            _ => "5",
+        }
+    }
+
+    #[test]
+    fn every_flag_in_the_help_has_a_config_file_key() {
+        let mut flags: Vec<&str> = USAGE
+            .split(|c: char| c.is_whitespace() || c == ',')
+            .filter_map(|w| w.strip_prefix("--"))
+            .filter(|w| w.chars().next().is_some_and(|c| c.is_ascii_lowercase()))
+            .filter(|w| !["help", "version", "config"].contains(w))
+            .collect();
+        flags.sort_unstable();
+        flags.dedup();
+        assert!(flags.len() >= 18, "{flags:?}");
+        for flag in flags {
+            let sub = match flag {
+                "no-verify" => Some("import"),
+                "from" | "to" => Some("export"),
+                _ => None,
+            };
+            let mut text = format!("{flag} = {}\n", sample(flag));
+            if flag.starts_with("dev-") {
+                text.push_str("dev = true\n");
+            }
+            let args: &[&str] = if sub == Some("import") {
+                &["f.jsonl"]
+            } else {
+                &[]
+            };
+            let parsed = with_file(sub, &text, args);
+            assert!(parsed.is_ok(), "{flag}: {parsed:?}");
+        }
+    }
+
+    #[test]
+    fn subcommands_take_their_own_flags() {
+        let Command::Import(i) =
+            parse(["import", "-", "--no-verify", "--data-dir", "d"].map(String::from)).unwrap()
+        else {
+            panic!("not an import")
+        };
+        assert_eq!(
+            (i.file.to_str(), i.verify, i.data_dir.to_str()),
+            (Some("-"), false, Some("d"))
+        );
+        let Command::Export(x) = parse(["export", "--to", "9"].map(String::from)).unwrap() else {
+            panic!("not an export")
+        };
+        assert_eq!((x.from, x.to), (1, Some(9)));
+        let Command::Run(c) = parse(["serve-readonly", "--reuse-port"].map(String::from)).unwrap()
+        else {
+            panic!("not a run")
+        };
+        assert!(c.read_only && c.reuse_port && c.dev.is_none());
+        let e = parse(["serve", "--dev"].map(String::from)).unwrap_err();
+        assert!(e.0.contains("unknown command \"serve\""), "{e}");
+        let e = parse(["--from", "3"].map(String::from)).unwrap_err();
+        assert!(
+            e.0.contains("--from does not apply to `ledgerd run`"),
+            "{e}"
+        );
     }
 }

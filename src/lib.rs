@@ -50,16 +50,20 @@
 //! - [`devnet`]: the embedded devnet, a chain source that makes blocks.
 //! - [`types`]: the records (soft confirmations, commitments, proofs, statuses).
 //! - [`chain`]: the contract's chain rules: hashing, signatures, Merkle roots.
+//! - [`fixtures`]: `ledgerd import` / `export`: the ledger as JSON Lines fixtures.
+//! - [`replica`]: `ledgerd serve-readonly`: following a ledger another process writes.
 //! - [`wire`]: reading the RPC's JSON shapes back into records (follower, import, tests).
 //! - [`stop`], [`signals`]: stopping cleanly on Ctrl-C and SIGTERM.
 pub mod chain;
 pub mod config;
 pub mod devnet;
+pub mod fixtures;
 pub mod health;
 pub mod json;
 pub mod ledger;
 pub mod metrics;
 pub mod node;
+pub mod replica;
 pub mod routes;
 pub mod rpc;
 pub mod server;

@@ -1,5 +1,6 @@
 //! The `ledgerd` binary: parse the command line, start a [`ledgerd::Node`],
-//! print `listening on http://HOST:PORT`, wait for Ctrl-C or SIGTERM.
+//! print `listening on http://HOST:PORT`, wait for Ctrl-C or SIGTERM; or run
+//! `import` / `export` ([`ledgerd::fixtures`]) and exit.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -29,6 +30,8 @@ fn main() -> ExitCode {
             println!("ledgerd {}", env!("CARGO_PKG_VERSION"));
             return ExitCode::SUCCESS;
         }
+        Ok(Command::Import(args)) => return import(&args),
+        Ok(Command::Export(args)) => return export(&args),
         Err(e) => {
             eprintln!("ledgerd: {e}");
             return ExitCode::from(2);
@@ -58,4 +61,74 @@ fn main() -> ExitCode {
     log::info!("stopping");
     node.shutdown();
     ExitCode::SUCCESS
+}
+
+/// `ledgerd import FILE`: all of it or nothing; exit 1 with the bad lines.
+fn import(args: &config::ImportArgs) -> ExitCode {
+    use ledgerd::fixtures::{self, ImportOptions};
+    use ledgerd::ledger::{Ledger, OpenOptions};
+    let name = args.file.display().to_string();
+    let input: Box<dyn std::io::BufRead> = if name == "-" {
+        Box::new(std::io::stdin().lock())
+    } else {
+        match std::fs::File::open(&args.file) {
+            Ok(f) => Box::new(std::io::BufReader::new(f)),
+            Err(e) => {
+                eprintln!("ledgerd import: cannot open {name}: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    };
+    let ledger = match Ledger::open(&args.data_dir, &OpenOptions::default()) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("ledgerd import: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let options = ImportOptions {
+        verify: args.verify,
+    };
+    match fixtures::import(&ledger, input, options) {
+        Ok(report) => {
+            println!("{report} in {}", args.data_dir.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ledgerd import: {name}: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `ledgerd export`: the fixture on stdout, from one read snapshot.
+fn export(args: &config::ExportArgs) -> ExitCode {
+    use ledgerd::ledger::{Ledger, OpenOptions};
+    let open = OpenOptions {
+        read_only: true,
+        ..OpenOptions::default()
+    };
+    let ledger = match Ledger::open(&args.data_dir, &open) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("ledgerd export: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    match ledgerd::fixtures::export(&ledger, args.from, args.to, &mut out) {
+        Ok(r) => {
+            log::info!(
+                "exported heights {}..={}: {} records",
+                r.from,
+                r.to,
+                r.records
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ledgerd export: {e}");
+            ExitCode::from(1)
+        }
+    }
 }

@@ -141,11 +141,25 @@ impl Node {
     }
 
     fn start(config: Config, stop: Arc<Stop>) -> Result<Node, NodeError> {
-        let ledger = Arc::new(Ledger::open(&config.data_dir, &OpenOptions::default())?);
+        let open = OpenOptions {
+            read_only: config.read_only,
+            ..OpenOptions::default()
+        };
+        let ledger = Arc::new(Ledger::open(&config.data_dir, &open)?);
         let progress = Arc::new(Progress::default());
         let mut threads = Vec::new();
 
-        if let Some(dev) = &config.dev {
+        if config.read_only {
+            // serve-readonly: no chain source; follow what another process writes.
+            crate::replica::refresh(&ledger, &progress)?;
+            let (l, p, s) = (ledger.clone(), progress.clone(), stop.clone());
+            threads.push(
+                std::thread::Builder::new()
+                    .name("replica".into())
+                    .spawn(move || crate::replica::follow(l, p, s, crate::replica::POLL))
+                    .map_err(NodeError::Thread)?,
+            );
+        } else if let Some(dev) = &config.dev {
             let devnet = Devnet::open(dev.clone(), ledger.clone())?;
             let sync_config = SyncConfig {
                 chunk: 2000,
@@ -206,6 +220,7 @@ impl Node {
             max_body: config.max_body,
             max_connections: config.max_connections,
             idle_timeout: config.idle_timeout,
+            reuse_port: config.reuse_port,
             ..ServerConfig::default()
         };
         let server = match Server::bind(&config.bind, server_config) {

@@ -26,6 +26,7 @@
 
 pub mod codec;
 pub mod tables;
+pub mod walk;
 
 use std::fmt;
 use std::fs;

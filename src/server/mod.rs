@@ -58,6 +58,9 @@ pub struct ServerConfig {
     pub write_timeout: Duration,
     /// After this many requests a keep-alive connection is closed (default 1000).
     pub max_requests_per_connection: u32,
+    /// Set SO_REUSEPORT before binding, so several processes share one port
+    /// and the kernel spreads connections over them (default false).
+    pub reuse_port: bool,
 }
 
 impl Default for ServerConfig {
@@ -69,6 +72,7 @@ impl Default for ServerConfig {
             body_timeout: Duration::from_secs(5),
             write_timeout: Duration::from_secs(10),
             max_requests_per_connection: 1000,
+            reuse_port: false,
         }
     }
 }
@@ -238,7 +242,11 @@ impl Server {
             Err(e) => log::warn!("cannot raise the open file limit: {e}"),
         }
         let addrs: Vec<SocketAddr> = addr.to_socket_addrs().map_err(listen_err)?.collect();
-        let listener = TcpListener::bind(&addrs[..]).map_err(listen_err)?;
+        let listener = if config.reuse_port {
+            socket::bind_reuse_port(&addrs).map_err(listen_err)?
+        } else {
+            TcpListener::bind(&addrs[..]).map_err(listen_err)?
+        };
         socket::configure_listener(&listener, config.idle_timeout, write::SEND_TIMEOUT)
             .map_err(listen_err)?;
         let local = listener.local_addr().map_err(listen_err)?;

@@ -68,6 +68,86 @@ pub(crate) fn configure_listener(
     Ok(())
 }
 
+/// Binds a listener with SO_REUSEADDR and SO_REUSEPORT set (the first
+/// address that binds wins), so other processes can bind the same port.
+pub(crate) fn bind_reuse_port(addrs: &[SocketAddr]) -> io::Result<TcpListener> {
+    use std::os::unix::io::FromRawFd;
+    let mut last = io::Error::new(io::ErrorKind::InvalidInput, "no address to bind");
+    for addr in addrs {
+        let (family, storage, len) = to_sockaddr(addr);
+        // SAFETY: plain socket syscalls; the fd is owned by the TcpListener
+        // built from it, or closed here on failure.
+        unsafe {
+            let fd = libc::socket(family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            if fd < 0 {
+                last = io::Error::last_os_error();
+                continue;
+            }
+            let one: libc::c_int = 1;
+            let bound = setsockopt(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, &one)
+                .and_then(|_| setsockopt(fd, libc::SOL_SOCKET, libc::SO_REUSEPORT, &one))
+                .and_then(|_| {
+                    if libc::bind(fd, &storage as *const _ as *const libc::sockaddr, len) != 0
+                        || libc::listen(fd, 1024) != 0
+                    {
+                        Err(io::Error::last_os_error())
+                    } else {
+                        Ok(())
+                    }
+                });
+            match bound {
+                Ok(()) => return Ok(TcpListener::from_raw_fd(fd)),
+                Err(e) => {
+                    libc::close(fd);
+                    last = e;
+                }
+            }
+        }
+    }
+    Err(last)
+}
+
+fn to_sockaddr(addr: &SocketAddr) -> (libc::c_int, libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: an all-zero sockaddr_storage is valid; the family-specific
+    // struct written into it fits (sockaddr_storage is the largest).
+    let mut ss: libc::sockaddr_storage = unsafe { mem::zeroed() };
+    match addr {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from(*a.ip()).to_be(),
+                },
+                sin_zero: [0; 8],
+            };
+            unsafe { std::ptr::write(&mut ss as *mut _ as *mut libc::sockaddr_in, sin) };
+            (
+                libc::AF_INET,
+                ss,
+                mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            )
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: a.scope_id(),
+            };
+            unsafe { std::ptr::write(&mut ss as *mut _ as *mut libc::sockaddr_in6, sin6) };
+            (
+                libc::AF_INET6,
+                ss,
+                mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
+            )
+        }
+    }
+}
+
 /// TCP_NODELAY only (used by the baseline example, so the comparison is fair).
 pub fn set_nodelay_on_listener(listener: &TcpListener) -> io::Result<()> {
     let one: libc::c_int = 1;

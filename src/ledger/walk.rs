@@ -1,0 +1,83 @@
+//! Whole-table walks, for `ledgerd export` (see [`crate::fixtures`]).
+//!
+//! The request path never walks a table; an export does, once per table, to
+//! find every commitment, proof and DA slot hash the ledger holds. Kept apart
+//! from the point reads in `mod.rs` so the two evolve separately.
+
+use lmdb::{Cursor, Transaction};
+
+use super::sealed::Access;
+use super::tables::{self, Commitments, DaSlots, Proofs, Table};
+use super::{codec, corrupt, lmdb_err, LedgerError, LedgerRead};
+use crate::types::{Hash, SequencerCommitment, VerifiedBatchProof};
+
+fn walk<R: Access, T: Table>(
+    r: &R,
+    mut f: impl FnMut(&[u8], &[u8]) -> Result<(), LedgerError>,
+) -> Result<(), LedgerError> {
+    let ctx = || format!("walking {}", T::NAME);
+    let mut cursor = r
+        .txn()
+        .open_ro_cursor(T::db(r.dbs()))
+        .map_err(lmdb_err(ctx))?;
+    for item in cursor.iter_start() {
+        let (k, v) = item.map_err(lmdb_err(ctx))?;
+        f(k, v)?;
+    }
+    Ok(())
+}
+
+fn u64_key<T: Table>(k: &[u8]) -> Result<u64, LedgerError> {
+    tables::decode_u64_key(k).ok_or_else(|| LedgerError::Corrupt {
+        table: T::NAME,
+        key: hex::encode(k),
+        reason: format!("key is {} bytes, not 8", k.len()),
+    })
+}
+
+/// Walks of whole tables, in key order. Implemented for every [`LedgerRead`].
+pub trait LedgerWalk: LedgerRead {
+    /// Every DA slot that holds commitments, with them, in slot order.
+    fn all_commitments(&self) -> Result<Vec<(u64, Vec<SequencerCommitment>)>, LedgerError> {
+        let mut out = Vec::new();
+        walk::<Self, Commitments>(self, |k, v| {
+            let slot = u64_key::<Commitments>(k)?;
+            let list =
+                codec::decode_commitments(v).map_err(|e| corrupt::<Commitments>(&slot, e))?;
+            out.push((slot, list));
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Every stored proof with its DA slot, in slot order.
+    fn all_proofs(&self) -> Result<Vec<(u64, VerifiedBatchProof)>, LedgerError> {
+        let mut out = Vec::new();
+        walk::<Self, Proofs>(self, |k, v| {
+            let slot = u64_key::<Proofs>(k)?;
+            let proof = codec::decode_proof(v).map_err(|e| corrupt::<Proofs>(&slot, e))?;
+            out.push((slot, proof));
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Every recorded DA slot hash as (slot number, hash), in slot order.
+    fn all_da_slots(&self) -> Result<Vec<(u64, Hash)>, LedgerError> {
+        let mut out = Vec::new();
+        walk::<Self, DaSlots>(self, |k, v| {
+            let hash: Hash = k.try_into().map_err(|_| LedgerError::Corrupt {
+                table: DaSlots::NAME,
+                key: hex::encode(k),
+                reason: format!("key is {} bytes, not 32", k.len()),
+            })?;
+            let slot = codec::decode_u64(v).map_err(|e| corrupt::<DaSlots>(&hash, e))?;
+            out.push((slot, hash));
+            Ok(())
+        })?;
+        out.sort_unstable();
+        Ok(out)
+    }
+}
+
+impl<R: LedgerRead> LedgerWalk for R {}

@@ -1,0 +1,215 @@
+//! `ledgerd serve-readonly`: a second process serving the LMDB ledger a
+//! writer is filling, never writing it; SO_REUSEPORT replicas; `--config`.
+
+mod fx_support;
+
+use std::time::{Duration, Instant};
+
+use fx_support::{call, call_raw, devnet_ledger, run, Proc};
+
+fn head(url: &str) -> u64 {
+    call(url, "ledger_getHeadSoftConfirmationHeight", "[]")
+        .as_u64()
+        .unwrap()
+}
+
+#[test]
+fn a_replica_sees_the_writers_head_move_and_answers_like_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_str().unwrap();
+    let _writer = Proc::start(&[
+        "--dev",
+        "--dev-prefill",
+        "20",
+        "--dev-block-ms",
+        "50",
+        "--bind",
+        "127.0.0.1:0",
+        "--data-dir",
+        dir,
+    ]);
+    let writer = &_writer.url;
+    let replica = Proc::start(&["serve-readonly", "--bind", "127.0.0.1:0", "--data-dir", dir]);
+    let first = head(&replica.url);
+    assert!(first >= 20, "{first}");
+    // Blocks every 50 ms: within 3 s the replica must see several more.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut now = first;
+    while now < first + 5 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        now = head(&replica.url);
+    }
+    assert!(
+        now >= first + 5,
+        "the replica's head stayed at {now} (from {first})"
+    );
+    // A stored block reads the same from both.
+    for h in [1, first, now] {
+        let q = format!("[{h}]");
+        assert_eq!(
+            call_raw(&replica.url, "ledger_getSoftConfirmationByNumber", &q),
+            call_raw(writer, "ledger_getSoftConfirmationByNumber", &q)
+        );
+    }
+    // The replica's sync status comes from the ledger (looked at every
+    // 100 ms): Synced at a stored head, reaching `now` shortly.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let status = loop {
+        let status = call(&replica.url, "svc_syncStatus", "[]");
+        let synced = status["l2Status"]["Synced"].as_u64().unwrap_or(0);
+        if synced >= now || Instant::now() > deadline {
+            break status;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let synced = status["l2Status"]["Synced"].as_u64().unwrap_or(0);
+    assert!(synced >= now, "{status}");
+    assert!(synced <= head(writer), "{status}");
+    assert!(
+        status["l1Status"]["Synced"].as_u64().unwrap_or(0) >= 1000,
+        "{status}"
+    );
+}
+
+#[test]
+fn a_replica_never_writes_the_ledger_and_stops_cleanly() {
+    let tmp = tempfile::tempdir().unwrap();
+    devnet_ledger(tmp.path(), 100);
+    let files = ["data.mdb", "lock.mdb"];
+    let read = |f: &str| std::fs::read(tmp.path().join(f)).unwrap();
+    let data_before = read(files[0]);
+    let modified = std::fs::metadata(tmp.path().join(files[0]))
+        .unwrap()
+        .modified()
+        .unwrap();
+
+    let dir = tmp.path().to_str().unwrap();
+    let mut replica = Proc::start(&["serve-readonly", "--bind", "127.0.0.1:0", "--data-dir", dir]);
+    for h in 0..=101 {
+        call_raw(
+            &replica.url,
+            "ledger_getSoftConfirmationByNumber",
+            &format!("[{h}]"),
+        );
+        call_raw(
+            &replica.url,
+            "ledger_getSoftConfirmationStatus",
+            &format!("[{h}]"),
+        );
+    }
+    assert_eq!(head(&replica.url), 100);
+    let (code, took) = replica.stop();
+    assert_eq!(code, Some(0));
+    assert!(took < Duration::from_secs(1), "stopped in {took:?}");
+
+    assert_eq!(read(files[0]), data_before, "data.mdb changed");
+    let after = std::fs::metadata(tmp.path().join(files[0]))
+        .unwrap()
+        .modified()
+        .unwrap();
+    assert_eq!(after, modified);
+}
+
+#[test]
+fn serve_readonly_refuses_a_chain_source_and_a_missing_ledger() {
+    let out = run(&["serve-readonly", "--dev"], None);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("serve-readonly has no chain source"), "{err}");
+
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("none");
+    let out = run(
+        &[
+            "serve-readonly",
+            "--bind",
+            "127.0.0.1:0",
+            "--data-dir",
+            missing.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot be opened"), "{err}");
+    assert!(
+        !missing.exists(),
+        "a read-only server does not create the data dir"
+    );
+}
+
+#[test]
+fn replicas_with_reuse_port_share_one_port() {
+    let tmp = tempfile::tempdir().unwrap();
+    devnet_ledger(tmp.path(), 30);
+    let dir = tmp.path().to_str().unwrap();
+    let args = |bind: &str| {
+        vec![
+            "serve-readonly".to_string(),
+            "--reuse-port".into(),
+            "--bind".into(),
+            bind.to_string(),
+            "--data-dir".into(),
+            dir.to_string(),
+        ]
+    };
+    let a = args("127.0.0.1:0");
+    let mut one = Proc::start(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let port = one.port();
+    let b = args(&format!("127.0.0.1:{port}"));
+    let two = Proc::start(&b.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(two.port(), port);
+    // Without --reuse-port the port is taken.
+    let out = run(
+        &[
+            "serve-readonly",
+            "--bind",
+            &format!("127.0.0.1:{port}"),
+            "--data-dir",
+            dir,
+        ],
+        None,
+    );
+    assert_ne!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("127.0.0.1"));
+    // Fresh connections spread over both; stop one and the port still answers.
+    for _ in 0..20 {
+        assert_eq!(head(&one.url), 30);
+    }
+    assert_eq!(one.stop().0, Some(0));
+    for _ in 0..20 {
+        assert_eq!(head(&two.url), 30);
+    }
+}
+
+#[test]
+fn a_config_file_sets_every_flag_and_the_command_line_overrides_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    devnet_ledger(&tmp.path().join("ledger"), 30);
+    let conf = tmp.path().join("ledgerd.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "# replica settings\ndata-dir = \"{}\"\nbind = 127.0.0.1:1\nmax-range = 5\nreuse-port = false\n",
+            tmp.path().join("ledger").display()
+        ),
+    )
+    .unwrap();
+    let conf = conf.to_str().unwrap();
+    // bind from the file would fail (port 1); the command line wins.
+    let p = Proc::start(&["serve-readonly", "--config", conf, "--bind", "127.0.0.1:0"]);
+    assert_eq!(head(&p.url), 30, "data-dir came from the file");
+    let answer = call_raw(&p.url, "ledger_getSoftConfirmationRange", "[1,6]");
+    assert!(
+        answer.contains("\"error\""),
+        "max-range 5 came from the file: {answer}"
+    );
+    assert!(!call(&p.url, "ledger_getSoftConfirmationRange", "[1,5]").is_null());
+
+    let bad = tmp.path().join("bad.conf");
+    std::fs::write(&bad, "bind = 127.0.0.1:0\nmax-batch = lots\n").unwrap();
+    let out = run(&["serve-readonly", "--config", bad.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.conf line 2, key max-batch"), "{err}");
+}
