@@ -3,6 +3,11 @@
 //! Hand-written (a dozen flags do not need a parser crate). Every flag has a
 //! default; an unknown flag or a bad value is an error that names the flag
 //! and says what it takes.
+//!
+//! An optional first word picks the command ([`Command`]): `run` (the
+//! default), `serve-readonly`, `import`, `export`. `--config FILE` reads
+//! `key = value` lines (a key per flag, the flag without `--`) before the
+//! command line, which overrides them; its errors name the file, line and key.
 
 use std::path::PathBuf;
 use std::time::Duration;
