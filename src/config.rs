@@ -3,6 +3,11 @@
 //! Hand-written (a dozen flags do not need a parser crate). Every flag has a
 //! default; an unknown flag or a bad value is an error that names the flag
 //! and says what it takes.
+//!
+//! An optional first word picks the command ([`Command`]): `run` (the
+//! default), `serve-readonly`, `import`, `export`. `--config FILE` reads
+//! `key = value` lines (a key per flag, the flag without `--`) before the
+//! command line, which overrides them; its errors name the file, line and key.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -317,6 +322,9 @@ fn apply_file(state: &mut State, path: &std::path::Path, text: &str) -> Result<(
         } else {
             vec![format!("--{key}={value}")]
         };
+        // A file may hold keys for other commands (one file for the node,
+        // its replicas and import/export): only the command line's are checked.
+        let mark = state.extra.given.len();
         parse_into(state, tokens).map_err(|e| {
             let msg = if e.0.starts_with("unknown argument") {
                 "unknown key; keys are the flags of ledgerd --help without --".to_string()
@@ -325,6 +333,7 @@ fn apply_file(state: &mut State, path: &std::path::Path, text: &str) -> Result<(
             };
             at(key, msg)
         })?;
+        state.extra.given.truncate(mark);
     }
     Ok(())
 }
@@ -624,6 +633,13 @@ mod tests {
         );
         let c = run_with_file("dev = false\n", &[]).unwrap();
         assert!(c.dev.is_none());
+        // One file for every command: keys of other commands are ignored.
+        let shared = "data-dir = /srv/l\nreuse-port = true\nno-verify = true\n";
+        assert!(!run_with_file(shared, &[]).unwrap().read_only);
+        let Ok(Command::Import(i)) = with_file(Some("import"), shared, &["f.jsonl"]) else {
+            panic!("not an import")
+        };
+        assert_eq!((i.data_dir.to_str(), i.verify), (Some("/srv/l"), false));
     }
 
     #[test]

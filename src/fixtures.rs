@@ -636,7 +636,7 @@ pub fn export(
     let to = to.unwrap_or(head).min(head);
     if from > to && head > 0 {
         return Err(FixtureError::Range(format!(
-            "--from {from} is above --to {to} (the ledger's head is {head})"
+            "nothing to export: --from {from} is above {to}, the last height asked for (the ledger's head is {head})"
         )));
     }
     let mut report = ExportReport {

@@ -69,6 +69,28 @@ fn a_replica_sees_the_writers_head_move_and_answers_like_it() {
         status["l1Status"]["Synced"].as_u64().unwrap_or(0) >= 1000,
         "{status}"
     );
+
+    // `export` also opens the ledger read-only: a snapshot taken while the
+    // writer writes imports, verified, elsewhere.
+    let snapshot = fx_support::export(tmp.path(), &[]);
+    let copy = tempfile::tempdir().unwrap();
+    let out = run(
+        &["import", "-", "--data-dir", copy.path().to_str().unwrap()],
+        Some(snapshot.as_bytes()),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    let copied: u64 = said
+        .rsplit("head is ")
+        .next()
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(copied >= now, "{said}");
 }
 
 #[test]
