@@ -8,7 +8,7 @@
 //! - the sync thread has stalled for longer than `--health-max-lag-s`:
 //!   the source has reported heads the ledger does not hold yet and no new
 //!   block or DA slot has been stored for that long, or the source has not
-//!   answered for that long.
+//!   answered (or the sync thread has not asked it anything) for that long.
 //!
 //! "No new blocks exist" is not a stall: a devnet with `--dev-block-ms 0`, a
 //! quiet upstream, or a stored ledger served without a source stay healthy.
@@ -123,6 +123,16 @@ impl Health {
                     ));
                 }
             }
+            // A live sync thread asks the source for its head at least every
+            // few seconds, or stores something: silence means it is stuck.
+            let quiet = now.saturating_sub(ok_at.max(last_progress));
+            if problem.is_none() && quiet > self.max_lag_ms {
+                problem = Some(format!(
+                    "the sync thread has neither reached the source nor stored anything for {:.1} s \
+                     (limit {lag_s} s)",
+                    quiet as f64 / 1000.0
+                ));
+            }
         }
 
         let mut body = Vec::with_capacity(320);
@@ -234,6 +244,19 @@ mod tests {
         let r = h.check();
         assert_eq!(r.status, 200, "{}", text(&r));
         assert!(text(&r).contains(r#""syncing":true"#));
+    }
+
+    #[test]
+    fn a_sync_thread_that_stopped_asking_the_source_is_a_stall() {
+        let (mut h, p, _d) = health(SourceKind::Devnet, 1000);
+        h.started_ms -= 3_600_000;
+        p.source_reachable.store(true, Relaxed);
+        p.source_ok_unix_ms.store(unix_ms() - 5_000, Relaxed);
+        let r = h.check();
+        assert_eq!(r.status, 503, "{}", text(&r));
+        assert!(text(&r).contains("neither reached"), "{}", text(&r));
+        p.source_ok();
+        assert_eq!(h.check().status, 200);
     }
 
     #[test]

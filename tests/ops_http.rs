@@ -385,6 +385,11 @@ fn preflight_is_204_with_the_allowed_methods_headers_and_max_age() {
         .to_ascii_lowercase()
         .contains("content-type"));
     assert_eq!(a.header("access-control-max-age"), Some("86400"));
+    assert_eq!(
+        a.header("content-length"),
+        None,
+        "no Content-Length on a 204"
+    );
     assert!(a.body.is_empty());
 }
 

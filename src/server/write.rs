@@ -107,13 +107,19 @@ pub(crate) fn head(
     use std::io::Write as _;
     let _ = write!(
         out,
-        "HTTP/1.1 {} {}\r\nServer: ledgerd\r\nDate: {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n",
+        "HTTP/1.1 {} {}\r\nServer: ledgerd\r\nDate: {}\r\n",
         resp.status,
         reason(resp.status),
         date,
-        resp.content_type,
-        body_len
     );
+    // RFC 9110 8.6: no Content-Length (nor a body) on 1xx and 204.
+    if resp.status >= 200 && resp.status != 204 {
+        let _ = write!(
+            out,
+            "Content-Type: {}\r\nContent-Length: {}\r\n",
+            resp.content_type, body_len
+        );
+    }
     for (name, value) in &resp.headers {
         out.extend_from_slice(name.as_bytes());
         out.extend_from_slice(b": ");
