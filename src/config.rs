@@ -25,6 +25,12 @@ pub struct Config {
     pub max_body: usize,
     pub max_connections: usize,
     pub idle_timeout: Duration,
+    /// `--body-timeout-ms`: the whole request body must arrive within this.
+    pub body_timeout: Duration,
+    /// `--write-timeout-ms`: longest time spent writing one response to a slow reader.
+    pub write_timeout: Duration,
+    /// `--max-requests-per-connection`: then the keep-alive connection is closed.
+    pub max_requests_per_connection: u32,
 }
 
 impl Default for Config {
@@ -41,6 +47,9 @@ impl Default for Config {
             max_body: 10 * 1024 * 1024,
             max_connections: 100,
             idle_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(5),
+            write_timeout: Duration::from_secs(10),
+            max_requests_per_connection: 1000,
         }
     }
 }
@@ -93,6 +102,10 @@ SERVER:
     --max-body BYTES          largest request body [default: 10485760]
     --max-connections N       open connections at once; more get 503 [default: 100]
     --idle-timeout-ms MS      close a connection idle this long [default: 10000]
+    --body-timeout-ms MS      a request body must arrive within this, else 408 [default: 5000]
+    --write-timeout-ms MS     give up writing an answer to a client that does not read [default: 10000]
+    --max-requests-per-connection N
+                              then close the keep-alive connection [default: 1000]
 
     -h, --help                print this help
     -V, --version             print the version
@@ -177,6 +190,20 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, ConfigE
             "--max-connections" => config.max_connections = number(&flag, &value(&flag)?)?,
             "--idle-timeout-ms" => {
                 config.idle_timeout = Duration::from_millis(number(&flag, &value(&flag)?)?)
+            }
+            "--body-timeout-ms" => {
+                config.body_timeout = Duration::from_millis(number(&flag, &value(&flag)?)?)
+            }
+            "--write-timeout-ms" => {
+                config.write_timeout = Duration::from_millis(number(&flag, &value(&flag)?)?)
+            }
+            "--max-requests-per-connection" => {
+                config.max_requests_per_connection = number(&flag, &value(&flag)?)?;
+                if config.max_requests_per_connection == 0 {
+                    return Err(ConfigError(
+                        "--max-requests-per-connection must be at least 1".into(),
+                    ));
+                }
             }
             other => {
                 return Err(ConfigError(format!(
