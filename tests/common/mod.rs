@@ -3,7 +3,7 @@
 //! raw HTTP/1.1 client on plain sockets (so tests can misbehave on purpose).
 #![allow(dead_code)] // each test file uses a different part
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -114,7 +114,9 @@ pub fn raise_nofile_limit() -> u64 {
         lim.rlim_cur = lim.rlim_max;
         libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
     }
-    lim.rlim_cur as u64
+    #[allow(clippy::unnecessary_cast)] // rlim_t is not u64 everywhere
+    let cur = lim.rlim_cur as u64;
+    cur
 }
 
 pub fn connect(addr: SocketAddr) -> TcpStream {
