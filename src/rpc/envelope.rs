@@ -130,13 +130,17 @@ fn invalid(id: Option<&RawValue>, data: String) -> Entry<'_> {
     }
 }
 
-/// Whether raw JSON text (already valid JSON) is a number. JSON-RPC 2.0 allows
-/// any Number as an id (fractions only "SHOULD NOT" be used), so `1.5`, `-0`
-/// and `1e3` are accepted and echoed as written.
-fn is_number(text: &str) -> bool {
+/// Whether raw JSON text (already valid JSON) is a number that a client can
+/// read back. JSON-RPC 2.0 allows any Number as an id (fractions only "SHOULD
+/// NOT" be used), so `1.5`, `-0`, `1e3` and 40-digit integers are accepted
+/// and echoed as written; a number beyond a double's range (`1e400`, found by
+/// fuzzing) is refused, since many JSON parsers, serde_json's among them,
+/// would fail on the answer.
+fn is_readable_number(text: &str) -> bool {
     text.bytes()
         .next()
         .is_some_and(|b| b == b'-' || b.is_ascii_digit())
+        && serde_json::from_str::<f64>(text).is_ok_and(f64::is_finite)
 }
 
 /// Reads one request object (or batch element).
@@ -156,11 +160,12 @@ fn entry(raw: &RawValue) -> Entry<'_> {
         None => None,
         Some(id) => {
             let text = id.get();
-            let ok = text == "null" || text.starts_with('"') || is_number(text);
+            let ok = text == "null" || text.starts_with('"') || is_readable_number(text);
             if !ok {
                 return invalid(
                     None,
-                    "`id` must be a number, a string or null (leave it out for a notification)"
+                    "`id` must be a number (within a double's range), a string or null (leave it out \
+                     for a notification)"
                         .to_string(),
                 );
             }

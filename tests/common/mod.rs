@@ -3,6 +3,8 @@
 //! raw HTTP/1.1 client on plain sockets (so tests can misbehave on purpose).
 #![allow(dead_code)] // each test file uses a different part
 
+pub mod rpc_check;
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
