@@ -253,3 +253,17 @@ pub(crate) fn close_leaked_peer(local: SocketAddr, peer: SocketAddr) -> usize {
     }
     fds.len()
 }
+
+/// SO_LINGER {on, 0} on every socket of one client: the close that follows
+/// sends a reset instead of a FIN. Returns how many fds were found.
+pub(crate) fn reset_on_close(local: SocketAddr, peer: SocketAddr) -> usize {
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    let fds = FdTable::default().fds_of(local, peer);
+    for fd in &fds {
+        let _ = setsockopt(*fd, libc::SOL_SOCKET, libc::SO_LINGER, &linger);
+    }
+    fds.len()
+}
