@@ -375,3 +375,24 @@ fn sixty_four_keep_alive_clients_through_nginx_every_one_gets_answers() {
     );
     assert_normal_request_fast(addr, PREFILL);
 }
+
+#[test]
+fn over_64_requests_at_once_from_one_address_get_503_from_nginx() {
+    let Some(f) = start(&[]) else { return };
+    // 64 requests in flight: headers sent, body still coming.
+    let mut held = Vec::new();
+    for _ in 0..64 {
+        let mut s = connect(f.addr);
+        s.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+            .unwrap();
+        held.push(s);
+    }
+    thread::sleep(Duration::from_millis(200));
+    let a = common::rpc(f.addr, common::HEAD_HEIGHT.as_bytes());
+    assert_eq!(a.status, 503, "{}", a.text());
+    assert_json_error(&a.body, -32000);
+    assert!(a.text().contains("64"), "{}", a.text());
+    drop(held);
+    thread::sleep(Duration::from_millis(100));
+    assert_normal_request_fast(f.addr, PREFILL);
+}
