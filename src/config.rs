@@ -39,6 +39,12 @@ pub struct Config {
     pub read_only: bool,
     /// `--reuse-port`: SO_REUSEPORT, so several servers share one port.
     pub reuse_port: bool,
+    /// `--body-timeout-ms`: the whole request body must arrive within this.
+    pub body_timeout: Duration,
+    /// `--write-timeout-ms`: longest time spent writing one response to a slow reader.
+    pub write_timeout: Duration,
+    /// `--max-requests-per-connection`: then the keep-alive connection is closed.
+    pub max_requests_per_connection: u32,
 }
 
 impl Default for Config {
@@ -59,6 +65,9 @@ impl Default for Config {
             cors_origin: None,
             read_only: false,
             reuse_port: false,
+            body_timeout: Duration::from_secs(5),
+            write_timeout: Duration::from_secs(10),
+            max_requests_per_connection: 1000,
         }
     }
 }
@@ -157,6 +166,10 @@ SERVER:
     --max-body BYTES          largest request body [default: 10485760]
     --max-connections N       open connections at once; more get 503 [default: 100]
     --idle-timeout-ms MS      close a connection idle this long [default: 10000]
+    --body-timeout-ms MS      a request body must arrive within this, else 408 [default: 5000]
+    --write-timeout-ms MS     give up writing an answer to a client that does not read [default: 10000]
+    --max-requests-per-connection N
+                              then close the keep-alive connection [default: 1000]
     --reuse-port              set SO_REUSEPORT: several servers may bind one port
 
 FIXTURES:
@@ -400,6 +413,20 @@ fn parse_into<I: IntoIterator<Item = String>>(
             "--max-connections" => config.max_connections = number(&flag, &value(&flag)?)?,
             "--idle-timeout-ms" => {
                 config.idle_timeout = Duration::from_millis(number(&flag, &value(&flag)?)?)
+            }
+            "--body-timeout-ms" => {
+                config.body_timeout = Duration::from_millis(number(&flag, &value(&flag)?)?)
+            }
+            "--write-timeout-ms" => {
+                config.write_timeout = Duration::from_millis(number(&flag, &value(&flag)?)?)
+            }
+            "--max-requests-per-connection" => {
+                config.max_requests_per_connection = number(&flag, &value(&flag)?)?;
+                if config.max_requests_per_connection == 0 {
+                    return Err(ConfigError(
+                        "--max-requests-per-connection must be at least 1".into(),
+                    ));
+                }
             }
             "--health-max-lag-s" => {
                 let s: u64 = number(&flag, &value(&flag)?)?;

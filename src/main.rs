@@ -16,9 +16,15 @@ fn main() -> ExitCode {
     let on_signal = stop.clone();
     ledgerd::signals::on_stop(move || on_signal.stop());
 
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
-        .target(env_logger::Target::Stderr)
-        .init();
+    let logger =
+        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
+            .target(env_logger::Target::Stderr)
+            .build();
+    let max_level = logger.filter();
+    // tiny_http logs every routine accept() timeout as an error: drop just those.
+    if log::set_boxed_logger(Box::new(ledgerd::server::QuietAcceptTimeouts::new(logger))).is_ok() {
+        log::set_max_level(max_level);
+    }
 
     let config = match config::parse(std::env::args().skip(1)) {
         Ok(Command::Run(config)) => config,

@@ -220,8 +220,10 @@ impl Node {
             max_body: config.max_body,
             max_connections: config.max_connections,
             idle_timeout: config.idle_timeout,
+            body_timeout: config.body_timeout,
+            write_timeout: config.write_timeout,
+            max_requests_per_connection: config.max_requests_per_connection,
             reuse_port: config.reuse_port,
-            ..ServerConfig::default()
         };
         let server = match Server::bind(&config.bind, server_config) {
             Ok(s) => s,

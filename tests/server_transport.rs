@@ -202,6 +202,7 @@ fn fifty_mib_body_gets_413_with_handler_body() {
         .unwrap();
     let mut w = s.try_clone().unwrap();
     let sender = thread::spawn(move || {
+        let _ = w.set_write_timeout(Some(Duration::from_secs(5)));
         let chunk = vec![b' '; 64 * 1024];
         let mut sent = 0;
         while sent < n {
@@ -216,7 +217,15 @@ fn fifty_mib_body_gets_413_with_handler_body() {
     assert!(String::from_utf8_lossy(&a.body).contains("-32007"));
     assert_normal_request_fast(srv.addr);
     drop(s);
+    // The server resets the connection once it stops reading: the sender
+    // ends with an error, long before its own write timeout.
+    let started = Instant::now();
     let _ = sender.join();
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "the sender was left hanging for {:?}",
+        started.elapsed()
+    );
     assert_normal_request_fast(srv.addr);
 }
 

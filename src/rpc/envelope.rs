@@ -9,8 +9,10 @@
 //! | an element that is not a valid request object | its own `-32600` |
 //!
 //! A request object needs `jsonrpc` = `"2.0"` and a string `method`;
-//! `params` may be left out, or be an array or an object; `id` may be an
-//! integer, a string or null and is echoed as it was written (its raw text).
+//! `params` may be left out, or be an array or an object; `id` may be a
+//! number (any: `7`, `-0`, `1.5`, `1e3`, 40 digits), a string or null and is
+//! echoed as it was written (its raw text); an object, array or boolean id
+//! is `-32600`.
 //! An invalid request is answered even without an `id` (with id null, as
 //! JSON-RPC 2.0's own examples do); a valid request without an `id` is a
 //! notification and gets no answer.
@@ -128,10 +130,17 @@ fn invalid(id: Option<&RawValue>, data: String) -> Entry<'_> {
     }
 }
 
-/// Whether raw JSON text is an integer (no fraction, no exponent).
-fn is_integer(text: &str) -> bool {
-    let digits = text.strip_prefix('-').unwrap_or(text);
-    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+/// Whether raw JSON text (already valid JSON) is a number that a client can
+/// read back. JSON-RPC 2.0 allows any Number as an id (fractions only "SHOULD
+/// NOT" be used), so `1.5`, `-0`, `1e3` and 40-digit integers are accepted
+/// and echoed as written; a number beyond a double's range (`1e400`, found by
+/// fuzzing) is refused, since many JSON parsers, serde_json's among them,
+/// would fail on the answer.
+fn is_readable_number(text: &str) -> bool {
+    text.bytes()
+        .next()
+        .is_some_and(|b| b == b'-' || b.is_ascii_digit())
+        && serde_json::from_str::<f64>(text).is_ok_and(f64::is_finite)
 }
 
 /// Reads one request object (or batch element).
@@ -151,11 +160,12 @@ fn entry(raw: &RawValue) -> Entry<'_> {
         None => None,
         Some(id) => {
             let text = id.get();
-            let ok = text == "null" || text.starts_with('"') || is_integer(text);
+            let ok = text == "null" || text.starts_with('"') || is_readable_number(text);
             if !ok {
                 return invalid(
                     None,
-                    "`id` must be an integer, a string or null (leave it out for a notification)"
+                    "`id` must be a number (within a double's range), a string or null (leave it out \
+                     for a notification)"
                         .to_string(),
                 );
             }

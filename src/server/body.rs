@@ -159,13 +159,24 @@ pub(crate) fn reject(rq: Request, r: Reject) {
         let deadline = Instant::now() + LINGER;
         let mut drained = 0;
         let mut buf = [0u8; 16 * 1024];
+        let mut still_sending = true;
         while drained < DRAIN_MAX && Instant::now() < deadline {
             match stream.read(&mut buf) {
-                Ok(0) | Err(_) => break,
+                Ok(0) | Err(_) => {
+                    still_sending = false;
+                    break;
+                }
                 Ok(n) => drained += n,
             }
         }
         if let Some(peer) = peer {
+            if still_sending {
+                // The client had LINGER to read the answer and is still
+                // sending: reset the connection on close, so it learns at
+                // once instead of stalling on a zero window until the
+                // kernel drops the orphaned socket (~60 s).
+                socket::reset_on_close(r.local, peer);
+            }
             // The rest of the drain on drop then ends at once.
             socket::shutdown_peer(r.local, peer, true, false);
         }

@@ -27,9 +27,11 @@
 //!   peers of sockets bound to our address.
 
 mod body;
+mod logging;
 mod socket;
 mod write;
 
+pub use logging::QuietAcceptTimeouts;
 pub use socket::set_nodelay_on_listener;
 
 use std::collections::HashMap;
@@ -426,8 +428,16 @@ impl Loop {
                 Got::Request(rq) => self.on_request(handler, rq),
                 Got::Wake => {}
                 Got::AcceptEnded(e) => {
-                    // SO_RCVTIMEO made accept() time out, or accept failed (e.g. no fds).
-                    log::warn!("the HTTP accept thread ended ({e}); starting a new one");
+                    // SO_RCVTIMEO made accept() time out (routine, every idle
+                    // period), or accept failed (e.g. no fds: worth a warning).
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) {
+                        log::debug!("the HTTP accept thread timed out; starting a new one");
+                    } else {
+                        log::warn!("the HTTP accept thread ended ({e}); starting a new one");
+                    }
                     let now = Instant::now();
                     match self.last_rebuild {
                         Some(t) if now.duration_since(t) < REBUILD_MIN_GAP => {

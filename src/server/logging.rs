@@ -1,0 +1,112 @@
+//! A log filter for one expected tiny_http message.
+//!
+//! The idle timeout is set as SO_RCVTIMEO on the listening socket (accepted
+//! sockets inherit it), so tiny_http's `accept()` also times out after every
+//! idle period. tiny_http then logs `Error accepting new client: Resource
+//! temporarily unavailable (os error 11)` at error level and its accept
+//! thread ends; the server's supervisor starts a new one. That is routine,
+//! so [`QuietAcceptTimeouts`] drops exactly that record (an accept that timed
+//! out); every other tiny_http record, including real accept errors such as
+//! running out of file descriptors, passes through unchanged.
+
+use std::fmt::Write;
+
+use log::{Log, Metadata, Record};
+
+/// Wraps a logger and drops tiny_http's "Error accepting new client" records
+/// whose cause is a timeout (EAGAIN / EWOULDBLOCK / ETIMEDOUT).
+pub struct QuietAcceptTimeouts<L> {
+    inner: L,
+}
+
+impl<L: Log> QuietAcceptTimeouts<L> {
+    pub fn new(inner: L) -> Self {
+        QuietAcceptTimeouts { inner }
+    }
+}
+
+/// Whether a record is tiny_http reporting an accept() that timed out.
+pub fn is_accept_timeout(record: &Record<'_>) -> bool {
+    if !record.target().starts_with("tiny_http") {
+        return false;
+    }
+    let mut text = String::new();
+    if write!(text, "{}", record.args()).is_err() {
+        return false;
+    }
+    text.starts_with("Error accepting new client")
+        && (text.contains("(os error 11)") || text.contains("(os error 110)"))
+}
+
+impl<L: Log> Log for QuietAcceptTimeouts<L> {
+    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+        self.inner.enabled(metadata)
+    }
+
+    fn log(&self, record: &Record<'_>) {
+        if self.inner.enabled(record.metadata()) && !is_accept_timeout(record) {
+            self.inner.log(record);
+        }
+    }
+
+    fn flush(&self) {
+        self.inner.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    #[derive(Default)]
+    struct Capture(Mutex<Vec<String>>);
+
+    impl Log for Capture {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn log(&self, record: &Record<'_>) {
+            if let Ok(mut lines) = self.0.lock() {
+                lines.push(format!("{} {}", record.target(), record.args()));
+            }
+        }
+        fn flush(&self) {}
+    }
+
+    fn emit(l: &impl Log, target: &str, text: &str) {
+        l.log(
+            &Record::builder()
+                .target(target)
+                .level(log::Level::Error)
+                .args(format_args!("{text}"))
+                .build(),
+        );
+    }
+
+    #[test]
+    fn drops_only_tiny_http_accept_timeouts() {
+        let quiet = QuietAcceptTimeouts::new(Capture::default());
+        emit(
+            &quiet,
+            "tiny_http",
+            "Error accepting new client: Resource temporarily unavailable (os error 11)",
+        );
+        emit(
+            &quiet,
+            "tiny_http",
+            "Error accepting new client: Too many open files (os error 24)",
+        );
+        emit(&quiet, "tiny_http", "some other tiny_http error");
+        emit(
+            &quiet,
+            "ledgerd",
+            "Error accepting new client: Resource temporarily unavailable (os error 11)",
+        );
+        let lines = quiet.inner.0.lock().unwrap().clone();
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert!(lines[0].contains("os error 24"));
+        assert!(lines[1].contains("some other"));
+        assert!(lines[2].starts_with("ledgerd "));
+    }
+}

@@ -1,0 +1,398 @@
+//! `scripts/nginx/ledgerd.conf` in front of a real ledgerd: the file as it is,
+//! with only its listen address, upstream address, pid file, logs and temp
+//! paths replaced by temporary ones, then item 2's hostile clients through it.
+//! Each ends by checking that a normal request through nginx is answered
+//! within 100 ms.
+//!
+//! nginx must be installed (`.ci/install` installs it from Debian's
+//! packages); without /usr/sbin/nginx these tests fail, unless
+//! `LEDGERD_SKIP_NGINX=1` is set.
+
+mod common;
+
+use std::io::{BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::{
+    assert_normal_request_fast, connect, nginx_path, post, raise_nofile_limit, read_answer,
+    Ledgerd, PREFILL,
+};
+use serde_json::{json, Value};
+
+const CONF: &str = include_str!("../scripts/nginx/ledgerd.conf");
+
+struct Front {
+    addr: SocketAddr,
+    node: Ledgerd,
+    nginx: Child,
+    prefix: tempfile::TempDir,
+}
+
+impl Drop for Front {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on our own child's pid. SIGTERM: nginx's fast shutdown.
+        unsafe { libc::kill(self.nginx.id() as i32, libc::SIGTERM) };
+        let end = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < end {
+            if let Ok(Some(_)) = self.nginx.try_wait() {
+                return;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.nginx.kill();
+        let _ = self.nginx.wait();
+    }
+}
+
+fn replace_once(conf: &mut String, from: &str, to: &str) {
+    assert!(
+        conf.contains(from),
+        "scripts/nginx/ledgerd.conf no longer has {from:?}: update tests/nginx_front.rs"
+    );
+    *conf = conf.replacen(from, to, 1);
+}
+
+fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    l.local_addr().expect("addr").port()
+}
+
+/// None: nginx is missing and LEDGERD_SKIP_NGINX=1 says that is fine.
+fn start(ledgerd_args: &[&str]) -> Option<Front> {
+    if !nginx_path().exists() {
+        if std::env::var("LEDGERD_SKIP_NGINX").as_deref() == Ok("1") {
+            eprintln!(
+                "skipped: no {} and LEDGERD_SKIP_NGINX=1",
+                nginx_path().display()
+            );
+            return None;
+        }
+        panic!(
+            "{} is missing: these tests run the nginx front. Install it (.ci/install, or \
+             `apt-get install nginx`), or set LEDGERD_SKIP_NGINX=1 to skip them",
+            nginx_path().display()
+        );
+    }
+    let node = Ledgerd::start(ledgerd_args);
+    let prefix = tempfile::tempdir().expect("nginx prefix");
+    let p = prefix.path().display().to_string();
+    let port = free_port();
+    let mut conf = CONF.to_string();
+    replace_once(
+        &mut conf,
+        "listen 127.0.0.1:8545;",
+        &format!("listen 127.0.0.1:{port};"),
+    );
+    replace_once(
+        &mut conf,
+        "server 127.0.0.1:12346 ",
+        &format!("server {} ", node.addr),
+    );
+    replace_once(
+        &mut conf,
+        "pid /run/nginx-ledgerd.pid;",
+        &format!("pid {p}/nginx.pid;"),
+    );
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let user = if root { "user root;\n" } else { "" };
+    replace_once(
+        &mut conf,
+        "error_log /var/log/nginx/ledgerd-error.log warn;",
+        &format!("error_log stderr warn;\ndaemon off;\n{user}"),
+    );
+    replace_once(
+        &mut conf,
+        "access_log /var/log/nginx/ledgerd-access.log;",
+        &format!(
+            "access_log off;\n    client_body_temp_path {p}/body;\n    proxy_temp_path {p}/proxy;\n    \
+             fastcgi_temp_path {p}/fastcgi;\n    uwsgi_temp_path {p}/uwsgi;\n    scgi_temp_path {p}/scgi;"
+        ),
+    );
+    let conf_path = prefix.path().join("ledgerd.conf");
+    std::fs::write(&conf_path, conf).expect("write nginx.conf");
+    let log = std::fs::File::create(prefix.path().join("nginx.stderr")).expect("log");
+    let nginx = Command::new(nginx_path())
+        .arg("-p")
+        .arg(prefix.path())
+        .arg("-c")
+        .arg(&conf_path)
+        .args(["-e", "stderr"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(log))
+        .spawn()
+        .expect("start nginx");
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+    let mut front = Front {
+        addr,
+        node,
+        nginx,
+        prefix,
+    };
+    let end = Instant::now() + Duration::from_secs(5);
+    while TcpStream::connect(addr).is_err() {
+        if Instant::now() > end || !matches!(front.nginx.try_wait(), Ok(None)) {
+            let log = std::fs::read_to_string(front.prefix.path().join("nginx.stderr"))
+                .unwrap_or_default();
+            panic!("nginx did not start on {addr}:\n{log}");
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    // Warm the upstream keep-alive connections.
+    for _ in 0..3 {
+        assert_eq!(
+            common::rpc(front.addr, common::HEAD_HEIGHT.as_bytes()).status,
+            200
+        );
+    }
+    Some(front)
+}
+
+fn assert_json_error(body: &[u8], code: i64) {
+    let v: Value = serde_json::from_slice(body)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(body)));
+    assert_eq!(v["error"]["code"], code, "{v}");
+    assert!(v["error"]["data"].is_string(), "{v}");
+}
+
+#[test]
+fn requests_pass_through_nginx_unchanged() {
+    let Some(f) = start(&[]) else { return };
+    let body = json!([
+        {"jsonrpc":"2.0","id":"a","method":"ledger_getHeadSoftConfirmationHeight"},
+        {"jsonrpc":"2.0","id":1.5,"method":"ledger_nope"}
+    ])
+    .to_string();
+    let direct = common::rpc(f.node.addr, body.as_bytes());
+    let fronted = common::rpc(f.addr, body.as_bytes());
+    assert_eq!(fronted.status, 200);
+    assert_eq!(fronted.header("Content-Type"), Some("application/json"));
+    assert_eq!(fronted.body, direct.body);
+    // A notification: 200 with an empty body through nginx too.
+    let note = br#"{"jsonrpc":"2.0","method":"svc_syncStatus"}"#;
+    let a = common::rpc(f.addr, note);
+    assert_eq!((a.status, a.body.len()), (200, 0));
+    // ledgerd's own errors pass through: GET is 405.
+    let a = common::exchange(f.addr, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(a.status, 405);
+    assert_normal_request_fast(f.addr, PREFILL);
+}
+
+#[test]
+fn a_petabyte_content_length_is_refused_by_nginx_with_413() {
+    let Some(mut f) = start(&[]) else { return };
+    let mut s = connect(f.addr);
+    s.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000000000\r\n\r\n{\"a\":")
+        .unwrap();
+    let a = read_answer(&mut BufReader::new(&mut s)).expect("413 answer");
+    assert_eq!(a.status, 413);
+    assert_json_error(&a.body, -32007);
+    assert_normal_request_fast(f.addr, PREFILL);
+    assert!(f.node.alive());
+}
+
+#[test]
+fn a_fifty_mib_body_is_refused_by_nginx_and_never_reaches_ledgerd() {
+    let Some(f) = start(&[]) else { return };
+    let anon_before = f.node.status_field("RssAnon");
+    let n = 50 * 1024 * 1024;
+    let mut s = connect(f.addr);
+    s.write_all(format!("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {n}\r\n\r\n").as_bytes())
+        .unwrap();
+    let mut w = s.try_clone().unwrap();
+    let sender = thread::spawn(move || {
+        let _ = w.set_write_timeout(Some(Duration::from_secs(3)));
+        let chunk = vec![b' '; 64 * 1024];
+        let mut sent = 0;
+        while sent < n {
+            match w.write(&chunk) {
+                Ok(k) => sent += k,
+                Err(_) => break,
+            }
+        }
+        sent
+    });
+    let a = read_answer(&mut BufReader::new(&mut s)).expect("413 answer");
+    assert_eq!(a.status, 413);
+    assert_json_error(&a.body, -32007);
+    assert_normal_request_fast(f.addr, PREFILL);
+    // nginx reads the rest of the body and discards it (lingering close);
+    // it never stores it: its body temp dir stays empty.
+    let _sent = sender.join().unwrap();
+    let stored = std::fs::read_dir(f.prefix.path().join("body"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(stored, 0, "nginx stored body files");
+    let grew = f.node.status_field("RssAnon").saturating_sub(anon_before);
+    assert!(
+        grew < 4 * 1024,
+        "ledgerd's anonymous memory grew by {grew} kB"
+    );
+    assert_normal_request_fast(f.addr, PREFILL);
+}
+
+#[test]
+fn a_slow_body_is_buffered_by_nginx_and_stalls_nobody() {
+    let Some(f) = start(&[]) else { return };
+    let mut s = connect(f.addr);
+    s.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n")
+        .unwrap();
+    for _ in 0..15 {
+        s.write_all(b" ").unwrap();
+        thread::sleep(Duration::from_millis(100));
+        assert_normal_request_fast(f.addr, PREFILL);
+    }
+}
+
+#[test]
+fn a_client_that_never_reads_the_largest_range_does_not_hold_ledgerd() {
+    let Some(f) = start(&[]) else { return };
+    let range =
+        json!({"jsonrpc":"2.0","id":1,"method":"ledger_getSoftConfirmationRange","params":[1,1000]})
+            .to_string();
+    let mut s = connect(f.addr);
+    s.write_all(&post(range.as_bytes()).repeat(30)).unwrap();
+    thread::sleep(Duration::from_millis(300));
+    for _ in 0..5 {
+        assert_normal_request_fast(f.addr, PREFILL);
+        // ledgerd itself is never kept waiting either.
+        assert_normal_request_fast(f.node.addr, PREFILL);
+        thread::sleep(Duration::from_millis(50));
+    }
+    drop(s);
+}
+
+#[test]
+fn a_hundred_thousand_deep_array_passes_through_as_a_parse_error() {
+    let Some(f) = start(&[]) else { return };
+    let a = common::rpc(f.addr, "[".repeat(100_000).as_bytes());
+    assert_eq!(a.status, 200);
+    assert_json_error(&a.body, -32700);
+    assert_normal_request_fast(f.addr, PREFILL);
+}
+
+#[test]
+fn huge_headers_are_refused_by_nginx() {
+    let Some(f) = start(&[]) else { return };
+    let addr = f.addr;
+    let long = thread::spawn(move || {
+        let mut s = connect(addr);
+        let _ = s.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nX-Long: ");
+        let chunk = vec![b'a'; 1024 * 1024];
+        for _ in 0..64 {
+            if s.write_all(&chunk).is_err() {
+                break;
+            }
+        }
+        read_answer(&mut BufReader::new(&mut s)).map(|a| (a.status, a.body))
+    });
+    let many = thread::spawn(move || {
+        let mut s = connect(addr);
+        let mut req = b"POST / HTTP/1.1\r\nHost: x\r\n".to_vec();
+        for i in 0..100_000 {
+            req.extend_from_slice(format!("X-H{i}: v\r\n").as_bytes());
+        }
+        req.extend_from_slice(b"Content-Length: 0\r\n\r\n");
+        let _ = s.write_all(&req);
+        read_answer(&mut BufReader::new(&mut s)).map(|a| (a.status, a.body))
+    });
+    while !(long.is_finished() && many.is_finished()) {
+        assert_normal_request_fast(addr, PREFILL);
+        thread::sleep(Duration::from_millis(50));
+    }
+    for (what, got) in [
+        ("64 MiB header line", long.join()),
+        ("100,000 headers", many.join()),
+    ] {
+        let (status, body) = got
+            .expect("client thread")
+            .unwrap_or_else(|e| panic!("{what}: no answer from nginx ({e})"));
+        assert_eq!(status, 400, "{what}");
+        assert_json_error(&body, -32600);
+    }
+    assert_normal_request_fast(addr, PREFILL);
+}
+
+#[test]
+fn two_thousand_idle_connections_to_nginx_do_not_block_new_requests() {
+    raise_nofile_limit();
+    let Some(f) = start(&[]) else { return };
+    let mut idle = Vec::new();
+    for _ in 0..2000 {
+        idle.push(TcpStream::connect(f.addr).expect("idle connect"));
+    }
+    thread::sleep(Duration::from_millis(300));
+    for _ in 0..3 {
+        assert_normal_request_fast(f.addr, PREFILL);
+    }
+    // None of them reached ledgerd: it is far under its 100-connection cap.
+    assert_normal_request_fast(f.node.addr, PREFILL);
+    let mut b = [0u8; 1];
+    let _ = idle[0].set_read_timeout(Some(Duration::from_millis(1)));
+    assert!(idle[0].read(&mut b).is_err(), "still open, nothing to read");
+}
+
+#[test]
+fn sixty_four_keep_alive_clients_through_nginx_every_one_gets_answers() {
+    let Some(f) = start(&[]) else { return };
+    let addr = f.addr;
+    let req = post(common::HEAD_HEIGHT.as_bytes());
+    let clients: Vec<_> = (0..64)
+        .map(|_| {
+            let req = req.clone();
+            thread::spawn(move || {
+                let end = Instant::now() + Duration::from_secs(3);
+                let mut answers = 0usize;
+                let mut s = connect(addr);
+                let mut r = BufReader::new(s.try_clone().unwrap());
+                while Instant::now() < end {
+                    if s.write_all(&req).is_err() {
+                        break;
+                    }
+                    match read_answer(&mut r) {
+                        Ok(a) if a.status == 200 => answers += 1,
+                        _ => break,
+                    }
+                }
+                answers
+            })
+        })
+        .collect();
+    let counts: Vec<usize> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+    eprintln!(
+        "through nginx, 64 clients, 3 s: min {} max {} total {}",
+        counts.iter().min().unwrap_or(&0),
+        counts.iter().max().unwrap_or(&0),
+        counts.iter().sum::<usize>()
+    );
+    assert!(
+        counts.iter().all(|&n| n >= 10),
+        "answers per client: {counts:?}"
+    );
+    assert_normal_request_fast(addr, PREFILL);
+}
+
+#[test]
+fn over_64_requests_at_once_from_one_address_get_503_from_nginx() {
+    let Some(f) = start(&[]) else { return };
+    // 64 requests in flight: headers sent, body still coming.
+    let mut held = Vec::new();
+    for _ in 0..64 {
+        let mut s = connect(f.addr);
+        s.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+            .unwrap();
+        held.push(s);
+    }
+    thread::sleep(Duration::from_millis(200));
+    let a = common::rpc(f.addr, common::HEAD_HEIGHT.as_bytes());
+    assert_eq!(a.status, 503, "{}", a.text());
+    assert_json_error(&a.body, -32000);
+    assert!(a.text().contains("64"), "{}", a.text());
+    drop(held);
+    thread::sleep(Duration::from_millis(100));
+    assert_normal_request_fast(f.addr, PREFILL);
+}
