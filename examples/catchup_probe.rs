@@ -51,7 +51,9 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 3 {
-        eprintln!("usage: catchup_probe FOLLOWER_URL UPSTREAM_URL [QUERIES_PER_SECOND] [LIMIT_SECONDS]");
+        eprintln!(
+            "usage: catchup_probe FOLLOWER_URL UPSTREAM_URL [QUERIES_PER_SECOND] [LIMIT_SECONDS]"
+        );
         std::process::exit(2);
     }
     let (follower, upstream) = (&args[1], &args[2]);
@@ -61,11 +63,16 @@ fn main() {
         .timeout_connect(Duration::from_secs(2))
         .timeout(Duration::from_secs(10))
         .build();
-    let heads = call(&agent, upstream, "ledger_getHeadSoftConfirmationHeight", json!([]))
-        .and_then(|h| {
-            let l1 = call(&agent, upstream, "ledger_getLastScannedL1Height", json!([]))?;
-            Ok((h.as_u64().unwrap_or(0), l1.as_u64().unwrap_or(0)))
-        });
+    let heads = call(
+        &agent,
+        upstream,
+        "ledger_getHeadSoftConfirmationHeight",
+        json!([]),
+    )
+    .and_then(|h| {
+        let l1 = call(&agent, upstream, "ledger_getLastScannedL1Height", json!([]))?;
+        Ok((h.as_u64().unwrap_or(0), l1.as_u64().unwrap_or(0)))
+    });
     let (l2_head, l1_head) = match heads {
         Ok(h) => h,
         Err(e) => {
@@ -82,17 +89,27 @@ fn main() {
     let mut first: Option<(Instant, u64)> = None;
     let mut synced = 0;
     let mut done = false;
+    let mut l2_done: Option<Instant> = None;
+    let mut failures: Vec<String> = Vec::new();
     let mut i = 0u64;
     while start.elapsed() < limit {
         let (method, params) = match i % 3 {
+            // Until a block is stored, only the sync status has an answer.
+            _ if synced == 0 => ("svc_syncStatus", json!([])),
             0 => ("svc_syncStatus", json!([])),
             1 => {
                 rng ^= rng << 13;
                 rng ^= rng >> 7;
                 rng ^= rng << 17;
-                ("ledger_getSoftConfirmationByNumber", json!([1 + rng % synced.max(1)]))
+                (
+                    "ledger_getSoftConfirmationByNumber",
+                    json!([1 + rng % synced.max(1)]),
+                )
             }
-            _ => ("ledger_getSoftConfirmationStatus", json!([1 + rng % synced.max(1)])),
+            _ => (
+                "ledger_getSoftConfirmationStatus",
+                json!([1 + rng % synced.max(1)]),
+            ),
         };
         i += 1;
         let asked = Instant::now();
@@ -103,13 +120,21 @@ fn main() {
                     let (s, d) = progress(&v, l2_head, l1_head);
                     synced = s;
                     first.get_or_insert((asked, s));
+                    if s == l2_head && l2_done.is_none() {
+                        l2_done = Some(asked);
+                    }
                     if d {
                         done = true;
                         break;
                     }
                 }
             }
-            Err(_) => errors += 1,
+            Err(e) => {
+                errors += 1;
+                if failures.len() < 3 {
+                    failures.push(e);
+                }
+            }
         }
         if let Some(rest) = gap.checked_sub(asked.elapsed()) {
             std::thread::sleep(rest);
@@ -125,10 +150,16 @@ fn main() {
                 "caught up: L2 {s0} -> {l2_head} and L1 to slot {l1_head} in {secs:.2} s = {:.0} blocks/s",
                 (l2_head - s0) as f64 / secs
             );
+            if let Some(t) = l2_done {
+                let l2_secs = (t - t0).as_secs_f64();
+                println!(
+                    "  of which L2 {l2_secs:.2} s ({:.0} blocks/s), then the rest of the DA slots {:.2} s",
+                    (l2_head - s0) as f64 / l2_secs,
+                    (end - t).as_secs_f64()
+                );
+            }
         }
-        _ => println!(
-            "NOT caught up within {limit:?}: L2 at {synced} of {l2_head}"
-        ),
+        _ => println!("NOT caught up within {limit:?}: L2 at {synced} of {l2_head}"),
     }
     println!(
         "queries during catch-up: {} answered ({} failed) at ~{rate}/s: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
@@ -138,6 +169,9 @@ fn main() {
         ms(percentile(&latencies, 0.99)),
         ms(percentile(&latencies, 1.0)),
     );
+    for e in &failures {
+        println!("  a failed query: {e}");
+    }
     if !done {
         std::process::exit(1);
     }

@@ -5,6 +5,8 @@
 //! through typed serde structs, not `serde_json::Value`, so that `l1FeeRate`
 //! keeps all 128 bits.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 
 use crate::types::{Hash, ProofOutput, SequencerCommitment, SoftConfirmation, VerifiedBatchProof};
@@ -27,47 +29,111 @@ impl From<serde_json::Error> for WireError {
     }
 }
 
+/// The value of one hex digit, or `None`.
+fn nibble(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        b'A'..=b'F' => Some(c - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Decodes hex digit pairs into `out` (as long as `digits` is twice `out`).
+fn decode_into(field: &str, digits: &[u8], out: &mut [u8]) -> Result<(), WireError> {
+    for (i, (pair, byte)) in digits.chunks_exact(2).zip(out.iter_mut()).enumerate() {
+        match (nibble(pair[0]), nibble(pair[1])) {
+            (Some(hi), Some(lo)) => *byte = hi << 4 | lo,
+            _ => {
+                let at = if nibble(pair[0]).is_none() {
+                    2 * i
+                } else {
+                    2 * i + 1
+                };
+                return Err(WireError(format!(
+                    "{field} is not hex: {:?} at position {at}",
+                    digits[at] as char
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn strip(s: &str) -> &[u8] {
+    s.strip_prefix("0x").unwrap_or(s).as_bytes()
+}
+
 fn hex_bytes(field: &str, s: &str) -> Result<Vec<u8>, WireError> {
-    let digits = s.strip_prefix("0x").unwrap_or(s);
-    hex::decode(digits).map_err(|e| WireError(format!("{field} is not hex: {e}")))
+    let digits = strip(s);
+    if digits.len() % 2 != 0 {
+        return Err(WireError(format!(
+            "{field} is not hex: it has an odd number of digits ({})",
+            digits.len()
+        )));
+    }
+    let mut out = vec![0u8; digits.len() / 2];
+    decode_into(field, digits, &mut out)?;
+    Ok(out)
 }
 
 fn hex_array<const N: usize>(field: &str, s: &str) -> Result<[u8; N], WireError> {
-    let bytes = hex_bytes(field, s)?;
-    let len = bytes.len();
-    bytes
-        .try_into()
-        .map_err(|_| WireError(format!("{field} must be {N} bytes, got {len}")))
+    let digits = strip(s);
+    if digits.len() != 2 * N {
+        if digits.len() % 2 != 0 {
+            return Err(WireError(format!(
+                "{field} is not hex: it has an odd number of digits ({})",
+                digits.len()
+            )));
+        }
+        return Err(WireError(format!(
+            "{field} must be {N} bytes, got {}",
+            digits.len() / 2
+        )));
+    }
+    let mut out = [0u8; N];
+    decode_into(field, digits, &mut out)?;
+    Ok(out)
 }
 
-fn hex_list(field: &str, items: &[String]) -> Result<Vec<Vec<u8>>, WireError> {
+fn hex_list(field: &str, items: &[Cow<'_, str>]) -> Result<Vec<Vec<u8>>, WireError> {
     items.iter().map(|s| hex_bytes(field, s)).collect()
 }
 
+/// A soft confirmation as the JSON has it. The strings borrow from the
+/// answer's text (hex never needs escapes), so reading a block allocates
+/// only its decoded bytes.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct WireSoftConfirmation {
+struct WireSoftConfirmation<'a> {
     l2_height: u64,
     da_slot_height: u64,
-    da_slot_hash: String,
-    da_slot_txs_commitment: String,
-    hash: String,
-    prev_hash: String,
-    #[serde(default)]
-    txs: Vec<String>,
-    state_root: String,
-    soft_confirmation_signature: String,
-    pub_key: String,
-    #[serde(default)]
-    deposit_data: Vec<String>,
+    #[serde(borrow)]
+    da_slot_hash: Cow<'a, str>,
+    #[serde(borrow)]
+    da_slot_txs_commitment: Cow<'a, str>,
+    #[serde(borrow)]
+    hash: Cow<'a, str>,
+    #[serde(borrow)]
+    prev_hash: Cow<'a, str>,
+    #[serde(default, borrow)]
+    txs: Vec<Cow<'a, str>>,
+    #[serde(borrow)]
+    state_root: Cow<'a, str>,
+    #[serde(borrow)]
+    soft_confirmation_signature: Cow<'a, str>,
+    #[serde(borrow)]
+    pub_key: Cow<'a, str>,
+    #[serde(default, borrow)]
+    deposit_data: Vec<Cow<'a, str>>,
     l1_fee_rate: u128,
     timestamp: u64,
 }
 
-impl TryFrom<WireSoftConfirmation> for SoftConfirmation {
+impl TryFrom<WireSoftConfirmation<'_>> for SoftConfirmation {
     type Error = WireError;
 
-    fn try_from(w: WireSoftConfirmation) -> Result<Self, WireError> {
+    fn try_from(w: WireSoftConfirmation<'_>) -> Result<Self, WireError> {
         Ok(SoftConfirmation {
             l2_height: w.l2_height,
             da_slot_height: w.da_slot_height,
