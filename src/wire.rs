@@ -66,7 +66,7 @@ fn strip(s: &str) -> &[u8] {
 
 fn hex_bytes(field: &str, s: &str) -> Result<Vec<u8>, WireError> {
     let digits = strip(s);
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err(WireError(format!(
             "{field} is not hex: it has an odd number of digits ({})",
             digits.len()
@@ -80,7 +80,7 @@ fn hex_bytes(field: &str, s: &str) -> Result<Vec<u8>, WireError> {
 fn hex_array<const N: usize>(field: &str, s: &str) -> Result<[u8; N], WireError> {
     let digits = strip(s);
     if digits.len() != 2 * N {
-        if digits.len() % 2 != 0 {
+        if !digits.len().is_multiple_of(2) {
             return Err(WireError(format!(
                 "{field} is not hex: it has an odd number of digits ({})",
                 digits.len()
@@ -281,4 +281,22 @@ pub fn verified_batch_proof(json: &str) -> Result<Option<VerifiedBatchProof>, Wi
 /// A hash from hex text (with or without `0x`).
 pub fn hash(field: &str, s: &str) -> Result<Hash, WireError> {
     hex_array(field, s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_reads_both_cases_with_or_without_0x_and_says_what_is_wrong() {
+        assert_eq!(hex_bytes("f", "0x00aBff").unwrap(), vec![0x00, 0xab, 0xff]);
+        assert_eq!(hex_bytes("f", "").unwrap(), Vec::<u8>::new());
+        assert_eq!(hex_array::<2>("f", "A0b1").unwrap(), [0xa0, 0xb1]);
+        let e = hex_bytes("txs", "abc").unwrap_err();
+        assert!(e.0.contains("odd number of digits"), "{e}");
+        let e = hex_bytes("txs", "0x12g4").unwrap_err();
+        assert!(e.0.contains("'g' at position 2"), "{e}");
+        let e = hex_array::<32>("hash", "00ff").unwrap_err();
+        assert_eq!(e.0, "hash must be 32 bytes, got 2");
+    }
 }
