@@ -49,10 +49,21 @@ t1=$(date +%s.%N)
 UPSTREAM=$URL
 echo "upstream: $BLOCKS blocks prefilled, listening after $(echo "$t1 - $t0" | bc) s on $UPSTREAM"
 
+# CPU seconds (user + system) a process has used so far.
+cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$1/stat"; }
+UPSTREAM_PID=${PIDS[0]}
+up_cpu0=$(cpu "$UPSTREAM_PID")
+
 start follower --upstream "$UPSTREAM" --data-dir "$WORK/follower"
 FOLLOWER=$URL
+FOLLOWER_PID=${PIDS[1]}
 "$PROBE" "$FOLLOWER" "$UPSTREAM" "$RATE" 180
 t2=$(date +%s.%N)
+f_cpu=$(cpu "$FOLLOWER_PID")
+up_cpu=$(echo "$(cpu "$UPSTREAM_PID") - $up_cpu0" | bc)
+echo "CPU used during catch-up: follower $f_cpu s, upstream $up_cpu s;" \
+  "on 2 idle cores that bounds the rate at ~$(echo "2 * $BLOCKS / ($f_cpu + $up_cpu)" | bc) blocks/s" \
+  "(load average now: $(cut -d' ' -f1 /proc/loadavg))"
 echo "wall time from follower start to both layers Synced: $(echo "$t2 - $t1" | bc) s" \
   "($(echo "$BLOCKS / ($t2 - $t1)" | bc) blocks/s, including process start)"
 echo "follower ledger on disk: $(du -sh "$WORK/follower" | cut -f1)"

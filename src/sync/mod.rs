@@ -188,6 +188,7 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
 
     /// Runs until stopped: step, sleep while caught up, back off on failure.
     pub fn run(mut self, stop: &Stop) {
+        yield_to_the_server();
         if let Err(e) = self.load_progress() {
             error!("sync cannot read the ledger: {e}");
         }
@@ -291,6 +292,7 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
         }
         let pinned = self.sequencer_key()?;
         let chunk = self.config.chunk.max(1);
+        let da_plan = self.da_plan()?;
         let Syncer {
             ledger,
             source,
@@ -309,15 +311,68 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
             commit_every: config.commit_every,
             stored_total: 0,
             txn: None,
+            da_scanned: da_plan.map(|(next, _)| next - 1),
+            da_in_txn: 0,
         };
         let ranges = ChunkRanges {
             next: below.0 + 1,
             last: head,
             chunk,
         };
-        let fetch = |source: &mut S, (from, to): (u64, u64)| source.blocks(from, to);
+        // Along with each chunk of blocks, the DA slots before the slot its
+        // last block points at (a commitment or proof on a slot covers
+        // blocks that point at earlier slots): they are scanned in the same
+        // pass, while the blocks are verified, instead of after.
+        let mut da = da_plan;
+        let slots_per_fetch = config.slots_per_fetch.max(1);
+        let fetch = move |source: &mut S, (from, to): (u64, u64)| {
+            let blocks = source.blocks(from, to)?;
+            let mut slots = Vec::new();
+            if let (Some((next, da_head)), Some(last)) = (da.as_mut(), blocks.last()) {
+                let until = (*da_head).min(last.da_slot_height.saturating_sub(1));
+                let mut give_up = false;
+                while *next <= until {
+                    let to = until.min(*next + slots_per_fetch - 1);
+                    match source.slots(*next, to) {
+                        Ok(mut got) if got.last().is_some_and(|s| s.number == to) => {
+                            *next = to + 1;
+                            slots.append(&mut got);
+                        }
+                        // Left to the DA pass, which reports what went wrong.
+                        _ => {
+                            give_up = true;
+                            break;
+                        }
+                    }
+                }
+                if give_up {
+                    da = None;
+                }
+            }
+            Ok(Fetched { blocks, slots })
+        };
         let result = fetch_ahead(source, ranges, stop, config.prefetch, fetch, &mut sink);
         result.map(|()| sink.stored_total)
+    }
+
+    /// Where DA scanning would go on: (next slot, the source's last scanned
+    /// slot); `None` when there is nothing to scan or the source cannot say
+    /// (the DA pass finds out and reports it).
+    fn da_plan(&mut self) -> Result<Option<(u64, u64)>, SyncError> {
+        let scanned = self.ledger.reader()?.last_scanned_l1()?;
+        let next = if scanned == 0 {
+            match self.source.first_slot() {
+                Ok(Some(first)) => first.max(1),
+                _ => return Ok(None),
+            }
+        } else {
+            scanned + 1
+        };
+        let Ok(da_head) = self.source.last_scanned() else {
+            return Ok(None);
+        };
+        self.progress.l1_source_head.fetch_max(da_head, Relaxed);
+        Ok((next <= da_head).then_some((next, da_head)))
     }
 
     fn sync_da(&mut self, stop: &Stop) -> Result<u64, SyncError> {
@@ -366,6 +421,23 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
     }
 }
 
+/// Lowers the calling thread's CPU priority (nice 10; the fetch and verify
+/// threads it starts inherit it), so that on a busy machine the server
+/// thread answers queries first and a catch-up only slows itself down.
+fn yield_to_the_server() {
+    // SAFETY: gettid and setpriority only read their integer arguments.
+    let result = unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, 10)
+    };
+    if result != 0 {
+        log::debug!(
+            "sync thread keeps its CPU priority: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
 /// Whether the consumer of fetched items wants more.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Flow {
@@ -408,6 +480,18 @@ impl Reach for Vec<SoftConfirmation> {
     }
 }
 
+/// A chunk of blocks, and the DA slots fetched along with it.
+struct Fetched {
+    blocks: Vec<SoftConfirmation>,
+    slots: Vec<DaSlot>,
+}
+
+impl Reach for Fetched {
+    fn reach(&self) -> Option<u64> {
+        self.blocks.reach()
+    }
+}
+
 impl Reach for Vec<DaSlot> {
     fn reach(&self) -> Option<u64> {
         self.last().map(|s| s.number)
@@ -437,13 +521,13 @@ fn fetch_ahead<S, T, F>(
     mut ranges: ChunkRanges,
     stop: &Stop,
     depth: usize,
-    fetch: F,
+    mut fetch: F,
     sink: &mut impl Sink<T>,
 ) -> Result<(), SyncError>
 where
     S: Send,
     T: Reach + Send,
-    F: Fn(&mut S, (u64, u64)) -> Result<T, SourceError> + Sync,
+    F: FnMut(&mut S, (u64, u64)) -> Result<T, SourceError> + Send,
 {
     let mut consume = |item: Result<T, SourceError>| -> Result<Flow, SyncError> {
         let item = item?;
@@ -477,7 +561,6 @@ where
     } else {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Result<T, SourceError>>(depth);
         std::thread::scope(|s| {
-            let fetch = &fetch;
             s.spawn(move || {
                 while let Some(range) = ranges.next() {
                     if stop.is_stopped() {
@@ -535,10 +618,38 @@ struct L2Sink<'a> {
     stored_total: u64,
     /// The open write transaction: blocks in it, and since when.
     txn: Option<(LedgerWriter<'a>, u64, Instant)>,
+    /// The last DA slot applied, while slots come with the blocks (`None`
+    /// once one could not be applied: the DA pass takes over from there).
+    da_scanned: Option<u64>,
+    /// DA slots in the open transaction.
+    da_in_txn: u64,
 }
 
-impl Sink<Vec<SoftConfirmation>> for L2Sink<'_> {
-    fn take(&mut self, blocks: Vec<SoftConfirmation>) -> Result<Flow, SyncError> {
+impl L2Sink<'_> {
+    /// Applies the slots that came with a chunk, in order, inside the open
+    /// transaction; stops at the first that cannot be applied yet or fails
+    /// a check (the DA pass fetches it again and reports why).
+    fn take_slots(&mut self, slots: &[DaSlot]) -> Result<(), SyncError> {
+        let (Some(scanned), Some((w, _, _))) = (self.da_scanned.as_mut(), self.txn.as_mut()) else {
+            return Ok(());
+        };
+        for slot in slots {
+            let applied = slot.number == *scanned + 1 && matches!(apply_slot(w, slot), Ok(true));
+            if !applied {
+                self.da_scanned = None;
+                return Ok(());
+            }
+            *scanned = slot.number;
+            w.set_last_scanned_l1(slot.number)?;
+            self.da_in_txn += 1;
+        }
+        Ok(())
+    }
+}
+
+impl Sink<Fetched> for L2Sink<'_> {
+    fn take(&mut self, fetched: Fetched) -> Result<Flow, SyncError> {
+        let Fetched { blocks, slots } = fetched;
         let Some(first) = blocks.first() else {
             return Ok(Flow::Stop);
         };
@@ -573,6 +684,7 @@ impl Sink<Vec<SoftConfirmation>> for L2Sink<'_> {
         if let Some(e) = failure {
             return Err(e.into());
         }
+        self.take_slots(&slots)?;
         let full = self.txn.as_ref().is_some_and(|(_, count, opened)| {
             *count >= self.commit_blocks || opened.elapsed() >= self.commit_every
         });
@@ -589,6 +701,10 @@ impl Sink<Vec<SoftConfirmation>> for L2Sink<'_> {
         w.commit()?;
         let new_head = self.below.0;
         self.progress.stored_l2(new_head, count);
+        if let (Some(scanned), true) = (self.da_scanned, self.da_in_txn > 0) {
+            self.progress.l1_synced.store(scanned, Relaxed);
+            self.da_in_txn = 0;
+        }
         self.stored_total += count;
         if new_head / 10_000 != (new_head - count) / 10_000 || new_head == self.head {
             info!("L2 synced to {new_head} of {}", self.head);
