@@ -337,6 +337,8 @@ enum Tamper {
     BlockAt(u64),
     /// Flips the first hex digit of every commitment's merkleRoot.
     MerkleRoots,
+    /// Answers every request with text that is not JSON.
+    Garbage,
 }
 
 /// A small HTTP proxy in front of an upstream: one request per connection,
@@ -462,6 +464,7 @@ fn serve(
 fn alter(answer: &str, mode: Tamper) -> Option<String> {
     match mode {
         Tamper::Nothing => None,
+        Tamper::Garbage => Some("<html>502 upstream sneezed</html>".to_string()),
         Tamper::BlockAt(h) => {
             let at = answer.find(&format!("\"l2Height\":{h},"))?;
             let field = "\"timestamp\":";
@@ -701,4 +704,34 @@ fn a_commitment_with_an_altered_merkle_root_finalizes_nothing_until_it_is_answer
     let f = view(&follower.url);
     assert_same_view(&f, &u);
     assert!(f.statuses.contains(&json!("Finalized")) && f.statuses.contains(&json!("Proven")));
+}
+
+#[test]
+fn a_follower_answered_garbage_keeps_serving_logs_it_once_and_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (up_dir, f_dir) = (dir.path().join("up"), dir.path().join("f"));
+    let upstream = Ledgerd::devnet(&up_dir, 300, "127.0.0.1:0");
+    let proxy = Proxy::start(&upstream.url);
+    let follower = Ledgerd::follower(&f_dir, &proxy.url, 100, "follower.log");
+    wait_converged(&follower.url, &upstream.url);
+    let before = view(&follower.url);
+    proxy.set(Tamper::Garbage);
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(1200) {
+        assert_eq!(head(&follower.url), 300);
+        thread::sleep(Duration::from_millis(50));
+    }
+    assert!(proxy.altered.load(Ordering::SeqCst) >= 3, "several retries");
+    let log = follower.log_text();
+    assert_eq!(
+        log.matches("not JSON-RPC").count(),
+        1,
+        "garbage is logged once, not once per try:\n{log}"
+    );
+    assert_eq!(view(&follower.url), before);
+    proxy.set(Tamper::Nothing);
+    wait_until("sync resumes", Duration::from_secs(10), || {
+        follower.log_text().contains("sync resumed")
+    });
+    assert_same_view(&view(&follower.url), &view(&upstream.url));
 }
