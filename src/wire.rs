@@ -29,35 +29,42 @@ impl From<serde_json::Error> for WireError {
     }
 }
 
-/// The value of one hex digit, or `None`.
-fn nibble(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        b'A'..=b'F' => Some(c - b'A' + 10),
-        _ => None,
+/// Hex digit values by byte; 0xff for a byte that is not a hex digit.
+static HEX_VALUE: [u8; 256] = {
+    let mut table = [0xffu8; 256];
+    let mut i = 0;
+    while i < 10 {
+        table[b'0' as usize + i] = i as u8;
+        i += 1;
     }
-}
+    let mut i = 0;
+    while i < 6 {
+        table[b'a' as usize + i] = 10 + i as u8;
+        table[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    table
+};
 
 /// Decodes hex digit pairs into `out` (as long as `digits` is twice `out`).
 fn decode_into(field: &str, digits: &[u8], out: &mut [u8]) -> Result<(), WireError> {
-    for (i, (pair, byte)) in digits.chunks_exact(2).zip(out.iter_mut()).enumerate() {
-        match (nibble(pair[0]), nibble(pair[1])) {
-            (Some(hi), Some(lo)) => *byte = hi << 4 | lo,
-            _ => {
-                let at = if nibble(pair[0]).is_none() {
-                    2 * i
-                } else {
-                    2 * i + 1
-                };
-                return Err(WireError(format!(
-                    "{field} is not hex: {:?} at position {at}",
-                    digits[at] as char
-                )));
-            }
-        }
+    let mut bad = 0u8;
+    for (pair, byte) in digits.chunks_exact(2).zip(out.iter_mut()) {
+        let (hi, lo) = (HEX_VALUE[pair[0] as usize], HEX_VALUE[pair[1] as usize]);
+        bad |= hi | lo;
+        *byte = hi << 4 | (lo & 0x0f);
     }
-    Ok(())
+    if bad & 0xf0 == 0 {
+        return Ok(());
+    }
+    let at = digits
+        .iter()
+        .position(|&c| HEX_VALUE[c as usize] == 0xff)
+        .unwrap_or(0);
+    Err(WireError(format!(
+        "{field} is not hex: {:?} at position {at}",
+        digits[at] as char
+    )))
 }
 
 fn strip(s: &str) -> &[u8] {
