@@ -66,6 +66,10 @@ impl Ledgerd {
 
     /// A devnet upstream with `prefill` blocks and no new ones.
     fn devnet(dir: &Path, prefill: u64, bind: &str) -> Ledgerd {
+        Ledgerd::devnet_with(dir, prefill, bind, &[])
+    }
+
+    fn devnet_with(dir: &Path, prefill: u64, bind: &str, extra: &[&str]) -> Ledgerd {
         let args = [
             "--dev",
             "--dev-prefill",
@@ -74,9 +78,10 @@ impl Ledgerd {
             "0",
             "--bind",
             bind,
-            "--data-dir",
         ]
         .iter()
+        .chain(extra)
+        .chain(&["--data-dir"])
         .map(|s| s.to_string())
         .chain([dir.join("ledger").display().to_string()])
         .collect::<Vec<_>>();
@@ -211,7 +216,8 @@ fn view(url: &str) -> View {
     let mut blocks = Vec::new();
     let mut from = 1;
     while from <= head {
-        let to = head.min(from + 499);
+        // 25: under any --max-range a test gives an upstream.
+        let to = head.min(from + 24);
         let part = rpc(url, "ledger_getSoftConfirmationRange", json!([from, to]));
         blocks.extend(part.as_array().expect("a list").iter().cloned());
         from = to + 1;
@@ -733,5 +739,22 @@ fn a_follower_answered_garbage_keeps_serving_logs_it_once_and_recovers() {
     wait_until("sync resumes", Duration::from_secs(10), || {
         follower.log_text().contains("sync resumed")
     });
+    assert_same_view(&view(&follower.url), &view(&upstream.url));
+}
+
+#[test]
+fn a_follower_shrinks_its_chunk_to_the_upstreams_range_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (up_dir, f_dir) = (dir.path().join("up"), dir.path().join("f"));
+    let upstream = Ledgerd::devnet_with(&up_dir, 400, "127.0.0.1:0", &["--max-range", "30"]);
+    let follower = Ledgerd::follower(&f_dir, &upstream.url, 100, "follower.log");
+    wait_converged(&follower.url, &upstream.url);
+    assert!(
+        follower
+            .log_text()
+            .contains("upstream serves at most 30 blocks per range"),
+        "{}",
+        follower.log_text()
+    );
     assert_same_view(&view(&follower.url), &view(&upstream.url));
 }
