@@ -240,13 +240,22 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
                 counters.other.fetch_add(1, Relaxed);
             }
         }
+        // One log line per state, not per try: a source failure's state is
+        // what went wrong without the OS detail after the first ": " (a
+        // connection reset, then refused, is one outage); a rejected
+        // record's is the whole message (the same block failing the same
+        // check).
         let text = e.to_string();
-        if self.last_failure.as_deref() != Some(text.as_str()) {
+        let state = match e {
+            SyncError::Source(s) => s.0.split(": ").next().unwrap_or_default().to_string(),
+            _ => text.clone(),
+        };
+        if self.last_failure.as_deref() != Some(state.as_str()) {
             match e {
                 SyncError::Source(_) => warn!("{text}; retrying with back-off"),
                 _ => error!("{text}; nothing of it was stored; retrying with back-off"),
             }
-            self.last_failure = Some(text);
+            self.last_failure = Some(state);
         }
     }
 
