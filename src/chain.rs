@@ -123,28 +123,97 @@ pub fn verify_signature(
 }
 
 /// Verifies many soft-confirmation signatures at once (Ed25519 batch
-/// verification, about 2.5x faster per signature than one by one). Returns
-/// the index of the first signature that fails, or `None` when all verify.
+/// verification). Returns the index of the first signature that fails, or
+/// `None` when all verify.
+///
+/// This is the batch equation of ed25519-dalek's `verify_batch`
+/// (`-(sum z_i s_i) B + sum z_i R_i + sum z_i k_i A_i = 0`, with `k_i =
+/// SHA-512(R_i || A_i || M_i)` and 128-bit weights `z_i` derived from all
+/// the signatures, so none can be chosen to cancel another), with one
+/// change: the terms of one key are summed into one (`(sum z_i k_i) A`).
+/// A sequencer signs every block with the same key, so the multiscalar
+/// multiplication has n + 2 points instead of 2n + 1, and the key is
+/// decompressed once, not n times: about half the work of the stock batch.
 pub fn first_bad_signature(items: &[(&[u8; 32], &Hash, &[u8; 64])]) -> Option<usize> {
-    let mut keys = Vec::with_capacity(items.len());
-    for (i, (pub_key, _, _)) in items.iter().enumerate() {
-        match VerifyingKey::from_bytes(pub_key) {
-            Ok(k) => keys.push(k),
-            Err(_) => return Some(i),
-        }
-    }
-    let messages: Vec<&[u8]> = items.iter().map(|(_, m, _)| m.as_slice()).collect();
-    let signatures: Vec<Signature> = items
-        .iter()
-        .map(|(_, _, s)| Signature::from_bytes(s))
-        .collect();
-    if ed25519_dalek::verify_batch(&messages, &signatures, &keys).is_ok() {
+    if items.is_empty() || batch_verifies(items) {
         return None;
     }
     // The batch failed: find the first culprit one by one.
     items
         .iter()
         .position(|(k, m, s)| verify_signature(k, m.as_slice(), s).is_err())
+}
+
+/// The batch equation over `items`; false when any item is malformed or
+/// the equation does not hold.
+fn batch_verifies(items: &[(&[u8; 32], &Hash, &[u8; 64])]) -> bool {
+    use curve25519_dalek::constants::ED25519_BASEPOINT_POINT;
+    use curve25519_dalek::edwards::{CompressedEdwardsY, EdwardsPoint};
+    use curve25519_dalek::scalar::Scalar;
+    use curve25519_dalek::traits::{IsIdentity, VartimeMultiscalarMul};
+    use sha2::Sha512;
+
+    // k_i = SHA-512(R || A || M), and a transcript of every (k_i, s_i)
+    // that seeds the weights.
+    let mut transcript = Sha512::new();
+    transcript.update(b"ledgerd ed25519 batch verification");
+    let mut hrams = Vec::with_capacity(items.len());
+    for (key, message, sig) in items {
+        let mut h = Sha512::new();
+        h.update(&sig[..32]);
+        h.update(key);
+        h.update(message);
+        let hram: [u8; 64] = h.finalize().into();
+        transcript.update(hram);
+        transcript.update(&sig[32..]);
+        hrams.push(Scalar::from_bytes_mod_order_wide(&hram));
+    }
+    let seed: [u8; 64] = transcript.finalize().into();
+
+    let mut b_coefficient = Scalar::ZERO;
+    let mut scalars = Vec::with_capacity(items.len() + 2);
+    let mut points = Vec::with_capacity(items.len() + 2);
+    // (key bytes, key point, sum of z_i k_i) per distinct key.
+    let mut keys: Vec<(&[u8; 32], EdwardsPoint, Scalar)> = Vec::new();
+    for (i, ((key, _, sig), hram)) in items.iter().zip(&hrams).enumerate() {
+        let mut r_bytes = [0u8; 32];
+        r_bytes.copy_from_slice(&sig[..32]);
+        let mut s_bytes = [0u8; 32];
+        s_bytes.copy_from_slice(&sig[32..]);
+        let Some(s) = Option::<Scalar>::from(Scalar::from_canonical_bytes(s_bytes)) else {
+            return false;
+        };
+        let Some(r) = CompressedEdwardsY(r_bytes).decompress() else {
+            return false;
+        };
+        let mut zh = Sha512::new();
+        zh.update(seed);
+        zh.update((i as u64).to_le_bytes());
+        let zd: [u8; 64] = zh.finalize().into();
+        let mut z_bytes = [0u8; 32];
+        z_bytes[..16].copy_from_slice(&zd[..16]);
+        let z = Scalar::from_bytes_mod_order(z_bytes);
+        b_coefficient += z * s;
+        scalars.push(z);
+        points.push(r);
+        let zk = z * hram;
+        match keys.iter_mut().find(|(bytes, _, _)| bytes == key) {
+            Some((_, _, sum)) => *sum += zk,
+            None => {
+                let Some(a) = CompressedEdwardsY(**key).decompress() else {
+                    return false;
+                };
+                keys.push((key, a, zk));
+            }
+        }
+    }
+    scalars.push(-b_coefficient);
+    points.push(ED25519_BASEPOINT_POINT);
+    for (_, a, sum) in &keys {
+        scalars.push(*sum);
+        points.push(*a);
+    }
+    EdwardsPoint::vartime_multiscalar_mul(&scalars, &points).is_identity()
 }
 
 #[cfg(test)]
@@ -236,6 +305,49 @@ mod tests {
         sigs[13][5] ^= 1;
         sigs[17][5] ^= 1;
         assert_eq!(items(&sigs), Some(13));
+    }
+
+    #[test]
+    fn batches_with_several_keys_verify_and_a_swapped_or_malformed_signature_does_not() {
+        let (k1, k2) = (
+            SequencerKey::from_secret(&[1u8; 32]),
+            SequencerKey::from_secret(&[2u8; 32]),
+        );
+        let (p1, p2) = (k1.public_key(), k2.public_key());
+        let hashes: Vec<Hash> = (0u8..9).map(|i| sha256(&[i])).collect();
+        let mut keys = Vec::new();
+        let mut sigs = Vec::new();
+        for (i, h) in hashes.iter().enumerate() {
+            let (k, p) = if i % 3 == 0 { (&k2, p2) } else { (&k1, p1) };
+            keys.push(p);
+            sigs.push(k.sign(h));
+        }
+        let check = |keys: &[[u8; 32]], sigs: &[[u8; 64]]| {
+            let v: Vec<_> = keys
+                .iter()
+                .zip(&hashes)
+                .zip(sigs)
+                .map(|((k, h), s)| (k, h, s))
+                .collect();
+            first_bad_signature(&v)
+        };
+        assert_eq!(check(&keys, &sigs), None);
+        // Signed by the other key than the one it names.
+        let mut wrong_key = keys.clone();
+        wrong_key[4] = p2;
+        assert_eq!(check(&wrong_key, &sigs), Some(4));
+        // Two signatures swapped: each is valid for the other message.
+        let mut swapped = sigs.clone();
+        swapped.swap(1, 2);
+        assert_eq!(check(&keys, &swapped), Some(1));
+        // s not below the group order.
+        let mut high_s = sigs.clone();
+        high_s[7][63] |= 0xf0;
+        assert_eq!(check(&keys, &high_s), Some(7));
+        // R not a point.
+        let mut bad_r = sigs.clone();
+        bad_r[5][..32].copy_from_slice(&[0xff; 32]);
+        assert_eq!(check(&keys, &bad_r), Some(5));
     }
 
     #[test]

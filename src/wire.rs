@@ -5,6 +5,8 @@
 //! through typed serde structs, not `serde_json::Value`, so that `l1FeeRate`
 //! keeps all 128 bits.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 
 use crate::types::{Hash, ProofOutput, SequencerCommitment, SoftConfirmation, VerifiedBatchProof};
@@ -27,47 +29,118 @@ impl From<serde_json::Error> for WireError {
     }
 }
 
+/// Hex digit values by byte; 0xff for a byte that is not a hex digit.
+static HEX_VALUE: [u8; 256] = {
+    let mut table = [0xffu8; 256];
+    let mut i = 0;
+    while i < 10 {
+        table[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        table[b'a' as usize + i] = 10 + i as u8;
+        table[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    table
+};
+
+/// Decodes hex digit pairs into `out` (as long as `digits` is twice `out`).
+fn decode_into(field: &str, digits: &[u8], out: &mut [u8]) -> Result<(), WireError> {
+    let mut bad = 0u8;
+    for (pair, byte) in digits.chunks_exact(2).zip(out.iter_mut()) {
+        let (hi, lo) = (HEX_VALUE[pair[0] as usize], HEX_VALUE[pair[1] as usize]);
+        bad |= hi | lo;
+        *byte = hi << 4 | (lo & 0x0f);
+    }
+    if bad & 0xf0 == 0 {
+        return Ok(());
+    }
+    let at = digits
+        .iter()
+        .position(|&c| HEX_VALUE[c as usize] == 0xff)
+        .unwrap_or(0);
+    Err(WireError(format!(
+        "{field} is not hex: {:?} at position {at}",
+        digits[at] as char
+    )))
+}
+
+fn strip(s: &str) -> &[u8] {
+    s.strip_prefix("0x").unwrap_or(s).as_bytes()
+}
+
 fn hex_bytes(field: &str, s: &str) -> Result<Vec<u8>, WireError> {
-    let digits = s.strip_prefix("0x").unwrap_or(s);
-    hex::decode(digits).map_err(|e| WireError(format!("{field} is not hex: {e}")))
+    let digits = strip(s);
+    if !digits.len().is_multiple_of(2) {
+        return Err(WireError(format!(
+            "{field} is not hex: it has an odd number of digits ({})",
+            digits.len()
+        )));
+    }
+    let mut out = vec![0u8; digits.len() / 2];
+    decode_into(field, digits, &mut out)?;
+    Ok(out)
 }
 
 fn hex_array<const N: usize>(field: &str, s: &str) -> Result<[u8; N], WireError> {
-    let bytes = hex_bytes(field, s)?;
-    let len = bytes.len();
-    bytes
-        .try_into()
-        .map_err(|_| WireError(format!("{field} must be {N} bytes, got {len}")))
+    let digits = strip(s);
+    if digits.len() != 2 * N {
+        if !digits.len().is_multiple_of(2) {
+            return Err(WireError(format!(
+                "{field} is not hex: it has an odd number of digits ({})",
+                digits.len()
+            )));
+        }
+        return Err(WireError(format!(
+            "{field} must be {N} bytes, got {}",
+            digits.len() / 2
+        )));
+    }
+    let mut out = [0u8; N];
+    decode_into(field, digits, &mut out)?;
+    Ok(out)
 }
 
-fn hex_list(field: &str, items: &[String]) -> Result<Vec<Vec<u8>>, WireError> {
+fn hex_list(field: &str, items: &[Cow<'_, str>]) -> Result<Vec<Vec<u8>>, WireError> {
     items.iter().map(|s| hex_bytes(field, s)).collect()
 }
 
+/// A soft confirmation as the JSON has it. The strings borrow from the
+/// answer's text (hex never needs escapes), so reading a block allocates
+/// only its decoded bytes.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct WireSoftConfirmation {
+struct WireSoftConfirmation<'a> {
     l2_height: u64,
     da_slot_height: u64,
-    da_slot_hash: String,
-    da_slot_txs_commitment: String,
-    hash: String,
-    prev_hash: String,
-    #[serde(default)]
-    txs: Vec<String>,
-    state_root: String,
-    soft_confirmation_signature: String,
-    pub_key: String,
-    #[serde(default)]
-    deposit_data: Vec<String>,
+    #[serde(borrow)]
+    da_slot_hash: Cow<'a, str>,
+    #[serde(borrow)]
+    da_slot_txs_commitment: Cow<'a, str>,
+    #[serde(borrow)]
+    hash: Cow<'a, str>,
+    #[serde(borrow)]
+    prev_hash: Cow<'a, str>,
+    #[serde(default, borrow)]
+    txs: Vec<Cow<'a, str>>,
+    #[serde(borrow)]
+    state_root: Cow<'a, str>,
+    #[serde(borrow)]
+    soft_confirmation_signature: Cow<'a, str>,
+    #[serde(borrow)]
+    pub_key: Cow<'a, str>,
+    #[serde(default, borrow)]
+    deposit_data: Vec<Cow<'a, str>>,
     l1_fee_rate: u128,
     timestamp: u64,
 }
 
-impl TryFrom<WireSoftConfirmation> for SoftConfirmation {
+impl TryFrom<WireSoftConfirmation<'_>> for SoftConfirmation {
     type Error = WireError;
 
-    fn try_from(w: WireSoftConfirmation) -> Result<Self, WireError> {
+    fn try_from(w: WireSoftConfirmation<'_>) -> Result<Self, WireError> {
         Ok(SoftConfirmation {
             l2_height: w.l2_height,
             da_slot_height: w.da_slot_height,
@@ -215,4 +288,22 @@ pub fn verified_batch_proof(json: &str) -> Result<Option<VerifiedBatchProof>, Wi
 /// A hash from hex text (with or without `0x`).
 pub fn hash(field: &str, s: &str) -> Result<Hash, WireError> {
     hex_array(field, s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_reads_both_cases_with_or_without_0x_and_says_what_is_wrong() {
+        assert_eq!(hex_bytes("f", "0x00aBff").unwrap(), vec![0x00, 0xab, 0xff]);
+        assert_eq!(hex_bytes("f", "").unwrap(), Vec::<u8>::new());
+        assert_eq!(hex_array::<2>("f", "A0b1").unwrap(), [0xa0, 0xb1]);
+        let e = hex_bytes("txs", "abc").unwrap_err();
+        assert!(e.0.contains("odd number of digits"), "{e}");
+        let e = hex_bytes("txs", "0x12g4").unwrap_err();
+        assert!(e.0.contains("'g' at position 2"), "{e}");
+        let e = hex_array::<32>("hash", "00ff").unwrap_err();
+        assert_eq!(e.0, "hash must be 32 bytes, got 2");
+    }
 }

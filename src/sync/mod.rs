@@ -19,13 +19,13 @@ pub mod verify;
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use log::{error, info, warn};
 
-use crate::ledger::{Ledger, LedgerError, LedgerRead};
+use crate::ledger::{Ledger, LedgerError, LedgerRead, LedgerWriter};
 use crate::stop::Stop;
-use crate::types::Status;
+use crate::types::{DaSlot, SoftConfirmation, Status};
 use progress::Progress;
 use source::{DaSource, L2Source, SourceError};
 use verify::{Check, CommitmentVerdict, VerifyError};
@@ -46,6 +46,13 @@ pub struct SyncConfig {
     pub sequencer_pubkey: Option<[u8; 32]>,
     /// Longest back-off after repeated failures.
     pub max_backoff: Duration,
+    /// Answers fetched ahead of the one being verified and written (0: no
+    /// fetch thread).
+    pub prefetch: usize,
+    /// A write transaction of blocks commits once it holds this many...
+    pub commit_blocks: u64,
+    /// ...or has been open this long (and at the end of each pass).
+    pub commit_every: Duration,
 }
 
 impl Default for SyncConfig {
@@ -57,6 +64,9 @@ impl Default for SyncConfig {
             poll: Duration::from_millis(200),
             sequencer_pubkey: None,
             max_backoff: Duration::from_secs(5),
+            prefetch: 4,
+            commit_blocks: 2000,
+            commit_every: Duration::from_millis(100),
         }
     }
 }
@@ -122,7 +132,7 @@ pub struct Syncer<S: L2Source + DaSource> {
     last_failure: Option<String>,
 }
 
-impl<S: L2Source + DaSource> Syncer<S> {
+impl<S: L2Source + DaSource + Send> Syncer<S> {
     pub fn new(
         ledger: Arc<Ledger>,
         source: S,
@@ -178,6 +188,7 @@ impl<S: L2Source + DaSource> Syncer<S> {
 
     /// Runs until stopped: step, sleep while caught up, back off on failure.
     pub fn run(mut self, stop: &Stop) {
+        yield_to_the_server();
         if let Err(e) = self.load_progress() {
             error!("sync cannot read the ledger: {e}");
         }
@@ -229,13 +240,22 @@ impl<S: L2Source + DaSource> Syncer<S> {
                 counters.other.fetch_add(1, Relaxed);
             }
         }
+        // One log line per state, not per try: a source failure's state is
+        // what went wrong without the OS detail after the first ": " (a
+        // connection reset, then refused, is one outage); a rejected
+        // record's is the whole message (the same block failing the same
+        // check).
         let text = e.to_string();
-        if self.last_failure.as_deref() != Some(text.as_str()) {
+        let state = match e {
+            SyncError::Source(s) => s.0.split(": ").next().unwrap_or_default().to_string(),
+            _ => text.clone(),
+        };
+        if self.last_failure.as_deref() != Some(state.as_str()) {
             match e {
                 SyncError::Source(_) => warn!("{text}; retrying with back-off"),
                 _ => error!("{text}; nothing of it was stored; retrying with back-off"),
             }
-            self.last_failure = Some(text);
+            self.last_failure = Some(state);
         }
     }
 
@@ -247,11 +267,13 @@ impl<S: L2Source + DaSource> Syncer<S> {
         Ok(StepReport { blocks, slots })
     }
 
-    fn sequencer_key(&mut self, first: &[u8; 32]) -> Result<[u8; 32], SyncError> {
+    /// The key blocks must carry: `--sequencer-pubkey`, else the key pinned
+    /// in the ledger, else (first sync) the key of the first block.
+    fn sequencer_key(&self) -> Result<Option<[u8; 32]>, SyncError> {
         if let Some(k) = self.config.sequencer_pubkey {
-            return Ok(k);
+            return Ok(Some(k));
         }
-        Ok(self.ledger.reader()?.sequencer_pubkey()?.unwrap_or(*first))
+        Ok(self.ledger.reader()?.sequencer_pubkey()?)
     }
 
     fn sync_l2(&mut self, stop: &Stop) -> Result<u64, SyncError> {
@@ -266,55 +288,102 @@ impl<S: L2Source + DaSource> Syncer<S> {
                 w.commit()?;
             }
         }
-        let mut stored_total = 0;
-        loop {
-            let (below, stored) = {
-                let r = self.ledger.reader()?;
-                let h = r.head_height()?;
-                let hash = if h == 0 {
-                    crate::types::ZERO_HASH
-                } else {
-                    r.hash_at(h)?.unwrap_or_default()
-                };
-                ((h, hash), h)
+        let below = {
+            let r = self.ledger.reader()?;
+            let h = r.head_height()?;
+            let hash = if h == 0 {
+                crate::types::ZERO_HASH
+            } else {
+                r.hash_at(h)?.unwrap_or_default()
             };
-            if stored >= head || stop.is_stopped() {
-                return Ok(stored_total);
-            }
-            let to = head.min(stored + self.config.chunk.max(1));
-            let blocks = self.source.blocks(stored + 1, to)?;
-            let Some(first) = blocks.first() else {
-                return Ok(stored_total);
-            };
-            let key = self.sequencer_key(&first.pub_key)?;
-            let (good, failure) = verify::verify_blocks(&blocks, below, &key);
-            if good > 0 {
-                let mut w = self.ledger.writer()?;
-                if w.sequencer_pubkey()?.is_none() {
-                    w.set_sequencer_pubkey(&key)?;
-                }
-                let mut last_slot = None;
-                for sc in &blocks[..good] {
-                    w.put_soft_confirmation(sc)?;
-                    // The slot hash a signed block points at is verified
-                    // with it: index it for ..OnSlotByHash.
-                    if last_slot != Some(sc.da_slot_height) {
-                        w.put_da_slot_hash(sc.da_slot_height, &sc.da_slot_hash)?;
-                        last_slot = Some(sc.da_slot_height);
+            (h, hash)
+        };
+        if below.0 >= head || stop.is_stopped() {
+            return Ok(0);
+        }
+        let pinned = self.sequencer_key()?;
+        let chunk = self.config.chunk.max(1);
+        let da_plan = self.da_plan()?;
+        let Syncer {
+            ledger,
+            source,
+            progress,
+            config,
+            ..
+        } = self;
+        let mut sink = L2Sink {
+            ledger,
+            progress,
+            head,
+            below,
+            key: pinned,
+            key_stored: pinned.is_some() && config.sequencer_pubkey.is_none(),
+            commit_blocks: config.commit_blocks,
+            commit_every: config.commit_every,
+            stored_total: 0,
+            txn: None,
+            da_scanned: da_plan.map(|(next, _)| next - 1),
+            da_in_txn: 0,
+        };
+        let ranges = ChunkRanges {
+            next: below.0 + 1,
+            last: head,
+            chunk,
+        };
+        // Along with each chunk of blocks, the DA slots before the slot its
+        // last block points at (a commitment or proof on a slot covers
+        // blocks that point at earlier slots): they are scanned in the same
+        // pass, while the blocks are verified, instead of after.
+        let mut da = da_plan;
+        let slots_per_fetch = config.slots_per_fetch.max(1);
+        let fetch = move |source: &mut S, (from, to): (u64, u64)| {
+            let blocks = source.blocks(from, to)?;
+            let mut slots = Vec::new();
+            if let (Some((next, da_head)), Some(last)) = (da.as_mut(), blocks.last()) {
+                let until = (*da_head).min(last.da_slot_height.saturating_sub(1));
+                let mut give_up = false;
+                while *next <= until {
+                    let to = until.min(*next + slots_per_fetch - 1);
+                    match source.slots(*next, to) {
+                        Ok(mut got) if got.last().is_some_and(|s| s.number == to) => {
+                            *next = to + 1;
+                            slots.append(&mut got);
+                        }
+                        // Left to the DA pass, which reports what went wrong.
+                        _ => {
+                            give_up = true;
+                            break;
+                        }
                     }
                 }
-                w.commit()?;
-                let new_head = blocks[good - 1].l2_height;
-                self.progress.stored_l2(new_head, good as u64);
-                stored_total += good as u64;
-                if new_head % 10_000 < (good as u64) || new_head == head {
-                    info!("L2 synced to {new_head} of {head}");
+                if give_up {
+                    da = None;
                 }
             }
-            if let Some(e) = failure {
-                return Err(e.into());
+            Ok(Fetched { blocks, slots })
+        };
+        let result = fetch_ahead(source, ranges, stop, config.prefetch, fetch, &mut sink);
+        result.map(|()| sink.stored_total)
+    }
+
+    /// Where DA scanning would go on: (next slot, the source's last scanned
+    /// slot); `None` when there is nothing to scan or the source cannot say
+    /// (the DA pass finds out and reports it).
+    fn da_plan(&mut self) -> Result<Option<(u64, u64)>, SyncError> {
+        let scanned = self.ledger.reader()?.last_scanned_l1()?;
+        let next = if scanned == 0 {
+            match self.source.first_slot() {
+                Ok(Some(first)) => first.max(1),
+                _ => return Ok(None),
             }
-        }
+        } else {
+            scanned + 1
+        };
+        let Ok(da_head) = self.source.last_scanned() else {
+            return Ok(None);
+        };
+        self.progress.l1_source_head.fetch_max(da_head, Relaxed);
+        Ok((next <= da_head).then_some((next, da_head)))
     }
 
     fn sync_da(&mut self, stop: &Stop) -> Result<u64, SyncError> {
@@ -328,49 +397,387 @@ impl<S: L2Source + DaSource> Syncer<S> {
                 None => return Ok(0),
             }
         }
-        let mut total = 0;
-        while scanned < da_head && !stop.is_stopped() {
-            let mut w = self.ledger.writer()?;
-            let mut in_txn = 0;
-            let mut waiting = false;
-            while scanned < da_head && in_txn < self.config.slots_per_commit {
-                let to = da_head.min(scanned + self.config.slots_per_fetch.max(1));
-                let slots = self.source.slots(scanned + 1, to)?;
-                if slots.is_empty() {
-                    break;
-                }
-                for slot in &slots {
-                    if slot.number != scanned + 1 {
-                        return Err(SourceError(format!(
-                            "asked for DA slot {}, got slot {}",
-                            scanned + 1,
-                            slot.number
-                        ))
-                        .into());
-                    }
-                    if !apply_slot(&mut w, slot)? {
-                        waiting = true;
-                        break;
-                    }
-                    scanned = slot.number;
-                    w.set_last_scanned_l1(scanned)?;
-                    in_txn += 1;
-                }
-                if waiting {
-                    break;
-                }
-            }
-            w.commit()?;
-            self.progress.scanned_l1(scanned, in_txn);
-            total += in_txn;
-            if waiting || in_txn == 0 {
+        if scanned >= da_head || stop.is_stopped() {
+            return Ok(0);
+        }
+        let Syncer {
+            ledger,
+            source,
+            progress,
+            config,
+            ..
+        } = self;
+        let mut sink = DaSink {
+            ledger,
+            progress,
+            scanned,
+            in_txn: 0,
+            slots_per_commit: config.slots_per_commit.max(1),
+            total: 0,
+            txn: None,
+        };
+        let ranges = ChunkRanges {
+            next: scanned + 1,
+            last: da_head,
+            chunk: config.slots_per_fetch.max(1),
+        };
+        let fetch = |source: &mut S, (from, to): (u64, u64)| source.slots(from, to);
+        let result = fetch_ahead(source, ranges, stop, config.prefetch, fetch, &mut sink);
+        if sink.total > 0 {
+            info!(
+                "L1 scanned to {} of {da_head}",
+                progress.l1_synced.load(Relaxed)
+            );
+        }
+        result.map(|()| sink.total)
+    }
+}
+
+/// Lowers the calling thread's CPU priority (nice 10; the fetch and verify
+/// threads it starts inherit it), so that on a busy machine the server
+/// thread answers queries first and a catch-up only slows itself down.
+fn yield_to_the_server() {
+    // SAFETY: gettid and setpriority only read their integer arguments.
+    let result = unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, 10)
+    };
+    if result != 0 {
+        log::debug!(
+            "sync thread keeps its CPU priority: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
+/// Whether the consumer of fetched items wants more.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flow {
+    More,
+    /// Commit what is in the transaction and stop this pass (a failure is
+    /// returned as an error instead).
+    Stop,
+}
+
+/// `next..=last` cut into ranges of `chunk`.
+struct ChunkRanges {
+    next: u64,
+    last: u64,
+    chunk: u64,
+}
+
+impl Iterator for ChunkRanges {
+    type Item = (u64, u64);
+    fn next(&mut self) -> Option<(u64, u64)> {
+        if self.next > self.last {
+            return None;
+        }
+        let to = self.last.min(self.next.saturating_add(self.chunk - 1));
+        let range = (self.next, to);
+        self.next = to + 1;
+        Some(range)
+    }
+}
+
+/// Something fetched with how far it reached, so the fetcher knows where
+/// to ask next (a source may answer a shorter prefix than asked).
+trait Reach {
+    /// The last height (or slot) in this answer; `None` when it is empty.
+    fn reach(&self) -> Option<u64>;
+}
+
+impl Reach for Vec<SoftConfirmation> {
+    fn reach(&self) -> Option<u64> {
+        self.last().map(|b| b.l2_height)
+    }
+}
+
+/// A chunk of blocks, and the DA slots fetched along with it.
+struct Fetched {
+    blocks: Vec<SoftConfirmation>,
+    slots: Vec<DaSlot>,
+}
+
+impl Reach for Fetched {
+    fn reach(&self) -> Option<u64> {
+        self.blocks.reach()
+    }
+}
+
+impl Reach for Vec<DaSlot> {
+    fn reach(&self) -> Option<u64> {
+        self.last().map(|s| s.number)
+    }
+}
+
+/// Takes what a fetch thread fetched: verifies and writes it inside one
+/// open write transaction that it commits now and then, and at the end.
+trait Sink<T> {
+    /// Verifies and writes one answer. A failure is returned after what
+    /// verified before it is written (and later committed).
+    fn take(&mut self, item: T) -> Result<Flow, SyncError>;
+    /// Commits the open write transaction, if any, and publishes progress.
+    fn commit(&mut self) -> Result<(), SyncError>;
+}
+
+/// Fetches `ranges` from `source` on a fetch thread, up to `depth` answers
+/// ahead, while the calling thread verifies and writes them through `sink`.
+/// With a depth of 0, or a single range, everything runs on the calling
+/// thread. What verified before a failure is committed.
+///
+/// The fetch thread stops as soon as the sink stops taking (a failure, or
+/// a slot to come back to), or on `stop`; nothing it fetched beyond that is
+/// used.
+fn fetch_ahead<S, T, F>(
+    source: &mut S,
+    mut ranges: ChunkRanges,
+    stop: &Stop,
+    depth: usize,
+    mut fetch: F,
+    sink: &mut impl Sink<T>,
+) -> Result<(), SyncError>
+where
+    S: Send,
+    T: Reach + Send,
+    F: FnMut(&mut S, (u64, u64)) -> Result<T, SourceError> + Send,
+{
+    let mut consume = |item: Result<T, SourceError>| -> Result<Flow, SyncError> {
+        let item = item?;
+        if item.reach().is_none() {
+            return Ok(Flow::Stop);
+        }
+        sink.take(item)
+    };
+    let outcome = if depth == 0 || ranges.last - ranges.next < ranges.chunk {
+        let mut outcome = Ok(());
+        while let Some(range) = ranges.next() {
+            if stop.is_stopped() {
                 break;
             }
+            let fetched = fetch(source, range);
+            let reach = fetched.as_ref().ok().and_then(Reach::reach);
+            match consume(fetched) {
+                Ok(Flow::More) => {}
+                Ok(Flow::Stop) => break,
+                Err(e) => {
+                    outcome = Err(e);
+                    break;
+                }
+            }
+            // Ask next from just above what was answered.
+            if let Some(n) = reach {
+                ranges.next = n + 1;
+            }
         }
-        if total > 0 {
-            info!("L1 scanned to {scanned} of {da_head}");
+        outcome
+    } else {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<T, SourceError>>(depth);
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                while let Some(range) = ranges.next() {
+                    if stop.is_stopped() {
+                        break;
+                    }
+                    let fetched = fetch(source, range);
+                    let reach = fetched.as_ref().ok().and_then(Reach::reach);
+                    if tx.send(fetched).is_err() {
+                        break;
+                    }
+                    match reach {
+                        Some(n) => ranges.next = n + 1,
+                        None => break,
+                    }
+                }
+            });
+            let mut outcome = Ok(());
+            for fetched in rx.iter() {
+                match consume(fetched) {
+                    Ok(Flow::More) => {}
+                    Ok(Flow::Stop) => break,
+                    Err(e) => {
+                        outcome = Err(e);
+                        break;
+                    }
+                }
+                if stop.is_stopped() {
+                    break;
+                }
+            }
+            // Dropping the receiver stops the fetch thread at its next send.
+            drop(rx);
+            outcome
+        })
+    };
+    let committed = sink.commit();
+    outcome.and(committed)
+}
+
+/// The L2 side of a pass: verifies fetched blocks on top of the stored head
+/// and writes them, several chunks per write transaction.
+struct L2Sink<'a> {
+    ledger: &'a Ledger,
+    progress: &'a Progress,
+    /// The source's head this pass follows up to.
+    head: u64,
+    /// (height, hash) of the newest block verified (stored, or in the open transaction).
+    below: (u64, crate::types::Hash),
+    /// The sequencer key, once known.
+    key: Option<[u8; 32]>,
+    /// Whether the key is pinned in the ledger already.
+    key_stored: bool,
+    commit_blocks: u64,
+    commit_every: Duration,
+    stored_total: u64,
+    /// The open write transaction: blocks in it, and since when.
+    txn: Option<(LedgerWriter<'a>, u64, Instant)>,
+    /// The last DA slot applied, while slots come with the blocks (`None`
+    /// once one could not be applied: the DA pass takes over from there).
+    da_scanned: Option<u64>,
+    /// DA slots in the open transaction.
+    da_in_txn: u64,
+}
+
+impl L2Sink<'_> {
+    /// Applies the slots that came with a chunk, in order, inside the open
+    /// transaction; stops at the first that cannot be applied yet or fails
+    /// a check (the DA pass fetches it again and reports why).
+    fn take_slots(&mut self, slots: &[DaSlot]) -> Result<(), SyncError> {
+        let (Some(scanned), Some((w, _, _))) = (self.da_scanned.as_mut(), self.txn.as_mut()) else {
+            return Ok(());
+        };
+        for slot in slots {
+            let applied = slot.number == *scanned + 1 && matches!(apply_slot(w, slot), Ok(true));
+            if !applied {
+                self.da_scanned = None;
+                return Ok(());
+            }
+            *scanned = slot.number;
+            w.set_last_scanned_l1(slot.number)?;
+            self.da_in_txn += 1;
         }
-        Ok(total)
+        Ok(())
+    }
+}
+
+impl Sink<Fetched> for L2Sink<'_> {
+    fn take(&mut self, fetched: Fetched) -> Result<Flow, SyncError> {
+        let Fetched { blocks, slots } = fetched;
+        let Some(first) = blocks.first() else {
+            return Ok(Flow::Stop);
+        };
+        let key = *self.key.get_or_insert(first.pub_key);
+        let (good, failure) = verify::verify_blocks(&blocks, self.below, &key);
+        if good > 0 {
+            if self.txn.is_none() {
+                self.txn = Some((self.ledger.writer()?, 0, Instant::now()));
+            }
+            if let Some((w, count, _)) = self.txn.as_mut() {
+                if !self.key_stored {
+                    if w.sequencer_pubkey()?.is_none() {
+                        w.set_sequencer_pubkey(&key)?;
+                    }
+                    self.key_stored = true;
+                }
+                let mut last_slot = None;
+                for sc in &blocks[..good] {
+                    w.put_soft_confirmation(sc)?;
+                    // The slot hash a signed block points at is verified
+                    // with it: index it for ..OnSlotByHash.
+                    if last_slot != Some(sc.da_slot_height) {
+                        w.put_da_slot_hash(sc.da_slot_height, &sc.da_slot_hash)?;
+                        last_slot = Some(sc.da_slot_height);
+                    }
+                }
+                *count += good as u64;
+            }
+            let last = &blocks[good - 1];
+            self.below = (last.l2_height, last.hash);
+        }
+        if let Some(e) = failure {
+            return Err(e.into());
+        }
+        self.take_slots(&slots)?;
+        let full = self.txn.as_ref().is_some_and(|(_, count, opened)| {
+            *count >= self.commit_blocks || opened.elapsed() >= self.commit_every
+        });
+        if full {
+            self.commit()?;
+        }
+        Ok(Flow::More)
+    }
+
+    fn commit(&mut self) -> Result<(), SyncError> {
+        let Some((w, count, _)) = self.txn.take() else {
+            return Ok(());
+        };
+        w.commit()?;
+        let new_head = self.below.0;
+        self.progress.stored_l2(new_head, count);
+        if let (Some(scanned), true) = (self.da_scanned, self.da_in_txn > 0) {
+            self.progress.scanned_l1(scanned, self.da_in_txn);
+            self.da_in_txn = 0;
+        }
+        self.stored_total += count;
+        if new_head / 10_000 != (new_head - count) / 10_000 || new_head == self.head {
+            info!("L2 synced to {new_head} of {}", self.head);
+        }
+        Ok(())
+    }
+}
+
+/// The DA side of a pass: checks each fetched slot's commitments and proof
+/// against the stored chain and applies it, many slots per write transaction.
+struct DaSink<'a> {
+    ledger: &'a Ledger,
+    progress: &'a Progress,
+    /// The newest slot applied (committed, or in the open transaction).
+    scanned: u64,
+    in_txn: u64,
+    slots_per_commit: u64,
+    total: u64,
+    txn: Option<LedgerWriter<'a>>,
+}
+
+impl Sink<Vec<DaSlot>> for DaSink<'_> {
+    fn take(&mut self, slots: Vec<DaSlot>) -> Result<Flow, SyncError> {
+        if self.txn.is_none() {
+            self.txn = Some(self.ledger.writer()?);
+        }
+        let Some(w) = self.txn.as_mut() else {
+            return Ok(Flow::Stop);
+        };
+        for slot in &slots {
+            if slot.number != self.scanned + 1 {
+                return Err(SourceError(format!(
+                    "asked for DA slot {}, got slot {}",
+                    self.scanned + 1,
+                    slot.number
+                ))
+                .into());
+            }
+            if !apply_slot(w, slot)? {
+                // A commitment over heights not stored yet: come back later.
+                return Ok(Flow::Stop);
+            }
+            self.scanned = slot.number;
+            w.set_last_scanned_l1(self.scanned)?;
+            self.in_txn += 1;
+        }
+        if self.in_txn >= self.slots_per_commit {
+            self.commit()?;
+        }
+        Ok(Flow::More)
+    }
+
+    fn commit(&mut self) -> Result<(), SyncError> {
+        let Some(w) = self.txn.take() else {
+            return Ok(());
+        };
+        w.commit()?;
+        self.progress.scanned_l1(self.scanned, self.in_txn);
+        self.total += self.in_txn;
+        self.in_txn = 0;
+        Ok(())
     }
 }
 

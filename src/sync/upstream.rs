@@ -10,6 +10,7 @@
 //! Every request has connect and read timeouts. Nothing here is trusted: the
 //! sync thread verifies all of it.
 
+use std::io::Read;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -18,6 +19,10 @@ use serde_json::value::RawValue;
 use crate::sync::source::{DaSource, L2Source, SourceError};
 use crate::types::{DaSlot, Hash, SoftConfirmation};
 use crate::wire;
+
+/// The largest answer read from the upstream (a range of 1000 blocks with
+/// large transactions fits many times over).
+const MAX_ANSWER_BYTES: u64 = 256 << 20;
 
 /// Timeouts of the upstream client.
 #[derive(Clone, Debug)]
@@ -114,7 +119,7 @@ impl Upstream {
         }
     }
 
-    fn post(&self, body: String) -> Result<String, SourceError> {
+    fn post(&self, body: String) -> Result<Vec<u8>, SourceError> {
         let response = self
             .agent
             .post(&self.config.url)
@@ -129,18 +134,24 @@ impl Upstream {
                     self.config.url
                 )),
             })?;
-        response.into_string().map_err(|e| {
-            err(format!(
-                "upstream {} sent an unreadable body: {e}",
-                self.config.url
-            ))
-        })
+        let mut body = Vec::with_capacity(64 * 1024);
+        response
+            .into_reader()
+            .take(MAX_ANSWER_BYTES)
+            .read_to_end(&mut body)
+            .map_err(|e| {
+                err(format!(
+                    "upstream {} sent an unreadable body: {e}",
+                    self.config.url
+                ))
+            })?;
+        Ok(body)
     }
 
     fn call(&self, method: &str, params: &str) -> Result<Answer, SourceError> {
         let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{params}}}"#);
         let text = self.post(body)?;
-        let response: Response<'_> = serde_json::from_str(&text).map_err(|e| {
+        let response: Response<'_> = serde_json::from_slice(&text).map_err(|e| {
             err(format!(
                 "upstream {method} answered something that is not JSON-RPC: {e}"
             ))
@@ -161,7 +172,7 @@ impl Upstream {
         }
         body.push(']');
         let text = self.post(body)?;
-        let responses: Vec<Response<'_>> = serde_json::from_str(&text).map_err(|e| {
+        let responses: Vec<Response<'_>> = serde_json::from_slice(&text).map_err(|e| {
             err(format!(
                 "upstream answered a batch with something that is not a JSON-RPC batch: {e}"
             ))

@@ -1,0 +1,178 @@
+//! Measures a follower's catch-up (used by `scripts/catchup.sh`).
+//!
+//! `catchup_probe FOLLOWER_URL UPSTREAM_URL [QUERIES_PER_SECOND] [LIMIT_SECONDS]`
+//!
+//! While the follower catches up, this asks it queries at a steady rate on
+//! one keep-alive connection (a block by number at a random stored height,
+//! its status, the sync status) and times each answer. It stops when the
+//! follower's sync status says `Synced` on both layers at the upstream's
+//! heads, or after LIMIT_SECONDS, and prints the catch-up rate (from the
+//! follower's own sync status) and the query latencies (p50, p99, max).
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+fn call(agent: &ureq::Agent, url: &str, method: &str, params: Value) -> Result<Value, String> {
+    let body = json!({"jsonrpc":"2.0","id":1,"method":method,"params":params}).to_string();
+    let text = agent
+        .post(url)
+        .send_string(&body)
+        .map_err(|e| format!("{method}: {e}"))?
+        .into_string()
+        .map_err(|e| format!("{method}: {e}"))?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| format!("{method}: {e}"))?;
+    match v.get("error") {
+        Some(e) => Err(format!("{method}: {e}")),
+        None => Ok(v["result"].clone()),
+    }
+}
+
+/// (synced L2 height, whether both layers are Synced at the given heads).
+fn progress(status: &Value, l2_head: u64, l1_head: u64) -> (u64, bool) {
+    let l2 = &status["l2Status"];
+    let synced = l2["Synced"]
+        .as_u64()
+        .or_else(|| l2["Syncing"]["syncedBlockNumber"].as_u64())
+        .unwrap_or(0);
+    let done = l2["Synced"].as_u64() == Some(l2_head)
+        && status["l1Status"]["Synced"].as_u64() == Some(l1_head);
+    (synced, done)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 3 {
+        eprintln!(
+            "usage: catchup_probe FOLLOWER_URL UPSTREAM_URL [QUERIES_PER_SECOND] [LIMIT_SECONDS]"
+        );
+        std::process::exit(2);
+    }
+    let (follower, upstream) = (&args[1], &args[2]);
+    let rate: u64 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(200);
+    let limit = Duration::from_secs(args.get(4).and_then(|s| s.parse().ok()).unwrap_or(120));
+    let agent = ureq::AgentBuilder::new()
+        .timeout_connect(Duration::from_secs(2))
+        .timeout(Duration::from_secs(10))
+        .build();
+    let heads = call(
+        &agent,
+        upstream,
+        "ledger_getHeadSoftConfirmationHeight",
+        json!([]),
+    )
+    .and_then(|h| {
+        let l1 = call(&agent, upstream, "ledger_getLastScannedL1Height", json!([]))?;
+        Ok((h.as_u64().unwrap_or(0), l1.as_u64().unwrap_or(0)))
+    });
+    let (l2_head, l1_head) = match heads {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("the upstream does not answer: {e}");
+            std::process::exit(1);
+        }
+    };
+
+    let gap = Duration::from_micros(1_000_000 / rate.max(1));
+    let mut latencies = Vec::new();
+    let mut errors = 0u64;
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let start = Instant::now();
+    let mut first: Option<(Instant, u64)> = None;
+    let mut synced = 0;
+    let mut done = false;
+    let mut l2_done: Option<Instant> = None;
+    let mut failures: Vec<String> = Vec::new();
+    let mut i = 0u64;
+    while start.elapsed() < limit {
+        let (method, params) = match i % 3 {
+            // Until a block is stored, only the sync status has an answer.
+            _ if synced == 0 => ("svc_syncStatus", json!([])),
+            0 => ("svc_syncStatus", json!([])),
+            1 => {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                (
+                    "ledger_getSoftConfirmationByNumber",
+                    json!([1 + rng % synced.max(1)]),
+                )
+            }
+            _ => (
+                "ledger_getSoftConfirmationStatus",
+                json!([1 + rng % synced.max(1)]),
+            ),
+        };
+        i += 1;
+        let asked = Instant::now();
+        match call(&agent, follower, method, params) {
+            Ok(v) => {
+                latencies.push(asked.elapsed());
+                if method == "svc_syncStatus" {
+                    let (s, d) = progress(&v, l2_head, l1_head);
+                    synced = s;
+                    first.get_or_insert((asked, s));
+                    if s == l2_head && l2_done.is_none() {
+                        l2_done = Some(asked);
+                    }
+                    if d {
+                        done = true;
+                        break;
+                    }
+                }
+            }
+            Err(e) => {
+                errors += 1;
+                if failures.len() < 3 {
+                    failures.push(e);
+                }
+            }
+        }
+        if let Some(rest) = gap.checked_sub(asked.elapsed()) {
+            std::thread::sleep(rest);
+        }
+    }
+    let end = Instant::now();
+    latencies.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    match (done, first) {
+        (true, Some((t0, s0))) => {
+            let secs = (end - t0).as_secs_f64();
+            println!(
+                "caught up: L2 {s0} -> {l2_head} and L1 to slot {l1_head} in {secs:.2} s = {:.0} blocks/s",
+                (l2_head - s0) as f64 / secs
+            );
+            if let Some(t) = l2_done {
+                let l2_secs = (t - t0).as_secs_f64();
+                println!(
+                    "  of which L2 {l2_secs:.2} s ({:.0} blocks/s), then the rest of the DA slots {:.2} s",
+                    (l2_head - s0) as f64 / l2_secs,
+                    (end - t).as_secs_f64()
+                );
+            }
+        }
+        _ => println!("NOT caught up within {limit:?}: L2 at {synced} of {l2_head}"),
+    }
+    println!(
+        "queries during catch-up: {} answered ({} failed) at ~{rate}/s: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        latencies.len(),
+        errors,
+        ms(percentile(&latencies, 0.5)),
+        ms(percentile(&latencies, 0.99)),
+        ms(percentile(&latencies, 1.0)),
+    );
+    for e in &failures {
+        println!("  a failed query: {e}");
+    }
+    if !done {
+        std::process::exit(1);
+    }
+}

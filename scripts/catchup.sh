@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Measures how fast a follower catches up from an empty ledger.
+#
+#   scripts/catchup.sh [BLOCKS] [QUERIES_PER_SECOND]     (defaults: 200000, 200)
+#
+# Builds release, prefills a devnet upstream with BLOCKS blocks (no new ones),
+# starts `ledgerd --upstream` on an empty data dir (default --sync-chunk 100)
+# and, while it catches up, runs examples/catchup_probe.rs against it: a
+# steady stream of queries on one connection, timed. Prints the catch-up rate
+# (from the follower's sync status: L2 blocks and L1 slots, until both layers
+# read Synced at the upstream's heads) and the query latencies p50/p99/max.
+# Everything runs on 127.0.0.1 and is stopped at the end.
+set -euo pipefail
+
+BLOCKS=${1:-200000}
+RATE=${2:-200}
+cd "$(dirname "$0")/.."
+
+cargo build --release --quiet --bin ledgerd --example catchup_probe
+BIN=target/release/ledgerd
+PROBE=target/release/examples/catchup_probe
+
+WORK=$(mktemp -d /tmp/ledgerd-catchup.XXXXXX)
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# Starts ledgerd with the given args; sets URL from its first stdout line.
+start() {
+  local name=$1; shift
+  mkfifo "$WORK/$name.fifo"
+  "$BIN" "$@" --bind 127.0.0.1:0 >"$WORK/$name.fifo" 2>"$WORK/$name.log" &
+  PIDS+=($!)
+  exec {fd}<"$WORK/$name.fifo"
+  local line
+  if ! read -r -t 120 line <&"$fd"; then
+    echo "$name did not start:" >&2; cat "$WORK/$name.log" >&2; exit 1
+  fi
+  URL=${line#listening on }
+}
+
+t0=$(date +%s.%N)
+start upstream --dev --dev-prefill "$BLOCKS" --dev-block-ms 0 --data-dir "$WORK/upstream"
+t1=$(date +%s.%N)
+UPSTREAM=$URL
+echo "upstream: $BLOCKS blocks prefilled, listening after $(echo "$t1 - $t0" | bc) s on $UPSTREAM"
+
+# CPU seconds (user + system) a process has used so far.
+cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$1/stat"; }
+UPSTREAM_PID=${PIDS[0]}
+up_cpu0=$(cpu "$UPSTREAM_PID")
+
+start follower --upstream "$UPSTREAM" --data-dir "$WORK/follower"
+FOLLOWER=$URL
+FOLLOWER_PID=${PIDS[1]}
+"$PROBE" "$FOLLOWER" "$UPSTREAM" "$RATE" 180
+t2=$(date +%s.%N)
+f_cpu=$(cpu "$FOLLOWER_PID")
+up_cpu=$(echo "$(cpu "$UPSTREAM_PID") - $up_cpu0" | bc)
+echo "CPU used during catch-up: follower $f_cpu s, upstream $up_cpu s;" \
+  "on 2 idle cores that bounds the rate at ~$(echo "2 * $BLOCKS / ($f_cpu + $up_cpu)" | bc) blocks/s" \
+  "(load average now: $(cut -d' ' -f1 /proc/loadavg))"
+echo "wall time from follower start to both layers Synced: $(echo "$t2 - $t1" | bc) s" \
+  "($(echo "$BLOCKS / ($t2 - $t1)" | bc) blocks/s, including process start)"
+echo "follower ledger on disk: $(du -sh "$WORK/follower" | cut -f1)"

@@ -1,0 +1,760 @@
+//! The follower (`ledgerd --upstream URL`) against real upstream ledgerd
+//! processes on 127.0.0.1: it converges to the upstream's chain and DA view,
+//! survives `kill -9` mid-catch-up, rides out an upstream that goes away and
+//! comes back, and stores nothing that a tampering proxy altered.
+//!
+//! Every node here is the real binary on a real LMDB in a temp dir; the only
+//! thing of the test's own is a small HTTP proxy put between a follower and
+//! its upstream (to slow answers down, or to alter them).
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+// ---------------------------------------------------------------- processes
+
+/// A ledgerd process, killed (SIGKILL) when dropped.
+struct Ledgerd {
+    child: Child,
+    url: String,
+    log: PathBuf,
+    _stdout: BufReader<ChildStdout>,
+}
+
+impl Ledgerd {
+    /// Starts ledgerd with `args`, logs (info) to `log`, and waits for its
+    /// `listening on http://HOST:PORT` line.
+    fn start(args: &[String], log: &Path) -> Ledgerd {
+        if let Some(dir) = log.parent() {
+            std::fs::create_dir_all(dir).expect("log dir");
+        }
+        let log_file = File::create(log).expect("log file");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ledgerd"))
+            .args(args)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(log_file)
+            .spawn()
+            .expect("ledgerd starts");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        stdout.read_line(&mut line).expect("first stdout line");
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| {
+                let _ = child.kill();
+                let log = std::fs::read_to_string(log).unwrap_or_default();
+                panic!("ledgerd {args:?} did not start: {line:?}\n{log}")
+            })
+            .to_string();
+        Ledgerd {
+            child,
+            url,
+            log: log.to_path_buf(),
+            _stdout: stdout,
+        }
+    }
+
+    /// A devnet upstream with `prefill` blocks and no new ones.
+    fn devnet(dir: &Path, prefill: u64, bind: &str) -> Ledgerd {
+        Ledgerd::devnet_with(dir, prefill, bind, &[])
+    }
+
+    fn devnet_with(dir: &Path, prefill: u64, bind: &str, extra: &[&str]) -> Ledgerd {
+        let args = [
+            "--dev",
+            "--dev-prefill",
+            &prefill.to_string(),
+            "--dev-block-ms",
+            "0",
+            "--bind",
+            bind,
+        ]
+        .iter()
+        .chain(extra)
+        .chain(&["--data-dir"])
+        .map(|s| s.to_string())
+        .chain([dir.join("ledger").display().to_string()])
+        .collect::<Vec<_>>();
+        Ledgerd::start(&args, &dir.join(format!("upstream-{prefill}.log")))
+    }
+
+    /// A follower of `upstream` on `dir`.
+    fn follower(dir: &Path, upstream: &str, chunk: u64, log_name: &str) -> Ledgerd {
+        let args = [
+            "--upstream",
+            upstream,
+            "--sync-chunk",
+            &chunk.to_string(),
+            "--bind",
+            "127.0.0.1:0",
+            "--data-dir",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([dir.join("ledger").display().to_string()])
+        .collect::<Vec<_>>();
+        Ledgerd::start(&args, &dir.join(log_name))
+    }
+
+    fn port(&self) -> u16 {
+        self.url
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("port in url")
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// `kill -9`.
+    fn kill9(mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("reaped");
+    }
+}
+
+impl Drop for Ledgerd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+// ---------------------------------------------------------------- JSON-RPC
+
+fn agent() -> ureq::Agent {
+    ureq::AgentBuilder::new()
+        .timeout_connect(Duration::from_secs(2))
+        .timeout(Duration::from_secs(20))
+        .build()
+}
+
+fn rpc(url: &str, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc":"2.0","id":1,"method":method,"params":params});
+    let text = agent()
+        .post(url)
+        .send_string(&body.to_string())
+        .unwrap_or_else(|e| panic!("{method} on {url}: {e}"))
+        .into_string()
+        .expect("body");
+    let v: Value = serde_json::from_str(&text).expect("JSON answer");
+    assert!(v.get("error").is_none(), "{method} on {url}: {text:.300}");
+    v["result"].clone()
+}
+
+/// Calls in batches of 50 (the default --max-batch); results in call order.
+fn batch(url: &str, calls: &[(&str, Value)]) -> Vec<Value> {
+    let mut out = Vec::with_capacity(calls.len());
+    for part in calls.chunks(50) {
+        let body: Vec<Value> = part
+            .iter()
+            .enumerate()
+            .map(|(i, (m, p))| json!({"jsonrpc":"2.0","id":i,"method":m,"params":p}))
+            .collect();
+        let text = agent()
+            .post(url)
+            .send_string(&Value::Array(body).to_string())
+            .expect("batch answered")
+            .into_string()
+            .expect("body");
+        let mut answers: Vec<Value> = serde_json::from_str(&text).expect("JSON batch");
+        answers.sort_by_key(|a| a["id"].as_u64());
+        for a in answers {
+            assert!(a.get("error").is_none(), "batch on {url}: {a}");
+            out.push(a["result"].clone());
+        }
+    }
+    out
+}
+
+fn head(url: &str) -> u64 {
+    rpc(url, "ledger_getHeadSoftConfirmationHeight", json!([]))
+        .as_u64()
+        .expect("a height")
+}
+
+fn last_scanned(url: &str) -> u64 {
+    rpc(url, "ledger_getLastScannedL1Height", json!([]))
+        .as_u64()
+        .expect("a slot")
+}
+
+fn sync_status(url: &str) -> Value {
+    rpc(url, "svc_syncStatus", json!([]))
+}
+
+/// Everything a node serves about its chain, read over RPC.
+#[derive(Debug, PartialEq)]
+struct View {
+    head: u64,
+    genesis: Value,
+    blocks: Vec<Value>,
+    statuses: Vec<Value>,
+    last_scanned: u64,
+    /// (slot, commitments on it, proof on it) from the first DA slot on.
+    slots: Vec<(u64, Value, Value)>,
+    last_proof: Value,
+}
+
+/// The DA slot of L2 height 1 on the devnet.
+const FIRST_SLOT: u64 = 1000;
+
+fn view(url: &str) -> View {
+    let head = head(url);
+    let mut blocks = Vec::new();
+    let mut from = 1;
+    while from <= head {
+        // 25: under any --max-range a test gives an upstream.
+        let to = head.min(from + 24);
+        let part = rpc(url, "ledger_getSoftConfirmationRange", json!([from, to]));
+        blocks.extend(part.as_array().expect("a list").iter().cloned());
+        from = to + 1;
+    }
+    let calls: Vec<_> = (1..=head)
+        .map(|h| ("ledger_getSoftConfirmationStatus", json!([h])))
+        .collect();
+    let statuses = batch(url, &calls);
+    let last_scanned = last_scanned(url);
+    let mut calls = Vec::new();
+    for n in FIRST_SLOT..=last_scanned {
+        calls.push(("ledger_getSequencerCommitmentsOnSlotByNumber", json!([n])));
+        calls.push(("ledger_getVerifiedBatchProofsBySlotHeight", json!([n])));
+    }
+    let answers = batch(url, &calls);
+    let slots = (FIRST_SLOT..=last_scanned)
+        .zip(answers.chunks(2))
+        .map(|(n, a)| (n, a[0].clone(), a[1].clone()))
+        .collect();
+    View {
+        head,
+        genesis: rpc(url, "ledger_getL2GenesisStateRoot", json!([])),
+        blocks,
+        statuses,
+        last_scanned,
+        slots,
+        last_proof: rpc(url, "ledger_getLastVerifiedBatchProof", json!([])),
+    }
+}
+
+/// Asserts two views are equal, naming the first difference.
+fn assert_same_view(follower: &View, upstream: &View) {
+    assert_eq!(follower.head, upstream.head, "head");
+    assert_eq!(follower.genesis, upstream.genesis, "genesis state root");
+    assert_eq!(
+        follower.last_scanned, upstream.last_scanned,
+        "last scanned L1"
+    );
+    for (i, (a, b)) in follower.blocks.iter().zip(&upstream.blocks).enumerate() {
+        assert_eq!(a, b, "soft confirmation {}", i + 1);
+    }
+    for (i, (a, b)) in follower.statuses.iter().zip(&upstream.statuses).enumerate() {
+        assert_eq!(a, b, "status of {}", i + 1);
+    }
+    for (a, b) in follower.slots.iter().zip(&upstream.slots) {
+        assert_eq!(a, b, "commitments and proof of DA slot {}", b.0);
+    }
+    assert_eq!(follower.last_proof, upstream.last_proof, "last proof");
+    assert_eq!(follower, upstream);
+}
+
+/// Checks the chain a node serves from the outside: every height once, each
+/// prevHash links to the hash below, statuses fall with height, and every
+/// hash finds its own height.
+fn assert_chain_whole(url: &str, v: &View) {
+    let mut prev = "0".repeat(64);
+    for (i, b) in v.blocks.iter().enumerate() {
+        let h = i as u64 + 1;
+        assert_eq!(b["l2Height"], json!(h), "height {h} is where it belongs");
+        assert_eq!(
+            b["prevHash"],
+            json!(prev),
+            "prevHash of {h} links to {}",
+            h - 1
+        );
+        prev = b["hash"].as_str().expect("hash").to_string();
+    }
+    let rank = |s: &Value| match s.as_str() {
+        Some("Trusted") => 0,
+        Some("Finalized") => 1,
+        Some("Proven") => 2,
+        other => panic!("unknown status {other:?}"),
+    };
+    for (i, w) in v.statuses.windows(2).enumerate() {
+        assert!(
+            rank(&w[0]) >= rank(&w[1]),
+            "status of {} ({}) is below that of {} ({})",
+            i + 1,
+            w[0],
+            i + 2,
+            w[1]
+        );
+    }
+    let calls: Vec<_> = v
+        .blocks
+        .iter()
+        .step_by(7)
+        .map(|b| ("ledger_getSoftConfirmationByHash", json!([b["hash"]])))
+        .collect();
+    for (answer, b) in batch(url, &calls).iter().zip(v.blocks.iter().step_by(7)) {
+        assert_eq!(answer["l2Height"], b["l2Height"], "hash index");
+    }
+}
+
+fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "timed out after {limit:?}: {what}");
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits until the follower holds and has scanned what the upstream has,
+/// and says so in its sync status.
+fn wait_converged(follower: &str, upstream: &str) {
+    let (h, l1) = (head(upstream), last_scanned(upstream));
+    let synced = json!({"l1Status":{"Synced":l1},"l2Status":{"Synced":h}});
+    wait_until(
+        &format!("follower reaches head {h} and slot {l1}"),
+        Duration::from_secs(60),
+        || sync_status(follower) == synced,
+    );
+}
+
+// ---------------------------------------------------------------- the proxy
+
+/// What the proxy does to answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tamper {
+    Nothing,
+    /// Adds one to the timestamp of the soft confirmation at this height
+    /// (one of the hashed fields), wherever it is answered.
+    BlockAt(u64),
+    /// Flips the first hex digit of every commitment's merkleRoot.
+    MerkleRoots,
+    /// Answers every request with text that is not JSON.
+    Garbage,
+}
+
+/// A small HTTP proxy in front of an upstream: one request per connection,
+/// answers passed through, maybe delayed, maybe altered. When the upstream
+/// cannot be reached it closes the connection without an answer.
+struct Proxy {
+    url: String,
+    addr: SocketAddr,
+    tamper: Arc<Mutex<Tamper>>,
+    delay_ms: Arc<AtomicU64>,
+    /// Answers it altered.
+    altered: Arc<AtomicU64>,
+    stopped: Arc<AtomicBool>,
+}
+
+impl Proxy {
+    fn start(upstream: &str) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("proxy binds");
+        let addr = listener.local_addr().expect("addr");
+        let proxy = Proxy {
+            url: format!("http://{addr}"),
+            addr,
+            tamper: Arc::new(Mutex::new(Tamper::Nothing)),
+            delay_ms: Arc::new(AtomicU64::new(0)),
+            altered: Arc::new(AtomicU64::new(0)),
+            stopped: Arc::new(AtomicBool::new(false)),
+        };
+        let (tamper, delay, altered, stopped) = (
+            proxy.tamper.clone(),
+            proxy.delay_ms.clone(),
+            proxy.altered.clone(),
+            proxy.stopped.clone(),
+        );
+        let upstream = upstream.to_string();
+        thread::spawn(move || {
+            for conn in listener.incoming() {
+                if stopped.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(conn) = conn else { continue };
+                let (tamper, delay, altered, upstream) = (
+                    tamper.clone(),
+                    delay.clone(),
+                    altered.clone(),
+                    upstream.clone(),
+                );
+                thread::spawn(move || {
+                    let _ = serve(conn, &upstream, &tamper, &delay, &altered);
+                });
+            }
+        });
+        proxy
+    }
+
+    fn set(&self, t: Tamper) {
+        *self.tamper.lock().expect("tamper lock") = t;
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(self.addr);
+    }
+}
+
+fn serve(
+    conn: TcpStream,
+    upstream: &str,
+    tamper: &Mutex<Tamper>,
+    delay: &AtomicU64,
+    altered: &AtomicU64,
+) -> std::io::Result<()> {
+    conn.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let mut reader = BufReader::new(conn.try_clone()?);
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().unwrap_or(0);
+            }
+        }
+    }
+    let mut body = vec![0u8; length];
+    reader.read_exact(&mut body)?;
+    let answer = match agent()
+        .post(upstream)
+        .set("Content-Type", "application/json")
+        .send_bytes(&body)
+    {
+        Ok(r) => r.into_string()?,
+        // The upstream is down: so is the proxy, as far as the follower sees.
+        Err(_) => return Ok(()),
+    };
+    let mode = *tamper.lock().expect("tamper lock");
+    let answer = match alter(&answer, mode) {
+        Some(changed) => {
+            altered.fetch_add(1, Ordering::SeqCst);
+            changed
+        }
+        None => answer,
+    };
+    thread::sleep(Duration::from_millis(delay.load(Ordering::SeqCst)));
+    let mut conn = conn;
+    write!(
+        conn,
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        answer.len()
+    )?;
+    conn.write_all(answer.as_bytes())?;
+    conn.flush()
+}
+
+/// The altered answer, or `None` when there was nothing to alter.
+fn alter(answer: &str, mode: Tamper) -> Option<String> {
+    match mode {
+        Tamper::Nothing => None,
+        Tamper::Garbage => Some("<html>502 upstream sneezed</html>".to_string()),
+        Tamper::BlockAt(h) => {
+            let at = answer.find(&format!("\"l2Height\":{h},"))?;
+            let field = "\"timestamp\":";
+            let start = at + answer[at..].find(field)? + field.len();
+            let len = answer[start..]
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(answer.len() - start);
+            let ts: u64 = answer[start..start + len].parse().ok()?;
+            Some(format!(
+                "{}{}{}",
+                &answer[..start],
+                ts + 1,
+                &answer[start + len..]
+            ))
+        }
+        Tamper::MerkleRoots => {
+            let field = "\"merkleRoot\":\"";
+            if !answer.contains(field) {
+                return None;
+            }
+            let mut out = String::with_capacity(answer.len());
+            let mut rest = answer;
+            while let Some(i) = rest.find(field) {
+                let digit = i + field.len();
+                out.push_str(&rest[..digit]);
+                out.push(if rest[digit..].starts_with('0') {
+                    '1'
+                } else {
+                    '0'
+                });
+                rest = &rest[digit + 1..];
+            }
+            out.push_str(rest);
+            Some(out)
+        }
+    }
+}
+
+// ---------------------------------------------------------------- the tests
+
+#[test]
+fn a_follower_converges_to_its_upstream_hashes_statuses_commitments_and_proofs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (up_dir, f_dir) = (dir.path().join("up"), dir.path().join("f"));
+    let upstream = Ledgerd::devnet(&up_dir, 1500, "127.0.0.1:0");
+    let follower = Ledgerd::follower(&f_dir, &upstream.url, 100, "follower.log");
+    wait_converged(&follower.url, &upstream.url);
+    let (f, u) = (view(&follower.url), view(&upstream.url));
+    assert_eq!(u.head, 1500);
+    assert!(u.statuses.contains(&json!("Proven")) && u.statuses.contains(&json!("Trusted")));
+    assert!(u.slots.iter().any(|s| !s.1.is_null()) && u.slots.iter().any(|s| !s.2.is_null()));
+    assert_same_view(&f, &u);
+    assert_chain_whole(&follower.url, &f);
+    // The slot-hash index answers on the follower as on the upstream.
+    let slot = u
+        .slots
+        .iter()
+        .find(|s| !s.2.is_null())
+        .expect("a proof slot");
+    let hash = &slot.2["proof"]["proofOutput"]["daSlotHash"];
+    let by_hash = |url: &str| {
+        rpc(
+            url,
+            "ledger_getSequencerCommitmentsOnSlotByHash",
+            json!([hash]),
+        )
+    };
+    assert_eq!(by_hash(&follower.url), by_hash(&upstream.url));
+}
+
+#[test]
+fn a_follower_killed_mid_catch_up_resumes_without_gap_or_duplicate() {
+    let dir = tempfile::tempdir().unwrap();
+    let (up_dir, f_dir) = (dir.path().join("up"), dir.path().join("f"));
+    let upstream = Ledgerd::devnet(&up_dir, 2000, "127.0.0.1:0");
+    // A slow path to the upstream, so a kill lands in the middle of catch-up.
+    let slow = Proxy::start(&upstream.url);
+    slow.delay_ms.store(15, Ordering::SeqCst);
+    let mut kills = Vec::new();
+    for (round, stop_at) in [150u64, 700, 1400].into_iter().enumerate() {
+        let follower = Ledgerd::follower(&f_dir, &slow.url, 25, &format!("f{round}.log"));
+        let before = head(&follower.url);
+        assert!(before <= stop_at, "round {round}: resumed at {before}");
+        wait_until(
+            &format!("follower passes {stop_at}"),
+            Duration::from_secs(60),
+            || head(&follower.url) >= stop_at,
+        );
+        kills.push(head(&follower.url));
+        follower.kill9();
+    }
+    assert!(
+        kills.iter().all(|&h| h < 2000),
+        "every kill hit mid-catch-up: {kills:?}"
+    );
+    // One more kill while the DA slots are being scanned, if it lands there.
+    let follower = Ledgerd::follower(&f_dir, &slow.url, 25, "f3.log");
+    wait_until("L2 caught up", Duration::from_secs(60), || {
+        head(&follower.url) == 2000
+    });
+    let scanned_at_kill = last_scanned(&follower.url);
+    follower.kill9();
+    let follower = Ledgerd::follower(&f_dir, &upstream.url, 100, "f4.log");
+    assert!(last_scanned(&follower.url) >= scanned_at_kill);
+    wait_converged(&follower.url, &upstream.url);
+    let (f, u) = (view(&follower.url), view(&upstream.url));
+    assert_chain_whole(&follower.url, &f);
+    assert_same_view(&f, &u);
+}
+
+#[test]
+fn a_follower_keeps_serving_while_its_upstream_is_down_and_resumes_when_it_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let (up_dir, f_dir) = (dir.path().join("up"), dir.path().join("f"));
+    let upstream = Ledgerd::devnet(&up_dir, 400, "127.0.0.1:0");
+    let port = upstream.port();
+    let follower = Ledgerd::follower(&f_dir, &upstream.url, 100, "follower.log");
+    wait_converged(&follower.url, &upstream.url);
+    let block_400 = rpc(
+        &upstream.url,
+        "ledger_getSoftConfirmationByNumber",
+        json!([400]),
+    );
+    let synced = sync_status(&follower.url);
+    upstream.kill9();
+
+    // Down for a while: several retries.
+    let down = Instant::now();
+    while down.elapsed() < Duration::from_millis(1500) {
+        assert_eq!(head(&follower.url), 400);
+        assert_eq!(
+            rpc(
+                &follower.url,
+                "ledger_getSoftConfirmationByNumber",
+                json!([400])
+            ),
+            block_400
+        );
+        // It claims no head beyond what it has seen.
+        assert_eq!(sync_status(&follower.url), synced);
+        thread::sleep(Duration::from_millis(50));
+    }
+    let log = follower.log_text();
+    assert_eq!(
+        log.matches("cannot be reached").count(),
+        1,
+        "an unreachable upstream is logged once, not once per try:\n{log}"
+    );
+
+    // Back, on the same address, with the chain grown to 700.
+    let upstream = Ledgerd::devnet(&up_dir, 700, &format!("127.0.0.1:{port}"));
+    assert_eq!(head(&upstream.url), 700);
+    wait_converged(&follower.url, &upstream.url);
+    let (f, u) = (view(&follower.url), view(&upstream.url));
+    assert_same_view(&f, &u);
+    assert_chain_whole(&follower.url, &f);
+    assert!(follower.log_text().contains("sync resumed"));
+}
+
+#[test]
+fn a_block_altered_in_transit_is_never_stored_and_the_follower_converges_once_it_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let (up_dir, f_dir) = (dir.path().join("up"), dir.path().join("f"));
+    let upstream = Ledgerd::devnet(&up_dir, 600, "127.0.0.1:0");
+    let proxy = Proxy::start(&upstream.url);
+    proxy.set(Tamper::BlockAt(250));
+    let follower = Ledgerd::follower(&f_dir, &proxy.url, 100, "follower.log");
+    wait_until(
+        "the follower rejects block 250",
+        Duration::from_secs(30),
+        || {
+            follower
+                .log_text()
+                .contains("check hash failed: soft confirmation 250")
+        },
+    );
+    thread::sleep(Duration::from_millis(300));
+    assert!(proxy.altered.load(Ordering::SeqCst) >= 1);
+    // The verified prefix is stored, nothing at or above the altered block.
+    assert_eq!(head(&follower.url), 249);
+    assert_eq!(
+        rpc(
+            &follower.url,
+            "ledger_getSoftConfirmationByNumber",
+            json!([250])
+        ),
+        Value::Null
+    );
+    let f = view(&follower.url);
+    let u = view(&upstream.url);
+    assert_eq!(f.blocks[..], u.blocks[..249]);
+    // It does not claim to be synced past what it stored.
+    assert_eq!(
+        sync_status(&follower.url)["l2Status"],
+        json!({"Syncing":{"headBlockNumber":600,"syncedBlockNumber":249}})
+    );
+
+    proxy.set(Tamper::Nothing);
+    wait_converged(&follower.url, &upstream.url);
+    let f = view(&follower.url);
+    assert_same_view(&f, &u);
+    assert_chain_whole(&follower.url, &f);
+}
+
+#[test]
+fn a_commitment_with_an_altered_merkle_root_finalizes_nothing_until_it_is_answered_right() {
+    let dir = tempfile::tempdir().unwrap();
+    let (up_dir, f_dir) = (dir.path().join("up"), dir.path().join("f"));
+    let upstream = Ledgerd::devnet(&up_dir, 600, "127.0.0.1:0");
+    let proxy = Proxy::start(&upstream.url);
+    proxy.set(Tamper::MerkleRoots);
+    let follower = Ledgerd::follower(&f_dir, &proxy.url, 100, "follower.log");
+    wait_until(
+        "the follower rejects the first commitment",
+        Duration::from_secs(30),
+        || follower.log_text().contains("check merkle_root failed"),
+    );
+    thread::sleep(Duration::from_millis(300));
+    assert!(proxy.altered.load(Ordering::SeqCst) >= 1);
+    let u = view(&upstream.url);
+    let f = view(&follower.url);
+    // The blocks are untouched and stored; no status was raised, no
+    // commitment or proof stored, and the scan stopped before the slot.
+    assert_eq!(f.blocks, u.blocks);
+    assert!(
+        f.statuses.iter().all(|s| *s == json!("Trusted")),
+        "{:?}",
+        f.statuses
+    );
+    let first_commitment_slot = u.slots.iter().find(|s| !s.1.is_null()).expect("one").0;
+    assert!(f.last_scanned < first_commitment_slot);
+    assert!(f.slots.iter().all(|s| s.1.is_null() && s.2.is_null()));
+    assert_eq!(f.last_proof, Value::Null);
+
+    proxy.set(Tamper::Nothing);
+    wait_converged(&follower.url, &upstream.url);
+    let f = view(&follower.url);
+    assert_same_view(&f, &u);
+    assert!(f.statuses.contains(&json!("Finalized")) && f.statuses.contains(&json!("Proven")));
+}
+
+#[test]
+fn a_follower_answered_garbage_keeps_serving_logs_it_once_and_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (up_dir, f_dir) = (dir.path().join("up"), dir.path().join("f"));
+    let upstream = Ledgerd::devnet(&up_dir, 300, "127.0.0.1:0");
+    let proxy = Proxy::start(&upstream.url);
+    let follower = Ledgerd::follower(&f_dir, &proxy.url, 100, "follower.log");
+    wait_converged(&follower.url, &upstream.url);
+    let before = view(&follower.url);
+    proxy.set(Tamper::Garbage);
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(1200) {
+        assert_eq!(head(&follower.url), 300);
+        thread::sleep(Duration::from_millis(50));
+    }
+    assert!(proxy.altered.load(Ordering::SeqCst) >= 3, "several retries");
+    let log = follower.log_text();
+    assert_eq!(
+        log.matches("not JSON-RPC").count(),
+        1,
+        "garbage is logged once, not once per try:\n{log}"
+    );
+    assert_eq!(view(&follower.url), before);
+    proxy.set(Tamper::Nothing);
+    wait_until("sync resumes", Duration::from_secs(10), || {
+        follower.log_text().contains("sync resumed")
+    });
+    assert_same_view(&view(&follower.url), &view(&upstream.url));
+}
+
+#[test]
+fn a_follower_shrinks_its_chunk_to_the_upstreams_range_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (up_dir, f_dir) = (dir.path().join("up"), dir.path().join("f"));
+    let upstream = Ledgerd::devnet_with(&up_dir, 400, "127.0.0.1:0", &["--max-range", "30"]);
+    let follower = Ledgerd::follower(&f_dir, &upstream.url, 100, "follower.log");
+    wait_converged(&follower.url, &upstream.url);
+    assert!(
+        follower
+            .log_text()
+            .contains("upstream serves at most 30 blocks per range"),
+        "{}",
+        follower.log_text()
+    );
+    assert_same_view(&view(&follower.url), &view(&upstream.url));
+}
