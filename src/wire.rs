@@ -57,14 +57,18 @@ fn decode_into(field: &str, digits: &[u8], out: &mut [u8]) -> Result<(), WireErr
     if bad & 0xf0 == 0 {
         return Ok(());
     }
-    let at = digits
-        .iter()
-        .position(|&c| HEX_VALUE[c as usize] == 0xff)
-        .unwrap_or(0);
-    Err(WireError(format!(
-        "{field} is not hex: {:?} at position {at}",
-        digits[at] as char
-    )))
+    all_hex(field, digits)
+}
+
+/// Fails with the position of the first character that is not a hex digit.
+fn all_hex(field: &str, digits: &[u8]) -> Result<(), WireError> {
+    match digits.iter().position(|&c| HEX_VALUE[c as usize] == 0xff) {
+        None => Ok(()),
+        Some(at) => Err(WireError(format!(
+            "{field} is not hex: {:?} at position {at}",
+            digits[at] as char
+        ))),
+    }
 }
 
 fn strip(s: &str) -> &[u8] {
@@ -87,6 +91,8 @@ fn hex_bytes(field: &str, s: &str) -> Result<Vec<u8>, WireError> {
 fn hex_array<const N: usize>(field: &str, s: &str) -> Result<[u8; N], WireError> {
     let digits = strip(s);
     if digits.len() != 2 * N {
+        // Say what is wrong first: a stray character, then the length.
+        all_hex(field, digits)?;
         if !digits.len().is_multiple_of(2) {
             return Err(WireError(format!(
                 "{field} is not hex: it has an odd number of digits ({})",
