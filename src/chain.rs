@@ -122,18 +122,14 @@ pub fn verify_signature(
         .map_err(|_| SignatureError::Mismatch)
 }
 
-/// Verifies many soft-confirmation signatures at once (Ed25519 batch
-/// verification). Returns the index of the first signature that fails, or
-/// `None` when all verify.
+/// Verifies many soft-confirmation signatures at once with ed25519-dalek's
+/// batch verification (random 128-bit weights; about twice as fast per
+/// signature as one by one). Returns the index of the first signature that
+/// fails, or `None` when all verify.
 ///
-/// This is the batch equation of ed25519-dalek's `verify_batch`
-/// (`-(sum z_i s_i) B + sum z_i R_i + sum z_i k_i A_i = 0`, with `k_i =
-/// SHA-512(R_i || A_i || M_i)` and 128-bit weights `z_i` derived from all
-/// the signatures, so none can be chosen to cancel another), with one
-/// change: the terms of one key are summed into one (`(sum z_i k_i) A`).
-/// A sequencer signs every block with the same key, so the multiscalar
-/// multiplication has n + 2 points instead of 2n + 1, and the key is
-/// decompressed once, not n times: about half the work of the stock batch.
+/// A sequencer signs every block with the same key, and decompressing a key
+/// costs about as much as a verification: each distinct key is decompressed
+/// once. The batch equation itself is ed25519-dalek's, not ours.
 pub fn first_bad_signature(items: &[(&[u8; 32], &Hash, &[u8; 64])]) -> Option<usize> {
     if items.is_empty() || batch_verifies(items) {
         return None;
@@ -144,76 +140,28 @@ pub fn first_bad_signature(items: &[(&[u8; 32], &Hash, &[u8; 64])]) -> Option<us
         .position(|(k, m, s)| verify_signature(k, m.as_slice(), s).is_err())
 }
 
-/// The batch equation over `items`; false when any item is malformed or
-/// the equation does not hold.
+/// True when every signature of `items` verifies as a batch; false when any
+/// key is malformed or the batch does not hold.
 fn batch_verifies(items: &[(&[u8; 32], &Hash, &[u8; 64])]) -> bool {
-    use curve25519_dalek::constants::ED25519_BASEPOINT_POINT;
-    use curve25519_dalek::edwards::{CompressedEdwardsY, EdwardsPoint};
-    use curve25519_dalek::scalar::Scalar;
-    use curve25519_dalek::traits::{IsIdentity, VartimeMultiscalarMul};
-    use sha2::Sha512;
-
-    // k_i = SHA-512(R || A || M), and a transcript of every (k_i, s_i)
-    // that seeds the weights.
-    let mut transcript = Sha512::new();
-    transcript.update(b"ledgerd ed25519 batch verification");
-    let mut hrams = Vec::with_capacity(items.len());
-    for (key, message, sig) in items {
-        let mut h = Sha512::new();
-        h.update(&sig[..32]);
-        h.update(key);
-        h.update(message);
-        let hram: [u8; 64] = h.finalize().into();
-        transcript.update(hram);
-        transcript.update(&sig[32..]);
-        hrams.push(Scalar::from_bytes_mod_order_wide(&hram));
-    }
-    let seed: [u8; 64] = transcript.finalize().into();
-
-    let mut b_coefficient = Scalar::ZERO;
-    let mut scalars = Vec::with_capacity(items.len() + 2);
-    let mut points = Vec::with_capacity(items.len() + 2);
-    // (key bytes, key point, sum of z_i k_i) per distinct key.
-    let mut keys: Vec<(&[u8; 32], EdwardsPoint, Scalar)> = Vec::new();
-    for (i, ((key, _, sig), hram)) in items.iter().zip(&hrams).enumerate() {
-        let mut r_bytes = [0u8; 32];
-        r_bytes.copy_from_slice(&sig[..32]);
-        let mut s_bytes = [0u8; 32];
-        s_bytes.copy_from_slice(&sig[32..]);
-        let Some(s) = Option::<Scalar>::from(Scalar::from_canonical_bytes(s_bytes)) else {
-            return false;
+    let mut keys: Vec<VerifyingKey> = Vec::with_capacity(items.len());
+    let mut last: Option<(&[u8; 32], VerifyingKey)> = None;
+    for (pub_key, _, _) in items {
+        let key = match last {
+            Some((bytes, key)) if bytes == *pub_key => key,
+            _ => match VerifyingKey::from_bytes(pub_key) {
+                Ok(k) => k,
+                Err(_) => return false,
+            },
         };
-        let Some(r) = CompressedEdwardsY(r_bytes).decompress() else {
-            return false;
-        };
-        let mut zh = Sha512::new();
-        zh.update(seed);
-        zh.update((i as u64).to_le_bytes());
-        let zd: [u8; 64] = zh.finalize().into();
-        let mut z_bytes = [0u8; 32];
-        z_bytes[..16].copy_from_slice(&zd[..16]);
-        let z = Scalar::from_bytes_mod_order(z_bytes);
-        b_coefficient += z * s;
-        scalars.push(z);
-        points.push(r);
-        let zk = z * hram;
-        match keys.iter_mut().find(|(bytes, _, _)| bytes == key) {
-            Some((_, _, sum)) => *sum += zk,
-            None => {
-                let Some(a) = CompressedEdwardsY(**key).decompress() else {
-                    return false;
-                };
-                keys.push((key, a, zk));
-            }
-        }
+        last = Some((pub_key, key));
+        keys.push(key);
     }
-    scalars.push(-b_coefficient);
-    points.push(ED25519_BASEPOINT_POINT);
-    for (_, a, sum) in &keys {
-        scalars.push(*sum);
-        points.push(*a);
-    }
-    EdwardsPoint::vartime_multiscalar_mul(&scalars, &points).is_identity()
+    let messages: Vec<&[u8]> = items.iter().map(|(_, m, _)| m.as_slice()).collect();
+    let signatures: Vec<Signature> = items
+        .iter()
+        .map(|(_, _, s)| Signature::from_bytes(s))
+        .collect();
+    ed25519_dalek::verify_batch(&messages, &signatures, &keys).is_ok()
 }
 
 #[cfg(test)]
