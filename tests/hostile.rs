@@ -61,19 +61,8 @@ fn a_fifty_mib_body_gets_413_and_is_never_buffered_whole() {
     let mut s = connect(node.addr);
     s.write_all(format!("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {n}\r\n\r\n").as_bytes())
         .unwrap();
-    let mut w = s.try_clone().unwrap();
-    let sender = thread::spawn(move || {
-        let _ = w.set_write_timeout(Some(Duration::from_secs(3)));
-        let chunk = vec![b' '; 64 * 1024];
-        let mut sent = 0;
-        while sent < n {
-            match w.write(&chunk) {
-                Ok(k) => sent += k,
-                Err(_) => break,
-            }
-        }
-        sent
-    });
+    let w = s.try_clone().unwrap();
+    let sender = thread::spawn(move || common::http::send_spaces(w, n, Duration::from_secs(3)));
     let a = read_answer(&mut BufReader::new(&mut s)).expect("413 answer");
     assert_eq!(a.status, 413);
     assert_eq!(a.header("Content-Type"), Some("application/json"));
@@ -105,15 +94,8 @@ fn a_body_sent_one_byte_per_100_ms_does_not_stall_others_and_gets_408() {
     let mut s = connect(node.addr);
     s.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n")
         .unwrap();
-    let mut w = s.try_clone().unwrap();
-    let trickle = thread::spawn(move || {
-        for _ in 0..30 {
-            if w.write_all(b" ").is_err() {
-                break;
-            }
-            thread::sleep(Duration::from_millis(100));
-        }
-    });
+    let w = s.try_clone().unwrap();
+    let trickle = thread::spawn(move || common::http::trickle(w, 30, Duration::from_millis(100)));
     for _ in 0..5 {
         thread::sleep(Duration::from_millis(150));
         assert_normal_request_fast(node.addr, PREFILL);
