@@ -186,11 +186,7 @@ fn a_fifty_mib_body_is_refused_by_nginx_and_never_reaches_ledgerd() {
     let Some(f) = start(&[]) else { return };
     let anon_before = f.node.status_field("RssAnon");
     let n = 50 * 1024 * 1024;
-    let mut s = connect(f.addr);
-    s.write_all(format!("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {n}\r\n\r\n").as_bytes())
-        .unwrap();
-    let w = s.try_clone().unwrap();
-    let sender = thread::spawn(move || common::http::send_spaces(w, n, Duration::from_secs(3)));
+    let (mut s, sender) = common::http::post_huge_body(f.addr, n, Duration::from_secs(3));
     let a = read_answer(&mut BufReader::new(&mut s)).expect("413 answer");
     assert_eq!(a.status, 413);
     assert_json_error(&a.body, -32007);

@@ -9,23 +9,12 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::http::metric;
+use common::http::{metric, request as http};
 use common::{free_port, run_to_exit, Answer, Ledgerd};
 use ledgerd::config::Config;
 use ledgerd::devnet::DevnetConfig;
 use ledgerd::ledger::{Ledger, LedgerRead, OpenOptions};
 use ledgerd::Node;
-
-/// Sends one request on a new connection and reads the answer.
-fn http(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-) -> Answer {
-    common::http::request(addr, method, path, headers, body)
-}
 
 fn rpc(addr: SocketAddr, body: &str) -> Answer {
     http(addr, "POST", "/", &[], body)

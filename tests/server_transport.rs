@@ -9,7 +9,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::http::{connect, post, read_answer, send_spaces, timed_rpc};
+use common::http::{connect, long_header_line, many_headers, post, read_answer, timed_rpc};
 use ledgerd::server::{Handler, HttpRequest, HttpResponse, Server, ServerConfig, Stopper};
 
 struct Echo;
@@ -124,12 +124,8 @@ fn huge_content_length_gets_413_and_does_not_abort_the_node() {
 #[test]
 fn fifty_mib_body_gets_413_with_handler_body() {
     let srv = start(ServerConfig::default());
-    let mut s = connect(srv.addr);
     let n = 50 * 1024 * 1024;
-    s.write_all(format!("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {n}\r\n\r\n").as_bytes())
-        .unwrap();
-    let w = s.try_clone().unwrap();
-    let sender = thread::spawn(move || send_spaces(w, n, Duration::from_secs(5)));
+    let (mut s, sender) = common::http::post_huge_body(srv.addr, n, Duration::from_secs(5));
     let a = read_answer(&mut BufReader::new(&mut s)).expect("413 answer");
     assert_eq!(a.status, 413);
     assert!(String::from_utf8_lossy(&a.body).contains("-32007"));
@@ -218,30 +214,8 @@ fn client_that_never_reads_a_large_answer_does_not_block_the_loop() {
 fn huge_header_line_and_many_headers_do_not_stall_the_loop() {
     let srv = start(ServerConfig::default());
     let addr = srv.addr;
-    let long = thread::spawn(move || {
-        let mut s = connect(addr);
-        let _ = s.set_write_timeout(Some(Duration::from_secs(5)));
-        let _ = s.write_all(b"POST / HTTP/1.1\r\nX-Long: ");
-        let chunk = vec![b'a'; 1024 * 1024];
-        for _ in 0..64 {
-            if s.write_all(&chunk).is_err() {
-                break;
-            }
-        }
-        let _ = s.write_all(b"\r\nContent-Length: 0\r\n\r\n");
-        let _ = read_answer(&mut BufReader::new(&mut s));
-    });
-    let many = thread::spawn(move || {
-        let mut s = connect(addr);
-        let _ = s.set_write_timeout(Some(Duration::from_secs(5)));
-        let mut req = b"POST / HTTP/1.1\r\n".to_vec();
-        for i in 0..100_000 {
-            req.extend_from_slice(format!("X-H{i}: v\r\n").as_bytes());
-        }
-        req.extend_from_slice(b"Content-Length: 0\r\n\r\n");
-        let _ = s.write_all(&req);
-        let _ = read_answer(&mut BufReader::new(&mut s));
-    });
+    let long = thread::spawn(move || long_header_line(addr, 64));
+    let many = thread::spawn(move || many_headers(addr, 100_000));
     for _ in 0..5 {
         thread::sleep(Duration::from_millis(50));
         assert_normal_request_fast(addr);

@@ -209,6 +209,51 @@ pub fn send_spaces(mut w: TcpStream, n: usize, write_timeout: Duration) -> usize
     sent
 }
 
+/// Starts a POST that declares an `n`-byte body and sends it (spaces, see
+/// [`send_spaces`]) from a thread; returns the connection, to read the
+/// answer from, and the sender, which returns how many bytes went out.
+pub fn post_huge_body(
+    addr: SocketAddr,
+    n: usize,
+    write_timeout: Duration,
+) -> (TcpStream, std::thread::JoinHandle<usize>) {
+    let mut s = connect(addr);
+    s.write_all(format!("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {n}\r\n\r\n").as_bytes())
+        .unwrap();
+    let w = s.try_clone().unwrap();
+    (
+        s,
+        std::thread::spawn(move || send_spaces(w, n, write_timeout)),
+    )
+}
+
+/// A POST whose one header line is `mib` MiB long, in 1 MiB writes
+/// (stopping at the first failed one); the answer's status, or why there is none.
+pub fn long_header_line(addr: SocketAddr, mib: usize) -> std::io::Result<u16> {
+    let mut s = connect(addr);
+    let _ = s.write_all(b"POST / HTTP/1.1\r\nX-Long: ");
+    let chunk = vec![b'a'; 1024 * 1024];
+    for _ in 0..mib {
+        if s.write_all(&chunk).is_err() {
+            break;
+        }
+    }
+    let _ = s.write_all(b"\r\nContent-Length: 0\r\n\r\n");
+    read_answer(&mut BufReader::new(&mut s)).map(|a| a.status)
+}
+
+/// A POST with `count` headers; the answer's status, or why there is none.
+pub fn many_headers(addr: SocketAddr, count: usize) -> std::io::Result<u16> {
+    let mut s = connect(addr);
+    let mut req = b"POST / HTTP/1.1\r\n".to_vec();
+    for i in 0..count {
+        req.extend_from_slice(format!("X-H{i}: v\r\n").as_bytes());
+    }
+    req.extend_from_slice(b"Content-Length: 0\r\n\r\n");
+    let _ = s.write_all(&req);
+    read_answer(&mut BufReader::new(&mut s)).map(|a| a.status)
+}
+
 /// Writes one space every `gap`, `count` times, stopping at the first failed write.
 pub fn trickle(mut w: TcpStream, count: usize, gap: Duration) {
     for _ in 0..count {
