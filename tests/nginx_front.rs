@@ -317,19 +317,7 @@ fn sixty_four_keep_alive_clients_through_nginx_every_one_gets_answers() {
             let req = req.clone();
             thread::spawn(move || {
                 let end = Instant::now() + Duration::from_secs(3);
-                let mut answers = 0usize;
-                let mut s = connect(addr);
-                let mut r = BufReader::new(s.try_clone().unwrap());
-                while Instant::now() < end {
-                    if s.write_all(&req).is_err() {
-                        break;
-                    }
-                    match read_answer(&mut r) {
-                        Ok(a) if a.status == 200 => answers += 1,
-                        _ => break,
-                    }
-                }
-                answers
+                common::http::keep_alive_answers(addr, &req, end)
             })
         })
         .collect();

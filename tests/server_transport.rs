@@ -9,7 +9,9 @@ use std::net::{SocketAddr, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::http::{connect, long_header_line, many_headers, post, read_answer, timed_rpc};
+use common::http::{
+    connect, keep_alive_answers, long_header_line, many_headers, post, read_answer, timed_rpc,
+};
 use ledgerd::server::{Handler, HttpRequest, HttpResponse, Server, ServerConfig, Stopper};
 
 struct Echo;
@@ -272,22 +274,7 @@ fn keep_alive_client(addr: SocketAddr, run: Duration) -> usize {
     let mut answers = 0;
     let req = post(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#);
     while Instant::now() < end {
-        let mut s = connect(addr);
-        let mut r = BufReader::new(s.try_clone().unwrap());
-        while Instant::now() < end {
-            if s.write_all(&req).is_err() {
-                break;
-            }
-            match read_answer(&mut r) {
-                Ok(a) if a.status == 200 => {
-                    answers += 1;
-                    if a.header("Connection") == Some("close") {
-                        break;
-                    }
-                }
-                _ => break,
-            }
-        }
+        answers += keep_alive_answers(addr, &req, end);
     }
     answers
 }

@@ -254,6 +254,30 @@ pub fn many_headers(addr: SocketAddr, count: usize) -> std::io::Result<u16> {
     read_answer(&mut BufReader::new(&mut s)).map(|a| a.status)
 }
 
+/// Sends `req` again and again on one new keep-alive connection until `end`,
+/// a failed send, an answer that is not 200, or one with `Connection: close`;
+/// returns how many 200 answers came.
+pub fn keep_alive_answers(addr: SocketAddr, req: &[u8], end: Instant) -> usize {
+    let mut answers = 0;
+    let mut s = connect(addr);
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    while Instant::now() < end {
+        if s.write_all(req).is_err() {
+            break;
+        }
+        match read_answer(&mut r) {
+            Ok(a) if a.status == 200 => {
+                answers += 1;
+                if a.header("Connection") == Some("close") {
+                    break;
+                }
+            }
+            _ => break,
+        }
+    }
+    answers
+}
+
 /// Writes one space every `gap`, `count` times, stopping at the first failed write.
 pub fn trickle(mut w: TcpStream, count: usize, gap: Duration) {
     for _ in 0..count {
