@@ -186,7 +186,7 @@ impl Ledgerd {
                 let _ = child.wait();
                 panic!("ledgerd did not stop within 5 s of SIGTERM");
             }
-            std::thread::sleep(Duration::from_millis(10));
+            std::thread::sleep(Duration::from_millis(1));
         }
     }
 
@@ -240,7 +240,7 @@ pub fn terminate(child: &mut Child, grace: Duration) {
         if let Ok(Some(_)) = child.try_wait() {
             return;
         }
-        std::thread::sleep(Duration::from_millis(10));
+        std::thread::sleep(Duration::from_millis(1));
     }
     let _ = child.kill();
     let _ = child.wait();
