@@ -7,6 +7,8 @@
 //! Needs Debian's `chromium` (`.ci/install` installs it). Where it is
 //! missing, each test says so on stderr and passes without running.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
@@ -15,6 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::http::{exchange, metric};
 use ledgerd::devnet::DevnetConfig;
 use ledgerd::Node;
 
@@ -187,16 +190,14 @@ fn dev_node(dir: &Path, cors_origin: Option<&str>) -> Node {
 }
 
 fn preflights(node: &Node) -> u64 {
-    let mut s = std::net::TcpStream::connect(node.local_addr()).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut text = String::new();
-    let _ = std::io::Read::read_to_string(&mut s, &mut text);
-    text.lines()
-        .find_map(|l| l.strip_prefix("ledgerd_http_requests_total{route=\"preflight\"} "))
-        .and_then(|v| v.parse().ok())
-        .expect("the preflight counter")
+    let a = exchange(
+        node.local_addr(),
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    metric(
+        &a.text(),
+        "ledgerd_http_requests_total{route=\"preflight\"}",
+    )
 }
 
 #[test]

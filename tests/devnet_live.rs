@@ -2,12 +2,12 @@
 //! statuses climb Trusted -> Finalized -> Proven, a stop and a restart on
 //! the same data dir keep everything and continue the chain.
 
-mod support;
+mod common;
 
 use std::time::{Duration, Instant};
 
+use common::{devnet_args, run_to_exit, Ledgerd};
 use serde_json::Value;
-use support::{devnet_args, run_to_exit, Ledgerd};
 
 fn status_rank(s: &Value) -> u8 {
     match s.as_str() {
@@ -21,7 +21,7 @@ fn status_rank(s: &Value) -> u8 {
 #[test]
 fn statuses_climb_from_trusted_to_finalized_to_proven_as_the_devnet_runs() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let node = Ledgerd::start(dir.path(), &devnet_args(0, 20));
+    let node = Ledgerd::start_in(dir.path(), &devnet_args(0, 20));
     node.wait_for(Duration::from_secs(20), "height 1", |n| {
         n.result("ledger_getHeadSoftConfirmationHeight", "[]")
             .as_u64()
@@ -69,7 +69,7 @@ fn statuses_climb_from_trusted_to_finalized_to_proven_as_the_devnet_runs() {
 #[test]
 fn sync_status_moves_with_the_live_chain() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let node = Ledgerd::start(dir.path(), &devnet_args(50, 20));
+    let node = Ledgerd::start_in(dir.path(), &devnet_args(50, 20));
     let first = node.result("svc_syncStatus", "[]");
     node.wait_for(Duration::from_secs(20), "the L2 head to move", |n| {
         let now = n.result("svc_syncStatus", "[]");
@@ -108,14 +108,14 @@ fn snapshot(node: &Ledgerd, n: u64) -> Vec<Value> {
 #[test]
 fn a_restart_on_the_same_data_dir_keeps_everything_and_continues_the_chain() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let node = Ledgerd::start(dir.path(), &devnet_args(150, 0));
+    let node = Ledgerd::start_in(dir.path(), &devnet_args(150, 0));
     let before = snapshot(&node, 150);
     let scanned = node.result("ledger_getLastScannedL1Height", "[]");
     let (status, stderr) = node.stop();
     assert!(status.success(), "clean stop: {stderr}");
 
     // The same flags: nothing changes, nothing is rewritten.
-    let node = Ledgerd::start(dir.path(), &devnet_args(150, 0));
+    let node = Ledgerd::start_in(dir.path(), &devnet_args(150, 0));
     assert_eq!(snapshot(&node, 150), before);
     assert_eq!(node.result("ledger_getLastScannedL1Height", "[]"), scanned);
     // Ctrl-C stops it cleanly too.
@@ -123,7 +123,7 @@ fn a_restart_on_the_same_data_dir_keeps_everything_and_continues_the_chain() {
     assert!(status.success(), "clean stop on SIGINT: {stderr}");
 
     // A larger prefill continues the chain on top of what is stored.
-    let node = Ledgerd::start(dir.path(), &devnet_args(220, 0));
+    let node = Ledgerd::start_in(dir.path(), &devnet_args(220, 0));
     assert_eq!(
         node.result("ledger_getHeadSoftConfirmationHeight", "[]"),
         220

@@ -2,13 +2,13 @@
 //! data dirs: a devnet ledger exported and imported elsewhere answers every
 //! method the same; bad fixtures are refused whole, with line numbers.
 
-mod fx_support;
+mod common;
 
-use fx_support::{call, devnet_ledger, every_answer, export, run, Proc};
+use common::{call, devnet_ledger, every_answer, export, run, Ledgerd};
 use std::path::Path;
 
-fn serve(dir: &Path) -> Proc {
-    Proc::start(&[
+fn serve(dir: &Path) -> Ledgerd {
+    Ledgerd::start_args(&[
         "serve-readonly",
         "--bind",
         "127.0.0.1:0",

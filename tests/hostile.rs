@@ -11,6 +11,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::http::{long_header_line, many_headers};
 use common::{
     assert_normal_request_fast, bounded, connect, post, raise_nofile_limit, read_answer, Ledgerd,
     PREFILL,
@@ -58,22 +59,7 @@ fn a_fifty_mib_body_gets_413_and_is_never_buffered_whole() {
     let node = Ledgerd::start(&[]);
     let anon_before = node.status_field("RssAnon");
     let n = 50 * 1024 * 1024;
-    let mut s = connect(node.addr);
-    s.write_all(format!("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {n}\r\n\r\n").as_bytes())
-        .unwrap();
-    let mut w = s.try_clone().unwrap();
-    let sender = thread::spawn(move || {
-        let _ = w.set_write_timeout(Some(Duration::from_secs(3)));
-        let chunk = vec![b' '; 64 * 1024];
-        let mut sent = 0;
-        while sent < n {
-            match w.write(&chunk) {
-                Ok(k) => sent += k,
-                Err(_) => break,
-            }
-        }
-        sent
-    });
+    let (mut s, sender) = common::http::post_huge_body(node.addr, n, Duration::from_secs(3));
     let a = read_answer(&mut BufReader::new(&mut s)).expect("413 answer");
     assert_eq!(a.status, 413);
     assert_eq!(a.header("Content-Type"), Some("application/json"));
@@ -105,15 +91,8 @@ fn a_body_sent_one_byte_per_100_ms_does_not_stall_others_and_gets_408() {
     let mut s = connect(node.addr);
     s.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n")
         .unwrap();
-    let mut w = s.try_clone().unwrap();
-    let trickle = thread::spawn(move || {
-        for _ in 0..30 {
-            if w.write_all(b" ").is_err() {
-                break;
-            }
-            thread::sleep(Duration::from_millis(100));
-        }
-    });
+    let w = s.try_clone().unwrap();
+    let trickle = thread::spawn(move || common::http::trickle(w, 30, Duration::from_millis(100)));
     for _ in 0..5 {
         thread::sleep(Duration::from_millis(150));
         assert_normal_request_fast(node.addr, PREFILL);
@@ -224,28 +203,8 @@ fn a_hundred_thousand_deep_array_is_answered_not_a_crash() {
 fn a_64_mib_header_line_and_100_000_headers_do_not_stall_the_loop() {
     let mut node = Ledgerd::start(&[]);
     let addr = node.addr;
-    let long = thread::spawn(move || {
-        let mut s = connect(addr);
-        let _ = s.write_all(b"POST / HTTP/1.1\r\nX-Long: ");
-        let chunk = vec![b'a'; 1024 * 1024];
-        for _ in 0..64 {
-            if s.write_all(&chunk).is_err() {
-                break;
-            }
-        }
-        let _ = s.write_all(b"\r\nContent-Length: 0\r\n\r\n");
-        read_answer(&mut BufReader::new(&mut s)).map(|a| a.status)
-    });
-    let many = thread::spawn(move || {
-        let mut s = connect(addr);
-        let mut req = b"POST / HTTP/1.1\r\n".to_vec();
-        for i in 0..100_000 {
-            req.extend_from_slice(format!("X-H{i}: v\r\n").as_bytes());
-        }
-        req.extend_from_slice(b"Content-Length: 0\r\n\r\n");
-        let _ = s.write_all(&req);
-        read_answer(&mut BufReader::new(&mut s)).map(|a| a.status)
-    });
+    let long = thread::spawn(move || long_header_line(addr, 64));
+    let many = thread::spawn(move || many_headers(addr, 100_000));
     let mut peak = 0;
     while !(long.is_finished() && many.is_finished()) {
         assert_normal_request_fast(addr, PREFILL);

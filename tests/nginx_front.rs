@@ -11,14 +11,14 @@
 mod common;
 
 use std::io::{BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use common::{
-    assert_normal_request_fast, connect, nginx_path, post, raise_nofile_limit, read_answer,
-    Ledgerd, PREFILL,
+    assert_normal_request_fast, connect, free_port, nginx_path, post, raise_nofile_limit,
+    read_answer, Ledgerd, PREFILL,
 };
 use serde_json::{json, Value};
 
@@ -33,17 +33,8 @@ struct Front {
 
 impl Drop for Front {
     fn drop(&mut self) {
-        // SAFETY: kill(2) on our own child's pid. SIGTERM: nginx's fast shutdown.
-        unsafe { libc::kill(self.nginx.id() as i32, libc::SIGTERM) };
-        let end = Instant::now() + Duration::from_secs(3);
-        while Instant::now() < end {
-            if let Ok(Some(_)) = self.nginx.try_wait() {
-                return;
-            }
-            thread::sleep(Duration::from_millis(10));
-        }
-        let _ = self.nginx.kill();
-        let _ = self.nginx.wait();
+        // SIGTERM: nginx's fast shutdown.
+        common::process::terminate(&mut self.nginx, Duration::from_secs(3));
     }
 }
 
@@ -53,11 +44,6 @@ fn replace_once(conf: &mut String, from: &str, to: &str) {
         "scripts/nginx/ledgerd.conf no longer has {from:?}: update tests/nginx_front.rs"
     );
     *conf = conf.replacen(from, to, 1);
-}
-
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    l.local_addr().expect("addr").port()
 }
 
 /// None: nginx is missing and LEDGERD_SKIP_NGINX=1 says that is fine.
@@ -200,22 +186,7 @@ fn a_fifty_mib_body_is_refused_by_nginx_and_never_reaches_ledgerd() {
     let Some(f) = start(&[]) else { return };
     let anon_before = f.node.status_field("RssAnon");
     let n = 50 * 1024 * 1024;
-    let mut s = connect(f.addr);
-    s.write_all(format!("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {n}\r\n\r\n").as_bytes())
-        .unwrap();
-    let mut w = s.try_clone().unwrap();
-    let sender = thread::spawn(move || {
-        let _ = w.set_write_timeout(Some(Duration::from_secs(3)));
-        let chunk = vec![b' '; 64 * 1024];
-        let mut sent = 0;
-        while sent < n {
-            match w.write(&chunk) {
-                Ok(k) => sent += k,
-                Err(_) => break,
-            }
-        }
-        sent
-    });
+    let (mut s, sender) = common::http::post_huge_body(f.addr, n, Duration::from_secs(3));
     let a = read_answer(&mut BufReader::new(&mut s)).expect("413 answer");
     assert_eq!(a.status, 413);
     assert_json_error(&a.body, -32007);
@@ -346,19 +317,7 @@ fn sixty_four_keep_alive_clients_through_nginx_every_one_gets_answers() {
             let req = req.clone();
             thread::spawn(move || {
                 let end = Instant::now() + Duration::from_secs(3);
-                let mut answers = 0usize;
-                let mut s = connect(addr);
-                let mut r = BufReader::new(s.try_clone().unwrap());
-                while Instant::now() < end {
-                    if s.write_all(&req).is_err() {
-                        break;
-                    }
-                    match read_answer(&mut r) {
-                        Ok(a) if a.status == 200 => answers += 1,
-                        _ => break,
-                    }
-                }
-                answers
+                common::http::keep_alive_answers(addr, &req, end)
             })
         })
         .collect();

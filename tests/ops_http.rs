@@ -2,94 +2,26 @@
 //! `GET /health` (200, and 503 when sync stalls), `GET /metrics`, CORS
 //! headers and preflight, and embedding a node in-process.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+mod common;
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::http::{metric, request as http};
+use common::{free_port, run_to_exit, Answer, Ledgerd};
 use ledgerd::config::Config;
 use ledgerd::devnet::DevnetConfig;
 use ledgerd::ledger::{Ledger, LedgerRead, OpenOptions};
 use ledgerd::Node;
-
-/// One HTTP answer.
-struct Answer {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-impl Answer {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// Sends one request on a new connection and reads the answer (by Content-Length).
-fn http(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-) -> Answer {
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut rq = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\n");
-    for (n, v) in headers {
-        rq.push_str(&format!("{n}: {v}\r\n"));
-    }
-    if !body.is_empty() || method == "POST" {
-        rq.push_str(&format!(
-            "Content-Type: application/json\r\nContent-Length: {}\r\n",
-            body.len()
-        ));
-    }
-    rq.push_str("\r\n");
-    rq.push_str(body);
-    s.write_all(rq.as_bytes()).expect("send");
-    let mut r = BufReader::new(s);
-    let mut line = String::new();
-    r.read_line(&mut line).expect("status line");
-    let status: u16 = line
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or_else(|| panic!("bad status line {line:?}"));
-    let mut headers = Vec::new();
-    loop {
-        let mut h = String::new();
-        r.read_line(&mut h).expect("header");
-        let h = h.trim_end();
-        if h.is_empty() {
-            break;
-        }
-        let (n, v) = h.split_once(':').expect("header shape");
-        headers.push((n.trim().to_string(), v.trim().to_string()));
-    }
-    let len: usize = headers
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
-        .map(|(_, v)| v.parse().unwrap())
-        .unwrap_or(0);
-    let mut body = vec![0; if method == "HEAD" { 0 } else { len }];
-    r.read_exact(&mut body).expect("body");
-    Answer {
-        status,
-        headers,
-        body: String::from_utf8(body).expect("utf-8"),
-    }
-}
 
 fn rpc(addr: SocketAddr, body: &str) -> Answer {
     http(addr, "POST", "/", &[], body)
 }
 
 fn call(method: &str, params: &str) -> String {
-    format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{params}}}"#)
+    common::rpc::request(method, params)
 }
 
 fn dev(prefill: u64, block_ms: u64) -> DevnetConfig {
@@ -121,21 +53,6 @@ fn wait_health(addr: SocketAddr, status: u16, limit: Duration) -> Answer {
     }
 }
 
-/// A port on 127.0.0.1 where nothing listens (just freed).
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
-/// The value of one metric line (`name{labels}`) in a /metrics answer.
-fn metric(text: &str, series: &str) -> u64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-        .unwrap_or_else(|| panic!("no {series} in\n{text}"))
-        .parse()
-        .unwrap_or_else(|_| panic!("{series} is not a whole number"))
-}
-
 // ---- /health ----
 
 #[test]
@@ -143,9 +60,9 @@ fn health_is_200_with_heads_while_a_devnet_runs() {
     let dir = tempfile::tempdir().unwrap();
     let node = dev_node(dir.path(), 30, 0);
     let a = http(node.local_addr(), "GET", "/health", &[], "");
-    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.status, 200, "{}", a.text());
     assert_eq!(a.header("content-type"), Some("application/json"));
-    let v: serde_json::Value = serde_json::from_str(&a.body).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&a.text()).unwrap();
     assert_eq!(v["status"], "ok");
     assert_eq!(v["l2Head"], 30);
     assert_eq!(v["source"], "devnet");
@@ -169,7 +86,7 @@ fn no_new_blocks_is_not_a_stall_with_dev_block_ms_0_or_without_a_source() {
         .unwrap();
     std::thread::sleep(Duration::from_millis(1600));
     let a = http(node.local_addr(), "GET", "/health", &[], "");
-    assert_eq!(a.status, 200, "a quiet devnet is healthy: {}", a.body);
+    assert_eq!(a.status, 200, "a quiet devnet is healthy: {}", a.text());
     node.shutdown();
 
     // The stored ledger, served with no chain source at all.
@@ -181,8 +98,8 @@ fn no_new_blocks_is_not_a_stall_with_dev_block_ms_0_or_without_a_source() {
         .unwrap();
     std::thread::sleep(Duration::from_millis(1600));
     let a = http(node.local_addr(), "GET", "/health", &[], "");
-    assert_eq!(a.status, 200, "{}", a.body);
-    let v: serde_json::Value = serde_json::from_str(&a.body).unwrap();
+    assert_eq!(a.status, 200, "{}", a.text());
+    let v: serde_json::Value = serde_json::from_str(&a.text()).unwrap();
     assert_eq!(v["source"], "none");
     assert_eq!(v["l2Head"], 12);
     assert_eq!(v["sourceReachable"], serde_json::Value::Null);
@@ -201,18 +118,18 @@ fn health_is_503_while_the_upstream_is_down_longer_than_the_limit_and_200_once_i
         .unwrap();
     let addr = follower.local_addr();
     let first = http(addr, "GET", "/health", &[], "");
-    assert_eq!(first.status, 200, "within the limit: {}", first.body);
+    assert_eq!(first.status, 200, "within the limit: {}", first.text());
 
     let a = wait_health(addr, 503, Duration::from_secs(10));
-    assert_eq!(a.status, 503, "{}", a.body);
-    let v: serde_json::Value = serde_json::from_str(&a.body).unwrap();
+    assert_eq!(a.status, 503, "{}", a.text());
+    let v: serde_json::Value = serde_json::from_str(&a.text()).unwrap();
     assert_eq!(v["status"], "unhealthy");
     assert_eq!(v["sourceReachable"], false);
     assert!(
         v["problem"].as_str().unwrap().contains("has not answered"),
         "{v}"
     );
-    let m = http(addr, "GET", "/metrics", &[], "").body;
+    let m = http(addr, "GET", "/metrics", &[], "").text();
     assert!(metric(&m, "ledgerd_sync_upstream_errors_total") >= 1);
     assert_eq!(metric(&m, "ledgerd_sync_source_reachable"), 0);
 
@@ -225,8 +142,8 @@ fn health_is_503_while_the_upstream_is_down_longer_than_the_limit_and_200_once_i
         .start()
         .expect("the upstream takes the freed port");
     let a = wait_health(addr, 200, Duration::from_secs(15));
-    assert_eq!(a.status, 200, "{}", a.body);
-    let v: serde_json::Value = serde_json::from_str(&a.body).unwrap();
+    assert_eq!(a.status, 200, "{}", a.text());
+    let v: serde_json::Value = serde_json::from_str(&a.text()).unwrap();
     assert_eq!(v["sourceReachable"], true);
     drop(upstream);
 }
@@ -248,14 +165,14 @@ fn health_is_503_when_every_block_fails_verification_and_metrics_count_the_check
     let follower = Node::builder().config(config).start().unwrap();
     let addr = follower.local_addr();
     let a = wait_health(addr, 503, Duration::from_secs(10));
-    assert_eq!(a.status, 503, "{}", a.body);
-    let v: serde_json::Value = serde_json::from_str(&a.body).unwrap();
+    assert_eq!(a.status, 503, "{}", a.text());
+    let v: serde_json::Value = serde_json::from_str(&a.text()).unwrap();
     assert_eq!(v["sourceReachable"], true);
     assert_eq!(v["syncing"], true);
     assert_eq!(v["l2Head"], 0);
     assert_eq!(v["l2SourceHead"], 20);
     assert!(v["problem"].as_str().unwrap().contains("stalled"), "{v}");
-    let m = http(addr, "GET", "/metrics", &[], "").body;
+    let m = http(addr, "GET", "/metrics", &[], "").text();
     assert!(
         metric(
             &m,
@@ -279,7 +196,7 @@ fn metrics_count_each_call_of_a_batch_by_method_and_outcome() {
         .header("content-type")
         .unwrap()
         .starts_with("text/plain; version=0.0.4"));
-    let b = &before.body;
+    let b = &before.text();
     let head_ok =
         "ledgerd_rpc_requests_total{method=\"ledger_getHeadSoftConfirmationHeight\",outcome=\"ok\"}";
     assert!(!b.contains(head_ok), "no calls yet: {b}");
@@ -306,7 +223,7 @@ fn metrics_count_each_call_of_a_batch_by_method_and_outcome() {
     held.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
         .unwrap();
     std::thread::sleep(Duration::from_millis(700));
-    let after = http(addr, "GET", "/metrics", &[], "").body;
+    let after = http(addr, "GET", "/metrics", &[], "").text();
     assert_eq!(metric(&after, head_ok), 2, "{after}");
     assert_eq!(
         metric(
@@ -390,7 +307,7 @@ fn preflight_is_204_with_the_allowed_methods_headers_and_max_age() {
         None,
         "no Content-Length on a 204"
     );
-    assert!(a.body.is_empty());
+    assert!(a.text().is_empty());
 }
 
 #[test]
@@ -407,7 +324,7 @@ fn every_answer_allows_any_origin_by_default() {
         &call("ledger_getHeadSoftConfirmationHeight", "[]"),
     );
     assert_eq!(a.header("access-control-allow-origin"), Some("*"));
-    assert_eq!(a.body, r#"{"jsonrpc":"2.0","id":1,"result":3}"#);
+    assert_eq!(a.text(), r#"{"jsonrpc":"2.0","id":1,"result":3}"#);
     for path in ["/health", "/metrics", "/nope"] {
         let a = http(addr, "GET", path, &origin, "");
         assert_eq!(a.header("access-control-allow-origin"), Some("*"), "{path}");
@@ -467,50 +384,39 @@ fn cors_origin_echoes_only_that_origin() {
 #[test]
 fn the_binary_takes_the_ops_flags() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ledgerd"))
-        .args(["--dev", "--dev-prefill", "5", "--dev-block-ms", "0"])
-        .args(["--health-max-lag-s", "1", "--cors-origin", "http://a.test"])
-        .arg("--data-dir")
-        .arg(dir.path())
-        .args(["--bind", "127.0.0.1:0"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr: SocketAddr = line
-        .trim()
-        .strip_prefix("listening on http://")
-        .unwrap()
-        .parse()
-        .unwrap();
-    let a = http(addr, "GET", "/health", &[("Origin", "http://a.test")], "");
-    assert_eq!(a.status, 200, "{}", a.body);
+    let data_dir = dir.path().to_str().unwrap();
+    let mut node = Ledgerd::start_args(&[
+        "--dev",
+        "--dev-prefill",
+        "5",
+        "--dev-block-ms",
+        "0",
+        "--health-max-lag-s",
+        "1",
+        "--cors-origin",
+        "http://a.test",
+        "--data-dir",
+        data_dir,
+        "--bind",
+        "127.0.0.1:0",
+    ]);
+    let a = http(
+        node.addr,
+        "GET",
+        "/health",
+        &[("Origin", "http://a.test")],
+        "",
+    );
+    assert_eq!(a.status, 200, "{}", a.text());
     assert_eq!(
         a.header("access-control-allow-origin"),
         Some("http://a.test")
     );
-    sigterm_and_wait(&mut child);
-    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_ledgerd"))
-        .args(["--cors-origin", "explorer"])
-        .output()
-        .unwrap();
-    assert_eq!(bad.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("--cors-origin"));
-}
-
-/// SIGTERM (by pid, through `kill`) and wait: ledgerd stops with status 0.
-fn sigterm_and_wait(child: &mut std::process::Child) {
-    let pid = child.id().to_string();
-    std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(0));
+    // SIGTERM: ledgerd stops with status 0.
+    assert_eq!(node.stop_timed().0, Some(0));
+    let (status, _, stderr) = run_to_exit(&["--cors-origin", "explorer"]);
+    assert_eq!(status.code(), Some(2));
+    assert!(stderr.contains("--cors-origin"));
 }
 
 // ---- embedding ----
@@ -527,7 +433,7 @@ fn an_embedded_node_answers_then_shutdown_joins_its_threads_and_frees_port_and_l
     let addr = node.local_addr();
     assert_eq!(node.url(), format!("http://{addr}"));
     let a = rpc(addr, &call("ledger_getHeadSoftConfirmationHeight", "[]"));
-    assert_eq!(a.body, r#"{"jsonrpc":"2.0","id":1,"result":50}"#);
+    assert_eq!(a.text(), r#"{"jsonrpc":"2.0","id":1,"result":50}"#);
     // Direct reads agree with the RPC.
     let head = node.ledger().reader().unwrap().head_height().unwrap();
     assert_eq!(head, 50);
@@ -552,7 +458,7 @@ fn dropping_an_embedded_node_stops_it() {
     let (addr, ledger) = {
         let node = dev_node(dir.path(), 5, 10);
         let a = rpc(node.local_addr(), &call("svc_syncStatus", "[]"));
-        assert!(a.body.contains("l2Status"), "{}", a.body);
+        assert!(a.text().contains("l2Status"), "{}", a.text());
         (node.local_addr(), Arc::downgrade(node.ledger()))
     };
     assert!(ledger.upgrade().is_none());

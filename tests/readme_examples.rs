@@ -3,9 +3,9 @@
 //! printed under it (long proof byte arrays are cut there with
 //! `…(N more bytes)…`, so those answers are matched around the cut).
 
-mod support;
+mod common;
 
-use support::{devnet_args, Ledgerd};
+use common::{devnet_args, Ledgerd};
 
 struct Example {
     body: String,
@@ -69,7 +69,7 @@ fn every_curl_example_in_the_readme_answers_as_shown() {
     assert!(examples.len() >= 20, "{} examples", examples.len());
     let dir = tempfile::tempdir().expect("temp dir");
     // The README says its answers come from this devnet.
-    let node = Ledgerd::start(dir.path(), &devnet_args(200, 0));
+    let node = Ledgerd::start_in(dir.path(), &devnet_args(200, 0));
     let mut wrong = Vec::new();
     for ex in &examples {
         let (_, actual) = node.post_raw(&ex.body);

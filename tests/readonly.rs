@@ -1,11 +1,11 @@
 //! `ledgerd serve-readonly`: a second process serving the LMDB ledger a
 //! writer is filling, never writing it; SO_REUSEPORT replicas; `--config`.
 
-mod fx_support;
+mod common;
 
 use std::time::{Duration, Instant};
 
-use fx_support::{call, call_raw, devnet_ledger, run, Proc};
+use common::{call, call_raw, devnet_ledger, run, Ledgerd};
 
 fn head(url: &str) -> u64 {
     call(url, "ledger_getHeadSoftConfirmationHeight", "[]")
@@ -17,7 +17,7 @@ fn head(url: &str) -> u64 {
 fn a_replica_sees_the_writers_head_move_and_answers_like_it() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_str().unwrap();
-    let _writer = Proc::start(&[
+    let _writer = Ledgerd::start_args(&[
         "--dev",
         "--dev-prefill",
         "20",
@@ -29,7 +29,8 @@ fn a_replica_sees_the_writers_head_move_and_answers_like_it() {
         dir,
     ]);
     let writer = &_writer.url;
-    let replica = Proc::start(&["serve-readonly", "--bind", "127.0.0.1:0", "--data-dir", dir]);
+    let replica =
+        Ledgerd::start_args(&["serve-readonly", "--bind", "127.0.0.1:0", "--data-dir", dir]);
     let first = head(&replica.url);
     assert!(first >= 20, "{first}");
     // Blocks every 50 ms: within 3 s the replica must see several more.
@@ -72,7 +73,7 @@ fn a_replica_sees_the_writers_head_move_and_answers_like_it() {
 
     // `export` also opens the ledger read-only: a snapshot taken while the
     // writer writes imports, verified, elsewhere.
-    let snapshot = fx_support::export(tmp.path(), &[]);
+    let snapshot = common::export(tmp.path(), &[]);
     let copy = tempfile::tempdir().unwrap();
     let out = run(
         &["import", "-", "--data-dir", copy.path().to_str().unwrap()],
@@ -106,7 +107,8 @@ fn a_replica_never_writes_the_ledger_and_stops_cleanly() {
         .unwrap();
 
     let dir = tmp.path().to_str().unwrap();
-    let mut replica = Proc::start(&["serve-readonly", "--bind", "127.0.0.1:0", "--data-dir", dir]);
+    let mut replica =
+        Ledgerd::start_args(&["serve-readonly", "--bind", "127.0.0.1:0", "--data-dir", dir]);
     for h in 0..=101 {
         call_raw(
             &replica.url,
@@ -120,7 +122,7 @@ fn a_replica_never_writes_the_ledger_and_stops_cleanly() {
         );
     }
     assert_eq!(head(&replica.url), 100);
-    let (code, took) = replica.stop();
+    let (code, took) = replica.stop_timed();
     assert_eq!(code, Some(0));
     assert!(took < Duration::from_secs(1), "stopped in {took:?}");
 
@@ -176,10 +178,10 @@ fn replicas_with_reuse_port_share_one_port() {
         ]
     };
     let a = args("127.0.0.1:0");
-    let mut one = Proc::start(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut one = Ledgerd::start_args(&a.iter().map(String::as_str).collect::<Vec<_>>());
     let port = one.port();
     let b = args(&format!("127.0.0.1:{port}"));
-    let two = Proc::start(&b.iter().map(String::as_str).collect::<Vec<_>>());
+    let two = Ledgerd::start_args(&b.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(two.port(), port);
     // Without --reuse-port the port is taken.
     let out = run(
@@ -198,7 +200,7 @@ fn replicas_with_reuse_port_share_one_port() {
     for _ in 0..20 {
         assert_eq!(head(&one.url), 30);
     }
-    assert_eq!(one.stop().0, Some(0));
+    assert_eq!(one.stop_timed().0, Some(0));
     for _ in 0..20 {
         assert_eq!(head(&two.url), 30);
     }
@@ -219,7 +221,7 @@ fn a_config_file_sets_every_flag_and_the_command_line_overrides_it() {
     .unwrap();
     let conf = conf.to_str().unwrap();
     // bind from the file would fail (port 1); the command line wins.
-    let p = Proc::start(&["serve-readonly", "--config", conf, "--bind", "127.0.0.1:0"]);
+    let p = Ledgerd::start_args(&["serve-readonly", "--config", conf, "--bind", "127.0.0.1:0"]);
     assert_eq!(head(&p.url), 30, "data-dir came from the file");
     let answer = call_raw(&p.url, "ledger_getSoftConfirmationRange", "[1,6]");
     assert!(

@@ -2,14 +2,14 @@
 //! the shapes of `ledger-rpc.md`, the not-found and error rows of
 //! `contract.md`, and the chain rules recomputed from what is served.
 
-mod support;
+mod common;
 
 use std::collections::BTreeSet;
 
+use common::{devnet_args, hash32, run_to_exit, Ledgerd};
 use ed25519_dalek::{Signature, Verifier, VerifyingKey};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use support::{devnet_args, hash32, run_to_exit, Ledgerd};
 
 const PREFILL: u64 = 300;
 
@@ -17,7 +17,7 @@ fn devnet(prefill: u64, extra: &[&str]) -> (tempfile::TempDir, Ledgerd) {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut args = devnet_args(prefill, 0);
     args.extend(extra.iter().map(|s| s.to_string()));
-    let node = Ledgerd::start(dir.path(), &args);
+    let node = Ledgerd::start_in(dir.path(), &args);
     (dir, node)
 }
 
@@ -508,7 +508,7 @@ fn every_not_found_and_error_row_of_the_contract_over_http() {
 fn an_empty_ledger_answers_null_and_zero() {
     let dir = tempfile::tempdir().expect("temp dir");
     // No chain source: it serves the (empty) stored ledger.
-    let node = Ledgerd::start(dir.path(), &[]);
+    let node = Ledgerd::start_in(dir.path(), &[]);
     assert!(node
         .result("ledger_getHeadSoftConfirmation", "[]")
         .is_null());

@@ -2,11 +2,16 @@
 //! hostile case ends by checking that a normal request on another connection
 //! is answered within 100 ms.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use std::io::{BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::http::{
+    connect, keep_alive_answers, long_header_line, many_headers, post, read_answer, timed_rpc,
+};
 use ledgerd::server::{Handler, HttpRequest, HttpResponse, Server, ServerConfig, Stopper};
 
 struct Echo;
@@ -70,84 +75,9 @@ fn start(config: ServerConfig) -> Running {
     }
 }
 
-fn connect(addr: SocketAddr) -> TcpStream {
-    let s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    s.set_nodelay(true).unwrap();
-    s
-}
-
-struct Answer {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Answer {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// Reads one response: by Content-Length, or to end-of-file without one.
-fn read_answer(r: &mut impl BufRead) -> std::io::Result<Answer> {
-    let mut line = String::new();
-    r.read_line(&mut line)?;
-    let status = line
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| std::io::Error::other(format!("bad status line {line:?}")))?;
-    let mut headers = Vec::new();
-    loop {
-        let mut h = String::new();
-        r.read_line(&mut h)?;
-        let h = h.trim_end();
-        if h.is_empty() {
-            break;
-        }
-        if let Some((n, v)) = h.split_once(':') {
-            headers.push((n.trim().to_string(), v.trim().to_string()));
-        }
-    }
-    let mut a = Answer {
-        status,
-        headers,
-        body: Vec::new(),
-    };
-    match a
-        .header("Content-Length")
-        .and_then(|v| v.parse::<usize>().ok())
-    {
-        Some(n) => {
-            a.body.resize(n, 0);
-            r.read_exact(&mut a.body)?;
-        }
-        None => {
-            r.read_to_end(&mut a.body)?;
-        }
-    }
-    Ok(a)
-}
-
-fn post(path: &str, body: &str) -> String {
-    format!(
-        "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-}
-
 /// A normal request on a fresh connection must be answered within 100 ms.
 fn assert_normal_request_fast(addr: SocketAddr) {
-    let started = Instant::now();
-    let mut s = connect(addr);
-    s.write_all(post("/", r#"{"jsonrpc":"2.0","id":1,"method":"x"}"#).as_bytes())
-        .unwrap();
-    let a = read_answer(&mut BufReader::new(&mut s)).expect("normal answer");
-    let took = started.elapsed();
+    let (a, took) = timed_rpc(addr, br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#);
     assert_eq!(a.status, 200);
     assert_eq!(a.body, br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#);
     assert!(
@@ -163,7 +93,7 @@ fn answers_keep_alive_requests_with_handler_content_type_and_headers() {
     let mut r = BufReader::new(s.try_clone().unwrap());
     for i in 0..3 {
         let body = format!(r#"{{"id":{i}}}"#);
-        s.write_all(post("/", &body).as_bytes()).unwrap();
+        s.write_all(&post(body.as_bytes())).unwrap();
         let a = read_answer(&mut r).unwrap();
         assert_eq!(a.status, 200);
         assert_eq!(a.header("Content-Type"), Some("application/json"));
@@ -172,7 +102,7 @@ fn answers_keep_alive_requests_with_handler_content_type_and_headers() {
     }
     // A body over 1,024 bytes goes through a body thread.
     let big = format!(r#"{{"pad":"{}"}}"#, "a".repeat(5000));
-    s.write_all(post("/", &big).as_bytes()).unwrap();
+    s.write_all(&post(big.as_bytes())).unwrap();
     assert_eq!(read_answer(&mut r).unwrap().body, big.as_bytes());
     assert_normal_request_fast(srv.addr);
 }
@@ -196,22 +126,8 @@ fn huge_content_length_gets_413_and_does_not_abort_the_node() {
 #[test]
 fn fifty_mib_body_gets_413_with_handler_body() {
     let srv = start(ServerConfig::default());
-    let mut s = connect(srv.addr);
     let n = 50 * 1024 * 1024;
-    s.write_all(format!("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {n}\r\n\r\n").as_bytes())
-        .unwrap();
-    let mut w = s.try_clone().unwrap();
-    let sender = thread::spawn(move || {
-        let _ = w.set_write_timeout(Some(Duration::from_secs(5)));
-        let chunk = vec![b' '; 64 * 1024];
-        let mut sent = 0;
-        while sent < n {
-            match w.write(&chunk) {
-                Ok(k) => sent += k,
-                Err(_) => break,
-            }
-        }
-    });
+    let (mut s, sender) = common::http::post_huge_body(srv.addr, n, Duration::from_secs(5));
     let a = read_answer(&mut BufReader::new(&mut s)).expect("413 answer");
     assert_eq!(a.status, 413);
     assert!(String::from_utf8_lossy(&a.body).contains("-32007"));
@@ -255,15 +171,8 @@ fn slow_body_does_not_stall_other_connections_and_times_out_with_408() {
     let mut s = connect(srv.addr);
     s.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n")
         .unwrap();
-    let mut w = s.try_clone().unwrap();
-    let trickle = thread::spawn(move || {
-        for _ in 0..40 {
-            if w.write_all(b" ").is_err() {
-                break;
-            }
-            thread::sleep(Duration::from_millis(100));
-        }
-    });
+    let w = s.try_clone().unwrap();
+    let trickle = thread::spawn(move || common::http::trickle(w, 40, Duration::from_millis(100)));
     for _ in 0..5 {
         thread::sleep(Duration::from_millis(150));
         assert_normal_request_fast(srv.addr);
@@ -287,11 +196,11 @@ fn client_that_never_reads_a_large_answer_does_not_block_the_loop() {
     }
     // Small answers pipelined without reading: they fill the socket buffers.
     let s2 = connect(srv.addr);
-    let small = post("/", &"b".repeat(1000)).repeat(2000);
+    let small = post("b".repeat(1000).as_bytes()).repeat(2000);
     let mut w = s2.try_clone().unwrap();
     let writer = thread::spawn(move || {
         let _ = w.set_write_timeout(Some(Duration::from_secs(3)));
-        let _ = w.write_all(small.as_bytes());
+        let _ = w.write_all(&small);
     });
     thread::sleep(Duration::from_millis(500));
     for _ in 0..3 {
@@ -307,30 +216,8 @@ fn client_that_never_reads_a_large_answer_does_not_block_the_loop() {
 fn huge_header_line_and_many_headers_do_not_stall_the_loop() {
     let srv = start(ServerConfig::default());
     let addr = srv.addr;
-    let long = thread::spawn(move || {
-        let mut s = connect(addr);
-        let _ = s.set_write_timeout(Some(Duration::from_secs(5)));
-        let _ = s.write_all(b"POST / HTTP/1.1\r\nX-Long: ");
-        let chunk = vec![b'a'; 1024 * 1024];
-        for _ in 0..64 {
-            if s.write_all(&chunk).is_err() {
-                break;
-            }
-        }
-        let _ = s.write_all(b"\r\nContent-Length: 0\r\n\r\n");
-        let _ = read_answer(&mut BufReader::new(&mut s));
-    });
-    let many = thread::spawn(move || {
-        let mut s = connect(addr);
-        let _ = s.set_write_timeout(Some(Duration::from_secs(5)));
-        let mut req = b"POST / HTTP/1.1\r\n".to_vec();
-        for i in 0..100_000 {
-            req.extend_from_slice(format!("X-H{i}: v\r\n").as_bytes());
-        }
-        req.extend_from_slice(b"Content-Length: 0\r\n\r\n");
-        let _ = s.write_all(&req);
-        let _ = read_answer(&mut BufReader::new(&mut s));
-    });
+    let long = thread::spawn(move || long_header_line(addr, 64));
+    let many = thread::spawn(move || many_headers(addr, 100_000));
     for _ in 0..5 {
         thread::sleep(Duration::from_millis(50));
         assert_normal_request_fast(addr);
@@ -364,7 +251,7 @@ fn idle_connection_is_closed_after_idle_timeout() {
         ..ServerConfig::default()
     });
     let mut s = connect(srv.addr);
-    s.write_all(post("/", "{}").as_bytes()).unwrap();
+    s.write_all(&post("{}".as_bytes())).unwrap();
     let mut r = BufReader::new(s.try_clone().unwrap());
     assert_eq!(read_answer(&mut r).unwrap().status, 200);
     let started = Instant::now();
@@ -385,24 +272,9 @@ fn idle_connection_is_closed_after_idle_timeout() {
 fn keep_alive_client(addr: SocketAddr, run: Duration) -> usize {
     let end = Instant::now() + run;
     let mut answers = 0;
-    let req = post("/", r#"{"jsonrpc":"2.0","id":1,"method":"x"}"#);
+    let req = post(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#);
     while Instant::now() < end {
-        let mut s = connect(addr);
-        let mut r = BufReader::new(s.try_clone().unwrap());
-        while Instant::now() < end {
-            if s.write_all(req.as_bytes()).is_err() {
-                break;
-            }
-            match read_answer(&mut r) {
-                Ok(a) if a.status == 200 => {
-                    answers += 1;
-                    if a.header("Connection") == Some("close") {
-                        break;
-                    }
-                }
-                _ => break,
-            }
-        }
+        answers += keep_alive_answers(addr, &req, end);
     }
     answers
 }
@@ -432,7 +304,7 @@ fn connection_is_closed_after_max_requests() {
     let mut s = connect(srv.addr);
     let mut r = BufReader::new(s.try_clone().unwrap());
     for i in 1..=3 {
-        s.write_all(post("/", "{}").as_bytes()).unwrap();
+        s.write_all(&post("{}".as_bytes())).unwrap();
         let a = read_answer(&mut r).unwrap();
         assert_eq!(a.status, 200);
         assert_eq!(a.header("Connection") == Some("close"), i == 3);
@@ -452,13 +324,13 @@ fn connections_over_the_limit_get_503() {
     let mut held = Vec::new();
     for _ in 0..8 {
         let mut s = connect(srv.addr);
-        s.write_all(post("/", "{}").as_bytes()).unwrap();
+        s.write_all(&post("{}".as_bytes())).unwrap();
         let _ = read_answer(&mut BufReader::new(s.try_clone().unwrap()));
         held.push(s);
     }
     thread::sleep(Duration::from_millis(700)); // the count is refreshed periodically
     let mut s = connect(srv.addr);
-    s.write_all(post("/", "{}").as_bytes()).unwrap();
+    s.write_all(&post("{}".as_bytes())).unwrap();
     let a = read_answer(&mut BufReader::new(&mut s)).unwrap();
     assert_eq!(a.status, 503);
     assert_eq!(a.header("Content-Type"), Some("application/json"));

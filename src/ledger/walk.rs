@@ -35,31 +35,31 @@ fn u64_key<T: Table>(k: &[u8]) -> Result<u64, LedgerError> {
     })
 }
 
+/// Every value of a u64-keyed table decoded with `decode`, with its key, in key order.
+fn by_slot<R: Access, T: Table<Key = u64>, V>(
+    r: &R,
+    decode: fn(&[u8]) -> Result<V, codec::DecodeError>,
+) -> Result<Vec<(u64, V)>, LedgerError> {
+    let mut out = Vec::new();
+    walk::<R, T>(r, |k, v| {
+        let slot = u64_key::<T>(k)?;
+        let value = decode(v).map_err(|e| corrupt::<T>(&slot, e))?;
+        out.push((slot, value));
+        Ok(())
+    })?;
+    Ok(out)
+}
+
 /// Walks of whole tables, in key order. Implemented for every [`LedgerRead`].
 pub trait LedgerWalk: LedgerRead {
     /// Every DA slot that holds commitments, with them, in slot order.
     fn all_commitments(&self) -> Result<Vec<(u64, Vec<SequencerCommitment>)>, LedgerError> {
-        let mut out = Vec::new();
-        walk::<Self, Commitments>(self, |k, v| {
-            let slot = u64_key::<Commitments>(k)?;
-            let list =
-                codec::decode_commitments(v).map_err(|e| corrupt::<Commitments>(&slot, e))?;
-            out.push((slot, list));
-            Ok(())
-        })?;
-        Ok(out)
+        by_slot::<Self, Commitments, _>(self, codec::decode_commitments)
     }
 
     /// Every stored proof with its DA slot, in slot order.
     fn all_proofs(&self) -> Result<Vec<(u64, VerifiedBatchProof)>, LedgerError> {
-        let mut out = Vec::new();
-        walk::<Self, Proofs>(self, |k, v| {
-            let slot = u64_key::<Proofs>(k)?;
-            let proof = codec::decode_proof(v).map_err(|e| corrupt::<Proofs>(&slot, e))?;
-            out.push((slot, proof));
-            Ok(())
-        })?;
-        Ok(out)
+        by_slot::<Self, Proofs, _>(self, codec::decode_proof)
     }
 
     /// Every recorded DA slot hash as (slot number, hash), in slot order.

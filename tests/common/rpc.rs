@@ -1,0 +1,230 @@
+//! JSON-RPC calls to a running `ledgerd`: over ureq by URL, or raw (see
+//! [`super::http`]) by address; and what many tests ask of every answer.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::http::timed_rpc;
+use super::process::{run, Ledgerd};
+
+pub const HEAD_HEIGHT: &str =
+    r#"{"jsonrpc":"2.0","id":1,"method":"ledger_getHeadSoftConfirmationHeight","params":[]}"#;
+
+/// The request text for `method` with `params` (JSON text), id 1.
+pub fn request(method: &str, params: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{params}}}"#)
+}
+
+/// Posts `body` to `url` (at most 30 s); returns the HTTP status and the body text.
+pub fn post_raw(url: &str, body: &str) -> (u16, String) {
+    post_raw_within(url, body, Duration::from_secs(30))
+}
+
+/// Posts `body` to `url` (at most `limit`); returns the HTTP status and the body text.
+pub fn post_raw_within(url: &str, body: &str, limit: Duration) -> (u16, String) {
+    let agent = ureq::AgentBuilder::new().timeout(limit).build();
+    match agent
+        .post(url)
+        .set("Content-Type", "application/json")
+        .send_string(body)
+    {
+        Ok(r) => {
+            let status = r.status();
+            (status, r.into_string().expect("answer body"))
+        }
+        Err(ureq::Error::Status(status, r)) => (status, r.into_string().unwrap_or_default()),
+        Err(e) => panic!("POST {url} failed: {e}"),
+    }
+}
+
+/// POSTs a JSON-RPC call (at most 10 s) and returns the whole response body;
+/// panics on an HTTP error status.
+pub fn call_raw(url: &str, method: &str, params: &str) -> String {
+    let (status, text) = post_raw_within(url, &request(method, params), Duration::from_secs(10));
+    assert!(status < 400, "POST {url}: HTTP {status}: {text}");
+    text
+}
+
+/// The `result` of a call, as a JSON value (panics on an error answer).
+pub fn call(url: &str, method: &str, params: &str) -> Value {
+    let text = call_raw(url, method, params);
+    let v: Value = serde_json::from_str(&text).expect("json");
+    assert!(v.get("error").is_none(), "{method}{params}: {text}");
+    v["result"].clone()
+}
+
+impl Ledgerd {
+    /// Posts `body` and returns the HTTP status and the body text.
+    pub fn post_raw(&self, body: &str) -> (u16, String) {
+        post_raw(&self.url, body)
+    }
+
+    /// Posts a JSON-RPC body and parses the answer.
+    pub fn post(&self, body: &str) -> Value {
+        let (status, text) = self.post_raw(body);
+        assert_eq!(status, 200, "HTTP status for {body}: {text}");
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("answer {text:?} is not JSON: {e}"))
+    }
+
+    /// Calls `method` with `params` (JSON text) and returns the whole answer object.
+    pub fn call(&self, method: &str, params: &str) -> Value {
+        let answer = self.post(&request(method, params));
+        assert_eq!(answer["jsonrpc"], "2.0", "{answer}");
+        assert_eq!(answer["id"], 1, "{answer}");
+        answer
+    }
+
+    /// Calls `method` and returns its `result`, failing on an error answer.
+    pub fn result(&self, method: &str, params: &str) -> Value {
+        let answer = self.call(method, params);
+        assert!(
+            answer.get("error").is_none(),
+            "{method} {params} answered an error: {answer}"
+        );
+        answer["result"].clone()
+    }
+
+    /// Calls `method` and returns its `error` object, failing on a result.
+    pub fn error(&self, method: &str, params: &str) -> Value {
+        let answer = self.call(method, params);
+        assert!(
+            answer.get("result").is_none(),
+            "{method} {params} answered a result: {answer}"
+        );
+        answer["error"].clone()
+    }
+
+    /// Waits until `f` holds (polling every 20 ms), at most `limit`.
+    pub fn wait_for(&self, limit: Duration, what: &str, mut f: impl FnMut(&Ledgerd) -> bool) {
+        let start = Instant::now();
+        while !f(self) {
+            assert!(start.elapsed() < limit, "waited {limit:?} for {what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// A normal request on a fresh connection is answered correctly within 100 ms.
+pub fn assert_normal_request_fast(addr: SocketAddr, head: u64) {
+    let (a, took) = timed_rpc(addr, HEAD_HEIGHT.as_bytes());
+    assert_eq!(a.status, 200, "normal request: {}", a.text());
+    assert_eq!(
+        a.json(),
+        serde_json::json!({"jsonrpc":"2.0","id":1,"result":head}),
+        "normal request"
+    );
+    assert!(
+        took < Duration::from_millis(100),
+        "a normal request on another connection took {took:?}"
+    );
+}
+
+/// Decodes a 64-hex-digit string into 32 bytes.
+pub fn hash32(v: &Value) -> [u8; 32] {
+    let s = v.as_str().unwrap_or_else(|| panic!("{v} is not a string"));
+    assert_eq!(s.len(), 64, "{s} is not 64 hex digits");
+    assert_eq!(s, s.to_lowercase(), "hex is lowercase");
+    hex::decode(s).expect("hex").try_into().expect("32 bytes")
+}
+
+/// A devnet ledger with heights 1..=`prefill` in `dir` (the writer is stopped).
+pub fn devnet_ledger(dir: &Path, prefill: u64) {
+    let prefill = prefill.to_string();
+    let mut p = Ledgerd::start_args(&[
+        "--dev",
+        "--dev-prefill",
+        &prefill,
+        "--dev-block-ms",
+        "0",
+        "--bind",
+        "127.0.0.1:0",
+        "--data-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(p.stop_timed().0, Some(0));
+}
+
+/// `ledgerd export` of `dir` (extra args appended), as text.
+pub fn export(dir: &Path, extra: &[&str]) -> String {
+    let mut args = vec!["export", "--data-dir", dir.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let out = run(&args, None);
+    assert!(
+        out.status.success(),
+        "export failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+/// Every method's answer about everything a ledger holds, as (call, raw answer) pairs.
+pub fn every_answer(url: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut ask = |method: &str, params: String| {
+        let answer = call_raw(url, method, &params);
+        out.push((format!("{method}{params}"), answer));
+    };
+    let head = call(url, "ledger_getHeadSoftConfirmationHeight", "[]")
+        .as_u64()
+        .unwrap();
+    for m in [
+        "svc_syncStatus",
+        "citrea_syncStatus",
+        "ledger_getL2GenesisStateRoot",
+        "ledger_getHeadSoftConfirmation",
+        "ledger_getHeadSoftConfirmationHeight",
+        "ledger_getLastVerifiedBatchProof",
+        "ledger_getLastScannedL1Height",
+    ] {
+        ask(m, "[]".into());
+    }
+    let mut slots = std::collections::BTreeMap::new();
+    for h in 0..=head + 2 {
+        ask("ledger_getSoftConfirmationByNumber", format!("[{h}]"));
+        ask("ledger_getSoftConfirmationStatus", format!("[{h}]"));
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(&call_raw(
+            url,
+            "ledger_getSoftConfirmationByNumber",
+            &format!("[{h}]"),
+        )) {
+            let r = &v["result"];
+            if let Some(hash) = r["hash"].as_str() {
+                ask("ledger_getSoftConfirmationByHash", format!("[\"{hash}\"]"));
+                slots.insert(
+                    r["daSlotHeight"].as_u64().unwrap(),
+                    r["daSlotHash"].as_str().unwrap().to_string(),
+                );
+            }
+        }
+    }
+    for start in (1..=head + 1).step_by(50) {
+        ask(
+            "ledger_getSoftConfirmationRange",
+            format!("[{start},{}]", start + 49),
+        );
+    }
+    let (lo, hi) = (
+        slots.keys().next().copied().unwrap_or(0).saturating_sub(2),
+        slots.keys().last().copied().unwrap_or(0) + 40,
+    );
+    for slot in lo..=hi {
+        ask(
+            "ledger_getSequencerCommitmentsOnSlotByNumber",
+            format!("[{slot}]"),
+        );
+        ask(
+            "ledger_getVerifiedBatchProofsBySlotHeight",
+            format!("[{slot}]"),
+        );
+    }
+    for hash in slots.values() {
+        ask(
+            "ledger_getSequencerCommitmentsOnSlotByHash",
+            format!("[\"{hash}\"]"),
+        );
+    }
+    out
+}
