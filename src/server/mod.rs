@@ -712,7 +712,14 @@ impl Loop {
         let mut writer = rq.into_writer();
         let inline = total <= write::INLINE_MAX && pending.load(Ordering::Acquire) == 0;
         let outcome = if inline {
-            write::write_budget(writer.as_mut(), &[&self.out, body], write::INLINE_BUDGET)
+            // One buffer, so one send(): tiny_http's 1 KiB BufWriter would
+            // send a separate head and body (two segments under TCP_NODELAY).
+            let head_len = self.out.len();
+            self.out.extend_from_slice(body);
+            let outcome = write::write_budget(writer.as_mut(), &[&self.out], write::INLINE_BUDGET);
+            // Partial(n) counts bytes of head + body, as the off-loop writer expects.
+            self.out.truncate(head_len);
+            outcome
         } else {
             Inline::Partial(0)
         };
