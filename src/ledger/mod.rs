@@ -31,6 +31,7 @@ use std::fmt;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use lmdb::{
     Cursor, DatabaseFlags, Environment, EnvironmentFlags, RoTransaction, RwTransaction,
@@ -171,6 +172,10 @@ pub struct Ledger {
     dbs: Dbs,
     path: PathBuf,
     read_only: bool,
+    /// The block key (meta `sc_key`) once a committed read has seen it: it
+    /// is written with the first block and never changed, so readers need
+    /// not look it up again for every block.
+    block_key: OnceLock<Hash>,
 }
 
 impl fmt::Debug for Ledger {
@@ -233,6 +238,7 @@ impl Ledger {
             dbs,
             path: dir.to_path_buf(),
             read_only: opts.read_only,
+            block_key: OnceLock::new(),
         };
         ledger.check_format().map_err(|e| open_err(e.to_string()))?;
         Ok(ledger)
@@ -322,6 +328,9 @@ mod sealed {
         type Txn: lmdb::Transaction;
         fn txn(&self) -> &Self::Txn;
         fn dbs(&self) -> &super::Dbs;
+        /// The ledger's block-key cache, for readers of committed data only
+        /// (a writer may see a key its transaction never commits).
+        fn block_key_cache(&self) -> Option<&std::sync::OnceLock<crate::types::Hash>>;
     }
 }
 
@@ -333,6 +342,9 @@ impl<'l> sealed::Access for LedgerReader<'l> {
     fn dbs(&self) -> &Dbs {
         &self.ledger.dbs
     }
+    fn block_key_cache(&self) -> Option<&OnceLock<Hash>> {
+        Some(&self.ledger.block_key)
+    }
 }
 
 impl<'l> sealed::Access for LedgerWriter<'l> {
@@ -342,6 +354,9 @@ impl<'l> sealed::Access for LedgerWriter<'l> {
     }
     fn dbs(&self) -> &Dbs {
         &self.ledger.dbs
+    }
+    fn block_key_cache(&self) -> Option<&OnceLock<Hash>> {
+        None
     }
 }
 
@@ -382,11 +397,18 @@ fn meta_hash<R: sealed::Access>(r: &R, key: &str) -> Result<Option<Hash>, Ledger
 
 /// The ledger's block key (see [`codec`]), only read when a value needs it.
 fn block_key_for<R: sealed::Access>(r: &R, bytes: &[u8]) -> Result<Option<Hash>, LedgerError> {
-    if codec::sc_omits_key(bytes) {
-        meta_hash(r, tables::META_BLOCK_KEY)
-    } else {
-        Ok(None)
+    if !codec::sc_omits_key(bytes) {
+        return Ok(None);
     }
+    let cache = r.block_key_cache();
+    if let Some(key) = cache.and_then(OnceLock::get) {
+        return Ok(Some(*key));
+    }
+    let key = meta_hash(r, tables::META_BLOCK_KEY)?;
+    if let (Some(cache), Some(key)) = (cache, key) {
+        let _ = cache.set(key);
+    }
+    Ok(key)
 }
 
 fn decode_sc(
@@ -447,7 +469,7 @@ pub trait LedgerRead: sealed::Access + Sized {
                 next += 1;
             }
             if block_key.is_none() && codec::sc_omits_key(bytes) {
-                block_key = Some(meta_hash(self, tables::META_BLOCK_KEY)?);
+                block_key = Some(block_key_for(self, bytes)?);
             }
             let key = block_key.flatten();
             out.push(Some(decode_sc(height, bytes, key.as_ref())?));
