@@ -6,7 +6,8 @@
 //! blobs their length, a status 1 byte). Prints one JSON object on stdout:
 //! `disk_bytes` (data.mdb), `raw_block_bytes` (the soft confirmations' own
 //! fields), `raw_bytes` (everything: blocks, statuses, commitments, proofs),
-//! per-block figures and the ratios `disk / raw`.
+//! per-block figures, the ratios `disk / raw`, and each table's entries and
+//! pages (LMDB's own statistics) with the pages on LMDB's free list.
 //!
 //! `cargo run --release --example ledger_stats -- DATA_DIR`
 
@@ -86,6 +87,21 @@ fn run(dir: PathBuf) -> Result<String, Box<dyn std::error::Error>> {
     }
     drop(reader);
     let disk = ledger.disk_size();
+    let st = ledger.table_stats()?;
+    let page = u64::from(st.page_size);
+    let mut tables = String::new();
+    for t in &st.tables {
+        let pages = t.branch_pages + t.leaf_pages + t.overflow_pages;
+        tables.push_str(&format!(
+            r#"{}"{}":{{"entries":{},"depth":{},"pages":{},"bytes":{}}}"#,
+            if tables.is_empty() { "" } else { "," },
+            t.name,
+            t.entries,
+            t.depth,
+            pages,
+            pages * page
+        ));
+    }
     let raw = raw_blocks + statuses + raw_commitments + raw_proofs;
     let per = |v: u64| {
         if blocks == 0 {
@@ -100,7 +116,8 @@ fn run(dir: PathBuf) -> Result<String, Box<dyn std::error::Error>> {
             r#"{{"blocks":{},"commitments":{},"proofs":{},"disk_bytes":{},"#,
             r#""raw_block_bytes":{},"raw_bytes":{},"disk_per_block":{:.1},"#,
             r#""raw_block_per_block":{:.1},"raw_per_block":{:.1},"#,
-            r#""disk_over_raw":{:.3},"disk_over_raw_block":{:.3}}}"#
+            r#""disk_over_raw":{:.3},"disk_over_raw_block":{:.3},"#,
+            r#""free_bytes":{},"tables":{{{}}}}}"#
         ),
         blocks,
         commitments,
@@ -113,6 +130,8 @@ fn run(dir: PathBuf) -> Result<String, Box<dyn std::error::Error>> {
         per(raw),
         ratio(disk, raw),
         ratio(disk, raw_blocks),
+        st.free_pages * page,
+        tables,
     ))
 }
 

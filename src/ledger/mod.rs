@@ -306,6 +306,68 @@ impl Ledger {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// Entries and pages of every table, and the pages on LMDB's free list
+    /// (for size reports such as `examples/ledger_stats`).
+    pub fn table_stats(&self) -> Result<LedgerStats, LedgerError> {
+        let r = self.reader()?;
+        let dbs = &self.dbs;
+        let handles = [
+            (SoftConfirmations::NAME, dbs.soft_confirmations),
+            (ScByHash::NAME, dbs.sc_by_hash),
+            (StatusTable::NAME, dbs.status),
+            (Commitments::NAME, dbs.commitments),
+            (DaSlots::NAME, dbs.da_slots),
+            (Proofs::NAME, dbs.proofs),
+            (Meta::NAME, dbs.meta),
+        ];
+        let mut tables = Vec::with_capacity(handles.len());
+        let mut page_size = 0;
+        for (name, db) in handles {
+            let st = r
+                .txn
+                .stat(db)
+                .map_err(lmdb_err(|| format!("reading the size of table {name}")))?;
+            page_size = st.page_size();
+            tables.push(TableStats {
+                name,
+                entries: st.entries() as u64,
+                depth: st.depth(),
+                branch_pages: st.branch_pages() as u64,
+                leaf_pages: st.leaf_pages() as u64,
+                overflow_pages: st.overflow_pages() as u64,
+            });
+        }
+        let free_pages = self
+            .env
+            .freelist()
+            .map_err(lmdb_err(|| "reading the free list".into()))? as u64;
+        Ok(LedgerStats {
+            page_size,
+            tables,
+            free_pages,
+        })
+    }
+}
+
+/// Sizes of a ledger's tables ([`Ledger::table_stats`]).
+#[derive(Clone, Debug)]
+pub struct LedgerStats {
+    pub page_size: u32,
+    pub tables: Vec<TableStats>,
+    /// Pages LMDB holds for reuse (freed by earlier transactions).
+    pub free_pages: u64,
+}
+
+/// Entries and pages of one table.
+#[derive(Clone, Debug)]
+pub struct TableStats {
+    pub name: &'static str,
+    pub entries: u64,
+    pub depth: u32,
+    pub branch_pages: u64,
+    pub leaf_pages: u64,
+    pub overflow_pages: u64,
 }
 
 /// A read snapshot of the ledger. Read through [`LedgerRead`].
