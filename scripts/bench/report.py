@@ -26,7 +26,19 @@ def cpu_model():
 
 
 def main(runs_path, extra_path, out_path):
-    runs = [json.loads(l) for l in open(runs_path) if l.strip()]
+    all_runs = [json.loads(l) for l in open(runs_path) if l.strip()]
+    # Repeated runs of one workload: keep the median by throughput.
+    groups = {}
+    for r in all_runs:
+        groups.setdefault((r["name"], r["c"]), []).append(r)
+    runs = []
+    for r in all_runs:
+        g = groups[(r["name"], r["c"])]
+        if r is g[0]:
+            ranked = sorted(g, key=lambda x: x["requests"] / x["duration_us"])
+            med = dict(ranked[len(ranked) // 2])
+            med["rounds"] = [round(x["requests"] / x["duration_us"] * 1e6) for x in g]
+            runs.append(med)
     extra = [json.loads(l) for l in open(extra_path) if l.strip()]
     echo = {}
     rows = []
@@ -45,6 +57,7 @@ def main(runs_path, extra_path, out_path):
             "rss_file_mb": round(r["rss_file_kb"] / 1024, 1),
             "bytes_per_answer": round(r["bytes"] / n),
             "errors": {k[4:]: r[k] for k in r if k.startswith("err_") and r[k]},
+            "rounds_req_per_s": r["rounds"],
         }
         if r["name"] == "echo_baseline":
             echo[r["c"]] = row
@@ -144,6 +157,8 @@ def main(runs_path, extra_path, out_path):
     for r in rows:
         x = r.get("x_echo", {})
         err = f" (errors {r['errors']})" if r["errors"] else ""
+        if len(r["rounds_req_per_s"]) > 1:
+            err += " (median of 3)"
         print(
             f"| {r['name']}{err} | {r['c']} | {r['req_per_s']:.0f} | {x.get('req_per_s', '')} | "
             f"{r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['cpu_s_per_100k']:.2f} | {x.get('cpu', '')} | "
@@ -158,6 +173,11 @@ def main(runs_path, extra_path, out_path):
             f"ledger: {stats['blocks']} blocks, {stats['disk_bytes'] / 1e6:.0f} MB on disk = {stats['disk_per_block']} B/block; "
             f"raw fields {stats['raw_per_block']} B/block (blocks alone {stats['raw_block_per_block']}) -> {stats['disk_over_raw']}x"
         )
+    if stats.get("tables"):
+        per = ", ".join(
+            f"{name} {t['bytes'] / stats['blocks']:.1f}" for name, t in stats["tables"].items() if t["bytes"]
+        )
+        print(f"  on disk per block, by table (B): {per}; free list {stats['free_bytes'] / stats['blocks']:.1f}")
     print(f"devnet prefill: {report['prefill_blocks_per_s']} blocks/s; follower catch-up: {report['follower_blocks_per_s']} blocks/s ({follower['blocks']} blocks)")
     print("\n| target | measured | met |\n|---|---|---|")
     for t in targets:
