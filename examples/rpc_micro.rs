@@ -76,6 +76,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     time("Rpc::handle getSoftConfirmationByNumber", iters, |i| {
         bytes += rpc.handle(body(i)).map_or(0, |b| b.len());
     });
+    let ranges: Vec<String> = {
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        (0..256)
+            .map(|_| {
+                let start = rng.below(head.saturating_sub(99).max(1)) + 1;
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":1,"method":"ledger_getSoftConfirmationRange","params":[{start},{}]}}"#,
+                    start + 99
+                )
+            })
+            .collect()
+    };
+    time(
+        "Rpc::handle getSoftConfirmationRange of 100",
+        iters / 100,
+        |i| {
+            std::hint::black_box(rpc.handle(ranges[(i % 256) as usize].as_bytes()));
+        },
+    );
     time("  envelope::parse", iters, |i| {
         std::hint::black_box(ledgerd::rpc::envelope::parse(body(i), 50));
     });
