@@ -147,6 +147,7 @@ fn assert_json_error(body: &[u8], code: i64) {
 
 #[test]
 fn requests_pass_through_nginx_unchanged() {
+    let _one_at_a_time = common::one_at_a_time();
     let Some(f) = start(&[]) else { return };
     let body = json!([
         {"jsonrpc":"2.0","id":"a","method":"ledger_getHeadSoftConfirmationHeight"},
@@ -170,6 +171,7 @@ fn requests_pass_through_nginx_unchanged() {
 
 #[test]
 fn a_petabyte_content_length_is_refused_by_nginx_with_413() {
+    let _one_at_a_time = common::one_at_a_time();
     let Some(mut f) = start(&[]) else { return };
     let mut s = connect(f.addr);
     s.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000000000\r\n\r\n{\"a\":")
@@ -183,6 +185,7 @@ fn a_petabyte_content_length_is_refused_by_nginx_with_413() {
 
 #[test]
 fn a_fifty_mib_body_is_refused_by_nginx_and_never_reaches_ledgerd() {
+    let _one_at_a_time = common::one_at_a_time();
     let Some(f) = start(&[]) else { return };
     let anon_before = f.node.status_field("RssAnon");
     let n = 50 * 1024 * 1024;
@@ -208,6 +211,7 @@ fn a_fifty_mib_body_is_refused_by_nginx_and_never_reaches_ledgerd() {
 
 #[test]
 fn a_slow_body_is_buffered_by_nginx_and_stalls_nobody() {
+    let _one_at_a_time = common::one_at_a_time();
     let Some(f) = start(&[]) else { return };
     let mut s = connect(f.addr);
     s.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n")
@@ -221,6 +225,7 @@ fn a_slow_body_is_buffered_by_nginx_and_stalls_nobody() {
 
 #[test]
 fn a_client_that_never_reads_the_largest_range_does_not_hold_ledgerd() {
+    let _one_at_a_time = common::one_at_a_time();
     let Some(f) = start(&[]) else { return };
     let range =
         json!({"jsonrpc":"2.0","id":1,"method":"ledger_getSoftConfirmationRange","params":[1,1000]})
@@ -239,6 +244,7 @@ fn a_client_that_never_reads_the_largest_range_does_not_hold_ledgerd() {
 
 #[test]
 fn a_hundred_thousand_deep_array_passes_through_as_a_parse_error() {
+    let _one_at_a_time = common::one_at_a_time();
     let Some(f) = start(&[]) else { return };
     let a = common::rpc(f.addr, "[".repeat(100_000).as_bytes());
     assert_eq!(a.status, 200);
@@ -248,6 +254,7 @@ fn a_hundred_thousand_deep_array_passes_through_as_a_parse_error() {
 
 #[test]
 fn huge_headers_are_refused_by_nginx() {
+    let _one_at_a_time = common::one_at_a_time();
     let Some(f) = start(&[]) else { return };
     let addr = f.addr;
     let long = thread::spawn(move || {
@@ -290,6 +297,7 @@ fn huge_headers_are_refused_by_nginx() {
 
 #[test]
 fn two_thousand_idle_connections_to_nginx_do_not_block_new_requests() {
+    let _one_at_a_time = common::one_at_a_time();
     raise_nofile_limit();
     let Some(f) = start(&[]) else { return };
     let mut idle = Vec::new();
@@ -309,6 +317,7 @@ fn two_thousand_idle_connections_to_nginx_do_not_block_new_requests() {
 
 #[test]
 fn sixty_four_keep_alive_clients_through_nginx_every_one_gets_answers() {
+    let _one_at_a_time = common::one_at_a_time();
     let Some(f) = start(&[]) else { return };
     let addr = f.addr;
     let req = post(common::HEAD_HEIGHT.as_bytes());
@@ -337,6 +346,7 @@ fn sixty_four_keep_alive_clients_through_nginx_every_one_gets_answers() {
 
 #[test]
 fn over_64_requests_at_once_from_one_address_get_503_from_nginx() {
+    let _one_at_a_time = common::one_at_a_time();
     let Some(f) = start(&[]) else { return };
     // 64 requests in flight: headers sent, body still coming.
     let mut held = Vec::new();

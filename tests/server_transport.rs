@@ -88,6 +88,7 @@ fn assert_normal_request_fast(addr: SocketAddr) {
 
 #[test]
 fn answers_keep_alive_requests_with_handler_content_type_and_headers() {
+    let _one_at_a_time = common::one_at_a_time();
     let srv = start(ServerConfig::default());
     let mut s = connect(srv.addr);
     let mut r = BufReader::new(s.try_clone().unwrap());
@@ -109,6 +110,7 @@ fn answers_keep_alive_requests_with_handler_content_type_and_headers() {
 
 #[test]
 fn huge_content_length_gets_413_and_does_not_abort_the_node() {
+    let _one_at_a_time = common::one_at_a_time();
     let srv = start(ServerConfig::default());
     let mut s = connect(srv.addr);
     s.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000000000\r\n\r\n{\"a\":")
@@ -125,6 +127,7 @@ fn huge_content_length_gets_413_and_does_not_abort_the_node() {
 
 #[test]
 fn fifty_mib_body_gets_413_with_handler_body() {
+    let _one_at_a_time = common::one_at_a_time();
     let srv = start(ServerConfig::default());
     let n = 50 * 1024 * 1024;
     let (mut s, sender) = common::http::post_huge_body(srv.addr, n, Duration::from_secs(5));
@@ -147,6 +150,7 @@ fn fifty_mib_body_gets_413_with_handler_body() {
 
 #[test]
 fn chunked_body_over_the_limit_gets_413() {
+    let _one_at_a_time = common::one_at_a_time();
     let srv = start(ServerConfig {
         max_body: 10_000,
         ..ServerConfig::default()
@@ -164,6 +168,7 @@ fn chunked_body_over_the_limit_gets_413() {
 
 #[test]
 fn slow_body_does_not_stall_other_connections_and_times_out_with_408() {
+    let _one_at_a_time = common::one_at_a_time();
     let srv = start(ServerConfig {
         body_timeout: Duration::from_millis(1500),
         ..ServerConfig::default()
@@ -185,6 +190,7 @@ fn slow_body_does_not_stall_other_connections_and_times_out_with_408() {
 
 #[test]
 fn client_that_never_reads_a_large_answer_does_not_block_the_loop() {
+    let _one_at_a_time = common::one_at_a_time();
     let srv = start(ServerConfig::default());
     let mut s = connect(srv.addr);
     // Pipeline many requests for 1 MB answers and never read them.
@@ -214,6 +220,7 @@ fn client_that_never_reads_a_large_answer_does_not_block_the_loop() {
 
 #[test]
 fn huge_header_line_and_many_headers_do_not_stall_the_loop() {
+    let _one_at_a_time = common::one_at_a_time();
     let srv = start(ServerConfig::default());
     let addr = srv.addr;
     let long = thread::spawn(move || long_header_line(addr, 64));
@@ -229,6 +236,7 @@ fn huge_header_line_and_many_headers_do_not_stall_the_loop() {
 
 #[test]
 fn two_thousand_idle_connections_do_not_block_new_requests() {
+    let _one_at_a_time = common::one_at_a_time();
     let srv = start(ServerConfig {
         max_connections: 5000,
         ..ServerConfig::default()
@@ -246,6 +254,7 @@ fn two_thousand_idle_connections_do_not_block_new_requests() {
 
 #[test]
 fn idle_connection_is_closed_after_idle_timeout() {
+    let _one_at_a_time = common::one_at_a_time();
     let srv = start(ServerConfig {
         idle_timeout: Duration::from_millis(500),
         ..ServerConfig::default()
@@ -281,6 +290,7 @@ fn keep_alive_client(addr: SocketAddr, run: Duration) -> usize {
 
 #[test]
 fn sixty_four_keep_alive_clients_all_get_answers() {
+    let _one_at_a_time = common::one_at_a_time();
     let srv = start(ServerConfig {
         max_requests_per_connection: 50,
         ..ServerConfig::default()
@@ -297,6 +307,7 @@ fn sixty_four_keep_alive_clients_all_get_answers() {
 
 #[test]
 fn connection_is_closed_after_max_requests() {
+    let _one_at_a_time = common::one_at_a_time();
     let srv = start(ServerConfig {
         max_requests_per_connection: 3,
         ..ServerConfig::default()
@@ -317,6 +328,7 @@ fn connection_is_closed_after_max_requests() {
 
 #[test]
 fn connections_over_the_limit_get_503() {
+    let _one_at_a_time = common::one_at_a_time();
     let srv = start(ServerConfig {
         max_connections: 4,
         ..ServerConfig::default()
@@ -338,6 +350,7 @@ fn connections_over_the_limit_get_503() {
 
 #[test]
 fn stop_returns_run_within_a_second() {
+    let _one_at_a_time = common::one_at_a_time();
     let mut srv = start(ServerConfig::default());
     let _idle = TcpStream::connect(srv.addr).unwrap();
     let started = Instant::now();

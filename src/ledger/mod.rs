@@ -32,6 +32,7 @@ use std::fmt;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use lmdb::{
     Cursor, DatabaseFlags, Environment, EnvironmentFlags, RoTransaction, RwTransaction,
@@ -172,6 +173,10 @@ pub struct Ledger {
     dbs: Dbs,
     path: PathBuf,
     read_only: bool,
+    /// The block key (meta `sc_key`) once a committed read has seen it: it
+    /// is written with the first block and never changed, so readers need
+    /// not look it up again for every block.
+    block_key: OnceLock<Hash>,
 }
 
 impl fmt::Debug for Ledger {
@@ -234,6 +239,7 @@ impl Ledger {
             dbs,
             path: dir.to_path_buf(),
             read_only: opts.read_only,
+            block_key: OnceLock::new(),
         };
         ledger.check_format().map_err(|e| open_err(e.to_string()))?;
         Ok(ledger)
@@ -301,6 +307,68 @@ impl Ledger {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// Entries and pages of every table, and the pages on LMDB's free list
+    /// (for size reports such as `examples/ledger_stats`).
+    pub fn table_stats(&self) -> Result<LedgerStats, LedgerError> {
+        let r = self.reader()?;
+        let dbs = &self.dbs;
+        let handles = [
+            (SoftConfirmations::NAME, dbs.soft_confirmations),
+            (ScByHash::NAME, dbs.sc_by_hash),
+            (StatusTable::NAME, dbs.status),
+            (Commitments::NAME, dbs.commitments),
+            (DaSlots::NAME, dbs.da_slots),
+            (Proofs::NAME, dbs.proofs),
+            (Meta::NAME, dbs.meta),
+        ];
+        let mut tables = Vec::with_capacity(handles.len());
+        let mut page_size = 0;
+        for (name, db) in handles {
+            let st = r
+                .txn
+                .stat(db)
+                .map_err(lmdb_err(|| format!("reading the size of table {name}")))?;
+            page_size = st.page_size();
+            tables.push(TableStats {
+                name,
+                entries: st.entries() as u64,
+                depth: st.depth(),
+                branch_pages: st.branch_pages() as u64,
+                leaf_pages: st.leaf_pages() as u64,
+                overflow_pages: st.overflow_pages() as u64,
+            });
+        }
+        let free_pages = self
+            .env
+            .freelist()
+            .map_err(lmdb_err(|| "reading the free list".into()))? as u64;
+        Ok(LedgerStats {
+            page_size,
+            tables,
+            free_pages,
+        })
+    }
+}
+
+/// Sizes of a ledger's tables ([`Ledger::table_stats`]).
+#[derive(Clone, Debug)]
+pub struct LedgerStats {
+    pub page_size: u32,
+    pub tables: Vec<TableStats>,
+    /// Pages LMDB holds for reuse (freed by earlier transactions).
+    pub free_pages: u64,
+}
+
+/// Entries and pages of one table.
+#[derive(Clone, Debug)]
+pub struct TableStats {
+    pub name: &'static str,
+    pub entries: u64,
+    pub depth: u32,
+    pub branch_pages: u64,
+    pub leaf_pages: u64,
+    pub overflow_pages: u64,
 }
 
 /// A read snapshot of the ledger. Read through [`LedgerRead`].
@@ -323,6 +391,9 @@ mod sealed {
         type Txn: lmdb::Transaction;
         fn txn(&self) -> &Self::Txn;
         fn dbs(&self) -> &super::Dbs;
+        /// The ledger's block-key cache, for readers of committed data only
+        /// (a writer may see a key its transaction never commits).
+        fn block_key_cache(&self) -> Option<&std::sync::OnceLock<crate::types::Hash>>;
     }
 }
 
@@ -334,6 +405,9 @@ impl<'l> sealed::Access for LedgerReader<'l> {
     fn dbs(&self) -> &Dbs {
         &self.ledger.dbs
     }
+    fn block_key_cache(&self) -> Option<&OnceLock<Hash>> {
+        Some(&self.ledger.block_key)
+    }
 }
 
 impl<'l> sealed::Access for LedgerWriter<'l> {
@@ -343,6 +417,9 @@ impl<'l> sealed::Access for LedgerWriter<'l> {
     }
     fn dbs(&self) -> &Dbs {
         &self.ledger.dbs
+    }
+    fn block_key_cache(&self) -> Option<&OnceLock<Hash>> {
+        None
     }
 }
 
@@ -383,11 +460,18 @@ fn meta_hash<R: sealed::Access>(r: &R, key: &str) -> Result<Option<Hash>, Ledger
 
 /// The ledger's block key (see [`codec`]), only read when a value needs it.
 fn block_key_for<R: sealed::Access>(r: &R, bytes: &[u8]) -> Result<Option<Hash>, LedgerError> {
-    if codec::sc_omits_key(bytes) {
-        meta_hash(r, tables::META_BLOCK_KEY)
-    } else {
-        Ok(None)
+    if !codec::sc_omits_key(bytes) {
+        return Ok(None);
     }
+    let cache = r.block_key_cache();
+    if let Some(key) = cache.and_then(OnceLock::get) {
+        return Ok(Some(*key));
+    }
+    let key = meta_hash(r, tables::META_BLOCK_KEY)?;
+    if let (Some(cache), Some(key)) = (cache, key) {
+        let _ = cache.set(key);
+    }
+    Ok(key)
 }
 
 fn decode_sc(
@@ -448,7 +532,7 @@ pub trait LedgerRead: sealed::Access + Sized {
                 next += 1;
             }
             if block_key.is_none() && codec::sc_omits_key(bytes) {
-                block_key = Some(meta_hash(self, tables::META_BLOCK_KEY)?);
+                block_key = Some(block_key_for(self, bytes)?);
             }
             let key = block_key.flatten();
             out.push(Some(decode_sc(height, bytes, key.as_ref())?));

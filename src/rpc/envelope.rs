@@ -90,6 +90,15 @@ pub fn parse(body: &[u8], max_batch: usize) -> Body<'_> {
             )))
         }
     };
+    // Fast path for the common case, one request object: read its members
+    // straight from the body (one pass instead of two). Anything this does
+    // not take (not an object, bad JSON, duplicate members) takes the general
+    // path below, which gives the same answers and the errors.
+    if text.trim_start().starts_with('{') {
+        if let Ok(req) = serde_json::from_str::<RawRequest>(text) {
+            return Body::Single(request(req));
+        }
+    }
     // serde_json keeps its recursion limit (128) on: a deeply nested body is
     // a parse error, not a stack overflow.
     let root: &RawValue = match serde_json::from_str(text) {
@@ -151,10 +160,14 @@ fn entry(raw: &RawValue) -> Entry<'_> {
             format!("a batch element must be a request object; {REQUEST_SHAPE}"),
         );
     }
-    let req: RawRequest = match serde_json::from_str(raw.get()) {
-        Ok(req) => req,
-        Err(e) => return invalid(None, format!("the request object is malformed ({e})")),
-    };
+    match serde_json::from_str(raw.get()) {
+        Ok(req) => request(req),
+        Err(e) => invalid(None, format!("the request object is malformed ({e})")),
+    }
+}
+
+/// Checks the members of one request object.
+fn request(req: RawRequest<'_>) -> Entry<'_> {
     // The id first: a readable id is echoed even when the rest is invalid.
     let id = match req.id {
         None => None,
@@ -172,10 +185,9 @@ fn entry(raw: &RawValue) -> Entry<'_> {
             Some(id)
         }
     };
-    let version_ok = req
-        .jsonrpc
-        .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
-        .is_some_and(|v| v == "2.0");
+    let version_ok = req.jsonrpc.is_some_and(|v| {
+        v.get() == "\"2.0\"" || serde_json::from_str::<String>(v.get()).is_ok_and(|v| v == "2.0")
+    });
     if !version_ok {
         return invalid(id, "`jsonrpc` must be the string \"2.0\"".to_string());
     }

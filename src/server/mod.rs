@@ -740,7 +740,14 @@ impl Loop {
         let mut writer = rq.into_writer();
         let inline = total <= write::INLINE_MAX && pending.load(Ordering::Acquire) == 0;
         let outcome = if inline {
-            write::write_budget(writer.as_mut(), &[&self.out, body], write::INLINE_BUDGET)
+            // One buffer, so one send(): tiny_http's 1 KiB BufWriter would
+            // send a separate head and body (two segments under TCP_NODELAY).
+            let head_len = self.out.len();
+            self.out.extend_from_slice(body);
+            let outcome = write::write_budget(writer.as_mut(), &[&self.out], write::INLINE_BUDGET);
+            // Partial(n) counts bytes of head + body, as the off-loop writer expects.
+            self.out.truncate(head_len);
+            outcome
         } else {
             Inline::Partial(0)
         };
@@ -856,7 +863,8 @@ impl Tracker {
         let mut table = socket::FdTable::default();
         let mut last_scan = Instant::now() - Duration::from_secs(1);
         let mut last_requests = u64::MAX;
-        let mut second: Vec<(Instant, SocketAddr)> = Vec::new();
+        // Sockets half-closed (SHUT_WR) and when to close their read side.
+        let mut second: Vec<(Instant, (i32, u64))> = Vec::new();
         loop {
             let mut closing = Vec::new();
             match self.rx.recv_timeout(Duration::from_millis(50)) {
@@ -876,7 +884,7 @@ impl Tracker {
             let now = Instant::now();
             let requests = self.stats.requests.load(Ordering::Relaxed);
             let since = now.duration_since(last_scan);
-            let due_rd: Vec<SocketAddr> = {
+            let due_rd: Vec<(i32, u64)> = {
                 let (due, keep): (Vec<_>, Vec<_>) = second.drain(..).partition(|(t, _)| *t <= now);
                 second = keep;
                 due.into_iter().map(|(_, p)| p).collect()
@@ -896,11 +904,12 @@ impl Tracker {
                 *live = table.peers();
             }
             for peer in closing {
-                table.shutdown_cached(peer, libc::SHUT_WR);
-                second.push((now + CLOSE_LINGER, peer));
+                for socket in table.shutdown_cached(peer, libc::SHUT_WR) {
+                    second.push((now + CLOSE_LINGER, socket));
+                }
             }
-            for peer in due_rd {
-                table.shutdown_cached(peer, libc::SHUT_RD);
+            for (fd, ino) in due_rd {
+                socket::shutdown_same_socket(fd, ino, libc::SHUT_RD);
             }
         }
     }

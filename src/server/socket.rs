@@ -292,14 +292,21 @@ impl FdTable {
         peers
     }
 
-    /// shutdown(2) with `how` on the sockets of `peer` found by the last scan.
-    pub(crate) fn shutdown_cached(&self, peer: SocketAddr, how: i32) {
+    /// shutdown(2) with `how` on the sockets of `peer` found by the last
+    /// scan. Returns them as (fd, inode), so a later step can reach exactly
+    /// these sockets with [`shutdown_same_socket`]: the peer address alone
+    /// may by then name a new connection (loopback clients reuse a port as
+    /// soon as the old connection is in TIME_WAIT).
+    pub(crate) fn shutdown_cached(&self, peer: SocketAddr, how: i32) -> Vec<(i32, u64)> {
+        let mut done = Vec::new();
         for (fd, v) in &self.cache {
             if v.1 == Some(peer) && sock_name(*fd, true) == Some(peer) {
                 // SAFETY: shutdown does not release the fd.
                 unsafe { libc::shutdown(*fd, how) };
+                done.push((*fd, v.0));
             }
         }
+        done
     }
 
     /// The fds (tiny_http keeps two per connection) whose peer is `peer`.
@@ -312,6 +319,15 @@ impl FdTable {
             .map(|(fd, _)| *fd)
             .filter(|fd| sock_name(*fd, true) == Some(peer))
             .collect()
+    }
+}
+
+/// shutdown(2) with `how` on `fd` if it is still the socket with inode
+/// `ino` (not a new connection that was given the same fd number).
+pub(crate) fn shutdown_same_socket(fd: i32, ino: u64, how: i32) {
+    if fd_inode(fd) == Some((ino, true)) {
+        // SAFETY: shutdown does not release the fd.
+        unsafe { libc::shutdown(fd, how) };
     }
 }
 

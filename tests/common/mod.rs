@@ -21,3 +21,13 @@ pub use rpc::{
     assert_normal_request_fast, call, call_raw, devnet_ledger, every_answer, export, hash32,
     post_raw, HEAD_HEIGHT,
 };
+
+/// Holds the tests of one file to one at a time. The hostile-client tests
+/// each check that a normal request is answered within 100 ms while one bad
+/// client does its worst; run side by side, they would measure each other
+/// (2,000 connection threads in one test starve another's node of CPU on a
+/// 2-core machine), not the node.
+pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
