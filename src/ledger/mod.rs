@@ -42,13 +42,15 @@ use lmdb::{
 use crate::types::{Hash, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof};
 use codec::DecodeError;
 use tables::{
-    Commitments, DaSlots, Dbs, Meta, Proofs, ScByHash, SoftConfirmations, StatusTable, Table,
+    Commitments, DaSlots, Dbs, Meta, Proofs, ScByHashPrefix, SoftConfirmations, StatusTable, Table,
 };
 
 // LMDB cursor operations (`MDB_cursor_op`, stable C ABI values; the ffi crate
 // is not re-exported by lmdb-rkv).
 const MDB_LAST: u32 = 6;
 const MDB_NEXT: u32 = 8;
+const MDB_NEXT_DUP: u32 = 9;
+const MDB_SET: u32 = 15;
 const MDB_SET_RANGE: u32 = 17;
 
 /// Why a ledger operation failed.
@@ -92,7 +94,7 @@ impl fmt::Display for LedgerError {
             LedgerError::Corrupt { table, key, reason } => {
                 let what = match *table {
                     "soft_confirmations" => "soft confirmation",
-                    "sc_by_hash" => "height of soft confirmation hash",
+                    "sc_by_hash_prefix" => "height of soft confirmation hash",
                     "status" => "status of soft confirmation",
                     "commitments" => "commitment list of DA slot",
                     "da_slots" => "slot number of DA slot hash",
@@ -208,11 +210,11 @@ impl Ledger {
         }
         let env = Environment::new()
             .set_flags(flags)
-            .set_max_dbs(tables::ALL.len() as u32 + 1)
+            .set_max_dbs((tables::ALL.len() + tables::OLD_TABLES.len()) as u32 + 1)
             .set_map_size(opts.map_size)
             .open(dir)
             .map_err(|e| open_err(e.to_string()))?;
-        let db = |name: &str| {
+        let db = |name: &str, flags: DatabaseFlags| {
             if opts.read_only {
                 env.open_db(Some(name)).map_err(|e| match e {
                     lmdb::Error::NotFound => open_err(format!(
@@ -221,18 +223,22 @@ impl Ledger {
                     e => open_err(format!("table {name}: {e}")),
                 })
             } else {
-                env.create_db(Some(name), DatabaseFlags::empty())
+                env.create_db(Some(name), flags)
                     .map_err(|e| open_err(format!("table {name}: {e}")))
             }
         };
+        // The layout version first, before any other table is created: a
+        // data dir of another layout is refused untouched.
+        let meta = db(Meta::NAME, Meta::FLAGS)?;
+        let fresh = check_layout(&env, meta).map_err(|reason| open_err(reason.to_string()))?;
         let dbs = Dbs {
-            soft_confirmations: db(SoftConfirmations::NAME)?,
-            sc_by_hash: db(ScByHash::NAME)?,
-            status: db(StatusTable::NAME)?,
-            commitments: db(Commitments::NAME)?,
-            da_slots: db(DaSlots::NAME)?,
-            proofs: db(Proofs::NAME)?,
-            meta: db(Meta::NAME)?,
+            soft_confirmations: db(SoftConfirmations::NAME, SoftConfirmations::FLAGS)?,
+            sc_by_hash_prefix: db(ScByHashPrefix::NAME, ScByHashPrefix::FLAGS)?,
+            status: db(StatusTable::NAME, StatusTable::FLAGS)?,
+            commitments: db(Commitments::NAME, Commitments::FLAGS)?,
+            da_slots: db(DaSlots::NAME, DaSlots::FLAGS)?,
+            proofs: db(Proofs::NAME, Proofs::FLAGS)?,
+            meta,
         };
         let ledger = Ledger {
             env,
@@ -241,36 +247,16 @@ impl Ledger {
             read_only: opts.read_only,
             block_key: OnceLock::new(),
         };
-        ledger.check_format().map_err(|e| open_err(e.to_string()))?;
-        Ok(ledger)
-    }
-
-    /// Checks (and, on a new writable ledger, records) the layout version.
-    fn check_format(&self) -> Result<(), LedgerError> {
-        let stored = {
-            let r = self.reader()?;
-            meta_u64(&r, tables::META_FORMAT)?
-        };
-        match stored {
-            Some(v) if v == tables::FORMAT_VERSION => Ok(()),
-            Some(v) => Err(LedgerError::Corrupt {
-                table: Meta::NAME,
-                key: format!("{:?}", tables::META_FORMAT),
-                reason: format!(
-                    "layout version {v}, but this build reads version {}",
-                    tables::FORMAT_VERSION
-                ),
-            }),
-            None if self.read_only => Ok(()),
-            None => {
-                let mut w = self.writer()?;
-                w.put_meta(
-                    tables::META_FORMAT,
-                    &codec::encode_u64(tables::FORMAT_VERSION),
-                )?;
-                w.commit()
-            }
+        if fresh && !opts.read_only {
+            let mut w = ledger.writer().map_err(|e| open_err(e.to_string()))?;
+            w.put_meta(
+                tables::META_FORMAT,
+                &codec::encode_u64(tables::FORMAT_VERSION),
+            )
+            .and_then(|()| w.commit())
+            .map_err(|e| open_err(e.to_string()))?;
         }
+        Ok(ledger)
     }
 
     /// A read snapshot: sees everything committed before this call, nothing
@@ -315,7 +301,7 @@ impl Ledger {
         let dbs = &self.dbs;
         let handles = [
             (SoftConfirmations::NAME, dbs.soft_confirmations),
-            (ScByHash::NAME, dbs.sc_by_hash),
+            (ScByHashPrefix::NAME, dbs.sc_by_hash_prefix),
             (StatusTable::NAME, dbs.status),
             (Commitments::NAME, dbs.commitments),
             (DaSlots::NAME, dbs.da_slots),
@@ -438,6 +424,66 @@ fn get<'t, R: sealed::Access, T: Table>(
     }
 }
 
+/// Why [`check_layout`] refused a data dir (shown after "ledger at DIR
+/// cannot be opened: ").
+enum LayoutError {
+    Older(Option<u64>),
+    Newer(u64),
+    Unreadable(String),
+}
+
+impl fmt::Display for LayoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let current = tables::FORMAT_VERSION;
+        match self {
+            LayoutError::Older(v) => {
+                let v = v.map_or("1".to_string(), |v| v.to_string());
+                write!(
+                    f,
+                    "this data dir was written by an older ledgerd layout (version {v}, this build reads version {current}); re-sync it into a new --data-dir"
+                )
+            }
+            LayoutError::Newer(v) => write!(
+                f,
+                "this data dir was written by a newer ledgerd layout (version {v}, this build reads version {current}); run a newer ledgerd or re-sync it into a new --data-dir"
+            ),
+            LayoutError::Unreadable(reason) => {
+                write!(f, "its layout version cannot be read: {reason}")
+            }
+        }
+    }
+}
+
+/// Checks the layout version in `meta` before the other tables are opened.
+/// `Ok(true)`: a new ledger (no version yet, no old table), whose version
+/// the caller records once its tables exist.
+fn check_layout(env: &Environment, meta: lmdb::Database) -> Result<bool, LayoutError> {
+    let txn = env
+        .begin_ro_txn()
+        .map_err(|e| LayoutError::Unreadable(e.to_string()))?;
+    let stored = match txn.get(meta, &tables::META_FORMAT) {
+        Ok(bytes) => Some(codec::decode_u64(bytes).map_err(|e| LayoutError::Unreadable(e.0))?),
+        Err(lmdb::Error::NotFound) => None,
+        Err(e) => return Err(LayoutError::Unreadable(e.to_string())),
+    };
+    drop(txn);
+    match stored {
+        Some(v) if v == tables::FORMAT_VERSION => Ok(false),
+        Some(v) if v < tables::FORMAT_VERSION => Err(LayoutError::Older(Some(v))),
+        Some(v) => Err(LayoutError::Newer(v)),
+        None => {
+            for name in tables::OLD_TABLES {
+                match env.open_db(Some(name)) {
+                    Ok(_) => return Err(LayoutError::Older(None)),
+                    Err(lmdb::Error::NotFound) => {}
+                    Err(e) => return Err(LayoutError::Unreadable(e.to_string())),
+                }
+            }
+            Ok(true)
+        }
+    }
+}
+
 /// Reads `key` of table `T` and decodes it with `decode`.
 fn get_decoded<R: sealed::Access, T: Table, V>(
     r: &R,
@@ -552,8 +598,30 @@ pub trait LedgerRead: sealed::Access + Sized {
     }
 
     /// The height of the soft confirmation with this hash, if stored.
+    ///
+    /// The index holds every height whose hash shares the first 8 bytes of
+    /// `hash` (almost always one); the answer is the one whose stored block
+    /// has exactly this hash.
     fn height_by_hash(&self, hash: &Hash) -> Result<Option<u64>, LedgerError> {
-        get_decoded::<Self, ScByHash, _>(self, hash, codec::decode_u64)
+        let ctx = || format!("reading {} {}", ScByHashPrefix::NAME, hex::encode(hash));
+        let cursor = self
+            .txn()
+            .open_ro_cursor(self.dbs().sc_by_hash_prefix)
+            .map_err(lmdb_err(ctx))?;
+        let mut item = cursor.get(Some(&ScByHashPrefix::key(hash)), None, MDB_SET);
+        loop {
+            let value = match item {
+                Ok((_, value)) => value,
+                Err(lmdb::Error::NotFound) => return Ok(None),
+                Err(e) => return Err(lmdb_err(ctx)(e)),
+            };
+            let height =
+                codec::decode_u64(value).map_err(|e| corrupt::<ScByHashPrefix>(hash, e))?;
+            if self.hash_at(height)?.as_ref() == Some(hash) {
+                return Ok(Some(height));
+            }
+            item = cursor.get(None, None, MDB_NEXT_DUP);
+        }
     }
 
     /// The highest stored height; 0 when the ledger is empty.
@@ -709,7 +777,8 @@ impl LedgerWriter<'_> {
         if stored_key.is_none() {
             self.put_meta(tables::META_BLOCK_KEY, &block_key)?;
         }
-        self.put::<ScByHash>(
+        // A duplicate of the prefix when another block's hash shares it.
+        self.put::<ScByHashPrefix>(
             &sc.hash,
             &codec::encode_u64(sc.l2_height),
             WriteFlags::empty(),

@@ -7,8 +7,16 @@
 //!
 //! Numeric keys (heights, DA slot numbers) are u64 big-endian, so LMDB's byte
 //! order is numeric order: the last key of `soft_confirmations` is the head.
+//!
+//! The block hash index, `sc_by_hash_prefix`, is keyed by the first
+//! [`HASH_PREFIX_LEN`] bytes of the hash, not all 32: the rest of the hash is
+//! in the block the entry points to, so storing it again would only make the
+//! index twice as big (random 32-byte keys left its pages ~67% full at
+//! ~75 B/block). Two hashes that share a prefix (anyone can make such a pair
+//! with ~2^32 work) are both kept, as sorted duplicates of one key; a lookup
+//! checks each candidate's full hash.
 
-use lmdb::Database;
+use lmdb::{Database, DatabaseFlags};
 
 use crate::types::Hash;
 
@@ -17,7 +25,7 @@ use crate::types::Hash;
 #[derive(Clone, Copy, Debug)]
 pub struct Dbs {
     pub(crate) soft_confirmations: Database,
-    pub(crate) sc_by_hash: Database,
+    pub(crate) sc_by_hash_prefix: Database,
     pub(crate) status: Database,
     pub(crate) commitments: Database,
     pub(crate) da_slots: Database,
@@ -28,7 +36,7 @@ pub struct Dbs {
 /// Every table name, in the order `Ledger::open` opens them.
 pub(crate) const ALL: [&str; 7] = [
     SoftConfirmations::NAME,
-    ScByHash::NAME,
+    ScByHashPrefix::NAME,
     StatusTable::NAME,
     Commitments::NAME,
     DaSlots::NAME,
@@ -40,6 +48,8 @@ pub(crate) const ALL: [&str; 7] = [
 pub(crate) trait Table {
     /// The LMDB database name.
     const NAME: &'static str;
+    /// The LMDB flags the table is created with.
+    const FLAGS: DatabaseFlags = DatabaseFlags::empty();
     /// What the key is, in Rust.
     type Key: ?Sized;
     /// The encoded key (stack-allocated for fixed-size keys).
@@ -105,12 +115,33 @@ u64_table!(
     "soft_confirmations",
     soft_confirmations
 );
-hash_table!(
-    /// `sc_by_hash`: soft-confirmation hash -> L2 height (u64 BE).
-    ScByHash,
-    "sc_by_hash",
-    sc_by_hash
-);
+
+/// How many leading bytes of a block hash key `sc_by_hash_prefix`.
+pub(crate) const HASH_PREFIX_LEN: usize = 8;
+
+/// `sc_by_hash_prefix`: the first [`HASH_PREFIX_LEN`] bytes of a
+/// soft-confirmation hash -> L2 height (u64 BE), sorted duplicates of fixed
+/// size (`DUP_SORT | DUP_FIXED`): every height whose block hash starts with
+/// the prefix. Only candidates: the block at the height has the full hash.
+pub(crate) struct ScByHashPrefix;
+
+impl Table for ScByHashPrefix {
+    const NAME: &'static str = "sc_by_hash_prefix";
+    const FLAGS: DatabaseFlags = DatabaseFlags::DUP_SORT.union(DatabaseFlags::DUP_FIXED);
+    type Key = Hash;
+    type KeyBytes = [u8; HASH_PREFIX_LEN];
+    fn db(dbs: &Dbs) -> Database {
+        dbs.sc_by_hash_prefix
+    }
+    fn key(key: &Hash) -> [u8; HASH_PREFIX_LEN] {
+        let mut prefix = [0u8; HASH_PREFIX_LEN];
+        prefix.copy_from_slice(&key[..HASH_PREFIX_LEN]);
+        prefix
+    }
+    fn show(key: &Hash) -> String {
+        hex::encode(key)
+    }
+}
 u64_table!(
     /// `status`: L2 height -> one status byte.
     StatusTable,
@@ -178,8 +209,14 @@ pub(crate) const META_BLOCK_KEY: &str = "sc_key";
 /// Prefix of the free entries of `set_meta_bytes`/`meta_bytes`.
 pub(crate) const USER_PREFIX: &str = "user.";
 
-/// The current layout version.
-pub(crate) const FORMAT_VERSION: u64 = 1;
+/// The current layout version. 2: the block hash index is
+/// `sc_by_hash_prefix` (8-byte prefix keys, duplicates) instead of
+/// `sc_by_hash` (32-byte keys).
+pub(crate) const FORMAT_VERSION: u64 = 2;
+
+/// Tables of older layouts, by name: a data dir holding one of them (and no
+/// current layout version) was written by an older ledgerd.
+pub(crate) const OLD_TABLES: [&str; 1] = ["sc_by_hash"];
 
 #[cfg(test)]
 mod tests {
@@ -195,5 +232,17 @@ mod tests {
         let back: Vec<u64> = keys.iter().filter_map(|k| decode_u64_key(k)).collect();
         assert_eq!(back, vec![0, 1, 255, 256, u64::MAX]);
         assert_eq!(decode_u64_key(&[1, 2, 3]), None);
+    }
+
+    #[test]
+    fn hash_index_keys_are_the_first_eight_bytes_of_the_hash() {
+        let mut hash = [0u8; 32];
+        for (i, b) in hash.iter_mut().enumerate() {
+            *b = i as u8;
+        }
+        assert_eq!(ScByHashPrefix::key(&hash), [0, 1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(ScByHashPrefix::show(&hash), hex::encode(hash));
+        assert!(ScByHashPrefix::FLAGS.contains(DatabaseFlags::DUP_SORT | DatabaseFlags::DUP_FIXED));
+        assert!(SoftConfirmations::FLAGS.is_empty());
     }
 }

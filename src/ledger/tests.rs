@@ -472,3 +472,202 @@ fn typical_block_encoding_is_close_to_its_raw_field_bytes() {
     let with_key = codec::encode_soft_confirmation(&b, None).len();
     assert_eq!(with_key, stored + 32);
 }
+
+/// `block(height)` with a hash whose first 8 bytes are `prefix` and whose
+/// last byte is `tail` (the hash index keeps only the first 8 bytes).
+fn block_with_hash(height: u64, prefix: [u8; 8], tail: u8) -> SoftConfirmation {
+    let mut b = block(height);
+    b.hash = [tail; 32];
+    b.hash[..8].copy_from_slice(&prefix);
+    b
+}
+
+#[test]
+fn hashes_sharing_an_eight_byte_prefix_are_each_found_and_a_third_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = open(dir.path());
+    let prefix = [0xc0, 0x11, 0x1d, 0xe0, 0, 0, 0, 7];
+    store(&ledger, 1..=3);
+    let first = block_with_hash(4, prefix, 0x01);
+    let second = block_with_hash(9, prefix, 0x02);
+    let third = block_with_hash(0, prefix, 0x03).hash;
+    assert_eq!(first.hash[..8], second.hash[..8]);
+    assert_ne!(first.hash, second.hash);
+    {
+        let mut w = ledger.writer().unwrap();
+        w.put_soft_confirmation(&first).unwrap();
+        w.put_soft_confirmation(&second).unwrap();
+        // The writer sees both through its own uncommitted writes.
+        assert_eq!(w.height_by_hash(&first.hash).unwrap(), Some(4));
+        assert_eq!(w.height_by_hash(&second.hash).unwrap(), Some(9));
+        w.commit().unwrap();
+    }
+    let r = ledger.reader().unwrap();
+    assert_eq!(r.height_by_hash(&first.hash).unwrap(), Some(4));
+    assert_eq!(r.height_by_hash(&second.hash).unwrap(), Some(9));
+    assert_eq!(r.height_by_hash(&third).unwrap(), None);
+    // Both stay under the one prefix key, as two entries.
+    let entries = ledger
+        .table_stats()
+        .unwrap()
+        .tables
+        .iter()
+        .find(|t| t.name == "sc_by_hash_prefix")
+        .map(|t| t.entries);
+    assert_eq!(entries, Some(5));
+    for h in 1..=3 {
+        assert_eq!(r.height_by_hash(&block(h).hash).unwrap(), Some(h));
+    }
+}
+
+#[test]
+fn many_hashes_under_one_prefix_stored_out_of_order_are_all_found_after_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = [0xab; 8];
+    // Heights in descending order: the duplicates are kept sorted by
+    // height, not by insertion, and the lookup walks them all.
+    let heights = [40u64, 31, 25, 12, 3];
+    {
+        let ledger = open(dir.path());
+        let mut w = ledger.writer().unwrap();
+        for (i, &h) in heights.iter().enumerate() {
+            w.put_soft_confirmation(&block_with_hash(h, prefix, i as u8))
+                .unwrap();
+        }
+        w.commit().unwrap();
+    }
+    let ledger = open(dir.path());
+    let r = ledger.reader().unwrap();
+    for (i, &h) in heights.iter().enumerate() {
+        let hash = block_with_hash(h, prefix, i as u8).hash;
+        assert_eq!(r.height_by_hash(&hash).unwrap(), Some(h), "height {h}");
+    }
+    assert_eq!(
+        r.height_by_hash(&block_with_hash(0, prefix, 0x77).hash)
+            .unwrap(),
+        None
+    );
+    // The same tail under another prefix is another hash.
+    assert_eq!(
+        r.height_by_hash(&block_with_hash(0, [0xac; 8], 0).hash)
+            .unwrap(),
+        None
+    );
+}
+
+#[test]
+fn a_hash_index_entry_pointing_at_a_missing_block_is_not_an_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = open(dir.path());
+    let b = block_with_hash(7, [0x42; 8], 0x01);
+    let mut w = ledger.writer().unwrap();
+    // An index entry whose block is not stored (as a torn write would
+    // leave, were writes not transactional): skipped, the real one found.
+    w.put::<ScByHashPrefix>(&b.hash, &codec::encode_u64(3), WriteFlags::empty())
+        .unwrap();
+    assert_eq!(w.height_by_hash(&b.hash).unwrap(), None);
+    w.put_soft_confirmation(&b).unwrap();
+    assert_eq!(w.height_by_hash(&b.hash).unwrap(), Some(7));
+    // A value that is not a u64 is reported as corrupt, naming the hash.
+    let c = block_with_hash(8, [0x43; 8], 0x01);
+    w.put::<ScByHashPrefix>(&c.hash, &[1, 2, 3], WriteFlags::empty())
+        .unwrap();
+    let e = w.height_by_hash(&c.hash).unwrap_err();
+    assert!(
+        e.to_string().starts_with(&format!(
+            "stored height of soft confirmation hash {} is corrupt",
+            hex::encode(c.hash)
+        )),
+        "{e}"
+    );
+}
+
+/// Writes a data dir the way a version-1 ledgerd did: its tables (with
+/// `sc_by_hash` keyed by whole hashes) and, unless `format` is `None`,
+/// meta `format`.
+fn write_old_layout(dir: &Path, format: Option<u64>) {
+    let env = Environment::new().set_max_dbs(10).open(dir).unwrap();
+    for name in [
+        "soft_confirmations",
+        "sc_by_hash",
+        "status",
+        "commitments",
+        "da_slots",
+        "proofs",
+    ] {
+        env.create_db(Some(name), DatabaseFlags::empty()).unwrap();
+    }
+    let meta = env.create_db(Some("meta"), DatabaseFlags::empty()).unwrap();
+    let mut txn = env.begin_rw_txn().unwrap();
+    if let Some(v) = format {
+        txn.put(meta, &"format", &codec::encode_u64(v), WriteFlags::empty())
+            .unwrap();
+    }
+    txn.commit().unwrap();
+}
+
+fn table_exists(dir: &Path, name: &str) -> bool {
+    let env = Environment::new()
+        .set_max_dbs(10)
+        .set_flags(EnvironmentFlags::READ_ONLY)
+        .open(dir)
+        .unwrap();
+    env.open_db(Some(name)).is_ok()
+}
+
+#[test]
+fn a_data_dir_of_the_older_layout_is_refused_untouched_with_one_clear_line() {
+    for format in [Some(1), None] {
+        let dir = tempfile::tempdir().unwrap();
+        write_old_layout(dir.path(), format);
+        for read_only in [false, true] {
+            let opts = OpenOptions {
+                read_only,
+                ..OpenOptions::default()
+            };
+            let e = Ledger::open(dir.path(), &opts).unwrap_err().to_string();
+            assert!(
+                e.contains("this data dir was written by an older ledgerd layout"),
+                "{e}"
+            );
+            assert!(e.ends_with("re-sync it into a new --data-dir"), "{e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+        assert!(!table_exists(dir.path(), ScByHashPrefix::NAME));
+        assert!(table_exists(dir.path(), "sc_by_hash"));
+    }
+}
+
+#[test]
+fn a_data_dir_of_a_newer_layout_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    write_old_layout(dir.path(), Some(tables::FORMAT_VERSION + 1));
+    let e = Ledger::open(dir.path(), &OpenOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("newer ledgerd layout"), "{e}");
+}
+
+#[test]
+fn a_new_ledger_records_the_current_layout_and_reopens() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let ledger = open(dir.path());
+        let r = ledger.reader().unwrap();
+        assert_eq!(
+            meta_u64(&r, tables::META_FORMAT).unwrap(),
+            Some(tables::FORMAT_VERSION)
+        );
+    }
+    assert!(!table_exists(dir.path(), "sc_by_hash"));
+    let ledger = open(dir.path());
+    store(&ledger, [1]);
+    assert_eq!(
+        ledger
+            .reader()
+            .unwrap()
+            .height_by_hash(&block(1).hash)
+            .unwrap(),
+        Some(1)
+    );
+}
