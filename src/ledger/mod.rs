@@ -603,6 +603,18 @@ pub trait LedgerRead: sealed::Access + Sized {
     /// `hash` (almost always one); the answer is the one whose stored block
     /// has exactly this hash.
     fn height_by_hash(&self, hash: &Hash) -> Result<Option<u64>, LedgerError> {
+        let decode =
+            |value: &[u8]| codec::decode_u64(value).map_err(|e| corrupt::<ScByHashPrefix>(hash, e));
+        // The common case, without a cursor: a plain get gives the first
+        // (usually only) height under the prefix.
+        let Some(first) = get::<Self, ScByHashPrefix>(self, hash)? else {
+            return Ok(None);
+        };
+        let first = decode(first)?;
+        if self.hash_at(first)?.as_ref() == Some(hash) {
+            return Ok(Some(first));
+        }
+        // Another block's hash shares the prefix: walk every height under it.
         let ctx = || format!("reading {} {}", ScByHashPrefix::NAME, hex::encode(hash));
         let cursor = self
             .txn()
@@ -615,9 +627,8 @@ pub trait LedgerRead: sealed::Access + Sized {
                 Err(lmdb::Error::NotFound) => return Ok(None),
                 Err(e) => return Err(lmdb_err(ctx)(e)),
             };
-            let height =
-                codec::decode_u64(value).map_err(|e| corrupt::<ScByHashPrefix>(hash, e))?;
-            if self.hash_at(height)?.as_ref() == Some(hash) {
+            let height = decode(value)?;
+            if height != first && self.hash_at(height)?.as_ref() == Some(hash) {
                 return Ok(Some(height));
             }
             item = cursor.get(None, None, MDB_NEXT_DUP);
