@@ -50,7 +50,8 @@
 //!
 //! # Small values
 //!
-//! Heights and slot numbers as values (`sc_by_hash`, `da_slots`, numeric meta
+//! Heights and slot numbers as values (`sc_by_hash_prefix` (fixed size, as its
+//! `DUP_FIXED` duplicates must be), `da_slots`, numeric meta
 //! entries) are u64 big-endian; a status is one byte (`Status::to_byte`).
 
 use std::fmt;
