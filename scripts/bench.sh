@@ -116,7 +116,12 @@ CLK_TCK=$(getconf CLK_TCK)
 ledger() {
     local name=$1 blocks=$2
     shift 2
-    local dir=$OUT/$name params="prefill=$blocks seed=1 $*"
+    # The ledger layout version is part of the parameters: a ledger written
+    # by an older layout is refused by a newer binary, so it is made anew.
+    local layout
+    layout=$(sed -n 's/^pub(crate) const FORMAT_VERSION: u64 = \([0-9]*\);/\1/p' src/ledger/tables.rs)
+    [[ -n $layout ]] || die "cannot read FORMAT_VERSION from src/ledger/tables.rs"
+    local dir=$OUT/$name params="layout=$layout prefill=$blocks seed=1 $*"
     if [[ -z ${BENCH_REBUILD:-} && -f $dir.params && $(cat "$dir.params") == "$params" ]]; then
         say "reusing $dir ($params)"
         return
