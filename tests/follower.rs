@@ -11,7 +11,7 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -40,6 +40,14 @@ fn devnet_upstream_at(dir: &Path, prefill: u64, bind: &str, extra: &[&str]) -> L
 fn follower_of(dir: &Path, upstream: &str, chunk: u64) -> Ledgerd {
     let args = ["--upstream", upstream, "--sync-chunk", &chunk.to_string()].map(String::from);
     Ledgerd::start_in(dir, &args)
+}
+
+/// A temp dir (removed when dropped) and, in it, the data dirs of an
+/// upstream and of its follower.
+fn temp_dirs() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (up, f) = (dir.path().join("up"), dir.path().join("f"));
+    (dir, up, f)
 }
 
 // ---------------------------------------------------------------- JSON-RPC
@@ -405,8 +413,7 @@ fn alter(answer: &str, mode: Tamper) -> Option<String> {
 
 #[test]
 fn a_follower_converges_to_its_upstream_hashes_statuses_commitments_and_proofs() {
-    let dir = tempfile::tempdir().unwrap();
-    let (up_dir, f_dir) = (dir.path().join("up"), dir.path().join("f"));
+    let (_dir, up_dir, f_dir) = temp_dirs();
     let upstream = devnet_upstream(&up_dir, 1500);
     let follower = follower_of(&f_dir, &upstream.url, 100);
     wait_converged(&follower, &upstream);
@@ -435,8 +442,7 @@ fn a_follower_converges_to_its_upstream_hashes_statuses_commitments_and_proofs()
 
 #[test]
 fn a_follower_killed_mid_catch_up_resumes_without_gap_or_duplicate() {
-    let dir = tempfile::tempdir().unwrap();
-    let (up_dir, f_dir) = (dir.path().join("up"), dir.path().join("f"));
+    let (_dir, up_dir, f_dir) = temp_dirs();
     let upstream = devnet_upstream(&up_dir, 2000);
     // A slow path to the upstream, so a kill lands in the middle of catch-up.
     let slow = Proxy::start(&upstream.url);
@@ -475,8 +481,7 @@ fn a_follower_killed_mid_catch_up_resumes_without_gap_or_duplicate() {
 
 #[test]
 fn a_follower_keeps_serving_while_its_upstream_is_down_and_resumes_when_it_returns() {
-    let dir = tempfile::tempdir().unwrap();
-    let (up_dir, f_dir) = (dir.path().join("up"), dir.path().join("f"));
+    let (_dir, up_dir, f_dir) = temp_dirs();
     let upstream = devnet_upstream(&up_dir, 400);
     let port = upstream.port();
     let follower = follower_of(&f_dir, &upstream.url, 100);
@@ -524,8 +529,7 @@ fn a_follower_keeps_serving_while_its_upstream_is_down_and_resumes_when_it_retur
 
 #[test]
 fn a_block_altered_in_transit_is_never_stored_and_the_follower_converges_once_it_is_not() {
-    let dir = tempfile::tempdir().unwrap();
-    let (up_dir, f_dir) = (dir.path().join("up"), dir.path().join("f"));
+    let (_dir, up_dir, f_dir) = temp_dirs();
     let upstream = devnet_upstream(&up_dir, 600);
     let proxy = Proxy::start(&upstream.url);
     proxy.set(Tamper::BlockAt(250));
@@ -568,8 +572,7 @@ fn a_block_altered_in_transit_is_never_stored_and_the_follower_converges_once_it
 
 #[test]
 fn a_commitment_with_an_altered_merkle_root_finalizes_nothing_until_it_is_answered_right() {
-    let dir = tempfile::tempdir().unwrap();
-    let (up_dir, f_dir) = (dir.path().join("up"), dir.path().join("f"));
+    let (_dir, up_dir, f_dir) = temp_dirs();
     let upstream = devnet_upstream(&up_dir, 600);
     let proxy = Proxy::start(&upstream.url);
     proxy.set(Tamper::MerkleRoots);
@@ -605,8 +608,7 @@ fn a_commitment_with_an_altered_merkle_root_finalizes_nothing_until_it_is_answer
 
 #[test]
 fn a_follower_answered_garbage_keeps_serving_logs_it_once_and_recovers() {
-    let dir = tempfile::tempdir().unwrap();
-    let (up_dir, f_dir) = (dir.path().join("up"), dir.path().join("f"));
+    let (_dir, up_dir, f_dir) = temp_dirs();
     let upstream = devnet_upstream(&up_dir, 300);
     let proxy = Proxy::start(&upstream.url);
     let follower = follower_of(&f_dir, &proxy.url, 100);
@@ -635,8 +637,7 @@ fn a_follower_answered_garbage_keeps_serving_logs_it_once_and_recovers() {
 
 #[test]
 fn a_follower_shrinks_its_chunk_to_the_upstreams_range_limit() {
-    let dir = tempfile::tempdir().unwrap();
-    let (up_dir, f_dir) = (dir.path().join("up"), dir.path().join("f"));
+    let (_dir, up_dir, f_dir) = temp_dirs();
     let upstream = devnet_upstream_at(&up_dir, 400, "127.0.0.1:0", &["--max-range", "30"]);
     let follower = follower_of(&f_dir, &upstream.url, 100);
     wait_converged(&follower, &upstream);
