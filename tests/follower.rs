@@ -7,133 +7,53 @@
 //! thing of the test's own is a small HTTP proxy put between a follower and
 //! its upstream (to slow answers down, or to alter them).
 
-use std::fs::File;
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::rpc::{call_by, post_raw_by};
+use common::{devnet_args, Ledgerd};
 use serde_json::{json, Value};
 
 // ---------------------------------------------------------------- processes
 
-/// A ledgerd process, killed (SIGKILL) when dropped.
-struct Ledgerd {
-    child: Child,
-    url: String,
-    log: PathBuf,
-    _stdout: BufReader<ChildStdout>,
+/// A devnet upstream with `prefill` blocks and no new ones, on `dir`;
+/// killed (SIGKILL) when dropped.
+fn devnet_upstream(dir: &Path, prefill: u64) -> Ledgerd {
+    devnet_upstream_at(dir, prefill, "127.0.0.1:0", &[])
 }
 
-impl Ledgerd {
-    /// Starts ledgerd with `args`, logs (info) to `log`, and waits for its
-    /// `listening on http://HOST:PORT` line.
-    fn start(args: &[String], log: &Path) -> Ledgerd {
-        if let Some(dir) = log.parent() {
-            std::fs::create_dir_all(dir).expect("log dir");
-        }
-        let log_file = File::create(log).expect("log file");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ledgerd"))
-            .args(args)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::piped())
-            .stderr(log_file)
-            .spawn()
-            .expect("ledgerd starts");
-        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut line = String::new();
-        stdout.read_line(&mut line).expect("first stdout line");
-        let url = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| {
-                let _ = child.kill();
-                let log = std::fs::read_to_string(log).unwrap_or_default();
-                panic!("ledgerd {args:?} did not start: {line:?}\n{log}")
-            })
-            .to_string();
-        Ledgerd {
-            child,
-            url,
-            log: log.to_path_buf(),
-            _stdout: stdout,
-        }
-    }
-
-    /// A devnet upstream with `prefill` blocks and no new ones.
-    fn devnet(dir: &Path, prefill: u64, bind: &str) -> Ledgerd {
-        Ledgerd::devnet_with(dir, prefill, bind, &[])
-    }
-
-    fn devnet_with(dir: &Path, prefill: u64, bind: &str, extra: &[&str]) -> Ledgerd {
-        let args = [
-            "--dev",
-            "--dev-prefill",
-            &prefill.to_string(),
-            "--dev-block-ms",
-            "0",
-            "--bind",
-            bind,
-        ]
-        .iter()
-        .chain(extra)
-        .chain(&["--data-dir"])
-        .map(|s| s.to_string())
-        .chain([dir.join("ledger").display().to_string()])
-        .collect::<Vec<_>>();
-        Ledgerd::start(&args, &dir.join(format!("upstream-{prefill}.log")))
-    }
-
-    /// A follower of `upstream` on `dir`.
-    fn follower(dir: &Path, upstream: &str, chunk: u64, log_name: &str) -> Ledgerd {
-        let args = [
-            "--upstream",
-            upstream,
-            "--sync-chunk",
-            &chunk.to_string(),
-            "--bind",
-            "127.0.0.1:0",
-            "--data-dir",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .chain([dir.join("ledger").display().to_string()])
-        .collect::<Vec<_>>();
-        Ledgerd::start(&args, &dir.join(log_name))
-    }
-
-    fn port(&self) -> u16 {
-        self.url
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .expect("port in url")
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// `kill -9`.
-    fn kill9(mut self) {
-        self.child.kill().expect("SIGKILL");
-        self.child.wait().expect("reaped");
-    }
+/// [`devnet_upstream`] listening on `bind`, with `extra` flags.
+fn devnet_upstream_at(dir: &Path, prefill: u64, bind: &str, extra: &[&str]) -> Ledgerd {
+    let mut args = devnet_args(prefill, 0);
+    args.extend(extra.iter().map(|s| s.to_string()));
+    Ledgerd::start_in_at(dir, bind, &args)
 }
 
-impl Drop for Ledgerd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A follower of `upstream` on `dir`; killed (SIGKILL) when dropped.
+fn follower_of(dir: &Path, upstream: &str, chunk: u64) -> Ledgerd {
+    let args = ["--upstream", upstream, "--sync-chunk", &chunk.to_string()].map(String::from);
+    Ledgerd::start_in(dir, &args)
+}
+
+/// A temp dir (removed when dropped) and, in it, the data dirs of an
+/// upstream and of its follower.
+fn temp_dirs() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (up, f) = (dir.path().join("up"), dir.path().join("f"));
+    (dir, up, f)
 }
 
 // ---------------------------------------------------------------- JSON-RPC
 
+/// The client of every call here (and of the proxy): 2 s to connect, 20 s
+/// in all, as a large view's batches take a while on a debug build.
 fn agent() -> ureq::Agent {
     ureq::AgentBuilder::new()
         .timeout_connect(Duration::from_secs(2))
@@ -141,17 +61,9 @@ fn agent() -> ureq::Agent {
         .build()
 }
 
+/// The `result` of `method` with `params` on `url`, failing on an error answer.
 fn rpc(url: &str, method: &str, params: Value) -> Value {
-    let body = json!({"jsonrpc":"2.0","id":1,"method":method,"params":params});
-    let text = agent()
-        .post(url)
-        .send_string(&body.to_string())
-        .unwrap_or_else(|e| panic!("{method} on {url}: {e}"))
-        .into_string()
-        .expect("body");
-    let v: Value = serde_json::from_str(&text).expect("JSON answer");
-    assert!(v.get("error").is_none(), "{method} on {url}: {text:.300}");
-    v["result"].clone()
+    call_by(&agent(), url, method, &params.to_string())
 }
 
 /// Calls in batches of 50 (the default --max-batch); results in call order.
@@ -163,12 +75,8 @@ fn batch(url: &str, calls: &[(&str, Value)]) -> Vec<Value> {
             .enumerate()
             .map(|(i, (m, p))| json!({"jsonrpc":"2.0","id":i,"method":m,"params":p}))
             .collect();
-        let text = agent()
-            .post(url)
-            .send_string(&Value::Array(body).to_string())
-            .expect("batch answered")
-            .into_string()
-            .expect("body");
+        let (status, text) = post_raw_by(&agent(), url, &Value::Array(body).to_string());
+        assert_eq!(status, 200, "batch on {url}: {text:.300}");
         let mut answers: Vec<Value> = serde_json::from_str(&text).expect("JSON batch");
         answers.sort_by_key(|a| a["id"].as_u64());
         for a in answers {
@@ -312,23 +220,15 @@ fn assert_chain_whole(url: &str, v: &View) {
     }
 }
 
-fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < limit, "timed out after {limit:?}: {what}");
-        thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// Waits until the follower holds and has scanned what the upstream has,
 /// and says so in its sync status.
-fn wait_converged(follower: &str, upstream: &str) {
-    let (h, l1) = (head(upstream), last_scanned(upstream));
+fn wait_converged(follower: &Ledgerd, upstream: &Ledgerd) {
+    let (h, l1) = (head(&upstream.url), last_scanned(&upstream.url));
     let synced = json!({"l1Status":{"Synced":l1},"l2Status":{"Synced":h}});
-    wait_until(
-        &format!("follower reaches head {h} and slot {l1}"),
+    follower.wait_for(
         Duration::from_secs(60),
-        || sync_status(follower) == synced,
+        &format!("follower reaches head {h} and slot {l1}"),
+        |f| sync_status(&f.url) == synced,
     );
 }
 
@@ -513,11 +413,10 @@ fn alter(answer: &str, mode: Tamper) -> Option<String> {
 
 #[test]
 fn a_follower_converges_to_its_upstream_hashes_statuses_commitments_and_proofs() {
-    let dir = tempfile::tempdir().unwrap();
-    let (up_dir, f_dir) = (dir.path().join("up"), dir.path().join("f"));
-    let upstream = Ledgerd::devnet(&up_dir, 1500, "127.0.0.1:0");
-    let follower = Ledgerd::follower(&f_dir, &upstream.url, 100, "follower.log");
-    wait_converged(&follower.url, &upstream.url);
+    let (_dir, up_dir, f_dir) = temp_dirs();
+    let upstream = devnet_upstream(&up_dir, 1500);
+    let follower = follower_of(&f_dir, &upstream.url, 100);
+    wait_converged(&follower, &upstream);
     let (f, u) = (view(&follower.url), view(&upstream.url));
     assert_eq!(u.head, 1500);
     assert!(u.statuses.contains(&json!("Proven")) && u.statuses.contains(&json!("Trusted")));
@@ -543,39 +442,38 @@ fn a_follower_converges_to_its_upstream_hashes_statuses_commitments_and_proofs()
 
 #[test]
 fn a_follower_killed_mid_catch_up_resumes_without_gap_or_duplicate() {
-    let dir = tempfile::tempdir().unwrap();
-    let (up_dir, f_dir) = (dir.path().join("up"), dir.path().join("f"));
-    let upstream = Ledgerd::devnet(&up_dir, 2000, "127.0.0.1:0");
+    let (_dir, up_dir, f_dir) = temp_dirs();
+    let upstream = devnet_upstream(&up_dir, 2000);
     // A slow path to the upstream, so a kill lands in the middle of catch-up.
     let slow = Proxy::start(&upstream.url);
     slow.delay_ms.store(15, Ordering::SeqCst);
     let mut kills = Vec::new();
     for (round, stop_at) in [150u64, 700, 1400].into_iter().enumerate() {
-        let follower = Ledgerd::follower(&f_dir, &slow.url, 25, &format!("f{round}.log"));
+        let follower = follower_of(&f_dir, &slow.url, 25);
         let before = head(&follower.url);
         assert!(before <= stop_at, "round {round}: resumed at {before}");
-        wait_until(
-            &format!("follower passes {stop_at}"),
+        follower.wait_for(
             Duration::from_secs(60),
-            || head(&follower.url) >= stop_at,
+            &format!("follower passes {stop_at}"),
+            |f| head(&f.url) >= stop_at,
         );
         kills.push(head(&follower.url));
-        follower.kill9();
+        follower.kill();
     }
     assert!(
         kills.iter().all(|&h| h < 2000),
         "every kill hit mid-catch-up: {kills:?}"
     );
     // One more kill while the DA slots are being scanned, if it lands there.
-    let follower = Ledgerd::follower(&f_dir, &slow.url, 25, "f3.log");
-    wait_until("L2 caught up", Duration::from_secs(60), || {
-        head(&follower.url) == 2000
+    let follower = follower_of(&f_dir, &slow.url, 25);
+    follower.wait_for(Duration::from_secs(60), "L2 caught up", |f| {
+        head(&f.url) == 2000
     });
     let scanned_at_kill = last_scanned(&follower.url);
-    follower.kill9();
-    let follower = Ledgerd::follower(&f_dir, &upstream.url, 100, "f4.log");
+    follower.kill();
+    let follower = follower_of(&f_dir, &upstream.url, 100);
     assert!(last_scanned(&follower.url) >= scanned_at_kill);
-    wait_converged(&follower.url, &upstream.url);
+    wait_converged(&follower, &upstream);
     let (f, u) = (view(&follower.url), view(&upstream.url));
     assert_chain_whole(&follower.url, &f);
     assert_same_view(&f, &u);
@@ -583,19 +481,18 @@ fn a_follower_killed_mid_catch_up_resumes_without_gap_or_duplicate() {
 
 #[test]
 fn a_follower_keeps_serving_while_its_upstream_is_down_and_resumes_when_it_returns() {
-    let dir = tempfile::tempdir().unwrap();
-    let (up_dir, f_dir) = (dir.path().join("up"), dir.path().join("f"));
-    let upstream = Ledgerd::devnet(&up_dir, 400, "127.0.0.1:0");
+    let (_dir, up_dir, f_dir) = temp_dirs();
+    let upstream = devnet_upstream(&up_dir, 400);
     let port = upstream.port();
-    let follower = Ledgerd::follower(&f_dir, &upstream.url, 100, "follower.log");
-    wait_converged(&follower.url, &upstream.url);
+    let follower = follower_of(&f_dir, &upstream.url, 100);
+    wait_converged(&follower, &upstream);
     let block_400 = rpc(
         &upstream.url,
         "ledger_getSoftConfirmationByNumber",
         json!([400]),
     );
     let synced = sync_status(&follower.url);
-    upstream.kill9();
+    upstream.kill();
 
     // Down for a while: several retries.
     let down = Instant::now();
@@ -613,7 +510,7 @@ fn a_follower_keeps_serving_while_its_upstream_is_down_and_resumes_when_it_retur
         assert_eq!(sync_status(&follower.url), synced);
         thread::sleep(Duration::from_millis(50));
     }
-    let log = follower.log_text();
+    let log = follower.stderr();
     assert_eq!(
         log.matches("cannot be reached").count(),
         1,
@@ -621,29 +518,27 @@ fn a_follower_keeps_serving_while_its_upstream_is_down_and_resumes_when_it_retur
     );
 
     // Back, on the same address, with the chain grown to 700.
-    let upstream = Ledgerd::devnet(&up_dir, 700, &format!("127.0.0.1:{port}"));
+    let upstream = devnet_upstream_at(&up_dir, 700, &format!("127.0.0.1:{port}"), &[]);
     assert_eq!(head(&upstream.url), 700);
-    wait_converged(&follower.url, &upstream.url);
+    wait_converged(&follower, &upstream);
     let (f, u) = (view(&follower.url), view(&upstream.url));
     assert_same_view(&f, &u);
     assert_chain_whole(&follower.url, &f);
-    assert!(follower.log_text().contains("sync resumed"));
+    assert!(follower.stderr().contains("sync resumed"));
 }
 
 #[test]
 fn a_block_altered_in_transit_is_never_stored_and_the_follower_converges_once_it_is_not() {
-    let dir = tempfile::tempdir().unwrap();
-    let (up_dir, f_dir) = (dir.path().join("up"), dir.path().join("f"));
-    let upstream = Ledgerd::devnet(&up_dir, 600, "127.0.0.1:0");
+    let (_dir, up_dir, f_dir) = temp_dirs();
+    let upstream = devnet_upstream(&up_dir, 600);
     let proxy = Proxy::start(&upstream.url);
     proxy.set(Tamper::BlockAt(250));
-    let follower = Ledgerd::follower(&f_dir, &proxy.url, 100, "follower.log");
-    wait_until(
-        "the follower rejects block 250",
+    let follower = follower_of(&f_dir, &proxy.url, 100);
+    follower.wait_for(
         Duration::from_secs(30),
-        || {
-            follower
-                .log_text()
+        "the follower rejects block 250",
+        |f| {
+            f.stderr()
                 .contains("check hash failed: soft confirmation 250")
         },
     );
@@ -669,7 +564,7 @@ fn a_block_altered_in_transit_is_never_stored_and_the_follower_converges_once_it
     );
 
     proxy.set(Tamper::Nothing);
-    wait_converged(&follower.url, &upstream.url);
+    wait_converged(&follower, &upstream);
     let f = view(&follower.url);
     assert_same_view(&f, &u);
     assert_chain_whole(&follower.url, &f);
@@ -677,16 +572,15 @@ fn a_block_altered_in_transit_is_never_stored_and_the_follower_converges_once_it
 
 #[test]
 fn a_commitment_with_an_altered_merkle_root_finalizes_nothing_until_it_is_answered_right() {
-    let dir = tempfile::tempdir().unwrap();
-    let (up_dir, f_dir) = (dir.path().join("up"), dir.path().join("f"));
-    let upstream = Ledgerd::devnet(&up_dir, 600, "127.0.0.1:0");
+    let (_dir, up_dir, f_dir) = temp_dirs();
+    let upstream = devnet_upstream(&up_dir, 600);
     let proxy = Proxy::start(&upstream.url);
     proxy.set(Tamper::MerkleRoots);
-    let follower = Ledgerd::follower(&f_dir, &proxy.url, 100, "follower.log");
-    wait_until(
-        "the follower rejects the first commitment",
+    let follower = follower_of(&f_dir, &proxy.url, 100);
+    follower.wait_for(
         Duration::from_secs(30),
-        || follower.log_text().contains("check merkle_root failed"),
+        "the follower rejects the first commitment",
+        |f| f.stderr().contains("check merkle_root failed"),
     );
     thread::sleep(Duration::from_millis(300));
     assert!(proxy.altered.load(Ordering::SeqCst) >= 1);
@@ -706,7 +600,7 @@ fn a_commitment_with_an_altered_merkle_root_finalizes_nothing_until_it_is_answer
     assert_eq!(f.last_proof, Value::Null);
 
     proxy.set(Tamper::Nothing);
-    wait_converged(&follower.url, &upstream.url);
+    wait_converged(&follower, &upstream);
     let f = view(&follower.url);
     assert_same_view(&f, &u);
     assert!(f.statuses.contains(&json!("Finalized")) && f.statuses.contains(&json!("Proven")));
@@ -714,12 +608,11 @@ fn a_commitment_with_an_altered_merkle_root_finalizes_nothing_until_it_is_answer
 
 #[test]
 fn a_follower_answered_garbage_keeps_serving_logs_it_once_and_recovers() {
-    let dir = tempfile::tempdir().unwrap();
-    let (up_dir, f_dir) = (dir.path().join("up"), dir.path().join("f"));
-    let upstream = Ledgerd::devnet(&up_dir, 300, "127.0.0.1:0");
+    let (_dir, up_dir, f_dir) = temp_dirs();
+    let upstream = devnet_upstream(&up_dir, 300);
     let proxy = Proxy::start(&upstream.url);
-    let follower = Ledgerd::follower(&f_dir, &proxy.url, 100, "follower.log");
-    wait_converged(&follower.url, &upstream.url);
+    let follower = follower_of(&f_dir, &proxy.url, 100);
+    wait_converged(&follower, &upstream);
     let before = view(&follower.url);
     proxy.set(Tamper::Garbage);
     let start = Instant::now();
@@ -728,7 +621,7 @@ fn a_follower_answered_garbage_keeps_serving_logs_it_once_and_recovers() {
         thread::sleep(Duration::from_millis(50));
     }
     assert!(proxy.altered.load(Ordering::SeqCst) >= 3, "several retries");
-    let log = follower.log_text();
+    let log = follower.stderr();
     assert_eq!(
         log.matches("not JSON-RPC").count(),
         1,
@@ -736,25 +629,24 @@ fn a_follower_answered_garbage_keeps_serving_logs_it_once_and_recovers() {
     );
     assert_eq!(view(&follower.url), before);
     proxy.set(Tamper::Nothing);
-    wait_until("sync resumes", Duration::from_secs(10), || {
-        follower.log_text().contains("sync resumed")
+    follower.wait_for(Duration::from_secs(10), "sync resumes", |f| {
+        f.stderr().contains("sync resumed")
     });
     assert_same_view(&view(&follower.url), &view(&upstream.url));
 }
 
 #[test]
 fn a_follower_shrinks_its_chunk_to_the_upstreams_range_limit() {
-    let dir = tempfile::tempdir().unwrap();
-    let (up_dir, f_dir) = (dir.path().join("up"), dir.path().join("f"));
-    let upstream = Ledgerd::devnet_with(&up_dir, 400, "127.0.0.1:0", &["--max-range", "30"]);
-    let follower = Ledgerd::follower(&f_dir, &upstream.url, 100, "follower.log");
-    wait_converged(&follower.url, &upstream.url);
+    let (_dir, up_dir, f_dir) = temp_dirs();
+    let upstream = devnet_upstream_at(&up_dir, 400, "127.0.0.1:0", &["--max-range", "30"]);
+    let follower = follower_of(&f_dir, &upstream.url, 100);
+    wait_converged(&follower, &upstream);
     assert!(
         follower
-            .log_text()
+            .stderr()
             .contains("upstream serves at most 30 blocks per range"),
         "{}",
-        follower.log_text()
+        follower.stderr()
     );
     assert_same_view(&view(&follower.url), &view(&upstream.url));
 }

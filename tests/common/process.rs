@@ -60,8 +60,14 @@ impl Ledgerd {
     /// Starts `ledgerd ARGS --bind 127.0.0.1:0 --data-dir DIR` with
     /// `RUST_LOG=info`; killed (not stopped) on drop.
     pub fn start_in(data_dir: &Path, args: &[String]) -> Ledgerd {
+        Ledgerd::start_in_at(data_dir, "127.0.0.1:0", args)
+    }
+
+    /// [`Ledgerd::start_in`] listening on `bind` (`127.0.0.1:PORT`), e.g. to
+    /// bring a node back on the port it had before it was killed.
+    pub fn start_in_at(data_dir: &Path, bind: &str, args: &[String]) -> Ledgerd {
         let mut all: Vec<OsString> = args.iter().map(OsString::from).collect();
-        all.extend(["--bind", "127.0.0.1:0", "--data-dir"].map(OsString::from));
+        all.extend(["--bind", bind, "--data-dir"].map(OsString::from));
         all.push(data_dir.into());
         let dir = tempfile::tempdir().expect("temp dir");
         let node = Ledgerd::spawn(&all, Some("info"), dir, data_dir.to_path_buf(), true);

@@ -25,7 +25,12 @@ pub fn post_raw(url: &str, body: &str) -> (u16, String) {
 
 /// Posts `body` to `url` (at most `limit`); returns the HTTP status and the body text.
 pub fn post_raw_within(url: &str, body: &str, limit: Duration) -> (u16, String) {
-    let agent = ureq::AgentBuilder::new().timeout(limit).build();
+    post_raw_by(&ureq::AgentBuilder::new().timeout(limit).build(), url, body)
+}
+
+/// Posts `body` to `url` with `agent` (and so within its timeouts); returns
+/// the HTTP status and the body text.
+pub fn post_raw_by(agent: &ureq::Agent, url: &str, body: &str) -> (u16, String) {
     match agent
         .post(url)
         .set("Content-Type", "application/json")
@@ -43,15 +48,32 @@ pub fn post_raw_within(url: &str, body: &str, limit: Duration) -> (u16, String) 
 /// POSTs a JSON-RPC call (at most 10 s) and returns the whole response body;
 /// panics on an HTTP error status.
 pub fn call_raw(url: &str, method: &str, params: &str) -> String {
-    let (status, text) = post_raw_within(url, &request(method, params), Duration::from_secs(10));
+    let agent = ureq::AgentBuilder::new()
+        .timeout(Duration::from_secs(10))
+        .build();
+    call_raw_by(&agent, url, method, params)
+}
+
+/// [`call_raw`] with `agent` (and so within its timeouts).
+pub fn call_raw_by(agent: &ureq::Agent, url: &str, method: &str, params: &str) -> String {
+    let (status, text) = post_raw_by(agent, url, &request(method, params));
     assert!(status < 400, "POST {url}: HTTP {status}: {text}");
     text
 }
 
 /// The `result` of a call, as a JSON value (panics on an error answer).
 pub fn call(url: &str, method: &str, params: &str) -> Value {
-    let text = call_raw(url, method, params);
-    let v: Value = serde_json::from_str(&text).expect("json");
+    result_of(method, params, &call_raw(url, method, params))
+}
+
+/// [`call`] with `agent` (and so within its timeouts).
+pub fn call_by(agent: &ureq::Agent, url: &str, method: &str, params: &str) -> Value {
+    result_of(method, params, &call_raw_by(agent, url, method, params))
+}
+
+/// The `result` of the answer `text` to `method` `params` (panics on an error answer).
+fn result_of(method: &str, params: &str, text: &str) -> Value {
+    let v: Value = serde_json::from_str(text).expect("json");
     assert!(v.get("error").is_none(), "{method}{params}: {text}");
     v["result"].clone()
 }
