@@ -107,15 +107,22 @@ fn no_new_blocks_is_not_a_stall_with_dev_block_ms_0_or_without_a_source() {
 
 #[test]
 fn health_is_503_while_the_upstream_is_down_longer_than_the_limit_and_200_once_it_is_back() {
-    let port = free_port();
     let dir = tempfile::tempdir().unwrap();
-    let follower = Node::builder()
-        .data_dir(dir.path())
-        .upstream(&format!("http://127.0.0.1:{port}"))
-        .health_max_lag(Duration::from_secs(2))
-        .bind("127.0.0.1:0")
-        .start()
-        .unwrap();
+    // The upstream's port is free now; the follower's own port 0 may be given
+    // that same port, and a node following itself is never "down": pick again.
+    let (port, follower) = loop {
+        let port = free_port();
+        let follower = Node::builder()
+            .data_dir(dir.path())
+            .upstream(&format!("http://127.0.0.1:{port}"))
+            .health_max_lag(Duration::from_secs(2))
+            .bind("127.0.0.1:0")
+            .start()
+            .unwrap();
+        if follower.local_addr().port() != port {
+            break (port, follower);
+        }
+    };
     let addr = follower.local_addr();
     let first = http(addr, "GET", "/health", &[], "");
     assert_eq!(first.status, 200, "within the limit: {}", first.text());
