@@ -6,15 +6,19 @@
 //! temporarily unavailable (os error 11)` at error level and its accept
 //! thread ends; the server's supervisor starts a new one. That is routine,
 //! so [`QuietAcceptTimeouts`] drops exactly that record (an accept that timed
-//! out); every other tiny_http record, including real accept errors such as
-//! running out of file descriptors, passes through unchanged.
+//! out). At a clean stop the server shuts its listening socket down, and
+//! tiny_http's last accept() fails with `Invalid argument (os error 22)`:
+//! that record is dropped too. Every other tiny_http record, including real
+//! accept errors such as running out of file descriptors, passes through
+//! unchanged.
 
 use std::fmt::Write;
 
 use log::{Log, Metadata, Record};
 
 /// Wraps a logger and drops tiny_http's "Error accepting new client" records
-/// whose cause is a timeout (EAGAIN / EWOULDBLOCK / ETIMEDOUT).
+/// whose cause is a timeout (EAGAIN / EWOULDBLOCK / ETIMEDOUT) or the
+/// listening socket shut down at stop (EINVAL).
 pub struct QuietAcceptTimeouts<L> {
     inner: L,
 }
@@ -25,7 +29,8 @@ impl<L: Log> QuietAcceptTimeouts<L> {
     }
 }
 
-/// Whether a record is tiny_http reporting an accept() that timed out.
+/// Whether a record is tiny_http reporting an accept() that timed out, or
+/// that failed on the listening socket the server shut down at stop.
 pub fn is_accept_timeout(record: &Record<'_>) -> bool {
     if !record.target().starts_with("tiny_http") {
         return false;
@@ -35,7 +40,9 @@ pub fn is_accept_timeout(record: &Record<'_>) -> bool {
         return false;
     }
     text.starts_with("Error accepting new client")
-        && (text.contains("(os error 11)") || text.contains("(os error 110)"))
+        && ["(os error 11)", "(os error 110)", "(os error 22)"]
+            .iter()
+            .any(|errno| text.contains(errno))
 }
 
 impl<L: Log> Log for QuietAcceptTimeouts<L> {
@@ -85,7 +92,7 @@ mod tests {
     }
 
     #[test]
-    fn drops_only_tiny_http_accept_timeouts() {
+    fn drops_only_tiny_http_accept_timeouts_and_the_accept_after_stop() {
         let quiet = QuietAcceptTimeouts::new(Capture::default());
         emit(
             &quiet,
@@ -96,6 +103,11 @@ mod tests {
             &quiet,
             "tiny_http",
             "Error accepting new client: Too many open files (os error 24)",
+        );
+        emit(
+            &quiet,
+            "tiny_http",
+            "Error accepting new client: Invalid argument (os error 22)",
         );
         emit(&quiet, "tiny_http", "some other tiny_http error");
         emit(
