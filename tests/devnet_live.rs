@@ -114,7 +114,10 @@ fn a_restart_on_the_same_data_dir_keeps_everything_and_continues_the_chain() {
     let (status, stderr) = node.stop();
     assert!(status.success(), "clean stop: {stderr}");
     // A clean stop logs no error (tiny_http's accept on the shut listener is expected).
-    assert!(!stderr.contains(" ERROR "), "a clean stop logged an error: {stderr}");
+    assert!(
+        !stderr.contains(" ERROR "),
+        "a clean stop logged an error: {stderr}"
+    );
 
     // The same flags: nothing changes, nothing is rewritten.
     let node = Ledgerd::start_in(dir.path(), &devnet_args(150, 0));
