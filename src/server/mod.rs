@@ -43,6 +43,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use body::{BodyResult, Reject};
+use socket::Socket;
 use write::{DateCache, Inline, OffLoop};
 
 /// Transport limits.
@@ -220,7 +221,7 @@ pub struct Server {
     stats: Arc<Stats>,
     tx: Sender<LoopMsg>,
     rx: Receiver<LoopMsg>,
-    close_tx: Sender<SocketAddr>,
+    close_tx: Sender<Vec<Socket>>,
     live_peers: Arc<Mutex<Vec<SocketAddr>>>,
 }
 
@@ -307,6 +308,7 @@ impl Server {
             out: Vec::with_capacity(2048),
             date: DateCache::new(),
             last_prune: Instant::now(),
+            fds: socket::FdTable::default(),
             last_rebuild: None,
             rebuild_due: None,
             server: self,
@@ -340,6 +342,8 @@ struct Loop {
     out: Vec<u8>,
     date: DateCache,
     last_prune: Instant,
+    /// The loop's own fd cache, for finding the socket of a connection it closes.
+    fds: socket::FdTable,
     last_rebuild: Option<Instant>,
     rebuild_due: Option<Instant>,
 }
@@ -752,19 +756,20 @@ impl Loop {
             Inline::Partial(0)
         };
         match outcome {
-            Inline::Done => {
-                drop(writer);
-                if close {
-                    let _ = self.server.close_tx.send(peer);
+            Inline::Done | Inline::Failed => {
+                if close || matches!(outcome, Inline::Failed) {
+                    // Found while `writer` still holds the socket open.
+                    let sockets = self.fds.sockets_of(self.server.local, peer);
+                    let _ = self.server.close_tx.send(sockets);
+                    // A new connection from the same port starts its count afresh.
+                    self.conns.remove(&peer);
                 }
-            }
-            Inline::Failed => {
                 drop(writer);
-                let _ = self.server.close_tx.send(peer);
             }
             Inline::Partial(skip) => {
                 pending.fetch_add(1, Ordering::AcqRel);
                 let close_tx = self.server.close_tx.clone();
+                let local = self.server.local;
                 let head = std::mem::replace(&mut self.out, Vec::with_capacity(2048));
                 let body = if send_body { resp.body } else { Vec::new() };
                 write::spawn_off_loop(OffLoop {
@@ -774,9 +779,10 @@ impl Loop {
                     skip,
                     deadline: self.server.config.write_timeout,
                     pending,
-                    after: Box::new(move |ok| {
+                    before_release: Box::new(move |ok| {
                         if close || !ok {
-                            let _ = close_tx.send(peer);
+                            let sockets = socket::FdTable::default().sockets_of(local, peer);
+                            let _ = close_tx.send(sockets);
                         }
                     }),
                 });
@@ -850,7 +856,7 @@ struct Tracker {
     local: SocketAddr,
     shared: Weak<Shared>,
     stats: Arc<Stats>,
-    rx: Receiver<SocketAddr>,
+    rx: Receiver<Vec<Socket>>,
     live_peers: Arc<Mutex<Vec<SocketAddr>>>,
 }
 
@@ -864,14 +870,14 @@ impl Tracker {
         let mut last_scan = Instant::now() - Duration::from_secs(1);
         let mut last_requests = u64::MAX;
         // Sockets half-closed (SHUT_WR) and when to close their read side.
-        let mut second: Vec<(Instant, (i32, u64))> = Vec::new();
+        let mut second: Vec<(Instant, Socket)> = Vec::new();
         loop {
             let mut closing = Vec::new();
             match self.rx.recv_timeout(Duration::from_millis(50)) {
-                Ok(peer) => {
-                    closing.push(peer);
-                    while let Ok(p) = self.rx.try_recv() {
-                        closing.push(p);
+                Ok(sockets) => {
+                    closing.extend(sockets);
+                    while let Ok(more) = self.rx.try_recv() {
+                        closing.extend(more);
                     }
                 }
                 Err(RecvTimeoutError::Timeout) => {}
@@ -884,7 +890,7 @@ impl Tracker {
             let now = Instant::now();
             let requests = self.stats.requests.load(Ordering::Relaxed);
             let since = now.duration_since(last_scan);
-            let due_rd: Vec<(i32, u64)> = {
+            let due_rd: Vec<Socket> = {
                 let (due, keep): (Vec<_>, Vec<_>) = second.drain(..).partition(|(t, _)| *t <= now);
                 second = keep;
                 due.into_iter().map(|(_, p)| p).collect()
@@ -903,10 +909,9 @@ impl Tracker {
             if let Ok(mut live) = self.live_peers.lock() {
                 *live = table.peers();
             }
-            for peer in closing {
-                for socket in table.shutdown_cached(peer, libc::SHUT_WR) {
-                    second.push((now + CLOSE_LINGER, socket));
-                }
+            for (fd, ino) in closing {
+                socket::shutdown_same_socket(fd, ino, libc::SHUT_WR);
+                second.push((now + CLOSE_LINGER, (fd, ino)));
             }
             for (fd, ino) in due_rd {
                 socket::shutdown_same_socket(fd, ino, libc::SHUT_RD);

@@ -244,6 +244,10 @@ fn open_fds() -> Vec<i32> {
     fds
 }
 
+/// One open socket as (fd, inode): the inode tells it apart from a later
+/// socket that is given the same fd number.
+pub(crate) type Socket = (i32, u64);
+
 /// (inode, is socket) of an fd, or None if it is closed.
 fn fd_inode(fd: i32) -> Option<(u64, bool)> {
     // SAFETY: fstat on an integer fd; a stale fd just fails.
@@ -292,32 +296,28 @@ impl FdTable {
         peers
     }
 
-    /// shutdown(2) with `how` on the sockets of `peer` found by the last
-    /// scan. Returns them as (fd, inode), so a later step can reach exactly
-    /// these sockets with [`shutdown_same_socket`]: the peer address alone
-    /// may by then name a new connection (loopback clients reuse a port as
-    /// soon as the old connection is in TIME_WAIT).
-    pub(crate) fn shutdown_cached(&self, peer: SocketAddr, how: i32) -> Vec<(i32, u64)> {
-        let mut done = Vec::new();
-        for (fd, v) in &self.cache {
-            if v.1 == Some(peer) && sock_name(*fd, true) == Some(peer) {
-                // SAFETY: shutdown does not release the fd.
-                unsafe { libc::shutdown(*fd, how) };
-                done.push((*fd, v.0));
-            }
-        }
-        done
+    /// The sockets of `peer` as (fd, inode), rescanned now. Call it while
+    /// the connection is still held open (its request or writer alive): the
+    /// peer address then names exactly one connection. Later, the address
+    /// alone may name a new one (loopback clients reuse a port as soon as the
+    /// old connection is in TIME_WAIT), so act on the result only with
+    /// [`shutdown_same_socket`].
+    pub(crate) fn sockets_of(&mut self, local: SocketAddr, peer: SocketAddr) -> Vec<Socket> {
+        self.scan(local);
+        self.cache
+            .iter()
+            .filter(|(_, v)| v.1 == Some(peer))
+            .map(|(fd, v)| (*fd, v.0))
+            .filter(|(fd, _)| sock_name(*fd, true) == Some(peer))
+            .collect()
     }
 
     /// The fds (tiny_http keeps two per connection) whose peer is `peer`.
     /// Each is re-checked with getpeername, so a reused fd number is not hit.
     pub(crate) fn fds_of(&mut self, local: SocketAddr, peer: SocketAddr) -> Vec<i32> {
-        self.scan(local);
-        self.cache
-            .iter()
-            .filter(|(_, v)| v.1 == Some(peer))
-            .map(|(fd, _)| *fd)
-            .filter(|fd| sock_name(*fd, true) == Some(peer))
+        self.sockets_of(local, peer)
+            .into_iter()
+            .map(|(fd, _)| fd)
             .collect()
     }
 }
@@ -375,4 +375,91 @@ pub(crate) fn reset_on_close(local: SocketAddr, peer: SocketAddr) -> usize {
         let _ = setsockopt(*fd, libc::SOL_SOCKET, libc::SO_LINGER, &linger);
     }
     fds.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::os::unix::io::FromRawFd;
+
+    /// A client socket bound to `port` (SO_REUSEADDR) and connected to `to`.
+    fn connect_from(port: u16, to: SocketAddr) -> io::Result<TcpStream> {
+        // SAFETY: plain socket calls on a fresh fd that TcpStream then owns.
+        unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let stream = TcpStream::from_raw_fd(fd);
+            setsockopt(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, &1i32)?;
+            let mut me: libc::sockaddr_in = mem::zeroed();
+            me.sin_family = libc::AF_INET as libc::sa_family_t;
+            me.sin_port = port.to_be();
+            me.sin_addr.s_addr = u32::from(Ipv4Addr::LOCALHOST).to_be();
+            let len = mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            if libc::bind(fd, &me as *const _ as *const libc::sockaddr, len) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let mut them = me;
+            them.sin_port = to.port().to_be();
+            if libc::connect(fd, &them as *const _ as *const libc::sockaddr, len) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(stream)
+        }
+    }
+
+    #[test]
+    fn a_close_aimed_at_a_finished_connection_never_reaches_a_new_one_from_the_same_port() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let local = listener.local_addr().unwrap();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+
+        let first = connect_from(port, local).unwrap();
+        let (served, peer) = listener.accept().unwrap();
+        let old = FdTable::default().sockets_of(local, peer);
+        assert_eq!(old.len(), 1, "{old:?}");
+        let old_ino = old[0].1;
+        // The server closes first, so the client may reuse its port at once.
+        drop(served);
+        drop(first);
+
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let mut second = loop {
+            match connect_from(port, local) {
+                Ok(s) => break s,
+                Err(_) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => panic!("cannot reconnect from port {port}: {e}"),
+            }
+        };
+        let (mut served2, peer2) = listener.accept().unwrap();
+        // The premise: the new connection has the old one's peer address, so
+        // a close by address would hit it.
+        assert_eq!(peer2, peer);
+        let now = FdTable::default().sockets_of(local, peer);
+        assert_eq!(now.len(), 1, "{now:?}");
+        assert_ne!(now[0].1, old_ino, "a new connection is a new socket");
+
+        // The close of the old connection, as if its fd number had been
+        // given to the new one: the inode check must skip it.
+        shutdown_same_socket(served2.as_raw_fd(), old_ino, libc::SHUT_RDWR);
+        served2.write_all(b"still open").unwrap();
+        let mut got = [0u8; 10];
+        second.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"still open");
+
+        // And the same call with the right inode does close it.
+        shutdown_same_socket(served2.as_raw_fd(), now[0].1, libc::SHUT_WR);
+        let mut rest = Vec::new();
+        second.read_to_end(&mut rest).unwrap();
+        assert!(rest.is_empty(), "{rest:?}");
+    }
 }

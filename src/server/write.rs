@@ -196,8 +196,9 @@ pub(crate) struct OffLoop {
     pub skip: usize,
     pub deadline: Duration,
     pub pending: Arc<AtomicU32>,
-    /// Called with `true` when the response went out whole.
-    pub after: Box<dyn FnOnce(bool) + Send>,
+    /// Called with `true` when the response went out whole, while the writer
+    /// still holds the socket open (so the peer address names this connection).
+    pub before_release: Box<dyn FnOnce(bool) + Send>,
 }
 
 /// Decrements the connection's pending count when dropped (also when a
@@ -227,7 +228,7 @@ pub(crate) fn spawn_off_loop(job: OffLoop) {
         skip,
         deadline,
         pending,
-        after,
+        before_release,
     } = job;
     let guard = PendingGuard(pending);
     let run = move || {
@@ -236,9 +237,9 @@ pub(crate) fn spawn_off_loop(job: OffLoop) {
             write_budget(writer.as_mut(), &parts, deadline),
             Inline::Done
         );
+        before_release(ok);
         drop(writer);
         drop(guard);
-        after(ok);
     };
     if let Err(e) = std::thread::Builder::new()
         .name("ledgerd-write".into())
