@@ -10,7 +10,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::http::{
-    connect, keep_alive_answers, long_header_line, many_headers, post, read_answer, timed_rpc,
+    connect, keep_alive_answers, long_header_line, many_headers, post, read_answer, timed_rpc, FAST,
 };
 use ledgerd::server::{Handler, HttpRequest, HttpResponse, Server, ServerConfig, Stopper};
 
@@ -75,15 +75,12 @@ fn start(config: ServerConfig) -> Running {
     }
 }
 
-/// A normal request on a fresh connection must be answered within 100 ms.
+/// A normal request on a fresh connection must be answered within [`FAST`].
 fn assert_normal_request_fast(addr: SocketAddr) {
     let (a, took) = timed_rpc(addr, br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#);
     assert_eq!(a.status, 200);
     assert_eq!(a.body, br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#);
-    assert!(
-        took < Duration::from_millis(100),
-        "normal request took {took:?}"
-    );
+    assert!(took < FAST, "normal request took {took:?}");
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::http::timed_rpc;
+use super::http::{timed_rpc, FAST};
 use super::process::{run, Ledgerd};
 
 pub const HEAD_HEIGHT: &str =
@@ -129,7 +129,7 @@ impl Ledgerd {
     }
 }
 
-/// A normal request on a fresh connection is answered correctly within 100 ms.
+/// A normal request on a fresh connection is answered correctly within [`FAST`].
 pub fn assert_normal_request_fast(addr: SocketAddr, head: u64) {
     let (a, took) = timed_rpc(addr, HEAD_HEIGHT.as_bytes());
     assert_eq!(a.status, 200, "normal request: {}", a.text());
@@ -139,7 +139,7 @@ pub fn assert_normal_request_fast(addr: SocketAddr, head: u64) {
         "normal request"
     );
     assert!(
-        took < Duration::from_millis(100),
+        took < FAST,
         "a normal request on another connection took {took:?}"
     );
 }
