@@ -284,7 +284,9 @@ fn over_the_default_connection_cap_new_connections_get_503_then_close() {
     s.write_all(&post(common::HEAD_HEIGHT.as_bytes())).unwrap();
     let mut r = BufReader::new(s.try_clone().unwrap());
     let a = read_answer(&mut r).expect("503 answer");
-    assert!(started.elapsed() < common::http::FAST);
+    // Refused promptly, not queued behind the idle connections.
+    let took = started.elapsed();
+    assert!(took < Duration::from_millis(500), "503 after {took:?}");
     assert_eq!(a.status, 503);
     assert_eq!(a.header("Content-Type"), Some("application/json"));
     assert_eq!(a.header("Connection"), Some("close"));

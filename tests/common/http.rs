@@ -151,11 +151,25 @@ pub fn rpc(addr: SocketAddr, body: &[u8]) -> Answer {
     exchange(addr, &post(body))
 }
 
-/// How soon a normal request must be answered while another client misbehaves.
-/// A loop stalled behind the other client holds the request for the whole
-/// misbehaviour (seconds); a busy shared CI machine delays answers by up to a
-/// few hundred ms (330 ms seen), so 100 ms was too tight to be a fair line.
-pub const FAST: std::time::Duration = std::time::Duration::from_millis(600);
+/// A normal request on another connection must be answered within this while
+/// a client misbehaves (issue 4).
+pub const NORMAL_WITHIN: Duration = Duration::from_millis(100);
+
+/// `body` sent on fresh connections, one after another, until one is answered
+/// within [`NORMAL_WITHIN`], at most three times. A loop stalled behind another
+/// client holds every try for the whole misbehaviour (seconds); a busy shared
+/// CI machine delays one answer now and then (330 ms seen). Returns the last
+/// answer and the time of every try.
+pub fn quick_rpc(addr: SocketAddr, body: &[u8]) -> (Answer, Vec<Duration>) {
+    let mut took = Vec::new();
+    loop {
+        let (a, t) = timed_rpc(addr, body);
+        took.push(t);
+        if t < NORMAL_WITHIN || took.len() == 3 {
+            return (a, took);
+        }
+    }
+}
 
 /// POSTs `body` on a new connection; the answer and how long it took from
 /// connecting to the last byte.
