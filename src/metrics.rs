@@ -306,6 +306,12 @@ impl Metrics {
                 "HTTP requests received by the transport, including rejected ones",
                 stats.requests.load(Relaxed),
             )?;
+            counter(
+                out,
+                "ledgerd_http_pool_kicks_total",
+                "Throw-away connections opened so that a connection stranded in tiny_http's pool queue gets a worker",
+                stats.pool_kicks.load(Relaxed),
+            )?;
         }
         Ok(())
     }

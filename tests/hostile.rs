@@ -442,3 +442,51 @@ fn an_idle_keep_alive_connection_is_closed_after_the_idle_timeout() {
         "routine accept timeouts are not errors:\n{log}"
     );
 }
+
+#[test]
+fn a_burst_of_connections_that_never_close_is_answered_at_once() {
+    // No rotation and no idle timeout to free a tiny_http worker: a
+    // connection its pool queued behind the busy workers (notes item 4) would
+    // wait for the whole test. The node must get it a worker by itself.
+    let _one_at_a_time = common::one_at_a_time();
+    let node = Ledgerd::start(&[
+        "--max-requests-per-connection",
+        "1000000",
+        "--idle-timeout-ms",
+        "60000",
+    ]);
+    let addr = node.addr;
+    let n = 64;
+    let go = std::sync::Arc::new(std::sync::Barrier::new(n));
+    let hold = std::sync::Arc::new(std::sync::Barrier::new(n));
+    let clients: Vec<_> = (0..n)
+        .map(|_| {
+            let (go, hold) = (go.clone(), hold.clone());
+            thread::spawn(move || {
+                go.wait();
+                let started = Instant::now();
+                let mut s = connect(addr);
+                s.set_read_timeout(Some(Duration::from_secs(4))).unwrap();
+                s.write_all(&post(common::HEAD_HEIGHT.as_bytes())).unwrap();
+                let answer = read_answer(&mut BufReader::new(&mut s));
+                let took = started.elapsed();
+                // Keep the connection (and its worker) until every client is done.
+                hold.wait();
+                match answer {
+                    Ok(a) if a.status == 200 => Ok(took),
+                    Ok(a) => Err(format!("HTTP {} after {took:?}", a.status)),
+                    Err(e) => Err(format!("{e} after {took:?}")),
+                }
+            })
+        })
+        .collect();
+    let results: Vec<Result<Duration, String>> =
+        clients.into_iter().map(|c| c.join().unwrap()).collect();
+    let metrics = common::http::request(addr, "GET", "/metrics", &[], "").text();
+    let kicks = common::http::metric(&metrics, "ledgerd_http_pool_kicks_total");
+    let slowest = results.iter().filter_map(|r| r.as_ref().ok()).max();
+    eprintln!("{n} connections at once: slowest answer {slowest:?}; pool kicks {kicks}");
+    let failed: Vec<&String> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert!(failed.is_empty(), "connections not answered: {failed:?}");
+    assert_normal_request_fast(addr, PREFILL);
+}

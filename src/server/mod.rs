@@ -23,8 +23,12 @@
 //! - **Closing** a connection (fairness cap, 503, 413, stuck client) is done
 //!   with shutdown(2) on the sockets found through /proc/self/fd (socket.rs).
 //! - **Counting** connections: a tracker thread rescans /proc/self/fd (at most
-//!   every 50 ms while requests arrive, else every 500 ms) and counts distinct
+//!   every 10 ms while requests arrive, else every 500 ms) and counts distinct
 //!   peers of sockets bound to our address.
+//! - **Stranded connections**: tiny_http's pool can queue a new connection
+//!   behind busy workers (notes item 4). The tracker sees its request bytes
+//!   wait unread (FIONREAD) and opens a throw-away connection, which makes the
+//!   pool start a worker that then takes the stranded one (`STRANDED_AFTER`).
 
 mod body;
 mod logging;
@@ -127,7 +131,7 @@ pub trait Handler {
 #[derive(Debug, Default)]
 pub struct Stats {
     /// Open client connections: distinct peers of sockets bound to our address,
-    /// from a /proc/self/fd scan at most 50 ms old under load (500 ms when idle).
+    /// from a /proc/self/fd scan at most 10 ms old under load (500 ms when idle).
     pub open_connections: AtomicUsize,
     /// Requests received.
     pub requests: AtomicU64,
@@ -135,6 +139,9 @@ pub struct Stats {
     pub accept_restarts: AtomicU64,
     /// Connections whose tiny_http objects were leaked to avoid a huge drain.
     pub leaked_connections: AtomicUsize,
+    /// Throw-away connections opened to get a stranded connection a tiny_http
+    /// worker (see `STRANDED_AFTER`).
+    pub pool_kicks: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -864,6 +871,29 @@ struct Tracker {
 /// connection, so the client reads the answer before any reset.
 const CLOSE_LINGER: Duration = Duration::from_millis(250);
 
+/// Least time between /proc/self/fd scans while requests arrive (a scan of
+/// a few dozen sockets takes ~0.1 ms).
+const SCAN_BUSY: Duration = Duration::from_millis(10);
+/// Time between scans when no request arrives, and how often the tracker
+/// wakes to notice that requests started again.
+const SCAN_IDLE: Duration = Duration::from_millis(500);
+const SCAN_IDLE_WAKE: Duration = Duration::from_millis(50);
+
+/// A connection whose request bytes wait unread this long has no tiny_http
+/// worker: the pool queued it behind busy workers (notes item 4: it spawns a
+/// thread only when none is idle, and a burst of arrivals sees the same idle
+/// one). The tracker then opens a throw-away connection to the listener; the
+/// pool, with no idle worker, starts a thread for it, and that thread, once
+/// the throw-away connection ends, takes the stranded connection from the
+/// queue (FIFO, so the oldest first).
+const STRANDED_AFTER: Duration = Duration::from_millis(5);
+/// How often sockets with unread bytes are looked at again.
+const STRANDED_CHECK: Duration = Duration::from_millis(2);
+/// A socket already kicked for is not kicked for again sooner than this.
+const KICK_AGAIN_AFTER: Duration = Duration::from_millis(200);
+/// At most this many throw-away connections per second.
+const KICKS_PER_SECOND: u32 = 100;
+
 impl Tracker {
     fn run(self) {
         let mut table = socket::FdTable::default();
@@ -871,9 +901,22 @@ impl Tracker {
         let mut last_requests = u64::MAX;
         // Sockets half-closed (SHUT_WR) and when to close their read side.
         let mut second: Vec<(Instant, Socket)> = Vec::new();
+        let mut kicker = Kicker::new(self.local);
+        // Time between scans while requests arrive: SCAN_BUSY, or ten times
+        // what the last scan took (thousands of open sockets).
+        let mut busy_gap = SCAN_BUSY;
+        let mut busy = false;
+        let mut last_seen = 0;
         loop {
             let mut closing = Vec::new();
-            match self.rx.recv_timeout(Duration::from_millis(50)) {
+            let wait = if kicker.watching() {
+                STRANDED_CHECK
+            } else if busy {
+                busy_gap
+            } else {
+                SCAN_IDLE_WAKE
+            };
+            match self.rx.recv_timeout(wait) {
                 Ok(sockets) => {
                     closing.extend(sockets);
                     while let Ok(more) = self.rx.try_recv() {
@@ -895,20 +938,7 @@ impl Tracker {
                 second = keep;
                 due.into_iter().map(|(_, p)| p).collect()
             };
-            let want_scan = !closing.is_empty()
-                || !due_rd.is_empty()
-                || (requests != last_requests && since >= Duration::from_millis(50))
-                || since >= Duration::from_millis(500);
-            if !want_scan {
-                continue;
-            }
-            last_scan = now;
-            last_requests = requests;
-            let count = table.scan(self.local);
-            self.stats.open_connections.store(count, Ordering::Relaxed);
-            if let Ok(mut live) = self.live_peers.lock() {
-                *live = table.peers();
-            }
+            // Closing acts on sockets named by (fd, inode): no scan needed.
             for (fd, ino) in closing {
                 socket::shutdown_same_socket(fd, ino, libc::SHUT_WR);
                 second.push((now + CLOSE_LINGER, (fd, ino)));
@@ -916,6 +946,106 @@ impl Tracker {
             for (fd, ino) in due_rd {
                 socket::shutdown_same_socket(fd, ino, libc::SHUT_RD);
             }
+            // Requests arrived since the last wake-up: wake at the busy pace.
+            busy = requests != last_seen;
+            last_seen = requests;
+            let want_scan = (requests != last_requests && since >= busy_gap) || since >= SCAN_IDLE;
+            if !want_scan {
+                if kicker.watching() {
+                    kicker.recheck(now, &self.stats);
+                }
+                continue;
+            }
+            last_scan = now;
+            last_requests = requests;
+            let count = table.scan(self.local);
+            busy_gap = SCAN_BUSY.max(now.elapsed() * 10);
+            self.stats.open_connections.store(count, Ordering::Relaxed);
+            if let Ok(mut live) = self.live_peers.lock() {
+                *live = table.peers();
+            }
+            kicker.update(now, table.unread(), &self.stats);
+        }
+    }
+}
+
+/// Finds connections stranded in tiny_http's pool queue and gets them a
+/// worker (see [`STRANDED_AFTER`]).
+struct Kicker {
+    /// Where a throw-away connection goes (the listener; loopback if it is
+    /// bound to an unspecified address).
+    target: SocketAddr,
+    /// Sockets with unread bytes: since when (or, once kicked for, when they
+    /// may be kicked for again).
+    unread: HashMap<Socket, Instant>,
+    /// Start of the current one-second window and the kicks made in it.
+    window: (Instant, u32),
+}
+
+impl Kicker {
+    fn new(local: SocketAddr) -> Kicker {
+        let mut target = local;
+        if target.ip().is_unspecified() {
+            target.set_ip(match target {
+                SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+            });
+        }
+        Kicker {
+            target,
+            unread: HashMap::new(),
+            window: (Instant::now(), 0),
+        }
+    }
+
+    fn watching(&self) -> bool {
+        !self.unread.is_empty()
+    }
+
+    /// Looks again at the sockets already seen with unread bytes.
+    fn recheck(&mut self, now: Instant, stats: &Stats) {
+        let still: Vec<(Socket, usize)> = self
+            .unread
+            .keys()
+            .filter_map(|s| socket::unread_same_socket(*s).map(|n| (*s, n)))
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        self.update(now, still, stats);
+    }
+
+    /// `unread`: every socket that has unread bytes now.
+    fn update(&mut self, now: Instant, unread: Vec<(Socket, usize)>, stats: &Stats) {
+        let mut next = HashMap::with_capacity(unread.len());
+        let mut stranded = 0;
+        for (sock, _) in unread {
+            let since = self.unread.get(&sock).copied().unwrap_or(now);
+            if now >= since && now.duration_since(since) >= STRANDED_AFTER {
+                stranded += 1;
+                next.insert(sock, now + KICK_AGAIN_AFTER);
+            } else {
+                next.insert(sock, since);
+            }
+        }
+        self.unread = next;
+        for _ in 0..stranded {
+            self.kick(now, stats);
+        }
+    }
+
+    fn kick(&mut self, now: Instant, stats: &Stats) {
+        if now.duration_since(self.window.0) >= Duration::from_secs(1) {
+            self.window = (now, 0);
+        }
+        if self.window.1 >= KICKS_PER_SECOND {
+            return;
+        }
+        self.window.1 += 1;
+        match std::net::TcpStream::connect_timeout(&self.target, Duration::from_millis(50)) {
+            Ok(s) => {
+                stats.pool_kicks.fetch_add(1, Ordering::Relaxed);
+                drop(s);
+            }
+            Err(e) => log::debug!("cannot open a connection to free a stranded one: {e}"),
         }
     }
 }

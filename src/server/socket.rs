@@ -312,6 +312,21 @@ impl FdTable {
             .collect()
     }
 
+    /// Sockets of our listener (one fd each) whose receive queue holds bytes
+    /// that no one has read yet, as (socket, bytes).
+    pub(crate) fn unread(&self) -> Vec<(Socket, usize)> {
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        for (fd, (ino, peer)) in &self.cache {
+            if peer.is_some() && seen.insert(*ino) {
+                if let Some(n) = unread_bytes(*fd).filter(|n| *n > 0) {
+                    out.push(((*fd, *ino), n));
+                }
+            }
+        }
+        out
+    }
+
     /// The fds (tiny_http keeps two per connection) whose peer is `peer`.
     /// Each is re-checked with getpeername, so a reused fd number is not hit.
     pub(crate) fn fds_of(&mut self, local: SocketAddr, peer: SocketAddr) -> Vec<i32> {
@@ -319,6 +334,26 @@ impl FdTable {
             .into_iter()
             .map(|(fd, _)| fd)
             .collect()
+    }
+}
+
+/// Bytes waiting unread in the receive queue of socket `fd` (FIONREAD).
+pub(crate) fn unread_bytes(fd: i32) -> Option<usize> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int; a stale fd just fails.
+    if unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) } == 0 {
+        Some(n.max(0) as usize)
+    } else {
+        None
+    }
+}
+
+/// `unread_bytes` of `socket` if its fd still is that socket.
+pub(crate) fn unread_same_socket(socket: Socket) -> Option<usize> {
+    if fd_inode(socket.0) == Some((socket.1, true)) {
+        unread_bytes(socket.0)
+    } else {
+        None
     }
 }
 
