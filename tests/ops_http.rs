@@ -389,6 +389,70 @@ fn cors_origin_echoes_only_that_origin() {
 }
 
 #[test]
+fn health_is_503_while_the_ledger_cannot_be_read_and_calls_say_why() {
+    // A ledgerd process of its own: this process opens the same LMDB
+    // environment, which LMDB forbids twice within one process.
+    let node = Ledgerd::start(&[]);
+    assert_eq!(
+        wait_health(node.addr, 200, Duration::from_secs(5)).status,
+        200
+    );
+
+    // Every free reader slot of the environment, taken from this process:
+    // the node's next read transaction fails (MDB_READERS_FULL).
+    let env = lmdb::Environment::new()
+        .set_flags(lmdb::EnvironmentFlags::READ_ONLY | lmdb::EnvironmentFlags::NO_TLS)
+        .set_max_dbs(16)
+        .open(&node.data_dir)
+        .expect("the node's ledger opens read-only");
+    let mut held = Vec::new();
+    loop {
+        match env.begin_ro_txn() {
+            Ok(t) => held.push(t),
+            Err(lmdb::Error::ReadersFull) => break,
+            Err(e) => panic!("read transaction {}: {e}", held.len()),
+        }
+        assert!(held.len() < 100_000, "no reader limit reached");
+    }
+
+    let a = http(node.addr, "GET", "/health", &[], "");
+    assert_eq!(a.status, 503, "{}", a.text());
+    let body = a.json();
+    let problem = body["problem"].as_str().unwrap_or_default();
+    assert!(problem.contains("the ledger cannot be read"), "{body}");
+    let a = rpc(
+        node.addr,
+        &call("ledger_getSoftConfirmationByNumber", "[1]"),
+    );
+    assert_eq!(a.status, 200, "{}", a.text());
+    let answer = a.json();
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert!(answer["error"]["code"].is_i64(), "{answer}");
+    let data = answer["error"]["data"].as_str().unwrap_or_default();
+    assert!(
+        data.contains("reader"),
+        "the error should say why: {answer}"
+    );
+    eprintln!(
+        "{} reader slots taken; /health: {problem}; call: {answer}",
+        held.len()
+    );
+
+    // Slots back: healthy again, and the block is served.
+    drop(held);
+    assert_eq!(
+        wait_health(node.addr, 200, Duration::from_secs(5)).status,
+        200
+    );
+    let answer = rpc(
+        node.addr,
+        &call("ledger_getSoftConfirmationByNumber", "[1]"),
+    )
+    .json();
+    assert_eq!(answer["result"]["l2Height"], 1, "{answer}");
+}
+
+#[test]
 fn the_binary_takes_the_ops_flags() {
     let dir = tempfile::tempdir().unwrap();
     let data_dir = dir.path().to_str().unwrap();
