@@ -47,7 +47,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use body::{BodyResult, Reject};
-use socket::Socket;
+use socket::{HeldSocket, Socket};
 use write::{DateCache, Inline, OffLoop};
 
 /// Transport limits.
@@ -228,7 +228,7 @@ pub struct Server {
     stats: Arc<Stats>,
     tx: Sender<LoopMsg>,
     rx: Receiver<LoopMsg>,
-    close_tx: Sender<Vec<Socket>>,
+    close_tx: Sender<Vec<HeldSocket>>,
     live_peers: Arc<Mutex<Vec<SocketAddr>>>,
 }
 
@@ -766,7 +766,7 @@ impl Loop {
             Inline::Done | Inline::Failed => {
                 if close || matches!(outcome, Inline::Failed) {
                     // Found while `writer` still holds the socket open.
-                    let sockets = self.fds.sockets_of(self.server.local, peer);
+                    let sockets = self.fds.hold_sockets_of(self.server.local, peer);
                     let _ = self.server.close_tx.send(sockets);
                     // A new connection from the same port starts its count afresh.
                     self.conns.remove(&peer);
@@ -788,7 +788,7 @@ impl Loop {
                     pending,
                     before_release: Box::new(move |ok| {
                         if close || !ok {
-                            let sockets = socket::FdTable::default().sockets_of(local, peer);
+                            let sockets = socket::FdTable::default().hold_sockets_of(local, peer);
                             let _ = close_tx.send(sockets);
                         }
                     }),
@@ -863,7 +863,7 @@ struct Tracker {
     local: SocketAddr,
     shared: Weak<Shared>,
     stats: Arc<Stats>,
-    rx: Receiver<Vec<Socket>>,
+    rx: Receiver<Vec<HeldSocket>>,
     live_peers: Arc<Mutex<Vec<SocketAddr>>>,
 }
 
@@ -900,7 +900,7 @@ impl Tracker {
         let mut last_scan = Instant::now() - Duration::from_secs(1);
         let mut last_requests = u64::MAX;
         // Sockets half-closed (SHUT_WR) and when to close their read side.
-        let mut second: Vec<(Instant, Socket)> = Vec::new();
+        let mut second: Vec<(Instant, HeldSocket)> = Vec::new();
         let mut kicker = Kicker::new(self.local);
         // Time between scans while requests arrive: SCAN_BUSY, or ten times
         // what the last scan took (thousands of open sockets).
@@ -933,18 +933,20 @@ impl Tracker {
             let now = Instant::now();
             let requests = self.stats.requests.load(Ordering::Relaxed);
             let since = now.duration_since(last_scan);
-            let due_rd: Vec<Socket> = {
+            let due_rd: Vec<HeldSocket> = {
                 let (due, keep): (Vec<_>, Vec<_>) = second.drain(..).partition(|(t, _)| *t <= now);
                 second = keep;
                 due.into_iter().map(|(_, p)| p).collect()
             };
-            // Closing acts on sockets named by (fd, inode): no scan needed.
-            for (fd, ino) in closing {
-                socket::shutdown_same_socket(fd, ino, libc::SHUT_WR);
-                second.push((now + CLOSE_LINGER, (fd, ino)));
+            // Closing acts on sockets we hold (our own fds): no scan needed.
+            for socket in closing {
+                socket.shutdown(libc::SHUT_WR);
+                second.push((now + CLOSE_LINGER, socket));
             }
-            for (fd, ino) in due_rd {
-                socket::shutdown_same_socket(fd, ino, libc::SHUT_RD);
+            // Dropping each closes our duplicate; tiny_http closes its fds
+            // once its read returns end-of-file.
+            for socket in due_rd {
+                socket.shutdown(libc::SHUT_RD);
             }
             // Requests arrived since the last wake-up: wake at the busy pace.
             busy = requests != last_seen;

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::io;
 use std::mem;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
-use std::os::unix::io::AsRawFd;
+use std::os::unix::io::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
 fn setsockopt<T>(fd: i32, level: i32, name: i32, value: &T) -> io::Result<()> {
@@ -300,8 +300,8 @@ impl FdTable {
     /// the connection is still held open (its request or writer alive): the
     /// peer address then names exactly one connection. Later, the address
     /// alone may name a new one (loopback clients reuse a port as soon as the
-    /// old connection is in TIME_WAIT), so act on the result only with
-    /// [`shutdown_same_socket`].
+    /// old connection is in TIME_WAIT), and the fd number may be a new
+    /// connection's: act on the result through [`HeldSocket`].
     pub(crate) fn sockets_of(&mut self, local: SocketAddr, peer: SocketAddr) -> Vec<Socket> {
         self.scan(local);
         self.cache
@@ -309,6 +309,22 @@ impl FdTable {
             .filter(|(_, v)| v.1 == Some(peer))
             .map(|(fd, v)| (*fd, v.0))
             .filter(|(fd, _)| sock_name(*fd, true) == Some(peer))
+            .collect()
+    }
+
+    /// The sockets of `peer`, each held by a duplicate fd (see [`HeldSocket`]).
+    /// Call it while the connection is still held open (its request or
+    /// writer alive), so the peer address names exactly this connection.
+    pub(crate) fn hold_sockets_of(
+        &mut self,
+        local: SocketAddr,
+        peer: SocketAddr,
+    ) -> Vec<HeldSocket> {
+        let mut inodes = std::collections::HashSet::new();
+        self.sockets_of(local, peer)
+            .into_iter()
+            .filter(|(_, ino)| inodes.insert(*ino))
+            .filter_map(|(fd, ino)| HeldSocket::hold(fd, ino))
             .collect()
     }
 
@@ -357,12 +373,35 @@ pub(crate) fn unread_same_socket(socket: Socket) -> Option<usize> {
     }
 }
 
-/// shutdown(2) with `how` on `fd` if it is still the socket with inode
-/// `ino` (not a new connection that was given the same fd number).
-pub(crate) fn shutdown_same_socket(fd: i32, ino: u64, how: i32) {
-    if fd_inode(fd) == Some((ino, true)) {
-        // SAFETY: shutdown does not release the fd.
-        unsafe { libc::shutdown(fd, how) };
+/// One accepted socket, held open by our own duplicate of its fd.
+///
+/// A shutdown through a raw fd number can reach the wrong connection: between
+/// checking which socket an fd is and calling shutdown(2), tiny_http may close
+/// that fd and accept a new connection that is given the same number (seen in
+/// CI under load: a fresh connection got a FIN 0.3 ms after it opened). A
+/// duplicate is ours alone, so it names the same socket until we drop it.
+#[derive(Debug)]
+pub(crate) struct HeldSocket(OwnedFd);
+
+impl HeldSocket {
+    /// Duplicates `fd` if it still is the socket with inode `ino` (checked on
+    /// the duplicate, which no one else can close or reuse).
+    pub(crate) fn hold(fd: i32, ino: u64) -> Option<HeldSocket> {
+        // SAFETY: F_DUPFD_CLOEXEC returns a new fd that we then own; a stale
+        // `fd` just fails.
+        let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+        if dup < 0 {
+            return None;
+        }
+        // SAFETY: `dup` is a fresh fd owned by nothing else.
+        let owned = unsafe { OwnedFd::from_raw_fd(dup) };
+        (fd_inode(dup) == Some((ino, true))).then_some(HeldSocket(owned))
+    }
+
+    /// shutdown(2) with `how` (libc::SHUT_WR, SHUT_RD, SHUT_RDWR).
+    pub(crate) fn shutdown(&self, how: i32) {
+        // SAFETY: shutdown on an fd we own; it does not release the fd.
+        unsafe { libc::shutdown(self.0.as_raw_fd(), how) };
     }
 }
 
@@ -447,7 +486,7 @@ mod tests {
     }
 
     #[test]
-    fn a_close_aimed_at_a_finished_connection_never_reaches_a_new_one_from_the_same_port() {
+    fn a_held_socket_never_reaches_a_new_connection_from_the_same_port_or_fd() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let local = listener.local_addr().unwrap();
         let port = TcpListener::bind("127.0.0.1:0")
@@ -456,14 +495,18 @@ mod tests {
             .unwrap()
             .port();
 
-        let first = connect_from(port, local).unwrap();
+        let mut first = connect_from(port, local).unwrap();
         let (served, peer) = listener.accept().unwrap();
-        let old = FdTable::default().sockets_of(local, peer);
-        assert_eq!(old.len(), 1, "{old:?}");
-        let old_ino = old[0].1;
-        // The server closes first, so the client may reuse its port at once.
-        drop(served);
+        let old_fd = served.as_raw_fd();
+        let held = FdTable::default().hold_sockets_of(local, peer);
+        assert_eq!(held.len(), 1, "{held:?}");
+        // The close as the server makes it: FIN first, so the client may
+        // reuse its port at once; then the owner (tiny_http) closes its fd.
+        held[0].shutdown(libc::SHUT_WR);
+        let mut rest = Vec::new();
+        first.read_to_end(&mut rest).unwrap();
         drop(first);
+        drop(served);
 
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
         let mut second = loop {
@@ -476,25 +519,47 @@ mod tests {
             }
         };
         let (mut served2, peer2) = listener.accept().unwrap();
-        // The premise: the new connection has the old one's peer address, so
-        // a close by address would hit it.
+        // The premise: the new connection has the old one's peer address (and
+        // usually the old fd number), so a close by address or by number
+        // would hit it.
         assert_eq!(peer2, peer);
-        let now = FdTable::default().sockets_of(local, peer);
-        assert_eq!(now.len(), 1, "{now:?}");
-        assert_ne!(now[0].1, old_ino, "a new connection is a new socket");
+        eprintln!(
+            "old fd {old_fd}, new fd {} (same number: {})",
+            served2.as_raw_fd(),
+            served2.as_raw_fd() == old_fd
+        );
 
-        // The close of the old connection, as if its fd number had been
-        // given to the new one: the inode check must skip it.
-        shutdown_same_socket(served2.as_raw_fd(), old_ino, libc::SHUT_RDWR);
+        // The second stage of the old connection's close, then its end.
+        held[0].shutdown(libc::SHUT_RDWR);
+        drop(held);
         served2.write_all(b"still open").unwrap();
         let mut got = [0u8; 10];
         second.read_exact(&mut got).unwrap();
         assert_eq!(&got, b"still open");
 
-        // And the same call with the right inode does close it.
-        shutdown_same_socket(served2.as_raw_fd(), now[0].1, libc::SHUT_WR);
+        // Holding the new connection does reach it.
+        let now = FdTable::default().hold_sockets_of(local, peer);
+        assert_eq!(now.len(), 1, "{now:?}");
+        now[0].shutdown(libc::SHUT_WR);
         let mut rest = Vec::new();
         second.read_to_end(&mut rest).unwrap();
         assert!(rest.is_empty(), "{rest:?}");
+    }
+
+    #[test]
+    fn holding_a_socket_by_a_stale_fd_number_is_refused() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let local = listener.local_addr().unwrap();
+        let _client = std::net::TcpStream::connect(local).unwrap();
+        let (served, _) = listener.accept().unwrap();
+        let fd = served.as_raw_fd();
+        let (ino, is_sock) = fd_inode(fd).unwrap();
+        assert!(is_sock);
+        assert!(HeldSocket::hold(fd, ino).is_some());
+        // The same fd number with another inode (a socket that took the
+        // number over) is not held.
+        assert!(HeldSocket::hold(fd, ino + 1).is_none());
+        drop(served);
+        assert!(HeldSocket::hold(fd, ino).is_none(), "a closed fd was held");
     }
 }
