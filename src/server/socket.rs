@@ -407,7 +407,7 @@ impl HeldSocket {
 
 /// shutdown(2) every socket of one client: `write` sends FIN after the queued
 /// response, `read` makes tiny_http's next read return end-of-file (it then
-/// drops the connection and closes its fds). Returns how many fds were found.
+/// drops the connection and closes its fds). Returns how many sockets were found.
 pub(crate) fn shutdown_peer(local: SocketAddr, peer: SocketAddr, read: bool, write: bool) -> usize {
     let how = match (read, write) {
         (true, true) => libc::SHUT_RDWR,
@@ -415,16 +415,17 @@ pub(crate) fn shutdown_peer(local: SocketAddr, peer: SocketAddr, read: bool, wri
         (false, true) => libc::SHUT_WR,
         (false, false) => return 0,
     };
-    let fds = FdTable::default().fds_of(local, peer);
-    for fd in &fds {
-        // SAFETY: shutdown does not release the fd; tiny_http still owns and closes it.
-        unsafe { libc::shutdown(*fd, how) };
+    let sockets = FdTable::default().hold_sockets_of(local, peer);
+    for socket in &sockets {
+        socket.shutdown(how);
     }
-    fds.len()
+    sockets.len()
 }
 
 /// Closes the fds of a connection whose tiny_http objects were deliberately
-/// leaked (see `body::dispose`): nothing else will ever close them.
+/// leaked (see `body::dispose`): nothing else will ever close them, so their
+/// numbers cannot be given to another connection meanwhile (the reason the
+/// other helpers go through [`HeldSocket`]).
 pub(crate) fn close_leaked_peer(local: SocketAddr, peer: SocketAddr) -> usize {
     let fds = FdTable::default().fds_of(local, peer);
     for fd in &fds {
@@ -438,17 +439,22 @@ pub(crate) fn close_leaked_peer(local: SocketAddr, peer: SocketAddr) -> usize {
 }
 
 /// SO_LINGER {on, 0} on every socket of one client: the close that follows
-/// sends a reset instead of a FIN. Returns how many fds were found.
+/// sends a reset instead of a FIN. Returns how many sockets were found.
 pub(crate) fn reset_on_close(local: SocketAddr, peer: SocketAddr) -> usize {
     let linger = libc::linger {
         l_onoff: 1,
         l_linger: 0,
     };
-    let fds = FdTable::default().fds_of(local, peer);
-    for fd in &fds {
-        let _ = setsockopt(*fd, libc::SOL_SOCKET, libc::SO_LINGER, &linger);
+    let sockets = FdTable::default().hold_sockets_of(local, peer);
+    for socket in &sockets {
+        let _ = setsockopt(
+            socket.0.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            &linger,
+        );
     }
-    fds.len()
+    sockets.len()
 }
 
 #[cfg(test)]
