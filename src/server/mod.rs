@@ -21,7 +21,10 @@
 //!   clone of the listener; the old one is drained by a forwarder thread until
 //!   its connections are gone.
 //! - **Closing** a connection (fairness cap, 503, 413, stuck client) is done
-//!   with shutdown(2) on the sockets found through /proc/self/fd (socket.rs).
+//!   with shutdown(2) on the socket found through /proc/self/fd while its
+//!   request still holds it open, through our own duplicate of its fd
+//!   (`socket::HeldSocket`): neither its peer address nor its fd number may
+//!   name the same connection a moment later.
 //! - **Counting** connections: a tracker thread rescans /proc/self/fd (at most
 //!   every 10 ms while requests arrive, else every 500 ms) and counts distinct
 //!   peers of sockets bound to our address.
