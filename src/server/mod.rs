@@ -874,8 +874,9 @@ struct Tracker {
 /// connection, so the client reads the answer before any reset.
 const CLOSE_LINGER: Duration = Duration::from_millis(250);
 
-/// Least time between /proc/self/fd scans while requests arrive (a scan of
-/// a few dozen sockets takes ~0.1 ms).
+/// Least time between /proc/self/fd scans while requests arrive (a scan is
+/// one readdir and one fstat per open fd; thousands of open sockets stretch
+/// the gap to ten times the scan's own time).
 const SCAN_BUSY: Duration = Duration::from_millis(10);
 /// Time between scans when no request arrives, and how often the tracker
 /// wakes to notice that requests started again.
