@@ -238,19 +238,20 @@ load() {
 
 say "load: ${SECS}s per run, c = $CONNS"
 for c in $CONNS; do
-    # The pairs the targets compare run three times, alternating; the table
-    # keeps each one's median run (neighbours on a shared machine make
-    # single runs differ by 20% and more).
+    # What the targets compare runs three times, alternating; the table
+    # keeps each one's median run, with p50 and p99 the medians of the three
+    # (neighbours on a shared machine make single runs differ by 20% and
+    # more, and a single run's p99 by several times).
     for _ in 1 2 3; do
         load echo_baseline echo echo "$BIG" "$c"
         load by_number big by_number "$BIG" "$c"
         load by_number_10k small by_number $SMALL "$c"
+        load head_height big head_height "$BIG" "$c"
+        load status big status "$BIG" "$c"
+        load commitments big commitments "$BIG" "$c"
     done
     load range20 big range20 "$BIG" "$c"
     load range100 big range100 "$BIG" "$c"
-    load head_height big head_height "$BIG" "$c"
-    load status big status "$BIG" "$c"
-    load commitments big commitments "$BIG" "$c"
     load batch10 big batch10 "$BIG" "$c"
     load last_proof_1mb proof last_proof 300 "$c"
 done

@@ -27,7 +27,8 @@ def cpu_model():
 
 def main(runs_path, extra_path, out_path):
     all_runs = [json.loads(l) for l in open(runs_path) if l.strip()]
-    # Repeated runs of one workload: keep the median by throughput.
+    # Repeated runs of one workload: keep the median run by throughput (its
+    # req/s, CPU and RSS); p50 and p99 are each the median over the runs.
     groups = {}
     for r in all_runs:
         groups.setdefault((r["name"], r["c"]), []).append(r)
@@ -38,6 +39,9 @@ def main(runs_path, extra_path, out_path):
             ranked = sorted(g, key=lambda x: x["requests"] / x["duration_us"])
             med = dict(ranked[len(ranked) // 2])
             med["rounds"] = [round(x["requests"] / x["duration_us"] * 1e6) for x in g]
+            for k in ("p50_us", "p99_us"):
+                med[k + "_rounds"] = [x[k] for x in g]
+                med[k] = sorted(med[k + "_rounds"])[len(g) // 2]
             runs.append(med)
     extra = [json.loads(l) for l in open(extra_path) if l.strip()]
     echo = {}
@@ -58,6 +62,7 @@ def main(runs_path, extra_path, out_path):
             "bytes_per_answer": round(r["bytes"] / n),
             "errors": {k[4:]: r[k] for k in r if k.startswith("err_") and r[k]},
             "rounds_req_per_s": r["rounds"],
+            "p99_ms_rounds": [x / 1000 for x in r.get("p99_us_rounds", [])],
         }
         if r["name"] == "echo_baseline":
             echo[r["c"]] = row
@@ -110,7 +115,9 @@ def main(runs_path, extra_path, out_path):
     for name in ("by_number", "status", "head_height", "commitments"):
         r = get(name, 16)
         if r:
-            target(f"p99 <= 1 ms at c=16: {name}", f"{r['p99_ms']:.2f} ms", r["p99_ms"] <= 1.0)
+            rounds = r.get("p99_ms_rounds", [])
+            runs = f" (median of {len(rounds)}: runs {', '.join(f'{x:.2f}' for x in rounds)})" if len(rounds) > 1 else ""
+            target(f"p99 <= 1 ms at c=16: {name}", f"{r['p99_ms']:.2f} ms{runs}", r["p99_ms"] <= 1.0)
     r = get("by_number", 64)
     if r:
         target("RssAnon <= 8 MB under c=64 on the big ledger", f"{r['rss_anon_mb']} MB", r["rss_anon_mb"] <= 8)
