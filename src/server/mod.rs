@@ -1010,20 +1010,20 @@ impl Kicker {
 
     /// Looks again at the sockets already seen with unread bytes.
     fn recheck(&mut self, now: Instant, stats: &Stats) {
-        let still: Vec<(Socket, usize)> = self
+        let still: Vec<Socket> = self
             .unread
             .keys()
-            .filter_map(|s| socket::unread_same_socket(*s).map(|n| (*s, n)))
-            .filter(|(_, n)| *n > 0)
+            .copied()
+            .filter(|s| socket::still_unread(*s))
             .collect();
         self.update(now, still, stats);
     }
 
     /// `unread`: every socket that has unread bytes now.
-    fn update(&mut self, now: Instant, unread: Vec<(Socket, usize)>, stats: &Stats) {
+    fn update(&mut self, now: Instant, unread: Vec<Socket>, stats: &Stats) {
         let mut next = HashMap::with_capacity(unread.len());
         let mut stranded = 0;
-        for (sock, _) in unread {
+        for sock in unread {
             let since = self.unread.get(&sock).copied().unwrap_or(now);
             if now >= since && now.duration_since(since) >= STRANDED_AFTER {
                 stranded += 1;

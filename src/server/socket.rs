@@ -329,18 +329,15 @@ impl FdTable {
     }
 
     /// Sockets of our listener (one fd each) whose receive queue holds bytes
-    /// that no one has read yet, as (socket, bytes).
-    pub(crate) fn unread(&self) -> Vec<(Socket, usize)> {
+    /// that no one has read yet.
+    pub(crate) fn unread(&self) -> Vec<Socket> {
         let mut seen = std::collections::HashSet::new();
-        let mut out = Vec::new();
-        for (fd, (ino, peer)) in &self.cache {
-            if peer.is_some() && seen.insert(*ino) {
-                if let Some(n) = unread_bytes(*fd).filter(|n| *n > 0) {
-                    out.push(((*fd, *ino), n));
-                }
-            }
-        }
-        out
+        self.cache
+            .iter()
+            .filter(|(_, (ino, peer))| peer.is_some() && seen.insert(*ino))
+            .filter(|(fd, _)| has_unread_bytes(**fd))
+            .map(|(fd, (ino, _))| (*fd, *ino))
+            .collect()
     }
 
     /// The fds (tiny_http keeps two per connection) whose peer is `peer`.
@@ -353,24 +350,17 @@ impl FdTable {
     }
 }
 
-/// Bytes waiting unread in the receive queue of socket `fd` (FIONREAD).
-pub(crate) fn unread_bytes(fd: i32) -> Option<usize> {
+/// Whether bytes wait unread in the receive queue of socket `fd` (FIONREAD).
+fn has_unread_bytes(fd: i32) -> bool {
     let mut n: libc::c_int = 0;
     // SAFETY: FIONREAD writes one int; a stale fd just fails.
-    if unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) } == 0 {
-        Some(n.max(0) as usize)
-    } else {
-        None
-    }
+    unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) == 0 && n > 0 }
 }
 
-/// `unread_bytes` of `socket` if its fd still is that socket.
-pub(crate) fn unread_same_socket(socket: Socket) -> Option<usize> {
-    if fd_inode(socket.0) == Some((socket.1, true)) {
-        unread_bytes(socket.0)
-    } else {
-        None
-    }
+/// Whether `socket`'s fd still is that socket and has bytes waiting unread.
+/// (A stale answer costs at most one needless throw-away connection.)
+pub(crate) fn still_unread(socket: Socket) -> bool {
+    fd_inode(socket.0) == Some((socket.1, true)) && has_unread_bytes(socket.0)
 }
 
 /// One accepted socket, held open by our own duplicate of its fd.
