@@ -1,8 +1,10 @@
 //! Where the devnet makes DA slots: each slot's hash, the sequencer
 //! commitments that land on it (real Merkle roots over stored block hashes)
-//! and the batch proofs that land later still.
+//! and the batch proofs that land later still. Which ones land on which
+//! slot is the timeline's plan ([`super::timeline`]).
 
 use crate::chain::merkle_root;
+use crate::devnet::timeline::{ProofPlan, SlotPlan};
 use crate::devnet::{schedule, DevnetConfig};
 use crate::ledger::LedgerRead;
 use crate::sync::source::SourceError;
@@ -31,32 +33,34 @@ fn state_root_at(ledger: &impl LedgerRead, h: u64, seed: u64) -> Result<Hash, So
         .ok_or_else(|| missing("state root", h))
 }
 
-/// DA slot `number`, with what lands on it.
+/// DA slot `number`, with what `plan` says lands on it (`None`: nothing).
 pub fn make_slot(
     config: &DevnetConfig,
     pub_key: &[u8; 32],
     ledger: &impl LedgerRead,
     number: u64,
+    plan: Option<&SlotPlan>,
 ) -> Result<DaSlot, SourceError> {
     let seed = config.seed;
     let mut commitments = Vec::new();
-    if let Some(i) = schedule::commitment_landing_on(number) {
-        let (start, end) = schedule::commitment_heights(i);
-        let leaves = (start..=end)
-            .map(|h| hash_at(ledger, h))
-            .collect::<Result<Vec<Hash>, SourceError>>()?;
-        let merkle_root = merkle_root(&leaves).unwrap_or(ZERO_HASH);
-        commitments.push(SequencerCommitment {
-            found_in_l1: number,
-            merkle_root,
-            l2_start_block_number: start,
-            l2_end_block_number: end,
-        });
+    let mut proof = None;
+    if let Some(plan) = plan {
+        for &(start, end) in &plan.commitments {
+            let leaves = (start..=end)
+                .map(|h| hash_at(ledger, h))
+                .collect::<Result<Vec<Hash>, SourceError>>()?;
+            let merkle_root = merkle_root(&leaves).unwrap_or(ZERO_HASH);
+            commitments.push(SequencerCommitment {
+                found_in_l1: number,
+                merkle_root,
+                l2_start_block_number: start,
+                l2_end_block_number: end,
+            });
+        }
+        if let Some(p) = &plan.proof {
+            proof = Some(make_proof(config, pub_key, ledger, number, p)?);
+        }
     }
-    let proof = match schedule::proof_landing_on(number) {
-        Some(j) => Some(make_proof(config, pub_key, ledger, number, j)?),
-        None => None,
-    };
     Ok(DaSlot {
         number,
         hash: Some(schedule::slot_hash(seed, number)),
@@ -70,12 +74,11 @@ fn make_proof(
     pub_key: &[u8; 32],
     ledger: &impl LedgerRead,
     slot: u64,
-    j: u64,
+    plan: &ProofPlan,
 ) -> Result<VerifiedBatchProof, SourceError> {
     let seed = config.seed;
-    let (first_c, last_c) = schedule::proof_commitments(j);
-    let start = schedule::commitment_heights(first_c).0;
-    let end = schedule::commitment_heights(last_c).1;
+    let (first_c, last_c) = (plan.first, plan.last);
+    let (start, end) = (plan.start, plan.end);
     let prev_hash = if start == 1 {
         ZERO_HASH
     } else {

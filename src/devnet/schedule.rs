@@ -1,5 +1,6 @@
-//! The devnet's timetable: which DA slot each block points at, when
-//! commitments and proofs land, and the values derived from the seed.
+//! The devnet's timetable: how fast the DA chain moves, when commitments
+//! and proofs land by default, and the values derived from the seed.
+//! ([`super::timeline`] applies the timetable as blocks are made.)
 //!
 //! With these numbers a chain of N >= 100 blocks has all three statuses:
 //! the oldest blocks Proven, then Finalized, the newest Trusted.
@@ -11,9 +12,9 @@ use crate::types::Hash;
 pub const DA_GENESIS_SLOT: u64 = 1000;
 /// L2 blocks per DA slot.
 pub const BLOCKS_PER_SLOT: u64 = 2;
-/// L2 blocks per sequencer commitment.
+/// L2 blocks per sequencer commitment (the default of `dev_setAutoCommit`).
 pub const COMMITMENT_BLOCKS: u64 = 16;
-/// Sequencer commitments per batch proof.
+/// Sequencer commitments per batch proof (the default of `dev_setAutoProve`).
 pub const COMMITMENTS_PER_PROOF: u64 = 4;
 /// A commitment lands this many slots after the slot of its last block.
 pub const COMMITMENT_DELAY_SLOTS: u64 = 1;
@@ -22,15 +23,10 @@ pub const PROOF_DELAY_SLOTS: u64 = 8;
 /// Timestamp of height 0 (unix seconds); block h is one second later per height.
 pub const GENESIS_TIMESTAMP: u64 = 1_726_584_750;
 
-/// The DA slot L2 height `h` (>= 1) points at.
+/// The DA slot L2 height `h` (>= 1) points at, while no `dev_commit` or
+/// `dev_prove` has opened a slot of its own.
 pub fn slot_of(h: u64) -> u64 {
     DA_GENESIS_SLOT + h.saturating_sub(1) / BLOCKS_PER_SLOT
-}
-
-/// The L2 heights that point at `slot`.
-pub fn heights_of_slot(slot: u64) -> std::ops::RangeInclusive<u64> {
-    let first = (slot - DA_GENESIS_SLOT) * BLOCKS_PER_SLOT + 1;
-    first..=first + BLOCKS_PER_SLOT - 1
 }
 
 fn derive(label: &str, seed: u64, n: u64) -> Hash {
@@ -78,76 +74,13 @@ pub fn proof_entropy(seed: u64, n: u64) -> Hash {
     derive("ledgerd-devnet/proof", seed, n)
 }
 
-/// Commitment `i` (counted from 0) covers these heights.
-pub fn commitment_heights(i: u64) -> (u64, u64) {
-    (i * COMMITMENT_BLOCKS + 1, (i + 1) * COMMITMENT_BLOCKS)
-}
-
-/// The slot commitment `i` lands on.
-pub fn commitment_slot(i: u64) -> u64 {
-    slot_of(commitment_heights(i).1) + COMMITMENT_DELAY_SLOTS
-}
-
-/// Proof `j` (counted from 0) proves these commitments.
-pub fn proof_commitments(j: u64) -> (u64, u64) {
-    (
-        j * COMMITMENTS_PER_PROOF,
-        (j + 1) * COMMITMENTS_PER_PROOF - 1,
-    )
-}
-
-/// The slot proof `j` lands on.
-pub fn proof_slot(j: u64) -> u64 {
-    let last_commitment = proof_commitments(j).1;
-    slot_of(commitment_heights(last_commitment).1) + PROOF_DELAY_SLOTS
-}
-
-/// The commitment that lands on `slot`, if one does.
-pub fn commitment_landing_on(slot: u64) -> Option<u64> {
-    let end_slot = slot.checked_sub(COMMITMENT_DELAY_SLOTS)?;
-    if end_slot < DA_GENESIS_SLOT {
-        return None;
-    }
-    heights_of_slot(end_slot)
-        .find(|h| h % COMMITMENT_BLOCKS == 0)
-        .map(|h| h / COMMITMENT_BLOCKS - 1)
-}
-
-/// The proof that lands on `slot`, if one does.
-pub fn proof_landing_on(slot: u64) -> Option<u64> {
-    let end_slot = slot.checked_sub(PROOF_DELAY_SLOTS)?;
-    if end_slot < DA_GENESIS_SLOT {
-        return None;
-    }
-    let per_proof = COMMITMENT_BLOCKS * COMMITMENTS_PER_PROOF;
-    heights_of_slot(end_slot)
-        .find(|h| h.is_multiple_of(per_proof))
-        .map(|h| h / per_proof - 1)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn every_commitment_and_proof_lands_on_exactly_the_slot_the_schedule_names() {
-        for i in 0..50 {
-            assert_eq!(commitment_landing_on(commitment_slot(i)), Some(i));
-            assert_eq!(proof_landing_on(proof_slot(i)), Some(i));
-        }
-        let first = DA_GENESIS_SLOT + COMMITMENT_DELAY_SLOTS;
-        let commitments = (first..first + 400)
-            .filter(|s| commitment_landing_on(*s).is_some())
-            .count();
-        assert_eq!(
-            commitments as u64,
-            400 * BLOCKS_PER_SLOT / COMMITMENT_BLOCKS
-        );
-    }
-
-    #[test]
     fn slots_hold_consecutive_heights() {
         assert_eq!(slot_of(1), DA_GENESIS_SLOT);
-        assert_eq!(heights_of_slot(slot_of(7)).collect::<Vec<_>>(), vec![7, 8]);
+        assert_eq!((slot_of(7), slot_of(8), slot_of(9)), (1003, 1003, 1004));
     }
 }
