@@ -66,12 +66,20 @@ fn main() {
             .max_idle_connections(1)
             .build()
     };
-    let start_head = call(&agent(), &url, "ledger_getHeadSoftConfirmationHeight", json!([]))
-        .and_then(|v| v.as_u64().ok_or_else(|| "head height is not a number".to_string()))
-        .unwrap_or_else(|e| {
-            eprintln!("mine_probe: {e}");
-            std::process::exit(1)
-        });
+    let start_head = call(
+        &agent(),
+        &url,
+        "ledger_getHeadSoftConfirmationHeight",
+        json!([]),
+    )
+    .and_then(|v| {
+        v.as_u64()
+            .ok_or_else(|| "head height is not a number".to_string())
+    })
+    .unwrap_or_else(|e| {
+        eprintln!("mine_probe: {e}");
+        std::process::exit(1)
+    });
     let head = Arc::new(AtomicU64::new(start_head));
     // 0: before the mine, 1: during it, 2: after it.
     let phase = Arc::new(AtomicU64::new(0));
@@ -79,8 +87,7 @@ fn main() {
     let gap = Duration::from_micros(1_000_000 / rate.max(1));
     let readers: Vec<_> = (0..connections)
         .map(|c| {
-            let (url, head, phase, done) =
-                (url.clone(), head.clone(), phase.clone(), done.clone());
+            let (url, head, phase, done) = (url.clone(), head.clone(), phase.clone(), done.clone());
             let agent = agent();
             std::thread::spawn(move || {
                 let mut seed = 0x9e37_79b9_7f4a_7c15 ^ (c + 1);
@@ -98,9 +105,19 @@ fn main() {
                     // Nothing stored yet: only the head height can be asked.
                     let kind = if known == 0 { 2 } else { turn % 3 };
                     let answer = match kind {
-                        0 => call(&agent, &url, "ledger_getSoftConfirmationByNumber", json!([h])),
+                        0 => call(
+                            &agent,
+                            &url,
+                            "ledger_getSoftConfirmationByNumber",
+                            json!([h]),
+                        ),
                         1 => call(&agent, &url, "ledger_getSoftConfirmationStatus", json!([h])),
-                        _ => call(&agent, &url, "ledger_getHeadSoftConfirmationHeight", json!([])),
+                        _ => call(
+                            &agent,
+                            &url,
+                            "ledger_getHeadSoftConfirmationHeight",
+                            json!([]),
+                        ),
                     };
                     let took = due.elapsed();
                     turn += 1;

@@ -23,9 +23,9 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::devnet::control::{Job, Refuse};
 use crate::health::{Health, SourceKind};
 use crate::metrics::{Metrics, Route};
-use crate::devnet::control::{Job, Refuse};
 use crate::rpc::{CallOutcome, Rpc, Tally};
 use crate::server::{Defer, Handler, HttpMethod, HttpRequest, HttpResponse, Stats};
 

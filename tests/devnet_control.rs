@@ -48,7 +48,11 @@ fn dev_mine_makes_blocks_now_and_answers_the_new_head() {
     assert_eq!(node.result("dev_mine", "[4]"), 5);
     assert_eq!(head(&node), 5, "readable as soon as it is answered");
     assert_eq!(node.result("dev_mine", r#"{"blocks":"0x2"}"#), 7);
-    assert_eq!(node.result("dev_mine", "[0]"), 7, "0 blocks: the head as it is");
+    assert_eq!(
+        node.result("dev_mine", "[0]"),
+        7,
+        "0 blocks: the head as it is"
+    );
     assert_eq!(status(&node, 7), "Trusted");
     // In a batch, a read after dev_mine sees its blocks.
     let answers = node.post(
@@ -58,8 +62,7 @@ fn dev_mine_makes_blocks_now_and_answers_the_new_head() {
     assert_eq!(answers[0]["result"], 10, "{answers}");
     assert_eq!(answers[1]["result"], 10, "{answers}");
     // A notification mines too; it is not answered.
-    let (code, text) =
-        node.post_raw(r#"{"jsonrpc":"2.0","method":"dev_mine","params":[2]}"#);
+    let (code, text) = node.post_raw(r#"{"jsonrpc":"2.0","method":"dev_mine","params":[2]}"#);
     assert_eq!((code, text.as_str()), (200, ""));
     assert_eq!(head(&node), 12);
     // The blocks are the chain's: linked, and the sync status follows.
@@ -76,9 +79,16 @@ fn dev_mine_makes_blocks_now_and_answers_the_new_head() {
 fn dev_commit_finalizes_every_uncommitted_block_on_a_new_slot_then_answers_null() {
     let node = devnet();
     explicit_only(&node);
-    assert_eq!(node.result("dev_commit", "[]"), Value::Null, "nothing to commit");
+    assert_eq!(
+        node.result("dev_commit", "[]"),
+        Value::Null,
+        "nothing to commit"
+    );
     node.result("dev_mine", "[5]");
-    let scanned = node.result("ledger_getLastScannedL1Height", "[]").as_u64().unwrap();
+    let scanned = node
+        .result("ledger_getLastScannedL1Height", "[]")
+        .as_u64()
+        .unwrap();
     let c = node.result("dev_commit", "[]");
     assert_eq!(c["l2StartBlockNumber"], 1, "{c}");
     assert_eq!(c["l2EndBlockNumber"], 5, "{c}");
@@ -95,12 +105,25 @@ fn dev_commit_finalizes_every_uncommitted_block_on_a_new_slot_then_answers_null(
     for h in 1..=5 {
         assert_eq!(status(&node, h), "Finalized", "height {h}");
     }
-    assert_eq!(node.result("dev_commit", "[]"), Value::Null, "all committed");
+    assert_eq!(
+        node.result("dev_commit", "[]"),
+        Value::Null,
+        "all committed"
+    );
     node.result("dev_mine", "[2]");
     let b6 = node.result("ledger_getSoftConfirmationByNumber", "[6]");
-    assert_eq!(b6["daSlotHeight"], slot, "the next block points at the new slot");
+    assert_eq!(
+        b6["daSlotHeight"], slot,
+        "the next block points at the new slot"
+    );
     let c2 = node.result("dev_commit", "[]");
-    assert_eq!((c2["l2StartBlockNumber"].as_u64(), c2["l2EndBlockNumber"].as_u64()), (Some(6), Some(7)));
+    assert_eq!(
+        (
+            c2["l2StartBlockNumber"].as_u64(),
+            c2["l2EndBlockNumber"].as_u64()
+        ),
+        (Some(6), Some(7))
+    );
     assert_eq!(c2["foundInL1"], slot + 1);
     assert_eq!(status(&node, 7), "Finalized");
 }
@@ -110,7 +133,11 @@ fn dev_prove_proves_every_unproven_commitment_then_answers_null() {
     let node = devnet();
     explicit_only(&node);
     node.result("dev_mine", "[3]");
-    assert_eq!(node.result("dev_prove", "[]"), Value::Null, "nothing committed");
+    assert_eq!(
+        node.result("dev_prove", "[]"),
+        Value::Null,
+        "nothing committed"
+    );
     node.result("dev_commit", "[]");
     node.result("dev_mine", "[3]");
     node.result("dev_commit", "[]");
@@ -144,7 +171,10 @@ fn automatic_commits_and_proofs_follow_their_settings() {
     node.result("dev_mine", "[40]");
     // Commitments of exactly 4 blocks, the first one proven by now.
     let mut commitments = Vec::new();
-    let last = node.result("ledger_getLastScannedL1Height", "[]").as_u64().unwrap();
+    let last = node
+        .result("ledger_getLastScannedL1Height", "[]")
+        .as_u64()
+        .unwrap();
     for slot in 1000..=last {
         let on = node.result(
             "ledger_getSequencerCommitmentsOnSlotByNumber",
@@ -180,10 +210,20 @@ fn sent_transactions_and_deposits_land_in_the_next_block() {
     assert_eq!(node.result("dev_mine", "[2]"), 4);
     let b3 = node.result("ledger_getSoftConfirmationByNumber", "[3]");
     let txs = b3["txs"].as_array().expect("txs");
-    assert_eq!(txs[txs.len() - 2..], [json!("deadbeef"), json!("cafe")], "{b3}");
-    assert_eq!(b3["depositData"].as_array().and_then(|d| d.last()), Some(&json!("00ff")));
+    assert_eq!(
+        txs[txs.len() - 2..],
+        [json!("deadbeef"), json!("cafe")],
+        "{b3}"
+    );
+    assert_eq!(
+        b3["depositData"].as_array().and_then(|d| d.last()),
+        Some(&json!("00ff"))
+    );
     let b4 = node.result("ledger_getSoftConfirmationByNumber", "[4]");
-    assert!(!b4["txs"].to_string().contains("deadbeef"), "only block 3 carries it: {b4}");
+    assert!(
+        !b4["txs"].to_string().contains("deadbeef"),
+        "only block 3 carries it: {b4}"
+    );
     // What comes next goes into block 5.
     assert_eq!(node.result("dev_sendTransaction", r#"["01"]"#), 5);
 }
@@ -195,7 +235,10 @@ fn timestamps_and_fee_rates_apply_from_the_next_block() {
     let t1 = node.result("ledger_getSoftConfirmationByNumber", "[1]")["timestamp"]
         .as_u64()
         .unwrap();
-    assert_eq!(node.result("dev_setNextTimestamp", &format!("[{}]", t1 + 1000)), 2);
+    assert_eq!(
+        node.result("dev_setNextTimestamp", &format!("[{}]", t1 + 1000)),
+        2
+    );
     assert_eq!(node.result("dev_setL1FeeRate", r#"["777"]"#), 2);
     node.result("dev_mine", "[2]");
     for (h, t) in [(2, t1 + 1000), (3, t1 + 1001)] {
@@ -206,7 +249,10 @@ fn timestamps_and_fee_rates_apply_from_the_next_block() {
     let e = node.error("dev_setNextTimestamp", &format!("[{t1}]"));
     assert_eq!(e["code"], -32602);
     assert!(
-        e["data"].as_str().unwrap().contains("before the newest block's timestamp"),
+        e["data"]
+            .as_str()
+            .unwrap()
+            .contains("before the newest block's timestamp"),
         "{e}"
     );
 }
@@ -215,7 +261,9 @@ fn timestamps_and_fee_rates_apply_from_the_next_block() {
 fn dev_set_block_interval_starts_and_stops_the_clock() {
     let node = devnet();
     assert_eq!(node.result("dev_setBlockInterval", "[20]"), 0);
-    node.wait_for(Duration::from_secs(20), "blocks on the clock", |n| head(n) >= 3);
+    node.wait_for(Duration::from_secs(20), "blocks on the clock", |n| {
+        head(n) >= 3
+    });
     assert_eq!(node.result("dev_setBlockInterval", "[0]"), 20);
     let stopped_at = head(&node);
     std::thread::sleep(Duration::from_millis(300));
@@ -323,7 +371,11 @@ const SCRIPT: [&str; 12] = [
 fn run_script(seed: &str) -> Vec<String> {
     let node = Ledgerd::start_prefilled(0, &["--dev-seed", seed, "--dev-proof-bytes", "64"]);
     let mut answers: Vec<String> = SCRIPT.iter().map(|body| node.post_raw(body).1).collect();
-    answers.extend(every_answer(&node.url).into_iter().map(|(call, a)| format!("{call} {a}")));
+    answers.extend(
+        every_answer(&node.url)
+            .into_iter()
+            .map(|(call, a)| format!("{call} {a}")),
+    );
     answers
 }
 
@@ -335,7 +387,11 @@ fn the_same_calls_from_the_same_seed_give_byte_identical_answers() {
         assert_eq!(x, y);
     }
     assert_eq!(a.len(), b.len());
-    assert!(a[5].contains("l2EndBlockNumber"), "dev_commit made one: {}", a[5]);
+    assert!(
+        a[5].contains("l2EndBlockNumber"),
+        "dev_commit made one: {}",
+        a[5]
+    );
     let other = run_script("8");
     assert_ne!(a[5], other[5], "another seed makes another chain");
 }
@@ -443,7 +499,10 @@ fn the_curl_examples_in_docs_devnet_md_answer_as_shown() {
 
 #[test]
 fn the_python_example_in_docs_runs_and_passes() {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/examples/test_devnet.py");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scripts/examples/test_devnet.py"
+    );
     let out = std::process::Command::new("python3")
         .arg(script)
         .env("LEDGERD", common::process::BIN)
@@ -452,7 +511,10 @@ fn the_python_example_in_docs_runs_and_passes() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
-    assert!(stdout.contains("3 passed"), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        stdout.contains("3 passed"),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
 }
 
 // ------------------------------------------------------------- in-process
@@ -483,7 +545,13 @@ fn node_devnet_calls_do_what_the_methods_do() {
     assert_eq!(dev.set_l1_fee_rate(99), Ok(4));
     assert_eq!(dev.set_next_timestamp(2_000_000_000), Ok(4));
     assert_eq!(dev.mine(1), Ok(4));
-    let b4 = node.ledger().reader().unwrap().soft_confirmation(4).unwrap().unwrap();
+    let b4 = node
+        .ledger()
+        .reader()
+        .unwrap()
+        .soft_confirmation(4)
+        .unwrap()
+        .unwrap();
     assert_eq!(b4.txs.last(), Some(&vec![1, 2]));
     assert_eq!(b4.deposit_data.last(), Some(&vec![3]));
     assert_eq!((b4.l1_fee_rate, b4.timestamp), (99, 2_000_000_000));

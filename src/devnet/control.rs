@@ -55,7 +55,7 @@ pub enum DevOutcome {
     /// The commitment `dev_commit` made (`None`: every block was committed).
     Commitment(Option<SequencerCommitment>),
     /// The proof `dev_prove` made (`None`: every commitment was proven).
-    Proof(Option<VerifiedBatchProof>),
+    Proof(Option<Box<VerifiedBatchProof>>),
 }
 
 /// Why a call was not done.
@@ -165,7 +165,7 @@ impl DevnetControl {
     /// heights read Proven. `None` when there is nothing to prove.
     pub fn prove(&self) -> Result<Option<VerifiedBatchProof>, DevError> {
         match self.call(DevCommand::Prove)? {
-            DevOutcome::Proof(p) => Ok(p),
+            DevOutcome::Proof(p) => Ok(p.map(|p| *p)),
             other => Err(DevError::Failed(format!("unexpected answer {other:?}"))),
         }
     }
@@ -272,10 +272,7 @@ impl DevExec for Exec<'_> {
             Mine(n) => {
                 let goal = devnet.mine(n);
                 self.settle()?;
-                log::info!(
-                    "dev_mine {n}: head {goal} after {:.2?}",
-                    started.elapsed()
-                );
+                log::info!("dev_mine {n}: head {goal} after {:.2?}", started.elapsed());
                 DevOutcome::Number(goal)
             }
             SetBlockInterval(ms) => DevOutcome::Number(devnet.set_block_interval(ms)),
@@ -285,9 +282,11 @@ impl DevExec for Exec<'_> {
                 };
                 self.settle()?;
                 let stored = self.syncer.ledger().reader()?.commitments_on_slot(slot)?;
-                let c = stored.and_then(|list| list.last().copied()).ok_or_else(|| {
-                    DevError::Failed(format!("the commitment on DA slot {slot} was not stored"))
-                })?;
+                let c = stored
+                    .and_then(|list| list.last().copied())
+                    .ok_or_else(|| {
+                        DevError::Failed(format!("the commitment on DA slot {slot} was not stored"))
+                    })?;
                 log::info!(
                     "dev_commit: heights {}..={} on DA slot {slot}",
                     c.l2_start_block_number,
@@ -312,7 +311,7 @@ impl DevExec for Exec<'_> {
                     "dev_prove: up to height {} on DA slot {slot}",
                     p.proof_output.last_l2_height
                 );
-                DevOutcome::Proof(Some(p))
+                DevOutcome::Proof(Some(Box::new(p)))
             }
             SetAutoCommit(n) => DevOutcome::Number(devnet.set_auto_commit(n)),
             SetAutoProve(n) => DevOutcome::Number(devnet.set_auto_prove(n)),

@@ -296,8 +296,9 @@ impl Devnet {
         }
         let next = self.tip.0 + 1;
         let offset = i128::from(t) - i128::from(schedule::GENESIS_TIMESTAMP) - i128::from(next);
-        self.timestamp_offset = i64::try_from(offset)
-            .map_err(|_| format!("`timestamp` {t} is too far in the future; give a unix time in seconds"))?;
+        self.timestamp_offset = i64::try_from(offset).map_err(|_| {
+            format!("`timestamp` {t} is too far in the future; give a unix time in seconds")
+        })?;
         Ok(next)
     }
 
@@ -328,7 +329,11 @@ fn restore(ledger: &Ledger, seed: u64) -> Result<Restored, LedgerError> {
     };
     let (tip, timestamp_offset, head_slot) = match &head_block {
         None => (
-            (0, crate::types::ZERO_HASH, schedule::genesis_state_root(seed)),
+            (
+                0,
+                crate::types::ZERO_HASH,
+                schedule::genesis_state_root(seed),
+            ),
             0,
             schedule::DA_GENESIS_SLOT,
         ),
@@ -439,7 +444,14 @@ impl L2Source for Devnet {
             timestamp_offset: self.timestamp_offset,
             l1_fee_rate: self.l1_fee_rate,
         };
-        let made = block::make_blocks(&self.key, self.config.seed, self.tip, first, &slots, &inputs);
+        let made = block::make_blocks(
+            &self.key,
+            self.config.seed,
+            self.tip,
+            first,
+            &slots,
+            &inputs,
+        );
         if let Some(last) = made.last() {
             self.tip = (last.l2_height, last.hash, last.state_root);
         }

@@ -151,10 +151,7 @@ impl Timeline {
         let slot = self.tip;
         let mut plan = SlotPlan::default();
         let n = self.auto_prove as usize;
-        if n > 0
-            && self.unproven.len() >= n
-            && self.unproven[n - 1].slot + PROOF_GAP <= slot
-        {
+        if n > 0 && self.unproven.len() >= n && self.unproven[n - 1].slot + PROOF_GAP <= slot {
             plan.proof = Some(self.take_unproven(n));
         }
         if self.auto_commit > 0 {
@@ -242,8 +239,8 @@ impl Timeline {
 mod tests {
     use super::*;
     use crate::devnet::schedule::{
-        slot_of, BLOCKS_PER_SLOT, COMMITMENTS_PER_PROOF, COMMITMENT_BLOCKS,
-        COMMITMENT_DELAY_SLOTS, DA_GENESIS_SLOT, PROOF_DELAY_SLOTS,
+        slot_of, BLOCKS_PER_SLOT, COMMITMENTS_PER_PROOF, COMMITMENT_BLOCKS, COMMITMENT_DELAY_SLOTS,
+        DA_GENESIS_SLOT, PROOF_DELAY_SLOTS,
     };
 
     fn genesis() -> Timeline {

@@ -78,7 +78,8 @@ pub trait LedgerWalk: LedgerRead {
                 Err(e) => return Err(lmdb_err(ctx)(e)),
             };
             let slot = u64_key::<Commitments>(k)?;
-            let list = codec::decode_commitments(v).map_err(|e| corrupt::<Commitments>(&slot, e))?;
+            let list =
+                codec::decode_commitments(v).map_err(|e| corrupt::<Commitments>(&slot, e))?;
             for c in list.into_iter().rev() {
                 if c.l2_end_block_number <= height {
                     break 'slots;

@@ -68,7 +68,8 @@ fn parse_blob(name: &str, params: &Params, slot: Slot) -> Result<Vec<u8>, RpcErr
     if digits.len() % 2 == 1 {
         return Err(blob_error(name, raw, "has an odd number of hex digits"));
     }
-    hex::decode(digits).map_err(|_| blob_error(name, raw, "holds a character that is not a hex digit"))
+    hex::decode(digits)
+        .map_err(|_| blob_error(name, raw, "holds a character that is not a hex digit"))
 }
 
 fn number(params: &Params, slot: Slot) -> Result<u64, RpcError> {
@@ -134,9 +135,17 @@ mod tests {
             ("dev_prove", "[]", Prove),
             ("dev_setAutoCommit", "[\"5\"]", SetAutoCommit(5)),
             ("dev_setAutoProve", "[2]", SetAutoProve(2)),
-            ("dev_sendTransaction", "[\"0xABcd\"]", SendTransaction(vec![0xab, 0xcd])),
+            (
+                "dev_sendTransaction",
+                "[\"0xABcd\"]",
+                SendTransaction(vec![0xab, 0xcd]),
+            ),
             ("dev_addDeposit", "[\"00\"]", AddDeposit(vec![0])),
-            ("dev_setNextTimestamp", "[1800000000]", SetNextTimestamp(1_800_000_000)),
+            (
+                "dev_setNextTimestamp",
+                "[1800000000]",
+                SetNextTimestamp(1_800_000_000),
+            ),
             ("dev_setL1FeeRate", "[7]", SetL1FeeRate(7)),
         ];
         for (method, p, want) in cases {
@@ -150,11 +159,19 @@ mod tests {
             ("dev_mine", "[-1]", "non-negative integer"),
             ("dev_mine", "[1.5]", "non-negative integer"),
             ("dev_setBlockInterval", "[]", "missing parameter `ms`"),
-            ("dev_sendTransaction", "[\"0xabc\"]", "odd number of hex digits"),
+            (
+                "dev_sendTransaction",
+                "[\"0xabc\"]",
+                "odd number of hex digits",
+            ),
             ("dev_sendTransaction", "[\"zz\"]", "not a hex digit"),
             ("dev_addDeposit", "[\"0x\"]", "is empty"),
             ("dev_addDeposit", "[12]", "is not a string"),
-            ("dev_setL1FeeRate", "[\"18446744073709551616\"]", "too large"),
+            (
+                "dev_setL1FeeRate",
+                "[\"18446744073709551616\"]",
+                "too large",
+            ),
         ];
         for (method, p, says) in cases {
             let e = parse(method, &params(p)).expect_err(p);
