@@ -504,6 +504,7 @@ impl DaSource for Devnet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ledger::walk::LedgerWalk;
     use crate::ledger::OpenOptions;
     use crate::stop::Stop;
     use crate::sync::progress::Progress;
@@ -525,6 +526,96 @@ mod tests {
         let mut syncer = Syncer::new(ledger.clone(), devnet, Arc::new(Progress::default()), sync);
         syncer.catch_up(&Stop::new()).unwrap();
         ledger
+    }
+
+    /// Everything a devnet ledger holds about its DA chain: the slot of
+    /// every height, every commitment and proof, and the last scanned slot.
+    fn da_view(
+        ledger: &Ledger,
+    ) -> (
+        Vec<u64>,
+        Vec<(u64, Vec<crate::types::SequencerCommitment>)>,
+        Vec<(u64, crate::types::VerifiedBatchProof)>,
+        u64,
+    ) {
+        let r = ledger.reader().unwrap();
+        let slots = (1..=r.head_height().unwrap())
+            .map(|h| r.soft_confirmation(h).unwrap().unwrap().da_slot_height)
+            .collect();
+        (
+            slots,
+            r.all_commitments().unwrap(),
+            r.all_proofs().unwrap(),
+            r.last_scanned_l1().unwrap(),
+        )
+    }
+
+    #[test]
+    fn a_restart_continues_the_da_timeline_where_the_ledger_left_it() {
+        let (one, two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let whole = prefilled(one.path(), 301);
+        // Stopped at an odd height: the newest slot holds one block of two.
+        drop(prefilled(two.path(), 151));
+        let split = prefilled(two.path(), 301);
+        let view = da_view(&whole);
+        assert_eq!(da_view(&split), view);
+        assert!(
+            view.1.len() >= 17 && view.2.len() >= 4,
+            "{} commitments, {} proofs",
+            view.1.len(),
+            view.2.len()
+        );
+    }
+
+    /// A devnet over `dir`, synced after `act` runs on it.
+    fn acted(dir: &std::path::Path, act: impl FnOnce(&mut Syncer<Devnet>)) -> Arc<Ledger> {
+        let ledger = Arc::new(Ledger::open(dir, &OpenOptions::default()).unwrap());
+        let config = DevnetConfig {
+            block_ms: 0,
+            ..DevnetConfig::default()
+        };
+        let devnet = Devnet::open(config, ledger.clone()).unwrap();
+        let sync = SyncConfig {
+            sequencer_pubkey: Some(devnet.public_key()),
+            ..SyncConfig::default()
+        };
+        let mut syncer = Syncer::new(ledger.clone(), devnet, Arc::new(Progress::default()), sync);
+        act(&mut syncer);
+        ledger
+    }
+
+    fn mine(s: &mut Syncer<Devnet>, n: u64) {
+        s.source_mut().mine(n);
+        s.catch_up(&Stop::new()).unwrap();
+    }
+
+    fn commit(s: &mut Syncer<Devnet>) -> u64 {
+        let slot = s.source_mut().commit_now().unwrap();
+        s.catch_up(&Stop::new()).unwrap();
+        slot
+    }
+
+    #[test]
+    fn a_restart_after_an_explicit_commit_continues_on_its_slot() {
+        let (one, two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mut slot = 0;
+        let whole = acted(one.path(), |s| {
+            mine(s, 7);
+            slot = commit(s);
+            mine(s, 13);
+        });
+        drop(acted(two.path(), |s| {
+            mine(s, 7);
+            assert_eq!(commit(s), slot);
+        }));
+        let split = acted(two.path(), |s| mine(s, 13));
+        let view = da_view(&whole);
+        assert_eq!(da_view(&split), view);
+        assert_eq!(view.0[7], slot, "height 8 points at the commitment's slot");
+        assert_eq!(view.1[0].0, slot);
+        let r = split.reader().unwrap();
+        assert_eq!(r.status(7).unwrap(), Some(Status::Finalized));
+        assert_eq!(r.status(8).unwrap(), Some(Status::Trusted));
     }
 
     #[test]
