@@ -28,6 +28,12 @@
 //! - **Counting** connections: a tracker thread rescans /proc/self/fd (at most
 //!   every 10 ms while requests arrive, else every 500 ms) and counts distinct
 //!   peers of sockets bound to our address.
+//! - **Deferred answers**: a handler may keep a request and answer it later
+//!   from another thread ([`Handler::handle_deferrable`], [`Later`]; the
+//!   devnet's `dev_*` calls). The loop holds the tiny_http `Request`, serves
+//!   other connections meanwhile, and writes the answer when it arrives on
+//!   its channel (with a wake-up). tiny_http queues no other request of
+//!   that connection meanwhile (one request per connection at a time).
 //! - **Stranded connections**: tiny_http's pool can queue a new connection
 //!   behind busy workers (notes item 4). The tracker sees its request bytes
 //!   wait unread (FIONREAD) and opens a throw-away connection, which makes the
