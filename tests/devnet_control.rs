@@ -73,6 +73,14 @@ fn dev_mine_makes_blocks_now_and_answers_the_new_head() {
         node.result("svc_syncStatus", "[]")["l2Status"]["Synced"],
         12
     );
+    // Answered on the sync thread, counted by /metrics all the same.
+    let metrics = common::exchange(node.addr, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").text();
+    let count = |outcome: &str| {
+        let series =
+            format!(r#"ledgerd_rpc_requests_total{{method="dev_mine",outcome="{outcome}"}}"#);
+        common::http::metric(&metrics, &series)
+    };
+    assert_eq!((count("ok"), count("notification")), (5, 1), "{metrics}");
 }
 
 #[test]
@@ -569,7 +577,19 @@ fn node_devnet_calls_do_what_the_methods_do() {
         node.ledger().reader().unwrap().status(1).unwrap(),
         Some(Status::Proven)
     );
-    assert_eq!(dev.set_block_interval(0), Ok(0));
+    assert_eq!(dev.set_block_interval(10), Ok(0));
+    let start = Instant::now();
+    while node.ledger().reader().unwrap().head_height().unwrap() < 6 {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "no block on the clock"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(dev.set_block_interval(0), Ok(10));
+    let stopped_at = dev.mine(0).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(dev.mine(0), Ok(stopped_at), "no block without a timer");
 
     assert!(matches!(dev.mine(1_000_001), Err(DevError::Invalid(why)) if why.contains("1000000")));
     assert!(
@@ -577,7 +597,10 @@ fn node_devnet_calls_do_what_the_methods_do() {
     );
     // The same controls answer over HTTP for other languages.
     let (_, text) = post_raw(&node.url(), &request("dev_mine", "[1]"));
-    assert!(text.contains(r#""result":5"#), "{text}");
+    assert_eq!(
+        text,
+        format!(r#"{{"jsonrpc":"2.0","id":1,"result":{}}}"#, stopped_at + 1)
+    );
 
     let kept = dev.clone();
     node.shutdown();
