@@ -530,14 +530,14 @@ mod tests {
 
     /// Everything a devnet ledger holds about its DA chain: the slot of
     /// every height, every commitment and proof, and the last scanned slot.
-    fn da_view(
-        ledger: &Ledger,
-    ) -> (
+    type DaView = (
         Vec<u64>,
         Vec<(u64, Vec<crate::types::SequencerCommitment>)>,
         Vec<(u64, crate::types::VerifiedBatchProof)>,
         u64,
-    ) {
+    );
+
+    fn da_view(ledger: &Ledger) -> DaView {
         let r = ledger.reader().unwrap();
         let slots = (1..=r.head_height().unwrap())
             .map(|h| r.soft_confirmation(h).unwrap().unwrap().da_slot_height)
