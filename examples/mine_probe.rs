@@ -133,7 +133,7 @@ fn main() {
                     }
                     match now_phase {
                         0 => before.push(took),
-                        1 => during.push(took),
+                        1 => during.push((took, due)),
                         _ => {}
                     }
                     due += gap;
@@ -159,6 +159,11 @@ fn main() {
         failed += f;
     }
     before.sort_unstable();
+    // The slowest reads, and when they were due (from the mine's start).
+    let mut slowest = during.clone();
+    slowest.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+    slowest.truncate(5);
+    let mut during: Vec<Duration> = during.into_iter().map(|(took, _)| took).collect();
     during.sort_unstable();
     match mined {
         Ok(h) => println!(
@@ -191,4 +196,12 @@ fn main() {
         before.len(),
         summary(&before)
     );
+    let slow: Vec<String> = slowest
+        .iter()
+        .map(|(took, due)| {
+            let at = due.saturating_duration_since(t).as_secs_f64();
+            format!("{:.1} ms at +{at:.2} s", ms(*took))
+        })
+        .collect();
+    println!("slowest reads during the mine: {}", slow.join(", "));
 }
