@@ -161,7 +161,7 @@ fn main() {
     before.sort_unstable();
     // The slowest reads, and when they were due (from the mine's start).
     let mut slowest = during.clone();
-    slowest.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+    slowest.sort_unstable_by_key(|(took, _)| std::cmp::Reverse(*took));
     slowest.truncate(5);
     let mut during: Vec<Duration> = during.into_iter().map(|(took, _)| took).collect();
     during.sort_unstable();

@@ -60,7 +60,8 @@
 //! - [`json`]: the JSON writer for answers (no intermediate values).
 //! - [`ledger`]: all LMDB code: tables, codecs, the reader and the writer.
 //! - [`sync`]: the sync thread, its chain sources, verification, shared progress.
-//! - [`devnet`]: the embedded devnet, a chain source that makes blocks.
+//! - [`devnet`]: the embedded devnet, a chain source that makes blocks;
+//!   [`devnet::control`]: `dev_*` calls and [`Node::devnet`] drive it.
 //! - [`types`]: the records (soft confirmations, commitments, proofs, statuses).
 //! - [`chain`]: the contract's chain rules: hashing, signatures, Merkle roots.
 //! - [`fixtures`]: `ledgerd import` / `export`: the ledger as JSON Lines fixtures.

@@ -72,10 +72,6 @@ fn parse_blob(name: &str, params: &Params, slot: Slot) -> Result<Vec<u8>, RpcErr
         .map_err(|_| blob_error(name, raw, "holds a character that is not a hex digit"))
 }
 
-fn number(params: &Params, slot: Slot) -> Result<u64, RpcError> {
-    params.height(slot)
-}
-
 /// Method name + params -> the call to make.
 pub fn parse(method: &str, params: &Params) -> Result<DevCommand, RpcError> {
     use DevCommand::*;
@@ -84,15 +80,15 @@ pub fn parse(method: &str, params: &Params) -> Result<DevCommand, RpcError> {
             Some(raw) => parse_height(BLOCKS.name, raw)?,
             None => 1,
         }),
-        "dev_setBlockInterval" => SetBlockInterval(number(params, MS)?),
+        "dev_setBlockInterval" => SetBlockInterval(params.height(MS)?),
         "dev_commit" => Commit,
         "dev_prove" => Prove,
-        "dev_setAutoCommit" => SetAutoCommit(number(params, BLOCKS)?),
-        "dev_setAutoProve" => SetAutoProve(number(params, COMMITMENTS)?),
+        "dev_setAutoCommit" => SetAutoCommit(params.height(BLOCKS)?),
+        "dev_setAutoProve" => SetAutoProve(params.height(COMMITMENTS)?),
         "dev_sendTransaction" => SendTransaction(parse_blob(TX.name, params, TX)?),
         "dev_addDeposit" => AddDeposit(parse_blob(DEPOSIT.name, params, DEPOSIT)?),
-        "dev_setNextTimestamp" => SetNextTimestamp(number(params, TIMESTAMP)?),
-        "dev_setL1FeeRate" => SetL1FeeRate(u128::from(number(params, RATE)?)),
+        "dev_setNextTimestamp" => SetNextTimestamp(params.height(TIMESTAMP)?),
+        "dev_setL1FeeRate" => SetL1FeeRate(u128::from(params.height(RATE)?)),
         _ => return Err(RpcError::method_not_found(method)),
     })
 }
