@@ -64,14 +64,16 @@ impl Routes {
         }
     }
 
-    /// Sets what `/health` knows of the chain source and the longest stall it allows.
-    pub fn health(mut self, source: SourceKind, max_lag: Duration) -> Routes {
+    /// Sets what `/health` knows of the chain source, the longest stall it
+    /// allows and how many L2 blocks the ledger may be behind the source.
+    pub fn health(mut self, source: SourceKind, max_lag: Duration, max_behind: u64) -> Routes {
         self.health = Health::new(
             self.rpc.ledger().clone(),
             self.rpc.progress().clone(),
             source,
             max_lag,
-        );
+        )
+        .max_behind(max_behind);
         self
     }
 

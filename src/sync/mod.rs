@@ -9,12 +9,14 @@
 //!
 //! - [`source`]: the chain-source traits (devnet, upstream).
 //! - [`upstream`]: the follower's source: another node over JSON-RPC.
+//! - [`upstreams`]: failover over several upstreams (which one is asked).
 //! - [`verify`]: where a block, a commitment and a proof are verified.
 //! - [`progress`]: the counters shared with the server.
 
 pub mod progress;
 pub mod source;
 pub mod upstream;
+pub mod upstreams;
 pub mod verify;
 
 use std::sync::atomic::Ordering::Relaxed;
@@ -225,7 +227,8 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
                 self.progress.upstream_errors.fetch_add(1, Relaxed);
                 self.progress.source_reachable.store(false, Relaxed);
             }
-            SyncError::Verify(VerifyError::Failed { check, .. }) => {
+            SyncError::Verify(failed @ VerifyError::Failed { check, .. }) => {
+                self.source.rejected(&failed.to_string());
                 let counter = match check {
                     Check::PrevHash | Check::Height => &counters.prev_hash,
                     Check::Hash => &counters.hash,
