@@ -217,3 +217,52 @@ fn health_is_503_while_more_than_max_behind_blocks_behind_and_200_once_within() 
     assert!(v["l2Behind"].as_u64().unwrap() <= 10, "{v}");
     assert!(head(&f.url) > stuck + 10);
 }
+
+#[test]
+fn a_preferred_upstream_that_sends_altered_blocks_corrupts_nothing_and_the_other_is_followed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let dev = devnet(&dir.path().join("dev"), 200, 50);
+    let bad = HoldingProxy::start(&dev.url);
+    bad.alter_blocks();
+    let f = follower(
+        &dir.path().join("f"),
+        "127.0.0.1:0",
+        &[&bad.url, &dev.url],
+        &[],
+    );
+    f.wait_for(Duration::from_secs(30), "the head moves on", |f| {
+        head(&f.url) >= 250
+    });
+    let log = f.stderr();
+    assert!(log.contains("failed verification"), "{log}");
+    assert!(
+        log.contains(&format!("upstream: now following {}", dev.url)),
+        "{log}"
+    );
+    assert!(
+        metric(
+            &metrics(&f.url),
+            "ledgerd_sync_verification_failures_total{check=\"hash\"}"
+        ) >= 1
+    );
+    // Every block it holds is the devnet's.
+    let top = head(&f.url);
+    let range = |url: &str, from: u64, to: u64| {
+        call_by(
+            &agent(),
+            url,
+            "ledger_getSoftConfirmationRange",
+            &format!("[{from},{to}]"),
+        )
+    };
+    let mut from = 1;
+    while from <= top {
+        let to = top.min(from + 99);
+        assert_eq!(
+            range(&f.url, from, to),
+            range(&dev.url, from, to),
+            "{from}..={to}"
+        );
+        from = to + 1;
+    }
+}

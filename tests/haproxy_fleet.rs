@@ -154,7 +154,12 @@ impl Haproxy {
 
     /// The backend's servers from the stats CSV: column name -> value, by server.
     fn servers(&self) -> BTreeMap<String, HashMap<String, String>> {
-        let Ok(text) = agent().get(&self.stats).call().and_then(|r| Ok(r.into_string()?)) else {
+        let Some(text) = agent()
+            .get(&self.stats)
+            .call()
+            .ok()
+            .and_then(|r| r.into_string().ok())
+        else {
             return BTreeMap::new();
         };
         let mut lines = text.lines();
@@ -252,7 +257,9 @@ fn client(front: String, started: Instant, stop: Arc<AtomicBool>) -> ClientRepor
         let (server, text) = match answer {
             Ok(a) => a,
             Err(e) => {
-                report.errors.push(format!("{at:.2?}: unreadable body: {e}"));
+                report
+                    .errors
+                    .push(format!("{at:.2?}: unreadable body: {e}"));
                 continue;
             }
         };
@@ -275,9 +282,9 @@ fn client(front: String, started: Instant, stop: Arc<AtomicBool>) -> ClientRepor
             continue;
         };
         if block["l2Height"] != json!(probe) {
-            report
-                .errors
-                .push(format!("{at:.2?} from {server}: asked for block {probe}, got {block}"));
+            report.errors.push(format!(
+                "{at:.2?} from {server}: asked for block {probe}, got {block}"
+            ));
         }
         if let Some(other) = report.blocks.insert(probe, hash.to_string()) {
             if other != hash {
@@ -435,10 +442,16 @@ fn a_fleet_behind_haproxy_loses_a_node_and_lags_another_without_losing_a_request
         ("both back", released, END_AT),
     ];
     for (name, from, to) in phases {
-        let in_phase: Vec<&&Record> = records.iter().filter(|r| r.at >= from && r.at < to).collect();
+        let in_phase: Vec<&&Record> = records
+            .iter()
+            .filter(|r| r.at >= from && r.at < to)
+            .collect();
         let share = |s: &str| {
             let n = in_phase.iter().filter(|r| r.server == s).count();
-            format!("{s} {n} ({:.0}%)", 100.0 * n as f64 / in_phase.len().max(1) as f64)
+            format!(
+                "{s} {n} ({:.0}%)",
+                100.0 * n as f64 / in_phase.len().max(1) as f64
+            )
         };
         eprintln!(
             "  {:>4.1}-{:>4.1} s {name:<24} {:>6} requests: {}, {}, {}",
@@ -454,7 +467,11 @@ fn a_fleet_behind_haproxy_loses_a_node_and_lags_another_without_losing_a_request
         eprintln!(
             "  {:>5.2} s HAProxy: {name} {}",
             at.as_secs_f64(),
-            if *up { "back in rotation" } else { "out of rotation" }
+            if *up {
+                "back in rotation"
+            } else {
+                "out of rotation"
+            }
         );
     }
     let stat = |sv: &str, col: &str| -> u64 {
@@ -464,12 +481,19 @@ fn a_fleet_behind_haproxy_loses_a_node_and_lags_another_without_losing_a_request
             .and_then(|v| v.parse().ok())
             .unwrap_or(0)
     };
+    let per_server = |col: &str| {
+        ["n1", "n2", "n3"]
+            .map(|s| format!("{s} {}", stat(s, col)))
+            .join(", ")
+    };
     eprintln!(
-        "  HAProxy retries {}, redispatches {}, connection errors {}; \
-         largest step back of the head seen by a client {max_go_back} (bound {GO_BACK_BOUND})",
-        ["n1", "n2", "n3"].iter().map(|s| stat(s, "wretr")).sum::<u64>(),
-        ["n1", "n2", "n3"].iter().map(|s| stat(s, "wredis")).sum::<u64>(),
-        ["n1", "n2", "n3"].iter().map(|s| stat(s, "econ")).sum::<u64>(),
+        "  HAProxy retries: {}; redispatches: {}; connection errors: {}",
+        per_server("wretr"),
+        per_server("wredis"),
+        per_server("econ")
+    );
+    eprintln!(
+        "  largest step back of the head seen by a client: {max_go_back} blocks (bound {GO_BACK_BOUND})"
     );
     if let Some((at, v)) = &watched.lagging_503 {
         eprintln!("  {:>5.2} s n2's /health: 503 {v}", at.as_secs_f64());
@@ -498,7 +522,11 @@ fn a_fleet_behind_haproxy_loses_a_node_and_lags_another_without_losing_a_request
     }
     for (h, hash) in &blocks {
         let devnet = dev.result("ledger_getSoftConfirmationByNumber", &format!("[{h}]"));
-        assert_eq!(devnet["hash"], json!(hash), "block {h} read through HAProxy");
+        assert_eq!(
+            devnet["hash"],
+            json!(hash),
+            "block {h} read through HAProxy"
+        );
     }
 
     // ---- the dead node: out within about 2 s, back once restarted
@@ -534,7 +562,10 @@ fn a_fleet_behind_haproxy_loses_a_node_and_lags_another_without_losing_a_request
         .clone()
         .expect("n2's /health turned 503 while its blocks were held back");
     assert_eq!(v["reason"], "behind", "{v}");
-    assert!(n2_503 < released, "503 at {n2_503:?}, released at {released:?}");
+    assert!(
+        n2_503 < released,
+        "503 at {n2_503:?}, released at {released:?}"
+    );
     let last_n2 = records
         .iter()
         .filter(|r| r.server == "n2" && r.at >= held && r.at < released)
@@ -554,4 +585,21 @@ fn a_fleet_behind_haproxy_loses_a_node_and_lags_another_without_losing_a_request
         "n2 got requests again"
     );
     assert!(records.iter().any(|r| r.server == "n3" && r.at > released));
+
+    // ---- HAProxy's own limits answer at once, in JSON-RPC
+    let front: std::net::SocketAddr = haproxy.front["http://".len()..].parse().unwrap();
+    let t = Instant::now();
+    let a = common::exchange(
+        front,
+        b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 20000000\r\n\r\n{\"a\":",
+    );
+    assert_eq!(a.status, 413, "{}", a.text());
+    assert_eq!(a.json()["error"]["code"], -32007, "{}", a.text());
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    let held: Vec<std::net::TcpStream> = (0..64).map(|_| common::connect(front)).collect();
+    thread::sleep(Duration::from_millis(100));
+    let a = common::rpc(front, common::HEAD_HEIGHT.as_bytes());
+    assert_eq!(a.status, 503, "{}", a.text());
+    assert_eq!(a.json()["error"]["code"], -32000, "{}", a.text());
+    drop(held);
 }

@@ -70,8 +70,13 @@ struct Candidate {
     /// As shown to operators ([`display_url`]).
     name: String,
     client: Upstream,
-    /// Failures in a row.
+    /// Failures in a row: each within twice the longest back-off of the one
+    /// before. (An upstream that answers its head but sends blocks that fail
+    /// verification never has a call fail outright: counting only calls
+    /// would retry it every 100 ms.)
     failures: u32,
+    /// When it last failed.
+    failed_at: Option<Instant>,
     /// Not asked again before this, after a failure.
     retry_at: Option<Instant>,
 }
@@ -121,6 +126,7 @@ impl Upstreams {
                 name,
                 client: client(url),
                 failures: 0,
+                failed_at: None,
                 retry_at: None,
             })
             .collect();
@@ -226,8 +232,13 @@ impl Upstreams {
     /// one (earliest in the list first), if there is one. Returns `e`.
     fn failed(&mut self, e: SourceError) -> SourceError {
         let now = Instant::now();
+        let in_a_row = self.max_backoff * 2;
         let c = &mut self.candidates[self.current];
-        c.failures = c.failures.saturating_add(1);
+        c.failures = match c.failed_at {
+            Some(t) if now.duration_since(t) <= in_a_row => c.failures.saturating_add(1),
+            _ => 1,
+        };
+        c.failed_at = Some(now);
         let backoff = FIRST_BACKOFF
             .saturating_mul(1 << c.failures.min(16).saturating_sub(1))
             .min(self.max_backoff);
@@ -244,12 +255,6 @@ impl Upstreams {
             self.switch(next, &why);
         }
         e
-    }
-
-    fn succeeded(&mut self) {
-        let c = &mut self.candidates[self.current];
-        c.failures = 0;
-        c.retry_at = None;
     }
 
     /// Passes `call` to the upstream in use; a failure moves to the next.
@@ -270,7 +275,6 @@ impl L2Source for Upstreams {
             self.choose(Instant::now());
         }
         let head = self.ask(|u| u.head())?;
-        self.succeeded();
         self.pass_head = head;
         Ok(head)
     }

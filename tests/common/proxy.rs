@@ -6,6 +6,10 @@
 //! as behind an upstream that is overloaded, or a link that only lets small
 //! answers through.
 //!
+//! It can also alter the blocks it passes (a bad upstream): the first
+//! block of every `ledger_getSoftConfirmationRange` answer gets a timestamp
+//! one higher, which its hash no longer matches.
+//!
 //! One request per connection (`Connection: close`); when the upstream
 //! cannot be reached, the connection is closed without an answer.
 
@@ -23,6 +27,7 @@ pub struct HoldingProxy {
     pub url: String,
     addr: SocketAddr,
     hold: Arc<AtomicBool>,
+    alter: Arc<AtomicBool>,
     /// Requests that were held back before they were passed on.
     pub held: Arc<AtomicU64>,
     stopped: Arc<AtomicBool>,
@@ -37,11 +42,13 @@ impl HoldingProxy {
             url: format!("http://{addr}"),
             addr,
             hold: Arc::new(AtomicBool::new(false)),
+            alter: Arc::new(AtomicBool::new(false)),
             held: Arc::new(AtomicU64::new(0)),
             stopped: Arc::new(AtomicBool::new(false)),
         };
-        let (hold, held, stopped) = (
+        let (hold, alter, held, stopped) = (
             proxy.hold.clone(),
+            proxy.alter.clone(),
             proxy.held.clone(),
             proxy.stopped.clone(),
         );
@@ -52,9 +59,10 @@ impl HoldingProxy {
                     break;
                 }
                 let Ok(conn) = conn else { continue };
-                let (hold, held, upstream) = (hold.clone(), held.clone(), upstream.clone());
+                let (hold, alter, held, upstream) =
+                    (hold.clone(), alter.clone(), held.clone(), upstream.clone());
                 thread::spawn(move || {
-                    let _ = pass(conn, &upstream, &hold, &held);
+                    let _ = pass(conn, &upstream, &hold, &alter, &held);
                 });
             }
         });
@@ -70,6 +78,11 @@ impl HoldingProxy {
     pub fn release(&self) {
         self.hold.store(false, Ordering::SeqCst);
     }
+
+    /// Alters the first block of every range answer from now on.
+    pub fn alter_blocks(&self) {
+        self.alter.store(true, Ordering::SeqCst);
+    }
 }
 
 impl Drop for HoldingProxy {
@@ -84,6 +97,7 @@ fn pass(
     conn: TcpStream,
     upstream: &str,
     hold: &AtomicBool,
+    alter: &AtomicBool,
     held: &AtomicU64,
 ) -> std::io::Result<()> {
     conn.set_read_timeout(Some(Duration::from_secs(5)))?;
@@ -106,8 +120,10 @@ fn pass(
     }
     let mut body = vec![0u8; length];
     reader.read_exact(&mut body)?;
-    let head_only = String::from_utf8_lossy(&body).contains("ledger_getHeadSoftConfirmationHeight")
-        && !body.starts_with(b"[");
+    let text = String::from_utf8_lossy(&body);
+    let head_only =
+        text.contains("ledger_getHeadSoftConfirmationHeight") && !body.starts_with(b"[");
+    let range = text.contains("ledger_getSoftConfirmationRange");
     if !head_only && hold.load(Ordering::SeqCst) {
         held.fetch_add(1, Ordering::SeqCst);
         let since = Instant::now();
@@ -129,6 +145,11 @@ fn pass(
         // The upstream is down: so is the proxy, as far as the follower sees.
         Err(_) => return Ok(()),
     };
+    let answer = if range && alter.load(Ordering::SeqCst) {
+        later_timestamp(&answer).unwrap_or(answer)
+    } else {
+        answer
+    };
     let mut conn = conn;
     write!(
         conn,
@@ -137,4 +158,18 @@ fn pass(
     )?;
     conn.write_all(answer.as_bytes())?;
     conn.flush()
+}
+
+/// `answer` with its first `"timestamp":N` made `N + 1`.
+fn later_timestamp(answer: &str) -> Option<String> {
+    let field = "\"timestamp\":";
+    let start = answer.find(field)? + field.len();
+    let len = answer[start..].find(|c: char| !c.is_ascii_digit())?;
+    let ts: u64 = answer[start..start + len].parse().ok()?;
+    Some(format!(
+        "{}{}{}",
+        &answer[..start],
+        ts + 1,
+        &answer[start + len..]
+    ))
 }
