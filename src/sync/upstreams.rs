@@ -167,8 +167,7 @@ impl Upstreams {
         &mut self.candidates[self.current].client
     }
 
-    /// Whether `i` may be asked now: not backing off, and (when there is a
-    /// choice) answering the watcher.
+    /// Whether `i` may be asked now: not backing off, and answering the watcher.
     fn usable(&self, i: usize, now: Instant) -> bool {
         self.candidates[i].retry_at.is_none_or(|t| now >= t) && self.seen.up[i].load(Relaxed)
     }
@@ -228,8 +227,8 @@ impl Upstreams {
         self.progress.upstream_switches.fetch_add(1, Relaxed);
     }
 
-    /// The upstream in use failed: back it off and move to the next usable
-    /// one (earliest in the list first), if there is one. Returns `e`.
+    /// The upstream in use failed: back it off and move to the first usable
+    /// other one, if there is one. Returns `e`.
     fn failed(&mut self, e: SourceError) -> SourceError {
         let now = Instant::now();
         let in_a_row = self.max_backoff * 2;
@@ -245,11 +244,10 @@ impl Upstreams {
         c.retry_at = Some(now + backoff);
         // Until the watcher hears from it again.
         self.seen.up[self.current].store(false, Relaxed);
-        let n = self.candidates.len();
-        let others = || (0..n).filter(|&i| i != self.current);
-        let next = others()
-            .find(|&i| self.usable(i, now))
-            .or_else(|| others().find(|&i| self.candidates[i].retry_at.is_none_or(|t| now >= t)));
+        // Only to one the watcher hears from: while all are down, the sync
+        // thread's back-off retries this one, and the next pass takes the
+        // first to answer the watcher again (no line per try).
+        let next = (0..self.candidates.len()).find(|&i| i != self.current && self.usable(i, now));
         if let Some(next) = next {
             let why = format!("{} failed: {e}", self.candidates[self.current].name);
             self.switch(next, &why);
@@ -438,6 +436,22 @@ mod tests {
             wait > Duration::from_secs(4) && wait <= Duration::from_secs(5),
             "{wait:?}"
         );
+    }
+
+    #[test]
+    fn while_every_upstream_is_down_a_failure_moves_nowhere() {
+        let mut u = upstreams(2);
+        saw(&u, 0, None);
+        saw(&u, 1, None);
+        for _ in 0..5 {
+            u.failed(SourceError("refused".into()));
+        }
+        assert_eq!(u.current, 0);
+        assert_eq!(u.progress.upstream_switches.load(Relaxed), 0);
+        // The second answers the watcher again: the next failure moves there.
+        saw(&u, 1, Some(9));
+        u.failed(SourceError("refused".into()));
+        assert_eq!(u.current, 1);
     }
 
     #[test]
