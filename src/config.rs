@@ -34,8 +34,8 @@ pub struct Config {
     /// `--health-max-lag-s`: `/health` answers 503 once the sync thread has
     /// stalled this long.
     pub health_max_lag: Duration,
-    /// `--health-max-behind`: `/health` answers 503 while the ledger's L2
-    /// head is more than this many blocks below the source's head.
+    /// `--health-max-behind`: `/health` answers 503 while a follower's L2
+    /// head is more than this many blocks below its upstreams' newest head.
     pub health_max_behind: u64,
     /// `--cors-origin`: the one browser origin allowed to read answers (none: any).
     pub cors_origin: Option<String>,
@@ -191,8 +191,8 @@ FIXTURES:
 
 OPERATIONS:
     --health-max-lag-s S      GET /health answers 503 once sync has stalled this long [default: 60]
-    --health-max-behind N     ... or while the L2 head is more than N blocks behind the source's
-                              [default: 100]
+    --health-max-behind N     ... or while a follower's L2 head is more than N blocks behind its
+                              upstream's [default: 100]
     --cors-origin ORIGIN      only this browser origin may read answers [default: any (*)]
 
     -h, --help                print this help

@@ -11,8 +11,8 @@
 //!   has been stored for that long (`stalled`), or the sync thread has
 //!   neither asked the source anything nor stored anything for that long
 //!   (`silent`); or
-//! - the ledger's L2 head is more than `--health-max-behind` blocks below
-//!   the newest head its source reported (`behind`): a node catching up from
+//! - a follower's L2 head is more than `--health-max-behind` blocks below
+//!   the newest head its upstreams reported (`behind`): a node catching up from
 //!   far behind, or one whose upstream stopped serving blocks, is taken out
 //!   of a load balancer's rotation until it is within that many blocks, so
 //!   clients reading through the balancer never see the head go far back.
@@ -95,7 +95,8 @@ impl Health {
         }
     }
 
-    /// Also unhealthy while the L2 head is more than `blocks` below the source's.
+    /// A follower is also unhealthy while its L2 head is more than `blocks`
+    /// below the newest head its upstreams reported.
     pub fn max_behind(mut self, blocks: u64) -> Health {
         self.max_behind = blocks;
         self
@@ -150,8 +151,11 @@ impl Health {
                     ));
                 }
             }
+            // A follower only: the devnet's head is this node's own, and
+            // its sync thread commits every 100 ms however fast blocks come.
             let behind = l2_source.saturating_sub(l2_head);
-            if problem.is_none() && behind > self.max_behind {
+            let follower = self.source == SourceKind::Upstream;
+            if problem.is_none() && follower && behind > self.max_behind {
                 problem = Some((
                     "behind",
                     format!(
@@ -330,6 +334,12 @@ mod tests {
         );
         // Without the limit (the default of `Health::new`), only stalls count.
         let (h, p, _d) = health(SourceKind::Upstream, 60_000);
+        p.source_ok();
+        p.l2_source_head.store(5_000, Relaxed);
+        assert_eq!(h.check().status, 200);
+        // The devnet is never behind itself.
+        let (h, p, _d) = health(SourceKind::Devnet, 60_000);
+        let h = h.max_behind(10);
         p.source_ok();
         p.l2_source_head.store(5_000, Relaxed);
         assert_eq!(h.check().status, 200);

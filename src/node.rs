@@ -107,8 +107,8 @@ impl NodeBuilder {
         self.config.health_max_lag = lag;
         self
     }
-    /// `GET /health` answers 503 while the L2 head is more than `blocks`
-    /// below the source's (default 100).
+    /// `GET /health` answers 503 while a follower's L2 head is more than
+    /// `blocks` below its upstreams' newest head (default 100).
     pub fn health_max_behind(mut self, blocks: u64) -> Self {
         self.config.health_max_behind = blocks;
         self
