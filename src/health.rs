@@ -17,6 +17,9 @@
 //!   of a load balancer's rotation until it is within that many blocks, so
 //!   clients reading through the balancer never see the head go far back.
 //!
+//! `GET /health?live` leaves out `behind`: it answers whether the node is
+//! stuck (for a watchdog that restarts it), not whether it is fit to serve.
+//!
 //! "No new blocks exist" is not a stall: a devnet with `--dev-block-ms 0`, a
 //! quiet upstream, or a stored ledger served without a source stay healthy.
 //! A follower's answer names the upstream in use (`upstream`).
@@ -102,8 +105,20 @@ impl Health {
         self
     }
 
-    /// Checks the node now.
+    /// Checks the node now: whether it is fit to serve clients
+    /// (`GET /health`, for load balancers).
     pub fn check(&self) -> Report {
+        self.report(false)
+    }
+
+    /// Checks only that the node is not stuck (`GET /health?live`, for
+    /// watchdogs): a follower catching up from far behind is alive, and
+    /// restarting it would not help.
+    pub fn check_live(&self) -> Report {
+        self.report(true)
+    }
+
+    fn report(&self, live: bool) -> Report {
         let now = unix_ms();
         let p = &self.progress;
         let ledger = self
@@ -151,20 +166,6 @@ impl Health {
                     ));
                 }
             }
-            // A follower only: the devnet's head is this node's own, and
-            // its sync thread commits every 100 ms however fast blocks come.
-            let behind = l2_source.saturating_sub(l2_head);
-            let follower = self.source == SourceKind::Upstream;
-            if problem.is_none() && follower && behind > self.max_behind {
-                problem = Some((
-                    "behind",
-                    format!(
-                        "the ledger's L2 head {l2_head} is {behind} blocks behind the source's head \
-                         {l2_source} (limit {})",
-                        self.max_behind
-                    ),
-                ));
-            }
             // A live sync thread asks the source for its head at least every
             // few seconds, or stores something: silence means it is stuck.
             let quiet = now.saturating_sub(ok_at.max(last_progress));
@@ -175,6 +176,21 @@ impl Health {
                         "the sync thread has neither reached the source nor stored anything for \
                          {:.1} s (limit {lag_s} s)",
                         quiet as f64 / 1000.0
+                    ),
+                ));
+            }
+            // Last, so that a stuck node says so: behind is not stuck. A
+            // follower only: the devnet's head is this node's own, and its
+            // sync thread commits every 100 ms however fast blocks come.
+            let behind = l2_source.saturating_sub(l2_head);
+            let follower = self.source == SourceKind::Upstream;
+            if problem.is_none() && !live && follower && behind > self.max_behind {
+                problem = Some((
+                    "behind",
+                    format!(
+                        "the ledger's L2 head {l2_head} is {behind} blocks behind the source's head \
+                         {l2_source} (limit {})",
+                        self.max_behind
                     ),
                 ));
             }
@@ -332,6 +348,8 @@ mod tests {
             "{}",
             text(&r)
         );
+        // Behind is not stuck: a watchdog's liveness check passes.
+        assert_eq!(h.check_live().status, 200);
         // Without the limit (the default of `Health::new`), only stalls count.
         let (h, p, _d) = health(SourceKind::Upstream, 60_000);
         p.source_ok();

@@ -39,7 +39,12 @@ fn block_hash(url: &str, h: u64) -> Value {
 
 /// `GET /health`: the status and the JSON body.
 fn health(url: &str) -> (u16, Value) {
-    let (status, text) = match agent().get(&format!("{url}/health")).call() {
+    health_at(url, "/health")
+}
+
+/// `GET path` (a `/health` form): the status and the JSON body.
+fn health_at(url: &str, path: &str) -> (u16, Value) {
+    let (status, text) = match agent().get(&format!("{url}{path}")).call() {
         Ok(r) => (r.status(), r.into_string().expect("body")),
         Err(ureq::Error::Status(s, r)) => (s, r.into_string().expect("body")),
         Err(e) => panic!("GET {url}/health: {e}"),
@@ -205,6 +210,9 @@ fn health_is_503_while_more_than_max_behind_blocks_behind_and_200_once_within() 
         "nothing much was stored meanwhile"
     );
     assert!(proxy.held.load(std::sync::atomic::Ordering::SeqCst) >= 1);
+    // Behind, not stuck: a watchdog's liveness check passes.
+    let (status, v) = health_at(&f.url, "/health?live");
+    assert_eq!(status, 200, "{v}");
 
     // Blocks flow again: it catches up and is healthy once within 10.
     proxy.release();
