@@ -1,39 +1,117 @@
-//! The contract's chain rules: how a soft confirmation is hashed and signed,
-//! and how a sequencer commitment's Merkle root is built.
+//! The chain rules: how a soft confirmation is hashed and signed under each
+//! fork, and how a sequencer commitment's Merkle root is built.
 //!
-//! The sync thread checks blocks with these functions and the devnet makes
-//! blocks with them, so both sides agree by construction. Test vectors come
-//! from `../shared/spec/vectors.json` (see the tests at the bottom).
+//! Every place that hashes, signs or verifies a block goes through
+//! [`block_hash`], [`signed_message`] / [`verify_block_signature`] and
+//! [`SequencerKey::sign_block`] with the block's [`Fork`] (from a
+//! [`ForkTable`]): the sync thread, `ledgerd import`, `ledgerd verify` and
+//! the devnet agree by construction.
+//!
+//! The two forks (Citrea v0.6's rules):
+//!
+//! - **Kumquat**: hash = SHA-256 over l2Height (u64 big-endian),
+//!   daSlotHeight (u64 BE), daSlotHash, daSlotTxsCommitment, every tx blob,
+//!   every deposit blob, l1FeeRate (u128 BE), timestamp (u64 BE), all
+//!   concatenated without lengths; the Ed25519 signature is over the 32-byte
+//!   hash.
+//! - **Genesis**: the message is the borsh encoding of (l2Height u64,
+//!   daSlotHeight u64, daSlotHash [u8;32], daSlotTxsCommitment [u8;32],
+//!   txs Vec<Vec<u8>>, depositData Vec<Vec<u8>>, l1FeeRate u128, timestamp
+//!   u64): integers little-endian, every list and every blob prefixed by its
+//!   length as u32 little-endian, the 32-byte arrays as they are. hash =
+//!   SHA-256(message); the signature is over the message itself.
+//!
+//! Under both, prevHash and stateRoot are not hashed, and signatures are
+//! checked strictly (ed25519-dalek's `verify_strict`, as Citrea does).
+//! Test vectors made without this module are in `tests/data/chain_vectors.json`.
 
-use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
+pub mod forks;
+
+use std::borrow::Cow;
+
+use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 use sha2::{Digest, Sha256};
 
 use crate::types::{Hash, SoftConfirmation};
+pub use forks::{Fork, ForkTable, Network};
 
 /// SHA-256 of `data`.
 pub fn sha256(data: &[u8]) -> Hash {
     Sha256::digest(data).into()
 }
 
-/// The soft-confirmation hash: SHA-256 over l2Height (u64 BE), daSlotHeight
-/// (u64 BE), daSlotHash, daSlotTxsCommitment, every tx blob, every deposit
-/// blob, l1FeeRate (u128 BE), timestamp (u64 BE). `prevHash` and `stateRoot`
-/// are not hashed.
-pub fn soft_confirmation_hash(sc: &SoftConfirmation) -> Hash {
+/// The block's hash by `fork`'s rules (what its `hash` field must be).
+pub fn block_hash(sc: &SoftConfirmation, fork: Fork) -> Hash {
     let mut h = Sha256::new();
-    h.update(sc.l2_height.to_be_bytes());
-    h.update(sc.da_slot_height.to_be_bytes());
-    h.update(sc.da_slot_hash);
-    h.update(sc.da_slot_txs_commitment);
+    match fork {
+        Fork::Kumquat => write_kumquat(sc, &mut |bytes| h.update(bytes)),
+        Fork::Genesis => write_genesis(sc, &mut |bytes| h.update(bytes)),
+    }
+    h.finalize().into()
+}
+
+/// The Genesis message of a block: the borsh bytes it hashes and signs.
+pub fn genesis_message(sc: &SoftConfirmation) -> Vec<u8> {
+    let blobs: usize = sc.txs.iter().chain(&sc.deposit_data).map(Vec::len).sum();
+    let items = sc.txs.len() + sc.deposit_data.len();
+    let mut out = Vec::with_capacity(8 + 8 + 32 + 32 + 4 + 4 + 4 * items + blobs + 16 + 8);
+    write_genesis(sc, &mut |bytes| out.extend_from_slice(bytes));
+    out
+}
+
+/// What the sequencer signs by `fork`'s rules: under Kumquat the block's
+/// stated 32-byte hash, under Genesis its borsh message.
+pub fn signed_message(sc: &SoftConfirmation, fork: Fork) -> Cow<'_, [u8]> {
+    match fork {
+        Fork::Kumquat => Cow::Borrowed(&sc.hash),
+        Fork::Genesis => Cow::Owned(genesis_message(sc)),
+    }
+}
+
+/// Checks the block's signature by `fork`'s rules against `key` (the
+/// sequencer key; the block's own `pubKey` is the caller's business).
+pub fn verify_block_signature(
+    sc: &SoftConfirmation,
+    fork: Fork,
+    key: &[u8; 32],
+) -> Result<(), SignatureError> {
+    verify_signature(key, &signed_message(sc, fork), &sc.signature)
+}
+
+/// Feeds the Kumquat hash input to `out`, field by field.
+fn write_kumquat(sc: &SoftConfirmation, out: &mut impl FnMut(&[u8])) {
+    out(&sc.l2_height.to_be_bytes());
+    out(&sc.da_slot_height.to_be_bytes());
+    out(&sc.da_slot_hash);
+    out(&sc.da_slot_txs_commitment);
     for tx in &sc.txs {
-        h.update(tx);
+        out(tx);
     }
     for deposit in &sc.deposit_data {
-        h.update(deposit);
+        out(deposit);
     }
-    h.update(sc.l1_fee_rate.to_be_bytes());
-    h.update(sc.timestamp.to_be_bytes());
-    h.finalize().into()
+    out(&sc.l1_fee_rate.to_be_bytes());
+    out(&sc.timestamp.to_be_bytes());
+}
+
+/// Feeds the Genesis (borsh) message to `out`, field by field.
+fn write_genesis(sc: &SoftConfirmation, out: &mut impl FnMut(&[u8])) {
+    // borsh writes a length as u32; a list or blob of 4 GiB cannot be
+    // received in a JSON answer, so the cast never truncates in practice.
+    let len = |n: usize| (n as u32).to_le_bytes();
+    out(&sc.l2_height.to_le_bytes());
+    out(&sc.da_slot_height.to_le_bytes());
+    out(&sc.da_slot_hash);
+    out(&sc.da_slot_txs_commitment);
+    for list in [&sc.txs, &sc.deposit_data] {
+        out(&len(list.len()));
+        for blob in list {
+            out(&len(blob.len()));
+            out(blob);
+        }
+    }
+    out(&sc.l1_fee_rate.to_le_bytes());
+    out(&sc.timestamp.to_le_bytes());
 }
 
 /// Binary Merkle root over `leaves` (used as they are): parent =
@@ -81,9 +159,14 @@ impl SequencerKey {
         self.key.verifying_key().to_bytes()
     }
 
-    /// Ed25519 signature over the 32-byte soft-confirmation hash.
-    pub fn sign(&self, hash: &Hash) -> [u8; 64] {
-        self.key.sign(hash).to_bytes()
+    /// Ed25519 signature over `message`.
+    pub fn sign(&self, message: &[u8]) -> [u8; 64] {
+        self.key.sign(message).to_bytes()
+    }
+
+    /// The block's signature by `fork`'s rules (its `hash` must be set).
+    pub fn sign_block(&self, sc: &SoftConfirmation, fork: Fork) -> [u8; 64] {
+        self.sign(&signed_message(sc, fork))
     }
 }
 
@@ -109,8 +192,8 @@ impl std::fmt::Display for SignatureError {
 
 impl std::error::Error for SignatureError {}
 
-/// Checks that `signature` is `pub_key`'s Ed25519 signature over `message`
-/// (for a soft confirmation: its 32-byte hash).
+/// Checks that `signature` is `pub_key`'s Ed25519 signature over `message`,
+/// strictly: a small-order key or R is refused (`verify_strict`).
 pub fn verify_signature(
     pub_key: &[u8; 32],
     message: &[u8],
@@ -118,45 +201,46 @@ pub fn verify_signature(
 ) -> Result<(), SignatureError> {
     let key = VerifyingKey::from_bytes(pub_key).map_err(|_| SignatureError::BadPublicKey)?;
     let sig = Signature::from_bytes(signature);
-    key.verify(message, &sig)
+    key.verify_strict(message, &sig)
         .map_err(|_| SignatureError::Mismatch)
 }
 
-/// Verifies many soft-confirmation signatures at once with ed25519-dalek's
-/// batch verification (random 128-bit weights; about twice as fast per
-/// signature as one by one). Returns the index of the first signature that
-/// fails, or `None` when all verify.
+/// Verifies many signatures at once with ed25519-dalek's batch
+/// verification (random 128-bit weights; about twice as fast per signature
+/// as one by one). Items are (key, message, signature). Returns the index
+/// of the first signature that fails, or `None` when all verify.
 ///
 /// A sequencer signs every block with the same key, and decompressing a key
 /// costs about as much as a verification: each distinct key is decompressed
 /// once. The batch equation itself is ed25519-dalek's, not ours.
-pub fn first_bad_signature(items: &[(&[u8; 32], &Hash, &[u8; 64])]) -> Option<usize> {
+pub fn first_bad_signature(items: &[(&[u8; 32], &[u8], &[u8; 64])]) -> Option<usize> {
     if items.is_empty() || batch_verifies(items) {
         return None;
     }
     // The batch failed: find the first culprit one by one.
     items
         .iter()
-        .position(|(k, m, s)| verify_signature(k, m.as_slice(), s).is_err())
+        .position(|(k, m, s)| verify_signature(k, m, s).is_err())
 }
 
 /// True when every signature of `items` verifies as a batch; false when any
-/// key is malformed or the batch does not hold.
-fn batch_verifies(items: &[(&[u8; 32], &Hash, &[u8; 64])]) -> bool {
+/// key is malformed or weak, or the batch does not hold.
+fn batch_verifies(items: &[(&[u8; 32], &[u8], &[u8; 64])]) -> bool {
     let mut keys: Vec<VerifyingKey> = Vec::with_capacity(items.len());
     let mut last: Option<(&[u8; 32], VerifyingKey)> = None;
     for (pub_key, _, _) in items {
         let key = match last {
             Some((bytes, key)) if bytes == *pub_key => key,
             _ => match VerifyingKey::from_bytes(pub_key) {
-                Ok(k) => k,
-                Err(_) => return false,
+                // A weak key is refused by verify_strict: never batch it.
+                Ok(k) if !k.is_weak() => k,
+                _ => return false,
             },
         };
         last = Some((pub_key, key));
         keys.push(key);
     }
-    let messages: Vec<&[u8]> = items.iter().map(|(_, m, _)| m.as_slice()).collect();
+    let messages: Vec<&[u8]> = items.iter().map(|(_, m, _)| *m).collect();
     let signatures: Vec<Signature> = items
         .iter()
         .map(|(_, _, s)| Signature::from_bytes(s))
@@ -196,7 +280,7 @@ mod tests {
             let sc = crate::wire::soft_confirmation(item.get()).unwrap();
             saw_big_fee |= sc.l1_fee_rate > u64::MAX as u128;
             assert_eq!(
-                soft_confirmation_hash(&sc),
+                block_hash(&sc, Fork::Kumquat),
                 sc.hash,
                 "hash of {}",
                 sc.l2_height
@@ -246,7 +330,11 @@ mod tests {
         let hashes: Vec<Hash> = (0u8..20).map(|i| sha256(&[i])).collect();
         let mut sigs: Vec<[u8; 64]> = hashes.iter().map(|h| key.sign(h)).collect();
         let items = |sigs: &[[u8; 64]]| -> Option<usize> {
-            let v: Vec<_> = hashes.iter().zip(sigs).map(|(h, s)| (&pk, h, s)).collect();
+            let v: Vec<_> = hashes
+                .iter()
+                .zip(sigs)
+                .map(|(h, s)| (&pk, h.as_slice(), s))
+                .collect();
             first_bad_signature(&v)
         };
         assert_eq!(items(&sigs), None);
@@ -275,7 +363,7 @@ mod tests {
                 .iter()
                 .zip(&hashes)
                 .zip(sigs)
-                .map(|((k, h), s)| (k, h, s))
+                .map(|((k, h), s)| (k, h.as_slice(), s))
                 .collect();
             first_bad_signature(&v)
         };
