@@ -251,56 +251,142 @@ fn batch_verifies(items: &[(&[u8; 32], &[u8], &[u8; 64])]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::value::RawValue;
     use serde_json::Value;
 
+    /// Made by `scripts/vectors/make_vectors.py` (Python, independent of this module).
+    const VECTORS: &str = include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/chain_vectors.json"
+    ));
+
     fn vectors() -> Value {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/spec/vectors.json");
-        let text = std::fs::read_to_string(path).expect("../shared/spec/vectors.json is readable");
-        serde_json::from_str(&text).expect("vectors.json is JSON")
+        serde_json::from_str(VECTORS).expect("chain_vectors.json is JSON")
     }
 
     fn h32(v: &Value) -> Hash {
         crate::wire::hash("test vector", v.as_str().expect("hex string")).expect("32-byte hex")
     }
 
-    #[test]
-    fn soft_confirmation_hashes_and_signatures_match_the_vectors() {
-        // Parse from the file's text, not from a `Value`: l1FeeRate needs 128 bits.
-        #[derive(serde::Deserialize)]
-        struct Vectors<'a> {
-            #[serde(rename = "softConfirmations", borrow)]
-            scs: Vec<&'a serde_json::value::RawValue>,
+    /// One soft confirmation of the vectors. The block is kept as raw text:
+    /// l1FeeRate needs 128 bits, which `Value` does not keep.
+    #[derive(serde::Deserialize)]
+    struct Entry<'a> {
+        fork: String,
+        #[serde(rename = "signedMessage")]
+        signed_message: String,
+        #[serde(borrow)]
+        block: &'a RawValue,
+    }
+
+    #[derive(serde::Deserialize)]
+    struct Vectors<'a> {
+        #[serde(rename = "kumquatHeight")]
+        kumquat_height: u64,
+        #[serde(rename = "softConfirmations", borrow)]
+        entries: Vec<Entry<'a>>,
+    }
+
+    fn vector_blocks() -> (ForkTable, Vec<(Fork, Vec<u8>, SoftConfirmation)>) {
+        let v: Vectors = serde_json::from_str(VECTORS).unwrap();
+        let blocks = v
+            .entries
+            .iter()
+            .map(|e| {
+                let fork = match e.fork.as_str() {
+                    "Genesis" => Fork::Genesis,
+                    "Kumquat" => Fork::Kumquat,
+                    other => panic!("unknown fork {other}"),
+                };
+                let sc = crate::wire::soft_confirmation(e.block.get()).unwrap();
+                (fork, hex::decode(&e.signed_message).unwrap(), sc)
+            })
+            .collect();
+        (ForkTable::kumquat_from(v.kumquat_height), blocks)
+    }
+
+    fn other(fork: Fork) -> Fork {
+        match fork {
+            Fork::Genesis => Fork::Kumquat,
+            Fork::Kumquat => Fork::Genesis,
         }
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/spec/vectors.json");
-        let text = std::fs::read_to_string(path).unwrap();
-        let v: Vectors = serde_json::from_str(&text).unwrap();
-        assert!(!v.scs.is_empty());
-        let mut saw_big_fee = false;
-        for item in v.scs {
-            let sc = crate::wire::soft_confirmation(item.get()).unwrap();
-            saw_big_fee |= sc.l1_fee_rate > u64::MAX as u128;
+    }
+
+    #[test]
+    fn each_forks_blocks_hash_and_sign_as_the_vectors_say() {
+        let (forks, blocks) = vector_blocks();
+        assert_eq!(blocks.len(), 8);
+        for (fork, message, sc) in &blocks {
+            let h = sc.l2_height;
+            assert_eq!(forks.fork_at(h), *fork, "fork of {h}");
+            assert_eq!(block_hash(sc, *fork), sc.hash, "hash of {h}");
+            assert_eq!(signed_message(sc, *fork).as_ref(), &message[..], "message of {h}");
+            verify_block_signature(sc, *fork, &sc.pub_key).unwrap();
+            // The other fork's rules refuse the block.
+            assert_ne!(block_hash(sc, other(*fork)), sc.hash, "{h}");
             assert_eq!(
-                block_hash(&sc, Fork::Kumquat),
-                sc.hash,
-                "hash of {}",
-                sc.l2_height
+                verify_block_signature(sc, other(*fork), &sc.pub_key),
+                Err(SignatureError::Mismatch)
             );
-            verify_signature(&sc.pub_key, &sc.hash, &sc.signature).unwrap();
-            let mut bad = sc.signature;
-            bad[0] ^= 1;
+            let mut bad = sc.clone();
+            bad.signature[0] ^= 1;
             assert_eq!(
-                verify_signature(&sc.pub_key, &sc.hash, &bad),
+                verify_block_signature(&bad, *fork, &sc.pub_key),
                 Err(SignatureError::Mismatch)
             );
         }
-        assert!(saw_big_fee, "the vectors include an l1FeeRate above u64");
+        let (_, _, two) = &blocks[1];
+        assert_eq!(genesis_message(two), blocks[1].1, "the Genesis message is the borsh bytes");
+        // What the vectors are there to pin.
+        let has = |f: &dyn Fn(&SoftConfirmation) -> bool, fork: Fork| {
+            blocks.iter().any(|(k, _, sc)| *k == fork && f(sc))
+        };
+        for fork in [Fork::Genesis, Fork::Kumquat] {
+            assert!(has(&|sc| sc.txs.len() > 1 && !sc.deposit_data.is_empty(), fork));
+            assert!(has(&|sc| sc.deposit_data.iter().any(Vec::is_empty), fork));
+            assert!(has(&|sc| sc.l1_fee_rate > u128::from(u64::MAX), fork));
+        }
+    }
+
+    #[test]
+    fn an_empty_deposit_blob_counts_under_genesis_and_not_under_kumquat() {
+        let (_, blocks) = vector_blocks();
+        let empty_blob: Vec<_> = blocks
+            .iter()
+            .filter(|(_, _, sc)| sc.deposit_data == [Vec::<u8>::new()])
+            .collect();
+        assert_eq!(empty_blob.len(), 2, "one block per fork");
+        for (fork, _, sc) in empty_blob {
+            let mut without = sc.clone();
+            without.deposit_data.clear();
+            match fork {
+                Fork::Genesis => assert_ne!(block_hash(&without, *fork), sc.hash),
+                Fork::Kumquat => assert_eq!(block_hash(&without, *fork), sc.hash),
+            }
+        }
+    }
+
+    #[test]
+    fn the_vector_chain_verifies_across_the_fork_and_not_by_one_forks_rules() {
+        use crate::sync::verify::verify_blocks;
+        let (forks, blocks) = vector_blocks();
+        let chain: Vec<SoftConfirmation> = blocks.into_iter().map(|(_, _, sc)| sc).collect();
+        let key = chain[0].pub_key;
+        let below = (0, crate::types::ZERO_HASH);
+        let (good, failure) = verify_blocks(&chain, below, &key, &forks);
+        assert_eq!((good, failure.map(|e| e.to_string())), (8, None));
+        let (good, failure) = verify_blocks(&chain, below, &key, &ForkTable::KUMQUAT_ONLY);
+        assert_eq!(good, 0);
+        assert!(failure.unwrap().to_string().contains("Kumquat rules"));
+        let (good, _) = verify_blocks(&chain, below, &key, &ForkTable::kumquat_from(100));
+        assert_eq!(good, 4, "the Genesis heights verify, the first Kumquat one does not");
     }
 
     #[test]
     fn merkle_roots_match_the_vectors() {
         let v = vectors();
         let cases = v["merkle"].as_array().unwrap();
-        assert!(!cases.is_empty());
+        assert_eq!(cases.len(), 7);
         for case in cases {
             let leaves: Vec<Hash> = case["leaves"].as_array().unwrap().iter().map(h32).collect();
             assert_eq!(merkle_root(&leaves), Some(h32(&case["root"])));
@@ -321,6 +407,20 @@ mod tests {
         let mut bad = sig;
         bad[63] ^= 0x40;
         assert!(verify_signature(&public, &message, &bad).is_err());
+    }
+
+    #[test]
+    fn a_devnet_key_signs_each_fork_so_that_only_that_fork_verifies() {
+        let (forks, blocks) = vector_blocks();
+        let key = SequencerKey::from_secret(&[9u8; 32]);
+        for (fork, _, sc) in blocks {
+            let mut sc = sc;
+            sc.pub_key = key.public_key();
+            sc.signature = key.sign_block(&sc, fork);
+            assert_eq!(forks.fork_at(sc.l2_height), fork);
+            verify_block_signature(&sc, fork, &key.public_key()).unwrap();
+            assert!(verify_block_signature(&sc, other(fork), &key.public_key()).is_err());
+        }
     }
 
     #[test]
@@ -384,15 +484,6 @@ mod tests {
         let mut bad_r = sigs.clone();
         bad_r[5][..32].copy_from_slice(&[0xff; 32]);
         assert_eq!(check(&keys, &bad_r), Some(5));
-    }
-
-    #[test]
-    fn a_devnet_key_signs_what_verify_accepts() {
-        let key = SequencerKey::from_secret(&[9u8; 32]);
-        let hash = sha256(b"block");
-        let sig = key.sign(&hash);
-        verify_signature(&key.public_key(), &hash, &sig).unwrap();
-        assert!(verify_signature(&key.public_key(), &sha256(b"other"), &sig).is_err());
     }
 
     #[test]
