@@ -844,6 +844,75 @@ mod tests {
     }
 
     #[test]
+    fn network_and_kumquat_height_make_the_fork_table_and_the_key() {
+        let c = run(&[]).unwrap();
+        assert_eq!(c.forks(), ForkTable::KUMQUAT_ONLY);
+        assert_eq!(c.sequencer_key(), None);
+        assert_eq!(c.sequencer_key_name(), "key of the first block");
+        let c = run(&["--upstream", "http://x", "--network", "testnet"]).unwrap();
+        assert_eq!(c.forks(), ForkTable::kumquat_from(5_546_000));
+        assert_eq!(c.sequencer_key(), Network::Testnet.sequencer_key());
+        assert_eq!(c.sequencer_key_name(), "testnet key");
+        // --kumquat-height and --sequencer-pubkey override the network's.
+        let key = "92c5f7b9205a71b792b99c372c49d4d5256bb0d4a6db095520586d4330a15503";
+        let c = run(&[
+            "--network=devnet",
+            "--kumquat-height",
+            "7",
+            "--sequencer-pubkey",
+            key,
+        ])
+        .unwrap();
+        assert_eq!(c.forks(), ForkTable::kumquat_from(7));
+        assert_eq!(c.sequencer_key().map(hex::encode).as_deref(), Some(key));
+        assert_eq!(c.sequencer_key_name(), "--sequencer-pubkey key");
+        // Mainnet: Kumquat from 0, and no key in v0.6.2: the first block's.
+        let c = run(&["--network", "mainnet"]).unwrap();
+        assert_eq!(
+            (c.forks(), c.sequencer_key()),
+            (ForkTable::KUMQUAT_ONLY, None)
+        );
+        let c = run(&["--dev", "--kumquat-height", "50"]).unwrap();
+        assert_eq!(c.forks().fork_at(49), crate::chain::Fork::Genesis);
+        let e = run(&["--network", "signet"]).unwrap_err();
+        assert!(e.0.contains("--network: unknown network \"signet\""), "{e}");
+        let e = run(&["--dev", "--network", "testnet"]).unwrap_err();
+        assert!(e.0.contains("--kumquat-height"), "{e}");
+        let e = run(&["--kumquat-height", "x"]).unwrap_err();
+        assert!(e.0.contains("--kumquat-height takes"), "{e}");
+    }
+
+    #[test]
+    fn import_and_verify_take_the_chain_rule_flags() {
+        let Command::Import(i) =
+            parse(["import", "f.jsonl", "--network", "testnet"].map(String::from)).unwrap()
+        else {
+            panic!("not an import")
+        };
+        assert_eq!(i.forks, ForkTable::kumquat_from(5_546_000));
+        assert_eq!(i.sequencer_pubkey, Network::Testnet.sequencer_key());
+        let Command::Verify(v) =
+            parse(["verify", "--kumquat-height", "3", "-"].map(String::from)).unwrap()
+        else {
+            panic!("not a verify")
+        };
+        assert_eq!(v.file, PathBuf::from("-"));
+        assert_eq!(
+            (v.forks, v.sequencer_key),
+            (ForkTable::kumquat_from(3), None)
+        );
+        let e = parse(["verify"].map(String::from)).unwrap_err();
+        assert!(e.0.contains("verify needs a FILE"), "{e}");
+        let e = parse(["verify", "a", "b"].map(String::from)).unwrap_err();
+        assert!(e.0.contains("verify takes one FILE"), "{e}");
+        let e = parse(["verify", "-", "--no-verify"].map(String::from)).unwrap_err();
+        assert!(
+            e.0.contains("--no-verify does not apply to `ledgerd verify`"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn subcommands_take_their_own_flags() {
         let Command::Import(i) =
             parse(["import", "-", "--no-verify", "--data-dir", "d"].map(String::from)).unwrap()

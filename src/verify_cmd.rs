@@ -264,9 +264,20 @@ pub fn check_block(
                 "; it does by the {other} rules: check --network / --kumquat-height"
             ));
         } else if sc.txs.is_empty() {
-            why.push_str(
-                "; its txs are empty: the node may withhold transaction bodies (include_tx_body = false)",
-            );
+            // Under Kumquat the signature is over the stated hash: when it
+            // verifies, only the (withheld) bodies are missing. Under
+            // Genesis it is over the bodies too, so nothing tells.
+            let signed = verify_block_signature(sc, fork, key).is_ok();
+            match fork {
+                Fork::Kumquat if signed => why.push_str(
+                    "; its txs are empty and its signature verifies over its stated hash: \
+                     the node withholds transaction bodies (include_tx_body = false)",
+                ),
+                Fork::Kumquat => {}
+                Fork::Genesis => why.push_str(
+                    "; its txs are empty: the node may withhold transaction bodies (include_tx_body = false)",
+                ),
+            }
         }
         failures.push(why);
     }
@@ -348,5 +359,113 @@ impl From<InputError> for RunError {
 impl From<io::Error> for RunError {
     fn from(e: io::Error) -> Self {
         RunError::Output(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chain::SequencerKey;
+
+    /// A little chain across a fork at height 3, signed by a test key.
+    fn chain(forks: &ForkTable) -> (SequencerKey, Vec<SoftConfirmation>) {
+        let key = SequencerKey::from_secret(&[5; 32]);
+        let mut prev = crate::types::ZERO_HASH;
+        let blocks = (1..=4u64)
+            .map(|h| {
+                let mut sc = SoftConfirmation {
+                    l2_height: h,
+                    da_slot_height: 100 + h,
+                    da_slot_hash: [h as u8; 32],
+                    da_slot_txs_commitment: [7; 32],
+                    hash: [0; 32],
+                    prev_hash: prev,
+                    txs: vec![vec![h as u8; 9], vec![]],
+                    state_root: [1; 32],
+                    signature: [0; 64],
+                    pub_key: key.public_key(),
+                    deposit_data: vec![vec![2; 3]],
+                    l1_fee_rate: 1 << 70,
+                    timestamp: 1_700_000_000 + h,
+                };
+                let fork = forks.fork_at(h);
+                sc.hash = block_hash(&sc, fork);
+                sc.signature = key.sign_block(&sc, fork);
+                prev = sc.hash;
+                sc
+            })
+            .collect();
+        (key, blocks)
+    }
+
+    fn options(forks: ForkTable) -> VerifyOptions {
+        VerifyOptions {
+            forks,
+            sequencer_key: None,
+            sequencer_key_name: String::new(),
+        }
+    }
+
+    fn json_lines(blocks: &[SoftConfirmation]) -> String {
+        let mut out = Vec::new();
+        for sc in blocks {
+            crate::json::write_soft_confirmation(&mut out, sc);
+            out.push(b'\n');
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_chain_across_the_fork_passes_by_its_table_and_each_block_is_reported() {
+        let forks = ForkTable::kumquat_from(3);
+        let (_, blocks) = chain(&forks);
+        let mut out = Vec::new();
+        let summary = run(&json_lines(&blocks), &options(forks), &mut out).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "ok 1\nok 2\nok 3\nok 4\n");
+        assert!(summary.all_passed());
+        assert_eq!(summary.to_string(), "4 block(s): 4 ok, 0 failed");
+    }
+
+    #[test]
+    fn a_kumquat_block_with_withheld_txs_is_told_apart_from_a_tampered_one() {
+        let forks = ForkTable::kumquat_from(3);
+        let (key, blocks) = chain(&forks);
+        let mut withheld = blocks[3].clone();
+        withheld.txs.clear();
+        let failures = check_block(&withheld, Some(&blocks[2]), &forks, &key.public_key(), "k");
+        assert_eq!(
+            failures,
+            ["hash does not recompute from the fields (Kumquat rules); its txs are empty and its \
+              signature verifies over its stated hash: the node withholds transaction bodies \
+              (include_tx_body = false)"]
+        );
+        let mut tampered = withheld.clone();
+        tampered.timestamp += 1;
+        tampered.hash[0] ^= 1;
+        let failures = check_block(&tampered, None, &forks, &key.public_key(), "k");
+        assert_eq!(
+            failures,
+            [
+                "hash does not recompute from the fields (Kumquat rules)",
+                "signature does not verify (Kumquat rules, k)"
+            ]
+        );
+    }
+
+    #[test]
+    fn without_a_key_the_first_blocks_key_is_the_sequencers() {
+        let forks = ForkTable::KUMQUAT_ONLY;
+        let (_, mut blocks) = chain(&forks);
+        let other = SequencerKey::from_secret(&[6; 32]);
+        blocks[2].pub_key = other.public_key();
+        blocks[2].signature = other.sign_block(&blocks[2], crate::chain::Fork::Kumquat);
+        let mut out = Vec::new();
+        let summary = run(&json_lines(&blocks), &options(forks), &mut out).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert_eq!(summary.failed, 1, "{out}");
+        let line = out.lines().nth(2).unwrap();
+        assert!(line.starts_with("FAIL 3: pubKey "), "{line}");
+        assert!(line.contains("is not the key of the first block"), "{line}");
+        assert!(line.ends_with("signature does not verify (Kumquat rules, key of the first block)"));
     }
 }

@@ -320,7 +320,11 @@ mod tests {
             let h = sc.l2_height;
             assert_eq!(forks.fork_at(h), *fork, "fork of {h}");
             assert_eq!(block_hash(sc, *fork), sc.hash, "hash of {h}");
-            assert_eq!(signed_message(sc, *fork).as_ref(), &message[..], "message of {h}");
+            assert_eq!(
+                signed_message(sc, *fork).as_ref(),
+                &message[..],
+                "message of {h}"
+            );
             verify_block_signature(sc, *fork, &sc.pub_key).unwrap();
             // The other fork's rules refuse the block.
             assert_ne!(block_hash(sc, other(*fork)), sc.hash, "{h}");
@@ -336,13 +340,20 @@ mod tests {
             );
         }
         let (_, _, two) = &blocks[1];
-        assert_eq!(genesis_message(two), blocks[1].1, "the Genesis message is the borsh bytes");
+        assert_eq!(
+            genesis_message(two),
+            blocks[1].1,
+            "the Genesis message is the borsh bytes"
+        );
         // What the vectors are there to pin.
         let has = |f: &dyn Fn(&SoftConfirmation) -> bool, fork: Fork| {
             blocks.iter().any(|(k, _, sc)| *k == fork && f(sc))
         };
         for fork in [Fork::Genesis, Fork::Kumquat] {
-            assert!(has(&|sc| sc.txs.len() > 1 && !sc.deposit_data.is_empty(), fork));
+            assert!(has(
+                &|sc| sc.txs.len() > 1 && !sc.deposit_data.is_empty(),
+                fork
+            ));
             assert!(has(&|sc| sc.deposit_data.iter().any(Vec::is_empty), fork));
             assert!(has(&|sc| sc.l1_fee_rate > u128::from(u64::MAX), fork));
         }
@@ -379,7 +390,10 @@ mod tests {
         assert_eq!(good, 0);
         assert!(failure.unwrap().to_string().contains("Kumquat rules"));
         let (good, _) = verify_blocks(&chain, below, &key, &ForkTable::kumquat_from(100));
-        assert_eq!(good, 4, "the Genesis heights verify, the first Kumquat one does not");
+        assert_eq!(
+            good, 4,
+            "the Genesis heights verify, the first Kumquat one does not"
+        );
     }
 
     #[test]
