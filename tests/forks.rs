@@ -258,3 +258,72 @@ fn the_devnet_refuses_a_public_network_whose_key_it_does_not_hold() {
     assert!(!status.success(), "{stdout}");
     assert!(stderr.contains("--kumquat-height"), "{stderr}");
 }
+
+#[test]
+fn node_builders_take_the_fork_table_and_the_sequencer_key() {
+    use ledgerd::devnet::DevnetConfig;
+    use ledgerd::ledger::LedgerRead;
+    use ledgerd::Node;
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = Node::builder()
+        .data_dir(dir.path().join("up"))
+        .dev(DevnetConfig {
+            prefill: 120,
+            block_ms: 0,
+            ..DevnetConfig::default()
+        })
+        .kumquat_height(FORK)
+        .bind("127.0.0.1:0")
+        .start()
+        .unwrap();
+    let r = upstream.ledger().reader().unwrap();
+    let key = r.soft_confirmation(1).unwrap().unwrap().pub_key;
+    assert_eq!(
+        r.fork_table().unwrap(),
+        Some(ledgerd::chain::ForkTable::kumquat_from(FORK))
+    );
+    drop(r);
+    let follow = |dir: &Path, key: [u8; 32]| {
+        Node::builder()
+            .data_dir(dir)
+            .upstream(&upstream.url())
+            .kumquat_height(FORK)
+            .sequencer_pubkey(key)
+            .bind("127.0.0.1:0")
+            .start()
+            .unwrap()
+    };
+    let follower = follow(&dir.path().join("f"), key);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let head = || follower.ledger().reader().unwrap().head_height().unwrap();
+    while head() < 120 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(head(), 120);
+    let hash_at = |node: &Node, h: u64| node.ledger().reader().unwrap().hash_at(h).unwrap();
+    assert_eq!(hash_at(&follower, FORK - 1), hash_at(&upstream, FORK - 1));
+    assert_eq!(hash_at(&follower, 120), hash_at(&upstream, 120));
+    // Another key than the sequencer's: nothing is stored.
+    let mut other = key;
+    other[0] ^= 1;
+    let stranger = follow(&dir.path().join("s"), other);
+    let refused = || {
+        stranger
+            .progress()
+            .failures
+            .pub_key
+            .load(std::sync::atomic::Ordering::Relaxed)
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while refused() == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        refused() > 0,
+        "the wrong key is counted as a pubKey failure"
+    );
+    assert_eq!(
+        stranger.ledger().reader().unwrap().head_height().unwrap(),
+        0
+    );
+}
