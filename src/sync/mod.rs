@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use log::{debug, error, info, warn};
 
+use crate::chain::ForkTable;
 use crate::ledger::{Ledger, LedgerError, LedgerRead, LedgerWriter};
 use crate::stop::Stop;
 use crate::types::{DaSlot, SoftConfirmation, Status};
@@ -50,6 +51,8 @@ pub struct SyncConfig {
     /// The sequencer key blocks must carry (`--sequencer-pubkey`); else the
     /// key of the first block, pinned in the ledger.
     pub sequencer_pubkey: Option<[u8; 32]>,
+    /// Which fork's rules verify which height (`--network`, `--kumquat-height`).
+    pub forks: ForkTable,
     /// Longest back-off after repeated failures.
     pub max_backoff: Duration,
     /// Answers fetched ahead of the one being verified and written (0: no
@@ -69,6 +72,7 @@ impl Default for SyncConfig {
             slots_per_fetch: 16,
             poll: Duration::from_millis(200),
             sequencer_pubkey: None,
+            forks: ForkTable::default(),
             max_backoff: Duration::from_secs(5),
             prefetch: 4,
             commit_blocks: 2000,
@@ -330,6 +334,7 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
             head,
             below,
             key: pinned,
+            forks: config.forks,
             key_stored: pinned.is_some() && config.sequencer_pubkey.is_none(),
             commit_blocks: config.commit_blocks,
             commit_every: config.commit_every,
@@ -636,6 +641,8 @@ struct L2Sink<'a> {
     below: (u64, crate::types::Hash),
     /// The sequencer key, once known.
     key: Option<[u8; 32]>,
+    /// Which fork's rules verify which height.
+    forks: ForkTable,
     /// Whether the key is pinned in the ledger already.
     key_stored: bool,
     commit_blocks: u64,
@@ -679,7 +686,7 @@ impl Sink<Fetched> for L2Sink<'_> {
             return Ok(Flow::Stop);
         };
         let key = *self.key.get_or_insert(first.pub_key);
-        let (good, failure) = verify::verify_blocks(&blocks, self.below, &key);
+        let (good, failure) = verify::verify_blocks(&blocks, self.below, &key, &self.forks);
         if good > 0 {
             if self.txn.is_none() {
                 self.txn = Some((self.ledger.writer()?, 0, Instant::now()));
