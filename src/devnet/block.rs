@@ -2,13 +2,14 @@
 //!
 //! Block `h` links to block `h-1` (prevHash), points at the DA slot the
 //! timeline gives it ([`super::timeline`]), carries 0-4 random transactions
-//! and, every tenth block, a deposit; its hash is the contract's SHA-256 and
-//! the sequencer key signs it. The state root is SHA-256(previous state root
-//! || hash): a stand-in for executing the transactions. What a test asked
+//! and, every tenth block, a deposit; it is hashed and signed by the rules
+//! of its height's fork (Genesis below the Kumquat height, Kumquat from it).
+//! The state root is SHA-256(previous state root || hash): a stand-in for
+//! executing the transactions. What a test asked
 //! for ([`Inputs`]: its transactions and deposits, a timestamp, a fee rate)
 //! is added before the block is hashed.
 
-use crate::chain::{sha256, soft_confirmation_hash, SequencerKey};
+use crate::chain::{block_hash, sha256, ForkTable, SequencerKey};
 use crate::devnet::schedule;
 use crate::types::{Hash, SoftConfirmation};
 
@@ -75,12 +76,14 @@ pub fn timestamp(h: u64, offset: i64) -> u64 {
 }
 
 /// Makes blocks `first..=last` on top of `tip` = (height, hash, state root)
-/// of block `first - 1`; block `first + i` points at DA slot `slots[i]`.
-/// Hashes are chained in order; signatures, which do not depend on each
-/// other, are made on both cores for large batches.
+/// of block `first - 1`, each by its fork's rules in `forks`; block
+/// `first + i` points at DA slot `slots[i]`. Hashes are chained in order;
+/// signatures, which do not depend on each other, are made on both cores
+/// for large batches.
 pub fn make_blocks(
     key: &SequencerKey,
     seed: u64,
+    forks: &ForkTable,
     tip: (u64, Hash, Hash),
     first: u64,
     slots: &[u64],
@@ -91,19 +94,19 @@ pub fn make_blocks(
     let (_, mut prev_hash, mut prev_root) = tip;
     let mut blocks = Vec::with_capacity(slots.len());
     for (h, slot) in (first..).zip(slots) {
-        let sc = unsigned_block(seed, h, *slot, prev_hash, prev_root, pub_key, inputs);
+        let sc = unsigned_block(seed, forks, h, *slot, prev_hash, prev_root, pub_key, inputs);
         prev_hash = sc.hash;
         prev_root = sc.state_root;
         blocks.push(sc);
     }
-    sign_all(key, &mut blocks);
+    sign_all(key, forks, &mut blocks);
     blocks
 }
 
-fn sign_all(key: &SequencerKey, blocks: &mut [SoftConfirmation]) {
+fn sign_all(key: &SequencerKey, forks: &ForkTable, blocks: &mut [SoftConfirmation]) {
     let sign = |part: &mut [SoftConfirmation]| {
         for sc in part {
-            sc.signature = key.sign(&sc.hash);
+            sc.signature = key.sign_block(sc, forks.fork_at(sc.l2_height));
         }
     };
     if blocks.len() < PARALLEL_SIGN_MIN {
@@ -117,8 +120,10 @@ fn sign_all(key: &SequencerKey, blocks: &mut [SoftConfirmation]) {
     });
 }
 
+#[allow(clippy::too_many_arguments)]
 fn unsigned_block(
     seed: u64,
+    forks: &ForkTable,
     h: u64,
     slot: u64,
     prev_hash: Hash,
@@ -159,7 +164,7 @@ fn unsigned_block(
         l1_fee_rate: inputs.l1_fee_rate.unwrap_or(random_fee),
         timestamp: timestamp(h, inputs.timestamp_offset),
     };
-    sc.hash = soft_confirmation_hash(&sc);
+    sc.hash = block_hash(&sc, forks.fork_at(h));
     let mut root_input = [0u8; 64];
     root_input[..32].copy_from_slice(&prev_root);
     root_input[32..].copy_from_slice(&sc.hash);
@@ -170,23 +175,39 @@ fn unsigned_block(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::verify_signature;
+    use crate::chain::{verify_block_signature, Fork};
 
     fn slots(first: u64, last: u64) -> Vec<u64> {
         (first..=last).map(schedule::slot_of).collect()
     }
 
     #[test]
-    fn made_blocks_link_hash_and_sign_by_the_contract() {
+    fn made_blocks_link_hash_and_sign_by_their_forks_rules() {
         let key = SequencerKey::from_secret(&schedule::sequencer_secret(7));
+        let forks = ForkTable::kumquat_from(120);
         let genesis = (0, [0u8; 32], schedule::genesis_state_root(7));
-        let blocks = make_blocks(&key, 7, genesis, 1, &slots(1, 300), &Inputs::default());
+        let blocks = make_blocks(
+            &key,
+            7,
+            &forks,
+            genesis,
+            1,
+            &slots(1, 300),
+            &Inputs::default(),
+        );
         assert_eq!(blocks.len(), 300);
         let mut prev = [0u8; 32];
         for sc in &blocks {
+            let fork = forks.fork_at(sc.l2_height);
+            let other = match fork {
+                Fork::Genesis => Fork::Kumquat,
+                Fork::Kumquat => Fork::Genesis,
+            };
             assert_eq!(sc.prev_hash, prev);
-            assert_eq!(soft_confirmation_hash(sc), sc.hash);
-            verify_signature(&sc.pub_key, &sc.hash, &sc.signature).unwrap();
+            assert_eq!(block_hash(sc, fork), sc.hash);
+            assert_ne!(block_hash(sc, other), sc.hash);
+            verify_block_signature(sc, fork, &sc.pub_key).unwrap();
+            assert!(verify_block_signature(sc, other, &sc.pub_key).is_err());
             prev = sc.hash;
         }
         assert!(blocks.iter().any(|b| !b.txs.is_empty()));
@@ -196,23 +217,34 @@ mod tests {
     #[test]
     fn the_same_seed_makes_the_same_chain_in_any_batch_split() {
         let key = SequencerKey::from_secret(&schedule::sequencer_secret(3));
+        let forks = ForkTable::kumquat_from(20);
         let genesis = (0, [0u8; 32], schedule::genesis_state_root(3));
         let none = Inputs::default();
-        let whole = make_blocks(&key, 3, genesis, 1, &slots(1, 40), &none);
-        let first = make_blocks(&key, 3, genesis, 1, &slots(1, 25), &none);
+        let whole = make_blocks(&key, 3, &forks, genesis, 1, &slots(1, 40), &none);
+        let first = make_blocks(&key, 3, &forks, genesis, 1, &slots(1, 25), &none);
         let tip = first
             .last()
             .map(|b| (b.l2_height, b.hash, b.state_root))
             .unwrap();
-        let rest = make_blocks(&key, 3, tip, 26, &slots(26, 40), &none);
+        let rest = make_blocks(&key, 3, &forks, tip, 26, &slots(26, 40), &none);
         assert_eq!(whole, [first, rest].concat());
     }
 
     #[test]
     fn inputs_land_in_the_block_they_name_and_are_hashed_and_signed() {
         let key = SequencerKey::from_secret(&schedule::sequencer_secret(3));
+        // Block 2 under Genesis rules, 3 under Kumquat: both hash what was added.
+        let forks = ForkTable::kumquat_from(3);
         let genesis = (0, [0u8; 32], schedule::genesis_state_root(3));
-        let plain = make_blocks(&key, 3, genesis, 1, &slots(1, 3), &Inputs::default());
+        let plain = make_blocks(
+            &key,
+            3,
+            &forks,
+            genesis,
+            1,
+            &slots(1, 3),
+            &Inputs::default(),
+        );
         let tx = vec![0xaa; 5];
         let deposit = vec![0xdd; 3];
         let inputs = Inputs {
@@ -222,7 +254,7 @@ mod tests {
             timestamp_offset: 100,
             l1_fee_rate: Some(7),
         };
-        let made = make_blocks(&key, 3, genesis, 1, &slots(1, 3), &inputs);
+        let made = make_blocks(&key, 3, &forks, genesis, 1, &slots(1, 3), &inputs);
         assert_eq!(made[1].txs.last(), Some(&tx));
         assert_eq!(made[1].txs.len(), plain[1].txs.len() + 1);
         assert_eq!(made[1].deposit_data.last(), Some(&deposit));
@@ -230,8 +262,10 @@ mod tests {
         for (m, p) in made.iter().zip(&plain) {
             assert_eq!(m.timestamp, p.timestamp + 100);
             assert_eq!(m.l1_fee_rate, 7);
-            assert_eq!(soft_confirmation_hash(m), m.hash);
-            verify_signature(&m.pub_key, &m.hash, &m.signature).unwrap();
+            let fork = forks.fork_at(m.l2_height);
+            assert_eq!(block_hash(m, fork), m.hash);
+            assert_ne!(m.hash, p.hash);
+            verify_block_signature(m, fork, &m.pub_key).unwrap();
         }
         assert_eq!(timestamp(0, -(schedule::GENESIS_TIMESTAMP as i64) - 5), 0);
     }

@@ -29,7 +29,7 @@ pub mod timeline;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::chain::SequencerKey;
+use crate::chain::{ForkTable, SequencerKey};
 use crate::ledger::walk::LedgerWalk;
 use crate::ledger::{Ledger, LedgerError, LedgerRead};
 use crate::sync::source::{DaSource, L2Source, SourceError};
@@ -136,6 +136,8 @@ struct Restored {
 /// The devnet chain source.
 pub struct Devnet {
     config: DevnetConfig,
+    /// Which fork's rules make which height.
+    forks: ForkTable,
     key: SequencerKey,
     ledger: Arc<Ledger>,
     /// The newest block made so far: (height, hash, state root).
@@ -150,9 +152,16 @@ pub struct Devnet {
 }
 
 impl Devnet {
-    /// A devnet over `ledger`, continuing the chain stored there. Refuses a
-    /// data dir that holds a chain from another seed or another source.
-    pub fn open(config: DevnetConfig, ledger: Arc<Ledger>) -> Result<Devnet, DevnetError> {
+    /// A devnet over `ledger`, continuing the chain stored there, making
+    /// each height by its fork's rules in `forks` (Genesis-era blocks below
+    /// the Kumquat height). Refuses a data dir that holds a chain from
+    /// another seed or another source. (The node pins `forks` in the ledger
+    /// before this, so a data dir is never continued by other rules.)
+    pub fn open(
+        config: DevnetConfig,
+        forks: ForkTable,
+        ledger: Arc<Ledger>,
+    ) -> Result<Devnet, DevnetError> {
         let key = SequencerKey::from_secret(&schedule::sequencer_secret(config.seed));
         {
             let mut w = ledger.writer()?;
@@ -191,6 +200,7 @@ impl Devnet {
             since: Instant::now(),
         };
         Ok(Devnet {
+            forks,
             key,
             ledger,
             tip: restored.tip,
@@ -447,6 +457,7 @@ impl L2Source for Devnet {
         let made = block::make_blocks(
             &self.key,
             self.config.seed,
+            &self.forks,
             self.tip,
             first,
             &slots,
@@ -518,7 +529,7 @@ mod tests {
             block_ms: 0,
             ..DevnetConfig::default()
         };
-        let devnet = Devnet::open(config, ledger.clone()).unwrap();
+        let devnet = Devnet::open(config, ForkTable::default(), ledger.clone()).unwrap();
         let sync = SyncConfig {
             sequencer_pubkey: Some(devnet.public_key()),
             ..SyncConfig::default()
@@ -574,7 +585,7 @@ mod tests {
             block_ms: 0,
             ..DevnetConfig::default()
         };
-        let devnet = Devnet::open(config, ledger.clone()).unwrap();
+        let devnet = Devnet::open(config, ForkTable::default(), ledger.clone()).unwrap();
         let sync = SyncConfig {
             sequencer_pubkey: Some(devnet.public_key()),
             ..SyncConfig::default()
@@ -648,7 +659,9 @@ mod tests {
             seed: 99,
             ..DevnetConfig::default()
         };
-        let e = Devnet::open(other, ledger.clone()).err().unwrap();
+        let e = Devnet::open(other, ForkTable::default(), ledger.clone())
+            .err()
+            .unwrap();
         assert!(e.to_string().contains("--dev-seed 1"), "{e}");
         let head_hash = ledger.reader().unwrap().hash_at(120).unwrap().unwrap();
         drop(ledger);
