@@ -522,7 +522,13 @@ mod tests {
     use crate::sync::{SyncConfig, Syncer};
     use crate::types::Status;
 
-    fn prefilled(dir: &std::path::Path, prefill: u64) -> Arc<Ledger> {
+    /// A devnet over `dir` with `prefill` blocks and no timer, after `act`
+    /// has run on its syncer.
+    fn acted(
+        dir: &std::path::Path,
+        prefill: u64,
+        act: impl FnOnce(&mut Syncer<Devnet>),
+    ) -> Arc<Ledger> {
         let ledger = Arc::new(Ledger::open(dir, &OpenOptions::default()).unwrap());
         let config = DevnetConfig {
             prefill,
@@ -535,8 +541,12 @@ mod tests {
             ..SyncConfig::default()
         };
         let mut syncer = Syncer::new(ledger.clone(), devnet, Arc::new(Progress::default()), sync);
-        syncer.catch_up(&Stop::new()).unwrap();
+        act(&mut syncer);
         ledger
+    }
+
+    fn prefilled(dir: &std::path::Path, prefill: u64) -> Arc<Ledger> {
+        acted(dir, prefill, |s| s.catch_up(&Stop::new()).unwrap())
     }
 
     /// Everything a devnet ledger holds about its DA chain: the slot of
@@ -578,23 +588,6 @@ mod tests {
         );
     }
 
-    /// A devnet over `dir`, synced after `act` runs on it.
-    fn acted(dir: &std::path::Path, act: impl FnOnce(&mut Syncer<Devnet>)) -> Arc<Ledger> {
-        let ledger = Arc::new(Ledger::open(dir, &OpenOptions::default()).unwrap());
-        let config = DevnetConfig {
-            block_ms: 0,
-            ..DevnetConfig::default()
-        };
-        let devnet = Devnet::open(config, ForkTable::default(), ledger.clone()).unwrap();
-        let sync = SyncConfig {
-            sequencer_pubkey: Some(devnet.public_key()),
-            ..SyncConfig::default()
-        };
-        let mut syncer = Syncer::new(ledger.clone(), devnet, Arc::new(Progress::default()), sync);
-        act(&mut syncer);
-        ledger
-    }
-
     fn mine(s: &mut Syncer<Devnet>, n: u64) {
         s.source_mut().mine(n);
         s.catch_up(&Stop::new()).unwrap();
@@ -610,16 +603,16 @@ mod tests {
     fn a_restart_after_an_explicit_commit_continues_on_its_slot() {
         let (one, two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let mut slot = 0;
-        let whole = acted(one.path(), |s| {
+        let whole = acted(one.path(), 0, |s| {
             mine(s, 7);
             slot = commit(s);
             mine(s, 13);
         });
-        drop(acted(two.path(), |s| {
+        drop(acted(two.path(), 0, |s| {
             mine(s, 7);
             assert_eq!(commit(s), slot);
         }));
-        let split = acted(two.path(), |s| mine(s, 13));
+        let split = acted(two.path(), 0, |s| mine(s, 13));
         let view = da_view(&whole);
         assert_eq!(da_view(&split), view);
         assert_eq!(view.0[7], slot, "height 8 points at the commitment's slot");
