@@ -371,7 +371,7 @@ pub(crate) fn still_unread(socket: Socket) -> bool {
 /// CI under load: a fresh connection got a FIN 0.3 ms after it opened). A
 /// duplicate is ours alone, so it names the same socket until we drop it.
 #[derive(Debug)]
-pub(crate) struct HeldSocket(OwnedFd);
+pub(crate) struct HeldSocket(OwnedFd, u64);
 
 impl HeldSocket {
     /// Duplicates `fd` if it still is the socket with inode `ino` (checked on
@@ -385,7 +385,13 @@ impl HeldSocket {
         }
         // SAFETY: `dup` is a fresh fd owned by nothing else.
         let owned = unsafe { OwnedFd::from_raw_fd(dup) };
-        (fd_inode(dup) == Some((ino, true))).then_some(HeldSocket(owned))
+        (fd_inode(dup) == Some((ino, true))).then_some(HeldSocket(owned, ino))
+    }
+
+    /// The socket's inode: what tells this connection apart from a later
+    /// one from the same peer address.
+    pub(crate) fn inode(&self) -> u64 {
+        self.1
     }
 
     /// shutdown(2) with `how` (libc::SHUT_WR, SHUT_RD, SHUT_RDWR).
