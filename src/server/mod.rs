@@ -704,19 +704,25 @@ impl Loop {
     }
 
     /// Whether a request from `peer` comes from a connection the loop has
-    /// already closed after an answer (see [`Closed`]). Scans /proc/self/fd,
-    /// so only for peers with an entry.
+    /// already closed after an answer (see [`Closed`]): yes unless `peer` now
+    /// has another socket (a new connection from the same address and port).
+    /// The closed one itself may no longer be found by its peer address (once
+    /// the client has closed too, getpeername fails). Scans /proc/self/fd, so
+    /// only for peers with an entry.
     fn from_closed(&mut self, peer: SocketAddr) -> bool {
         let Some(closed) = self.closed.get(&peer) else {
             return false;
         };
-        let now = self.fds.sockets_of(self.server.local, peer);
-        let same = !now.is_empty() && now.iter().all(|(_, ino)| closed.inodes.contains(ino));
-        if !same {
-            // A new connection from the same address and port.
+        let fresh = self
+            .fds
+            .sockets_of(self.server.local, peer)
+            .iter()
+            .any(|(_, ino)| !closed.inodes.contains(ino));
+        if fresh || closed.at.elapsed() >= CLOSED_KEEP {
             self.closed.remove(&peer);
+            return false;
         }
-        same
+        true
     }
 
     /// Remembers that `peer`'s connection (these sockets) is being closed.

@@ -7,6 +7,7 @@
 #![allow(dead_code)] // each test file uses a different part
 #![allow(unused_imports)]
 
+pub mod framing_check;
 pub mod http;
 pub mod process;
 pub mod rpc;
