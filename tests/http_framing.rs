@@ -7,96 +7,17 @@
 
 mod common;
 
-use std::io::{BufReader, ErrorKind, Read, Write};
-use std::net::SocketAddr;
+use std::io::{BufReader, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::framing_check::check_head;
 use common::http::{connect, read_answer, Answer};
+use common::smuggling::{
+    ambiguous, cases, chunked, one_answer_then_closed, smuggled, smuggled_handled, BODY,
+    SMUGGLED_BODY,
+};
 use common::{assert_normal_request_fast, Ledgerd, PREFILL};
-
-/// A whole request for `ledger_getL2GenesisStateRoot`, the method no other
-/// request here calls: appended after an ambiguous request, it is the
-/// smuggled one, and `/metrics` shows whether it was ever handled.
-const SMUGGLED_BODY: &str =
-    r#"{"jsonrpc":"2.0","id":99,"method":"ledger_getL2GenesisStateRoot","params":[]}"#;
-const SMUGGLED_SERIES: &str =
-    r#"ledgerd_rpc_requests_total{method="ledger_getL2GenesisStateRoot",outcome="ok"}"#;
-
-const BODY: &str = r#"{"jsonrpc":"2.0","id":7,"method":"ledger_getHeadSoftConfirmationHeight"}"#;
-
-fn smuggled() -> Vec<u8> {
-    common::post(SMUGGLED_BODY.as_bytes())
-}
-
-/// `POST /` with `headers`, then `body`, then the smuggled request.
-fn ambiguous(headers: &[&str], body: &[u8]) -> Vec<u8> {
-    let mut raw = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n".to_vec();
-    for h in headers {
-        raw.extend_from_slice(h.as_bytes());
-        raw.extend_from_slice(b"\r\n");
-    }
-    raw.extend_from_slice(b"\r\n");
-    raw.extend_from_slice(body);
-    raw.extend_from_slice(&smuggled());
-    raw
-}
-
-fn chunked(body: &str) -> Vec<u8> {
-    format!("{:x}\r\n{body}\r\n0\r\n\r\n", body.len()).into_bytes()
-}
-
-/// Times the smuggled request was handled, from `/metrics`.
-fn smuggled_handled(addr: SocketAddr) -> u64 {
-    let a = common::exchange(addr, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
-    assert_eq!(a.status, 200);
-    let text = a.text();
-    if text.contains(SMUGGLED_SERIES) {
-        common::http::metric(&text, SMUGGLED_SERIES)
-    } else {
-        0
-    }
-}
-
-/// Sends `raw` on a new connection; returns its one answer after checking
-/// that the server then closed the connection with nothing more on it.
-fn one_answer_then_closed(addr: SocketAddr, raw: &[u8]) -> Answer {
-    let mut s = connect(addr);
-    s.write_all(raw).expect("send");
-    let mut r = BufReader::new(s);
-    let a = read_answer(&mut r).expect("an answer");
-    if a.header("Content-Length").is_none() {
-        // An answer that ends at the close: its body must be the one JSON
-        // error and nothing else (a second answer would follow it).
-        let v: serde_json::Value = serde_json::from_slice(&a.body).unwrap_or_else(|e| {
-            panic!(
-                "an answer ending at the close holds more than one JSON value ({e}): {}",
-                a.text()
-            )
-        });
-        assert!(v.is_object(), "{v}");
-        return a;
-    }
-    let mut rest = Vec::new();
-    let started = Instant::now();
-    match r.read_to_end(&mut rest) {
-        Ok(_) => {}
-        // A reset after the whole answer is a close too.
-        Err(e) if e.kind() == ErrorKind::ConnectionReset => {}
-        Err(e) => panic!(
-            "the connection was not closed after the answer ({e} after {:?}); read so far: {:?}",
-            started.elapsed(),
-            String::from_utf8_lossy(&rest)
-        ),
-    }
-    assert!(
-        rest.is_empty(),
-        "a second answer on the same connection: {:?}",
-        String::from_utf8_lossy(&rest)
-    );
-    a
-}
 
 /// The refusal ledgerd writes: `status`, `Connection: close`, a JSON-RPC
 /// -32600 error whose data names `header`.
@@ -118,130 +39,9 @@ fn assert_refusal(a: &Answer, status: u16, header: &str, what: &str) {
 #[test]
 fn each_ambiguous_request_gets_one_answer_and_its_connection_is_closed() {
     let mut node = Ledgerd::start(&[]);
-    let smuggled_len = smuggled().len().to_string();
-    let cases: Vec<(&str, Vec<u8>, u16, &str)> = vec![
-        (
-            "Content-Length: 0 and Content-Length: <the smuggled request>",
-            ambiguous(
-                &[
-                    "Content-Length: 0",
-                    &format!("Content-Length: {smuggled_len}"),
-                ],
-                b"",
-            ),
-            400,
-            "Content-Length",
-        ),
-        (
-            "two equal Content-Lengths",
-            ambiguous(
-                &[
-                    &format!("Content-Length: {}", BODY.len()),
-                    &format!("Content-Length: {}", BODY.len()),
-                ],
-                BODY.as_bytes(),
-            ),
-            400,
-            "Content-Length",
-        ),
-        (
-            "Transfer-Encoding: chunked with Content-Length: 4",
-            ambiguous(
-                &["Transfer-Encoding: chunked", "Content-Length: 4"],
-                &chunked(BODY),
-            ),
-            400,
-            "Transfer-Encoding",
-        ),
-        (
-            "Content-Length: 4 before Transfer-Encoding: chunked",
-            ambiguous(
-                &["Content-Length: 4", "Transfer-Encoding: chunked"],
-                &chunked(BODY),
-            ),
-            400,
-            "Transfer-Encoding",
-        ),
-        (
-            "Content-Length: abc",
-            ambiguous(&["Content-Length: abc"], BODY.as_bytes()),
-            400,
-            "Content-Length",
-        ),
-        (
-            "Content-Length: -1",
-            ambiguous(&["Content-Length: -1"], BODY.as_bytes()),
-            400,
-            "Content-Length",
-        ),
-        (
-            "Content-Length: 1, 2",
-            ambiguous(&["Content-Length: 1, 2"], BODY.as_bytes()),
-            400,
-            "Content-Length",
-        ),
-        (
-            "Content-Length: 10^23",
-            ambiguous(
-                &["Content-Length: 100000000000000000000000"],
-                BODY.as_bytes(),
-            ),
-            400,
-            "Content-Length",
-        ),
-        (
-            // tiny_http reads `+72` as 72.
-            "Content-Length with a plus sign",
-            ambiguous(
-                &[&format!("Content-Length: +{}", BODY.len())],
-                BODY.as_bytes(),
-            ),
-            400,
-            "Content-Length",
-        ),
-        (
-            "an empty Content-Length",
-            ambiguous(&["Content-Length:"], BODY.as_bytes()),
-            400,
-            "Content-Length",
-        ),
-        (
-            "Transfer-Encoding: gzip",
-            ambiguous(&["Transfer-Encoding: gzip"], &chunked(BODY)),
-            400,
-            "Transfer-Encoding",
-        ),
-        (
-            "Transfer-Encoding: gzip, chunked",
-            ambiguous(&["Transfer-Encoding: gzip, chunked"], &chunked(BODY)),
-            501,
-            "Transfer-Encoding",
-        ),
-        (
-            "two Transfer-Encoding: chunked lines",
-            ambiguous(
-                &["Transfer-Encoding: chunked", "Transfer-Encoding: chunked"],
-                &chunked(BODY),
-            ),
-            501,
-            "Transfer-Encoding",
-        ),
-        (
-            "Transfer-Encoding in an HTTP/1.0 request",
-            {
-                let mut raw =
-                    b"POST / HTTP/1.0\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
-                raw.extend_from_slice(&chunked(BODY));
-                raw.extend_from_slice(&smuggled());
-                raw
-            },
-            400,
-            "Transfer-Encoding",
-        ),
-    ];
-    for (what, raw, status, header) in &cases {
-        let a = one_answer_then_closed(node.addr, raw);
-        assert_refusal(&a, *status, header, what);
+    for case in cases() {
+        let a = one_answer_then_closed(node.addr, &case.raw);
+        assert_refusal(&a, case.status, case.header, case.what);
         assert_normal_request_fast(node.addr, PREFILL);
     }
     // None of the smuggled requests was handled, though tiny_http parsed

@@ -12,6 +12,7 @@ pub mod http;
 pub mod process;
 pub mod rpc;
 pub mod rpc_check;
+pub mod smuggling;
 
 pub use http::{connect, exchange, post, read_answer, rpc, Answer};
 pub use process::{
