@@ -3,7 +3,8 @@
 //!
 //! The sync thread checks blocks with these functions and the devnet makes
 //! blocks with them, so both sides agree by construction. Test vectors come
-//! from `../shared/spec/vectors.json` (see the tests at the bottom).
+//! from `tests/data/chain_vectors.json`, made by an independent Python
+//! implementation of the same rules (see the tests at the bottom).
 
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
 use sha2::{Digest, Sha256};
@@ -169,10 +170,14 @@ mod tests {
     use super::*;
     use serde_json::Value;
 
+    /// The vectors file, part of the project (its `about` says how it was made).
+    const VECTORS: &str = include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/chain_vectors.json"
+    ));
+
     fn vectors() -> Value {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/spec/vectors.json");
-        let text = std::fs::read_to_string(path).expect("../shared/spec/vectors.json is readable");
-        serde_json::from_str(&text).expect("vectors.json is JSON")
+        serde_json::from_str(VECTORS).expect("chain_vectors.json is JSON")
     }
 
     fn h32(v: &Value) -> Hash {
@@ -187,9 +192,7 @@ mod tests {
             #[serde(rename = "softConfirmations", borrow)]
             scs: Vec<&'a serde_json::value::RawValue>,
         }
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/spec/vectors.json");
-        let text = std::fs::read_to_string(path).unwrap();
-        let v: Vectors = serde_json::from_str(&text).unwrap();
+        let v: Vectors = serde_json::from_str(VECTORS).unwrap();
         assert!(!v.scs.is_empty());
         let mut saw_big_fee = false;
         for item in v.scs {

@@ -8,8 +8,9 @@
 //!
 //! Two configurations: a minimal one written here, and the project's own
 //! `scripts/haproxy/ledgerd.cfg` as it is (listen and server addresses moved
-//! to loopback ports). Both need haproxy (`apt-get install haproxy`; CI runs
-//! ignored tests with `--include-ignored`).
+//! to loopback ports; see the last function for when it runs). They need
+//! haproxy, so they are `#[ignore]`d: `.ci/install` installs it from Debian's
+//! packages and `.ci/run` runs them with `--ignored`.
 
 mod common;
 
@@ -194,10 +195,12 @@ fn ambiguous_framing_gets_one_answer_through_a_minimal_haproxy() {
     assert_nothing_smuggled_through(&f);
 }
 
-/// The project's HAProxy front, `scripts/haproxy/ledgerd.cfg` (added by
-/// issue 13): ready to run once that file is on the branch.
-#[test]
-#[ignore = "needs haproxy (apt-get install haproxy) and scripts/haproxy/ledgerd.cfg"]
+/// The project's HAProxy front, `scripts/haproxy/ledgerd.cfg`, which issue 13
+/// adds. Not a test yet: `.ci/run` runs the ignored tests, and this one
+/// fails while the file is missing. Once the file is on main, mark it
+/// `#[test]` and `#[ignore = "needs haproxy: apt-get install haproxy"]`.
+/// (It passed against issue 13's work-in-progress file.)
+#[allow(dead_code)]
 fn ambiguous_framing_gets_one_answer_through_scripts_haproxy_ledgerd_cfg() {
     let _one_at_a_time = common::one_at_a_time();
     let path: PathBuf = [env!("CARGO_MANIFEST_DIR"), "scripts/haproxy/ledgerd.cfg"]

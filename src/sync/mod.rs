@@ -11,8 +11,11 @@
 //! - [`upstream`]: the follower's source: another node over JSON-RPC.
 //! - [`verify`]: where a block, a commitment and a proof are verified.
 //! - [`progress`]: the counters shared with the server.
+//! - [`report`]: the few INFO lines an operator reads (caught up, fell
+//!   behind, a summary at most every 30 s); per-chunk progress is DEBUG.
 
 pub mod progress;
+pub mod report;
 pub mod source;
 pub mod upstream;
 pub mod verify;
@@ -21,12 +24,13 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use log::{error, info, warn};
+use log::{debug, error, info, warn};
 
 use crate::ledger::{Ledger, LedgerError, LedgerRead, LedgerWriter};
 use crate::stop::Stop;
 use crate::types::{DaSlot, SoftConfirmation, Status};
 use progress::Progress;
+use report::Reporter;
 use source::{DaSource, L2Source, SourceError};
 use verify::{Check, CommitmentVerdict, VerifyError};
 
@@ -130,6 +134,7 @@ pub struct Syncer<S: L2Source + DaSource> {
     config: SyncConfig,
     /// The last failure logged, so a repeated failure is logged once.
     last_failure: Option<String>,
+    report: Reporter,
 }
 
 impl<S: L2Source + DaSource + Send> Syncer<S> {
@@ -139,12 +144,14 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
         progress: Arc<Progress>,
         config: SyncConfig,
     ) -> Self {
+        let report = Reporter::new(&progress);
         Syncer {
             ledger,
             source,
             progress,
             config,
             last_failure: None,
+            report,
         }
     }
 
@@ -180,7 +187,9 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
     }
 
     fn step_or_wait(&mut self, stop: &Stop) -> Result<(), SyncError> {
-        if self.step(stop)? == StepReport::default() {
+        let report = self.step(stop)?;
+        self.report.after_step(&self.progress);
+        if report == StepReport::default() {
             stop.sleep(self.config.poll);
         }
         Ok(())
@@ -199,6 +208,7 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
                     if self.last_failure.take().is_some() {
                         info!("sync resumed");
                     }
+                    self.report.after_step(&self.progress);
                     backoff = Duration::ZERO;
                     if report == StepReport::default() && stop.sleep(self.config.poll) {
                         break;
@@ -424,7 +434,7 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
         let fetch = |source: &mut S, (from, to): (u64, u64)| source.slots(from, to);
         let result = fetch_ahead(source, ranges, stop, config.prefetch, fetch, &mut sink);
         if sink.total > 0 {
-            info!(
+            debug!(
                 "L1 scanned to {} of {da_head}",
                 progress.l1_synced.load(Relaxed)
             );
@@ -718,9 +728,7 @@ impl Sink<Fetched> for L2Sink<'_> {
             self.da_in_txn = 0;
         }
         self.stored_total += count;
-        if new_head / 10_000 != (new_head - count) / 10_000 || new_head == self.head {
-            info!("L2 synced to {new_head} of {}", self.head);
-        }
+        debug!("L2 synced to {new_head} of {}", self.head);
         Ok(())
     }
 }
