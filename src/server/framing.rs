@@ -138,25 +138,30 @@ pub fn check<'a>(
         if encodings == 1 && first.eq_ignore_ascii_case("chunked") {
             return Ok(Framing::Chunked);
         }
-        let what = if encodings == 1 {
-            format!("Transfer-Encoding {}", quote(first))
-        } else {
-            format!("{encodings} Transfer-Encoding headers")
-        };
         // Codings apply in order, the lines' too: only the last one tells
         // where the body ends (RFC 9112 6.3).
         let last = last_line.rsplit(',').next().unwrap_or("").trim();
         if !last.eq_ignore_ascii_case("chunked") {
+            let what = if encodings == 1 {
+                format!("Transfer-Encoding {} does", quote(first))
+            } else {
+                format!("the {encodings} Transfer-Encoding headers do")
+            };
             return Err(Refusal::bad(format!(
-                "{what} does not end with chunked, so the body length cannot be determined; \
-                 send Transfer-Encoding: chunked or Content-Length"
+                "{what} not end with chunked, so the body length cannot be determined; send \
+                 Transfer-Encoding: chunked or Content-Length"
             )));
         }
+        let what = if encodings == 1 {
+            format!("Transfer-Encoding {} is", quote(first))
+        } else {
+            format!("{encodings} Transfer-Encoding headers are")
+        };
         return Err(Refusal {
             status: 501,
             data: format!(
-                "{what} is not supported: the only transfer coding ledgerd accepts is a single \
-                 Transfer-Encoding: chunked (or send Content-Length)"
+                "{what} not supported: ledgerd decodes only one Transfer-Encoding: chunked; send \
+                 that or Content-Length"
             ),
         });
     }
