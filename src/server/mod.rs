@@ -605,7 +605,7 @@ impl Loop {
     fn on_request<H: Handler>(&mut self, handler: &mut H, mut rq: tiny_http::Request) {
         let started = Instant::now();
         let peer = rq.remote_addr().copied().unwrap_or(UNSPECIFIED);
-        if !self.closed.is_empty() && self.from_closed(peer) {
+        if !self.closed.is_empty() && self.is_after_close(peer) {
             self.discard(rq, peer);
             return;
         }
@@ -709,7 +709,7 @@ impl Loop {
     /// The closed one itself may no longer be found by its peer address (once
     /// the client has closed too, getpeername fails). Scans /proc/self/fd, so
     /// only for peers with an entry.
-    fn from_closed(&mut self, peer: SocketAddr) -> bool {
+    fn is_after_close(&mut self, peer: SocketAddr) -> bool {
         let Some(closed) = self.closed.get(&peer) else {
             return false;
         };
