@@ -8,6 +8,7 @@
 mod common;
 
 use std::io::{BufReader, Write};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -164,4 +165,86 @@ fn every_framing_seed_gets_over_a_socket_what_the_check_decides() {
         }
     }
     assert_normal_request_fast(node.addr, PREFILL);
+}
+
+/// A client socket bound to 127.0.0.1:`port` (SO_REUSEADDR) and connected
+/// to `to`, with the usual 5 s timeouts.
+fn connect_from(port: u16, to: SocketAddr) -> std::io::Result<std::net::TcpStream> {
+    use std::os::unix::io::FromRawFd;
+    let sockaddr = |port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(std::net::Ipv4Addr::LOCALHOST).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: plain socket calls on a fresh fd that the TcpStream then owns.
+    let stream = unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let stream = std::net::TcpStream::from_raw_fd(fd);
+        let one: libc::c_int = 1;
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_REUSEADDR,
+            &one as *const _ as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+        let me = sockaddr(port);
+        if libc::bind(fd, &me as *const _ as *const libc::sockaddr, len) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let them = sockaddr(to.port());
+        if libc::connect(fd, &them as *const _ as *const libc::sockaddr, len) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        stream
+    };
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
+    Ok(stream)
+}
+
+/// The loop drops requests that tiny_http parsed behind a refused one on the
+/// same connection. A new connection from the same address and port right
+/// after is another socket, and its requests are answered.
+#[test]
+fn a_new_connection_from_the_port_of_a_refused_one_is_served() {
+    let node = Ledgerd::start(&[]);
+    for round in 0..3 {
+        // A port of its own each round: the client closes the second
+        // connection first, so its port then waits in TIME_WAIT.
+        let port = common::free_port();
+        let mut s = connect_from(port, node.addr).expect("connect from the port");
+        s.write_all(&ambiguous(&["Content-Length: abc"], BODY.as_bytes()))
+            .unwrap();
+        let mut r = BufReader::new(s);
+        assert_eq!(read_answer(&mut r).expect("the refusal").status, 400);
+        let mut rest = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut r, &mut rest);
+        assert!(rest.is_empty(), "{:?}", String::from_utf8_lossy(&rest));
+        drop(r);
+        // At once, from the same port (the kernel may refuse it for a moment).
+        let end = Instant::now() + Duration::from_secs(5);
+        let mut s = loop {
+            match connect_from(port, node.addr) {
+                Ok(s) => break s,
+                Err(e) if Instant::now() < end => {
+                    eprintln!("round {round}: reconnect: {e}");
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(e) => panic!("cannot reconnect from port {port}: {e}"),
+            }
+        };
+        s.write_all(&common::post(BODY.as_bytes())).unwrap();
+        let a = read_answer(&mut BufReader::new(&mut s))
+            .unwrap_or_else(|e| panic!("round {round}: no answer on the new connection: {e}"));
+        assert_eq!(a.status, 200, "round {round}: {}", a.text());
+        assert_eq!(a.json()["result"], PREFILL, "round {round}");
+    }
 }

@@ -704,25 +704,48 @@ impl Loop {
     }
 
     /// Whether a request from `peer` comes from a connection the loop has
-    /// already closed after an answer (see [`Closed`]): yes unless `peer` now
-    /// has another socket (a new connection from the same address and port).
-    /// The closed one itself may no longer be found by its peer address (once
-    /// the client has closed too, getpeername fails). Scans /proc/self/fd, so
-    /// only for peers with an entry.
+    /// already closed after an answer (see [`Closed`]), so it is dropped.
+    /// Scans /proc/self/fd, so only for peers with an entry.
+    ///
+    /// Yes unless `peer` now has another socket: a new connection from the
+    /// same address and port (the closed socket itself may no longer be
+    /// found by its peer address: getpeername fails once the client has
+    /// closed too). While the closed socket also still exists, the request
+    /// may be either one's: it is handled, and the entry kept, so that no
+    /// socket of `peer` is closed by address meanwhile ([`Loop::which`]). A
+    /// request from the closed connection then gets an answer that cannot
+    /// be sent (its write side is shut).
     fn is_after_close(&mut self, peer: SocketAddr) -> bool {
         let Some(closed) = self.closed.get(&peer) else {
             return false;
         };
+        if closed.at.elapsed() >= CLOSED_KEEP {
+            self.closed.remove(&peer);
+            return false;
+        }
         let fresh = self
             .fds
             .sockets_of(self.server.local, peer)
             .iter()
             .any(|(_, ino)| !closed.inodes.contains(ino));
-        if fresh || closed.at.elapsed() >= CLOSED_KEEP {
-            self.closed.remove(&peer);
-            return false;
+        if !fresh {
+            return true;
         }
-        true
+        // (sockets_of has just rescanned the fd table.)
+        if !self.fds.has_any(&closed.inodes) {
+            self.closed.remove(&peer);
+        }
+        false
+    }
+
+    /// Which sockets of `peer` belong to a request being answered now: all
+    /// of them, except those of a connection already closed from the same
+    /// address (its entry in [`Loop::closed`]).
+    fn which(&self, peer: SocketAddr) -> socket::Which {
+        match self.closed.get(&peer) {
+            Some(c) => socket::Which::Except(c.inodes.clone()),
+            None => socket::Which::All,
+        }
     }
 
     /// Remembers that `peer`'s connection (these sockets) is being closed.
@@ -738,7 +761,16 @@ impl Loop {
                 self.closed.clear();
             }
         }
-        self.closed.insert(peer, Closed { at: now, inodes });
+        let entry = self.closed.entry(peer).or_insert(Closed {
+            at: now,
+            inodes: Vec::new(),
+        });
+        entry.at = now;
+        for ino in inodes {
+            if !entry.inodes.contains(&ino) {
+                entry.inodes.push(ino);
+            }
+        }
     }
 
     /// Drops a request that arrived on a connection already answered with
@@ -757,10 +789,15 @@ impl Loop {
             BodyKind::Ready | BodyKind::Lazy(None) => drop(rq.into_writer()),
             BodyKind::TooLarge(n) | BodyKind::Lazy(Some(n)) => {
                 // Dropping would make tiny_http drain `n` bytes: the reject
-                // path never does (its answer goes nowhere: the socket is shut).
+                // path never does (its answer goes nowhere: the socket is
+                // shut). It touches only the closed connection's sockets.
                 let pending = self.conn(peer).0.pending.clone();
                 let resp = json_error(400, "Bad request", "request after the last answer");
-                self.reject(rq, resp, n as u64, pending);
+                let only = match self.closed.get(&peer) {
+                    Some(c) => socket::Which::Only(c.inodes.clone()),
+                    None => socket::Which::Only(Vec::new()),
+                };
+                self.reject_which(rq, resp, n as u64, pending, only);
             }
         }
     }
@@ -928,9 +965,15 @@ impl Loop {
         };
         match outcome {
             Inline::Done | Inline::Failed => {
-                if close || matches!(outcome, Inline::Failed) {
+                // A failed write on a connection whose peer address also
+                // names one closed before (see `is_after_close`): nothing to
+                // close that is surely this request's.
+                let failed_after_close =
+                    !close && matches!(outcome, Inline::Failed) && self.closed.contains_key(&peer);
+                if (close || matches!(outcome, Inline::Failed)) && !failed_after_close {
                     // Found while `writer` still holds the socket open.
-                    let sockets = self.fds.hold_sockets_of(self.server.local, peer);
+                    let which = self.which(peer);
+                    let sockets = self.fds.hold_sockets_which(self.server.local, peer, &which);
                     // Shut before `writer` is released: whatever tiny_http
                     // writes next on this connection goes nowhere.
                     for s in &sockets {
@@ -948,13 +991,17 @@ impl Loop {
                 let close_tx = self.server.close_tx.clone();
                 let local = self.server.local;
                 // Held now, while the request surely holds the socket open.
+                let which = self.which(peer);
                 let held = if close {
-                    let sockets = self.fds.hold_sockets_of(local, peer);
+                    let sockets = self.fds.hold_sockets_which(local, peer, &which);
                     self.mark_closed(peer, sockets.iter().map(|s| s.inode()).collect());
                     Some(sockets)
                 } else {
                     None
                 };
+                // After a failed write, close by address only if the address
+                // names no connection closed before (see the inline case).
+                let close_on_failure = matches!(which, socket::Which::All);
                 let head = std::mem::replace(&mut self.out, Vec::with_capacity(2048));
                 let body = if send_body { resp.body } else { Vec::new() };
                 write::spawn_off_loop(OffLoop {
@@ -967,7 +1014,9 @@ impl Loop {
                     before_release: Box::new(move |ok| {
                         let sockets = match held {
                             Some(sockets) => sockets,
-                            None if !ok => socket::FdTable::default().hold_sockets_of(local, peer),
+                            None if !ok && close_on_failure => {
+                                socket::FdTable::default().hold_sockets_of(local, peer)
+                            }
                             None => return,
                         };
                         for s in &sockets {
@@ -997,15 +1046,38 @@ impl Loop {
         unread: u64,
         pending: Arc<AtomicU32>,
     ) {
+        let which = match rq.remote_addr() {
+            Some(peer) => self.which(*peer),
+            None => socket::Which::All,
+        };
+        self.reject_which(rq, resp, unread, pending, which);
+    }
+
+    /// [`Loop::reject`], touching only the sockets `which` allows.
+    fn reject_which(
+        &mut self,
+        rq: tiny_http::Request,
+        resp: HttpResponse,
+        unread: u64,
+        pending: Arc<AtomicU32>,
+        which: socket::Which,
+    ) {
         // The reject thread closes the connection; requests tiny_http
-        // parsed behind this one are dropped (found while `rq` holds it open).
+        // parsed behind this one are dropped. Its sockets are found now,
+        // while `rq` holds it open, and the thread acts on exactly those:
+        // by the time it closes them, the client may have closed too and a
+        // new connection come from the same address and port.
+        let mut which = which;
         if let Some(peer) = rq.remote_addr().copied() {
-            let inodes = self
+            let inodes: Vec<u64> = self
                 .fds
-                .sockets_of(self.server.local, peer)
+                .sockets_which(self.server.local, peer, &which)
                 .into_iter()
                 .map(|(_, ino)| ino)
                 .collect();
+            if !inodes.is_empty() {
+                which = socket::Which::Only(inodes.clone());
+            }
             self.mark_closed(peer, inodes);
         }
         pending.fetch_add(1, Ordering::AcqRel);
@@ -1017,6 +1089,7 @@ impl Loop {
                 body: resp.body,
                 unread,
                 local: self.server.local,
+                which,
                 pending,
                 stats: self.server.stats.clone(),
             },
