@@ -35,6 +35,8 @@
 //!   reach the client. tiny_http may already have parsed requests that were
 //!   pipelined behind the closing answer: the loop remembers the closed
 //!   socket (`Closed`) and drops such requests unanswered and unhandled.
+//!   While it does, the peer address may also name a new connection from
+//!   the same port, so closes pick sockets by inode (`socket::Which`).
 //! - **Counting** connections: a tracker thread rescans /proc/self/fd (at most
 //!   every 10 ms while requests arrive, else every 500 ms) and counts distinct
 //!   peers of sockets bound to our address.
