@@ -2,6 +2,7 @@
 # Measures how fast a follower catches up from an empty ledger.
 #
 #   scripts/catchup.sh [BLOCKS] [QUERIES_PER_SECOND]     (defaults: 200000, 200)
+#   CHAIN_ARGS="--kumquat-height 1000000" scripts/catchup.sh   (Genesis-era blocks)
 #
 # Builds release, prefills a devnet upstream with BLOCKS blocks (no new ones),
 # starts `ledgerd --upstream` on an empty data dir (default --sync-chunk 100)
@@ -14,6 +15,8 @@ set -euo pipefail
 
 BLOCKS=${1:-200000}
 RATE=${2:-200}
+# Chain-rule flags given to both the upstream and the follower.
+read -r -a CHAIN <<<"${CHAIN_ARGS:-}"
 cd "$(dirname "$0")/.."
 
 cargo build --release --quiet --bin ledgerd --example catchup_probe
@@ -44,7 +47,7 @@ start() {
 }
 
 t0=$(date +%s.%N)
-start upstream --dev --dev-prefill "$BLOCKS" --dev-block-ms 0 --data-dir "$WORK/upstream"
+start upstream --dev --dev-prefill "$BLOCKS" --dev-block-ms 0 --data-dir "$WORK/upstream" "${CHAIN[@]}"
 t1=$(date +%s.%N)
 UPSTREAM=$URL
 echo "upstream: $BLOCKS blocks prefilled, listening after $(echo "$t1 - $t0" | bc) s on $UPSTREAM"
@@ -54,7 +57,7 @@ cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/pro
 UPSTREAM_PID=${PIDS[0]}
 up_cpu0=$(cpu "$UPSTREAM_PID")
 
-start follower --upstream "$UPSTREAM" --data-dir "$WORK/follower"
+start follower --upstream "$UPSTREAM" --data-dir "$WORK/follower" "${CHAIN[@]}"
 FOLLOWER=$URL
 FOLLOWER_PID=${PIDS[1]}
 "$PROBE" "$FOLLOWER" "$UPSTREAM" "$RATE" 180

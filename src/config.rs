@@ -5,13 +5,14 @@
 //! and says what it takes.
 //!
 //! An optional first word picks the command ([`Command`]): `run` (the
-//! default), `serve-readonly`, `import`, `export`. `--config FILE` reads
+//! default), `serve-readonly`, `import`, `export`, `verify`. `--config FILE` reads
 //! `key = value` lines (a key per flag, the flag without `--`) before the
 //! command line, which overrides them; its errors name the file, line and key.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::chain::{ForkTable, Network};
 use crate::devnet::DevnetConfig;
 
 /// Everything `ledgerd` is told at start.
@@ -21,10 +22,16 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// `--dev`: run the embedded devnet as the chain source.
     pub dev: Option<DevnetConfig>,
-    /// `--upstream URL`: follow another node.
-    pub upstream: Option<String>,
+    /// `--upstream URL` (repeatable, or a comma list): follow another node;
+    /// the first is preferred, the others are fallbacks (`sync::upstreams`).
+    pub upstreams: Vec<String>,
     pub sync_chunk: u64,
+    /// `--sequencer-pubkey`: overrides the network's key.
     pub sequencer_pubkey: Option<[u8; 32]>,
+    /// `--network`: a public Citrea network's fork table and sequencer key.
+    pub network: Option<Network>,
+    /// `--kumquat-height`: overrides the network's Kumquat height.
+    pub kumquat_height: Option<u64>,
     pub max_range: u64,
     pub max_batch: usize,
     pub max_body: usize,
@@ -33,6 +40,9 @@ pub struct Config {
     /// `--health-max-lag-s`: `/health` answers 503 once the sync thread has
     /// stalled this long.
     pub health_max_lag: Duration,
+    /// `--health-max-behind`: `/health` answers 503 while a follower's L2
+    /// head is more than this many blocks below its upstreams' newest head.
+    pub health_max_behind: u64,
     /// `--cors-origin`: the one browser origin allowed to read answers (none: any).
     pub cors_origin: Option<String>,
     /// `serve-readonly`: open the ledger read-only and serve it, no chain source.
@@ -53,21 +63,53 @@ impl Default for Config {
             bind: "127.0.0.1:12346".to_string(),
             data_dir: PathBuf::from("./ledgerd-data"),
             dev: None,
-            upstream: None,
+            upstreams: Vec::new(),
             sync_chunk: 100,
             sequencer_pubkey: None,
+            network: None,
+            kumquat_height: None,
             max_range: 1000,
             max_batch: 50,
             max_body: 10 * 1024 * 1024,
             max_connections: 100,
             idle_timeout: Duration::from_secs(10),
             health_max_lag: Duration::from_secs(60),
+            health_max_behind: 100,
             cors_origin: None,
             read_only: false,
             reuse_port: false,
             body_timeout: Duration::from_secs(5),
             write_timeout: Duration::from_secs(10),
             max_requests_per_connection: 1000,
+        }
+    }
+}
+
+impl Config {
+    /// The fork table: `--kumquat-height`, else the network's, else Kumquat
+    /// from height 0.
+    pub fn forks(&self) -> ForkTable {
+        match (self.kumquat_height, self.network) {
+            (Some(h), _) => ForkTable::kumquat_from(h),
+            (None, Some(n)) => n.fork_table(),
+            (None, None) => ForkTable::KUMQUAT_ONLY,
+        }
+    }
+
+    /// The sequencer key blocks must carry: `--sequencer-pubkey`, else the
+    /// network's; `None`: the first block's key is pinned.
+    pub fn sequencer_key(&self) -> Option<[u8; 32]> {
+        self.sequencer_pubkey
+            .or_else(|| self.network.and_then(Network::sequencer_key))
+    }
+
+    /// Where [`Config::sequencer_key`] comes from, for messages: `testnet
+    /// key`, `--sequencer-pubkey key`, or `key of the first block`.
+    pub fn sequencer_key_name(&self) -> String {
+        match (self.sequencer_pubkey, self.network) {
+            (Some(_), _) => "--sequencer-pubkey key".to_string(),
+            (None, Some(n)) if n.sequencer_key().is_some() => format!("{n} key"),
+            _ => "key of the first block".to_string(),
         }
     }
 }
@@ -81,6 +123,8 @@ pub enum Command {
     Import(ImportArgs),
     /// `ledgerd export --from A --to B`.
     Export(ExportArgs),
+    /// `ledgerd verify FILE` (`-` is stdin).
+    Verify(VerifyArgs),
     Help,
     Version,
 }
@@ -93,6 +137,23 @@ pub struct ImportArgs {
     pub data_dir: PathBuf,
     /// Check records by the chain rules (false with `--no-verify`).
     pub verify: bool,
+    /// `--network` / `--kumquat-height`.
+    pub forks: ForkTable,
+    /// `--sequencer-pubkey`, else the network's key.
+    pub sequencer_pubkey: Option<[u8; 32]>,
+}
+
+/// `ledgerd verify [--network N | --kumquat-height H] [--sequencer-pubkey K] FILE`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifyArgs {
+    /// Soft confirmations as the RPC answers them; `-` reads stdin.
+    pub file: PathBuf,
+    /// `--network` / `--kumquat-height`.
+    pub forks: ForkTable,
+    /// `--sequencer-pubkey`, else the network's key; `None`: the first block's.
+    pub sequencer_key: Option<[u8; 32]>,
+    /// Where the key comes from, for the report (`testnet key`).
+    pub sequencer_key_name: String,
 }
 
 /// `ledgerd export [--from A] [--to B] [--data-dir DIR]`.
@@ -114,9 +175,12 @@ struct Extra {
     to: Option<u64>,
     /// Which flags were given (for "only applies to" errors).
     given: Vec<String>,
+    /// The upstreams so far came from the config file: the command line's
+    /// first `--upstream` replaces them instead of adding to them.
+    upstreams_from_file: bool,
 }
 
-const SUBCOMMANDS: [&str; 4] = ["run", "serve-readonly", "import", "export"];
+const SUBCOMMANDS: [&str; 5] = ["run", "serve-readonly", "import", "export", "verify"];
 
 /// Config-file keys that are switches (`key = true|false`); every other key takes a value.
 const SWITCHES: [&str; 3] = ["dev", "no-verify", "reuse-port"];
@@ -143,10 +207,14 @@ USAGE:
                                                       load a fixture (`-` reads stdin)
     ledgerd export [--from A] [--to B] [--data-dir DIR]
                                                       write heights A..=B as a fixture to stdout
+    ledgerd verify [--network N | --kumquat-height H] [--sequencer-pubkey HEX] FILE
+                                                      check soft confirmations (RPC answers;
+                                                      `-` reads stdin): hashes, signatures, links
 
 CHAIN SOURCE (one of):
     --dev                     run the embedded devnet (a simulated sequencer and DA chain)
-    --upstream URL            follow another node's L2 chain and DA view over JSON-RPC
+    --upstream URL            follow another node's L2 chain and DA view over JSON-RPC;
+                              give it again (or a comma list) for fallbacks, the first preferred
 
 DEVNET:
     --dev-prefill N           heights 1..=N exist before the server listens [default: 0]
@@ -156,7 +224,15 @@ DEVNET:
 
 FOLLOWER:
     --sync-chunk N            blocks per range request [default: 100]
-    --sequencer-pubkey HEX    the sequencer key blocks must carry [default: key of block 1]
+
+CHAIN RULES (run, import, verify):
+    --network NAME            testnet, devnet, mainnet or nightly: Citrea v0.6.2's Kumquat
+                              height and sequencer key for that network
+    --kumquat-height H        Genesis rules below L2 height H, Kumquat from H
+                              [default: the network's, else 0: Kumquat for every block]
+    --sequencer-pubkey HEX    the sequencer key blocks must carry
+                              [default: the network's, else the key of block 1]
+    A data dir keeps the fork table it was started with and refuses another.
 
 SERVER:
     --bind ADDR               address to listen on; port 0 takes a free port [default: 127.0.0.1:12346]
@@ -182,6 +258,8 @@ FIXTURES:
 
 OPERATIONS:
     --health-max-lag-s S      GET /health answers 503 once sync has stalled this long [default: 60]
+    --health-max-behind N     ... or while a follower's L2 head is more than N blocks behind its
+                              upstream's [default: 100]
     --cors-origin ORIGIN      only this browser origin may read answers [default: any (*)]
 
     -h, --help                print this help
@@ -228,6 +306,29 @@ fn cors_origin(value: &str) -> Result<Option<String>, ConfigError> {
              (scheme and host, no path), or * for any, not {value:?}"
         ))),
     }
+}
+
+/// Adds the URLs of one `--upstream` value (one URL, or a comma list) to `list`.
+fn upstream_urls(list: &mut Vec<String>, value: &str) -> Result<(), ConfigError> {
+    for url in value.split(',').map(str::trim) {
+        let host = url
+            .strip_prefix("http://")
+            .or_else(|| url.strip_prefix("https://"))
+            .unwrap_or("");
+        if host.is_empty() || host.starts_with('/') || host.contains(' ') {
+            return Err(ConfigError(format!(
+                "--upstream takes an http:// or https:// URL of a node's JSON-RPC \
+                 (several as a comma list, or the flag again), not {url:?}"
+            )));
+        }
+        if list.iter().any(|u| u == url) {
+            return Err(ConfigError(format!(
+                "--upstream {url} is given twice; each upstream once, the preferred first"
+            )));
+        }
+        list.push(url.to_string());
+    }
+    Ok(())
 }
 
 /// What the flags have set so far (the config file's, then the command line's).
@@ -348,6 +449,7 @@ fn apply_file(state: &mut State, path: &std::path::Path, text: &str) -> Result<(
         })?;
         state.extra.given.truncate(mark);
     }
+    state.extra.upstreams_from_file = !state.config.upstreams.is_empty();
     Ok(())
 }
 
@@ -397,7 +499,13 @@ fn parse_into<I: IntoIterator<Item = String>>(
                 dev.proof_bytes = number(&flag, &value(&flag)?)?;
                 dev_flags.push(flag);
             }
-            "--upstream" => config.upstream = Some(value(&flag)?),
+            "--upstream" => {
+                if extra.upstreams_from_file {
+                    config.upstreams.clear();
+                    extra.upstreams_from_file = false;
+                }
+                upstream_urls(&mut config.upstreams, &value(&flag)?)?;
+            }
             "--sync-chunk" => {
                 config.sync_chunk = number(&flag, &value(&flag)?)?;
                 if config.sync_chunk == 0 {
@@ -405,6 +513,14 @@ fn parse_into<I: IntoIterator<Item = String>>(
                 }
             }
             "--sequencer-pubkey" => config.sequencer_pubkey = Some(pubkey(&value(&flag)?)?),
+            "--network" => {
+                let name = value(&flag)?;
+                config.network = Some(
+                    name.parse()
+                        .map_err(|e| ConfigError(format!("--network: {e}")))?,
+                );
+            }
+            "--kumquat-height" => config.kumquat_height = Some(number(&flag, &value(&flag)?)?),
             "--bind" => config.bind = value(&flag)?,
             "--data-dir" => config.data_dir = PathBuf::from(value(&flag)?),
             "--max-range" => config.max_range = number(&flag, &value(&flag)?)?,
@@ -435,6 +551,7 @@ fn parse_into<I: IntoIterator<Item = String>>(
                 }
                 config.health_max_lag = Duration::from_secs(s);
             }
+            "--health-max-behind" => config.health_max_behind = number(&flag, &value(&flag)?)?,
             "--cors-origin" => config.cors_origin = cors_origin(&value(&flag)?)?,
             // Subcommands' flags (checked against the subcommand in `finish`).
             "--config" => {
@@ -458,11 +575,12 @@ fn parse_into<I: IntoIterator<Item = String>>(
             }
             other
                 if (other == "-" || !other.starts_with('-'))
-                    && extra.subcommand == Some("import") =>
+                    && matches!(extra.subcommand, Some("import" | "verify")) =>
             {
                 if extra.file.is_some() {
                     return Err(ConfigError(format!(
-                        "import takes one FILE; {other:?} is a second one"
+                        "{} takes one FILE; {other:?} is a second one",
+                        extra.subcommand.unwrap_or("import")
                     )));
                 }
                 extra.file = Some(PathBuf::from(other));
@@ -496,6 +614,7 @@ fn finish(state: State) -> Result<Command, ConfigError> {
     let allowed: &[&str] = match sub {
         "import" => &["--no-verify"],
         "export" => &["--from", "--to"],
+        "verify" => &[],
         _ => &["--reuse-port"],
     };
     if let Some(flag) = extra.given.iter().find(|f| !allowed.contains(&f.as_str())) {
@@ -511,9 +630,25 @@ fn finish(state: State) -> Result<Command, ConfigError> {
                 )
             })?;
             return Ok(Command::Import(ImportArgs {
+                forks: config.forks(),
+                sequencer_pubkey: config.sequencer_key(),
                 file,
                 data_dir: config.data_dir,
                 verify: !extra.no_verify,
+            }));
+        }
+        "verify" => {
+            let file = extra.file.ok_or_else(|| {
+                ConfigError(
+                    "verify needs a FILE of soft confirmations as the RPC answers them (`-` reads stdin)"
+                        .into(),
+                )
+            })?;
+            return Ok(Command::Verify(VerifyArgs {
+                file,
+                forks: config.forks(),
+                sequencer_key: config.sequencer_key(),
+                sequencer_key_name: config.sequencer_key_name(),
             }));
         }
         "export" => {
@@ -532,7 +667,7 @@ fn finish(state: State) -> Result<Command, ConfigError> {
             }));
         }
         "serve-readonly" => {
-            if dev_on || config.upstream.is_some() {
+            if dev_on || !config.upstreams.is_empty() {
                 return Err(ConfigError(
                     "serve-readonly has no chain source: it serves the ledger another ledgerd writes; drop --dev / --upstream".into(),
                 ));
@@ -541,10 +676,18 @@ fn finish(state: State) -> Result<Command, ConfigError> {
         }
         _ => {}
     }
-    if dev_on && config.upstream.is_some() {
+    if dev_on && !config.upstreams.is_empty() {
         return Err(ConfigError(
             "--dev and --upstream are two chain sources: choose one".into(),
         ));
+    }
+    if dev_on {
+        if let Some(n) = config.network {
+            return Err(ConfigError(format!(
+                "--network {n} names a public Citrea network, whose sequencer key the devnet does not hold: \
+                 give the devnet a fork height with --kumquat-height H instead"
+            )));
+        }
     }
     if !dev_on {
         if let Some(flag) = dev_flags.first() {
@@ -623,6 +766,50 @@ mod tests {
         assert!(e.0.contains("--frobnicate"), "{e}");
         let e = run(&["--dev", "--upstream", "http://x"]).unwrap_err();
         assert!(e.0.contains("choose one"), "{e}");
+    }
+
+    #[test]
+    fn upstreams_are_listed_in_order_by_repeating_the_flag_or_a_comma_list() {
+        let c = run(&[
+            "--upstream",
+            "http://a:1",
+            "--upstream=http://b:2, https://c:3",
+        ])
+        .unwrap();
+        assert_eq!(c.upstreams, ["http://a:1", "http://b:2", "https://c:3"]);
+        assert!(run(&[]).unwrap().upstreams.is_empty());
+        let e = run(&["--upstream", "a:1"]).unwrap_err();
+        assert!(e.0.contains("http:// or https:// URL"), "{e}");
+        let e = run(&["--upstream", "http://a:1,"]).unwrap_err();
+        assert!(e.0.contains("not \"\""), "{e}");
+        let e = run(&["--upstream", "http://a:1", "--upstream", "http://a:1"]).unwrap_err();
+        assert!(e.0.contains("given twice"), "{e}");
+    }
+
+    #[test]
+    fn the_command_lines_upstreams_replace_the_config_files() {
+        let text = "upstream = http://a:1\nupstream = http://b:2\n";
+        let c = run_with_file(text, &[]).unwrap();
+        assert_eq!(c.upstreams, ["http://a:1", "http://b:2"]);
+        let c = run_with_file(
+            text,
+            &["--upstream", "http://c:3", "--upstream", "http://a:1"],
+        )
+        .unwrap();
+        assert_eq!(c.upstreams, ["http://c:3", "http://a:1"]);
+    }
+
+    #[test]
+    fn health_max_behind_defaults_to_100_blocks() {
+        assert_eq!(run(&[]).unwrap().health_max_behind, 100);
+        assert_eq!(
+            run(&["--health-max-behind", "7"])
+                .unwrap()
+                .health_max_behind,
+            7
+        );
+        let e = run(&["--health-max-behind", "x"]).unwrap_err();
+        assert!(e.0.contains("--health-max-behind"), "{e}");
     }
 
     fn with_file(sub: Option<&str>, text: &str, args: &[&str]) -> Result<Command, ConfigError> {
@@ -704,6 +891,7 @@ mod tests {
             "sequencer-pubkey" => {
                 "92c5f7b9205a71b792b99c372c49d4d5256bb0d4a6db095520586d4330a15503"
             }
+            "network" => "testnet",
             "cors-origin" => "http://127.0.0.1:8080",
             f if SWITCHES.contains(&f) => "true",
             _ => "5",
@@ -739,6 +927,75 @@ mod tests {
             let parsed = with_file(sub, &text, args);
             assert!(parsed.is_ok(), "{flag}: {parsed:?}");
         }
+    }
+
+    #[test]
+    fn network_and_kumquat_height_make_the_fork_table_and_the_key() {
+        let c = run(&[]).unwrap();
+        assert_eq!(c.forks(), ForkTable::KUMQUAT_ONLY);
+        assert_eq!(c.sequencer_key(), None);
+        assert_eq!(c.sequencer_key_name(), "key of the first block");
+        let c = run(&["--upstream", "http://x", "--network", "testnet"]).unwrap();
+        assert_eq!(c.forks(), ForkTable::kumquat_from(5_546_000));
+        assert_eq!(c.sequencer_key(), Network::Testnet.sequencer_key());
+        assert_eq!(c.sequencer_key_name(), "testnet key");
+        // --kumquat-height and --sequencer-pubkey override the network's.
+        let key = "92c5f7b9205a71b792b99c372c49d4d5256bb0d4a6db095520586d4330a15503";
+        let c = run(&[
+            "--network=devnet",
+            "--kumquat-height",
+            "7",
+            "--sequencer-pubkey",
+            key,
+        ])
+        .unwrap();
+        assert_eq!(c.forks(), ForkTable::kumquat_from(7));
+        assert_eq!(c.sequencer_key().map(hex::encode).as_deref(), Some(key));
+        assert_eq!(c.sequencer_key_name(), "--sequencer-pubkey key");
+        // Mainnet: Kumquat from 0, and no key in v0.6.2: the first block's.
+        let c = run(&["--network", "mainnet"]).unwrap();
+        assert_eq!(
+            (c.forks(), c.sequencer_key()),
+            (ForkTable::KUMQUAT_ONLY, None)
+        );
+        let c = run(&["--dev", "--kumquat-height", "50"]).unwrap();
+        assert_eq!(c.forks().fork_at(49), crate::chain::Fork::Genesis);
+        let e = run(&["--network", "signet"]).unwrap_err();
+        assert!(e.0.contains("--network: unknown network \"signet\""), "{e}");
+        let e = run(&["--dev", "--network", "testnet"]).unwrap_err();
+        assert!(e.0.contains("--kumquat-height"), "{e}");
+        let e = run(&["--kumquat-height", "x"]).unwrap_err();
+        assert!(e.0.contains("--kumquat-height takes"), "{e}");
+    }
+
+    #[test]
+    fn import_and_verify_take_the_chain_rule_flags() {
+        let Command::Import(i) =
+            parse(["import", "f.jsonl", "--network", "testnet"].map(String::from)).unwrap()
+        else {
+            panic!("not an import")
+        };
+        assert_eq!(i.forks, ForkTable::kumquat_from(5_546_000));
+        assert_eq!(i.sequencer_pubkey, Network::Testnet.sequencer_key());
+        let Command::Verify(v) =
+            parse(["verify", "--kumquat-height", "3", "-"].map(String::from)).unwrap()
+        else {
+            panic!("not a verify")
+        };
+        assert_eq!(v.file, PathBuf::from("-"));
+        assert_eq!(
+            (v.forks, v.sequencer_key),
+            (ForkTable::kumquat_from(3), None)
+        );
+        let e = parse(["verify"].map(String::from)).unwrap_err();
+        assert!(e.0.contains("verify needs a FILE"), "{e}");
+        let e = parse(["verify", "a", "b"].map(String::from)).unwrap_err();
+        assert!(e.0.contains("verify takes one FILE"), "{e}");
+        let e = parse(["verify", "-", "--no-verify"].map(String::from)).unwrap_err();
+        assert!(
+            e.0.contains("--no-verify does not apply to `ledgerd verify`"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -8,14 +8,14 @@
 //!
 //! Two configurations: a minimal one written here, and the project's own
 //! `scripts/haproxy/ledgerd.cfg` as it is (listen and server addresses moved
-//! to loopback ports; see the last function for when it runs). They need
-//! haproxy, so they are `#[ignore]`d: `.ci/install` installs it from Debian's
-//! packages and `.ci/run` runs them with `--ignored`.
+//! to loopback ports). They need haproxy, so they are `#[ignore]`d:
+//! `.ci/install` installs it from Debian's packages and `.ci/run` runs them
+//! with `--ignored`.
 
 mod common;
 
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -24,6 +24,8 @@ use common::smuggling::{cases, one_answer_then_closed, smuggled_handled, SMUGGLE
 use common::{assert_normal_request_fast, free_port, Ledgerd, PREFILL};
 
 const HAPROXY: &str = "/usr/sbin/haproxy";
+
+const CFG: &str = include_str!("../scripts/haproxy/ledgerd.cfg");
 
 /// The least HAProxy setup: one frontend, one backend, default framing rules.
 const MINIMAL: &str = "\
@@ -195,19 +197,12 @@ fn ambiguous_framing_gets_one_answer_through_a_minimal_haproxy() {
     assert_nothing_smuggled_through(&f);
 }
 
-/// The project's HAProxy front, `scripts/haproxy/ledgerd.cfg`, which issue 13
-/// adds. Not a test yet: `.ci/run` runs the ignored tests, and this one
-/// fails while the file is missing. Once the file is on main, mark it
-/// `#[test]` and `#[ignore = "needs haproxy: apt-get install haproxy"]`.
-/// (It passed against issue 13's work-in-progress file.)
-#[allow(dead_code)]
+/// The project's HAProxy front, `scripts/haproxy/ledgerd.cfg`, as it is
+/// (its three `server` lines all pointed at the one node).
+#[test]
+#[ignore = "needs haproxy: apt-get install haproxy"]
 fn ambiguous_framing_gets_one_answer_through_scripts_haproxy_ledgerd_cfg() {
     let _one_at_a_time = common::one_at_a_time();
-    let path: PathBuf = [env!("CARGO_MANIFEST_DIR"), "scripts/haproxy/ledgerd.cfg"]
-        .iter()
-        .collect();
-    let cfg = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (the HAProxy front of issue 13)", path.display()));
-    let f = start(&cfg);
+    let f = start(CFG);
     assert_nothing_smuggled_through(&f);
 }

@@ -9,6 +9,7 @@
 //!
 //! - [`source`]: the chain-source traits (devnet, upstream).
 //! - [`upstream`]: the follower's source: another node over JSON-RPC.
+//! - [`upstreams`]: failover over several upstreams (which one is asked).
 //! - [`verify`]: where a block, a commitment and a proof are verified.
 //! - [`progress`]: the counters shared with the server.
 //! - [`report`]: the few INFO lines an operator reads (caught up, fell
@@ -18,6 +19,7 @@ pub mod progress;
 pub mod report;
 pub mod source;
 pub mod upstream;
+pub mod upstreams;
 pub mod verify;
 
 use std::sync::atomic::Ordering::Relaxed;
@@ -26,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use log::{debug, error, info, warn};
 
+use crate::chain::ForkTable;
 use crate::ledger::{Ledger, LedgerError, LedgerRead, LedgerWriter};
 use crate::stop::Stop;
 use crate::types::{DaSlot, SoftConfirmation, Status};
@@ -48,6 +51,8 @@ pub struct SyncConfig {
     /// The sequencer key blocks must carry (`--sequencer-pubkey`); else the
     /// key of the first block, pinned in the ledger.
     pub sequencer_pubkey: Option<[u8; 32]>,
+    /// Which fork's rules verify which height (`--network`, `--kumquat-height`).
+    pub forks: ForkTable,
     /// Longest back-off after repeated failures.
     pub max_backoff: Duration,
     /// Answers fetched ahead of the one being verified and written (0: no
@@ -67,6 +72,7 @@ impl Default for SyncConfig {
             slots_per_fetch: 16,
             poll: Duration::from_millis(200),
             sequencer_pubkey: None,
+            forks: ForkTable::default(),
             max_backoff: Duration::from_secs(5),
             prefetch: 4,
             commit_blocks: 2000,
@@ -235,7 +241,8 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
                 self.progress.upstream_errors.fetch_add(1, Relaxed);
                 self.progress.source_reachable.store(false, Relaxed);
             }
-            SyncError::Verify(VerifyError::Failed { check, .. }) => {
+            SyncError::Verify(failed @ VerifyError::Failed { check, .. }) => {
+                self.source.rejected(&failed.to_string());
                 let counter = match check {
                     Check::PrevHash | Check::Height => &counters.prev_hash,
                     Check::Hash => &counters.hash,
@@ -327,6 +334,7 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
             head,
             below,
             key: pinned,
+            forks: config.forks,
             key_stored: pinned.is_some() && config.sequencer_pubkey.is_none(),
             commit_blocks: config.commit_blocks,
             commit_every: config.commit_every,
@@ -633,6 +641,8 @@ struct L2Sink<'a> {
     below: (u64, crate::types::Hash),
     /// The sequencer key, once known.
     key: Option<[u8; 32]>,
+    /// Which fork's rules verify which height.
+    forks: ForkTable,
     /// Whether the key is pinned in the ledger already.
     key_stored: bool,
     commit_blocks: u64,
@@ -676,7 +686,7 @@ impl Sink<Fetched> for L2Sink<'_> {
             return Ok(Flow::Stop);
         };
         let key = *self.key.get_or_insert(first.pub_key);
-        let (good, failure) = verify::verify_blocks(&blocks, self.below, &key);
+        let (good, failure) = verify::verify_blocks(&blocks, self.below, &key, &self.forks);
         if good > 0 {
             if self.txn.is_none() {
                 self.txn = Some((self.ledger.writer()?, 0, Instant::now()));

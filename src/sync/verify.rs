@@ -1,11 +1,14 @@
 //! Where the sync thread verifies a block, a commitment and a proof, by the
-//! contract's chain rules, before anything is written.
+//! chain rules of each block's fork ([`crate::chain`]), before anything is
+//! written.
 //!
 //! Each check has a name ([`Check`]) so a failure can be logged, counted in
 //! `/metrics` and explained: "soft confirmation 17: prevHash does not link
 //! to the stored hash of 16".
 
-use crate::chain::{first_bad_signature, merkle_root, soft_confirmation_hash, verify_signature};
+use crate::chain::{
+    block_hash, first_bad_signature, merkle_root, signed_message, verify_block_signature, ForkTable,
+};
 use crate::ledger::{LedgerError, LedgerRead};
 use crate::types::{Hash, SequencerCommitment, SoftConfirmation, VerifiedBatchProof, ZERO_HASH};
 
@@ -78,28 +81,39 @@ impl From<LedgerError> for VerifyError {
     }
 }
 
-/// Checks one block on its own: the hash recomputes, the key is the
-/// sequencer's, the signature verifies. (The link to the block below is
-/// checked in order by [`verify_link`].)
-pub fn verify_block_alone(sc: &SoftConfirmation, sequencer: &[u8; 32]) -> Result<(), VerifyError> {
-    verify_hash_and_key(sc, sequencer)?;
-    verify_signature(&sc.pub_key, &sc.hash, &sc.signature).map_err(|e| {
+/// Checks one block on its own by its fork's rules: the hash recomputes,
+/// the key is the sequencer's, the signature verifies. (The link to the
+/// block below is checked in order by [`verify_link`].)
+pub fn verify_block_alone(
+    sc: &SoftConfirmation,
+    sequencer: &[u8; 32],
+    forks: &ForkTable,
+) -> Result<(), VerifyError> {
+    verify_hash_and_key(sc, sequencer, forks)?;
+    let fork = forks.fork_at(sc.l2_height);
+    verify_block_signature(sc, fork, sequencer).map_err(|e| {
         VerifyError::failed(
             Check::Signature,
-            format!("soft confirmation {}: {e}", sc.l2_height),
+            format!("soft confirmation {} ({fork} rules): {e}", sc.l2_height),
         )
     })
 }
 
-/// The hash recomputes from the fields and the key is the sequencer's (the
-/// signature is checked by the caller: one by one, or batched).
-fn verify_hash_and_key(sc: &SoftConfirmation, sequencer: &[u8; 32]) -> Result<(), VerifyError> {
+/// The hash recomputes from the fields by the block's fork's rules and the
+/// key is the sequencer's (the signature is checked by the caller: one by
+/// one, or batched).
+fn verify_hash_and_key(
+    sc: &SoftConfirmation,
+    sequencer: &[u8; 32],
+    forks: &ForkTable,
+) -> Result<(), VerifyError> {
     let h = sc.l2_height;
-    if soft_confirmation_hash(sc) != sc.hash {
+    let fork = forks.fork_at(h);
+    if block_hash(sc, fork) != sc.hash {
         return Err(VerifyError::failed(
             Check::Hash,
             format!(
-                "soft confirmation {h}: hash {} does not recompute from its fields",
+                "soft confirmation {h}: hash {} does not recompute from its fields by the {fork} rules",
                 hex::encode(sc.hash)
             ),
         ));
@@ -145,9 +159,10 @@ pub fn verify_link(sc: &SoftConfirmation, below: (u64, Hash)) -> Result<(), Veri
     Ok(())
 }
 
-/// Verifies `blocks` on top of `below` = (height, hash) of the stored head.
-/// Returns how many leading blocks verified, and the first failure if any:
-/// the caller stores the verified prefix and never skips past the failure.
+/// Verifies `blocks` on top of `below` = (height, hash) of the stored head,
+/// each by the rules of its fork in `forks`. Returns how many leading blocks
+/// verified, and the first failure if any: the caller stores the verified
+/// prefix and never skips past the failure.
 ///
 /// Heights, links, hashes and keys are checked in order; then the
 /// signatures of the blocks that passed are batch-verified, on both cores
@@ -156,13 +171,15 @@ pub fn verify_blocks(
     blocks: &[SoftConfirmation],
     below: (u64, Hash),
     sequencer: &[u8; 32],
+    forks: &ForkTable,
 ) -> (usize, Option<VerifyError>) {
     const PARALLEL_MIN: usize = 64;
     let mut failure = None;
     let mut limit = blocks.len();
     let mut below = below;
     for (i, sc) in blocks.iter().enumerate() {
-        let checked = verify_link(sc, below).and_then(|_| verify_hash_and_key(sc, sequencer));
+        let checked =
+            verify_link(sc, below).and_then(|_| verify_hash_and_key(sc, sequencer, forks));
         if let Err(e) = checked {
             failure = Some(e);
             limit = i;
@@ -171,9 +188,14 @@ pub fn verify_blocks(
         below = (sc.l2_height, sc.hash);
     }
     let first_bad = |part: &[SoftConfirmation]| {
+        let messages: Vec<_> = part
+            .iter()
+            .map(|sc| signed_message(sc, forks.fork_at(sc.l2_height)))
+            .collect();
         let items: Vec<_> = part
             .iter()
-            .map(|sc| (&sc.pub_key, &sc.hash, &sc.signature))
+            .zip(&messages)
+            .map(|(sc, m)| (&sc.pub_key, m.as_ref(), &sc.signature))
             .collect();
         first_bad_signature(&items)
     };
@@ -194,7 +216,8 @@ pub fn verify_blocks(
     match bad {
         Some(i) => {
             let sc = &blocks[i];
-            let e = verify_signature(&sc.pub_key, &sc.hash, &sc.signature)
+            let fork = forks.fork_at(sc.l2_height);
+            let e = verify_block_signature(sc, fork, &sc.pub_key)
                 .err()
                 .map(|e| e.to_string())
                 .unwrap_or_else(|| "signature batch verification failed".to_string());
@@ -202,7 +225,7 @@ pub fn verify_blocks(
                 i,
                 Some(VerifyError::failed(
                     Check::Signature,
-                    format!("soft confirmation {}: {e}", sc.l2_height),
+                    format!("soft confirmation {} ({fork} rules): {e}", sc.l2_height),
                 )),
             )
         }

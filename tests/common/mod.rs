@@ -3,13 +3,15 @@
 //! 127.0.0.1 port 0 ([`process`]), a raw HTTP/1.1 client on plain sockets
 //! that can misbehave on purpose ([`http`]), JSON-RPC calls and the checks
 //! many tests share ([`rpc`]), and the socket-less bytes -> answer path the
-//! fuzzer shares ([`rpc_check`]).
+//! fuzzer shares ([`rpc_check`]); a proxy that holds an upstream's
+//! blocks back ([`proxy`]).
 #![allow(dead_code)] // each test file uses a different part
 #![allow(unused_imports)]
 
 pub mod framing_check;
 pub mod http;
 pub mod process;
+pub mod proxy;
 pub mod rpc;
 pub mod rpc_check;
 pub mod smuggling;
