@@ -8,11 +8,13 @@
 #![allow(dead_code)] // each test file uses a different part
 #![allow(unused_imports)]
 
+pub mod framing_check;
 pub mod http;
 pub mod process;
 pub mod proxy;
 pub mod rpc;
 pub mod rpc_check;
+pub mod smuggling;
 
 pub use http::{connect, exchange, post, read_answer, rpc, Answer};
 pub use process::{
