@@ -24,8 +24,15 @@ pub struct Config {
     /// `--upstream URL`: follow another node.
     pub upstream: Option<String>,
     pub sync_chunk: u64,
+    /// `--sync-concurrency`: range requests a follower keeps in flight.
+    pub sync_concurrency: usize,
+    /// `--allow-missing-tx-bodies`: accept blocks whose bodies the upstream withheld.
+    pub allow_missing_tx_bodies: bool,
     pub sequencer_pubkey: Option<[u8; 32]>,
-    pub max_range: u64,
+    /// `--wire`: the answer shapes served.
+    pub wire: Wire,
+    /// `--max-range`; `None`: the wire's default (1000 seed, 20 citrea).
+    pub max_range: Option<u64>,
     pub max_batch: usize,
     pub max_body: usize,
     pub max_connections: usize,
@@ -55,8 +62,11 @@ impl Default for Config {
             dev: None,
             upstream: None,
             sync_chunk: 100,
+            sync_concurrency: 8,
+            allow_missing_tx_bodies: false,
             sequencer_pubkey: None,
-            max_range: 1000,
+            wire: Wire::Seed,
+            max_range: None,
             max_batch: 50,
             max_body: 10 * 1024 * 1024,
             max_connections: 100,
@@ -69,6 +79,35 @@ impl Default for Config {
             write_timeout: Duration::from_secs(10),
             max_requests_per_connection: 1000,
         }
+    }
+}
+
+/// Which answer shapes the server writes (`--wire`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Wire {
+    /// The spec's shapes (the default).
+    #[default]
+    Seed,
+    /// A Citrea v0.6 node's: lowercase statuses, method 11 an array without
+    /// height, method 12 with height outside, ranges of at most 20 blocks.
+    Citrea,
+}
+
+impl Wire {
+    /// The longest range served when `--max-range` is not given.
+    pub fn default_max_range(self) -> u64 {
+        match self {
+            Wire::Seed => 1000,
+            Wire::Citrea => 20,
+        }
+    }
+}
+
+impl Config {
+    /// The longest `ledger_getSoftConfirmationRange` served.
+    pub fn max_range(&self) -> u64 {
+        self.max_range
+            .unwrap_or_else(|| self.wire.default_max_range())
     }
 }
 
@@ -119,7 +158,7 @@ struct Extra {
 const SUBCOMMANDS: [&str; 4] = ["run", "serve-readonly", "import", "export"];
 
 /// Config-file keys that are switches (`key = true|false`); every other key takes a value.
-const SWITCHES: [&str; 3] = ["dev", "no-verify", "reuse-port"];
+const SWITCHES: [&str; 4] = ["dev", "no-verify", "reuse-port", "allow-missing-tx-bodies"];
 
 /// A command line that cannot be run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,13 +194,17 @@ DEVNET:
     --dev-proof-bytes N       bytes of each batch proof [default: 2048]
 
 FOLLOWER:
-    --sync-chunk N            blocks per range request [default: 100]
+    --sync-chunk N            blocks per range request (cut to the upstream's limit) [default: 100]
+    --sync-concurrency N      range requests kept in flight at once [default: 8]
     --sequencer-pubkey HEX    the sequencer key blocks must carry [default: key of block 1]
+    --allow-missing-tx-bodies accept blocks an upstream answers without their transactions
+                              (Citrea's include_tx_body = false) on the sequencer's signature
 
 SERVER:
     --bind ADDR               address to listen on; port 0 takes a free port [default: 127.0.0.1:12346]
     --data-dir DIR            where the LMDB ledger lives [default: ./ledgerd-data]
-    --max-range N             longest ledger_getSoftConfirmationRange [default: 1000]
+    --wire seed|citrea        answer shapes: the spec's, or a Citrea v0.6 node's [default: seed]
+    --max-range N             longest ledger_getSoftConfirmationRange [default: 1000; 20 with --wire citrea]
     --max-batch N             most calls in one batch request [default: 50]
     --max-body BYTES          largest request body [default: 10485760]
     --max-connections N       open connections at once; more get 503 [default: 100]
@@ -404,10 +447,32 @@ fn parse_into<I: IntoIterator<Item = String>>(
                     return Err(ConfigError("--sync-chunk must be at least 1".into()));
                 }
             }
+            "--sync-concurrency" => {
+                config.sync_concurrency = number(&flag, &value(&flag)?)?;
+                if config.sync_concurrency == 0 || config.sync_concurrency > 64 {
+                    return Err(ConfigError(
+                        "--sync-concurrency takes 1 to 64 (range requests in flight at once)"
+                            .into(),
+                    ));
+                }
+            }
+            "--allow-missing-tx-bodies" => config.allow_missing_tx_bodies = true,
+            "--wire" => {
+                config.wire = match value(&flag)?.as_str() {
+                    "seed" => Wire::Seed,
+                    "citrea" => Wire::Citrea,
+                    other => {
+                        return Err(ConfigError(format!(
+                            "--wire takes seed (the spec's answer shapes) or citrea (a Citrea \
+                             v0.6 node's), not {other:?}"
+                        )))
+                    }
+                }
+            }
             "--sequencer-pubkey" => config.sequencer_pubkey = Some(pubkey(&value(&flag)?)?),
             "--bind" => config.bind = value(&flag)?,
             "--data-dir" => config.data_dir = PathBuf::from(value(&flag)?),
-            "--max-range" => config.max_range = number(&flag, &value(&flag)?)?,
+            "--max-range" => config.max_range = Some(number(&flag, &value(&flag)?)?),
             "--max-batch" => config.max_batch = number(&flag, &value(&flag)?)?,
             "--max-body" => config.max_body = number(&flag, &value(&flag)?)?,
             "--max-connections" => config.max_connections = number(&flag, &value(&flag)?)?,
@@ -573,7 +638,12 @@ mod tests {
         let c = run(&[]).unwrap();
         assert_eq!(c.bind, "127.0.0.1:12346");
         assert_eq!(c.data_dir, PathBuf::from("./ledgerd-data"));
-        assert_eq!((c.max_range, c.max_batch, c.max_body), (1000, 50, 10 << 20));
+        assert_eq!(
+            (c.max_range(), c.max_batch, c.max_body),
+            (1000, 50, 10 << 20)
+        );
+        assert_eq!((c.wire, c.sync_concurrency), (Wire::Seed, 8));
+        assert!(!c.allow_missing_tx_bodies);
         assert!(c.dev.is_none());
     }
 
@@ -614,6 +684,27 @@ mod tests {
     }
 
     #[test]
+    fn wire_citrea_serves_20_block_ranges_unless_max_range_says_otherwise() {
+        let c = run(&["--wire", "citrea"]).unwrap();
+        assert_eq!((c.wire, c.max_range()), (Wire::Citrea, 20));
+        let c = run(&["--wire=citrea", "--max-range", "50"]).unwrap();
+        assert_eq!(c.max_range(), 50);
+        let e = run(&["--wire", "json"]).unwrap_err();
+        assert!(e.0.contains("--wire takes seed"), "{e}");
+        let c = run(&[
+            "--upstream",
+            "http://x",
+            "--sync-concurrency",
+            "3",
+            "--allow-missing-tx-bodies",
+        ])
+        .unwrap();
+        assert_eq!((c.sync_concurrency, c.allow_missing_tx_bodies), (3, true));
+        let e = run(&["--sync-concurrency", "0"]).unwrap_err();
+        assert!(e.0.contains("1 to 64"), "{e}");
+    }
+
+    #[test]
     fn bad_values_name_the_flag() {
         let e = run(&["--max-range", "-1"]).unwrap_err();
         assert!(e.0.contains("--max-range"), "{e}");
@@ -648,11 +739,11 @@ mod tests {
         let text = "# ledgerd\n\nbind = 0.0.0.0:9000\nmax-range = \"7\"\ndev = true\ndev-seed=3\nreuse-port = true\n";
         let c = run_with_file(text, &[]).unwrap();
         assert_eq!(c.bind, "0.0.0.0:9000");
-        assert_eq!(c.max_range, 7);
+        assert_eq!(c.max_range(), 7);
         assert_eq!(c.dev.as_ref().unwrap().seed, 3);
         assert!(c.reuse_port);
         let c = run_with_file(text, &["--max-range", "9", "--bind=127.0.0.1:0"]).unwrap();
-        assert_eq!((c.bind.as_str(), c.max_range), ("127.0.0.1:0", 9));
+        assert_eq!((c.bind.as_str(), c.max_range()), ("127.0.0.1:0", 9));
         assert_eq!(
             c.dev.unwrap().seed,
             3,
@@ -705,6 +796,7 @@ mod tests {
                 "92c5f7b9205a71b792b99c372c49d4d5256bb0d4a6db095520586d4330a15503"
             }
             "cors-origin" => "http://127.0.0.1:8080",
+            "wire" => "citrea",
             f if SWITCHES.contains(&f) => "true",
             _ => "5",
         }

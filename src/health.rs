@@ -15,8 +15,12 @@
 //!
 //! ```text
 //! {"status":"ok","l2Head":200,"l2SourceHead":200,"l1Scanned":1099,"l1SourceHead":1099,
-//!  "secondsSinceLastBlock":0.4,"syncing":false,"source":"devnet","sourceReachable":true}
+//!  "secondsSinceLastBlock":0.4,"blocksWithoutBodies":0,"syncing":false,"source":"devnet",
+//!  "sourceReachable":true}
 //! ```
+//!
+//! `blocksWithoutBodies` counts the stored blocks that were accepted without
+//! their transaction bodies (`--allow-missing-tx-bodies`; always 0 without it).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -44,6 +48,14 @@ impl SourceKind {
             SourceKind::None => "none",
         }
     }
+}
+
+/// Appends `,"name":v` to a JSON object being written.
+fn num_after(body: &mut Vec<u8>, name: &str, v: u64) {
+    body.extend_from_slice(b",\"");
+    body.extend_from_slice(name.as_bytes());
+    body.extend_from_slice(b"\":");
+    crate::json::write_u64(body, v);
 }
 
 /// The health check: reads the ledger and the sync progress on each call.
@@ -159,6 +171,11 @@ impl Health {
             let ms = now.saturating_sub(last_block);
             body.extend_from_slice(format!("{}.{:03}", ms / 1000, ms % 1000).as_bytes());
         }
+        num_after(
+            &mut body,
+            "blocksWithoutBodies",
+            p.blocks_without_bodies.load(Relaxed),
+        );
         body.extend_from_slice(b",\"syncing\":");
         body.extend_from_slice(if syncing { b"true" } else { b"false" });
         body.extend_from_slice(b",\"source\":\"");

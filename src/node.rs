@@ -20,6 +20,7 @@ use crate::server::{Server, ServerConfig, ServerError, Stopper};
 use crate::stop::Stop;
 use crate::sync::progress::Progress;
 use crate::sync::upstream::{Upstream, UpstreamConfig};
+use crate::sync::verify::BlockRules;
 use crate::sync::{SyncConfig, SyncError, Syncer};
 
 /// Why a node could not start.
@@ -192,6 +193,10 @@ impl Node {
             let sync_config = SyncConfig {
                 chunk: config.sync_chunk,
                 sequencer_pubkey: config.sequencer_pubkey,
+                concurrency: config.sync_concurrency,
+                block_rules: BlockRules {
+                    allow_missing_tx_bodies: config.allow_missing_tx_bodies,
+                },
                 ..SyncConfig::default()
             };
             let syncer = Syncer::new(ledger.clone(), upstream, progress.clone(), sync_config);
@@ -212,8 +217,9 @@ impl Node {
             ledger.clone(),
             progress.clone(),
             RpcConfig {
-                max_range: config.max_range,
+                max_range: config.max_range(),
                 max_batch: config.max_batch,
+                wire: config.wire,
             },
         ));
         let server_config = ServerConfig {

@@ -1,6 +1,9 @@
 //! Where the devnet makes DA slots: each slot's hash, the sequencer
 //! commitments that land on it (real Merkle roots over stored block hashes)
-//! and the batch proofs that land later still.
+//! and the batch proofs that land later still, made by Citrea's rule: a
+//! proof names the slot its commitments landed on by that slot's hash, and
+//! indexes that slot's commitments (sorted by start) with
+//! `sequencerCommitmentsRange`.
 
 use crate::chain::merkle_root;
 use crate::devnet::{schedule, DevnetConfig};
@@ -40,28 +43,30 @@ pub fn make_slot(
 ) -> Result<DaSlot, SourceError> {
     let seed = config.seed;
     let mut commitments = Vec::new();
-    if let Some(i) = schedule::commitment_landing_on(number) {
-        let (start, end) = schedule::commitment_heights(i);
-        let leaves = (start..=end)
-            .map(|h| hash_at(ledger, h))
-            .collect::<Result<Vec<Hash>, SourceError>>()?;
-        let merkle_root = merkle_root(&leaves).unwrap_or(ZERO_HASH);
-        commitments.push(SequencerCommitment {
-            found_in_l1: number,
-            merkle_root,
-            l2_start_block_number: start,
-            l2_end_block_number: end,
-        });
+    if let Some((first, last)) = schedule::commitments_landing_on(number) {
+        for i in first..=last {
+            let (start, end) = schedule::commitment_heights(i);
+            let leaves = (start..=end)
+                .map(|h| hash_at(ledger, h))
+                .collect::<Result<Vec<Hash>, SourceError>>()?;
+            let merkle_root = merkle_root(&leaves).unwrap_or(ZERO_HASH);
+            commitments.push(SequencerCommitment {
+                found_in_l1: number,
+                merkle_root,
+                l2_start_block_number: start,
+                l2_end_block_number: end,
+            });
+        }
     }
-    let proof = match schedule::proof_landing_on(number) {
-        Some(j) => Some(make_proof(config, pub_key, ledger, number, j)?),
-        None => None,
+    let proofs = match schedule::proof_landing_on(number) {
+        Some(j) => vec![make_proof(config, pub_key, ledger, number, j)?],
+        None => Vec::new(),
     };
     Ok(DaSlot {
         number,
         hash: Some(schedule::slot_hash(seed, number)),
         commitments,
-        proof,
+        proofs,
     })
 }
 
@@ -108,8 +113,10 @@ fn make_proof(
             prev_soft_confirmation_hash: prev_hash,
             final_soft_confirmation_hash: hash_at(ledger, end)?,
             state_diff,
-            da_slot_hash: schedule::slot_hash(seed, slot),
-            sequencer_commitments_range: (first_c, last_c),
+            // The slot its commitments landed on; they are all of that
+            // slot's, so they are [0, n-1] of its sorted list.
+            da_slot_hash: schedule::slot_hash(seed, schedule::commitment_slot(first_c)),
+            sequencer_commitments_range: (0, last_c - first_c),
             sequencer_public_key: pub_key.to_vec(),
             sequencer_da_public_key: schedule::sequencer_da_public_key(seed),
             preproven_commitments: Vec::new(),

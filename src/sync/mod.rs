@@ -9,9 +9,11 @@
 //!
 //! - [`source`]: the chain-source traits (devnet, upstream).
 //! - [`upstream`]: the follower's source: another node over JSON-RPC.
+//! - [`pipeline`]: several range requests in flight, answered in order.
 //! - [`verify`]: where a block, a commitment and a proof are verified.
 //! - [`progress`]: the counters shared with the server.
 
+pub mod pipeline;
 pub mod progress;
 pub mod source;
 pub mod upstream;
@@ -28,7 +30,7 @@ use crate::stop::Stop;
 use crate::types::{DaSlot, SoftConfirmation, Status};
 use progress::Progress;
 use source::{DaSource, L2Source, SourceError};
-use verify::{Check, CommitmentVerdict, VerifyError};
+use verify::{BlockRules, Check, CommitmentVerdict, ProofVerdict, VerifyError};
 
 /// Sync settings.
 #[derive(Clone, Debug)]
@@ -53,6 +55,11 @@ pub struct SyncConfig {
     pub commit_blocks: u64,
     /// ...or has been open this long (and at the end of each pass).
     pub commit_every: Duration,
+    /// Range requests kept in flight at once, for a source that can answer
+    /// several (`--sync-concurrency`; 1: one at a time).
+    pub concurrency: usize,
+    /// What a block may lack and still be accepted (`--allow-missing-tx-bodies`).
+    pub block_rules: BlockRules,
 }
 
 impl Default for SyncConfig {
@@ -67,6 +74,8 @@ impl Default for SyncConfig {
             prefetch: 4,
             commit_blocks: 2000,
             commit_every: Duration::from_millis(100),
+            concurrency: 8,
+            block_rules: BlockRules::default(),
         }
     }
 }
@@ -155,6 +164,9 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
         let scanned = r.last_scanned_l1()?;
         self.progress.l2_synced.store(head, Relaxed);
         self.progress.l1_synced.store(scanned, Relaxed);
+        self.progress
+            .blocks_without_bodies
+            .store(blocks_without_bodies(&r)?, Relaxed);
         Ok(())
     }
 
@@ -324,6 +336,8 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
             txn: None,
             da_scanned: da_plan.map(|(next, _)| next - 1),
             da_in_txn: 0,
+            rules: config.block_rules,
+            without_bodies_in_txn: 0,
         };
         let ranges = ChunkRanges {
             next: below.0 + 1,
@@ -336,8 +350,19 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
         // pass, while the blocks are verified, instead of after.
         let mut da = da_plan;
         let slots_per_fetch = config.slots_per_fetch.max(1);
+        // Several range requests in flight when the source can take them
+        // and there is more than one range to fetch.
+        let mut pipeline = match source.parallel() {
+            Some(fetcher) if config.concurrency > 1 && head - below.0 > chunk => Some(
+                pipeline::Pipeline::new(fetcher, head, config.concurrency, chunk)?,
+            ),
+            _ => None,
+        };
         let fetch = move |source: &mut S, (from, to): (u64, u64)| {
-            let blocks = source.blocks(from, to)?;
+            let blocks = match pipeline.as_mut() {
+                Some(p) => p.next_from(from)?,
+                None => source.blocks(from, to)?,
+            };
             let mut slots = Vec::new();
             if let (Some((next, da_head)), Some(last)) = (da.as_mut(), blocks.last()) {
                 let until = (*da_head).min(last.da_slot_height.saturating_sub(1));
@@ -635,6 +660,9 @@ struct L2Sink<'a> {
     da_scanned: Option<u64>,
     /// DA slots in the open transaction.
     da_in_txn: u64,
+    rules: BlockRules,
+    /// Blocks accepted without their bodies in the open transaction.
+    without_bodies_in_txn: u64,
 }
 
 impl L2Sink<'_> {
@@ -666,7 +694,8 @@ impl Sink<Fetched> for L2Sink<'_> {
             return Ok(Flow::Stop);
         };
         let key = *self.key.get_or_insert(first.pub_key);
-        let (good, failure) = verify::verify_blocks(&blocks, self.below, &key);
+        let verdict = verify::verify_blocks(&blocks, self.below, &key, self.rules);
+        let (good, failure) = (verdict.good, verdict.failure);
         if good > 0 {
             if self.txn.is_none() {
                 self.txn = Some((self.ledger.writer()?, 0, Instant::now()));
@@ -689,6 +718,11 @@ impl Sink<Fetched> for L2Sink<'_> {
                     }
                 }
                 *count += good as u64;
+                if verdict.without_bodies > 0 {
+                    let total = blocks_without_bodies(&*w)? + verdict.without_bodies;
+                    w.set_meta_bytes(WITHOUT_BODIES_KEY, &total.to_be_bytes())?;
+                    self.without_bodies_in_txn += verdict.without_bodies;
+                }
             }
             let last = &blocks[good - 1];
             self.below = (last.l2_height, last.hash);
@@ -713,6 +747,12 @@ impl Sink<Fetched> for L2Sink<'_> {
         w.commit()?;
         let new_head = self.below.0;
         self.progress.stored_l2(new_head, count);
+        if self.without_bodies_in_txn > 0 {
+            self.progress
+                .blocks_without_bodies
+                .fetch_add(self.without_bodies_in_txn, Relaxed);
+            self.without_bodies_in_txn = 0;
+        }
         if let (Some(scanned), true) = (self.da_scanned, self.da_in_txn > 0) {
             self.progress.scanned_l1(scanned, self.da_in_txn);
             self.da_in_txn = 0;
@@ -781,44 +821,71 @@ impl Sink<Vec<DaSlot>> for DaSink<'_> {
     }
 }
 
-/// Applies one DA slot inside the caller's write transaction. Returns false
-/// (and writes nothing of the slot) when a commitment covers heights not
-/// stored yet: the slot is scanned again after the L2 chain catches up.
-fn apply_slot(
-    w: &mut crate::ledger::LedgerWriter<'_>,
-    slot: &crate::types::DaSlot,
-) -> Result<bool, VerifyError> {
-    let mut finalized = w.finalized_height()?;
-    let mut checked = Vec::with_capacity(slot.commitments.len());
-    for c in &slot.commitments {
-        match verify::verify_commitment(&*w, c, finalized)? {
-            CommitmentVerdict::Valid => {
-                checked.push(*c);
-                finalized = c.l2_end_block_number;
+/// The ledger's free meta entry counting blocks accepted without bodies.
+const WITHOUT_BODIES_KEY: &str = "blocks_without_bodies";
+
+/// How many stored blocks were accepted without their transaction bodies.
+pub fn blocks_without_bodies(r: &impl LedgerRead) -> Result<u64, LedgerError> {
+    Ok(r.meta_bytes(WITHOUT_BODIES_KEY)?
+        .and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok())
+        .map_or(0, u64::from_be_bytes))
+}
+
+/// The DA slot the newest stored block points at (0 when none is stored).
+fn head_slot(w: &LedgerWriter<'_>) -> Result<u64, LedgerError> {
+    let head = w.head_height()?;
+    Ok(if head == 0 {
+        0
+    } else {
+        w.soft_confirmation(head)?.map_or(0, |sc| sc.da_slot_height)
+    })
+}
+
+/// Applies one DA slot inside the caller's write transaction: first its
+/// proofs, then its commitments (the order Citrea handles them in). Returns
+/// false (and writes nothing of the slot) when a commitment covers heights
+/// not stored yet, or a proof names a DA slot whose hash is not known yet:
+/// the slot is scanned again after the L2 chain catches up.
+fn apply_slot(w: &mut LedgerWriter<'_>, slot: &DaSlot) -> Result<bool, VerifyError> {
+    let mut proven = Vec::with_capacity(slot.proofs.len());
+    if !slot.proofs.is_empty() {
+        let head_slot = head_slot(w)?;
+        for p in &slot.proofs {
+            match verify::verify_proof(&*w, p, head_slot)? {
+                ProofVerdict::Valid(ranges) => proven.push(ranges),
+                ProofVerdict::NotYet => return Ok(false),
             }
+        }
+    }
+    // Checked in height order (a slot may list them in any order), stored
+    // in the order the source lists them.
+    let mut sorted = slot.commitments.clone();
+    sorted.sort_by_key(|c| c.l2_start_block_number);
+    let mut finalized = w.finalized_height()?;
+    for c in &sorted {
+        match verify::verify_commitment(&*w, c, finalized)? {
+            CommitmentVerdict::Valid => finalized = finalized.max(c.l2_end_block_number),
             CommitmentVerdict::NotYet => return Ok(false),
         }
     }
-    let proof_start = match &slot.proof {
-        Some(p) => Some(verify::verify_proof(&*w, p, w.proven_height()?)?),
-        None => None,
-    };
     if let Some(hash) = &slot.hash {
         w.put_da_slot_hash(slot.number, hash)?;
     }
-    if !checked.is_empty() {
-        for c in &checked {
+    for (p, ranges) in slot.proofs.iter().zip(&proven) {
+        for &(start, end) in ranges {
+            w.raise_status(start, end, Status::Proven)?;
+        }
+        w.put_proof(slot.number, p)?;
+    }
+    if !slot.commitments.is_empty() {
+        for c in &sorted {
             w.raise_status(
                 c.l2_start_block_number,
                 c.l2_end_block_number,
                 Status::Finalized,
             )?;
         }
-        w.add_commitments(slot.number, &checked)?;
-    }
-    if let (Some(p), Some(start)) = (&slot.proof, proof_start) {
-        w.raise_status(start, p.proof_output.last_l2_height, Status::Proven)?;
-        w.put_proof(slot.number, p)?;
+        w.add_commitments(slot.number, &slot.commitments)?;
     }
     Ok(true)
 }

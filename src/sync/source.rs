@@ -28,6 +28,23 @@ pub trait L2Source {
     fn blocks(&mut self, from: u64, to: u64) -> Result<Vec<SoftConfirmation>, SourceError>;
     /// The genesis state root, once the source knows it.
     fn genesis_state_root(&mut self) -> Result<Option<Hash>, SourceError>;
+    /// A handle that fetches block ranges from other threads, for a source
+    /// that can answer several range requests at once (an upstream node);
+    /// `None` (the default): ranges are fetched one at a time.
+    fn parallel(&self) -> Option<Box<dyn RangeFetcher>> {
+        None
+    }
+}
+
+/// Fetches block ranges from any thread (see [`L2Source::parallel`]).
+pub trait RangeFetcher: Send + Sync {
+    /// Blocks `from..=to` in height order; may return a shorter prefix.
+    fn fetch(&self, from: u64, to: u64) -> Result<Vec<SoftConfirmation>, SourceError>;
+    /// How many blocks to ask for per request, at most `wanted` (the
+    /// source's own range limit, once known).
+    fn preferred_chunk(&self, wanted: u64) -> u64 {
+        wanted
+    }
 }
 
 /// The DA (layer-1) chain: slots with the commitments and proofs found on them.

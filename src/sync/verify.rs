@@ -78,11 +78,23 @@ impl From<LedgerError> for VerifyError {
     }
 }
 
+/// What a block may lack and still be accepted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlockRules {
+    /// `--allow-missing-tx-bodies`: accept a block whose `txs` is empty and
+    /// whose hash does not recompute (an upstream that withholds bodies)
+    /// when the sequencer's signature verifies over its stated hash.
+    pub allow_missing_tx_bodies: bool,
+}
+
+/// The flag that accepts blocks whose bodies were withheld.
+pub const ALLOW_MISSING_TX_BODIES: &str = "--allow-missing-tx-bodies";
+
 /// Checks one block on its own: the hash recomputes, the key is the
 /// sequencer's, the signature verifies. (The link to the block below is
 /// checked in order by [`verify_link`].)
 pub fn verify_block_alone(sc: &SoftConfirmation, sequencer: &[u8; 32]) -> Result<(), VerifyError> {
-    verify_hash_and_key(sc, sequencer)?;
+    verify_hash_and_key(sc, sequencer, BlockRules::default())?;
     verify_signature(&sc.pub_key, &sc.hash, &sc.signature).map_err(|e| {
         VerifyError::failed(
             Check::Signature,
@@ -92,17 +104,40 @@ pub fn verify_block_alone(sc: &SoftConfirmation, sequencer: &[u8; 32]) -> Result
 }
 
 /// The hash recomputes from the fields and the key is the sequencer's (the
-/// signature is checked by the caller: one by one, or batched).
-fn verify_hash_and_key(sc: &SoftConfirmation, sequencer: &[u8; 32]) -> Result<(), VerifyError> {
+/// signature is checked by the caller: one by one, or batched). `Ok(true)`
+/// for a block accepted without its transaction bodies (see [`BlockRules`]):
+/// its signature over the stated hash is then all that vouches for it.
+fn verify_hash_and_key(
+    sc: &SoftConfirmation,
+    sequencer: &[u8; 32],
+    rules: BlockRules,
+) -> Result<bool, VerifyError> {
     let h = sc.l2_height;
+    let mut without_body = false;
     if soft_confirmation_hash(sc) != sc.hash {
-        return Err(VerifyError::failed(
-            Check::Hash,
-            format!(
-                "soft confirmation {h}: hash {} does not recompute from its fields",
-                hex::encode(sc.hash)
-            ),
-        ));
+        if !sc.txs.is_empty() {
+            return Err(VerifyError::failed(
+                Check::Hash,
+                format!(
+                    "soft confirmation {h}: hash {} does not recompute from its fields",
+                    hex::encode(sc.hash)
+                ),
+            ));
+        }
+        if !rules.allow_missing_tx_bodies {
+            return Err(VerifyError::failed(
+                Check::Hash,
+                format!(
+                    "soft confirmation {h}: hash {} does not recompute from its fields, and its \
+                     txs are empty: the upstream likely runs with include_tx_body = false (a \
+                     Citrea full node's default), which answers blocks without their \
+                     transactions; start ledgerd with {ALLOW_MISSING_TX_BODIES} to accept such \
+                     blocks on the sequencer's signature over their stated hash",
+                    hex::encode(sc.hash)
+                ),
+            ));
+        }
+        without_body = true;
     }
     if &sc.pub_key != sequencer {
         return Err(VerifyError::failed(
@@ -114,7 +149,7 @@ fn verify_hash_and_key(sc: &SoftConfirmation, sequencer: &[u8; 32]) -> Result<()
             ),
         ));
     }
-    Ok(())
+    Ok(without_body)
 }
 
 /// Checks that `sc` follows the block (height, hash) below it.
@@ -145,6 +180,18 @@ pub fn verify_link(sc: &SoftConfirmation, below: (u64, Hash)) -> Result<(), Veri
     Ok(())
 }
 
+/// What [`verify_blocks`] found.
+#[derive(Debug)]
+pub struct BlocksVerdict {
+    /// How many leading blocks verified.
+    pub good: usize,
+    /// The first failure, if any.
+    pub failure: Option<VerifyError>,
+    /// How many of the good blocks were accepted without their transaction
+    /// bodies (only with [`BlockRules::allow_missing_tx_bodies`]).
+    pub without_bodies: u64,
+}
+
 /// Verifies `blocks` on top of `below` = (height, hash) of the stored head.
 /// Returns how many leading blocks verified, and the first failure if any:
 /// the caller stores the verified prefix and never skips past the failure.
@@ -156,20 +203,32 @@ pub fn verify_blocks(
     blocks: &[SoftConfirmation],
     below: (u64, Hash),
     sequencer: &[u8; 32],
-) -> (usize, Option<VerifyError>) {
+    rules: BlockRules,
+) -> BlocksVerdict {
     const PARALLEL_MIN: usize = 64;
     let mut failure = None;
     let mut limit = blocks.len();
     let mut below = below;
+    let mut bodiless = Vec::new();
     for (i, sc) in blocks.iter().enumerate() {
-        let checked = verify_link(sc, below).and_then(|_| verify_hash_and_key(sc, sequencer));
-        if let Err(e) = checked {
-            failure = Some(e);
-            limit = i;
-            break;
+        let checked =
+            verify_link(sc, below).and_then(|_| verify_hash_and_key(sc, sequencer, rules));
+        match checked {
+            Ok(true) => bodiless.push(i),
+            Ok(false) => {}
+            Err(e) => {
+                failure = Some(e);
+                limit = i;
+                break;
+            }
         }
         below = (sc.l2_height, sc.hash);
     }
+    let verdict = |good: usize, failure: Option<VerifyError>| BlocksVerdict {
+        good,
+        failure,
+        without_bodies: bodiless.iter().filter(|i| **i < good).count() as u64,
+    };
     let first_bad = |part: &[SoftConfirmation]| {
         let items: Vec<_> = part
             .iter()
@@ -198,7 +257,7 @@ pub fn verify_blocks(
                 .err()
                 .map(|e| e.to_string())
                 .unwrap_or_else(|| "signature batch verification failed".to_string());
-            (
+            verdict(
                 i,
                 Some(VerifyError::failed(
                     Check::Signature,
@@ -206,7 +265,7 @@ pub fn verify_blocks(
                 )),
             )
         }
-        None => (limit, failure),
+        None => verdict(limit, failure),
     }
 }
 
@@ -263,51 +322,166 @@ pub fn verify_commitment(
     Ok(CommitmentVerdict::Valid)
 }
 
-/// Checks a verified batch proof against the stored chain: it covers
-/// `proven + 1 ..= lastL2Height`, its prevSoftConfirmationHash is the stored
-/// hash below that range and its finalSoftConfirmationHash the stored hash
-/// at lastL2Height. Returns the first height it proves.
-pub fn verify_proof(
+/// What a proof check decided.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ProofVerdict {
+    /// It verified: these height ranges (one per commitment it proves,
+    /// in order) may be marked Proven.
+    Valid(Vec<(u64, u64)>),
+    /// It names a DA slot whose hash is not known yet (no stored block
+    /// points at it yet): scan this slot again later.
+    NotYet,
+}
+
+/// The commitments a proof proves, by Citrea's rule (`process_zk_proof`):
+/// the proof's `daSlotHash` names the DA slot whose commitments it proves;
+/// that slot's commitments are sorted by `l2StartBlockNumber`, the
+/// positions in `preprovenCommitments` are dropped, and
+/// `sequencerCommitmentsRange` [a, b] indexes (from 0) what is left.
+///
+/// `Ok(None)` when the named slot's hash is not known yet.
+pub fn proof_commitments(
     ledger: &impl LedgerRead,
     proof: &VerifiedBatchProof,
-    proven: u64,
-) -> Result<u64, VerifyError> {
+) -> Result<Option<Vec<SequencerCommitment>>, VerifyError> {
     let out = &proof.proof_output;
-    let last = out.last_l2_height;
     let fail = |what: String| {
         VerifyError::failed(
             Check::Proof,
             format!("proof on slot {}: {what}", proof.height),
         )
     };
-    if last <= proven {
-        return Err(fail(format!(
-            "lastL2Height {last} is not above the proven height {proven}"
-        )));
-    }
-    let stored = ledger
-        .hash_at(last)?
-        .ok_or_else(|| fail(format!("lastL2Height {last} is not stored")))?;
-    if stored != out.final_soft_confirmation_hash {
-        return Err(fail(format!(
-            "finalSoftConfirmationHash {} is not the stored hash {} of {last}",
-            hex::encode(out.final_soft_confirmation_hash),
-            hex::encode(stored)
-        )));
-    }
-    let below = if proven == 0 {
-        ZERO_HASH
-    } else {
-        ledger
-            .hash_at(proven)?
-            .ok_or_else(|| fail(format!("height {proven} is not stored")))?
+    let Some(slot) = ledger.slot_by_hash(&out.da_slot_hash)? else {
+        return Ok(None);
     };
-    if below != out.prev_soft_confirmation_hash {
+    let mut on_slot = ledger.commitments_on_slot(slot)?.ok_or_else(|| {
+        fail(format!(
+            "daSlotHash {} names DA slot {slot}, which holds no verified commitments",
+            hex::encode(out.da_slot_hash)
+        ))
+    })?;
+    on_slot.sort_by_key(|c| c.l2_start_block_number);
+    let left: Vec<SequencerCommitment> = on_slot
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| !out.preproven_commitments.contains(&(*i as u64)))
+        .map(|(_, c)| c)
+        .collect();
+    let (a, b) = out.sequencer_commitments_range;
+    if a > b || b >= left.len() as u64 {
         return Err(fail(format!(
-            "prevSoftConfirmationHash {} is not the stored hash {} of {proven}",
-            hex::encode(out.prev_soft_confirmation_hash),
-            hex::encode(below)
+            "sequencerCommitmentsRange [{a}, {b}] does not index the {} commitments of DA slot \
+             {slot} left after dropping the preproven ones {:?}",
+            left.len(),
+            out.preproven_commitments
         )));
     }
-    Ok(proven + 1)
+    Ok(Some(left[a as usize..=b as usize].to_vec()))
+}
+
+/// Checks a verified batch proof against the stored chain by Citrea's rule
+/// (see [`proof_commitments`]) with the checks Citrea makes: its
+/// sequencerPublicKey is the sequencer key, and its initialStateRoot is the
+/// stored state root below the first height it proves (the genesis state
+/// root below height 1). A Kumquat-era proof (non-zero prev/final hashes or
+/// lastL2Height) must also match the stored chain: prevSoftConfirmationHash
+/// is the hash below the first height, lastL2Height is the last height
+/// proven and finalSoftConfirmationHash the hash there. Genesis-era proofs
+/// carry zeros in those three fields.
+///
+/// `head_slot` is the DA slot the stored head block points at: a proof
+/// naming a slot hash that is still unknown is [`ProofVerdict::NotYet`]
+/// while blocks pointing at its slot may still come, a failure after.
+pub fn verify_proof(
+    ledger: &impl LedgerRead,
+    proof: &VerifiedBatchProof,
+    head_slot: u64,
+) -> Result<ProofVerdict, VerifyError> {
+    let out = &proof.proof_output;
+    let fail = |what: String| {
+        VerifyError::failed(
+            Check::Proof,
+            format!("proof on slot {}: {what}", proof.height),
+        )
+    };
+    match ledger.sequencer_pubkey()? {
+        Some(key) if out.sequencer_public_key.as_slice() == key.as_slice() => {}
+        Some(key) => {
+            return Err(fail(format!(
+                "sequencerPublicKey {} is not the sequencer key {}",
+                hex::encode(&out.sequencer_public_key),
+                hex::encode(key)
+            )))
+        }
+        None => return Ok(ProofVerdict::NotYet),
+    }
+    let Some(proven) = proof_commitments(ledger, proof)? else {
+        if head_slot >= proof.height {
+            return Err(fail(format!(
+                "daSlotHash {} is not the hash of any DA slot the stored blocks point at",
+                hex::encode(out.da_slot_hash)
+            )));
+        }
+        return Ok(ProofVerdict::NotYet);
+    };
+    let (Some(first), Some(last)) = (proven.first(), proven.last()) else {
+        return Err(fail("it proves no commitments".into()));
+    };
+    let start = first.l2_start_block_number;
+    let end = last.l2_end_block_number;
+    let below = start.saturating_sub(1);
+    let root_below = if below == 0 {
+        ledger.genesis_state_root()?
+    } else {
+        ledger.state_root_at(below)?
+    }
+    .ok_or_else(|| fail(format!("the state root of height {below} is not known")))?;
+    if root_below != out.initial_state_root {
+        return Err(fail(format!(
+            "initialStateRoot {} is not the stored state root {} of height {below}",
+            hex::encode(out.initial_state_root),
+            hex::encode(root_below)
+        )));
+    }
+    let genesis_era = out.last_l2_height == 0
+        && out.prev_soft_confirmation_hash == ZERO_HASH
+        && out.final_soft_confirmation_hash == ZERO_HASH;
+    if !genesis_era {
+        if out.last_l2_height != end {
+            return Err(fail(format!(
+                "lastL2Height {} is not {end}, the end of the last commitment it proves",
+                out.last_l2_height
+            )));
+        }
+        let stored = ledger
+            .hash_at(end)?
+            .ok_or_else(|| fail(format!("lastL2Height {end} is not stored")))?;
+        if stored != out.final_soft_confirmation_hash {
+            return Err(fail(format!(
+                "finalSoftConfirmationHash {} is not the stored hash {} of {end}",
+                hex::encode(out.final_soft_confirmation_hash),
+                hex::encode(stored)
+            )));
+        }
+        let prev = if below == 0 {
+            ZERO_HASH
+        } else {
+            ledger
+                .hash_at(below)?
+                .ok_or_else(|| fail(format!("height {below} is not stored")))?
+        };
+        if prev != out.prev_soft_confirmation_hash {
+            return Err(fail(format!(
+                "prevSoftConfirmationHash {} is not the stored hash {} of {below}",
+                hex::encode(out.prev_soft_confirmation_hash),
+                hex::encode(prev)
+            )));
+        }
+    }
+    Ok(ProofVerdict::Valid(
+        proven
+            .iter()
+            .map(|c| (c.l2_start_block_number, c.l2_end_block_number))
+            .collect(),
+    ))
 }
