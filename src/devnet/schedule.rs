@@ -1,10 +1,11 @@
 //! The devnet's timetable: which DA slot each block points at, when
 //! commitments and proofs land, and the values derived from the seed.
 //!
-//! Sequencer commitments land two to a DA slot, and a batch proof proves the
-//! commitments of one slot, as a Citrea prover does: its `daSlotHash` is
-//! that slot's hash and its `sequencerCommitmentsRange` is [0, 1] (the
-//! slot's commitments sorted by start). It lands a few slots later.
+//! A batch proof proves the commitments of one DA slot, as a Citrea prover
+//! does: its `daSlotHash` is that slot's hash and its
+//! `sequencerCommitmentsRange` indexes the slot's commitments sorted by
+//! start ([0, n-1]: all of them). [`COMMITMENTS_PER_PROOF`] commitments land
+//! on one slot (one, as on Citrea's testnet); the proof lands some slots later.
 //!
 //! With these numbers a chain of N >= 100 blocks has all three statuses:
 //! the oldest blocks Proven, then Finalized, the newest Trusted.
@@ -19,11 +20,13 @@ pub const BLOCKS_PER_SLOT: u64 = 2;
 /// L2 blocks per sequencer commitment.
 pub const COMMITMENT_BLOCKS: u64 = 16;
 /// Sequencer commitments that land on one DA slot, and that one batch proof proves.
-pub const COMMITMENTS_PER_PROOF: u64 = 2;
+pub const COMMITMENTS_PER_PROOF: u64 = 1;
 /// A slot's commitments land this many slots after the slot of their last block.
 pub const COMMITMENT_DELAY_SLOTS: u64 = 1;
-/// A proof lands this many slots after the slot of the last block it proves.
-pub const PROOF_DELAY_SLOTS: u64 = 8;
+/// A proof lands this many slots after the slot of the last block it proves
+/// (longer than the slots a group of commitments spans, so that from 100
+/// blocks on some finalized heights always wait for their proof).
+pub const PROOF_DELAY_SLOTS: u64 = 16;
 /// Timestamp of height 0 (unix seconds); block h is one second later per height.
 pub const GENESIS_TIMESTAMP: u64 = 1_726_584_750;
 
