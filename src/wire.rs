@@ -230,8 +230,10 @@ struct WireProof {
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum WireProofsOnSlot {
-    Seed(WireProof),
+    // First: serde would also read a one-element array as the seed's
+    // struct (a struct deserializes from a sequence of its fields).
     Citrea(Vec<WireProofInner>),
+    Seed(WireProof),
 }
 
 impl WireProofInner {
@@ -432,6 +434,9 @@ mod tests {
         );
         let got = verified_batch_proofs_on_slot(&citrea, 9).unwrap();
         assert_eq!(got.len(), 2);
+        let one = format!(r#"[{{"proof":[3],"proofOutput":{OUTPUT}}}]"#);
+        let got_one = verified_batch_proofs_on_slot(&one, 9).unwrap();
+        assert_eq!((got_one.len(), got_one[0].height), (1, 9));
         assert!(got.iter().all(|p| p.height == 9));
         assert_eq!(got[1].proof, vec![2]);
         assert!(verified_batch_proofs_on_slot("null", 9).unwrap().is_empty());
