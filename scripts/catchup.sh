@@ -2,18 +2,28 @@
 # Measures how fast a follower catches up from an empty ledger.
 #
 #   scripts/catchup.sh [BLOCKS] [QUERIES_PER_SECOND]     (defaults: 200000, 200)
+#   WIRE=citrea scripts/catchup.sh 200000                 (a Citrea-shaped upstream)
+#   WIRE=citrea CONCURRENCY=1 scripts/catchup.sh 200000   (one range request at a time)
 #
 # Builds release, prefills a devnet upstream with BLOCKS blocks (no new ones),
-# starts `ledgerd --upstream` on an empty data dir (default --sync-chunk 100)
-# and, while it catches up, runs examples/catchup_probe.rs against it: a
+# starts `ledgerd --upstream` on an empty data dir (default --sync-chunk 100,
+# --sync-concurrency $CONCURRENCY, default 8) and, while it catches up, runs
+# examples/catchup_probe.rs against it: a
 # steady stream of queries on one connection, timed. Prints the catch-up rate
 # (from the follower's sync status: L2 blocks and L1 slots, until both layers
 # read Synced at the upstream's heads) and the query latencies p50/p99/max.
 # Everything runs on 127.0.0.1 and is stopped at the end.
+#
+# WIRE=citrea runs the upstream with `--wire citrea`: it answers in a Citrea
+# v0.6 node's shapes and serves at most 20 blocks per range request (with
+# Citrea's error text), so the follower learns that limit and fetches 20
+# blocks a request, CONCURRENCY requests in flight.
 set -euo pipefail
 
 BLOCKS=${1:-200000}
 RATE=${2:-200}
+WIRE=${WIRE:-seed}
+CONCURRENCY=${CONCURRENCY:-8}
 cd "$(dirname "$0")/.."
 
 cargo build --release --quiet --bin ledgerd --example catchup_probe
@@ -44,17 +54,18 @@ start() {
 }
 
 t0=$(date +%s.%N)
-start upstream --dev --dev-prefill "$BLOCKS" --dev-block-ms 0 --data-dir "$WORK/upstream"
+start upstream --dev --dev-prefill "$BLOCKS" --dev-block-ms 0 --data-dir "$WORK/upstream" --wire "$WIRE"
 t1=$(date +%s.%N)
 UPSTREAM=$URL
-echo "upstream: $BLOCKS blocks prefilled, listening after $(echo "$t1 - $t0" | bc) s on $UPSTREAM"
+echo "upstream: $BLOCKS blocks prefilled, listening after $(echo "$t1 - $t0" | bc) s on $UPSTREAM (--wire $WIRE)"
 
 # CPU seconds (user + system) a process has used so far.
 cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$1/stat"; }
 UPSTREAM_PID=${PIDS[0]}
 up_cpu0=$(cpu "$UPSTREAM_PID")
 
-start follower --upstream "$UPSTREAM" --data-dir "$WORK/follower"
+start follower --upstream "$UPSTREAM" --data-dir "$WORK/follower" --sync-concurrency "$CONCURRENCY"
+echo "follower: --sync-concurrency $CONCURRENCY"
 FOLLOWER=$URL
 FOLLOWER_PID=${PIDS[1]}
 "$PROBE" "$FOLLOWER" "$UPSTREAM" "$RATE" 180
