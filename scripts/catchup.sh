@@ -4,6 +4,7 @@
 #   scripts/catchup.sh [BLOCKS] [QUERIES_PER_SECOND]     (defaults: 200000, 200)
 #   WIRE=citrea scripts/catchup.sh 200000                 (a Citrea-shaped upstream)
 #   WIRE=citrea CONCURRENCY=1 scripts/catchup.sh 200000   (one range request at a time)
+#   CHAIN_ARGS="--kumquat-height 1000000" scripts/catchup.sh   (Genesis-era blocks)
 #
 # Builds release, prefills a devnet upstream with BLOCKS blocks (no new ones),
 # starts `ledgerd --upstream` on an empty data dir (default --sync-chunk 100,
@@ -24,6 +25,8 @@ BLOCKS=${1:-200000}
 RATE=${2:-200}
 WIRE=${WIRE:-seed}
 CONCURRENCY=${CONCURRENCY:-8}
+# Chain-rule flags given to both the upstream and the follower.
+read -r -a CHAIN <<<"${CHAIN_ARGS:-}"
 cd "$(dirname "$0")/.."
 
 cargo build --release --quiet --bin ledgerd --example catchup_probe
@@ -54,7 +57,7 @@ start() {
 }
 
 t0=$(date +%s.%N)
-start upstream --dev --dev-prefill "$BLOCKS" --dev-block-ms 0 --data-dir "$WORK/upstream" --wire "$WIRE"
+start upstream --dev --dev-prefill "$BLOCKS" --dev-block-ms 0 --data-dir "$WORK/upstream" --wire "$WIRE" "${CHAIN[@]}"
 t1=$(date +%s.%N)
 UPSTREAM=$URL
 echo "upstream: $BLOCKS blocks prefilled, listening after $(echo "$t1 - $t0" | bc) s on $UPSTREAM (--wire $WIRE)"
@@ -64,7 +67,7 @@ cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/pro
 UPSTREAM_PID=${PIDS[0]}
 up_cpu0=$(cpu "$UPSTREAM_PID")
 
-start follower --upstream "$UPSTREAM" --data-dir "$WORK/follower" --sync-concurrency "$CONCURRENCY"
+start follower --upstream "$UPSTREAM" --data-dir "$WORK/follower" --sync-concurrency "$CONCURRENCY" "${CHAIN[@]}"
 echo "follower: --sync-concurrency $CONCURRENCY"
 FOLLOWER=$URL
 FOLLOWER_PID=${PIDS[1]}

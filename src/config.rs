@@ -5,13 +5,14 @@
 //! and says what it takes.
 //!
 //! An optional first word picks the command ([`Command`]): `run` (the
-//! default), `serve-readonly`, `import`, `export`. `--config FILE` reads
+//! default), `serve-readonly`, `import`, `export`, `verify`. `--config FILE` reads
 //! `key = value` lines (a key per flag, the flag without `--`) before the
 //! command line, which overrides them; its errors name the file, line and key.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::chain::{ForkTable, Network};
 use crate::devnet::DevnetConfig;
 
 /// Everything `ledgerd` is told at start.
@@ -28,7 +29,12 @@ pub struct Config {
     pub sync_concurrency: usize,
     /// `--allow-missing-tx-bodies`: accept blocks whose bodies the upstream withheld.
     pub allow_missing_tx_bodies: bool,
+    /// `--sequencer-pubkey`: overrides the network's key.
     pub sequencer_pubkey: Option<[u8; 32]>,
+    /// `--network`: a public Citrea network's fork table and sequencer key.
+    pub network: Option<Network>,
+    /// `--kumquat-height`: overrides the network's Kumquat height.
+    pub kumquat_height: Option<u64>,
     /// `--wire`: the answer shapes served.
     pub wire: Wire,
     /// `--max-range`; `None`: the wire's default (1000 seed, 20 citrea).
@@ -65,6 +71,8 @@ impl Default for Config {
             sync_concurrency: 8,
             allow_missing_tx_bodies: false,
             sequencer_pubkey: None,
+            network: None,
+            kumquat_height: None,
             wire: Wire::Seed,
             max_range: None,
             max_batch: 50,
@@ -109,6 +117,33 @@ impl Config {
         self.max_range
             .unwrap_or_else(|| self.wire.default_max_range())
     }
+
+    /// The fork table: `--kumquat-height`, else the network's, else Kumquat
+    /// from height 0.
+    pub fn forks(&self) -> ForkTable {
+        match (self.kumquat_height, self.network) {
+            (Some(h), _) => ForkTable::kumquat_from(h),
+            (None, Some(n)) => n.fork_table(),
+            (None, None) => ForkTable::KUMQUAT_ONLY,
+        }
+    }
+
+    /// The sequencer key blocks must carry: `--sequencer-pubkey`, else the
+    /// network's; `None`: the first block's key is pinned.
+    pub fn sequencer_key(&self) -> Option<[u8; 32]> {
+        self.sequencer_pubkey
+            .or_else(|| self.network.and_then(Network::sequencer_key))
+    }
+
+    /// Where [`Config::sequencer_key`] comes from, for messages: `testnet
+    /// key`, `--sequencer-pubkey key`, or `key of the first block`.
+    pub fn sequencer_key_name(&self) -> String {
+        match (self.sequencer_pubkey, self.network) {
+            (Some(_), _) => "--sequencer-pubkey key".to_string(),
+            (None, Some(n)) if n.sequencer_key().is_some() => format!("{n} key"),
+            _ => "key of the first block".to_string(),
+        }
+    }
 }
 
 /// What the command line asks for.
@@ -120,6 +155,8 @@ pub enum Command {
     Import(ImportArgs),
     /// `ledgerd export --from A --to B`.
     Export(ExportArgs),
+    /// `ledgerd verify FILE` (`-` is stdin).
+    Verify(VerifyArgs),
     Help,
     Version,
 }
@@ -132,6 +169,23 @@ pub struct ImportArgs {
     pub data_dir: PathBuf,
     /// Check records by the chain rules (false with `--no-verify`).
     pub verify: bool,
+    /// `--network` / `--kumquat-height`.
+    pub forks: ForkTable,
+    /// `--sequencer-pubkey`, else the network's key.
+    pub sequencer_pubkey: Option<[u8; 32]>,
+}
+
+/// `ledgerd verify [--network N | --kumquat-height H] [--sequencer-pubkey K] FILE`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifyArgs {
+    /// Soft confirmations as the RPC answers them; `-` reads stdin.
+    pub file: PathBuf,
+    /// `--network` / `--kumquat-height`.
+    pub forks: ForkTable,
+    /// `--sequencer-pubkey`, else the network's key; `None`: the first block's.
+    pub sequencer_key: Option<[u8; 32]>,
+    /// Where the key comes from, for the report (`testnet key`).
+    pub sequencer_key_name: String,
 }
 
 /// `ledgerd export [--from A] [--to B] [--data-dir DIR]`.
@@ -155,7 +209,7 @@ struct Extra {
     given: Vec<String>,
 }
 
-const SUBCOMMANDS: [&str; 4] = ["run", "serve-readonly", "import", "export"];
+const SUBCOMMANDS: [&str; 5] = ["run", "serve-readonly", "import", "export", "verify"];
 
 /// Config-file keys that are switches (`key = true|false`); every other key takes a value.
 const SWITCHES: [&str; 4] = ["dev", "no-verify", "reuse-port", "allow-missing-tx-bodies"];
@@ -182,6 +236,9 @@ USAGE:
                                                       load a fixture (`-` reads stdin)
     ledgerd export [--from A] [--to B] [--data-dir DIR]
                                                       write heights A..=B as a fixture to stdout
+    ledgerd verify [--network N | --kumquat-height H] [--sequencer-pubkey HEX] FILE
+                                                      check soft confirmations (RPC answers;
+                                                      `-` reads stdin): hashes, signatures, links
 
 CHAIN SOURCE (one of):
     --dev                     run the embedded devnet (a simulated sequencer and DA chain)
@@ -196,9 +253,19 @@ DEVNET:
 FOLLOWER:
     --sync-chunk N            blocks per range request (cut to the upstream's limit) [default: 100]
     --sync-concurrency N      range requests kept in flight at once [default: 8]
-    --sequencer-pubkey HEX    the sequencer key blocks must carry [default: key of block 1]
     --allow-missing-tx-bodies accept blocks an upstream answers without their transactions
-                              (Citrea's include_tx_body = false) on the sequencer's signature
+                              (Citrea's include_tx_body = false): Kumquat blocks on the
+                              sequencer's signature over their stated hash, Genesis blocks
+                              on their link to the block below
+
+CHAIN RULES (run, import, verify):
+    --network NAME            testnet, devnet, mainnet or nightly: Citrea v0.6.2's Kumquat
+                              height and sequencer key for that network
+    --kumquat-height H        Genesis rules below L2 height H, Kumquat from H
+                              [default: the network's, else 0: Kumquat for every block]
+    --sequencer-pubkey HEX    the sequencer key blocks must carry
+                              [default: the network's, else the key of block 1]
+    A data dir keeps the fork table it was started with and refuses another.
 
 SERVER:
     --bind ADDR               address to listen on; port 0 takes a free port [default: 127.0.0.1:12346]
@@ -470,6 +537,14 @@ fn parse_into<I: IntoIterator<Item = String>>(
                 }
             }
             "--sequencer-pubkey" => config.sequencer_pubkey = Some(pubkey(&value(&flag)?)?),
+            "--network" => {
+                let name = value(&flag)?;
+                config.network = Some(
+                    name.parse()
+                        .map_err(|e| ConfigError(format!("--network: {e}")))?,
+                );
+            }
+            "--kumquat-height" => config.kumquat_height = Some(number(&flag, &value(&flag)?)?),
             "--bind" => config.bind = value(&flag)?,
             "--data-dir" => config.data_dir = PathBuf::from(value(&flag)?),
             "--max-range" => config.max_range = Some(number(&flag, &value(&flag)?)?),
@@ -523,11 +598,12 @@ fn parse_into<I: IntoIterator<Item = String>>(
             }
             other
                 if (other == "-" || !other.starts_with('-'))
-                    && extra.subcommand == Some("import") =>
+                    && matches!(extra.subcommand, Some("import" | "verify")) =>
             {
                 if extra.file.is_some() {
                     return Err(ConfigError(format!(
-                        "import takes one FILE; {other:?} is a second one"
+                        "{} takes one FILE; {other:?} is a second one",
+                        extra.subcommand.unwrap_or("import")
                     )));
                 }
                 extra.file = Some(PathBuf::from(other));
@@ -561,6 +637,7 @@ fn finish(state: State) -> Result<Command, ConfigError> {
     let allowed: &[&str] = match sub {
         "import" => &["--no-verify"],
         "export" => &["--from", "--to"],
+        "verify" => &[],
         _ => &["--reuse-port"],
     };
     if let Some(flag) = extra.given.iter().find(|f| !allowed.contains(&f.as_str())) {
@@ -576,9 +653,25 @@ fn finish(state: State) -> Result<Command, ConfigError> {
                 )
             })?;
             return Ok(Command::Import(ImportArgs {
+                forks: config.forks(),
+                sequencer_pubkey: config.sequencer_key(),
                 file,
                 data_dir: config.data_dir,
                 verify: !extra.no_verify,
+            }));
+        }
+        "verify" => {
+            let file = extra.file.ok_or_else(|| {
+                ConfigError(
+                    "verify needs a FILE of soft confirmations as the RPC answers them (`-` reads stdin)"
+                        .into(),
+                )
+            })?;
+            return Ok(Command::Verify(VerifyArgs {
+                file,
+                forks: config.forks(),
+                sequencer_key: config.sequencer_key(),
+                sequencer_key_name: config.sequencer_key_name(),
             }));
         }
         "export" => {
@@ -610,6 +703,14 @@ fn finish(state: State) -> Result<Command, ConfigError> {
         return Err(ConfigError(
             "--dev and --upstream are two chain sources: choose one".into(),
         ));
+    }
+    if dev_on {
+        if let Some(n) = config.network {
+            return Err(ConfigError(format!(
+                "--network {n} names a public Citrea network, whose sequencer key the devnet does not hold: \
+                 give the devnet a fork height with --kumquat-height H instead"
+            )));
+        }
     }
     if !dev_on {
         if let Some(flag) = dev_flags.first() {
@@ -795,6 +896,7 @@ mod tests {
             "sequencer-pubkey" => {
                 "92c5f7b9205a71b792b99c372c49d4d5256bb0d4a6db095520586d4330a15503"
             }
+            "network" => "testnet",
             "cors-origin" => "http://127.0.0.1:8080",
             "wire" => "citrea",
             f if SWITCHES.contains(&f) => "true",
@@ -831,6 +933,75 @@ mod tests {
             let parsed = with_file(sub, &text, args);
             assert!(parsed.is_ok(), "{flag}: {parsed:?}");
         }
+    }
+
+    #[test]
+    fn network_and_kumquat_height_make_the_fork_table_and_the_key() {
+        let c = run(&[]).unwrap();
+        assert_eq!(c.forks(), ForkTable::KUMQUAT_ONLY);
+        assert_eq!(c.sequencer_key(), None);
+        assert_eq!(c.sequencer_key_name(), "key of the first block");
+        let c = run(&["--upstream", "http://x", "--network", "testnet"]).unwrap();
+        assert_eq!(c.forks(), ForkTable::kumquat_from(5_546_000));
+        assert_eq!(c.sequencer_key(), Network::Testnet.sequencer_key());
+        assert_eq!(c.sequencer_key_name(), "testnet key");
+        // --kumquat-height and --sequencer-pubkey override the network's.
+        let key = "92c5f7b9205a71b792b99c372c49d4d5256bb0d4a6db095520586d4330a15503";
+        let c = run(&[
+            "--network=devnet",
+            "--kumquat-height",
+            "7",
+            "--sequencer-pubkey",
+            key,
+        ])
+        .unwrap();
+        assert_eq!(c.forks(), ForkTable::kumquat_from(7));
+        assert_eq!(c.sequencer_key().map(hex::encode).as_deref(), Some(key));
+        assert_eq!(c.sequencer_key_name(), "--sequencer-pubkey key");
+        // Mainnet: Kumquat from 0, and no key in v0.6.2: the first block's.
+        let c = run(&["--network", "mainnet"]).unwrap();
+        assert_eq!(
+            (c.forks(), c.sequencer_key()),
+            (ForkTable::KUMQUAT_ONLY, None)
+        );
+        let c = run(&["--dev", "--kumquat-height", "50"]).unwrap();
+        assert_eq!(c.forks().fork_at(49), crate::chain::Fork::Genesis);
+        let e = run(&["--network", "signet"]).unwrap_err();
+        assert!(e.0.contains("--network: unknown network \"signet\""), "{e}");
+        let e = run(&["--dev", "--network", "testnet"]).unwrap_err();
+        assert!(e.0.contains("--kumquat-height"), "{e}");
+        let e = run(&["--kumquat-height", "x"]).unwrap_err();
+        assert!(e.0.contains("--kumquat-height takes"), "{e}");
+    }
+
+    #[test]
+    fn import_and_verify_take_the_chain_rule_flags() {
+        let Command::Import(i) =
+            parse(["import", "f.jsonl", "--network", "testnet"].map(String::from)).unwrap()
+        else {
+            panic!("not an import")
+        };
+        assert_eq!(i.forks, ForkTable::kumquat_from(5_546_000));
+        assert_eq!(i.sequencer_pubkey, Network::Testnet.sequencer_key());
+        let Command::Verify(v) =
+            parse(["verify", "--kumquat-height", "3", "-"].map(String::from)).unwrap()
+        else {
+            panic!("not a verify")
+        };
+        assert_eq!(v.file, PathBuf::from("-"));
+        assert_eq!(
+            (v.forks, v.sequencer_key),
+            (ForkTable::kumquat_from(3), None)
+        );
+        let e = parse(["verify"].map(String::from)).unwrap_err();
+        assert!(e.0.contains("verify needs a FILE"), "{e}");
+        let e = parse(["verify", "a", "b"].map(String::from)).unwrap_err();
+        assert!(e.0.contains("verify takes one FILE"), "{e}");
+        let e = parse(["verify", "-", "--no-verify"].map(String::from)).unwrap_err();
+        assert!(
+            e.0.contains("--no-verify does not apply to `ledgerd verify`"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -33,6 +33,7 @@ use std::io::{self, BufRead, Write};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::chain::ForkTable;
 use crate::json;
 use crate::ledger::walk::LedgerWalk;
 use crate::ledger::{Ledger, LedgerError, LedgerRead, LedgerWriter};
@@ -305,11 +306,21 @@ pub fn write_record(out: &mut Vec<u8>, record: &Record) {
 pub struct ImportOptions {
     /// Check every record by the chain rules (false: `--no-verify`).
     pub verify: bool,
+    /// Which fork's rules verify which height; the data dir is pinned to it
+    /// and refuses another (`--network`, `--kumquat-height`).
+    pub forks: ForkTable,
+    /// The key blocks must carry (`--sequencer-pubkey`, or the network's);
+    /// else the ledger's pinned key, else the first block's.
+    pub sequencer_pubkey: Option<[u8; 32]>,
 }
 
 impl Default for ImportOptions {
     fn default() -> Self {
-        ImportOptions { verify: true }
+        ImportOptions {
+            verify: true,
+            forks: ForkTable::default(),
+            sequencer_pubkey: None,
+        }
     }
 }
 
@@ -372,6 +383,7 @@ pub fn import(
 ) -> Result<ImportReport, FixtureError> {
     let records = read_records(input)?;
     let mut w = ledger.writer()?;
+    w.pin_fork_table(&options.forks)?;
     let mut report = ImportReport::default();
     let mut batch: Vec<(usize, SoftConfirmation)> = Vec::new();
     let mut statuses = Vec::new();
@@ -471,7 +483,7 @@ fn put_blocks(
     let Some((_, first)) = batch.first() else {
         return Ok(());
     };
-    let key = match w.sequencer_pubkey()? {
+    let key = match options.sequencer_pubkey.or(w.sequencer_pubkey()?) {
         Some(k) => k,
         None => {
             // As the sync thread does: the first block's key is pinned.
@@ -493,6 +505,7 @@ fn put_blocks(
             &blocks,
             (head, head_hash),
             &key,
+            &options.forks,
             verify::BlockRules::default(),
         );
         let good = verdict.good;
@@ -564,7 +577,7 @@ fn put_proof(
 ) -> Result<(), Refusal> {
     let ranges = if options.verify {
         // Every block is on earlier lines: a slot hash not known by now never will be.
-        match verify::verify_proof(&*w, p, u64::MAX)? {
+        match verify::verify_proof(&*w, p, u64::MAX, &options.forks)? {
             verify::ProofVerdict::Valid(ranges) => ranges,
             verify::ProofVerdict::NotYet => {
                 return Err(Refusal::Message(format!(

@@ -49,9 +49,11 @@
 //! - [`sync`]: the sync thread, its chain sources, verification, shared progress.
 //! - [`devnet`]: the embedded devnet, a chain source that makes blocks.
 //! - [`types`]: the records (soft confirmations, commitments, proofs, statuses).
-//! - [`chain`]: the contract's chain rules: hashing, signatures, Merkle roots.
+//! - [`chain`]: the chain rules per fork (Genesis, Kumquat): hashing, signatures, Merkle roots;
+//!   `chain::forks`: which fork applies at which height, and the public networks.
 //! - [`fixtures`]: `ledgerd import` / `export`: the ledger as JSON Lines fixtures.
 //! - [`replica`]: `ledgerd serve-readonly`: following a ledger another process writes.
+//! - [`verify_cmd`]: `ledgerd verify`: checking soft confirmations an RPC answered, offline.
 //! - [`wire`]: reading the RPC's JSON shapes back into records (follower, import, tests).
 //! - [`stop`], [`signals`]: stopping cleanly on Ctrl-C and SIGTERM.
 pub mod chain;
@@ -71,6 +73,7 @@ pub mod signals;
 pub mod stop;
 pub mod sync;
 pub mod types;
+pub mod verify_cmd;
 pub mod wire;
 
 pub use node::{Node, NodeBuilder};

@@ -1,6 +1,7 @@
 //! The `ledgerd` binary: parse the command line, start a [`ledgerd::Node`],
 //! print `listening on http://HOST:PORT`, wait for Ctrl-C or SIGTERM; or run
-//! `import` / `export` ([`ledgerd::fixtures`]) and exit.
+//! `import` / `export` ([`ledgerd::fixtures`]) or `verify`
+//! ([`ledgerd::verify_cmd`]) and exit.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -38,6 +39,7 @@ fn main() -> ExitCode {
         }
         Ok(Command::Import(args)) => return import(&args),
         Ok(Command::Export(args)) => return export(&args),
+        Ok(Command::Verify(args)) => return verify(&args),
         Err(e) => {
             eprintln!("ledgerd: {e}");
             return ExitCode::from(2);
@@ -94,6 +96,8 @@ fn import(args: &config::ImportArgs) -> ExitCode {
     };
     let options = ImportOptions {
         verify: args.verify,
+        forks: args.forks,
+        sequencer_pubkey: args.sequencer_pubkey,
     };
     match fixtures::import(&ledger, input, options) {
         Ok(report) => {
@@ -135,6 +139,46 @@ fn export(args: &config::ExportArgs) -> ExitCode {
         Err(e) => {
             eprintln!("ledgerd export: {e}");
             ExitCode::from(1)
+        }
+    }
+}
+
+/// `ledgerd verify FILE`: one line per block on stdout; exit 0 only when
+/// every block passed, 1 when one failed, 2 when the input cannot be read.
+fn verify(args: &config::VerifyArgs) -> ExitCode {
+    use ledgerd::verify_cmd::{self, VerifyOptions};
+    let name = args.file.display().to_string();
+    let text = if name == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text).map(|_| text)
+    } else {
+        std::fs::read_to_string(&args.file)
+    };
+    let text = match text {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("ledgerd verify: cannot read {name}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let options = VerifyOptions {
+        forks: args.forks,
+        sequencer_key: args.sequencer_key,
+        sequencer_key_name: args.sequencer_key_name.clone(),
+    };
+    let mut out = std::io::stdout().lock();
+    match verify_cmd::run(&text, &options, &mut out) {
+        Ok(summary) => {
+            eprintln!("ledgerd verify: {name}: {summary}");
+            if summary.all_passed() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            eprintln!("ledgerd verify: {name}: {e}");
+            ExitCode::from(2)
         }
     }
 }

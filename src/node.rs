@@ -10,6 +10,7 @@ use std::thread::JoinHandle;
 
 use log::{error, info};
 
+use crate::chain::Network;
 use crate::config::Config;
 use crate::devnet::{Devnet, DevnetConfig, DevnetError};
 use crate::health::SourceKind;
@@ -107,6 +108,23 @@ impl NodeBuilder {
         self.config.health_max_lag = lag;
         self
     }
+    /// Follows a public Citrea network's chain rules: its Kumquat height and
+    /// sequencer key (as `--network`; not with the devnet).
+    pub fn network(mut self, network: Network) -> Self {
+        self.config.network = Some(network);
+        self
+    }
+    /// Genesis rules below L2 height `height`, Kumquat from it (overrides
+    /// the network's; default: Kumquat from 0).
+    pub fn kumquat_height(mut self, height: u64) -> Self {
+        self.config.kumquat_height = Some(height);
+        self
+    }
+    /// The sequencer key blocks must carry (overrides the network's).
+    pub fn sequencer_pubkey(mut self, key: [u8; 32]) -> Self {
+        self.config.sequencer_pubkey = Some(key);
+        self
+    }
     /// Only this browser origin may read answers (default: any, `*`).
     pub fn cors_origin(mut self, origin: &str) -> Self {
         self.config.cors_origin = Some(origin.to_string());
@@ -142,6 +160,11 @@ impl Node {
     }
 
     fn start(config: Config, stop: Arc<Stop>) -> Result<Node, NodeError> {
+        if config.dev.is_some() && config.network.is_some() {
+            return Err(NodeError::Devnet(DevnetError::OtherChain(
+                "the devnet signs with its own key, not a network's: give it --kumquat-height instead of --network".into(),
+            )));
+        }
         let open = OpenOptions {
             read_only: config.read_only,
             ..OpenOptions::default()
@@ -149,6 +172,14 @@ impl Node {
         let ledger = Arc::new(Ledger::open(&config.data_dir, &open)?);
         let progress = Arc::new(Progress::default());
         let mut threads = Vec::new();
+        let forks = config.forks();
+        if !config.read_only && (config.dev.is_some() || config.upstream.is_some()) {
+            // The chain is verified (or made) by one fork table for its
+            // whole life: refuse a data dir that holds another's.
+            let mut w = ledger.writer()?;
+            w.pin_fork_table(&forks)?;
+            w.commit()?;
+        }
 
         if config.read_only {
             // serve-readonly: no chain source; follow what another process writes.
@@ -161,11 +192,12 @@ impl Node {
                     .map_err(NodeError::Thread)?,
             );
         } else if let Some(dev) = &config.dev {
-            let devnet = Devnet::open(dev.clone(), ledger.clone())?;
+            let devnet = Devnet::open(dev.clone(), forks, ledger.clone())?;
             let sync_config = SyncConfig {
                 chunk: 2000,
                 poll: devnet_poll(dev),
                 sequencer_pubkey: Some(devnet.public_key()),
+                forks,
                 ..SyncConfig::default()
             };
             let mut syncer = Syncer::new(ledger.clone(), devnet, progress.clone(), sync_config);
@@ -192,7 +224,8 @@ impl Node {
             let upstream = Upstream::new(UpstreamConfig::new(url));
             let sync_config = SyncConfig {
                 chunk: config.sync_chunk,
-                sequencer_pubkey: config.sequencer_pubkey,
+                sequencer_pubkey: config.sequencer_key(),
+                forks,
                 concurrency: config.sync_concurrency,
                 block_rules: BlockRules {
                     allow_missing_tx_bodies: config.allow_missing_tx_bodies,
@@ -201,7 +234,13 @@ impl Node {
             };
             let syncer = Syncer::new(ledger.clone(), upstream, progress.clone(), sync_config);
             syncer.load_progress()?;
-            info!("following {url}");
+            info!(
+                "following {url}: {forks}, sequencer key {}",
+                config
+                    .sequencer_key()
+                    .map(hex::encode)
+                    .unwrap_or_else(|| "of the first block".into())
+            );
             let thread_stop = stop.clone();
             threads.push(
                 std::thread::Builder::new()

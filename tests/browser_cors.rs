@@ -4,8 +4,9 @@
 //! preflight first) and writes the answer into the DOM; `--dump-dom` prints
 //! the DOM after the script ran.
 //!
-//! Needs Debian's `chromium` (`.ci/install` installs it). Where it is
-//! missing, each test says so on stderr and passes without running.
+//! Needs Debian's `chromium`, so the tests are `#[ignore]`d: `.ci/install`
+//! installs it and `.ci/run` runs them with `--include-ignored`, where a
+//! missing chromium fails them.
 
 mod common;
 
@@ -23,16 +24,14 @@ use ledgerd::Node;
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 
-fn chromium() -> Option<&'static str> {
-    if Path::new(CHROMIUM).exists() {
-        Some(CHROMIUM)
-    } else {
-        eprintln!(
-            "SKIPPED: {CHROMIUM} is not installed, so the browser CORS test cannot run \
-             (apt-get install chromium; .ci/install does)"
-        );
-        None
-    }
+/// The browser; fails the test when it is missing.
+fn chromium() -> &'static str {
+    assert!(
+        Path::new(CHROMIUM).exists(),
+        "{CHROMIUM} is missing: this test runs a real browser. Install it \
+         (`apt-get install chromium`, as .ci/install does)"
+    );
+    CHROMIUM
 }
 
 /// Serves one HTML page on 127.0.0.1 (another origin than the node) until dropped.
@@ -201,8 +200,9 @@ fn preflights(node: &Node) -> u64 {
 }
 
 #[test]
+#[ignore = "needs chromium: apt-get install chromium"]
 fn a_page_on_another_origin_reads_the_nodes_answer_with_fetch() {
-    let Some(chromium) = chromium() else { return };
+    let chromium = chromium();
     let dir = tempfile::tempdir().unwrap();
     let node = dev_node(dir.path(), None);
     let site = PageServer::start();
@@ -216,8 +216,9 @@ fn a_page_on_another_origin_reads_the_nodes_answer_with_fetch() {
 }
 
 #[test]
+#[ignore = "needs chromium: apt-get install chromium"]
 fn cors_origin_lets_only_that_origin_read_answers() {
-    let Some(chromium) = chromium() else { return };
+    let chromium = chromium();
     let dir = tempfile::tempdir().unwrap();
     let site = PageServer::start();
 

@@ -162,3 +162,44 @@ fn a_restart_on_the_same_data_dir_keeps_everything_and_continues_the_chain() {
     let last = err.trim().lines().last().unwrap_or_default();
     assert!(last.contains("--dev-seed 1"), "{err}");
 }
+
+/// The INFO lines an operator reads: what changed, never one per block.
+/// A devnet making a block every 2 ms for 3 s stores ~1,500 blocks; the log
+/// says it started, caught up and is serving, and nothing per block (the
+/// per-block lines are DEBUG; a summary comes at most every 30 s).
+#[test]
+fn a_fast_devnet_logs_what_changed_not_every_block() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let node = Ledgerd::start_in(dir.path(), &devnet_args(0, 2));
+    std::thread::sleep(Duration::from_secs(3));
+    let head = node.result("ledger_getHeadSoftConfirmationHeight", "[]");
+    let head = head.as_u64().expect("a height");
+    assert!(head >= 300, "the devnet made only {head} blocks in 3 s");
+    let (status, stderr) = node.stop();
+    assert!(status.success(), "{stderr}");
+    let info: Vec<&str> = stderr.lines().filter(|l| l.contains(" INFO ")).collect();
+    assert!(
+        info.len() <= 12,
+        "{} INFO lines for {head} blocks:\n{}",
+        info.len(),
+        info.join("\n")
+    );
+    assert!(
+        info.iter().any(|l| l.contains("caught up")),
+        "the log says when the node caught up:\n{stderr}"
+    );
+    assert!(
+        !info
+            .iter()
+            .any(|l| l.contains("synced to") || l.contains("scanned to")),
+        "per-chunk progress is DEBUG:\n{stderr}"
+    );
+    // At DEBUG the per-block progress is there for whoever asks.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let node = Ledgerd::start_logging(dir.path(), "127.0.0.1:0", &devnet_args(50, 0), "debug");
+    let (_, stderr) = node.stop();
+    assert!(
+        stderr.contains("DEBUG ledgerd::sync] L2 synced to 50"),
+        "{stderr}"
+    );
+}

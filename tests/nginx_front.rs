@@ -4,9 +4,9 @@
 //! Each ends by checking that a normal request through nginx is answered
 //! within 100 ms.
 //!
-//! nginx must be installed (`.ci/install` installs it from Debian's
-//! packages); without /usr/sbin/nginx these tests fail, unless
-//! `LEDGERD_SKIP_NGINX=1` is set.
+//! They need nginx, so they are `#[ignore]`d: `cargo test` alone does not run
+//! them. `.ci/install` installs nginx from Debian's packages and `.ci/run`
+//! runs them with `--include-ignored`, where a missing nginx fails them.
 
 mod common;
 
@@ -46,22 +46,14 @@ fn replace_once(conf: &mut String, from: &str, to: &str) {
     *conf = conf.replacen(from, to, 1);
 }
 
-/// None: nginx is missing and LEDGERD_SKIP_NGINX=1 says that is fine.
-fn start(ledgerd_args: &[&str]) -> Option<Front> {
-    if !nginx_path().exists() {
-        if std::env::var("LEDGERD_SKIP_NGINX").as_deref() == Ok("1") {
-            eprintln!(
-                "skipped: no {} and LEDGERD_SKIP_NGINX=1",
-                nginx_path().display()
-            );
-            return None;
-        }
-        panic!(
-            "{} is missing: these tests run the nginx front. Install it (.ci/install, or \
-             `apt-get install nginx`), or set LEDGERD_SKIP_NGINX=1 to skip them",
-            nginx_path().display()
-        );
-    }
+/// Starts a ledgerd and the nginx front before it; fails the test when nginx is missing.
+fn start(ledgerd_args: &[&str]) -> Front {
+    assert!(
+        nginx_path().exists(),
+        "{} is missing: these tests run the nginx front. Install it (`apt-get install nginx`, \
+         as .ci/install does)",
+        nginx_path().display()
+    );
     let node = Ledgerd::start(ledgerd_args);
     let prefix = tempfile::tempdir().expect("nginx prefix");
     let p = prefix.path().display().to_string();
@@ -135,7 +127,7 @@ fn start(ledgerd_args: &[&str]) -> Option<Front> {
             200
         );
     }
-    Some(front)
+    front
 }
 
 fn assert_json_error(body: &[u8], code: i64) {
@@ -146,9 +138,10 @@ fn assert_json_error(body: &[u8], code: i64) {
 }
 
 #[test]
+#[ignore = "needs nginx: apt-get install nginx"]
 fn requests_pass_through_nginx_unchanged() {
     let _one_at_a_time = common::one_at_a_time();
-    let Some(f) = start(&[]) else { return };
+    let f = start(&[]);
     let body = json!([
         {"jsonrpc":"2.0","id":"a","method":"ledger_getHeadSoftConfirmationHeight"},
         {"jsonrpc":"2.0","id":1.5,"method":"ledger_nope"}
@@ -170,9 +163,10 @@ fn requests_pass_through_nginx_unchanged() {
 }
 
 #[test]
+#[ignore = "needs nginx: apt-get install nginx"]
 fn a_petabyte_content_length_is_refused_by_nginx_with_413() {
     let _one_at_a_time = common::one_at_a_time();
-    let Some(mut f) = start(&[]) else { return };
+    let mut f = start(&[]);
     let mut s = connect(f.addr);
     s.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000000000\r\n\r\n{\"a\":")
         .unwrap();
@@ -184,9 +178,10 @@ fn a_petabyte_content_length_is_refused_by_nginx_with_413() {
 }
 
 #[test]
+#[ignore = "needs nginx: apt-get install nginx"]
 fn a_fifty_mib_body_is_refused_by_nginx_and_never_reaches_ledgerd() {
     let _one_at_a_time = common::one_at_a_time();
-    let Some(f) = start(&[]) else { return };
+    let f = start(&[]);
     let anon_before = f.node.status_field("RssAnon");
     let n = 50 * 1024 * 1024;
     let (mut s, sender) = common::http::post_huge_body(f.addr, n, Duration::from_secs(3));
@@ -210,9 +205,10 @@ fn a_fifty_mib_body_is_refused_by_nginx_and_never_reaches_ledgerd() {
 }
 
 #[test]
+#[ignore = "needs nginx: apt-get install nginx"]
 fn a_slow_body_is_buffered_by_nginx_and_stalls_nobody() {
     let _one_at_a_time = common::one_at_a_time();
-    let Some(f) = start(&[]) else { return };
+    let f = start(&[]);
     let mut s = connect(f.addr);
     s.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n")
         .unwrap();
@@ -224,9 +220,10 @@ fn a_slow_body_is_buffered_by_nginx_and_stalls_nobody() {
 }
 
 #[test]
+#[ignore = "needs nginx: apt-get install nginx"]
 fn a_client_that_never_reads_the_largest_range_does_not_hold_ledgerd() {
     let _one_at_a_time = common::one_at_a_time();
-    let Some(f) = start(&[]) else { return };
+    let f = start(&[]);
     let range =
         json!({"jsonrpc":"2.0","id":1,"method":"ledger_getSoftConfirmationRange","params":[1,1000]})
             .to_string();
@@ -243,9 +240,10 @@ fn a_client_that_never_reads_the_largest_range_does_not_hold_ledgerd() {
 }
 
 #[test]
+#[ignore = "needs nginx: apt-get install nginx"]
 fn a_hundred_thousand_deep_array_passes_through_as_a_parse_error() {
     let _one_at_a_time = common::one_at_a_time();
-    let Some(f) = start(&[]) else { return };
+    let f = start(&[]);
     let a = common::rpc(f.addr, "[".repeat(100_000).as_bytes());
     assert_eq!(a.status, 200);
     assert_json_error(&a.body, -32700);
@@ -253,9 +251,10 @@ fn a_hundred_thousand_deep_array_passes_through_as_a_parse_error() {
 }
 
 #[test]
+#[ignore = "needs nginx: apt-get install nginx"]
 fn huge_headers_are_refused_by_nginx() {
     let _one_at_a_time = common::one_at_a_time();
-    let Some(f) = start(&[]) else { return };
+    let f = start(&[]);
     let addr = f.addr;
     let long = thread::spawn(move || {
         let mut s = connect(addr);
@@ -296,10 +295,11 @@ fn huge_headers_are_refused_by_nginx() {
 }
 
 #[test]
+#[ignore = "needs nginx: apt-get install nginx"]
 fn two_thousand_idle_connections_to_nginx_do_not_block_new_requests() {
     let _one_at_a_time = common::one_at_a_time();
     raise_nofile_limit();
-    let Some(f) = start(&[]) else { return };
+    let f = start(&[]);
     let mut idle = Vec::new();
     for _ in 0..2000 {
         idle.push(TcpStream::connect(f.addr).expect("idle connect"));
@@ -316,9 +316,10 @@ fn two_thousand_idle_connections_to_nginx_do_not_block_new_requests() {
 }
 
 #[test]
+#[ignore = "needs nginx: apt-get install nginx"]
 fn sixty_four_keep_alive_clients_through_nginx_every_one_gets_answers() {
     let _one_at_a_time = common::one_at_a_time();
-    let Some(f) = start(&[]) else { return };
+    let f = start(&[]);
     let addr = f.addr;
     let req = post(common::HEAD_HEIGHT.as_bytes());
     let clients: Vec<_> = (0..64)
@@ -345,9 +346,10 @@ fn sixty_four_keep_alive_clients_through_nginx_every_one_gets_answers() {
 }
 
 #[test]
+#[ignore = "needs nginx: apt-get install nginx"]
 fn over_64_requests_at_once_from_one_address_get_503_from_nginx() {
     let _one_at_a_time = common::one_at_a_time();
-    let Some(f) = start(&[]) else { return };
+    let f = start(&[]);
     // 64 requests in flight: headers sent, body still coming.
     let mut held = Vec::new();
     for _ in 0..64 {

@@ -1,19 +1,23 @@
-//! The README's curl examples are a promise: each `$ curl ... -d '...'` line
-//! in a console block, sent to the node the README names, gives the answer
+//! The docs' curl examples are a promise: each `$ curl -s localhost:12346 -d '...'`
+//! line in README.md or a page under docs/, sent to the node the docs name
+//! (`ledgerd --dev --dev-prefill 200 --dev-block-ms 0`), gives the answer
 //! printed under it (long proof byte arrays are cut there with
-//! `…(N more bytes)…`, so those answers are matched around the cut).
+//! `…(N more bytes)…`, so those answers are matched around the cut; an empty
+//! line is an empty body, as for a notification).
 
 mod common;
 
 use common::{devnet_args, Ledgerd};
 
 struct Example {
+    /// `FILE line N`, for the failure message.
+    place: String,
     body: String,
     answer: String,
 }
 
-fn examples(readme: &str) -> Vec<Example> {
-    let lines: Vec<&str> = readme.lines().collect();
+fn examples(file: &str, text: &str) -> Vec<Example> {
+    let lines: Vec<&str> = text.lines().collect();
     let mut out = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         let Some(cmd) = line.strip_prefix("$ curl -s localhost:12346 -d '") else {
@@ -21,11 +25,12 @@ fn examples(readme: &str) -> Vec<Example> {
         };
         let body = cmd
             .strip_suffix('\'')
-            .unwrap_or_else(|| panic!("README line {}: body ends with a quote", i + 1));
+            .unwrap_or_else(|| panic!("{file} line {}: body ends with a quote", i + 1));
         let answer = lines
             .get(i + 1)
-            .unwrap_or_else(|| panic!("README line {}: an answer follows", i + 1));
+            .unwrap_or_else(|| panic!("{file} line {}: an answer follows", i + 1));
         out.push(Example {
+            place: format!("{file} line {}", i + 1),
             body: body.to_string(),
             answer: answer.to_string(),
         });
@@ -61,26 +66,72 @@ fn matches(expected: &str, actual: &str) -> bool {
     }
 }
 
+/// README.md and every page under docs/, with their curl examples.
+fn documented_examples() -> Vec<(String, Vec<Example>)> {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mut files = vec![String::from("README.md")];
+    let mut pages: Vec<String> = std::fs::read_dir(format!("{root}/docs"))
+        .expect("docs/ is readable")
+        .map(|e| {
+            e.expect("docs/ entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|name| name.ends_with(".md"))
+        .map(|name| format!("docs/{name}"))
+        .collect();
+    pages.sort();
+    files.extend(pages);
+    files
+        .into_iter()
+        .map(|file| {
+            let text = std::fs::read_to_string(format!("{root}/{file}"))
+                .unwrap_or_else(|e| panic!("{file}: {e}"));
+            let found = examples(&file, &text);
+            (file, found)
+        })
+        .collect()
+}
+
 #[test]
-fn every_curl_example_in_the_readme_answers_as_shown() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-        .expect("README.md");
-    let examples = examples(&readme);
-    assert!(examples.len() >= 20, "{} examples", examples.len());
+fn every_curl_example_in_the_docs_answers_as_shown() {
+    let docs = documented_examples();
+    let count = |name: &str| {
+        docs.iter()
+            .find(|(file, _)| file == name)
+            .map_or(0, |(_, found)| found.len())
+    };
+    assert!(count("README.md") >= 3, "the README shows three calls");
+    assert!(count("docs/API.md") >= 30, "docs/API.md shows every method");
     let dir = tempfile::tempdir().expect("temp dir");
-    // The README says its answers come from this devnet.
+    // The docs say their answers come from this devnet.
     let node = Ledgerd::start_in(dir.path(), &devnet_args(200, 0));
     let mut wrong = Vec::new();
-    for ex in &examples {
+    for ex in docs.iter().flat_map(|(_, found)| found) {
         let (_, actual) = node.post_raw(&ex.body);
         if !matches(&ex.answer, &actual) {
             wrong.push(format!(
-                "curl -d '{}'\n  README: {:.300}\n  node:   {:.300}",
-                ex.body, ex.answer, actual
+                "{}: curl -d '{}'\n  docs: {:.300}\n  node: {:.300}",
+                ex.place, ex.body, ex.answer, actual
             ));
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn every_method_has_an_example_in_the_api_docs() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/API.md"))
+        .expect("docs/API.md");
+    let found = examples("docs/API.md", &text);
+    for method in ledgerd::rpc::METHOD_NAMES {
+        let call = format!("\"method\":\"{method}\"");
+        assert!(
+            found.iter().any(|ex| ex.body.contains(&call)),
+            "docs/API.md has no curl example calling {method}"
+        );
+    }
 }
 
 #[test]

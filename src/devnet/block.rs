@@ -2,11 +2,11 @@
 //!
 //! Block `h` links to block `h-1` (prevHash), points at DA slot
 //! [`schedule::slot_of`]`(h)`, carries 0-4 random transactions and, every
-//! tenth block, a deposit; its hash is the contract's SHA-256 and the
-//! sequencer key signs it. The state root is SHA-256(previous state root ||
+//! tenth block, a deposit; it is hashed and signed by the rules of its
+//! height's fork (Genesis below the Kumquat height, Kumquat from it). The state root is SHA-256(previous state root ||
 //! hash): a stand-in for executing the transactions.
 
-use crate::chain::{sha256, soft_confirmation_hash, SequencerKey};
+use crate::chain::{block_hash, sha256, ForkTable, SequencerKey};
 use crate::devnet::schedule;
 use crate::types::{Hash, SoftConfirmation};
 
@@ -51,11 +51,13 @@ impl Entropy {
 }
 
 /// Makes blocks `first..=last` on top of `tip` = (height, hash, state root)
-/// of block `first - 1`. Hashes are chained in order; signatures, which do
-/// not depend on each other, are made on both cores for large batches.
+/// of block `first - 1`, each by its fork's rules in `forks`. Hashes are
+/// chained in order; signatures, which do not depend on each other, are
+/// made on both cores for large batches.
 pub fn make_blocks(
     key: &SequencerKey,
     seed: u64,
+    forks: &ForkTable,
     tip: (u64, Hash, Hash),
     first: u64,
     last: u64,
@@ -65,19 +67,19 @@ pub fn make_blocks(
     let (_, mut prev_hash, mut prev_root) = tip;
     let mut blocks = Vec::with_capacity(last.saturating_sub(first) as usize + 1);
     for h in first..=last {
-        let sc = unsigned_block(seed, h, prev_hash, prev_root, pub_key);
+        let sc = unsigned_block(seed, forks, h, prev_hash, prev_root, pub_key);
         prev_hash = sc.hash;
         prev_root = sc.state_root;
         blocks.push(sc);
     }
-    sign_all(key, &mut blocks);
+    sign_all(key, forks, &mut blocks);
     blocks
 }
 
-fn sign_all(key: &SequencerKey, blocks: &mut [SoftConfirmation]) {
+fn sign_all(key: &SequencerKey, forks: &ForkTable, blocks: &mut [SoftConfirmation]) {
     let sign = |part: &mut [SoftConfirmation]| {
         for sc in part {
-            sc.signature = key.sign(&sc.hash);
+            sc.signature = key.sign_block(sc, forks.fork_at(sc.l2_height));
         }
     };
     if blocks.len() < PARALLEL_SIGN_MIN {
@@ -93,6 +95,7 @@ fn sign_all(key: &SequencerKey, blocks: &mut [SoftConfirmation]) {
 
 fn unsigned_block(
     seed: u64,
+    forks: &ForkTable,
     h: u64,
     prev_hash: Hash,
     prev_root: Hash,
@@ -127,7 +130,7 @@ fn unsigned_block(
         l1_fee_rate: 2_500_000_000 + u128::from(rng.below(1_000_000)),
         timestamp: schedule::GENESIS_TIMESTAMP + h,
     };
-    sc.hash = soft_confirmation_hash(&sc);
+    sc.hash = block_hash(&sc, forks.fork_at(h));
     let mut root_input = [0u8; 64];
     root_input[..32].copy_from_slice(&prev_root);
     root_input[32..].copy_from_slice(&sc.hash);
@@ -138,19 +141,27 @@ fn unsigned_block(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::verify_signature;
+    use crate::chain::{verify_block_signature, Fork};
 
     #[test]
-    fn made_blocks_link_hash_and_sign_by_the_contract() {
+    fn made_blocks_link_hash_and_sign_by_their_forks_rules() {
         let key = SequencerKey::from_secret(&schedule::sequencer_secret(7));
+        let forks = ForkTable::kumquat_from(120);
         let genesis = (0, [0u8; 32], schedule::genesis_state_root(7));
-        let blocks = make_blocks(&key, 7, genesis, 1, 300);
+        let blocks = make_blocks(&key, 7, &forks, genesis, 1, 300);
         assert_eq!(blocks.len(), 300);
         let mut prev = [0u8; 32];
         for sc in &blocks {
+            let fork = forks.fork_at(sc.l2_height);
+            let other = match fork {
+                Fork::Genesis => Fork::Kumquat,
+                Fork::Kumquat => Fork::Genesis,
+            };
             assert_eq!(sc.prev_hash, prev);
-            assert_eq!(soft_confirmation_hash(sc), sc.hash);
-            verify_signature(&sc.pub_key, &sc.hash, &sc.signature).unwrap();
+            assert_eq!(block_hash(sc, fork), sc.hash);
+            assert_ne!(block_hash(sc, other), sc.hash);
+            verify_block_signature(sc, fork, &sc.pub_key).unwrap();
+            assert!(verify_block_signature(sc, other, &sc.pub_key).is_err());
             prev = sc.hash;
         }
         assert!(blocks.iter().any(|b| !b.txs.is_empty()));
@@ -160,14 +171,15 @@ mod tests {
     #[test]
     fn the_same_seed_makes_the_same_chain_in_any_batch_split() {
         let key = SequencerKey::from_secret(&schedule::sequencer_secret(3));
+        let forks = ForkTable::kumquat_from(20);
         let genesis = (0, [0u8; 32], schedule::genesis_state_root(3));
-        let whole = make_blocks(&key, 3, genesis, 1, 40);
-        let first = make_blocks(&key, 3, genesis, 1, 25);
+        let whole = make_blocks(&key, 3, &forks, genesis, 1, 40);
+        let first = make_blocks(&key, 3, &forks, genesis, 1, 25);
         let tip = first
             .last()
             .map(|b| (b.l2_height, b.hash, b.state_root))
             .unwrap();
-        let rest = make_blocks(&key, 3, tip, 26, 40);
+        let rest = make_blocks(&key, 3, &forks, tip, 26, 40);
         assert_eq!(whole, [first, rest].concat());
     }
 }

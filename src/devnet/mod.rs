@@ -22,7 +22,7 @@ pub mod schedule;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::chain::SequencerKey;
+use crate::chain::{ForkTable, SequencerKey};
 use crate::ledger::{Ledger, LedgerError, LedgerRead};
 use crate::sync::source::{DaSource, L2Source, SourceError};
 use crate::types::{DaSlot, Hash, SoftConfirmation};
@@ -81,6 +81,8 @@ const SEED_META_KEY: &str = "devnet_seed";
 /// The devnet chain source.
 pub struct Devnet {
     config: DevnetConfig,
+    /// Which fork's rules make which height.
+    forks: ForkTable,
     key: SequencerKey,
     ledger: Arc<Ledger>,
     /// The newest block made so far: (height, hash, state root).
@@ -92,9 +94,16 @@ pub struct Devnet {
 }
 
 impl Devnet {
-    /// A devnet over `ledger`, continuing the chain stored there. Refuses a
-    /// data dir that holds a chain from another seed or another source.
-    pub fn open(config: DevnetConfig, ledger: Arc<Ledger>) -> Result<Devnet, DevnetError> {
+    /// A devnet over `ledger`, continuing the chain stored there, making
+    /// each height by its fork's rules in `forks` (Genesis-era blocks below
+    /// the Kumquat height). Refuses a data dir that holds a chain from
+    /// another seed or another source. (The node pins `forks` in the ledger
+    /// before this, so a data dir is never continued by other rules.)
+    pub fn open(
+        config: DevnetConfig,
+        forks: ForkTable,
+        ledger: Arc<Ledger>,
+    ) -> Result<Devnet, DevnetError> {
         let key = SequencerKey::from_secret(&schedule::sequencer_secret(config.seed));
         let (tip, start_height) = {
             let mut w = ledger.writer()?;
@@ -144,6 +153,7 @@ impl Devnet {
         };
         Ok(Devnet {
             config,
+            forks,
             key,
             ledger,
             tip,
@@ -209,7 +219,14 @@ impl L2Source for Devnet {
             };
         }
         let first = self.tip.0 + 1;
-        let made = block::make_blocks(&self.key, self.config.seed, self.tip, first, to);
+        let made = block::make_blocks(
+            &self.key,
+            self.config.seed,
+            &self.forks,
+            self.tip,
+            first,
+            to,
+        );
         if let Some(last) = made.last() {
             self.tip = (last.l2_height, last.hash, last.state_root);
         }
@@ -253,7 +270,7 @@ impl DaSource for Devnet {
         let reader = self.ledger.reader().map_err(Self::source_err)?;
         let pub_key = self.key.public_key();
         (from..=to)
-            .map(|n| da::make_slot(&self.config, &pub_key, &reader, n))
+            .map(|n| da::make_slot(&self.config, &self.forks, &pub_key, &reader, n))
             .collect()
     }
 }
@@ -274,7 +291,7 @@ mod tests {
             block_ms: 0,
             ..DevnetConfig::default()
         };
-        let devnet = Devnet::open(config, ledger.clone()).unwrap();
+        let devnet = Devnet::open(config, ForkTable::default(), ledger.clone()).unwrap();
         let sync = SyncConfig {
             sequencer_pubkey: Some(devnet.public_key()),
             ..SyncConfig::default()
@@ -314,7 +331,9 @@ mod tests {
             seed: 99,
             ..DevnetConfig::default()
         };
-        let e = Devnet::open(other, ledger.clone()).err().unwrap();
+        let e = Devnet::open(other, ForkTable::default(), ledger.clone())
+            .err()
+            .unwrap();
         assert!(e.to_string().contains("--dev-seed 1"), "{e}");
         let head_hash = ledger.reader().unwrap().hash_at(120).unwrap().unwrap();
         drop(ledger);

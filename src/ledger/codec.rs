@@ -56,6 +56,7 @@
 
 use std::fmt;
 
+use crate::chain::ForkTable;
 use crate::types::{
     Hash, ProofOutput, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof,
 };
@@ -473,6 +474,27 @@ pub fn decode_proof(bytes: &[u8]) -> Result<VerifiedBatchProof, DecodeError> {
 /// A u64 value (height, slot number, counter): 8 bytes big-endian.
 pub fn encode_u64(v: u64) -> [u8; 8] {
     v.to_be_bytes()
+}
+
+/// Encodes a fork table (meta `forks`): a version byte 1, then the Kumquat
+/// height as u64 big-endian.
+pub fn encode_fork_table(t: &ForkTable) -> [u8; 9] {
+    let mut out = [0u8; 9];
+    out[0] = 1;
+    out[1..].copy_from_slice(&t.kumquat_height().to_be_bytes());
+    out
+}
+
+/// Decodes a fork table written by [`encode_fork_table`].
+pub fn decode_fork_table(bytes: &[u8]) -> Result<ForkTable, DecodeError> {
+    match bytes {
+        [1, height @ ..] => decode_u64(height).map(ForkTable::kumquat_from),
+        _ => err(format!(
+            "{} bytes starting {:?} are not a fork table (version 1, then 8 bytes)",
+            bytes.len(),
+            bytes.first()
+        )),
+    }
 }
 
 /// Decodes an 8-byte big-endian u64 value.

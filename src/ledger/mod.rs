@@ -39,6 +39,7 @@ use lmdb::{
     Transaction, WriteFlags,
 };
 
+use crate::chain::ForkTable;
 use crate::types::{Hash, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof};
 use codec::DecodeError;
 use tables::{
@@ -75,6 +76,12 @@ pub enum LedgerError {
     AlreadyStored(u64),
     /// A write was attempted on a ledger opened read-only.
     ReadOnly { path: PathBuf },
+    /// The chain in the data dir was verified by another fork table.
+    OtherForkTable {
+        path: PathBuf,
+        stored: ForkTable,
+        wanted: ForkTable,
+    },
 }
 
 impl fmt::Display for LedgerError {
@@ -112,6 +119,17 @@ impl fmt::Display for LedgerError {
                 f,
                 "ledger at {} was opened read-only and cannot be written",
                 path.display()
+            ),
+            LedgerError::OtherForkTable {
+                path,
+                stored,
+                wanted,
+            } => write!(
+                f,
+                "the data dir {} holds a chain verified with {stored}, not {wanted}: \
+                 pass --kumquat-height {} (or the --network it was synced with), or use another --data-dir",
+                path.display(),
+                stored.kumquat_height()
             ),
         }
     }
@@ -704,6 +722,12 @@ pub trait LedgerRead: sealed::Access + Sized {
         Ok(meta_u64(self, tables::META_LAST_L1)?.unwrap_or(0))
     }
 
+    /// The fork table the stored chain was verified by, once pinned (see
+    /// [`LedgerWriter::pin_fork_table`]).
+    fn fork_table(&self) -> Result<Option<ForkTable>, LedgerError> {
+        get_decoded::<Self, Meta, _>(self, tables::META_FORK_TABLE, codec::decode_fork_table)
+    }
+
     /// The sequencer public key, once set.
     fn sequencer_pubkey(&self) -> Result<Option<[u8; 32]>, LedgerError> {
         meta_hash(self, tables::META_SEQ_PUBKEY)
@@ -899,6 +923,27 @@ impl LedgerWriter<'_> {
     /// Sets the sequencer public key.
     pub fn set_sequencer_pubkey(&mut self, key: &[u8; 32]) -> Result<(), LedgerError> {
         self.put_meta(tables::META_SEQ_PUBKEY, key)
+    }
+
+    /// Pins the fork table the chain is verified by. A ledger pinned to
+    /// another table refuses it (`OtherForkTable`): blocks stored by one
+    /// table's rules cannot be continued by another's. A ledger that holds
+    /// blocks but no table was written before tables were pinned, by the
+    /// Kumquat-only rules, and is pinned to those.
+    pub fn pin_fork_table(&mut self, wanted: &ForkTable) -> Result<(), LedgerError> {
+        let stored = match self.fork_table()? {
+            Some(t) => Some(t),
+            None if self.head_height()? > 0 => Some(ForkTable::KUMQUAT_ONLY),
+            None => None,
+        };
+        match stored {
+            Some(stored) if stored != *wanted => Err(LedgerError::OtherForkTable {
+                path: self.ledger.path().to_path_buf(),
+                stored,
+                wanted: *wanted,
+            }),
+            _ => self.put_meta(tables::META_FORK_TABLE, &codec::encode_fork_table(wanted)),
+        }
     }
 
     /// Sets a free meta entry (read back with [`LedgerRead::meta_bytes`]).

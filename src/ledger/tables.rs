@@ -206,6 +206,8 @@ pub(crate) const META_LAST_PROOF_SLOT: &str = "last_proof_slot";
 /// Meta: the block key: pubKey of the first stored block, never changed;
 /// blocks signed by it omit their pubKey (see `codec`).
 pub(crate) const META_BLOCK_KEY: &str = "sc_key";
+/// Meta: the fork table the chain was verified by (`codec::encode_fork_table`).
+pub(crate) const META_FORK_TABLE: &str = "forks";
 /// Prefix of the free entries of `set_meta_bytes`/`meta_bytes`.
 pub(crate) const USER_PREFIX: &str = "user.";
 

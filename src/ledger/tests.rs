@@ -369,6 +369,62 @@ fn meta_values_round_trip_and_free_entries_cannot_clobber_settings() {
 }
 
 #[test]
+fn a_ledger_keeps_the_fork_table_it_was_pinned_to_and_refuses_another() {
+    use crate::chain::ForkTable;
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = open(dir.path());
+    let testnet = ForkTable::kumquat_from(5_546_000);
+    let mut w = ledger.writer().unwrap();
+    assert_eq!(w.fork_table().unwrap(), None);
+    w.pin_fork_table(&testnet).unwrap();
+    w.commit().unwrap();
+    drop(ledger);
+    let ledger = open(dir.path());
+    assert_eq!(
+        ledger.reader().unwrap().fork_table().unwrap(),
+        Some(testnet)
+    );
+    let mut w = ledger.writer().unwrap();
+    w.pin_fork_table(&testnet).unwrap();
+    let e = w.pin_fork_table(&ForkTable::KUMQUAT_ONLY).unwrap_err();
+    assert!(matches!(e, LedgerError::OtherForkTable { .. }));
+    let text = e.to_string();
+    assert!(
+        text.contains(
+            "verified with Kumquat from height 5546000 (Genesis below), not Kumquat from height 0"
+        ) && text.contains("pass --kumquat-height 5546000"),
+        "{text}"
+    );
+    assert!(!text.contains('\n'), "one line: {text}");
+}
+
+#[test]
+fn a_ledger_with_blocks_from_before_fork_tables_counts_as_kumquat_only() {
+    use crate::chain::ForkTable;
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = open(dir.path());
+    let mut w = ledger.writer().unwrap();
+    w.put_soft_confirmation(&block(1)).unwrap();
+    w.commit().unwrap();
+    let mut w = ledger.writer().unwrap();
+    assert!(w.pin_fork_table(&ForkTable::kumquat_from(10)).is_err());
+    w.pin_fork_table(&ForkTable::KUMQUAT_ONLY).unwrap();
+    w.commit().unwrap();
+    let stored = ledger.reader().unwrap().fork_table().unwrap();
+    assert_eq!(stored, Some(ForkTable::KUMQUAT_ONLY));
+}
+
+#[test]
+fn a_corrupt_fork_table_entry_is_reported_not_guessed() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = open(dir.path());
+    let mut w = ledger.writer().unwrap();
+    w.put_meta(tables::META_FORK_TABLE, &[2, 0, 0]).unwrap();
+    let e = w.fork_table().unwrap_err().to_string();
+    assert!(e.contains("ledger setting \"forks\" is corrupt"), "{e}");
+}
+
+#[test]
 fn data_survives_reopening() {
     let dir = tempfile::tempdir().unwrap();
     {

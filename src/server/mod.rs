@@ -1,7 +1,7 @@
 //! HTTP transport: one blocking tiny_http 0.12 loop on the caller's thread,
 //! made safe against hostile clients.
 //!
-//! # Design (see also `/work/shared/notes/tiny_http-0.12.md`)
+//! # Design (why each defence exists, with what was measured: `docs/DESIGN.md`)
 //!
 //! - **Fast path** (body ≤ 1,024 bytes, already read by tiny_http; response
 //!   ≤ 64 KiB; nothing pending on the connection): the handler runs and the

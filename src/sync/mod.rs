@@ -12,9 +12,12 @@
 //! - [`pipeline`]: several range requests in flight, answered in order.
 //! - [`verify`]: where a block, a commitment and a proof are verified.
 //! - [`progress`]: the counters shared with the server.
+//! - [`report`]: the few INFO lines an operator reads (caught up, fell
+//!   behind, a summary at most every 30 s); per-chunk progress is DEBUG.
 
 pub mod pipeline;
 pub mod progress;
+pub mod report;
 pub mod source;
 pub mod upstream;
 pub mod verify;
@@ -23,12 +26,14 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use log::{error, info, warn};
+use log::{debug, error, info, warn};
 
+use crate::chain::ForkTable;
 use crate::ledger::{Ledger, LedgerError, LedgerRead, LedgerWriter};
 use crate::stop::Stop;
 use crate::types::{DaSlot, SoftConfirmation, Status};
 use progress::Progress;
+use report::Reporter;
 use source::{DaSource, L2Source, SourceError};
 use verify::{BlockRules, Check, CommitmentVerdict, ProofVerdict, VerifyError};
 
@@ -46,6 +51,8 @@ pub struct SyncConfig {
     /// The sequencer key blocks must carry (`--sequencer-pubkey`); else the
     /// key of the first block, pinned in the ledger.
     pub sequencer_pubkey: Option<[u8; 32]>,
+    /// Which fork's rules verify which height (`--network`, `--kumquat-height`).
+    pub forks: ForkTable,
     /// Longest back-off after repeated failures.
     pub max_backoff: Duration,
     /// Answers fetched ahead of the one being verified and written (0: no
@@ -70,6 +77,7 @@ impl Default for SyncConfig {
             slots_per_fetch: 16,
             poll: Duration::from_millis(200),
             sequencer_pubkey: None,
+            forks: ForkTable::default(),
             max_backoff: Duration::from_secs(5),
             prefetch: 4,
             commit_blocks: 2000,
@@ -139,6 +147,7 @@ pub struct Syncer<S: L2Source + DaSource> {
     config: SyncConfig,
     /// The last failure logged, so a repeated failure is logged once.
     last_failure: Option<String>,
+    report: Reporter,
 }
 
 impl<S: L2Source + DaSource + Send> Syncer<S> {
@@ -148,12 +157,14 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
         progress: Arc<Progress>,
         config: SyncConfig,
     ) -> Self {
+        let report = Reporter::new(&progress);
         Syncer {
             ledger,
             source,
             progress,
             config,
             last_failure: None,
+            report,
         }
     }
 
@@ -192,7 +203,9 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
     }
 
     fn step_or_wait(&mut self, stop: &Stop) -> Result<(), SyncError> {
-        if self.step(stop)? == StepReport::default() {
+        let report = self.step(stop)?;
+        self.report.after_step(&self.progress);
+        if report == StepReport::default() {
             stop.sleep(self.config.poll);
         }
         Ok(())
@@ -211,6 +224,7 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
                     if self.last_failure.take().is_some() {
                         info!("sync resumed");
                     }
+                    self.report.after_step(&self.progress);
                     backoff = Duration::ZERO;
                     if report == StepReport::default() && stop.sleep(self.config.poll) {
                         break;
@@ -329,6 +343,7 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
             head,
             below,
             key: pinned,
+            forks: config.forks,
             key_stored: pinned.is_some() && config.sequencer_pubkey.is_none(),
             commit_blocks: config.commit_blocks,
             commit_every: config.commit_every,
@@ -433,6 +448,7 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
             ..
         } = self;
         let mut sink = DaSink {
+            forks: config.forks,
             ledger,
             progress,
             scanned,
@@ -449,7 +465,7 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
         let fetch = |source: &mut S, (from, to): (u64, u64)| source.slots(from, to);
         let result = fetch_ahead(source, ranges, stop, config.prefetch, fetch, &mut sink);
         if sink.total > 0 {
-            info!(
+            debug!(
                 "L1 scanned to {} of {da_head}",
                 progress.l1_synced.load(Relaxed)
             );
@@ -648,6 +664,8 @@ struct L2Sink<'a> {
     below: (u64, crate::types::Hash),
     /// The sequencer key, once known.
     key: Option<[u8; 32]>,
+    /// Which fork's rules verify which height.
+    forks: ForkTable,
     /// Whether the key is pinned in the ledger already.
     key_stored: bool,
     commit_blocks: u64,
@@ -674,7 +692,8 @@ impl L2Sink<'_> {
             return Ok(());
         };
         for slot in slots {
-            let applied = slot.number == *scanned + 1 && matches!(apply_slot(w, slot), Ok(true));
+            let applied =
+                slot.number == *scanned + 1 && matches!(apply_slot(w, slot, &self.forks), Ok(true));
             if !applied {
                 self.da_scanned = None;
                 return Ok(());
@@ -694,7 +713,7 @@ impl Sink<Fetched> for L2Sink<'_> {
             return Ok(Flow::Stop);
         };
         let key = *self.key.get_or_insert(first.pub_key);
-        let verdict = verify::verify_blocks(&blocks, self.below, &key, self.rules);
+        let verdict = verify::verify_blocks(&blocks, self.below, &key, &self.forks, self.rules);
         let (good, failure) = (verdict.good, verdict.failure);
         if good > 0 {
             if self.txn.is_none() {
@@ -758,9 +777,7 @@ impl Sink<Fetched> for L2Sink<'_> {
             self.da_in_txn = 0;
         }
         self.stored_total += count;
-        if new_head / 10_000 != (new_head - count) / 10_000 || new_head == self.head {
-            info!("L2 synced to {new_head} of {}", self.head);
-        }
+        debug!("L2 synced to {new_head} of {}", self.head);
         Ok(())
     }
 }
@@ -768,6 +785,8 @@ impl Sink<Fetched> for L2Sink<'_> {
 /// The DA side of a pass: checks each fetched slot's commitments and proof
 /// against the stored chain and applies it, many slots per write transaction.
 struct DaSink<'a> {
+    /// The chain rules per height (which proofs carry Kumquat's fields).
+    forks: ForkTable,
     ledger: &'a Ledger,
     progress: &'a Progress,
     /// The newest slot applied (committed, or in the open transaction).
@@ -795,7 +814,7 @@ impl Sink<Vec<DaSlot>> for DaSink<'_> {
                 ))
                 .into());
             }
-            if !apply_slot(w, slot)? {
+            if !apply_slot(w, slot, &self.forks)? {
                 // A commitment over heights not stored yet: come back later.
                 return Ok(Flow::Stop);
             }
@@ -846,12 +865,16 @@ fn head_slot(w: &LedgerWriter<'_>) -> Result<u64, LedgerError> {
 /// false (and writes nothing of the slot) when a commitment covers heights
 /// not stored yet, or a proof names a DA slot whose hash is not known yet:
 /// the slot is scanned again after the L2 chain catches up.
-fn apply_slot(w: &mut LedgerWriter<'_>, slot: &DaSlot) -> Result<bool, VerifyError> {
+fn apply_slot(
+    w: &mut LedgerWriter<'_>,
+    slot: &DaSlot,
+    forks: &ForkTable,
+) -> Result<bool, VerifyError> {
     let mut proven = Vec::with_capacity(slot.proofs.len());
     if !slot.proofs.is_empty() {
         let head_slot = head_slot(w)?;
         for p in &slot.proofs {
-            match verify::verify_proof(&*w, p, head_slot)? {
+            match verify::verify_proof(&*w, p, head_slot, forks)? {
                 ProofVerdict::Valid(ranges) => proven.push(ranges),
                 ProofVerdict::NotYet => return Ok(false),
             }

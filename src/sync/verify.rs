@@ -1,11 +1,15 @@
 //! Where the sync thread verifies a block, a commitment and a proof, by the
-//! contract's chain rules, before anything is written.
+//! chain rules of each block's fork ([`crate::chain`]), before anything is
+//! written.
 //!
 //! Each check has a name ([`Check`]) so a failure can be logged, counted in
 //! `/metrics` and explained: "soft confirmation 17: prevHash does not link
 //! to the stored hash of 16".
 
-use crate::chain::{first_bad_signature, merkle_root, soft_confirmation_hash, verify_signature};
+use crate::chain::{
+    block_hash, first_bad_signature, merkle_root, signed_message, verify_block_signature, Fork,
+    ForkTable,
+};
 use crate::ledger::{LedgerError, LedgerRead};
 use crate::types::{Hash, SequencerCommitment, SoftConfirmation, VerifiedBatchProof, ZERO_HASH};
 
@@ -82,62 +86,90 @@ impl From<LedgerError> for VerifyError {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BlockRules {
     /// `--allow-missing-tx-bodies`: accept a block whose `txs` is empty and
-    /// whose hash does not recompute (an upstream that withholds bodies)
-    /// when the sequencer's signature verifies over its stated hash.
+    /// whose hash does not recompute (an upstream that withholds bodies):
+    /// under Kumquat when the sequencer's signature verifies over its stated
+    /// hash; under Genesis (whose signature covers the bodies) on its link
+    /// to the block below, and the next block's link to it.
     pub allow_missing_tx_bodies: bool,
 }
 
 /// The flag that accepts blocks whose bodies were withheld.
 pub const ALLOW_MISSING_TX_BODIES: &str = "--allow-missing-tx-bodies";
 
-/// Checks one block on its own: the hash recomputes, the key is the
-/// sequencer's, the signature verifies. (The link to the block below is
-/// checked in order by [`verify_link`].)
-pub fn verify_block_alone(sc: &SoftConfirmation, sequencer: &[u8; 32]) -> Result<(), VerifyError> {
-    verify_hash_and_key(sc, sequencer, BlockRules::default())?;
-    verify_signature(&sc.pub_key, &sc.hash, &sc.signature).map_err(|e| {
+/// Checks one block on its own by its fork's rules: the hash recomputes,
+/// the key is the sequencer's, the signature verifies. (The link to the
+/// block below is checked in order by [`verify_link`].)
+pub fn verify_block_alone(
+    sc: &SoftConfirmation,
+    sequencer: &[u8; 32],
+    forks: &ForkTable,
+) -> Result<(), VerifyError> {
+    verify_hash_and_key(sc, sequencer, forks, BlockRules::default())?;
+    let fork = forks.fork_at(sc.l2_height);
+    verify_block_signature(sc, fork, sequencer).map_err(|e| {
         VerifyError::failed(
             Check::Signature,
-            format!("soft confirmation {}: {e}", sc.l2_height),
+            format!("soft confirmation {} ({fork} rules): {e}", sc.l2_height),
         )
     })
 }
 
-/// The hash recomputes from the fields and the key is the sequencer's (the
-/// signature is checked by the caller: one by one, or batched). `Ok(true)`
-/// for a block accepted without its transaction bodies (see [`BlockRules`]):
-/// its signature over the stated hash is then all that vouches for it.
+/// How a block's hash and key checked out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HashCheck {
+    /// The hash recomputes: the signature is checked over the fork's message.
+    Whole,
+    /// Accepted without its bodies (see [`BlockRules`]), under Kumquat: the
+    /// signature is checked over the stated hash.
+    WithoutBodiesSigned,
+    /// Accepted without its bodies under Genesis: the signature covers the
+    /// bodies and cannot be checked; the links vouch for the block.
+    WithoutBodiesLinked,
+}
+
+/// The hash recomputes from the fields by the block's fork's rules and the
+/// key is the sequencer's (the signature is checked by the caller: one by
+/// one, or batched).
 fn verify_hash_and_key(
     sc: &SoftConfirmation,
     sequencer: &[u8; 32],
+    forks: &ForkTable,
     rules: BlockRules,
-) -> Result<bool, VerifyError> {
+) -> Result<HashCheck, VerifyError> {
     let h = sc.l2_height;
-    let mut without_body = false;
-    if soft_confirmation_hash(sc) != sc.hash {
+    let fork = forks.fork_at(h);
+    let mut outcome = HashCheck::Whole;
+    if block_hash(sc, fork) != sc.hash {
         if !sc.txs.is_empty() {
             return Err(VerifyError::failed(
                 Check::Hash,
                 format!(
-                    "soft confirmation {h}: hash {} does not recompute from its fields",
+                    "soft confirmation {h}: hash {} does not recompute from its fields by the {fork} rules",
                     hex::encode(sc.hash)
                 ),
             ));
         }
         if !rules.allow_missing_tx_bodies {
+            let accepted_on = match fork {
+                Fork::Kumquat => "the sequencer's signature over their stated hash",
+                Fork::Genesis => "their links to the blocks around them",
+            };
             return Err(VerifyError::failed(
                 Check::Hash,
                 format!(
-                    "soft confirmation {h}: hash {} does not recompute from its fields, and its \
-                     txs are empty: the upstream likely runs with include_tx_body = false (a \
-                     Citrea full node's default), which answers blocks without their \
-                     transactions; start ledgerd with {ALLOW_MISSING_TX_BODIES} to accept such \
-                     blocks on the sequencer's signature over their stated hash",
+                    "soft confirmation {h}: hash {} does not recompute from its fields by the \
+                     {fork} rules, and its txs are empty: the upstream likely runs with \
+                     include_tx_body = false (a Citrea full node's default), which answers \
+                     blocks without their transactions; start ledgerd with \
+                     {ALLOW_MISSING_TX_BODIES} to accept such blocks on {accepted_on}",
                     hex::encode(sc.hash)
                 ),
             ));
         }
-        without_body = true;
+        outcome = match fork {
+            Fork::Kumquat => HashCheck::WithoutBodiesSigned,
+            Fork::Genesis => HashCheck::WithoutBodiesLinked,
+        };
     }
     if &sc.pub_key != sequencer {
         return Err(VerifyError::failed(
@@ -149,7 +181,7 @@ fn verify_hash_and_key(
             ),
         ));
     }
-    Ok(without_body)
+    Ok(outcome)
 }
 
 /// Checks that `sc` follows the block (height, hash) below it.
@@ -192,9 +224,10 @@ pub struct BlocksVerdict {
     pub without_bodies: u64,
 }
 
-/// Verifies `blocks` on top of `below` = (height, hash) of the stored head.
-/// Returns how many leading blocks verified, and the first failure if any:
-/// the caller stores the verified prefix and never skips past the failure.
+/// Verifies `blocks` on top of `below` = (height, hash) of the stored head,
+/// each by the rules of its fork in `forks`. Returns how many leading blocks
+/// verified, and the first failure if any: the caller stores the verified
+/// prefix and never skips past the failure.
 ///
 /// Heights, links, hashes and keys are checked in order; then the
 /// signatures of the blocks that passed are batch-verified, on both cores
@@ -203,6 +236,7 @@ pub fn verify_blocks(
     blocks: &[SoftConfirmation],
     below: (u64, Hash),
     sequencer: &[u8; 32],
+    forks: &ForkTable,
     rules: BlockRules,
 ) -> BlocksVerdict {
     const PARALLEL_MIN: usize = 64;
@@ -210,12 +244,18 @@ pub fn verify_blocks(
     let mut limit = blocks.len();
     let mut below = below;
     let mut bodiless = Vec::new();
+    // Blocks whose signature cannot be checked (Genesis, bodies withheld).
+    let mut unsigned = Vec::new();
     for (i, sc) in blocks.iter().enumerate() {
         let checked =
-            verify_link(sc, below).and_then(|_| verify_hash_and_key(sc, sequencer, rules));
+            verify_link(sc, below).and_then(|_| verify_hash_and_key(sc, sequencer, forks, rules));
         match checked {
-            Ok(true) => bodiless.push(i),
-            Ok(false) => {}
+            Ok(HashCheck::Whole) => {}
+            Ok(HashCheck::WithoutBodiesSigned) => bodiless.push(i),
+            Ok(HashCheck::WithoutBodiesLinked) => {
+                bodiless.push(i);
+                unsigned.push(i);
+            }
             Err(e) => {
                 failure = Some(e);
                 limit = i;
@@ -229,39 +269,51 @@ pub fn verify_blocks(
         failure,
         without_bodies: bodiless.iter().filter(|i| **i < good).count() as u64,
     };
-    let first_bad = |part: &[SoftConfirmation]| {
-        let items: Vec<_> = part
-            .iter()
-            .map(|sc| (&sc.pub_key, &sc.hash, &sc.signature))
-            .collect();
-        first_bad_signature(&items)
-    };
     let signed = &blocks[..limit];
-    let bad = if signed.len() < PARALLEL_MIN {
-        first_bad(signed)
+    let messages: Vec<_> = signed
+        .iter()
+        .map(|sc| signed_message(sc, forks.fork_at(sc.l2_height)))
+        .collect();
+    let checked: Vec<usize> = (0..signed.len())
+        .filter(|i| unsigned.binary_search(i).is_err())
+        .collect();
+    let items: Vec<_> = checked
+        .iter()
+        .map(|&i| {
+            let sc = &signed[i];
+            (&sc.pub_key, messages[i].as_ref(), &sc.signature)
+        })
+        .collect();
+    let bad = if items.len() < PARALLEL_MIN {
+        first_bad_signature(&items)
     } else {
-        let (a, b) = signed.split_at(signed.len() / 2);
+        let (a, b) = items.split_at(items.len() / 2);
         let (ra, rb) = std::thread::scope(|s| {
-            let ha = s.spawn(|| first_bad(a));
-            let rb = first_bad(b);
+            let ha = s.spawn(|| first_bad_signature(a));
+            let rb = first_bad_signature(b);
             (ha.join(), rb)
         });
         // A panicked verifier proves nothing: treat its whole half as unverified.
         let ra = ra.unwrap_or(Some(0));
         ra.or(rb.map(|i| i + a.len()))
     };
-    match bad {
+    match bad.map(|j| checked[j]) {
         Some(i) => {
             let sc = &blocks[i];
-            let e = verify_signature(&sc.pub_key, &sc.hash, &sc.signature)
-                .err()
-                .map(|e| e.to_string())
-                .unwrap_or_else(|| "signature batch verification failed".to_string());
+            let fork = forks.fork_at(sc.l2_height);
+            // A block accepted without bodies was signed over its stated hash.
+            let e = if bodiless.contains(&i) {
+                crate::chain::verify_signature(&sc.pub_key, &sc.hash, &sc.signature).err()
+            } else {
+                verify_block_signature(sc, fork, &sc.pub_key).err()
+            }
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| "signature batch verification failed".to_string());
             verdict(
                 i,
                 Some(VerifyError::failed(
                     Check::Signature,
-                    format!("soft confirmation {}: {e}", sc.l2_height),
+                    format!("soft confirmation {} ({fork} rules): {e}", sc.l2_height),
                 )),
             )
         }
@@ -389,6 +441,10 @@ pub fn proof_commitments(
 /// proven and finalSoftConfirmationHash the hash there. Genesis-era proofs
 /// carry zeros in those three fields.
 ///
+/// Which era a proof is from follows Citrea: by the fork of the last height
+/// it proves (`fork_from_block_number`), so a proof ending at a Kumquat
+/// height must carry the Kumquat fields.
+///
 /// `head_slot` is the DA slot the stored head block points at: a proof
 /// naming a slot hash that is still unknown is [`ProofVerdict::NotYet`]
 /// while blocks pointing at its slot may still come, a failure after.
@@ -396,6 +452,7 @@ pub fn verify_proof(
     ledger: &impl LedgerRead,
     proof: &VerifiedBatchProof,
     head_slot: u64,
+    forks: &ForkTable,
 ) -> Result<ProofVerdict, VerifyError> {
     let out = &proof.proof_output;
     let fail = |what: String| {
@@ -443,10 +500,16 @@ pub fn verify_proof(
             hex::encode(root_below)
         )));
     }
-    let genesis_era = out.last_l2_height == 0
+    let genesis_format = out.last_l2_height == 0
         && out.prev_soft_confirmation_hash == ZERO_HASH
         && out.final_soft_confirmation_hash == ZERO_HASH;
-    if !genesis_era {
+    if genesis_format && forks.fork_at(end) == Fork::Kumquat {
+        return Err(fail(format!(
+            "it proves up to height {end}, a Kumquat height, but carries no \
+             prev/final soft confirmation hashes or lastL2Height (a Genesis-era proof's zeros)"
+        )));
+    }
+    if !genesis_format {
         if out.last_l2_height != end {
             return Err(fail(format!(
                 "lastL2Height {} is not {end}, the end of the last commitment it proves",

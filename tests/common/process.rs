@@ -66,11 +66,16 @@ impl Ledgerd {
     /// [`Ledgerd::start_in`] listening on `bind` (`127.0.0.1:PORT`), e.g. to
     /// bring a node back on the port it had before it was killed.
     pub fn start_in_at(data_dir: &Path, bind: &str, args: &[String]) -> Ledgerd {
+        Ledgerd::start_logging(data_dir, bind, args, "info")
+    }
+
+    /// [`Ledgerd::start_in_at`] with `RUST_LOG=level`.
+    pub fn start_logging(data_dir: &Path, bind: &str, args: &[String], level: &str) -> Ledgerd {
         let mut all: Vec<OsString> = args.iter().map(OsString::from).collect();
         all.extend(["--bind", bind, "--data-dir"].map(OsString::from));
         all.push(data_dir.into());
         let dir = tempfile::tempdir().expect("temp dir");
-        let node = Ledgerd::spawn(&all, Some("info"), dir, data_dir.to_path_buf(), true);
+        let node = Ledgerd::spawn(&all, Some(level), dir, data_dir.to_path_buf(), true);
         assert!(node.url.starts_with("http://127.0.0.1:"), "{}", node.url);
         node
     }

@@ -26,7 +26,8 @@ pub fn devnet_rpc(prefill: u64) -> (Rpc, tempfile::TempDir) {
         proof_bytes: 64,
         ..DevnetConfig::default()
     };
-    let devnet = Devnet::open(dev, ledger.clone()).expect("devnet");
+    let devnet =
+        Devnet::open(dev, ledgerd::chain::ForkTable::default(), ledger.clone()).expect("devnet");
     let config = SyncConfig {
         chunk: 2000,
         sequencer_pubkey: Some(devnet.public_key()),
