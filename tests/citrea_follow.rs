@@ -381,6 +381,143 @@ fn withheld_bodies_are_refused_saying_why_and_accepted_and_counted_with_the_flag
 }
 
 #[test]
+fn a_follower_with_the_fork_table_syncs_genesis_blocks_below_the_fork_and_kumquat_above() {
+    // Genesis rules below 150 (borsh message, signed as it is), Kumquat from
+    // 150; proofs that end below 150 carry zero hashes and lastL2Height 0.
+    let upstream = CitreaUpstream::start(Options {
+        blocks: 300,
+        kumquat_height: 150,
+        seed: 4,
+        ..Options::default()
+    });
+    let chain = &upstream.chain;
+    let genesis_era_proofs = chain
+        .proofs
+        .range(..=chain.last_scanned)
+        .flat_map(|(_, l)| l)
+        .filter(|p| p.last_l2_height == 0)
+        .count();
+    assert!(genesis_era_proofs >= 2, "{genesis_era_proofs}");
+    let key = hex::encode(chain.key);
+    let dir = tempfile::tempdir().unwrap();
+    let f = follower(
+        &dir.path().join("f"),
+        &upstream.url,
+        &["--kumquat-height", "150", "--sequencer-pubkey", &key],
+    );
+    wait_synced(&f, 300, chain.last_scanned);
+    let fv = view(&f.url);
+    assert_same_view(&fv, &view(&upstream.url));
+    // Heights below the fork were proven by Genesis-era proofs.
+    assert!(fv.statuses[..149].iter().all(|s| s == "proven"));
+    for s in ["trusted", "finalized", "proven"] {
+        assert!(fv.statuses[149..].contains(&json!(s)), "{s} above the fork");
+    }
+
+    // Without the fork table, the first block is refused by the Kumquat rules.
+    let wrong = follower(
+        &dir.path().join("wrong"),
+        &upstream.url,
+        &["--sequencer-pubkey", &key],
+    );
+    wrong.wait_for(
+        Duration::from_secs(30),
+        "the follower refuses block 1",
+        |f| f.stderr().contains("soft confirmation 1: hash"),
+    );
+    assert_eq!(
+        num(&call(
+            &wrong.url,
+            "ledger_getHeadSoftConfirmationHeight",
+            "[]"
+        )),
+        0
+    );
+}
+
+#[test]
+fn withheld_bodies_across_the_fork_are_accepted_on_links_below_it_and_signatures_above() {
+    let upstream = CitreaUpstream::start(Options {
+        blocks: 200,
+        kumquat_height: 100,
+        withhold_bodies: true,
+        seed: 5,
+    });
+    let chain = &upstream.chain;
+    let key = hex::encode(chain.key);
+    let dir = tempfile::tempdir().unwrap();
+    let strict = follower(
+        &dir.path().join("strict"),
+        &upstream.url,
+        &["--kumquat-height", "100", "--sequencer-pubkey", &key],
+    );
+    strict.wait_for(Duration::from_secs(30), "the refusal", |f| {
+        f.stderr().contains("include_tx_body = false")
+    });
+    assert!(strict
+        .stderr()
+        .contains("on their links to the blocks around them"));
+    drop(strict);
+    let f = follower(
+        &dir.path().join("f"),
+        &upstream.url,
+        &[
+            "--kumquat-height",
+            "100",
+            "--sequencer-pubkey",
+            &key,
+            "--allow-missing-tx-bodies",
+        ],
+    );
+    wait_synced(&f, 200, chain.last_scanned);
+    assert_same_view(&view(&f.url), &view(&upstream.url));
+    let without: u64 = chain.blocks.iter().filter(|b| !b.txs.is_empty()).count() as u64;
+    let metrics = get(&f.url, "/metrics");
+    assert_eq!(
+        metric(&metrics, "ledgerd_sync_blocks_without_bodies_total"),
+        without
+    );
+}
+
+#[test]
+fn a_forged_block_without_bodies_is_refused_even_with_the_flag() {
+    // A Kumquat block whose txs were emptied and whose stated hash was
+    // changed: the sequencer never signed that hash.
+    let upstream = CitreaUpstream::start(Options {
+        blocks: 60,
+        withhold_bodies: true,
+        seed: 6,
+        ..Options::default()
+    });
+    let target = upstream
+        .chain
+        .blocks
+        .iter()
+        .find(|b| !b.txs.is_empty() && b.l2_height > 10)
+        .map(|b| b.l2_height)
+        .unwrap();
+    upstream.forge_hash_at(target);
+    let dir = tempfile::tempdir().unwrap();
+    let f = follower(
+        &dir.path().join("f"),
+        &upstream.url,
+        &["--allow-missing-tx-bodies"],
+    );
+    f.wait_for(Duration::from_secs(30), "the refusal", |f| {
+        f.stderr().contains(&format!(
+            "check signature failed: soft confirmation {target}"
+        )) || f
+            .stderr()
+            .contains(&format!("soft confirmation {}: prevHash", target + 1))
+    });
+    let head = num(&call(&f.url, "ledger_getHeadSoftConfirmationHeight", "[]"));
+    assert!(
+        head < target,
+        "nothing at or above the forged block is stored (head {head})"
+    );
+}
+
+#[test]
 fn a_follower_of_a_ledgerd_with_wire_citrea_serves_what_it_serves() {
     // A ledgerd devnet answering in Citrea's shapes is followed like a
     // Citrea node: range limit 20 from Citrea's error text, proofs as arrays.

@@ -583,6 +583,8 @@ impl Chain {
 pub struct CitreaUpstream {
     pub url: String,
     pub chain: Arc<Chain>,
+    /// A height whose stated hash is answered altered (a forgery), 0: none.
+    forged: Arc<AtomicU64>,
     /// HTTP requests answered.
     pub requests: Arc<AtomicU64>,
     server: Arc<tiny_http::Server>,
@@ -598,16 +600,26 @@ impl CitreaUpstream {
             server.server_addr().to_ip().expect("an IP address")
         );
         let requests = Arc::new(AtomicU64::new(0));
+        let forged = Arc::new(AtomicU64::new(0));
         let threads = (0..4)
             .map(|_| {
                 let (server, chain, requests) = (server.clone(), chain.clone(), requests.clone());
+                let forged = forged.clone();
                 std::thread::spawn(move || {
                     while let Ok(mut request) = server.recv() {
                         let mut body = Vec::new();
                         if std::io::Read::read_to_end(request.as_reader(), &mut body).is_err() {
                             continue;
                         }
-                        let answer = chain.handle(&body).to_string();
+                        let mut answer = chain.handle(&body).to_string();
+                        let h = forged.load(SeqCst);
+                        if h > 0 {
+                            // The forged block's hash, wherever it is answered
+                            // (also as the next block's prevHash).
+                            let real = hex::encode(chain.blocks[h as usize - 1].hash);
+                            let fake = hex::encode(sha256(&[b"forged", real.as_bytes()]));
+                            answer = answer.replace(&real, &fake);
+                        }
                         requests.fetch_add(1, SeqCst);
                         let header =
                             tiny_http::Header::from_bytes("Content-Type", "application/json")
@@ -621,10 +633,19 @@ impl CitreaUpstream {
         CitreaUpstream {
             url,
             chain,
+            forged,
             requests,
             server,
             threads,
         }
+    }
+}
+
+impl CitreaUpstream {
+    /// From now on, answers block `h` (and the next block's prevHash) with
+    /// another hash than the one the sequencer signed.
+    pub fn forge_hash_at(&self, h: u64) {
+        self.forged.store(h, SeqCst);
     }
 }
 
