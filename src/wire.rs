@@ -233,7 +233,7 @@ enum WireProofsOnSlot {
     // First: serde would also read a one-element array as the seed's
     // struct (a struct deserializes from a sequence of its fields).
     Citrea(Vec<WireProofInner>),
-    Seed(WireProof),
+    Seed(Box<WireProof>),
 }
 
 impl WireProofInner {
@@ -335,7 +335,7 @@ pub fn verified_batch_proofs_on_slot(
     match item {
         None => Ok(Vec::new()),
         Some(WireProofsOnSlot::Seed(p)) => {
-            let p = VerifiedBatchProof::try_from(p)?;
+            let p = VerifiedBatchProof::try_from(*p)?;
             if p.height != slot {
                 return Err(WireError(format!(
                     "asked for the proofs of DA slot {slot}, got one of slot {}",
@@ -386,12 +386,29 @@ enum WireLayerStatus {
 }
 
 impl WireLayerStatus {
-    fn pair(self) -> (u64, u64) {
+    fn layer(self) -> LayerSync {
         match self {
-            WireLayerStatus::Synced(n) => (n, n),
-            WireLayerStatus::Syncing(v) => (v.synced_block_number, v.head_block_number),
+            WireLayerStatus::Synced(n) => LayerSync { synced: n, head: n },
+            WireLayerStatus::Syncing(v) => LayerSync {
+                synced: v.synced_block_number,
+                head: v.head_block_number,
+            },
         }
     }
+}
+
+/// One layer of a node's sync status: how far it is, and the head it has seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LayerSync {
+    pub synced: u64,
+    pub head: u64,
+}
+
+/// A node's sync status, both layers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyncStatus {
+    pub l1: LayerSync,
+    pub l2: LayerSync,
 }
 
 #[derive(Deserialize)]
@@ -401,11 +418,13 @@ struct WireSyncStatus {
     l2_status: WireLayerStatus,
 }
 
-/// A sync status (`svc_syncStatus` or `citrea_syncStatus`: one shape) as
-/// ((L1 synced, L1 head), (L2 synced, L2 head)).
-pub fn sync_status(json: &str) -> Result<((u64, u64), (u64, u64)), WireError> {
+/// A sync status (`svc_syncStatus` or `citrea_syncStatus`: one shape).
+pub fn sync_status(json: &str) -> Result<SyncStatus, WireError> {
     let s: WireSyncStatus = serde_json::from_str(json)?;
-    Ok((s.l1_status.pair(), s.l2_status.pair()))
+    Ok(SyncStatus {
+        l1: s.l1_status.layer(),
+        l2: s.l2_status.layer(),
+    })
 }
 
 /// A hash from hex text (with or without `0x`).
@@ -467,7 +486,15 @@ mod tests {
         assert_eq!(status("null").unwrap(), None);
         assert!(status("\"PROVEN\"").is_err());
         let s = r#"{"l1Status":{"Synced":9},"l2Status":{"Syncing":{"headBlockNumber":50,"syncedBlockNumber":40}}}"#;
-        assert_eq!(sync_status(s).unwrap(), ((9, 9), (40, 50)));
+        let got = sync_status(s).unwrap();
+        assert_eq!(got.l1, LayerSync { synced: 9, head: 9 });
+        assert_eq!(
+            got.l2,
+            LayerSync {
+                synced: 40,
+                head: 50
+            }
+        );
     }
 
     #[test]

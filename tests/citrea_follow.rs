@@ -704,3 +704,26 @@ fn shape(v: &Value) -> Value {
         ),
     }
 }
+
+#[test]
+fn the_upstream_client_reads_the_sync_status_of_a_citrea_node_and_of_a_ledgerd() {
+    use ledgerd::sync::upstream::{Upstream, UpstreamConfig};
+    // Citrea answers only citrea_syncStatus.
+    let stand_in = CitreaUpstream::start(Options {
+        blocks: 100,
+        seed: 7,
+        ..Options::default()
+    });
+    let client = Upstream::new(UpstreamConfig::new(&stand_in.url));
+    let l1 = stand_in.chain.last_scanned;
+    let got = client.sync_status().unwrap();
+    assert_eq!((got.l1.synced, got.l1.head), (l1, l1));
+    assert_eq!((got.l2.synced, got.l2.head), (100, 100));
+    // A ledgerd answers both names.
+    let node = Ledgerd::start_prefilled(40, &[]);
+    let client = Upstream::new(UpstreamConfig::new(&node.url));
+    let got = client.sync_status().unwrap();
+    assert_eq!((got.l2.synced, got.l2.head), (40, 40));
+    assert_eq!(got.l1.synced, got.l1.head);
+    assert!(got.l1.synced >= 1000);
+}

@@ -142,9 +142,8 @@ impl Upstream {
 
     /// The upstream's own sync status, asked as `citrea_syncStatus` (what a
     /// Citrea node answers; a ledgerd answers it too) and, when the
-    /// upstream does not know that name, as `svc_syncStatus`. Returns
-    /// (L1, L2) as (synced, head) pairs.
-    pub fn sync_status(&self) -> Result<((u64, u64), (u64, u64)), SourceError> {
+    /// upstream does not know that name, as `svc_syncStatus`.
+    pub fn sync_status(&self) -> Result<wire::SyncStatus, SourceError> {
         let mut answer = self.call("citrea_syncStatus", "[]")?;
         if matches!(answer, Answer::Error { code: -32601, .. }) {
             answer = self.call("svc_syncStatus", "[]")?;
