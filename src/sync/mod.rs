@@ -22,6 +22,7 @@ pub mod source;
 pub mod upstream;
 pub mod verify;
 
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -373,9 +374,23 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
             ),
             _ => None,
         };
+        // The DA slots that come with the blocks, likewise, when the blocks
+        // are fetched that way: batches of slots in flight up to the
+        // source's last scanned slot, taken in order as the blocks allow.
+        let mut slot_pipeline = match (&da, source.parallel_slots(), &pipeline) {
+            (Some((_, da_head)), Some(fetcher), Some(_)) => Some(pipeline::Pipeline::new(
+                fetcher,
+                *da_head,
+                config.concurrency,
+                slots_per_fetch,
+            )?),
+            _ => None,
+        };
+        // Slots fetched ahead of the blocks that let them be applied.
+        let mut fetched_slots: VecDeque<DaSlot> = VecDeque::new();
         let fetch = move |source: &mut S, (from, to): (u64, u64)| {
             let blocks = match pipeline.as_mut() {
-                Some(p) => p.next_from(from)?,
+                Some(p) => p.next_from(from)?.unwrap_or_default(),
                 None => source.blocks(from, to)?,
             };
             let mut slots = Vec::new();
@@ -383,6 +398,29 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
                 let until = (*da_head).min(last.da_slot_height.saturating_sub(1));
                 let mut give_up = false;
                 while *next <= until {
+                    if let Some(p) = slot_pipeline.as_mut() {
+                        if fetched_slots.front().map(|s| s.number) != Some(*next) {
+                            fetched_slots.clear();
+                            match p.next_from(*next) {
+                                Ok(Some(got)) if consecutive_from(&got, *next) => {
+                                    fetched_slots.extend(got)
+                                }
+                                _ => {
+                                    give_up = true;
+                                    break;
+                                }
+                            }
+                        }
+                        while let Some(slot) = fetched_slots.pop_front() {
+                            if slot.number > until {
+                                fetched_slots.push_front(slot);
+                                break;
+                            }
+                            *next = slot.number + 1;
+                            slots.push(slot);
+                        }
+                        continue;
+                    }
                     let to = until.min(*next + slots_per_fetch - 1);
                     match source.slots(*next, to) {
                         Ok(mut got) if got.last().is_some_and(|s| s.number == to) => {
@@ -472,6 +510,11 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
         }
         result.map(|()| sink.total)
     }
+}
+
+/// Whether `slots` are numbered `from`, `from + 1`, ... with none missing.
+fn consecutive_from(slots: &[DaSlot], from: u64) -> bool {
+    !slots.is_empty() && slots.iter().zip(from..).all(|(s, n)| s.number == n)
 }
 
 /// Lowers the calling thread's CPU priority (nice 10; the fetch and verify

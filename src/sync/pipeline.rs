@@ -1,11 +1,12 @@
-//! Several block-range requests in flight at once, handed out in order.
+//! Several range requests in flight at once, handed out in order.
 //!
 //! A Citrea node serves at most 20 blocks per `ledger_getSoftConfirmationRange`;
 //! a follower that waits for each answer before asking the next spends its
 //! time on round trips. [`Pipeline`] keeps up to `width` requests in flight
 //! on as many worker threads (each request on its own connection of the
-//! source's pool) and gives the answers back strictly in height order, so
-//! the sync thread still verifies and writes block after block.
+//! source's pool) and gives the answers back strictly in order, so the sync
+//! thread still verifies and writes block after block (or DA slot after DA
+//! slot: the same pipeline fetches batches of slots).
 //!
 //! The pipeline only fetches: nothing it fetches is trusted or stored until
 //! the sync thread has verified it. When an answer is shorter than asked
@@ -16,24 +17,23 @@ use std::collections::VecDeque;
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 
-use crate::sync::source::{RangeFetcher, SourceError};
-use crate::types::SoftConfirmation;
+use crate::sync::source::{RangeFetch, SourceError};
 
-type Answer = Result<Vec<SoftConfirmation>, SourceError>;
+type Answer<T> = Result<T, SourceError>;
 
 /// One range to fetch, and where to send the answer.
-struct Job {
+struct Job<T> {
     from: u64,
     to: u64,
-    reply: SyncSender<Answer>,
+    reply: SyncSender<Answer<T>>,
 }
 
 /// Range requests in flight, answered in order (see the module docs).
-pub struct Pipeline {
-    jobs: Option<Sender<Job>>,
-    fetcher: Arc<dyn RangeFetcher>,
+pub struct Pipeline<T> {
+    jobs: Option<Sender<Job<T>>>,
+    fetcher: Arc<dyn RangeFetch<T>>,
     /// Requests sent, oldest first: (from, to, where its answer arrives).
-    in_flight: VecDeque<(u64, u64, Receiver<Answer>)>,
+    in_flight: VecDeque<(u64, u64, Receiver<Answer<T>>)>,
     /// The next height to ask for.
     next: u64,
     /// Ask for nothing above this height.
@@ -42,19 +42,19 @@ pub struct Pipeline {
     chunk: u64,
 }
 
-impl Pipeline {
-    /// A pipeline over `fetcher` that asks for heights up to `last`, at most
-    /// `width` requests of at most `chunk` blocks in flight. Starts `width`
+impl<T: Send + 'static> Pipeline<T> {
+    /// A pipeline over `fetcher` that asks for numbers up to `last`, at most
+    /// `width` requests of at most `chunk` numbers in flight. Starts `width`
     /// worker threads, which end once the pipeline is dropped and their
     /// request in flight (if any) has been answered or timed out.
     pub fn new(
-        fetcher: Box<dyn RangeFetcher>,
+        fetcher: Box<dyn RangeFetch<T>>,
         last: u64,
         width: usize,
         chunk: u64,
-    ) -> Result<Pipeline, SourceError> {
-        let fetcher: Arc<dyn RangeFetcher> = Arc::from(fetcher);
-        let (jobs, queue) = mpsc::channel::<Job>();
+    ) -> Result<Pipeline<T>, SourceError> {
+        let fetcher: Arc<dyn RangeFetch<T>> = Arc::from(fetcher);
+        let (jobs, queue) = mpsc::channel::<Job<T>>();
         let queue = Arc::new(Mutex::new(queue));
         let width = width.max(1);
         for i in 0..width {
@@ -76,10 +76,10 @@ impl Pipeline {
         })
     }
 
-    /// The answer for the range starting at `from`: the blocks the source
-    /// returned (a prefix of what was asked, empty once `from` is above the
-    /// last height). Requests for the ranges after it are kept in flight.
-    pub fn next_from(&mut self, from: u64) -> Answer {
+    /// The answer for the range starting at `from` (for blocks: a prefix of
+    /// what was asked); `None` once `from` is above the last number. Requests
+    /// for the ranges after it are kept in flight.
+    pub fn next_from(&mut self, from: u64) -> Answer<Option<T>> {
         if self.in_flight.front().map(|(f, _, _)| *f) != Some(from) {
             // The previous answer was short (or this is the start): what is
             // in flight does not continue it.
@@ -88,7 +88,7 @@ impl Pipeline {
         }
         self.top_up();
         let Some((_, _, answer)) = self.in_flight.pop_front() else {
-            return Ok(Vec::new());
+            return Ok(None);
         };
         let got = answer
             .recv()
@@ -97,7 +97,7 @@ impl Pipeline {
             self.in_flight.clear();
         }
         self.top_up();
-        got
+        got.map(Some)
     }
 
     /// Sends requests until `width` are in flight or every height is asked for.
@@ -117,14 +117,14 @@ impl Pipeline {
     }
 }
 
-impl Drop for Pipeline {
+impl<T> Drop for Pipeline<T> {
     fn drop(&mut self) {
         // Closing the queue ends every worker once it is idle.
         self.jobs = None;
     }
 }
 
-fn worker(queue: &Mutex<Receiver<Job>>, fetcher: &dyn RangeFetcher) {
+fn worker<T>(queue: &Mutex<Receiver<Job<T>>>, fetcher: &dyn RangeFetch<T>) {
     loop {
         let job = match queue.lock() {
             Ok(q) => q.recv(),
@@ -140,6 +140,7 @@ fn worker(queue: &Mutex<Receiver<Job>>, fetcher: &dyn RangeFetcher) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::SoftConfirmation;
     use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
 
     /// A source of empty-bodied blocks that serves at most `limit` per
@@ -169,8 +170,8 @@ mod tests {
         }
     }
 
-    impl RangeFetcher for Arc<Capped> {
-        fn fetch(&self, from: u64, to: u64) -> Answer {
+    impl RangeFetch<Vec<SoftConfirmation>> for Arc<Capped> {
+        fn fetch(&self, from: u64, to: u64) -> Answer<Vec<SoftConfirmation>> {
             let now = self.now.fetch_add(1, SeqCst) + 1;
             self.most.fetch_max(now, SeqCst);
             self.asked.fetch_add(1, SeqCst);
@@ -189,10 +190,10 @@ mod tests {
         })
     }
 
-    fn drain(p: &mut Pipeline, mut from: u64) -> Vec<u64> {
+    fn drain(p: &mut Pipeline<Vec<SoftConfirmation>>, mut from: u64) -> Vec<u64> {
         let mut heights = Vec::new();
         loop {
-            let got = p.next_from(from).unwrap();
+            let got = p.next_from(from).unwrap().unwrap_or_default();
             let Some(last) = got.last() else { break };
             from = last.l2_height + 1;
             heights.extend(got.iter().map(|b| b.l2_height));

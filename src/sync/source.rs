@@ -31,17 +31,18 @@ pub trait L2Source {
     /// A handle that fetches block ranges from other threads, for a source
     /// that can answer several range requests at once (an upstream node);
     /// `None` (the default): ranges are fetched one at a time.
-    fn parallel(&self) -> Option<Box<dyn RangeFetcher>> {
+    fn parallel(&self) -> Option<Box<dyn RangeFetch<Vec<SoftConfirmation>>>> {
         None
     }
 }
 
-/// Fetches block ranges from any thread (see [`L2Source::parallel`]).
-pub trait RangeFetcher: Send + Sync {
-    /// Blocks `from..=to` in height order; may return a shorter prefix.
-    fn fetch(&self, from: u64, to: u64) -> Result<Vec<SoftConfirmation>, SourceError>;
-    /// How many blocks to ask for per request, at most `wanted` (the
-    /// source's own range limit, once known).
+/// Fetches ranges (of blocks, or of DA slots) from any thread (see
+/// [`L2Source::parallel`], [`DaSource::parallel_slots`]).
+pub trait RangeFetch<T>: Send + Sync {
+    /// `from..=to` in order; blocks may come as a shorter prefix.
+    fn fetch(&self, from: u64, to: u64) -> Result<T, SourceError>;
+    /// How many to ask for per request, at most `wanted` (the source's own
+    /// range limit, once known).
     fn preferred_chunk(&self, wanted: u64) -> u64 {
         wanted
     }
@@ -58,5 +59,10 @@ pub trait DaSource {
     /// Slots `from..=to`, in order (a source may fetch them in one round trip).
     fn slots(&mut self, from: u64, to: u64) -> Result<Vec<DaSlot>, SourceError> {
         (from..=to).map(|n| self.slot(n)).collect()
+    }
+    /// A handle that fetches ranges of slots from other threads (see
+    /// [`L2Source::parallel`]); `None` (the default): one at a time.
+    fn parallel_slots(&self) -> Option<Box<dyn RangeFetch<Vec<DaSlot>>>> {
+        None
     }
 }

@@ -29,7 +29,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::sync::source::{DaSource, L2Source, RangeFetcher, SourceError};
+use crate::sync::source::{DaSource, L2Source, RangeFetch, SourceError};
 use crate::types::{DaSlot, Hash, SoftConfirmation};
 use crate::wire;
 
@@ -273,12 +273,12 @@ impl L2Source for Upstream {
         }
     }
 
-    fn parallel(&self) -> Option<Box<dyn RangeFetcher>> {
+    fn parallel(&self) -> Option<Box<dyn RangeFetch<Vec<SoftConfirmation>>>> {
         Some(Box::new(self.clone()))
     }
 }
 
-impl RangeFetcher for Upstream {
+impl RangeFetch<Vec<SoftConfirmation>> for Upstream {
     fn fetch(&self, from: u64, to: u64) -> Result<Vec<SoftConfirmation>, SourceError> {
         self.fetch_blocks(from, to)
     }
@@ -350,6 +350,24 @@ impl DaSource for Upstream {
     }
 
     fn slots(&mut self, from: u64, to: u64) -> Result<Vec<DaSlot>, SourceError> {
+        self.fetch_slots(from, to)
+    }
+
+    fn parallel_slots(&self) -> Option<Box<dyn RangeFetch<Vec<DaSlot>>>> {
+        Some(Box::new(self.clone()))
+    }
+}
+
+impl RangeFetch<Vec<DaSlot>> for Upstream {
+    fn fetch(&self, from: u64, to: u64) -> Result<Vec<DaSlot>, SourceError> {
+        self.fetch_slots(from, to)
+    }
+}
+
+impl Upstream {
+    /// DA slots `from..=to`: each slot's commitments and proofs, in one
+    /// batch request.
+    fn fetch_slots(&self, from: u64, to: u64) -> Result<Vec<DaSlot>, SourceError> {
         let commitments = "ledger_getSequencerCommitmentsOnSlotByNumber";
         let proofs = "ledger_getVerifiedBatchProofsBySlotHeight";
         let mut calls = Vec::new();
