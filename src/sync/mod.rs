@@ -825,7 +825,7 @@ impl Sink<Fetched> for L2Sink<'_> {
     }
 }
 
-/// The DA side of a pass: checks each fetched slot's commitments and proof
+/// The DA side of a pass: checks each fetched slot's proofs and commitments
 /// against the stored chain and applies it, many slots per write transaction.
 struct DaSink<'a> {
     /// The chain rules per height (which proofs carry Kumquat's fields).
@@ -858,7 +858,8 @@ impl Sink<Vec<DaSlot>> for DaSink<'_> {
                 .into());
             }
             if !apply_slot(w, slot, &self.forks)? {
-                // A commitment over heights not stored yet: come back later.
+                // A commitment over heights not stored yet, or a proof that
+                // names a slot no stored block points at yet: come back later.
                 return Ok(Flow::Stop);
             }
             self.scanned = slot.number;
