@@ -22,8 +22,9 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// `--dev`: run the embedded devnet as the chain source.
     pub dev: Option<DevnetConfig>,
-    /// `--upstream URL`: follow another node.
-    pub upstream: Option<String>,
+    /// `--upstream URL` (repeatable, or a comma list): follow another node;
+    /// the first is preferred, the others are fallbacks (`sync::upstreams`).
+    pub upstreams: Vec<String>,
     pub sync_chunk: u64,
     /// `--sync-concurrency`: range requests a follower keeps in flight.
     pub sync_concurrency: usize,
@@ -46,6 +47,9 @@ pub struct Config {
     /// `--health-max-lag-s`: `/health` answers 503 once the sync thread has
     /// stalled this long.
     pub health_max_lag: Duration,
+    /// `--health-max-behind`: `/health` answers 503 while a follower's L2
+    /// head is more than this many blocks below its upstreams' newest head.
+    pub health_max_behind: u64,
     /// `--cors-origin`: the one browser origin allowed to read answers (none: any).
     pub cors_origin: Option<String>,
     /// `serve-readonly`: open the ledger read-only and serve it, no chain source.
@@ -66,7 +70,7 @@ impl Default for Config {
             bind: "127.0.0.1:12346".to_string(),
             data_dir: PathBuf::from("./ledgerd-data"),
             dev: None,
-            upstream: None,
+            upstreams: Vec::new(),
             sync_chunk: 100,
             sync_concurrency: 8,
             allow_missing_tx_bodies: false,
@@ -80,6 +84,7 @@ impl Default for Config {
             max_connections: 100,
             idle_timeout: Duration::from_secs(10),
             health_max_lag: Duration::from_secs(60),
+            health_max_behind: 100,
             cors_origin: None,
             read_only: false,
             reuse_port: false,
@@ -207,6 +212,9 @@ struct Extra {
     to: Option<u64>,
     /// Which flags were given (for "only applies to" errors).
     given: Vec<String>,
+    /// The upstreams so far came from the config file: the command line's
+    /// first `--upstream` replaces them instead of adding to them.
+    upstreams_from_file: bool,
 }
 
 const SUBCOMMANDS: [&str; 5] = ["run", "serve-readonly", "import", "export", "verify"];
@@ -242,7 +250,8 @@ USAGE:
 
 CHAIN SOURCE (one of):
     --dev                     run the embedded devnet (a simulated sequencer and DA chain)
-    --upstream URL            follow another node's L2 chain and DA view over JSON-RPC
+    --upstream URL            follow another node's L2 chain and DA view over JSON-RPC;
+                              give it again (or a comma list) for fallbacks, the first preferred
 
 DEVNET:
     --dev-prefill N           heights 1..=N exist before the server listens [default: 0]
@@ -292,6 +301,8 @@ FIXTURES:
 
 OPERATIONS:
     --health-max-lag-s S      GET /health answers 503 once sync has stalled this long [default: 60]
+    --health-max-behind N     ... or while a follower's L2 head is more than N blocks behind its
+                              upstream's [default: 100]
     --cors-origin ORIGIN      only this browser origin may read answers [default: any (*)]
 
     -h, --help                print this help
@@ -338,6 +349,29 @@ fn cors_origin(value: &str) -> Result<Option<String>, ConfigError> {
              (scheme and host, no path), or * for any, not {value:?}"
         ))),
     }
+}
+
+/// Adds the URLs of one `--upstream` value (one URL, or a comma list) to `list`.
+fn upstream_urls(list: &mut Vec<String>, value: &str) -> Result<(), ConfigError> {
+    for url in value.split(',').map(str::trim) {
+        let host = url
+            .strip_prefix("http://")
+            .or_else(|| url.strip_prefix("https://"))
+            .unwrap_or("");
+        if host.is_empty() || host.starts_with('/') || host.contains(' ') {
+            return Err(ConfigError(format!(
+                "--upstream takes an http:// or https:// URL of a node's JSON-RPC \
+                 (several as a comma list, or the flag again), not {url:?}"
+            )));
+        }
+        if list.iter().any(|u| u == url) {
+            return Err(ConfigError(format!(
+                "--upstream {url} is given twice; each upstream once, the preferred first"
+            )));
+        }
+        list.push(url.to_string());
+    }
+    Ok(())
 }
 
 /// What the flags have set so far (the config file's, then the command line's).
@@ -458,6 +492,7 @@ fn apply_file(state: &mut State, path: &std::path::Path, text: &str) -> Result<(
         })?;
         state.extra.given.truncate(mark);
     }
+    state.extra.upstreams_from_file = !state.config.upstreams.is_empty();
     Ok(())
 }
 
@@ -507,7 +542,13 @@ fn parse_into<I: IntoIterator<Item = String>>(
                 dev.proof_bytes = number(&flag, &value(&flag)?)?;
                 dev_flags.push(flag);
             }
-            "--upstream" => config.upstream = Some(value(&flag)?),
+            "--upstream" => {
+                if extra.upstreams_from_file {
+                    config.upstreams.clear();
+                    extra.upstreams_from_file = false;
+                }
+                upstream_urls(&mut config.upstreams, &value(&flag)?)?;
+            }
             "--sync-chunk" => {
                 config.sync_chunk = number(&flag, &value(&flag)?)?;
                 if config.sync_chunk == 0 {
@@ -575,6 +616,7 @@ fn parse_into<I: IntoIterator<Item = String>>(
                 }
                 config.health_max_lag = Duration::from_secs(s);
             }
+            "--health-max-behind" => config.health_max_behind = number(&flag, &value(&flag)?)?,
             "--cors-origin" => config.cors_origin = cors_origin(&value(&flag)?)?,
             // Subcommands' flags (checked against the subcommand in `finish`).
             "--config" => {
@@ -690,7 +732,7 @@ fn finish(state: State) -> Result<Command, ConfigError> {
             }));
         }
         "serve-readonly" => {
-            if dev_on || config.upstream.is_some() {
+            if dev_on || !config.upstreams.is_empty() {
                 return Err(ConfigError(
                     "serve-readonly has no chain source: it serves the ledger another ledgerd writes; drop --dev / --upstream".into(),
                 ));
@@ -699,7 +741,7 @@ fn finish(state: State) -> Result<Command, ConfigError> {
         }
         _ => {}
     }
-    if dev_on && config.upstream.is_some() {
+    if dev_on && !config.upstreams.is_empty() {
         return Err(ConfigError(
             "--dev and --upstream are two chain sources: choose one".into(),
         ));
@@ -815,6 +857,50 @@ mod tests {
         assert!(e.0.contains("--frobnicate"), "{e}");
         let e = run(&["--dev", "--upstream", "http://x"]).unwrap_err();
         assert!(e.0.contains("choose one"), "{e}");
+    }
+
+    #[test]
+    fn upstreams_are_listed_in_order_by_repeating_the_flag_or_a_comma_list() {
+        let c = run(&[
+            "--upstream",
+            "http://a:1",
+            "--upstream=http://b:2, https://c:3",
+        ])
+        .unwrap();
+        assert_eq!(c.upstreams, ["http://a:1", "http://b:2", "https://c:3"]);
+        assert!(run(&[]).unwrap().upstreams.is_empty());
+        let e = run(&["--upstream", "a:1"]).unwrap_err();
+        assert!(e.0.contains("http:// or https:// URL"), "{e}");
+        let e = run(&["--upstream", "http://a:1,"]).unwrap_err();
+        assert!(e.0.contains("not \"\""), "{e}");
+        let e = run(&["--upstream", "http://a:1", "--upstream", "http://a:1"]).unwrap_err();
+        assert!(e.0.contains("given twice"), "{e}");
+    }
+
+    #[test]
+    fn the_command_lines_upstreams_replace_the_config_files() {
+        let text = "upstream = http://a:1\nupstream = http://b:2\n";
+        let c = run_with_file(text, &[]).unwrap();
+        assert_eq!(c.upstreams, ["http://a:1", "http://b:2"]);
+        let c = run_with_file(
+            text,
+            &["--upstream", "http://c:3", "--upstream", "http://a:1"],
+        )
+        .unwrap();
+        assert_eq!(c.upstreams, ["http://c:3", "http://a:1"]);
+    }
+
+    #[test]
+    fn health_max_behind_defaults_to_100_blocks() {
+        assert_eq!(run(&[]).unwrap().health_max_behind, 100);
+        assert_eq!(
+            run(&["--health-max-behind", "7"])
+                .unwrap()
+                .health_max_behind,
+            7
+        );
+        let e = run(&["--health-max-behind", "x"]).unwrap_err();
+        assert!(e.0.contains("--health-max-behind"), "{e}");
     }
 
     fn with_file(sub: Option<&str>, text: &str, args: &[&str]) -> Result<Command, ConfigError> {

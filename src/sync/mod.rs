@@ -9,6 +9,7 @@
 //!
 //! - [`source`]: the chain-source traits (devnet, upstream).
 //! - [`upstream`]: the follower's source: another node over JSON-RPC.
+//! - [`upstreams`]: failover over several upstreams (which one is asked).
 //! - [`pipeline`]: several range requests in flight, answered in order.
 //! - [`verify`]: where a block, a commitment and a proof are verified.
 //! - [`progress`]: the counters shared with the server.
@@ -20,6 +21,7 @@ pub mod progress;
 pub mod report;
 pub mod source;
 pub mod upstream;
+pub mod upstreams;
 pub mod verify;
 
 use std::collections::VecDeque;
@@ -252,7 +254,8 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
                 self.progress.upstream_errors.fetch_add(1, Relaxed);
                 self.progress.source_reachable.store(false, Relaxed);
             }
-            SyncError::Verify(VerifyError::Failed { check, .. }) => {
+            SyncError::Verify(failed @ VerifyError::Failed { check, .. }) => {
+                self.source.rejected(&failed.to_string());
                 let counter = match check {
                     Check::PrevHash | Check::Height => &counters.prev_hash,
                     Check::Hash => &counters.hash,
@@ -389,8 +392,15 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
         // Slots fetched ahead of the blocks that let them be applied.
         let mut fetched_slots: VecDeque<DaSlot> = VecDeque::new();
         let fetch = move |source: &mut S, (from, to): (u64, u64)| {
-            let blocks = match pipeline.as_mut() {
-                Some(p) => p.next_from(from)?.unwrap_or_default(),
+            let blocks = match pipeline.as_mut().map(|p| p.next_from(from)) {
+                Some(Ok(Some(blocks))) if !blocks.is_empty() => blocks,
+                // A failure or an empty answer: the rest of this pass asks
+                // the plain way, so the source sees what went wrong (and can
+                // move to another upstream).
+                Some(_) => {
+                    pipeline = None;
+                    source.blocks(from, to)?
+                }
                 None => source.blocks(from, to)?,
             };
             let mut slots = Vec::new();

@@ -28,6 +28,9 @@ pub trait L2Source {
     fn blocks(&mut self, from: u64, to: u64) -> Result<Vec<SoftConfirmation>, SourceError>;
     /// The genesis state root, once the source knows it.
     fn genesis_state_root(&mut self) -> Result<Option<Hash>, SourceError>;
+    /// Told when something this source sent failed verification (`why`),
+    /// so a source with a choice of nodes can ask another.
+    fn rejected(&mut self, _why: &str) {}
     /// A handle that fetches block ranges from other threads, for a source
     /// that can answer several range requests at once (an upstream node);
     /// `None` (the default): ranges are fetched one at a time.
