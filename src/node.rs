@@ -21,6 +21,7 @@ use crate::server::{Server, ServerConfig, ServerError, Stopper};
 use crate::stop::Stop;
 use crate::sync::progress::Progress;
 use crate::sync::upstreams::Upstreams;
+use crate::sync::verify::BlockRules;
 use crate::sync::{SyncConfig, SyncError, Syncer};
 
 /// Why a node could not start.
@@ -231,6 +232,10 @@ impl Node {
                 chunk: config.sync_chunk,
                 sequencer_pubkey: config.sequencer_key(),
                 forks,
+                concurrency: config.sync_concurrency,
+                block_rules: BlockRules {
+                    allow_missing_tx_bodies: config.allow_missing_tx_bodies,
+                },
                 ..SyncConfig::default()
             };
             // An upstream more than half the health limit behind the best
@@ -278,8 +283,9 @@ impl Node {
             ledger.clone(),
             progress.clone(),
             RpcConfig {
-                max_range: config.max_range,
+                max_range: config.max_range(),
                 max_batch: config.max_batch,
+                wire: config.wire,
             },
         ));
         let server_config = ServerConfig {
