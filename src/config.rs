@@ -26,13 +26,20 @@ pub struct Config {
     /// the first is preferred, the others are fallbacks (`sync::upstreams`).
     pub upstreams: Vec<String>,
     pub sync_chunk: u64,
+    /// `--sync-concurrency`: range requests a follower keeps in flight.
+    pub sync_concurrency: usize,
+    /// `--allow-missing-tx-bodies`: accept blocks whose bodies the upstream withheld.
+    pub allow_missing_tx_bodies: bool,
     /// `--sequencer-pubkey`: overrides the network's key.
     pub sequencer_pubkey: Option<[u8; 32]>,
     /// `--network`: a public Citrea network's fork table and sequencer key.
     pub network: Option<Network>,
     /// `--kumquat-height`: overrides the network's Kumquat height.
     pub kumquat_height: Option<u64>,
-    pub max_range: u64,
+    /// `--wire`: the answer shapes served.
+    pub wire: Wire,
+    /// `--max-range`; `None`: the wire's default (1000 seed, 20 citrea).
+    pub max_range: Option<u64>,
     pub max_batch: usize,
     pub max_body: usize,
     pub max_connections: usize,
@@ -65,10 +72,13 @@ impl Default for Config {
             dev: None,
             upstreams: Vec::new(),
             sync_chunk: 100,
+            sync_concurrency: 8,
+            allow_missing_tx_bodies: false,
             sequencer_pubkey: None,
             network: None,
             kumquat_height: None,
-            max_range: 1000,
+            wire: Wire::Seed,
+            max_range: None,
             max_batch: 50,
             max_body: 10 * 1024 * 1024,
             max_connections: 100,
@@ -85,7 +95,34 @@ impl Default for Config {
     }
 }
 
+/// Which answer shapes the server writes (`--wire`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Wire {
+    /// The spec's shapes (the default).
+    #[default]
+    Seed,
+    /// A Citrea v0.6 node's: lowercase statuses, method 11 an array without
+    /// height, method 12 with height outside, ranges of at most 20 blocks.
+    Citrea,
+}
+
+impl Wire {
+    /// The longest range served when `--max-range` is not given.
+    pub fn default_max_range(self) -> u64 {
+        match self {
+            Wire::Seed => 1000,
+            Wire::Citrea => 20,
+        }
+    }
+}
+
 impl Config {
+    /// The longest `ledger_getSoftConfirmationRange` served.
+    pub fn max_range(&self) -> u64 {
+        self.max_range
+            .unwrap_or_else(|| self.wire.default_max_range())
+    }
+
     /// The fork table: `--kumquat-height`, else the network's, else Kumquat
     /// from height 0.
     pub fn forks(&self) -> ForkTable {
@@ -183,7 +220,13 @@ struct Extra {
 const SUBCOMMANDS: [&str; 5] = ["run", "serve-readonly", "import", "export", "verify"];
 
 /// Config-file keys that are switches (`key = true|false`); every other key takes a value.
-const SWITCHES: [&str; 4] = ["dev", "no-verify", "reuse-port", "dev-allow-remote-control"];
+const SWITCHES: [&str; 5] = [
+    "dev",
+    "no-verify",
+    "reuse-port",
+    "allow-missing-tx-bodies",
+    "dev-allow-remote-control",
+];
 
 /// A command line that cannot be run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -226,7 +269,12 @@ DEVNET:
                               non-loopback --bind too [default: loopback only]
 
 FOLLOWER:
-    --sync-chunk N            blocks per range request [default: 100]
+    --sync-chunk N            blocks per range request (cut to the upstream's limit) [default: 100]
+    --sync-concurrency N      range requests kept in flight at once [default: 8]
+    --allow-missing-tx-bodies accept blocks an upstream answers without their transactions
+                              (Citrea's include_tx_body = false): Kumquat blocks on the
+                              sequencer's signature over their stated hash, Genesis blocks
+                              on their link to the block below
 
 CHAIN RULES (run, import, verify):
     --network NAME            testnet, devnet, mainnet or nightly: Citrea v0.6.2's Kumquat
@@ -240,7 +288,8 @@ CHAIN RULES (run, import, verify):
 SERVER:
     --bind ADDR               address to listen on; port 0 takes a free port [default: 127.0.0.1:12346]
     --data-dir DIR            where the LMDB ledger lives [default: ./ledgerd-data]
-    --max-range N             longest ledger_getSoftConfirmationRange [default: 1000]
+    --wire seed|citrea        answer shapes: the spec's, or a Citrea v0.6 node's [default: seed]
+    --max-range N             longest ledger_getSoftConfirmationRange [default: 1000; 20 with --wire citrea]
     --max-batch N             most calls in one batch request [default: 50]
     --max-body BYTES          largest request body [default: 10485760]
     --max-connections N       open connections at once; more get 503 [default: 100]
@@ -519,6 +568,28 @@ fn parse_into<I: IntoIterator<Item = String>>(
                     return Err(ConfigError("--sync-chunk must be at least 1".into()));
                 }
             }
+            "--sync-concurrency" => {
+                config.sync_concurrency = number(&flag, &value(&flag)?)?;
+                if config.sync_concurrency == 0 || config.sync_concurrency > 64 {
+                    return Err(ConfigError(
+                        "--sync-concurrency takes 1 to 64 (range requests in flight at once)"
+                            .into(),
+                    ));
+                }
+            }
+            "--allow-missing-tx-bodies" => config.allow_missing_tx_bodies = true,
+            "--wire" => {
+                config.wire = match value(&flag)?.as_str() {
+                    "seed" => Wire::Seed,
+                    "citrea" => Wire::Citrea,
+                    other => {
+                        return Err(ConfigError(format!(
+                            "--wire takes seed (the spec's answer shapes) or citrea (a Citrea \
+                             v0.6 node's), not {other:?}"
+                        )))
+                    }
+                }
+            }
             "--sequencer-pubkey" => config.sequencer_pubkey = Some(pubkey(&value(&flag)?)?),
             "--network" => {
                 let name = value(&flag)?;
@@ -530,7 +601,7 @@ fn parse_into<I: IntoIterator<Item = String>>(
             "--kumquat-height" => config.kumquat_height = Some(number(&flag, &value(&flag)?)?),
             "--bind" => config.bind = value(&flag)?,
             "--data-dir" => config.data_dir = PathBuf::from(value(&flag)?),
-            "--max-range" => config.max_range = number(&flag, &value(&flag)?)?,
+            "--max-range" => config.max_range = Some(number(&flag, &value(&flag)?)?),
             "--max-batch" => config.max_batch = number(&flag, &value(&flag)?)?,
             "--max-body" => config.max_body = number(&flag, &value(&flag)?)?,
             "--max-connections" => config.max_connections = number(&flag, &value(&flag)?)?,
@@ -723,7 +794,12 @@ mod tests {
         let c = run(&[]).unwrap();
         assert_eq!(c.bind, "127.0.0.1:12346");
         assert_eq!(c.data_dir, PathBuf::from("./ledgerd-data"));
-        assert_eq!((c.max_range, c.max_batch, c.max_body), (1000, 50, 10 << 20));
+        assert_eq!(
+            (c.max_range(), c.max_batch, c.max_body),
+            (1000, 50, 10 << 20)
+        );
+        assert_eq!((c.wire, c.sync_concurrency), (Wire::Seed, 8));
+        assert!(!c.allow_missing_tx_bodies);
         assert!(c.dev.is_none());
     }
 
@@ -761,6 +837,27 @@ mod tests {
         assert!(e.0.contains("--cors-origin"), "{e}");
         let e = run(&["--health-max-lag-s", "0"]).unwrap_err();
         assert!(e.0.contains("at least 1"), "{e}");
+    }
+
+    #[test]
+    fn wire_citrea_serves_20_block_ranges_unless_max_range_says_otherwise() {
+        let c = run(&["--wire", "citrea"]).unwrap();
+        assert_eq!((c.wire, c.max_range()), (Wire::Citrea, 20));
+        let c = run(&["--wire=citrea", "--max-range", "50"]).unwrap();
+        assert_eq!(c.max_range(), 50);
+        let e = run(&["--wire", "json"]).unwrap_err();
+        assert!(e.0.contains("--wire takes seed"), "{e}");
+        let c = run(&[
+            "--upstream",
+            "http://x",
+            "--sync-concurrency",
+            "3",
+            "--allow-missing-tx-bodies",
+        ])
+        .unwrap();
+        assert_eq!((c.sync_concurrency, c.allow_missing_tx_bodies), (3, true));
+        let e = run(&["--sync-concurrency", "0"]).unwrap_err();
+        assert!(e.0.contains("1 to 64"), "{e}");
     }
 
     #[test]
@@ -842,11 +939,11 @@ mod tests {
         let text = "# ledgerd\n\nbind = 0.0.0.0:9000\nmax-range = \"7\"\ndev = true\ndev-seed=3\nreuse-port = true\n";
         let c = run_with_file(text, &[]).unwrap();
         assert_eq!(c.bind, "0.0.0.0:9000");
-        assert_eq!(c.max_range, 7);
+        assert_eq!(c.max_range(), 7);
         assert_eq!(c.dev.as_ref().unwrap().seed, 3);
         assert!(c.reuse_port);
         let c = run_with_file(text, &["--max-range", "9", "--bind=127.0.0.1:0"]).unwrap();
-        assert_eq!((c.bind.as_str(), c.max_range), ("127.0.0.1:0", 9));
+        assert_eq!((c.bind.as_str(), c.max_range()), ("127.0.0.1:0", 9));
         assert_eq!(
             c.dev.unwrap().seed,
             3,
@@ -900,6 +997,7 @@ mod tests {
             }
             "network" => "testnet",
             "cors-origin" => "http://127.0.0.1:8080",
+            "wire" => "citrea",
             f if SWITCHES.contains(&f) => "true",
             _ => "5",
         }

@@ -26,11 +26,14 @@
 //!
 //! ```text
 //! {"status":"ok","l2Head":200,"l2SourceHead":200,"l2Behind":0,"l1Scanned":1099,
-//!  "l1SourceHead":1099,"secondsSinceLastBlock":0.4,"syncing":false,"source":"upstream",
-//!  "sourceReachable":true,"upstream":"http://10.0.0.5:8545"}
+//!  "l1SourceHead":1099,"secondsSinceLastBlock":0.4,"blocksWithoutBodies":0,"syncing":false,
+//!  "source":"upstream","sourceReachable":true,"upstream":"http://10.0.0.5:8545"}
 //! {"status":"unhealthy",...,"reason":"behind","problem":"the ledger's L2 head 4100 is 900
 //!  blocks behind the source's head 5000 (limit 100)"}
 //! ```
+//!
+//! `blocksWithoutBodies` counts the stored blocks that were accepted without
+//! their transaction bodies (`--allow-missing-tx-bodies`; always 0 without it).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -58,6 +61,14 @@ impl SourceKind {
             SourceKind::None => "none",
         }
     }
+}
+
+/// Appends `,"name":v` to a JSON object being written.
+fn num_after(body: &mut Vec<u8>, name: &str, v: u64) {
+    body.extend_from_slice(b",\"");
+    body.extend_from_slice(name.as_bytes());
+    body.extend_from_slice(b"\":");
+    crate::json::write_u64(body, v);
 }
 
 /// The health check: reads the ledger and the sync progress on each call.
@@ -221,6 +232,11 @@ impl Health {
             let ms = now.saturating_sub(last_block);
             body.extend_from_slice(format!("{}.{:03}", ms / 1000, ms % 1000).as_bytes());
         }
+        num_after(
+            &mut body,
+            "blocksWithoutBodies",
+            p.blocks_without_bodies.load(Relaxed),
+        );
         body.extend_from_slice(b",\"syncing\":");
         body.extend_from_slice(if syncing { b"true" } else { b"false" });
         body.extend_from_slice(b",\"source\":\"");

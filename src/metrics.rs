@@ -271,6 +271,13 @@ impl Metrics {
         )?;
         counter(
             out,
+            "ledgerd_sync_blocks_without_bodies_total",
+            "Stored blocks accepted without their transaction bodies (--allow-missing-tx-bodies: \
+             the upstream withheld them), over the ledger's life",
+            progress.blocks_without_bodies.load(Relaxed),
+        )?;
+        counter(
+            out,
             "ledgerd_sync_upstream_errors_total",
             "Requests to the chain source that failed since start",
             progress.upstream_errors.load(Relaxed),

@@ -23,6 +23,7 @@ use crate::server::{Server, ServerConfig, ServerError, Stopper};
 use crate::stop::Stop;
 use crate::sync::progress::Progress;
 use crate::sync::upstreams::Upstreams;
+use crate::sync::verify::BlockRules;
 use crate::sync::{SyncConfig, SyncError, Syncer};
 
 /// Why a node could not start.
@@ -237,6 +238,10 @@ impl Node {
                 chunk: config.sync_chunk,
                 sequencer_pubkey: config.sequencer_key(),
                 forks,
+                concurrency: config.sync_concurrency,
+                block_rules: BlockRules {
+                    allow_missing_tx_bodies: config.allow_missing_tx_bodies,
+                },
                 ..SyncConfig::default()
             };
             // An upstream more than half the health limit behind the best
@@ -314,8 +319,9 @@ impl Node {
                 ledger.clone(),
                 progress.clone(),
                 RpcConfig {
-                    max_range: config.max_range,
+                    max_range: config.max_range(),
                     max_batch: config.max_batch,
+                    wire: config.wire,
                 },
             )
             .with_dev(dev_access),

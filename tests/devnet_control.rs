@@ -37,7 +37,7 @@ fn status(node: &Ledgerd, h: u64) -> Value {
 /// Turns both automatic rules off (checking the defaults they had).
 fn explicit_only(node: &Ledgerd) {
     assert_eq!(node.result("dev_setAutoCommit", "[0]"), 16);
-    assert_eq!(node.result("dev_setAutoProve", "[0]"), 4);
+    assert_eq!(node.result("dev_setAutoProve", "[0]"), 1);
 }
 
 #[test]
@@ -149,10 +149,12 @@ fn dev_prove_proves_every_unproven_commitment_then_answers_null() {
     node.result("dev_commit", "[]");
     node.result("dev_mine", "[3]");
     node.result("dev_commit", "[]");
+    // Two slots hold the commitments: two proofs (Citrea's rule: a proof
+    // proves one slot's), each on a new slot; the answer is the last.
     let p = node.result("dev_prove", "[]");
     let out = &p["proof"]["proofOutput"];
     assert_eq!(out["lastL2Height"], 6, "{p}");
-    assert_eq!(out["sequencerCommitmentsRange"], json!([0, 1]));
+    assert_eq!(out["sequencerCommitmentsRange"], json!([0, 0]));
     assert_eq!(p["proof"]["proof"].as_array().map(Vec::len), Some(16));
     let slot = p["proof"]["height"].as_u64().expect("a slot");
     assert_eq!(node.result("ledger_getLastVerifiedBatchProof", "[]"), p);
@@ -163,6 +165,11 @@ fn dev_prove_proves_every_unproven_commitment_then_answers_null() {
         ),
         p
     );
+    let first = node.result(
+        "ledger_getVerifiedBatchProofsBySlotHeight",
+        &format!("[{}]", slot - 1),
+    );
+    assert_eq!(first["proof"]["proofOutput"]["lastL2Height"], 3, "{first}");
     for h in 1..=6 {
         assert_eq!(status(&node, h), "Proven", "height {h}");
     }
@@ -175,7 +182,7 @@ fn dev_prove_proves_every_unproven_commitment_then_answers_null() {
 fn automatic_commits_and_proofs_follow_their_settings() {
     let node = devnet();
     assert_eq!(node.result("dev_setAutoCommit", "[4]"), 16);
-    assert_eq!(node.result("dev_setAutoProve", "[1]"), 4);
+    assert_eq!(node.result("dev_setAutoProve", "[2]"), 1);
     node.result("dev_mine", "[40]");
     // Commitments of exactly 4 blocks, the first one proven by now.
     let mut commitments = Vec::new();
@@ -196,12 +203,24 @@ fn automatic_commits_and_proofs_follow_their_settings() {
         assert_eq!(c["l2EndBlockNumber"], 4 * i as u64 + 4, "{c}");
     }
     assert_eq!(status(&node, 1), "Proven");
+    assert_eq!(
+        status(&node, 8),
+        "Proven",
+        "proven two commitments at a time"
+    );
+    // By Citrea's rule: a proof names the slot of its commitments (one
+    // each here) and indexes that slot's list.
     let proof = node.result("ledger_getLastVerifiedBatchProof", "[]");
-    let range = &proof["proof"]["proofOutput"]["sequencerCommitmentsRange"];
-    assert_eq!(range[0], range[1], "one commitment per proof: {proof}");
+    let out = &proof["proof"]["proofOutput"];
+    assert_eq!(out["sequencerCommitmentsRange"], json!([0, 0]), "{proof}");
+    let named = node.result(
+        "ledger_getSequencerCommitmentsOnSlotByHash",
+        &format!("[{}]", out["daSlotHash"]),
+    );
+    assert_eq!(named[0]["l2EndBlockNumber"], out["lastL2Height"], "{named}");
     // Off: blocks mined now stay Trusted.
     assert_eq!(node.result("dev_setAutoCommit", "[0]"), 4);
-    assert_eq!(node.result("dev_setAutoProve", "[0]"), 1);
+    assert_eq!(node.result("dev_setAutoProve", "[0]"), 2);
     let before = head(&node);
     node.result("dev_mine", "[30]");
     assert_eq!(status(&node, before + 1), "Trusted");
@@ -443,10 +462,15 @@ fn one_height_walks_trusted_finalized_proven_by_explicit_calls_and_a_follower_sh
 
     let p = node.result("dev_prove", "[]");
     assert_eq!(status(&node, 2), "Proven");
+    // A follower learns a DA slot's hash from the blocks that point at it:
+    // it checks the proof (which names the commitment's slot by hash) once
+    // blocks point at the slots the two calls opened.
+    assert_eq!(node.result("dev_mine", "[2]"), 5);
+    assert_eq!(status(&node, 5), "Trusted");
     wait_converged(&follower, &node);
     assert_eq!(status(&follower, 2), "Proven");
     assert_eq!(follower.result("ledger_getLastVerifiedBatchProof", "[]"), p);
-    for h in 1..=3 {
+    for h in 1..=5 {
         assert_eq!(status(&follower, h), status(&node, h), "height {h}");
     }
 }
@@ -546,7 +570,7 @@ fn node_devnet_calls_do_what_the_methods_do() {
     let node = in_process(dir.path());
     let dev = node.devnet().expect("a --dev node has controls");
     assert_eq!(dev.set_auto_commit(0), Ok(16));
-    assert_eq!(dev.set_auto_prove(0), Ok(4));
+    assert_eq!(dev.set_auto_prove(0), Ok(1));
     assert_eq!(dev.mine(3), Ok(3));
     assert_eq!(dev.send_tx(&[1, 2]), Ok(4));
     assert_eq!(dev.add_deposit(&[3]), Ok(4));

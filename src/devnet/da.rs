@@ -1,9 +1,12 @@
 //! Where the devnet makes DA slots: each slot's hash, the sequencer
 //! commitments that land on it (real Merkle roots over stored block hashes)
-//! and the batch proofs that land later still. Which ones land on which
-//! slot is the timeline's plan ([`super::timeline`]).
+//! and the batch proofs that land later still, made by Citrea's rule: a
+//! proof names the slot its commitments landed on by that slot's hash, and
+//! indexes that slot's commitments (sorted by start) with
+//! `sequencerCommitmentsRange`. Which ones land on which slot is the
+//! timeline's plan ([`super::timeline`]).
 
-use crate::chain::merkle_root;
+use crate::chain::{merkle_root, Fork, ForkTable};
 use crate::devnet::timeline::{ProofPlan, SlotPlan};
 use crate::devnet::{schedule, DevnetConfig};
 use crate::ledger::LedgerRead;
@@ -36,6 +39,7 @@ fn state_root_at(ledger: &impl LedgerRead, h: u64, seed: u64) -> Result<Hash, So
 /// DA slot `number`, with what `plan` says lands on it (`None`: nothing).
 pub fn make_slot(
     config: &DevnetConfig,
+    forks: &ForkTable,
     pub_key: &[u8; 32],
     ledger: &impl LedgerRead,
     number: u64,
@@ -43,7 +47,7 @@ pub fn make_slot(
 ) -> Result<DaSlot, SourceError> {
     let seed = config.seed;
     let mut commitments = Vec::new();
-    let mut proof = None;
+    let mut proofs = Vec::new();
     if let Some(plan) = plan {
         for &(start, end) in &plan.commitments {
             let leaves = (start..=end)
@@ -57,32 +61,41 @@ pub fn make_slot(
                 l2_end_block_number: end,
             });
         }
-        if let Some(p) = &plan.proof {
-            proof = Some(make_proof(config, pub_key, ledger, number, p)?);
+        for p in &plan.proofs {
+            proofs.push(make_proof(config, forks, pub_key, ledger, number, p)?);
         }
     }
     Ok(DaSlot {
         number,
         hash: Some(schedule::slot_hash(seed, number)),
         commitments,
-        proof,
+        proofs,
     })
 }
 
 fn make_proof(
     config: &DevnetConfig,
+    forks: &ForkTable,
     pub_key: &[u8; 32],
     ledger: &impl LedgerRead,
     slot: u64,
     plan: &ProofPlan,
 ) -> Result<VerifiedBatchProof, SourceError> {
     let seed = config.seed;
-    let (first_c, last_c) = (plan.first, plan.last);
     let (start, end) = (plan.start, plan.end);
-    let prev_hash = if start == 1 {
+    // A Genesis-era proof (its last height under the Genesis rules) has no
+    // prev/final soft confirmation hashes or lastL2Height: zeros, as Citrea
+    // serves them.
+    let genesis_era = forks.fork_at(end) == Fork::Genesis;
+    let prev_hash = if start == 1 || genesis_era {
         ZERO_HASH
     } else {
         hash_at(ledger, start - 1)?
+    };
+    let final_hash = if genesis_era {
+        ZERO_HASH
+    } else {
+        hash_at(ledger, end)?
     };
     let entropy = schedule::proof_entropy(seed, slot);
     let mut proof = Vec::with_capacity(config.proof_bytes);
@@ -109,14 +122,16 @@ fn make_proof(
             initial_state_root: state_root_at(ledger, start - 1, seed)?,
             final_state_root: state_root_at(ledger, end, seed)?,
             prev_soft_confirmation_hash: prev_hash,
-            final_soft_confirmation_hash: hash_at(ledger, end)?,
+            final_soft_confirmation_hash: final_hash,
             state_diff,
-            da_slot_hash: schedule::slot_hash(seed, slot),
-            sequencer_commitments_range: (first_c, last_c),
+            // The slot its commitments landed on, and where they stand in
+            // that slot's list sorted by start.
+            da_slot_hash: schedule::slot_hash(seed, plan.slot),
+            sequencer_commitments_range: (plan.first, plan.last),
             sequencer_public_key: pub_key.to_vec(),
             sequencer_da_public_key: schedule::sequencer_da_public_key(seed),
             preproven_commitments: Vec::new(),
-            last_l2_height: end,
+            last_l2_height: if genesis_era { 0 } else { end },
         },
     })
 }

@@ -359,7 +359,7 @@ fn restore(ledger: &Ledger, seed: u64) -> Result<Restored, LedgerError> {
     };
     let da_tip = head_slot.max(scanned);
     // The newest blocks, back to the first one that points at a scanned
-    // slot other than the newest: (height, slot), newest first.
+    // slot other than the head's: (height, slot), newest first.
     let mut recent = Vec::new();
     let mut before = 0;
     let mut h = head;
@@ -368,14 +368,14 @@ fn restore(ledger: &Ledger, seed: u64) -> Result<Restored, LedgerError> {
             Some(sc) => sc.da_slot_height,
             None => break,
         };
-        if slot <= scanned && slot != da_tip {
+        if slot <= scanned && slot != head_slot {
             before = h;
             break;
         }
         recent.push((h, slot));
         h -= 1;
     }
-    let on_tip = recent.iter().filter(|(_, s)| *s == da_tip).count() as u64;
+    let on_pointer = recent.iter().filter(|(_, s)| *s == head_slot).count() as u64;
     let first_unscanned = (scanned + 1).max(schedule::DA_GENESIS_SLOT);
     let unscanned = (first_unscanned..=da_tip)
         .map(|slot| {
@@ -385,27 +385,30 @@ fn restore(ledger: &Ledger, seed: u64) -> Result<Restored, LedgerError> {
                 .map_or(before, |(h, _)| *h)
         })
         .collect();
-    let commitments = r.commitment_count()?;
-    let above = r.commitments_above(r.proven_height()?)?;
-    let first_index = commitments.saturating_sub(above.len() as u64);
-    let unproven = above
-        .into_iter()
-        .zip(first_index..)
-        .map(|((slot, c), index)| Committed {
-            index,
+    // A proof names its commitments by their places on their slot's list.
+    let mut unproven = Vec::new();
+    for (slot, c) in r.commitments_above(r.proven_height()?)? {
+        let mut on_slot = r.commitments_on_slot(slot)?.unwrap_or_default();
+        on_slot.sort_by_key(|c| c.l2_start_block_number);
+        let pos = on_slot
+            .iter()
+            .position(|o| o.l2_start_block_number == c.l2_start_block_number)
+            .unwrap_or(0);
+        unproven.push(Committed {
             slot,
+            pos: pos as u64,
             start: c.l2_start_block_number,
             end: c.l2_end_block_number,
-        })
-        .collect();
+        });
+    }
     Ok(Restored {
         tip,
         timestamp_offset,
         timeline: Stored {
             tip: da_tip,
-            on_tip,
+            pointer: head_slot,
+            on_pointer,
             committed_to: r.finalized_height()?,
-            commitments,
             unproven,
             unscanned,
         },
@@ -507,7 +510,10 @@ impl DaSource for Devnet {
         let reader = self.ledger.reader().map_err(Self::source_err)?;
         let pub_key = self.key.public_key();
         (from..=to)
-            .map(|n| da::make_slot(&self.config, &pub_key, &reader, n, self.timeline.plan(n)))
+            .map(|n| {
+                let plan = self.timeline.plan(n);
+                da::make_slot(&self.config, &self.forks, &pub_key, &reader, n, plan)
+            })
             .collect()
     }
 }

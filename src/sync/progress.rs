@@ -32,6 +32,9 @@ pub struct Progress {
     pub source_reachable: AtomicBool,
     /// Blocks verified and stored since start.
     pub blocks_verified: AtomicU64,
+    /// Blocks the ledger holds that were accepted without their transaction
+    /// bodies (`--allow-missing-tx-bodies`), counted over the ledger's life.
+    pub blocks_without_bodies: AtomicU64,
     /// Upstream requests that failed since start.
     pub upstream_errors: AtomicU64,
     /// Verification failures since start, by check.

@@ -33,7 +33,7 @@ use log::info;
 
 use crate::stop::Stop;
 use crate::sync::progress::Progress;
-use crate::sync::source::{DaSource, L2Source, SourceError};
+use crate::sync::source::{DaSource, L2Source, RangeFetch, SourceError};
 use crate::sync::upstream::{Upstream, UpstreamConfig};
 use crate::types::{DaSlot, Hash, SoftConfirmation};
 
@@ -298,6 +298,12 @@ impl L2Source for Upstreams {
         let e = SourceError(format!("what it sent failed verification ({why})"));
         self.failed(e);
     }
+
+    /// The upstream in use's, for this pass (a pass starts with `head`,
+    /// which picks the upstream).
+    fn parallel(&self) -> Option<Box<dyn RangeFetch<Vec<SoftConfirmation>>>> {
+        self.candidates[self.current].client.parallel()
+    }
 }
 
 impl DaSource for Upstreams {
@@ -315,6 +321,10 @@ impl DaSource for Upstreams {
 
     fn slots(&mut self, from: u64, to: u64) -> Result<Vec<DaSlot>, SourceError> {
         self.ask(|u| u.slots(from, to))
+    }
+
+    fn parallel_slots(&self) -> Option<Box<dyn RangeFetch<Vec<DaSlot>>>> {
+        self.candidates[self.current].client.parallel_slots()
     }
 }
 
