@@ -206,6 +206,7 @@ impl Node {
             let devnet = Devnet::open(dev.clone(), forks, ledger.clone())?;
             let sync_config = SyncConfig {
                 chunk: 2000,
+                verify_threads: 1,
                 poll: devnet_poll(dev),
                 sequencer_pubkey: Some(devnet.public_key()),
                 forks,

@@ -13,9 +13,6 @@ use crate::chain::{block_hash, sha256, ForkTable, SequencerKey};
 use crate::devnet::schedule;
 use crate::types::{Hash, SoftConfirmation};
 
-/// Below this many blocks, signing stays on the calling thread.
-const PARALLEL_SIGN_MIN: usize = 256;
-
 /// A small deterministic generator for the bytes of a block.
 struct Entropy {
     state: u64,
@@ -77,9 +74,12 @@ pub fn timestamp(h: u64, offset: i64) -> u64 {
 
 /// Makes blocks `first..=last` on top of `tip` = (height, hash, state root)
 /// of block `first - 1`, each by its fork's rules in `forks`; block
-/// `first + i` points at DA slot `slots[i]`. Hashes are chained in order;
-/// signatures, which do not depend on each other, are made on both cores
-/// for large batches.
+/// `first + i` points at DA slot `slots[i]`. Hashes are chained in order
+/// and blocks signed, all on the calling thread: the sync thread makes
+/// blocks on its fetch thread while it verifies the chunk before on
+/// another, which already keeps two cores busy during a `dev_mine`; a
+/// signing thread more made the mine slower and the server's reads wait
+/// longer for a core on a two-core machine.
 pub fn make_blocks(
     key: &SequencerKey,
     seed: u64,
@@ -99,25 +99,10 @@ pub fn make_blocks(
         prev_root = sc.state_root;
         blocks.push(sc);
     }
-    sign_all(key, forks, &mut blocks);
-    blocks
-}
-
-fn sign_all(key: &SequencerKey, forks: &ForkTable, blocks: &mut [SoftConfirmation]) {
-    let sign = |part: &mut [SoftConfirmation]| {
-        for sc in part {
-            sc.signature = key.sign_block(sc, forks.fork_at(sc.l2_height));
-        }
-    };
-    if blocks.len() < PARALLEL_SIGN_MIN {
-        sign(blocks);
-        return;
+    for sc in &mut blocks {
+        sc.signature = key.sign_block(sc, forks.fork_at(sc.l2_height));
     }
-    let (a, b) = blocks.split_at_mut(blocks.len() / 2);
-    std::thread::scope(|s| {
-        s.spawn(|| sign(a));
-        sign(b);
-    });
+    blocks
 }
 
 #[allow(clippy::too_many_arguments)]

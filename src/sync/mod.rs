@@ -70,6 +70,11 @@ pub struct SyncConfig {
     pub concurrency: usize,
     /// What a block may lack and still be accepted (`--allow-missing-tx-bodies`).
     pub block_rules: BlockRules,
+    /// Threads that check a chunk's signatures (1 or 2). 2 for an upstream,
+    /// whose fetch thread mostly waits for answers; 1 for the devnet, whose
+    /// fetch thread signs the next chunk meanwhile: a third busy thread on a
+    /// two-core machine slowed `dev_mine` down and kept reads waiting.
+    pub verify_threads: usize,
 }
 
 impl Default for SyncConfig {
@@ -87,6 +92,7 @@ impl Default for SyncConfig {
             commit_every: Duration::from_millis(100),
             concurrency: 8,
             block_rules: BlockRules::default(),
+            verify_threads: 2,
         }
     }
 }
@@ -374,6 +380,7 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
             da_scanned: da_plan.map(|(next, _)| next - 1),
             da_in_txn: 0,
             rules: config.block_rules,
+            verify_threads: config.verify_threads,
             without_bodies_in_txn: 0,
         };
         let ranges = ChunkRanges {
@@ -750,6 +757,8 @@ struct L2Sink<'a> {
     /// DA slots in the open transaction.
     da_in_txn: u64,
     rules: BlockRules,
+    /// Threads that check signatures ([`SyncConfig::verify_threads`]).
+    verify_threads: usize,
     /// Blocks accepted without their bodies in the open transaction.
     without_bodies_in_txn: u64,
 }
@@ -784,7 +793,14 @@ impl Sink<Fetched> for L2Sink<'_> {
             return Ok(Flow::Stop);
         };
         let key = *self.key.get_or_insert(first.pub_key);
-        let verdict = verify::verify_blocks(&blocks, self.below, &key, &self.forks, self.rules);
+        let verdict = verify::verify_blocks_on(
+            &blocks,
+            self.below,
+            &key,
+            &self.forks,
+            self.rules,
+            self.verify_threads,
+        );
         let (good, failure) = (verdict.good, verdict.failure);
         if good > 0 {
             if self.txn.is_none() {

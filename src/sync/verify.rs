@@ -231,13 +231,26 @@ pub struct BlocksVerdict {
 ///
 /// Heights, links, hashes and keys are checked in order; then the
 /// signatures of the blocks that passed are batch-verified, on both cores
-/// for large batches.
+/// for large batches (see [`verify_blocks_on`] for one).
 pub fn verify_blocks(
     blocks: &[SoftConfirmation],
     below: (u64, Hash),
     sequencer: &[u8; 32],
     forks: &ForkTable,
     rules: BlockRules,
+) -> BlocksVerdict {
+    verify_blocks_on(blocks, below, sequencer, forks, rules, 2)
+}
+
+/// [`verify_blocks`] with the signatures checked on `threads` threads (1:
+/// all on the calling thread; more than 2 counts as 2).
+pub fn verify_blocks_on(
+    blocks: &[SoftConfirmation],
+    below: (u64, Hash),
+    sequencer: &[u8; 32],
+    forks: &ForkTable,
+    rules: BlockRules,
+    threads: usize,
 ) -> BlocksVerdict {
     const PARALLEL_MIN: usize = 64;
     let mut failure = None;
@@ -284,7 +297,7 @@ pub fn verify_blocks(
             (&sc.pub_key, messages[i].as_ref(), &sc.signature)
         })
         .collect();
-    let bad = if items.len() < PARALLEL_MIN {
+    let bad = if threads < 2 || items.len() < PARALLEL_MIN {
         first_bad_signature(&items)
     } else {
         let (a, b) = items.split_at(items.len() / 2);
