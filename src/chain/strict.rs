@@ -1,0 +1,317 @@
+//! Checking many block signatures, each exactly as Citrea checks one
+//! (ed25519-dalek's `verify_strict`).
+//!
+//! The sync thread and `ledgerd import` verify blocks by the chunk. They
+//! used to check a chunk's signatures with ed25519-dalek's `verify_batch`,
+//! which accepts more than `verify_strict` does:
+//!
+//! - `verify_strict` refuses a small-order R or key, then recomputes
+//!   R' = \[s\]B - \[k\]A (k = SHA-512(R || A || message)) and accepts when the
+//!   encoding of R' is the 32 bytes of R: the equation holds exactly
+//!   (cofactorless) and R's encoding is canonical.
+//! - `verify_batch` checks one random combination of all the equations:
+//!   sum z_i (R_i + \[k_i\]A_i - \[s_i\]B) = 0 with 128-bit z_i derived from the
+//!   inputs. It does not look at R's order, decompresses R from any
+//!   encoding (a y at or above 2^255 - 19, a "negative" x = 0), and a
+//!   term that is not zero but a point of order 2, 4 or 8 vanishes when
+//!   z_i is a multiple of that order. So it lets through, always or with
+//!   probability 1/2 to 1/8: an R of small order, an R with a small-order
+//!   component, a non-canonical encoding of a small-order R, a small-order
+//!   key, and with a key that has a small-order component, signatures
+//!   whose k is not a multiple of that component's order.
+//!
+//! Both parse s the same way (it must be below the group order) and hash
+//! the same bytes. The gap is the small-order part of each R, and telling
+//! whether a point has one costs a scalar multiplication per R, more than a
+//! batch saves. So every signature is checked on its own, with
+//! `verify_strict` itself: the blocks accepted are exactly the blocks
+//! Citrea accepts.
+
+use ed25519_dalek::{Signature, VerifyingKey};
+
+/// Checks many signatures, each exactly as [`super::verify_signature`]
+/// does (ed25519-dalek's `verify_strict`), in order. Items are (key,
+/// message, signature). Returns the index of the first signature that
+/// fails, or `None` when all verify.
+///
+/// A sequencer signs every block with the same key: each run of the same
+/// key is decompressed once.
+pub fn first_bad_signature(items: &[(&[u8; 32], &[u8], &[u8; 64])]) -> Option<usize> {
+    let mut last: Option<(&[u8; 32], Option<VerifyingKey>)> = None;
+    for (i, (pub_key, message, signature)) in items.iter().enumerate() {
+        let key = match last {
+            Some((bytes, key)) if bytes == *pub_key => key,
+            _ => VerifyingKey::from_bytes(pub_key).ok(),
+        };
+        last = Some((pub_key, key));
+        let verifies = key.is_some_and(|key| {
+            key.verify_strict(message, &Signature::from_bytes(signature))
+                .is_ok()
+        });
+        if !verifies {
+            return Some(i);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    //! Signatures made by hand that `verify_strict` refuses and
+    //! `verify_batch` lets through: the batch would have stored the block,
+    //! [`first_bad_signature`] must not.
+
+    use super::*;
+    use crate::chain::verify_signature;
+    use curve25519_dalek::constants::{ED25519_BASEPOINT_POINT, EIGHT_TORSION};
+    use curve25519_dalek::edwards::EdwardsPoint;
+    use curve25519_dalek::scalar::Scalar;
+    use curve25519_dalek::traits::Identity;
+    use sha2::{Digest, Sha512};
+
+    /// The canonical encoding of the identity point (x = 0, y = 1).
+    const IDENTITY: [u8; 32] = {
+        let mut b = [0u8; 32];
+        b[0] = 1;
+        b
+    };
+
+    /// A key whose secret scalar the test knows: A = \[a\]B + `torsion`.
+    struct Signer {
+        a: Scalar,
+        public: [u8; 32],
+    }
+
+    impl Signer {
+        fn new(seed: u8, torsion: EdwardsPoint) -> Signer {
+            let a = Scalar::from_bytes_mod_order([seed; 32]);
+            let public = (ED25519_BASEPOINT_POINT * a + torsion)
+                .compress()
+                .to_bytes();
+            Signer { a, public }
+        }
+
+        /// k = SHA-512(R || A || message), as both verifiers compute it.
+        fn challenge(&self, r_bytes: &[u8; 32], message: &[u8]) -> Scalar {
+            let mut h = Sha512::new();
+            h.update(r_bytes);
+            h.update(self.public);
+            h.update(message);
+            Scalar::from_hash(h)
+        }
+
+        /// A signature whose R is `r_bytes`, with s = r + k * a.
+        fn sign_with(&self, r_bytes: [u8; 32], r: Scalar, message: &[u8]) -> [u8; 64] {
+            let s = r + self.challenge(&r_bytes, message) * self.a;
+            let mut sig = [0u8; 64];
+            sig[..32].copy_from_slice(&r_bytes);
+            sig[32..].copy_from_slice(s.as_bytes());
+            sig
+        }
+
+        /// The ordinary signature with nonce `r` (R = \[r\]B).
+        fn sign(&self, r: u64, message: &[u8]) -> [u8; 64] {
+            let r = Scalar::from(r) + Scalar::from_bytes_mod_order([0x5a; 32]);
+            let r_bytes = (ED25519_BASEPOINT_POINT * r).compress().to_bytes();
+            self.sign_with(r_bytes, r, message)
+        }
+    }
+
+    fn strict_accepts(key: &[u8; 32], message: &[u8], sig: &[u8; 64]) -> bool {
+        verify_signature(key, message, sig).is_ok()
+    }
+
+    /// What ed25519-dalek's `verify_batch` says of one signature alone.
+    fn batch_accepts(key: &[u8; 32], message: &[u8], sig: &[u8; 64]) -> bool {
+        VerifyingKey::from_bytes(key).is_ok_and(|k| {
+            ed25519_dalek::verify_batch(&[message], &[Signature::from_bytes(sig)], &[k]).is_ok()
+        })
+    }
+
+    /// The first message `block N` for which `make` gives a signature that
+    /// `verify_batch` accepts (its weight happens to cancel the small-order
+    /// part; the weights are derived from the inputs, so this is
+    /// reproducible).
+    fn message_the_batch_lets_through(
+        key: &[u8; 32],
+        make: impl Fn(&[u8]) -> Option<[u8; 64]>,
+    ) -> (Vec<u8>, [u8; 64]) {
+        (0..256)
+            .map(|i| format!("block {i}").into_bytes())
+            .find_map(|m| {
+                let sig = make(&m)?;
+                batch_accepts(key, &m, &sig).then_some((m, sig))
+            })
+            .expect("a batch weight cancels a small-order part at least 1 time in 8")
+    }
+
+    /// Puts `bad` among good signatures by the same key (a long run and a
+    /// short one) and checks that exactly it is found.
+    fn found_among_good_ones(signer: &Signer, message: &[u8], bad: &[u8; 64]) {
+        for (len, at) in [(100, 70), (3, 1)] {
+            let messages: Vec<Vec<u8>> = (0..len)
+                .map(|i| {
+                    if i == at {
+                        message.to_vec()
+                    } else {
+                        format!("good {i}").into_bytes()
+                    }
+                })
+                .collect();
+            let mut sigs: Vec<[u8; 64]> = messages
+                .iter()
+                .enumerate()
+                .map(|(i, m)| signer.sign(i as u64, m))
+                .collect();
+            let items = |sigs: &[[u8; 64]]| -> Option<usize> {
+                let v: Vec<_> = messages
+                    .iter()
+                    .zip(sigs)
+                    .map(|(m, s)| (&signer.public, m.as_slice(), s))
+                    .collect();
+                first_bad_signature(&v)
+            };
+            assert_eq!(items(&sigs), None, "the good signatures verify");
+            sigs[at] = *bad;
+            assert_eq!(items(&sigs), Some(at), "run of {len}");
+        }
+    }
+
+    #[test]
+    fn an_identity_r_passes_any_batch_and_is_refused() {
+        let signer = Signer::new(11, EdwardsPoint::identity());
+        let sig = signer.sign_with(IDENTITY, Scalar::ZERO, b"block 1");
+        assert!(batch_accepts(&signer.public, b"block 1", &sig));
+        assert!(!strict_accepts(&signer.public, b"block 1", &sig));
+        found_among_good_ones(&signer, b"block 1", &sig);
+    }
+
+    #[test]
+    fn a_small_order_r_that_a_batch_lets_through_is_refused() {
+        let signer = Signer::new(12, EdwardsPoint::identity());
+        for t in &EIGHT_TORSION[1..] {
+            let r_bytes = t.compress().to_bytes();
+            let (m, sig) = message_the_batch_lets_through(&signer.public, |m| {
+                Some(signer.sign_with(r_bytes, Scalar::ZERO, m))
+            });
+            assert!(!strict_accepts(&signer.public, &m, &sig));
+            found_among_good_ones(&signer, &m, &sig);
+        }
+    }
+
+    #[test]
+    fn an_r_with_a_small_order_component_is_refused_though_r_is_not_small_order() {
+        // R = [r]B + T: not of small order, so verify_strict's order check
+        // passes it; its exact equation refuses it. A batch lets it through
+        // when its weight is a multiple of T's order.
+        let signer = Signer::new(13, EdwardsPoint::identity());
+        let r = Scalar::from_bytes_mod_order([0x33; 32]);
+        for t in &EIGHT_TORSION[1..] {
+            let point = ED25519_BASEPOINT_POINT * r + t;
+            assert!(!point.is_small_order());
+            let r_bytes = point.compress().to_bytes();
+            let (m, sig) = message_the_batch_lets_through(&signer.public, |m| {
+                Some(signer.sign_with(r_bytes, r, m))
+            });
+            assert!(!strict_accepts(&signer.public, &m, &sig));
+            found_among_good_ones(&signer, &m, &sig);
+        }
+    }
+
+    #[test]
+    fn non_canonical_encodings_of_r_pass_a_batch_and_are_refused() {
+        let signer = Signer::new(14, EdwardsPoint::identity());
+        // y = 1 + (2^255 - 19), and y = 1 with the sign bit of x = 0 set:
+        // both decompress to the identity.
+        let mut y_above_p = [0xff; 32];
+        y_above_p[0] = 0xee;
+        y_above_p[31] = 0x7f;
+        let mut negative_zero = IDENTITY;
+        negative_zero[31] = 0x80;
+        for r_bytes in [y_above_p, negative_zero] {
+            let sig = signer.sign_with(r_bytes, Scalar::ZERO, b"block 2");
+            assert!(batch_accepts(&signer.public, b"block 2", &sig));
+            assert!(!strict_accepts(&signer.public, b"block 2", &sig));
+            found_among_good_ones(&signer, b"block 2", &sig);
+        }
+    }
+
+    #[test]
+    fn a_small_order_key_passes_a_batch_and_is_refused() {
+        // a = 0: the key is the torsion point itself, and s = r makes
+        // [s]B - [k]A = R - [k]T.
+        for t in &EIGHT_TORSION {
+            let weak = Signer {
+                a: Scalar::ZERO,
+                public: t.compress().to_bytes(),
+            };
+            let (m, sig) = message_the_batch_lets_through(&weak.public, |m| Some(weak.sign(7, m)));
+            assert!(!strict_accepts(&weak.public, &m, &sig));
+            assert_eq!(
+                first_bad_signature(&[(&weak.public, m.as_slice(), &sig)]),
+                Some(0)
+            );
+        }
+    }
+
+    #[test]
+    fn a_key_with_a_small_order_component_verifies_only_what_verify_strict_does() {
+        // A = [a]B + T8 is not of small order, so verify_strict takes it;
+        // an ordinary signature under it verifies exactly when k is a
+        // multiple of 8 ([k]T8 = 0). A batch also lets through some of the
+        // others.
+        let signer = Signer::new(15, EIGHT_TORSION[1]);
+        let k_mod_8 = |m: &[u8], sig: &[u8; 64]| {
+            let r: [u8; 32] = sig[..32].try_into().unwrap();
+            signer.challenge(&r, m).as_bytes()[0] & 7
+        };
+        let (m, sig) = message_the_batch_lets_through(&signer.public, |m| {
+            let sig = signer.sign(3, m);
+            (k_mod_8(m, &sig) != 0).then_some(sig)
+        });
+        assert!(!strict_accepts(&signer.public, &m, &sig));
+        assert_eq!(
+            first_bad_signature(&[(&signer.public, m.as_slice(), &sig)]),
+            Some(0)
+        );
+        // ...and one that verify_strict accepts is accepted.
+        let (m, sig) = (0..256)
+            .map(|i| format!("block {i}").into_bytes())
+            .map(|m| {
+                let sig = signer.sign(3, &m);
+                (m, sig)
+            })
+            .find(|(m, sig)| k_mod_8(m, sig) == 0)
+            .unwrap();
+        assert!(strict_accepts(&signer.public, &m, &sig));
+        assert_eq!(
+            first_bad_signature(&[(&signer.public, m.as_slice(), &sig)]),
+            None
+        );
+    }
+
+    #[test]
+    fn a_non_canonical_s_is_refused_by_both() {
+        // s + l: the same s modulo the group order l, 253 bits, so its top
+        // three bits are clear (the old, looser check would take it).
+        let signer = Signer::new(16, EdwardsPoint::identity());
+        let sig = signer.sign(1, b"block 3");
+        assert!(strict_accepts(&signer.public, b"block 3", &sig));
+        let l: [u8; 32] = {
+            let mut minus_one = (-Scalar::ONE).to_bytes();
+            minus_one[0] += 1;
+            minus_one
+        };
+        let mut high = sig;
+        let mut carry = 0u16;
+        for i in 0..32 {
+            let v = u16::from(sig[32 + i]) + u16::from(l[i]) + carry;
+            high[32 + i] = v as u8;
+            carry = v >> 8;
+        }
+        assert_eq!((carry, high[63] & 0xe0), (0, 0));
+        assert!(!batch_accepts(&signer.public, b"block 3", &high));
+        assert!(!strict_accepts(&signer.public, b"block 3", &high));
+        found_among_good_ones(&signer, b"block 3", &high);
+    }
+}
