@@ -1,5 +1,5 @@
 //! Checking many block signatures, each exactly as Citrea checks one
-//! (ed25519-dalek's `verify_strict`), at about 1.6 times the speed of
+//! (ed25519-dalek's `verify_strict`), at about 1.5 times the speed of
 //! calling `verify_strict` on each.
 //!
 //! # Why not batch verification
@@ -50,9 +50,8 @@
 //! once per key (about as long as 20 verifications), the way ed25519-dalek
 //! computes \[s\]B from its table of B; R' is the same point either way. A
 //! key outside the prime-order subgroup (which only a deliberately made
-//! key is), and a run of fewer than [`PREPARE_MIN_RUN`] signatures by a key
-//! not prepared yet, go through `verify_strict` itself. The tests compare
-//! both paths on crafted and mutated signatures.
+//! key is) goes through `verify_strict` itself. The tests compare both
+//! paths on crafted and mutated signatures.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -69,11 +68,6 @@ const IDENTITY: [u8; 32] = {
     b[0] = 1;
     b
 };
-
-/// Runs of one key shorter than this are checked with `verify_strict`
-/// unless the key is prepared already (preparing costs about 20
-/// verifications).
-pub const PREPARE_MIN_RUN: usize = 32;
 
 /// A key in the prime-order subgroup, with a table of multiples of -A.
 struct PreparedKey {
@@ -122,17 +116,19 @@ type Slot = ([u8; 32], Option<Arc<PreparedKey>>);
 
 /// The last key asked for. Shared by the sync thread and its helper
 /// thread, and kept between chunks: a sequencer's key is prepared once per
-/// process.
+/// process. (Signatures by keys that alternate would prepare each key
+/// again at each change; the sync thread and `import` check only blocks
+/// that carry the one sequencer key.)
 static PREPARED: Mutex<Option<Slot>> = Mutex::new(None);
 
-/// The prepared `key`, preparing it when `run` signatures are waiting.
-fn prepared(key: &[u8; 32], run: usize) -> Option<Arc<PreparedKey>> {
+/// The prepared `key` (`None`: it cannot be prepared).
+fn prepared(key: &[u8; 32]) -> Option<Arc<PreparedKey>> {
     // The slot holds plain data: a panic elsewhere cannot leave it half-made.
     let mut slot = PREPARED.lock().unwrap_or_else(PoisonError::into_inner);
-    match &*slot {
-        Some((bytes, p)) if bytes == key => return p.clone(),
-        _ if run < PREPARE_MIN_RUN => return None,
-        _ => {}
+    if let Some((bytes, p)) = &*slot {
+        if bytes == key {
+            return p.clone();
+        }
     }
     let p = PreparedKey::new(key).map(Arc::new);
     *slot = Some((*key, p.clone()));
@@ -151,7 +147,7 @@ pub fn first_bad_signature(items: &[(&[u8; 32], &[u8], &[u8; 64])]) -> Option<us
             .take_while(|(k, _, _)| k == key)
             .count();
         let part = &items[start..start + run];
-        let bad = match prepared(key, run) {
+        let bad = match prepared(key) {
             Some(p) => part.iter().position(|(_, m, s)| !p.verifies(m, s)),
             None => {
                 let vk = VerifyingKey::from_bytes(key).ok();
