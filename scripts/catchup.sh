@@ -2,26 +2,43 @@
 # Measures how fast a follower catches up from an empty ledger.
 #
 #   scripts/catchup.sh [BLOCKS] [QUERIES_PER_SECOND]     (defaults: 200000, 200)
+#   WIRE=citrea scripts/catchup.sh 200000                 (a Citrea-shaped upstream)
+#   WIRE=citrea CONCURRENCY=1 scripts/catchup.sh 200000   (one range request at a time)
 #   CHAIN_ARGS="--kumquat-height 1000000" scripts/catchup.sh   (Genesis-era blocks)
+#   WIRE=citrea DELAY_MS=5 scripts/catchup.sh 50000     (each request 5 ms away)
 #
 # Builds release, prefills a devnet upstream with BLOCKS blocks (no new ones),
-# starts `ledgerd --upstream` on an empty data dir (default --sync-chunk 100)
-# and, while it catches up, runs examples/catchup_probe.rs against it: a
+# starts `ledgerd --upstream` on an empty data dir (default --sync-chunk 100,
+# --sync-concurrency $CONCURRENCY, default 8) and, while it catches up, runs
+# examples/catchup_probe.rs against it: a
 # steady stream of queries on one connection, timed. Prints the catch-up rate
 # (from the follower's sync status: L2 blocks and L1 slots, until both layers
 # read Synced at the upstream's heads) and the query latencies p50/p99/max.
 # Everything runs on 127.0.0.1 and is stopped at the end.
+#
+# WIRE=citrea runs the upstream with `--wire citrea`: it answers in a Citrea
+# v0.6 node's shapes and serves at most 20 blocks per range request (with
+# Citrea's error text), so the follower learns that limit and fetches 20
+# blocks a request, CONCURRENCY requests in flight.
+#
+# DELAY_MS puts examples/delay_proxy.rs between the follower and the
+# upstream: every request waits DELAY_MS on the way, as if the upstream were
+# that far away on a network.
 set -euo pipefail
 
 BLOCKS=${1:-200000}
 RATE=${2:-200}
+WIRE=${WIRE:-seed}
+CONCURRENCY=${CONCURRENCY:-8}
+DELAY_MS=${DELAY_MS:-0}
 # Chain-rule flags given to both the upstream and the follower.
 read -r -a CHAIN <<<"${CHAIN_ARGS:-}"
 cd "$(dirname "$0")/.."
 
-cargo build --release --quiet --bin ledgerd --example catchup_probe
+cargo build --release --quiet --bin ledgerd --example catchup_probe --example delay_proxy
 BIN=target/release/ledgerd
 PROBE=target/release/examples/catchup_probe
+PROXY=target/release/examples/delay_proxy
 
 WORK=$(mktemp -d /tmp/ledgerd-catchup.XXXXXX)
 PIDS=()
@@ -35,8 +52,14 @@ trap cleanup EXIT
 # Starts ledgerd with the given args; sets URL from its first stdout line.
 start() {
   local name=$1; shift
+  start_program "$name" "$BIN" "$@" --bind 127.0.0.1:0
+}
+
+# Starts a program that prints `listening on URL` first; sets URL.
+start_program() {
+  local name=$1; shift
   mkfifo "$WORK/$name.fifo"
-  "$BIN" "$@" --bind 127.0.0.1:0 >"$WORK/$name.fifo" 2>"$WORK/$name.log" &
+  "$@" >"$WORK/$name.fifo" 2>"$WORK/$name.log" &
   PIDS+=($!)
   exec {fd}<"$WORK/$name.fifo"
   local line
@@ -47,19 +70,26 @@ start() {
 }
 
 t0=$(date +%s.%N)
-start upstream --dev --dev-prefill "$BLOCKS" --dev-block-ms 0 --data-dir "$WORK/upstream" "${CHAIN[@]}"
+start upstream --dev --dev-prefill "$BLOCKS" --dev-block-ms 0 --data-dir "$WORK/upstream" --wire "$WIRE" "${CHAIN[@]}"
 t1=$(date +%s.%N)
 UPSTREAM=$URL
-echo "upstream: $BLOCKS blocks prefilled, listening after $(echo "$t1 - $t0" | bc) s on $UPSTREAM"
+echo "upstream: $BLOCKS blocks prefilled, listening after $(echo "$t1 - $t0" | bc) s on $UPSTREAM (--wire $WIRE)"
 
 # CPU seconds (user + system) a process has used so far.
 cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$1/stat"; }
 UPSTREAM_PID=${PIDS[0]}
 up_cpu0=$(cpu "$UPSTREAM_PID")
 
-start follower --upstream "$UPSTREAM" --data-dir "$WORK/follower" "${CHAIN[@]}"
+FOLLOWS=$UPSTREAM
+if [ "$DELAY_MS" != 0 ]; then
+  start_program proxy "$PROXY" "${UPSTREAM#http://}" "$DELAY_MS"
+  FOLLOWS=$URL
+  echo "proxy: every request to the upstream waits $DELAY_MS ms ($FOLLOWS)"
+fi
+start follower --upstream "$FOLLOWS" --data-dir "$WORK/follower" --sync-concurrency "$CONCURRENCY" "${CHAIN[@]}"
+echo "follower: --sync-concurrency $CONCURRENCY"
 FOLLOWER=$URL
-FOLLOWER_PID=${PIDS[1]}
+FOLLOWER_PID=${PIDS[-1]}
 "$PROBE" "$FOLLOWER" "$UPSTREAM" "$RATE" 180
 t2=$(date +%s.%N)
 f_cpu=$(cpu "$FOLLOWER_PID")

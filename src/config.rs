@@ -22,16 +22,24 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// `--dev`: run the embedded devnet as the chain source.
     pub dev: Option<DevnetConfig>,
-    /// `--upstream URL`: follow another node.
-    pub upstream: Option<String>,
+    /// `--upstream URL` (repeatable, or a comma list): follow another node;
+    /// the first is preferred, the others are fallbacks (`sync::upstreams`).
+    pub upstreams: Vec<String>,
     pub sync_chunk: u64,
+    /// `--sync-concurrency`: range requests a follower keeps in flight.
+    pub sync_concurrency: usize,
+    /// `--allow-missing-tx-bodies`: accept blocks whose bodies the upstream withheld.
+    pub allow_missing_tx_bodies: bool,
     /// `--sequencer-pubkey`: overrides the network's key.
     pub sequencer_pubkey: Option<[u8; 32]>,
     /// `--network`: a public Citrea network's fork table and sequencer key.
     pub network: Option<Network>,
     /// `--kumquat-height`: overrides the network's Kumquat height.
     pub kumquat_height: Option<u64>,
-    pub max_range: u64,
+    /// `--wire`: the answer shapes served.
+    pub wire: Wire,
+    /// `--max-range`; `None`: the wire's default (1000 seed, 20 citrea).
+    pub max_range: Option<u64>,
     pub max_batch: usize,
     pub max_body: usize,
     pub max_connections: usize,
@@ -39,6 +47,9 @@ pub struct Config {
     /// `--health-max-lag-s`: `/health` answers 503 once the sync thread has
     /// stalled this long.
     pub health_max_lag: Duration,
+    /// `--health-max-behind`: `/health` answers 503 while a follower's L2
+    /// head is more than this many blocks below its upstreams' newest head.
+    pub health_max_behind: u64,
     /// `--cors-origin`: the one browser origin allowed to read answers (none: any).
     pub cors_origin: Option<String>,
     /// `serve-readonly`: open the ledger read-only and serve it, no chain source.
@@ -59,17 +70,21 @@ impl Default for Config {
             bind: "127.0.0.1:12346".to_string(),
             data_dir: PathBuf::from("./ledgerd-data"),
             dev: None,
-            upstream: None,
+            upstreams: Vec::new(),
             sync_chunk: 100,
+            sync_concurrency: 8,
+            allow_missing_tx_bodies: false,
             sequencer_pubkey: None,
             network: None,
             kumquat_height: None,
-            max_range: 1000,
+            wire: Wire::Seed,
+            max_range: None,
             max_batch: 50,
             max_body: 10 * 1024 * 1024,
             max_connections: 100,
             idle_timeout: Duration::from_secs(10),
             health_max_lag: Duration::from_secs(60),
+            health_max_behind: 100,
             cors_origin: None,
             read_only: false,
             reuse_port: false,
@@ -80,7 +95,34 @@ impl Default for Config {
     }
 }
 
+/// Which answer shapes the server writes (`--wire`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Wire {
+    /// The spec's shapes (the default).
+    #[default]
+    Seed,
+    /// A Citrea v0.6 node's: lowercase statuses, method 11 an array without
+    /// height, method 12 with height outside, ranges of at most 20 blocks.
+    Citrea,
+}
+
+impl Wire {
+    /// The longest range served when `--max-range` is not given.
+    pub fn default_max_range(self) -> u64 {
+        match self {
+            Wire::Seed => 1000,
+            Wire::Citrea => 20,
+        }
+    }
+}
+
 impl Config {
+    /// The longest `ledger_getSoftConfirmationRange` served.
+    pub fn max_range(&self) -> u64 {
+        self.max_range
+            .unwrap_or_else(|| self.wire.default_max_range())
+    }
+
     /// The fork table: `--kumquat-height`, else the network's, else Kumquat
     /// from height 0.
     pub fn forks(&self) -> ForkTable {
@@ -170,12 +212,15 @@ struct Extra {
     to: Option<u64>,
     /// Which flags were given (for "only applies to" errors).
     given: Vec<String>,
+    /// The upstreams so far came from the config file: the command line's
+    /// first `--upstream` replaces them instead of adding to them.
+    upstreams_from_file: bool,
 }
 
 const SUBCOMMANDS: [&str; 5] = ["run", "serve-readonly", "import", "export", "verify"];
 
 /// Config-file keys that are switches (`key = true|false`); every other key takes a value.
-const SWITCHES: [&str; 3] = ["dev", "no-verify", "reuse-port"];
+const SWITCHES: [&str; 4] = ["dev", "no-verify", "reuse-port", "allow-missing-tx-bodies"];
 
 /// A command line that cannot be run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -205,7 +250,8 @@ USAGE:
 
 CHAIN SOURCE (one of):
     --dev                     run the embedded devnet (a simulated sequencer and DA chain)
-    --upstream URL            follow another node's L2 chain and DA view over JSON-RPC
+    --upstream URL            follow another node's L2 chain and DA view over JSON-RPC;
+                              give it again (or a comma list) for fallbacks, the first preferred
 
 DEVNET:
     --dev-prefill N           heights 1..=N exist before the server listens [default: 0]
@@ -214,7 +260,12 @@ DEVNET:
     --dev-proof-bytes N       bytes of each batch proof [default: 2048]
 
 FOLLOWER:
-    --sync-chunk N            blocks per range request [default: 100]
+    --sync-chunk N            blocks per range request (cut to the upstream's limit) [default: 100]
+    --sync-concurrency N      range requests kept in flight at once [default: 8]
+    --allow-missing-tx-bodies accept blocks an upstream answers without their transactions
+                              (Citrea's include_tx_body = false): Kumquat blocks on the
+                              sequencer's signature over their stated hash, Genesis blocks
+                              on their link to the block below
 
 CHAIN RULES (run, import, verify):
     --network NAME            testnet, devnet, mainnet or nightly: Citrea v0.6.2's Kumquat
@@ -228,7 +279,8 @@ CHAIN RULES (run, import, verify):
 SERVER:
     --bind ADDR               address to listen on; port 0 takes a free port [default: 127.0.0.1:12346]
     --data-dir DIR            where the LMDB ledger lives [default: ./ledgerd-data]
-    --max-range N             longest ledger_getSoftConfirmationRange [default: 1000]
+    --wire seed|citrea        answer shapes: the spec's, or a Citrea v0.6 node's [default: seed]
+    --max-range N             longest ledger_getSoftConfirmationRange [default: 1000; 20 with --wire citrea]
     --max-batch N             most calls in one batch request [default: 50]
     --max-body BYTES          largest request body [default: 10485760]
     --max-connections N       open connections at once; more get 503 [default: 100]
@@ -249,6 +301,8 @@ FIXTURES:
 
 OPERATIONS:
     --health-max-lag-s S      GET /health answers 503 once sync has stalled this long [default: 60]
+    --health-max-behind N     ... or while a follower's L2 head is more than N blocks behind its
+                              upstream's [default: 100]
     --cors-origin ORIGIN      only this browser origin may read answers [default: any (*)]
 
     -h, --help                print this help
@@ -295,6 +349,29 @@ fn cors_origin(value: &str) -> Result<Option<String>, ConfigError> {
              (scheme and host, no path), or * for any, not {value:?}"
         ))),
     }
+}
+
+/// Adds the URLs of one `--upstream` value (one URL, or a comma list) to `list`.
+fn upstream_urls(list: &mut Vec<String>, value: &str) -> Result<(), ConfigError> {
+    for url in value.split(',').map(str::trim) {
+        let host = url
+            .strip_prefix("http://")
+            .or_else(|| url.strip_prefix("https://"))
+            .unwrap_or("");
+        if host.is_empty() || host.starts_with('/') || host.contains(' ') {
+            return Err(ConfigError(format!(
+                "--upstream takes an http:// or https:// URL of a node's JSON-RPC \
+                 (several as a comma list, or the flag again), not {url:?}"
+            )));
+        }
+        if list.iter().any(|u| u == url) {
+            return Err(ConfigError(format!(
+                "--upstream {url} is given twice; each upstream once, the preferred first"
+            )));
+        }
+        list.push(url.to_string());
+    }
+    Ok(())
 }
 
 /// What the flags have set so far (the config file's, then the command line's).
@@ -415,6 +492,7 @@ fn apply_file(state: &mut State, path: &std::path::Path, text: &str) -> Result<(
         })?;
         state.extra.given.truncate(mark);
     }
+    state.extra.upstreams_from_file = !state.config.upstreams.is_empty();
     Ok(())
 }
 
@@ -464,11 +542,39 @@ fn parse_into<I: IntoIterator<Item = String>>(
                 dev.proof_bytes = number(&flag, &value(&flag)?)?;
                 dev_flags.push(flag);
             }
-            "--upstream" => config.upstream = Some(value(&flag)?),
+            "--upstream" => {
+                if extra.upstreams_from_file {
+                    config.upstreams.clear();
+                    extra.upstreams_from_file = false;
+                }
+                upstream_urls(&mut config.upstreams, &value(&flag)?)?;
+            }
             "--sync-chunk" => {
                 config.sync_chunk = number(&flag, &value(&flag)?)?;
                 if config.sync_chunk == 0 {
                     return Err(ConfigError("--sync-chunk must be at least 1".into()));
+                }
+            }
+            "--sync-concurrency" => {
+                config.sync_concurrency = number(&flag, &value(&flag)?)?;
+                if config.sync_concurrency == 0 || config.sync_concurrency > 64 {
+                    return Err(ConfigError(
+                        "--sync-concurrency takes 1 to 64 (range requests in flight at once)"
+                            .into(),
+                    ));
+                }
+            }
+            "--allow-missing-tx-bodies" => config.allow_missing_tx_bodies = true,
+            "--wire" => {
+                config.wire = match value(&flag)?.as_str() {
+                    "seed" => Wire::Seed,
+                    "citrea" => Wire::Citrea,
+                    other => {
+                        return Err(ConfigError(format!(
+                            "--wire takes seed (the spec's answer shapes) or citrea (a Citrea \
+                             v0.6 node's), not {other:?}"
+                        )))
+                    }
                 }
             }
             "--sequencer-pubkey" => config.sequencer_pubkey = Some(pubkey(&value(&flag)?)?),
@@ -482,7 +588,7 @@ fn parse_into<I: IntoIterator<Item = String>>(
             "--kumquat-height" => config.kumquat_height = Some(number(&flag, &value(&flag)?)?),
             "--bind" => config.bind = value(&flag)?,
             "--data-dir" => config.data_dir = PathBuf::from(value(&flag)?),
-            "--max-range" => config.max_range = number(&flag, &value(&flag)?)?,
+            "--max-range" => config.max_range = Some(number(&flag, &value(&flag)?)?),
             "--max-batch" => config.max_batch = number(&flag, &value(&flag)?)?,
             "--max-body" => config.max_body = number(&flag, &value(&flag)?)?,
             "--max-connections" => config.max_connections = number(&flag, &value(&flag)?)?,
@@ -510,6 +616,7 @@ fn parse_into<I: IntoIterator<Item = String>>(
                 }
                 config.health_max_lag = Duration::from_secs(s);
             }
+            "--health-max-behind" => config.health_max_behind = number(&flag, &value(&flag)?)?,
             "--cors-origin" => config.cors_origin = cors_origin(&value(&flag)?)?,
             // Subcommands' flags (checked against the subcommand in `finish`).
             "--config" => {
@@ -625,7 +732,7 @@ fn finish(state: State) -> Result<Command, ConfigError> {
             }));
         }
         "serve-readonly" => {
-            if dev_on || config.upstream.is_some() {
+            if dev_on || !config.upstreams.is_empty() {
                 return Err(ConfigError(
                     "serve-readonly has no chain source: it serves the ledger another ledgerd writes; drop --dev / --upstream".into(),
                 ));
@@ -634,7 +741,7 @@ fn finish(state: State) -> Result<Command, ConfigError> {
         }
         _ => {}
     }
-    if dev_on && config.upstream.is_some() {
+    if dev_on && !config.upstreams.is_empty() {
         return Err(ConfigError(
             "--dev and --upstream are two chain sources: choose one".into(),
         ));
@@ -674,7 +781,12 @@ mod tests {
         let c = run(&[]).unwrap();
         assert_eq!(c.bind, "127.0.0.1:12346");
         assert_eq!(c.data_dir, PathBuf::from("./ledgerd-data"));
-        assert_eq!((c.max_range, c.max_batch, c.max_body), (1000, 50, 10 << 20));
+        assert_eq!(
+            (c.max_range(), c.max_batch, c.max_body),
+            (1000, 50, 10 << 20)
+        );
+        assert_eq!((c.wire, c.sync_concurrency), (Wire::Seed, 8));
+        assert!(!c.allow_missing_tx_bodies);
         assert!(c.dev.is_none());
     }
 
@@ -715,6 +827,27 @@ mod tests {
     }
 
     #[test]
+    fn wire_citrea_serves_20_block_ranges_unless_max_range_says_otherwise() {
+        let c = run(&["--wire", "citrea"]).unwrap();
+        assert_eq!((c.wire, c.max_range()), (Wire::Citrea, 20));
+        let c = run(&["--wire=citrea", "--max-range", "50"]).unwrap();
+        assert_eq!(c.max_range(), 50);
+        let e = run(&["--wire", "json"]).unwrap_err();
+        assert!(e.0.contains("--wire takes seed"), "{e}");
+        let c = run(&[
+            "--upstream",
+            "http://x",
+            "--sync-concurrency",
+            "3",
+            "--allow-missing-tx-bodies",
+        ])
+        .unwrap();
+        assert_eq!((c.sync_concurrency, c.allow_missing_tx_bodies), (3, true));
+        let e = run(&["--sync-concurrency", "0"]).unwrap_err();
+        assert!(e.0.contains("1 to 64"), "{e}");
+    }
+
+    #[test]
     fn bad_values_name_the_flag() {
         let e = run(&["--max-range", "-1"]).unwrap_err();
         assert!(e.0.contains("--max-range"), "{e}");
@@ -724,6 +857,50 @@ mod tests {
         assert!(e.0.contains("--frobnicate"), "{e}");
         let e = run(&["--dev", "--upstream", "http://x"]).unwrap_err();
         assert!(e.0.contains("choose one"), "{e}");
+    }
+
+    #[test]
+    fn upstreams_are_listed_in_order_by_repeating_the_flag_or_a_comma_list() {
+        let c = run(&[
+            "--upstream",
+            "http://a:1",
+            "--upstream=http://b:2, https://c:3",
+        ])
+        .unwrap();
+        assert_eq!(c.upstreams, ["http://a:1", "http://b:2", "https://c:3"]);
+        assert!(run(&[]).unwrap().upstreams.is_empty());
+        let e = run(&["--upstream", "a:1"]).unwrap_err();
+        assert!(e.0.contains("http:// or https:// URL"), "{e}");
+        let e = run(&["--upstream", "http://a:1,"]).unwrap_err();
+        assert!(e.0.contains("not \"\""), "{e}");
+        let e = run(&["--upstream", "http://a:1", "--upstream", "http://a:1"]).unwrap_err();
+        assert!(e.0.contains("given twice"), "{e}");
+    }
+
+    #[test]
+    fn the_command_lines_upstreams_replace_the_config_files() {
+        let text = "upstream = http://a:1\nupstream = http://b:2\n";
+        let c = run_with_file(text, &[]).unwrap();
+        assert_eq!(c.upstreams, ["http://a:1", "http://b:2"]);
+        let c = run_with_file(
+            text,
+            &["--upstream", "http://c:3", "--upstream", "http://a:1"],
+        )
+        .unwrap();
+        assert_eq!(c.upstreams, ["http://c:3", "http://a:1"]);
+    }
+
+    #[test]
+    fn health_max_behind_defaults_to_100_blocks() {
+        assert_eq!(run(&[]).unwrap().health_max_behind, 100);
+        assert_eq!(
+            run(&["--health-max-behind", "7"])
+                .unwrap()
+                .health_max_behind,
+            7
+        );
+        let e = run(&["--health-max-behind", "x"]).unwrap_err();
+        assert!(e.0.contains("--health-max-behind"), "{e}");
     }
 
     fn with_file(sub: Option<&str>, text: &str, args: &[&str]) -> Result<Command, ConfigError> {
@@ -749,11 +926,11 @@ mod tests {
         let text = "# ledgerd\n\nbind = 0.0.0.0:9000\nmax-range = \"7\"\ndev = true\ndev-seed=3\nreuse-port = true\n";
         let c = run_with_file(text, &[]).unwrap();
         assert_eq!(c.bind, "0.0.0.0:9000");
-        assert_eq!(c.max_range, 7);
+        assert_eq!(c.max_range(), 7);
         assert_eq!(c.dev.as_ref().unwrap().seed, 3);
         assert!(c.reuse_port);
         let c = run_with_file(text, &["--max-range", "9", "--bind=127.0.0.1:0"]).unwrap();
-        assert_eq!((c.bind.as_str(), c.max_range), ("127.0.0.1:0", 9));
+        assert_eq!((c.bind.as_str(), c.max_range()), ("127.0.0.1:0", 9));
         assert_eq!(
             c.dev.unwrap().seed,
             3,
@@ -807,6 +984,7 @@ mod tests {
             }
             "network" => "testnet",
             "cors-origin" => "http://127.0.0.1:8080",
+            "wire" => "citrea",
             f if SWITCHES.contains(&f) => "true",
             _ => "5",
         }

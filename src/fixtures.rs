@@ -21,8 +21,8 @@
 //!
 //! Verified imports (the default) run the sync thread's chain rules
 //! ([`crate::sync::verify`]): blocks link to the stored head and are signed
-//! by the sequencer, commitments' Merkle roots match, proofs continue the
-//! last proof; statuses come from the commitments and proofs, and a `status`
+//! by the sequencer, commitments' Merkle roots match, proofs prove the
+//! commitments they name by Citrea's rule; statuses come from the commitments and proofs, and a `status`
 //! line must agree with them. `--no-verify` stores what the file says, and
 //! `status` lines raise statuses directly.
 
@@ -501,9 +501,15 @@ fn put_blocks(
         } else {
             w.hash_at(head)?.unwrap_or_default()
         };
-        let (good, failure) =
-            verify::verify_blocks(&blocks, (head, head_hash), &key, &options.forks);
-        if let Some(e) = failure {
+        let verdict = verify::verify_blocks(
+            &blocks,
+            (head, head_hash),
+            &key,
+            &options.forks,
+            verify::BlockRules::default(),
+        );
+        let good = verdict.good;
+        if let Some(e) = verdict.failure {
             let mut refusal = Refusal::from(e);
             if let Refusal::Message(m) = &mut refusal {
                 if good == 0 && head > 0 && blocks[0].l2_height <= head {
@@ -569,13 +575,32 @@ fn put_proof(
     p: &VerifiedBatchProof,
     options: ImportOptions,
 ) -> Result<(), Refusal> {
-    let proven = w.proven_height()?;
-    let start = if options.verify {
-        verify::verify_proof(&*w, p, proven)?
+    let ranges = if options.verify {
+        // Every block is on earlier lines: a slot hash not known by now never will be.
+        match verify::verify_proof(&*w, p, u64::MAX, &options.forks)? {
+            verify::ProofVerdict::Valid(ranges) => ranges,
+            verify::ProofVerdict::NotYet => {
+                return Err(Refusal::Message(format!(
+                    "proof on slot {} comes before the soft confirmations (which set the \
+                     sequencer key); put them before it",
+                    p.height
+                )))
+            }
+        }
     } else {
-        proven + 1
+        // Unchecked: the heights the proof names, if the ledger can say;
+        // the fixture's status lines say the rest.
+        match verify::proof_commitments(&*w, p) {
+            Ok(Some(proven)) => proven
+                .iter()
+                .map(|c| (c.l2_start_block_number, c.l2_end_block_number))
+                .collect(),
+            _ => Vec::new(),
+        }
     };
-    w.raise_status(start, p.proof_output.last_l2_height, Status::Proven)?;
+    for (start, end) in ranges {
+        w.raise_status(start, end, Status::Proven)?;
+    }
     w.put_proof(p.height, p)?;
     Ok(())
 }
@@ -696,7 +721,23 @@ pub fn export(
         .into_iter()
         .flat_map(|(_, list)| list)
         .collect();
-    let proofs = r.all_proofs()?;
+    // Each proof with the last height it proves (Genesis-era proofs carry
+    // lastL2Height 0: the end of the commitments it names).
+    let proofs: Vec<(u64, VerifiedBatchProof, u64)> = r
+        .all_proofs()?
+        .into_iter()
+        .map(|(slot, p)| {
+            let end = match p.proof_output.last_l2_height {
+                0 => verify::proof_commitments(&r, &p)
+                    .ok()
+                    .flatten()
+                    .and_then(|cs| cs.last().map(|c| c.l2_end_block_number))
+                    .unwrap_or(0),
+                n => n,
+            };
+            (slot, p, end)
+        })
+        .collect();
     // The highest height the exported records (with those before `from`,
     // which a verified import finds in its ledger) finalize and prove.
     let finalized_by = commitments
@@ -707,7 +748,7 @@ pub fn export(
         .unwrap_or(0);
     let proven_by = proofs
         .iter()
-        .map(|(_, p)| p.proof_output.last_l2_height)
+        .map(|(_, _, end)| *end)
         .filter(|&e| e <= to)
         .max()
         .unwrap_or(0);
@@ -718,8 +759,8 @@ pub fn export(
             by_slot.entry(c.found_in_l1).or_default().0.push(c);
         }
     }
-    for (slot, p) in proofs {
-        if in_range(p.proof_output.last_l2_height) {
+    for (slot, p, end) in proofs {
+        if in_range(end) {
             by_slot.entry(slot).or_default().1 = Some(p);
         }
     }

@@ -2,21 +2,38 @@
 //! systemd watchdogs.
 //!
 //! The answer is 200 with a small JSON body while the node is healthy, and
-//! 503 with the same body (plus a `problem` sentence) when
+//! 503 with the same body (plus a `reason` word and a `problem` sentence) when
 //!
-//! - the ledger cannot be read (a read transaction fails), or
+//! - the ledger cannot be read (a read transaction fails): `reason` `ledger`;
 //! - the sync thread has stalled for longer than `--health-max-lag-s`:
-//!   the source has reported heads the ledger does not hold yet and no new
-//!   block or DA slot has been stored for that long, or the source has not
-//!   answered (or the sync thread has not asked it anything) for that long.
+//!   the source has not answered for that long (`unreachable`), or it has
+//!   reported heads the ledger does not hold yet and no new block or DA slot
+//!   has been stored for that long (`stalled`), or the sync thread has
+//!   neither asked the source anything nor stored anything for that long
+//!   (`silent`); or
+//! - a follower's L2 head is more than `--health-max-behind` blocks below
+//!   the newest head its upstreams reported (`behind`): a node catching up from
+//!   far behind, or one whose upstream stopped serving blocks, is taken out
+//!   of a load balancer's rotation until it is within that many blocks, so
+//!   clients reading through the balancer never see the head go far back.
+//!
+//! `GET /health?live` leaves out `behind`: it answers whether the node is
+//! stuck (for a watchdog that restarts it), not whether it is fit to serve.
 //!
 //! "No new blocks exist" is not a stall: a devnet with `--dev-block-ms 0`, a
 //! quiet upstream, or a stored ledger served without a source stay healthy.
+//! A follower's answer names the upstream in use (`upstream`).
 //!
 //! ```text
-//! {"status":"ok","l2Head":200,"l2SourceHead":200,"l1Scanned":1099,"l1SourceHead":1099,
-//!  "secondsSinceLastBlock":0.4,"syncing":false,"source":"devnet","sourceReachable":true}
+//! {"status":"ok","l2Head":200,"l2SourceHead":200,"l2Behind":0,"l1Scanned":1099,
+//!  "l1SourceHead":1099,"secondsSinceLastBlock":0.4,"blocksWithoutBodies":0,"syncing":false,
+//!  "source":"upstream","sourceReachable":true,"upstream":"http://10.0.0.5:8545"}
+//! {"status":"unhealthy",...,"reason":"behind","problem":"the ledger's L2 head 4100 is 900
+//!  blocks behind the source's head 5000 (limit 100)"}
 //! ```
+//!
+//! `blocksWithoutBodies` counts the stored blocks that were accepted without
+//! their transaction bodies (`--allow-missing-tx-bodies`; always 0 without it).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -46,12 +63,23 @@ impl SourceKind {
     }
 }
 
+/// Appends `,"name":v` to a JSON object being written.
+fn num_after(body: &mut Vec<u8>, name: &str, v: u64) {
+    body.extend_from_slice(b",\"");
+    body.extend_from_slice(name.as_bytes());
+    body.extend_from_slice(b"\":");
+    crate::json::write_u64(body, v);
+}
+
 /// The health check: reads the ledger and the sync progress on each call.
 pub struct Health {
     ledger: Arc<Ledger>,
     progress: Arc<Progress>,
     source: SourceKind,
     max_lag_ms: u64,
+    /// `--health-max-behind`: most L2 blocks the ledger may be below the
+    /// source's head (`u64::MAX`: no limit).
+    max_behind: u64,
     /// When this node started (Unix ms): the clocks count from here when
     /// nothing has happened yet.
     started_ms: u64,
@@ -76,12 +104,32 @@ impl Health {
             progress,
             source,
             max_lag_ms: max_lag.as_millis().min(u64::MAX as u128) as u64,
+            max_behind: u64::MAX,
             started_ms: unix_ms(),
         }
     }
 
-    /// Checks the node now.
+    /// A follower is also unhealthy while its L2 head is more than `blocks`
+    /// below the newest head its upstreams reported.
+    pub fn max_behind(mut self, blocks: u64) -> Health {
+        self.max_behind = blocks;
+        self
+    }
+
+    /// Checks the node now: whether it is fit to serve clients
+    /// (`GET /health`, for load balancers).
     pub fn check(&self) -> Report {
+        self.report(false)
+    }
+
+    /// Checks only that the node is not stuck (`GET /health?live`, for
+    /// watchdogs): a follower catching up from far behind is alive, and
+    /// restarting it would not help.
+    pub fn check_live(&self) -> Report {
+        self.report(true)
+    }
+
+    fn report(&self, live: bool) -> Report {
         let now = unix_ms();
         let p = &self.progress;
         let ledger = self
@@ -93,7 +141,7 @@ impl Health {
             Err(e) => (
                 p.l2_synced.load(Relaxed),
                 p.l1_synced.load(Relaxed),
-                Some(format!("the ledger cannot be read: {e}")),
+                Some(("ledger", format!("the ledger cannot be read: {e}"))),
             ),
         };
         let l2_source = p.l2_source_head.load(Relaxed);
@@ -109,17 +157,23 @@ impl Health {
             let behind_since = p.behind_since_unix_ms.load(Relaxed);
             let last_progress = last_block.max(p.last_slot_unix_ms.load(Relaxed));
             if !reachable && now.saturating_sub(ok_at) > self.max_lag_ms {
-                problem = Some(format!(
-                    "the chain source has not answered for {:.1} s (limit {lag_s} s)",
-                    now.saturating_sub(ok_at) as f64 / 1000.0
+                problem = Some((
+                    "unreachable",
+                    format!(
+                        "the chain source has not answered for {:.1} s (limit {lag_s} s)",
+                        now.saturating_sub(ok_at) as f64 / 1000.0
+                    ),
                 ));
             } else if behind_since != 0 {
                 let stuck = now.saturating_sub(behind_since.max(last_progress));
                 if stuck > self.max_lag_ms {
-                    problem = Some(format!(
-                        "the sync thread stalled: the source is ahead (L2 {l2_source}, L1 {l1_source}) \
-                         and nothing new was stored for {:.1} s (limit {lag_s} s)",
-                        stuck as f64 / 1000.0
+                    problem = Some((
+                        "stalled",
+                        format!(
+                            "the sync thread stalled: the source is ahead (L2 {l2_source}, L1 {l1_source}) \
+                             and nothing new was stored for {:.1} s (limit {lag_s} s)",
+                            stuck as f64 / 1000.0
+                        ),
                     ));
                 }
             }
@@ -127,10 +181,28 @@ impl Health {
             // few seconds, or stores something: silence means it is stuck.
             let quiet = now.saturating_sub(ok_at.max(last_progress));
             if problem.is_none() && quiet > self.max_lag_ms {
-                problem = Some(format!(
-                    "the sync thread has neither reached the source nor stored anything for {:.1} s \
-                     (limit {lag_s} s)",
-                    quiet as f64 / 1000.0
+                problem = Some((
+                    "silent",
+                    format!(
+                        "the sync thread has neither reached the source nor stored anything for \
+                         {:.1} s (limit {lag_s} s)",
+                        quiet as f64 / 1000.0
+                    ),
+                ));
+            }
+            // Last, so that a stuck node says so: behind is not stuck. A
+            // follower only: the devnet's head is this node's own, and its
+            // sync thread commits every 100 ms however fast blocks come.
+            let behind = l2_source.saturating_sub(l2_head);
+            let follower = self.source == SourceKind::Upstream;
+            if problem.is_none() && !live && follower && behind > self.max_behind {
+                problem = Some((
+                    "behind",
+                    format!(
+                        "the ledger's L2 head {l2_head} is {behind} blocks behind the source's head \
+                         {l2_source} (limit {})",
+                        self.max_behind
+                    ),
                 ));
             }
         }
@@ -150,6 +222,7 @@ impl Health {
         };
         num("l2Head", l2_head);
         num("l2SourceHead", l2_source);
+        num("l2Behind", l2_source.saturating_sub(l2_head));
         num("l1Scanned", l1_scanned);
         num("l1SourceHead", l1_source);
         body.extend_from_slice(b",\"secondsSinceLastBlock\":");
@@ -159,6 +232,11 @@ impl Health {
             let ms = now.saturating_sub(last_block);
             body.extend_from_slice(format!("{}.{:03}", ms / 1000, ms % 1000).as_bytes());
         }
+        num_after(
+            &mut body,
+            "blocksWithoutBodies",
+            p.blocks_without_bodies.load(Relaxed),
+        );
         body.extend_from_slice(b",\"syncing\":");
         body.extend_from_slice(if syncing { b"true" } else { b"false" });
         body.extend_from_slice(b",\"source\":\"");
@@ -169,8 +247,14 @@ impl Health {
         } else {
             crate::json::write_null(&mut body);
         }
-        if let Some(problem) = &problem {
-            body.extend_from_slice(b",\"problem\":");
+        if let Some(upstream) = p.upstream() {
+            body.extend_from_slice(b",\"upstream\":");
+            crate::json::write_str(&mut body, upstream);
+        }
+        if let Some((reason, problem)) = &problem {
+            body.extend_from_slice(b",\"reason\":\"");
+            body.extend_from_slice(reason.as_bytes());
+            body.extend_from_slice(b"\",\"problem\":");
             crate::json::write_str(&mut body, problem);
         }
         body.push(b'}');
@@ -239,6 +323,7 @@ mod tests {
         let r = h.check();
         assert_eq!(r.status, 503, "{}", text(&r));
         assert!(text(&r).contains("stalled"), "{}", text(&r));
+        assert!(text(&r).contains(r#""reason":"stalled""#), "{}", text(&r));
         // Still behind, but blocks keep arriving: catching up, not stalled.
         p.stored_l2(4, 4);
         let r = h.check();
@@ -257,6 +342,51 @@ mod tests {
         assert!(text(&r).contains("neither reached"), "{}", text(&r));
         p.source_ok();
         assert_eq!(h.check().status, 200);
+    }
+
+    #[test]
+    fn more_than_max_behind_blocks_below_the_source_is_unhealthy_and_says_so() {
+        // The ledger is empty (head 0): the source's head is how far behind it is.
+        let (h, p, _d) = health(SourceKind::Upstream, 60_000);
+        let h = h.max_behind(10);
+        p.source_ok();
+        p.l2_source_head.store(10, Relaxed);
+        p.note_behind();
+        let r = h.check();
+        assert_eq!(r.status, 200, "10 behind is within the limit: {}", text(&r));
+        assert!(text(&r).contains(r#""l2Behind":10"#), "{}", text(&r));
+        p.l2_source_head.store(11, Relaxed);
+        let r = h.check();
+        assert_eq!(r.status, 503, "{}", text(&r));
+        assert!(text(&r).contains(r#""reason":"behind""#), "{}", text(&r));
+        assert!(
+            text(&r).contains("L2 head 0 is 11 blocks behind the source's head 11 (limit 10)"),
+            "{}",
+            text(&r)
+        );
+        // Behind is not stuck: a watchdog's liveness check passes.
+        assert_eq!(h.check_live().status, 200);
+        // Without the limit (the default of `Health::new`), only stalls count.
+        let (h, p, _d) = health(SourceKind::Upstream, 60_000);
+        p.source_ok();
+        p.l2_source_head.store(5_000, Relaxed);
+        assert_eq!(h.check().status, 200);
+        // The devnet is never behind itself.
+        let (h, p, _d) = health(SourceKind::Devnet, 60_000);
+        let h = h.max_behind(10);
+        p.source_ok();
+        p.l2_source_head.store(5_000, Relaxed);
+        assert_eq!(h.check().status, 200);
+    }
+
+    #[test]
+    fn a_follower_names_the_upstream_in_use() {
+        let (h, p, _d) = health(SourceKind::Upstream, 60_000);
+        let _ = p
+            .upstream_urls
+            .set(vec!["http://a:1".into(), "http://b:2".into()]);
+        p.upstream_in_use.store(1, Relaxed);
+        assert!(text(&h.check()).contains(r#""upstream":"http://b:2""#));
     }
 
     #[test]

@@ -293,8 +293,39 @@ pub fn write_commitments(out: &mut Vec<u8>, items: &[SequencerCommitment]) {
 /// Writes a verified batch proof:
 /// `{"proof":{"proof":[..],"proofOutput":{..},"height":n}}`.
 pub fn write_verified_batch_proof(out: &mut Vec<u8>, p: &VerifiedBatchProof) {
+    out.extend_from_slice(b"{\"proof\":");
+    write_proof_and_output(out, p, true);
+    out.push(b'}');
+}
+
+/// Writes Citrea's `ledger_getVerifiedBatchProofsBySlotHeight` answer for a
+/// slot with proofs: `[{"proof":[..],"proofOutput":{..}}]` (no height).
+pub fn write_citrea_proofs_on_slot(out: &mut Vec<u8>, proofs: &[VerifiedBatchProof]) {
+    out.push(b'[');
+    for (i, p) in proofs.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_proof_and_output(out, p, false);
+    }
+    out.push(b']');
+}
+
+/// Writes Citrea's `ledger_getLastVerifiedBatchProof` answer:
+/// `{"proof":{"proof":[..],"proofOutput":{..}},"height":n}`.
+pub fn write_citrea_last_proof(out: &mut Vec<u8>, p: &VerifiedBatchProof) {
+    out.extend_from_slice(b"{\"proof\":");
+    write_proof_and_output(out, p, false);
+    out.push(b',');
+    key(out, "height");
+    write_u64(out, p.height);
+    out.push(b'}');
+}
+
+/// `{"proof":[..],"proofOutput":{..}}`, with `,"height":n` inside when asked.
+fn write_proof_and_output(out: &mut Vec<u8>, p: &VerifiedBatchProof, with_height: bool) {
     let o = &p.proof_output;
-    out.extend_from_slice(b"{\"proof\":{");
+    out.push(b'{');
     key(out, "proof");
     write_byte_array(out, &p.proof);
     out.push(b',');
@@ -356,16 +387,25 @@ pub fn write_verified_batch_proof(out: &mut Vec<u8>, p: &VerifiedBatchProof) {
     key(out, "lastL2Height");
     write_u64(out, o.last_l2_height);
     out.push(b'}');
-    out.push(b',');
-    key(out, "height");
-    write_u64(out, p.height);
-    out.extend_from_slice(b"}}");
+    if with_height {
+        out.push(b',');
+        key(out, "height");
+        write_u64(out, p.height);
+    }
+    out.push(b'}');
 }
 
 /// Writes a status string: `"Trusted"`, `"Finalized"` or `"Proven"`.
 pub fn write_status(out: &mut Vec<u8>, s: Status) {
     out.push(b'"');
     out.extend_from_slice(s.as_str().as_bytes());
+    out.push(b'"');
+}
+
+/// Writes a status string as Citrea does: `"trusted"`, `"finalized"`, `"proven"`.
+pub fn write_lowercase_status(out: &mut Vec<u8>, s: Status) {
+    out.push(b'"');
+    out.extend_from_slice(s.as_lowercase_str().as_bytes());
     out.push(b'"');
 }
 

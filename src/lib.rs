@@ -40,7 +40,8 @@
 //!
 //! - [`node`]: a running node (ledger + sync thread + server); `Node::builder()`.
 //! - [`config`]: the command line.
-//! - [`server`]: the HTTP transport: one tiny_http loop thread, hardened against bad clients.
+//! - [`server`]: the HTTP transport: one tiny_http loop thread, hardened against bad clients;
+//!   [`server::framing`] refuses requests whose body length is ambiguous (request smuggling).
 //! - [`routes`]: which part answers which HTTP request (JSON-RPC, health, metrics, CORS).
 //! - [`health`], [`metrics`]: `GET /health` and `GET /metrics` for operators.
 //! - [`rpc`]: JSON-RPC 2.0: the envelope, then one module per method family.

@@ -261,10 +261,40 @@ impl Metrics {
         )?;
         counter(
             out,
+            "ledgerd_sync_blocks_without_bodies_total",
+            "Stored blocks accepted without their transaction bodies (--allow-missing-tx-bodies: \
+             the upstream withheld them), over the ledger's life",
+            progress.blocks_without_bodies.load(Relaxed),
+        )?;
+        counter(
+            out,
             "ledgerd_sync_upstream_errors_total",
             "Requests to the chain source that failed since start",
             progress.upstream_errors.load(Relaxed),
         )?;
+        if let Some(urls) = progress.upstream_urls.get() {
+            header(
+                out,
+                "ledgerd_sync_upstream_in_use",
+                "gauge",
+                "1 for the upstream the follower syncs from now, 0 for its other --upstream URLs",
+            )?;
+            let in_use = progress.upstream_in_use.load(Relaxed);
+            for (i, url) in urls.iter().enumerate() {
+                writeln!(
+                    out,
+                    "ledgerd_sync_upstream_in_use{{url=\"{}\"}} {}",
+                    label_value(url),
+                    u64::from(i == in_use)
+                )?;
+            }
+            counter(
+                out,
+                "ledgerd_sync_upstream_switches_total",
+                "Times the follower moved to another upstream since start",
+                progress.upstream_switches.load(Relaxed),
+            )?;
+        }
         header(
             out,
             "ledgerd_sync_verification_failures_total",
@@ -322,6 +352,13 @@ fn header(out: &mut Vec<u8>, name: &str, kind: &str, help: &str) -> std::io::Res
     writeln!(out, "# TYPE {name} {kind}")
 }
 
+/// `text` as a label value: backslash, double quote and newline escaped.
+fn label_value(text: &str) -> String {
+    text.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
 /// Microseconds as a decimal number of seconds.
 fn seconds(us: u64) -> String {
     let s = format!("{}.{:06}", us / 1_000_000, us % 1_000_000);
@@ -332,6 +369,11 @@ fn seconds(us: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(label_value(r#"http://a/"b"\c"#), r#"http://a/\"b\"\\c"#);
+    }
 
     #[test]
     fn seconds_are_written_without_trailing_zeros() {

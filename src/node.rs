@@ -20,7 +20,8 @@ use crate::rpc::{Rpc, RpcConfig};
 use crate::server::{Server, ServerConfig, ServerError, Stopper};
 use crate::stop::Stop;
 use crate::sync::progress::Progress;
-use crate::sync::upstream::{Upstream, UpstreamConfig};
+use crate::sync::upstreams::Upstreams;
+use crate::sync::verify::BlockRules;
 use crate::sync::{SyncConfig, SyncError, Syncer};
 
 /// Why a node could not start.
@@ -93,9 +94,10 @@ impl NodeBuilder {
         self.config.dev = Some(dev);
         self
     }
-    /// Follows another node instead of running the devnet.
+    /// Follows another node instead of running the devnet; called again,
+    /// adds a fallback (the first is preferred).
     pub fn upstream(mut self, url: &str) -> Self {
-        self.config.upstream = Some(url.to_string());
+        self.config.upstreams.push(url.to_string());
         self
     }
     pub fn bind(mut self, addr: &str) -> Self {
@@ -105,6 +107,12 @@ impl NodeBuilder {
     /// `GET /health` answers 503 once the sync thread has stalled this long (default 60 s).
     pub fn health_max_lag(mut self, lag: std::time::Duration) -> Self {
         self.config.health_max_lag = lag;
+        self
+    }
+    /// `GET /health` answers 503 while a follower's L2 head is more than
+    /// `blocks` below its upstreams' newest head (default 100).
+    pub fn health_max_behind(mut self, blocks: u64) -> Self {
+        self.config.health_max_behind = blocks;
         self
     }
     /// Follows a public Citrea network's chain rules: its Kumquat height and
@@ -172,7 +180,7 @@ impl Node {
         let progress = Arc::new(Progress::default());
         let mut threads = Vec::new();
         let forks = config.forks();
-        if !config.read_only && (config.dev.is_some() || config.upstream.is_some()) {
+        if !config.read_only && (config.dev.is_some() || !config.upstreams.is_empty()) {
             // The chain is verified (or made) by one fork table for its
             // whole life: refuse a data dir that holds another's.
             let mut w = ledger.writer()?;
@@ -219,23 +227,39 @@ impl Node {
                     .spawn(move || syncer.run(&thread_stop))
                     .map_err(NodeError::Thread)?,
             );
-        } else if let Some(url) = &config.upstream {
-            let upstream = Upstream::new(UpstreamConfig::new(url));
+        } else if !config.upstreams.is_empty() {
             let sync_config = SyncConfig {
                 chunk: config.sync_chunk,
                 sequencer_pubkey: config.sequencer_key(),
                 forks,
+                concurrency: config.sync_concurrency,
+                block_rules: BlockRules {
+                    allow_missing_tx_bodies: config.allow_missing_tx_bodies,
+                },
                 ..SyncConfig::default()
             };
-            let syncer = Syncer::new(ledger.clone(), upstream, progress.clone(), sync_config);
+            // An upstream more than half the health limit behind the best
+            // one is passed over, so following it cannot make us unhealthy.
+            let (upstreams, watcher) = Upstreams::new(
+                &config.upstreams,
+                progress.clone(),
+                config.health_max_behind / 2,
+                sync_config.max_backoff,
+            );
+            let first = upstreams.in_use().to_string();
+            let syncer = Syncer::new(ledger.clone(), upstreams, progress.clone(), sync_config);
             syncer.load_progress()?;
             info!(
-                "following {url}: {forks}, sequencer key {}",
+                "following {first}: {forks}, sequencer key {}",
                 config
                     .sequencer_key()
                     .map(hex::encode)
                     .unwrap_or_else(|| "of the first block".into())
             );
+            if config.upstreams.len() > 1 {
+                let names = progress.upstream_urls.get().map(|u| u[1..].join(", "));
+                info!("fallback upstreams: {}", names.unwrap_or_default());
+            }
             let thread_stop = stop.clone();
             threads.push(
                 std::thread::Builder::new()
@@ -243,6 +267,14 @@ impl Node {
                     .spawn(move || syncer.run(&thread_stop))
                     .map_err(NodeError::Thread)?,
             );
+            // Not joined on shutdown: it touches no ledger, and a head
+            // request to an upstream that does not answer may hold it for
+            // its read timeout; it ends at its next look once stopped.
+            let thread_stop = stop.clone();
+            std::thread::Builder::new()
+                .name("upstream-watch".into())
+                .spawn(move || watcher.run(&thread_stop))
+                .map_err(NodeError::Thread)?;
         } else {
             info!("no chain source (--dev or --upstream): serving the stored ledger as it is");
         }
@@ -251,8 +283,9 @@ impl Node {
             ledger.clone(),
             progress.clone(),
             RpcConfig {
-                max_range: config.max_range,
+                max_range: config.max_range(),
                 max_batch: config.max_batch,
+                wire: config.wire,
             },
         ));
         let server_config = ServerConfig {
@@ -278,7 +311,7 @@ impl Node {
         let stopper = server.stopper();
         let source = if config.dev.is_some() {
             SourceKind::Devnet
-        } else if config.upstream.is_some() {
+        } else if !config.upstreams.is_empty() {
             SourceKind::Upstream
         } else {
             SourceKind::None
@@ -288,7 +321,7 @@ impl Node {
             None => Cors::Any,
         };
         let mut routes = Routes::new(rpc)
-            .health(source, config.health_max_lag)
+            .health(source, config.health_max_lag, config.health_max_behind)
             .cors(cors)
             .stats(server.stats());
         threads.push(

@@ -24,10 +24,17 @@ pub const POLL: Duration = Duration::from_millis(100);
 /// Reads the stored heads once into `progress`: both layers read Synced at
 /// what the ledger holds (a replica has no source of its own to be behind).
 pub fn refresh(ledger: &Ledger, progress: &Progress) -> Result<(), crate::ledger::LedgerError> {
-    let (head, scanned) = {
+    let (head, scanned, without_bodies) = {
         let r = ledger.reader()?;
-        (r.head_height()?, r.last_scanned_l1()?)
+        (
+            r.head_height()?,
+            r.last_scanned_l1()?,
+            crate::sync::blocks_without_bodies(&r)?,
+        )
     };
+    progress
+        .blocks_without_bodies
+        .store(without_bodies, Relaxed);
     let before = progress.l2_synced.swap(head, Relaxed);
     if head > before {
         progress.last_block_unix_ms.store(unix_ms(), Relaxed);

@@ -3,7 +3,7 @@
 //! | request | answer |
 //! |---|---|
 //! | `POST` (any path) | JSON-RPC ([`crate::rpc`]) |
-//! | `GET /health` | [`crate::health`]: 200 or 503 with a small JSON body |
+//! | `GET /health` | [`crate::health`]: 200 or 503 with a small JSON body (`?live`: only whether it is stuck) |
 //! | `GET /metrics` | [`crate::metrics`]: the Prometheus text format |
 //! | `OPTIONS` (any path) | a CORS preflight answer, 204 |
 //! | anything else | 405 |
@@ -64,14 +64,16 @@ impl Routes {
         }
     }
 
-    /// Sets what `/health` knows of the chain source and the longest stall it allows.
-    pub fn health(mut self, source: SourceKind, max_lag: Duration) -> Routes {
+    /// Sets what `/health` knows of the chain source, the longest stall it
+    /// allows and how many L2 blocks the ledger may be behind the source.
+    pub fn health(mut self, source: SourceKind, max_lag: Duration, max_behind: u64) -> Routes {
         self.health = Health::new(
             self.rpc.ledger().clone(),
             self.rpc.progress().clone(),
             source,
             max_lag,
-        );
+        )
+        .max_behind(max_behind);
         self
     }
 
@@ -149,7 +151,7 @@ fn preflight() -> HttpResponse {
 
 impl Handler for Routes {
     fn handle(&mut self, request: &HttpRequest<'_>) -> HttpResponse {
-        let path = request.path.split('?').next().unwrap_or("");
+        let (path, query) = request.path.split_once('?').unwrap_or((request.path, ""));
         let get = matches!(request.method, HttpMethod::Get | HttpMethod::Head);
         let mut response = match request.method {
             // Counted (and timed) inside.
@@ -160,7 +162,14 @@ impl Handler for Routes {
             }
             _ if get && path == "/health" => {
                 self.metrics.request(Route::Health, Duration::ZERO);
-                let report = self.health.check();
+                let live = query
+                    .split('&')
+                    .any(|p| p == "live" || p.starts_with("live="));
+                let report = if live {
+                    self.health.check_live()
+                } else {
+                    self.health.check()
+                };
                 HttpResponse {
                     status: report.status,
                     content_type: JSON,

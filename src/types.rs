@@ -51,18 +51,24 @@ pub struct ProofOutput {
     pub final_soft_confirmation_hash: Hash,
     /// Key -> value; `None` is a deleted key (`null` on the wire).
     pub state_diff: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    /// The hash of the DA slot whose commitments this proof proves.
     pub da_slot_hash: Hash,
-    /// First and last index of the commitments it proves (counted from 0 in
-    /// the order they were found on the DA chain).
+    /// First and last index (from 0) of the commitments it proves, in the
+    /// list of the commitments on the `da_slot_hash` slot sorted by
+    /// `l2StartBlockNumber`, without those in `preproven_commitments`.
     pub sequencer_commitments_range: (u64, u64),
     pub sequencer_public_key: Vec<u8>,
     pub sequencer_da_public_key: Vec<u8>,
-    /// Indices of pre-proven commitments.
+    /// Positions in that sorted list of commitments an earlier proof proved.
     pub preproven_commitments: Vec<u64>,
+    /// The last height proven (Kumquat-era proofs; 0 in Genesis-era ones,
+    /// whose prev/final soft confirmation hashes are all zero as well).
     pub last_l2_height: u64,
 }
 
-/// A zero-knowledge batch proof that was verified on DA slot `height`.
+/// A zero-knowledge batch proof that was verified on DA slot `height` (the
+/// slot it was found on; the slot whose commitments it proves is the one
+/// named by `proof_output.da_slot_hash`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VerifiedBatchProof {
     pub proof: Vec<u8>,
@@ -89,6 +95,22 @@ impl Status {
         }
     }
 
+    /// The wire string a Citrea v0.6 node writes: `trusted`, `finalized`, `proven`.
+    pub fn as_lowercase_str(self) -> &'static str {
+        match self {
+            Status::Trusted => "trusted",
+            Status::Finalized => "finalized",
+            Status::Proven => "proven",
+        }
+    }
+
+    /// Reads a status string in either spelling (`Proven` or `proven`).
+    pub fn from_wire(s: &str) -> Option<Status> {
+        [Status::Trusted, Status::Finalized, Status::Proven]
+            .into_iter()
+            .find(|st| s == st.as_str() || s == st.as_lowercase_str())
+    }
+
     /// The one-byte form used in the ledger.
     pub fn to_byte(self) -> u8 {
         self as u8
@@ -112,11 +134,16 @@ impl fmt::Display for Status {
 }
 
 /// One DA (layer-1) slot as the sync thread sees it: its hash (when the
-/// source tells it), and the commitments and the verified proof found on it.
+/// source tells it), and the commitments and the verified proofs found on it.
+///
+/// A source need not know a slot's own hash: an upstream node does not serve
+/// it. The sync thread learns it from the L2 blocks that point at the slot
+/// (their `daSlotHeight` / `daSlotHash`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DaSlot {
     pub number: u64,
     pub hash: Option<Hash>,
     pub commitments: Vec<SequencerCommitment>,
-    pub proof: Option<VerifiedBatchProof>,
+    /// In the order the source lists them (Citrea may verify several on one slot).
+    pub proofs: Vec<VerifiedBatchProof>,
 }

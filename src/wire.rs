@@ -205,24 +205,40 @@ struct WireProofOutput {
     last_l2_height: u64,
 }
 
+/// A proof and its output, with `height` inside (the seed's shape) or not
+/// (Citrea's).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct WireProofInner {
     proof: Vec<u8>,
     proof_output: WireProofOutput,
-    height: u64,
+    #[serde(default)]
+    height: Option<u64>,
 }
 
+/// `{"proof":{..}}` (the seed's method 11 and 12) or
+/// `{"proof":{..},"height":n}` (Citrea's method 12).
 #[derive(Deserialize)]
 struct WireProof {
     proof: WireProofInner,
+    #[serde(default)]
+    height: Option<u64>,
 }
 
-impl TryFrom<WireProof> for VerifiedBatchProof {
-    type Error = WireError;
+/// Method 11's answer in either shape: the seed's one object, or Citrea's
+/// array of `{proof, proofOutput}` without height.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum WireProofsOnSlot {
+    // First: serde would also read a one-element array as the seed's
+    // struct (a struct deserializes from a sequence of its fields).
+    Citrea(Vec<WireProofInner>),
+    Seed(Box<WireProof>),
+}
 
-    fn try_from(w: WireProof) -> Result<Self, WireError> {
-        let o = w.proof.proof_output;
+impl WireProofInner {
+    fn into_proof(self, height: u64) -> Result<VerifiedBatchProof, WireError> {
+        let o = self.proof_output;
         let mut state_diff = Vec::with_capacity(o.state_diff.len());
         for (k, v) in o.state_diff {
             let value = match v {
@@ -232,8 +248,8 @@ impl TryFrom<WireProof> for VerifiedBatchProof {
             state_diff.push((hex_bytes("stateDiff key", &k)?, value));
         }
         Ok(VerifiedBatchProof {
-            proof: w.proof.proof,
-            height: w.proof.height,
+            proof: self.proof,
+            height,
             proof_output: ProofOutput {
                 initial_state_root: hex_array("initialStateRoot", &o.initial_state_root)?,
                 final_state_root: hex_array("finalStateRoot", &o.final_state_root)?,
@@ -257,6 +273,17 @@ impl TryFrom<WireProof> for VerifiedBatchProof {
                 last_l2_height: o.last_l2_height,
             },
         })
+    }
+}
+
+impl TryFrom<WireProof> for VerifiedBatchProof {
+    type Error = WireError;
+
+    fn try_from(w: WireProof) -> Result<Self, WireError> {
+        let height = w.proof.height.or(w.height).ok_or_else(|| {
+            WireError("the proof has no height (the DA slot it was verified on)".into())
+        })?;
+        w.proof.into_proof(height)
     }
 }
 
@@ -285,10 +312,119 @@ pub fn commitment_list(json: &str) -> Result<Vec<SequencerCommitment>, WireError
         .collect()
 }
 
-/// A verified-proof result (`null` -> `None`).
+/// A verified proof with its height (`null` -> `None`): the seed's shape
+/// (`{"proof":{"proof":..,"proofOutput":..,"height":n}}`) or Citrea's
+/// `ledger_getLastVerifiedBatchProof` (`{"proof":{..},"height":n}`).
 pub fn verified_batch_proof(json: &str) -> Result<Option<VerifiedBatchProof>, WireError> {
     let item: Option<WireProof> = serde_json::from_str(json)?;
     item.map(VerifiedBatchProof::try_from).transpose()
+}
+
+/// A `ledger_getVerifiedBatchProofsBySlotHeight` result for DA slot `slot`,
+/// in either shape: `null`, the seed's one object, or Citrea's array of
+/// `{proof, proofOutput}` (which carries no height: it is `slot`).
+pub fn verified_batch_proofs_on_slot(
+    json: &str,
+    slot: u64,
+) -> Result<Vec<VerifiedBatchProof>, WireError> {
+    let item: Option<WireProofsOnSlot> = serde_json::from_str(json).map_err(|e| {
+        WireError(format!(
+            "neither null, a proof object nor an array of proofs ({e})"
+        ))
+    })?;
+    match item {
+        None => Ok(Vec::new()),
+        Some(WireProofsOnSlot::Seed(p)) => {
+            let p = VerifiedBatchProof::try_from(*p)?;
+            if p.height != slot {
+                return Err(WireError(format!(
+                    "asked for the proofs of DA slot {slot}, got one of slot {}",
+                    p.height
+                )));
+            }
+            Ok(vec![p])
+        }
+        Some(WireProofsOnSlot::Citrea(list)) => list
+            .into_iter()
+            .map(|p| match p.height {
+                Some(h) if h != slot => Err(WireError(format!(
+                    "asked for the proofs of DA slot {slot}, got one of slot {h}"
+                ))),
+                _ => p.into_proof(slot),
+            })
+            .collect(),
+    }
+}
+
+/// A `ledger_getSoftConfirmationStatus` result in either spelling
+/// (`"Proven"` or Citrea's `"proven"`); `null` -> `None`.
+pub fn status(json: &str) -> Result<Option<crate::types::Status>, WireError> {
+    let text: Option<String> = serde_json::from_str(json)?;
+    match text {
+        None => Ok(None),
+        Some(s) => crate::types::Status::from_wire(&s)
+            .map(Some)
+            .ok_or_else(|| {
+                WireError(format!(
+                    "{s:?} is not a status (Trusted, Finalized, Proven, in either case)"
+                ))
+            }),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireSyncValues {
+    head_block_number: u64,
+    synced_block_number: u64,
+}
+
+#[derive(Deserialize)]
+enum WireLayerStatus {
+    Synced(u64),
+    Syncing(WireSyncValues),
+}
+
+impl WireLayerStatus {
+    fn layer(self) -> LayerSync {
+        match self {
+            WireLayerStatus::Synced(n) => LayerSync { synced: n, head: n },
+            WireLayerStatus::Syncing(v) => LayerSync {
+                synced: v.synced_block_number,
+                head: v.head_block_number,
+            },
+        }
+    }
+}
+
+/// One layer of a node's sync status: how far it is, and the head it has seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LayerSync {
+    pub synced: u64,
+    pub head: u64,
+}
+
+/// A node's sync status, both layers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyncStatus {
+    pub l1: LayerSync,
+    pub l2: LayerSync,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireSyncStatus {
+    l1_status: WireLayerStatus,
+    l2_status: WireLayerStatus,
+}
+
+/// A sync status (`svc_syncStatus` or `citrea_syncStatus`: one shape).
+pub fn sync_status(json: &str) -> Result<SyncStatus, WireError> {
+    let s: WireSyncStatus = serde_json::from_str(json)?;
+    Ok(SyncStatus {
+        l1: s.l1_status.layer(),
+        l2: s.l2_status.layer(),
+    })
 }
 
 /// A hash from hex text (with or without `0x`).
@@ -299,6 +435,67 @@ pub fn hash(field: &str, s: &str) -> Result<Hash, WireError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const OUTPUT: &str = r#"{"initialStateRoot":"0101010101010101010101010101010101010101010101010101010101010101","finalStateRoot":"0202020202020202020202020202020202020202020202020202020202020202","prevSoftConfirmationHash":"0000000000000000000000000000000000000000000000000000000000000000","finalSoftConfirmationHash":"0000000000000000000000000000000000000000000000000000000000000000","stateDiff":{"aa":null},"daSlotHash":"0303030303030303030303030303030303030303030303030303030303030303","sequencerCommitmentsRange":[0,1],"sequencerPublicKey":"04","sequencerDaPublicKey":"05","preprovenCommitments":[2],"lastL2Height":0}"#;
+
+    #[test]
+    fn proofs_on_a_slot_read_in_the_seed_shape_and_in_citreas() {
+        let seed = format!(r#"{{"proof":{{"proof":[1,2],"proofOutput":{OUTPUT},"height":7}}}}"#);
+        let got = verified_batch_proofs_on_slot(&seed, 7).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!((got[0].height, got[0].proof.clone()), (7, vec![1, 2]));
+        assert_eq!(got[0].proof_output.preproven_commitments, vec![2]);
+        let e = verified_batch_proofs_on_slot(&seed, 8).unwrap_err();
+        assert!(e.0.contains("got one of slot 7"), "{e}");
+
+        let citrea = format!(
+            r#"[{{"proof":[1],"proofOutput":{OUTPUT}}},{{"proof":[2],"proofOutput":{OUTPUT}}}]"#
+        );
+        let got = verified_batch_proofs_on_slot(&citrea, 9).unwrap();
+        assert_eq!(got.len(), 2);
+        let one = format!(r#"[{{"proof":[3],"proofOutput":{OUTPUT}}}]"#);
+        let got_one = verified_batch_proofs_on_slot(&one, 9).unwrap();
+        assert_eq!((got_one.len(), got_one[0].height), (1, 9));
+        assert!(got.iter().all(|p| p.height == 9));
+        assert_eq!(got[1].proof, vec![2]);
+        assert!(verified_batch_proofs_on_slot("null", 9).unwrap().is_empty());
+        assert!(verified_batch_proofs_on_slot("[]", 9).unwrap().is_empty());
+        assert!(verified_batch_proofs_on_slot("7", 9).is_err());
+    }
+
+    #[test]
+    fn the_last_proof_reads_with_height_inside_or_outside() {
+        let inside = format!(r#"{{"proof":{{"proof":[1],"proofOutput":{OUTPUT},"height":5}}}}"#);
+        let outside = format!(r#"{{"proof":{{"proof":[1],"proofOutput":{OUTPUT}}},"height":5}}"#);
+        let a = verified_batch_proof(&inside).unwrap().unwrap();
+        let b = verified_batch_proof(&outside).unwrap().unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a.height, 5);
+        let none = format!(r#"{{"proof":{{"proof":[1],"proofOutput":{OUTPUT}}}}}"#);
+        assert!(verified_batch_proof(&none)
+            .unwrap_err()
+            .0
+            .contains("no height"));
+    }
+
+    #[test]
+    fn statuses_and_sync_status_read_in_either_spelling() {
+        use crate::types::Status;
+        assert_eq!(status("\"proven\"").unwrap(), Some(Status::Proven));
+        assert_eq!(status("\"Finalized\"").unwrap(), Some(Status::Finalized));
+        assert_eq!(status("null").unwrap(), None);
+        assert!(status("\"PROVEN\"").is_err());
+        let s = r#"{"l1Status":{"Synced":9},"l2Status":{"Syncing":{"headBlockNumber":50,"syncedBlockNumber":40}}}"#;
+        let got = sync_status(s).unwrap();
+        assert_eq!(got.l1, LayerSync { synced: 9, head: 9 });
+        assert_eq!(
+            got.l2,
+            LayerSync {
+                synced: 40,
+                head: 50
+            }
+        );
+    }
 
     #[test]
     fn hex_reads_both_cases_with_or_without_0x_and_says_what_is_wrong() {

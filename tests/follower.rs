@@ -42,6 +42,22 @@ fn follower_of(dir: &Path, upstream: &str, chunk: u64) -> Ledgerd {
     Ledgerd::start_in(dir, &args)
 }
 
+/// [`follower_of`] asking one range at a time (`--sync-concurrency 1`), so
+/// that a slow path to the upstream makes a slow catch-up.
+fn one_at_a_time_follower_of(dir: &Path, upstream: &str, chunk: u64) -> Ledgerd {
+    let chunk = chunk.to_string();
+    let args = [
+        "--upstream",
+        upstream,
+        "--sync-chunk",
+        &chunk,
+        "--sync-concurrency",
+        "1",
+    ]
+    .map(String::from);
+    Ledgerd::start_in(dir, &args)
+}
+
 /// A temp dir (removed when dropped) and, in it, the data dirs of an
 /// upstream and of its follower.
 fn temp_dirs() -> (tempfile::TempDir, PathBuf, PathBuf) {
@@ -449,7 +465,7 @@ fn a_follower_killed_mid_catch_up_resumes_without_gap_or_duplicate() {
     slow.delay_ms.store(15, Ordering::SeqCst);
     let mut kills = Vec::new();
     for (round, stop_at) in [150u64, 700, 1400].into_iter().enumerate() {
-        let follower = follower_of(&f_dir, &slow.url, 25);
+        let follower = one_at_a_time_follower_of(&f_dir, &slow.url, 25);
         let before = head(&follower.url);
         assert!(before <= stop_at, "round {round}: resumed at {before}");
         follower.wait_for(
@@ -465,7 +481,7 @@ fn a_follower_killed_mid_catch_up_resumes_without_gap_or_duplicate() {
         "every kill hit mid-catch-up: {kills:?}"
     );
     // One more kill while the DA slots are being scanned, if it lands there.
-    let follower = follower_of(&f_dir, &slow.url, 25);
+    let follower = one_at_a_time_follower_of(&f_dir, &slow.url, 25);
     follower.wait_for(Duration::from_secs(60), "L2 caught up", |f| {
         head(&f.url) == 2000
     });

@@ -1,13 +1,20 @@
-//! The fuzzed path (request body bytes -> `Rpc::handle` -> response bytes,
-//! no sockets) in `cargo test`: every input the fuzzer ever found
-//! (`fuzz/regressions/rpc_body/`), then a short, bounded property test over
-//! mutations of the fuzz seeds, with the same checks as the fuzz target.
+//! The fuzzed paths in `cargo test`, no sockets, with the same checks as the
+//! fuzz targets:
+//! - request body bytes -> `Rpc::handle` -> response bytes: every input the
+//!   fuzzer ever found (`fuzz/regressions/rpc_body/`), then a short, bounded
+//!   property test over mutations of the fuzz seeds;
+//! - request head -> framing decision (`fuzz/seeds/http_framing/`, the
+//!   ambiguous requests of RFC 9112 section 6 and honest ones): each seed,
+//!   then mutations of them. `tests/http_framing.rs` sends the same seeds to
+//!   a real ledgerd over sockets.
 
 mod common;
 
 use std::path::Path;
 
+use common::framing_check::check_head;
 use common::rpc_check::{check_answer, devnet_rpc};
+use ledgerd::server::framing::Framing;
 
 fn files(dir: &str) -> Vec<(String, Vec<u8>)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
@@ -134,5 +141,85 @@ fn mutated_requests_always_get_well_formed_answers() {
     assert!(
         answered > 1000,
         "only {answered} mutated requests got answers"
+    );
+}
+
+/// Tokens that matter to framing, spliced into mutated heads.
+const FRAMING_TOKENS: [&[u8]; 14] = [
+    b"\r\nContent-Length: 5",
+    b"\r\nTransfer-Encoding: chunked",
+    b"\r\ncontent-length:",
+    b"\r\ntransfer-encoding:",
+    b",",
+    b" ",
+    b"\t",
+    b"+",
+    b"-",
+    b"chunked",
+    b"gzip",
+    b"18446744073709551616",
+    b"HTTP/1.0",
+    b"\r\nExpect: 100-continue",
+];
+
+#[test]
+fn every_framing_seed_is_decided_as_its_name_says() {
+    let seeds = files("fuzz/seeds/http_framing");
+    assert!(seeds.len() >= 20, "framing seeds missing");
+    for (path, raw) in &seeds {
+        let name = Path::new(path).file_name().unwrap().to_str().unwrap();
+        let verdict = check_head(raw);
+        eprintln!("{name}: {verdict:?}");
+        match verdict {
+            None => assert!(
+                name.contains("space-before-colon") || name.contains("folded"),
+                "{name}: tiny_http refuses it before ledgerd sees it"
+            ),
+            Some(Ok(f)) => assert!(name.starts_with("ok-"), "{name} accepted as {f:?}"),
+            Some(Err(r)) => assert!(!name.starts_with("ok-"), "{name} refused: {r:?}"),
+        }
+    }
+}
+
+#[test]
+fn mutated_request_heads_are_decided_soundly() {
+    let seeds = files("fuzz/seeds/http_framing");
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let (mut accepted, mut refused) = (0, 0);
+    for (_, seed) in &seeds {
+        let head_end = seed
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .expect("a seed has a whole head");
+        for _ in 0..400 {
+            let mut head = seed[..head_end].to_vec();
+            for _ in 0..1 + rng.below(3) {
+                let at = rng.below(head.len() + 1);
+                match rng.below(3) {
+                    0 if at < head.len() => {
+                        let end = (at + 1 + rng.below(6)).min(head.len());
+                        head.drain(at..end);
+                    }
+                    1 => {
+                        let d = b"0123456789"[rng.below(10)];
+                        head.insert(at, d);
+                    }
+                    _ => {
+                        let t = FRAMING_TOKENS[rng.below(FRAMING_TOKENS.len())];
+                        head.splice(at..at, t.iter().copied());
+                    }
+                }
+            }
+            head.extend_from_slice(&seed[head_end..]);
+            match check_head(&head) {
+                Some(Ok(Framing::NoBody)) | None => {}
+                Some(Ok(_)) => accepted += 1,
+                Some(Err(_)) => refused += 1,
+            }
+        }
+    }
+    assert!(
+        accepted > 500 && refused > 500,
+        "mutations reached too few cases: {accepted} accepted, {refused} refused"
     );
 }

@@ -1,6 +1,7 @@
 //! `scripts/nginx/ledgerd.conf` in front of a real ledgerd: the file as it is,
 //! with only its listen address, upstream address, pid file, logs and temp
-//! paths replaced by temporary ones, then item 2's hostile clients through it.
+//! paths replaced by temporary ones, then item 2's hostile clients through it,
+//! and issue 14's ambiguously framed requests (`common::smuggling`).
 //! Each ends by checking that a normal request through nginx is answered
 //! within 100 ms.
 //!
@@ -16,6 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::smuggling;
 use common::{
     assert_normal_request_fast, connect, free_port, nginx_path, post, raise_nofile_limit,
     read_answer, Ledgerd, PREFILL,
@@ -366,4 +368,33 @@ fn over_64_requests_at_once_from_one_address_get_503_from_nginx() {
     drop(held);
     thread::sleep(Duration::from_millis(100));
     assert_normal_request_fast(f.addr, PREFILL);
+}
+
+#[test]
+#[ignore = "needs nginx: apt-get install nginx"]
+fn ambiguous_framing_gets_one_answer_through_nginx_and_nothing_smuggled_reaches_ledgerd() {
+    let _one_at_a_time = common::one_at_a_time();
+    let f = start(&[]);
+    for case in smuggling::cases() {
+        // nginx refuses each itself (400, or 501 for a coding it does not
+        // know), with one of its JSON errors, and closes the connection.
+        let a = smuggling::one_answer_then_closed(f.addr, &case.raw);
+        assert!(
+            a.status == 400 || a.status == 501,
+            "{}: {} {}",
+            case.what,
+            a.status,
+            a.text()
+        );
+        assert_json_error(&a.body, -32600);
+        assert_normal_request_fast(f.addr, PREFILL);
+    }
+    // The smuggled request never reached ledgerd.
+    thread::sleep(Duration::from_millis(200));
+    assert_eq!(smuggling::smuggled_handled(f.node.addr), 0);
+    // nginx passes it on when it is sent on its own (so the count above
+    // would have seen it).
+    let a = common::rpc(f.addr, smuggling::SMUGGLED_BODY.as_bytes());
+    assert_eq!(a.status, 200, "{}", a.text());
+    assert_eq!(smuggling::smuggled_handled(f.node.addr), 1);
 }

@@ -162,7 +162,7 @@ fn health_is_503_when_every_block_fails_verification_and_metrics_count_the_check
     let dir = tempfile::tempdir().unwrap();
     let config = Config {
         data_dir: dir.path().to_path_buf(),
-        upstream: Some(upstream.url()),
+        upstreams: vec![upstream.url()],
         // Not the devnet's sequencer: every block is refused.
         sequencer_pubkey: Some([7; 32]),
         health_max_lag: Duration::from_secs(1),

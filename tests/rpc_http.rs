@@ -329,16 +329,49 @@ fn every_method_answers_with_the_shapes_and_values_of_the_spec() {
     }
     let finalized = next - 1;
 
-    // Proofs chain: each covers the heights after the previous one.
+    // Proofs by Citrea's rule: daSlotHash names the slot whose commitments
+    // the proof proves; sequencerCommitmentsRange indexes that slot's
+    // commitments sorted by start (without the preproven ones). In the
+    // devnet each proof proves the next slot's commitments, in order.
     let genesis: [u8; 32] = root.try_into().unwrap();
+    let slot_of_hash: std::collections::HashMap<&String, u64> =
+        slot_hashes.iter().map(|(n, h)| (h, *n)).collect();
     let mut proven = 0;
     for p in &proofs {
         let out = &p["proof"]["proofOutput"];
         assert!(p["proof"]["proof"]
             .as_array()
             .is_some_and(|b| !b.is_empty()));
-        let last = u64_of(&out["lastL2Height"]);
-        assert!(last > proven && last <= finalized);
+        let named = out["daSlotHash"].as_str().expect("hex").to_string();
+        let slot = slot_of_hash[&named];
+        assert!(
+            slot < u64_of(&p["proof"]["height"]),
+            "proves an earlier slot"
+        );
+        let mut on_slot: Vec<&Value> = commitments
+            .iter()
+            .filter(|c| u64_of(&c["foundInL1"]) == slot)
+            .collect();
+        on_slot.sort_by_key(|c| u64_of(&c["l2StartBlockNumber"]));
+        let preproven: Vec<u64> = out["preprovenCommitments"]
+            .as_array()
+            .expect("array")
+            .iter()
+            .map(u64_of)
+            .collect();
+        let left: Vec<&Value> = on_slot
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| !preproven.contains(&(*i as u64)))
+            .map(|(_, c)| c)
+            .collect();
+        let range = out["sequencerCommitmentsRange"].as_array().expect("pair");
+        assert_eq!(range.len(), 2);
+        let (ci, cj) = (u64_of(&range[0]) as usize, u64_of(&range[1]) as usize);
+        let start = u64_of(&left[ci]["l2StartBlockNumber"]);
+        let last = u64_of(&left[cj]["l2EndBlockNumber"]);
+        assert_eq!(start, proven + 1, "the devnet proves in order");
+        assert!(last <= finalized);
         let (prev_hash, prev_root) = if proven == 0 {
             ([0u8; 32], genesis)
         } else {
@@ -347,22 +380,17 @@ fn every_method_answers_with_the_shapes_and_values_of_the_spec() {
                 hash32(&blocks[proven as usize - 1]["stateRoot"]),
             )
         };
-        assert_eq!(hash32(&out["prevSoftConfirmationHash"]), prev_hash);
         assert_eq!(hash32(&out["initialStateRoot"]), prev_root);
+        // Kumquat-era fields: the stored chain at both ends.
+        assert_eq!(u64_of(&out["lastL2Height"]), last);
+        assert_eq!(hash32(&out["prevSoftConfirmationHash"]), prev_hash);
         assert_eq!(hash32(&out["finalSoftConfirmationHash"]), hash_at(last));
         assert_eq!(
             hash32(&out["finalStateRoot"]),
             hash32(&blocks[last as usize - 1]["stateRoot"])
         );
         assert_eq!(out["sequencerPublicKey"], first["pubKey"]);
-        assert_hex(&out["daSlotHash"], 32);
         assert!(out["stateDiff"].is_object());
-        assert!(out["preprovenCommitments"].is_array());
-        let range = out["sequencerCommitmentsRange"].as_array().expect("pair");
-        assert_eq!(range.len(), 2);
-        let (ci, cj) = (u64_of(&range[0]) as usize, u64_of(&range[1]) as usize);
-        assert_eq!(u64_of(&commitments[ci]["l2StartBlockNumber"]), proven + 1);
-        assert_eq!(u64_of(&commitments[cj]["l2EndBlockNumber"]), last);
         proven = last;
     }
     // 12: the last verified proof is the newest one.

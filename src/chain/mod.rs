@@ -338,7 +338,11 @@ mod tests {
 
     #[test]
     fn the_vector_chain_verifies_across_the_fork_and_not_by_one_forks_rules() {
-        use crate::sync::verify::verify_blocks;
+        use crate::sync::verify::{self, BlockRules};
+        let verify_blocks = |chain: &[SoftConfirmation], below, key, forks: &ForkTable| {
+            let v = verify::verify_blocks(chain, below, key, forks, BlockRules::default());
+            (v.good, v.failure)
+        };
         let (forks, blocks) = vector_blocks();
         let chain: Vec<SoftConfirmation> = blocks.into_iter().map(|(_, _, sc)| sc).collect();
         let key = chain[0].pub_key;

@@ -1,8 +1,11 @@
 //! Where the devnet makes DA slots: each slot's hash, the sequencer
 //! commitments that land on it (real Merkle roots over stored block hashes)
-//! and the batch proofs that land later still.
+//! and the batch proofs that land later still, made by Citrea's rule: a
+//! proof names the slot its commitments landed on by that slot's hash, and
+//! indexes that slot's commitments (sorted by start) with
+//! `sequencerCommitmentsRange`.
 
-use crate::chain::merkle_root;
+use crate::chain::{merkle_root, Fork, ForkTable};
 use crate::devnet::{schedule, DevnetConfig};
 use crate::ledger::LedgerRead;
 use crate::sync::source::SourceError;
@@ -34,39 +37,43 @@ fn state_root_at(ledger: &impl LedgerRead, h: u64, seed: u64) -> Result<Hash, So
 /// DA slot `number`, with what lands on it.
 pub fn make_slot(
     config: &DevnetConfig,
+    forks: &ForkTable,
     pub_key: &[u8; 32],
     ledger: &impl LedgerRead,
     number: u64,
 ) -> Result<DaSlot, SourceError> {
     let seed = config.seed;
     let mut commitments = Vec::new();
-    if let Some(i) = schedule::commitment_landing_on(number) {
-        let (start, end) = schedule::commitment_heights(i);
-        let leaves = (start..=end)
-            .map(|h| hash_at(ledger, h))
-            .collect::<Result<Vec<Hash>, SourceError>>()?;
-        let merkle_root = merkle_root(&leaves).unwrap_or(ZERO_HASH);
-        commitments.push(SequencerCommitment {
-            found_in_l1: number,
-            merkle_root,
-            l2_start_block_number: start,
-            l2_end_block_number: end,
-        });
+    if let Some((first, last)) = schedule::commitments_landing_on(number) {
+        for i in first..=last {
+            let (start, end) = schedule::commitment_heights(i);
+            let leaves = (start..=end)
+                .map(|h| hash_at(ledger, h))
+                .collect::<Result<Vec<Hash>, SourceError>>()?;
+            let merkle_root = merkle_root(&leaves).unwrap_or(ZERO_HASH);
+            commitments.push(SequencerCommitment {
+                found_in_l1: number,
+                merkle_root,
+                l2_start_block_number: start,
+                l2_end_block_number: end,
+            });
+        }
     }
-    let proof = match schedule::proof_landing_on(number) {
-        Some(j) => Some(make_proof(config, pub_key, ledger, number, j)?),
-        None => None,
+    let proofs = match schedule::proof_landing_on(number) {
+        Some(j) => vec![make_proof(config, forks, pub_key, ledger, number, j)?],
+        None => Vec::new(),
     };
     Ok(DaSlot {
         number,
         hash: Some(schedule::slot_hash(seed, number)),
         commitments,
-        proof,
+        proofs,
     })
 }
 
 fn make_proof(
     config: &DevnetConfig,
+    forks: &ForkTable,
     pub_key: &[u8; 32],
     ledger: &impl LedgerRead,
     slot: u64,
@@ -76,10 +83,19 @@ fn make_proof(
     let (first_c, last_c) = schedule::proof_commitments(j);
     let start = schedule::commitment_heights(first_c).0;
     let end = schedule::commitment_heights(last_c).1;
-    let prev_hash = if start == 1 {
+    // A Genesis-era proof (its last height under the Genesis rules) has no
+    // prev/final soft confirmation hashes or lastL2Height: zeros, as Citrea
+    // serves them.
+    let genesis_era = forks.fork_at(end) == Fork::Genesis;
+    let prev_hash = if start == 1 || genesis_era {
         ZERO_HASH
     } else {
         hash_at(ledger, start - 1)?
+    };
+    let final_hash = if genesis_era {
+        ZERO_HASH
+    } else {
+        hash_at(ledger, end)?
     };
     let entropy = schedule::proof_entropy(seed, slot);
     let mut proof = Vec::with_capacity(config.proof_bytes);
@@ -106,14 +122,16 @@ fn make_proof(
             initial_state_root: state_root_at(ledger, start - 1, seed)?,
             final_state_root: state_root_at(ledger, end, seed)?,
             prev_soft_confirmation_hash: prev_hash,
-            final_soft_confirmation_hash: hash_at(ledger, end)?,
+            final_soft_confirmation_hash: final_hash,
             state_diff,
-            da_slot_hash: schedule::slot_hash(seed, slot),
-            sequencer_commitments_range: (first_c, last_c),
+            // The slot its commitments landed on; they are all of that
+            // slot's, so they are [0, n-1] of its sorted list.
+            da_slot_hash: schedule::slot_hash(seed, schedule::commitment_slot(first_c)),
+            sequencer_commitments_range: (0, last_c - first_c),
             sequencer_public_key: pub_key.to_vec(),
             sequencer_da_public_key: schedule::sequencer_da_public_key(seed),
             preproven_commitments: Vec::new(),
-            last_l2_height: end,
+            last_l2_height: if genesis_era { 0 } else { end },
         },
     })
 }

@@ -270,7 +270,7 @@ impl DaSource for Devnet {
         let reader = self.ledger.reader().map_err(Self::source_err)?;
         let pub_key = self.key.public_key();
         (from..=to)
-            .map(|n| da::make_slot(&self.config, &pub_key, &reader, n))
+            .map(|n| da::make_slot(&self.config, &self.forks, &pub_key, &reader, n))
             .collect()
     }
 }

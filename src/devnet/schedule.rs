@@ -1,6 +1,12 @@
 //! The devnet's timetable: which DA slot each block points at, when
 //! commitments and proofs land, and the values derived from the seed.
 //!
+//! A batch proof proves the commitments of one DA slot, as a Citrea prover
+//! does: its `daSlotHash` is that slot's hash and its
+//! `sequencerCommitmentsRange` indexes the slot's commitments sorted by
+//! start ([0, n-1]: all of them). [`COMMITMENTS_PER_PROOF`] commitments land
+//! on one slot (one, as on Citrea's testnet); the proof lands some slots later.
+//!
 //! With these numbers a chain of N >= 100 blocks has all three statuses:
 //! the oldest blocks Proven, then Finalized, the newest Trusted.
 
@@ -13,12 +19,14 @@ pub const DA_GENESIS_SLOT: u64 = 1000;
 pub const BLOCKS_PER_SLOT: u64 = 2;
 /// L2 blocks per sequencer commitment.
 pub const COMMITMENT_BLOCKS: u64 = 16;
-/// Sequencer commitments per batch proof.
-pub const COMMITMENTS_PER_PROOF: u64 = 4;
-/// A commitment lands this many slots after the slot of its last block.
+/// Sequencer commitments that land on one DA slot, and that one batch proof proves.
+pub const COMMITMENTS_PER_PROOF: u64 = 1;
+/// A slot's commitments land this many slots after the slot of their last block.
 pub const COMMITMENT_DELAY_SLOTS: u64 = 1;
-/// A proof lands this many slots after the slot of its last block.
-pub const PROOF_DELAY_SLOTS: u64 = 8;
+/// A proof lands this many slots after the slot of the last block it proves
+/// (longer than the slots a group of commitments spans, so that from 100
+/// blocks on some finalized heights always wait for their proof).
+pub const PROOF_DELAY_SLOTS: u64 = 16;
 /// Timestamp of height 0 (unix seconds); block h is one second later per height.
 pub const GENESIS_TIMESTAMP: u64 = 1_726_584_750;
 
@@ -83,12 +91,14 @@ pub fn commitment_heights(i: u64) -> (u64, u64) {
     (i * COMMITMENT_BLOCKS + 1, (i + 1) * COMMITMENT_BLOCKS)
 }
 
-/// The slot commitment `i` lands on.
+/// The slot commitment `i` lands on (with the others of its proof).
 pub fn commitment_slot(i: u64) -> u64 {
-    slot_of(commitment_heights(i).1) + COMMITMENT_DELAY_SLOTS
+    let (_, last_of_group) = proof_commitments(i / COMMITMENTS_PER_PROOF);
+    slot_of(commitment_heights(last_of_group).1) + COMMITMENT_DELAY_SLOTS
 }
 
-/// Proof `j` (counted from 0) proves these commitments.
+/// Proof `j` (counted from 0) proves these commitments (counted from 0 on
+/// the whole chain; all of them land on `commitment_slot`).
 pub fn proof_commitments(j: u64) -> (u64, u64) {
     (
         j * COMMITMENTS_PER_PROOF,
@@ -102,27 +112,25 @@ pub fn proof_slot(j: u64) -> u64 {
     slot_of(commitment_heights(last_commitment).1) + PROOF_DELAY_SLOTS
 }
 
-/// The commitment that lands on `slot`, if one does.
-pub fn commitment_landing_on(slot: u64) -> Option<u64> {
-    let end_slot = slot.checked_sub(COMMITMENT_DELAY_SLOTS)?;
-    if end_slot < DA_GENESIS_SLOT {
+/// The group of commitments (proof `j`'s) whose last block points at `slot`.
+fn group_ending_on(slot: u64) -> Option<u64> {
+    if slot < DA_GENESIS_SLOT {
         return None;
     }
-    heights_of_slot(end_slot)
-        .find(|h| h % COMMITMENT_BLOCKS == 0)
-        .map(|h| h / COMMITMENT_BLOCKS - 1)
+    let per_proof = COMMITMENT_BLOCKS * COMMITMENTS_PER_PROOF;
+    heights_of_slot(slot)
+        .find(|h| h.is_multiple_of(per_proof))
+        .map(|h| h / per_proof - 1)
+}
+
+/// The commitments that land on `slot` (first and last index), if any do.
+pub fn commitments_landing_on(slot: u64) -> Option<(u64, u64)> {
+    group_ending_on(slot.checked_sub(COMMITMENT_DELAY_SLOTS)?).map(proof_commitments)
 }
 
 /// The proof that lands on `slot`, if one does.
 pub fn proof_landing_on(slot: u64) -> Option<u64> {
-    let end_slot = slot.checked_sub(PROOF_DELAY_SLOTS)?;
-    if end_slot < DA_GENESIS_SLOT {
-        return None;
-    }
-    let per_proof = COMMITMENT_BLOCKS * COMMITMENTS_PER_PROOF;
-    heights_of_slot(end_slot)
-        .find(|h| h.is_multiple_of(per_proof))
-        .map(|h| h / per_proof - 1)
+    group_ending_on(slot.checked_sub(PROOF_DELAY_SLOTS)?)
 }
 
 #[cfg(test)]
@@ -132,17 +140,21 @@ mod tests {
     #[test]
     fn every_commitment_and_proof_lands_on_exactly_the_slot_the_schedule_names() {
         for i in 0..50 {
-            assert_eq!(commitment_landing_on(commitment_slot(i)), Some(i));
+            let (a, b) = commitments_landing_on(commitment_slot(i)).unwrap();
+            assert!((a..=b).contains(&i));
             assert_eq!(proof_landing_on(proof_slot(i)), Some(i));
+            assert_eq!(
+                commitment_slot(proof_commitments(i).0),
+                commitment_slot(proof_commitments(i).1)
+            );
+            assert!(proof_slot(i) > commitment_slot(proof_commitments(i).1));
         }
         let first = DA_GENESIS_SLOT + COMMITMENT_DELAY_SLOTS;
-        let commitments = (first..first + 400)
-            .filter(|s| commitment_landing_on(*s).is_some())
-            .count();
-        assert_eq!(
-            commitments as u64,
-            400 * BLOCKS_PER_SLOT / COMMITMENT_BLOCKS
-        );
+        let commitments: u64 = (first..first + 400)
+            .filter_map(commitments_landing_on)
+            .map(|(a, b)| b - a + 1)
+            .sum();
+        assert_eq!(commitments, 400 * BLOCKS_PER_SLOT / COMMITMENT_BLOCKS);
     }
 
     #[test]

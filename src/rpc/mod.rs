@@ -30,6 +30,7 @@ use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
+pub use crate::config::Wire;
 use crate::ledger::{Ledger, LedgerReader};
 use crate::sync::progress::Progress;
 use envelope::{Body, Call, Entry};
@@ -54,13 +55,15 @@ pub const METHOD_NAMES: [&str; 14] = [
     "ledger_getLastScannedL1Height",
 ];
 
-/// Limits of the RPC layer.
+/// Limits and answer shapes of the RPC layer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RpcConfig {
     /// Most heights one `ledger_getSoftConfirmationRange` may ask for (default 1000).
     pub max_range: u64,
     /// Most request objects in one batch (default 50).
     pub max_batch: usize,
+    /// The answer shapes (`--wire`): the spec's, or a Citrea v0.6 node's.
+    pub wire: Wire,
 }
 
 impl Default for RpcConfig {
@@ -68,6 +71,7 @@ impl Default for RpcConfig {
         RpcConfig {
             max_range: 1000,
             max_batch: 50,
+            wire: Wire::Seed,
         }
     }
 }
@@ -285,11 +289,9 @@ impl Rpc {
                 sync_status::apply(&self.progress, out);
                 Ok(())
             }
-            Command::SoftConfirmations(req) => {
-                req.apply(snapshot.reader()?, self.config.max_range, out)
-            }
+            Command::SoftConfirmations(req) => req.apply(snapshot.reader()?, &self.config, out),
             Command::Commitments(req) => req.apply(snapshot.reader()?, out),
-            Command::Proofs(req) => req.apply(snapshot.reader()?, out),
+            Command::Proofs(req) => req.apply(snapshot.reader()?, self.config.wire, out),
             Command::Counters(req) => req.apply(snapshot.reader()?, out),
         }
     }

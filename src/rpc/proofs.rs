@@ -2,6 +2,7 @@
 
 use super::error::RpcError;
 use super::params::{Params, Slot};
+use super::Wire;
 use crate::json;
 use crate::ledger::{LedgerRead, LedgerReader};
 
@@ -14,7 +15,8 @@ const HEIGHT: Slot = Slot {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Request {
     /// `ledger_getVerifiedBatchProofsBySlotHeight`: the latest proof
-    /// verified on that slot (one object, as the spec says).
+    /// verified on that slot (one object, as the spec says; with
+    /// `--wire citrea`, an array of it).
     BySlotHeight(u64),
     /// `ledger_getLastVerifiedBatchProof`
     Last,
@@ -25,15 +27,26 @@ impl Request {
         Ok(Request::BySlotHeight(params.height(HEIGHT)?))
     }
 
-    /// Writes the proof, or `null` when there is none.
-    pub fn apply(&self, reader: &LedgerReader, out: &mut Vec<u8>) -> Result<(), RpcError> {
+    /// Writes the proof, or `null` when there is none, in the shape of
+    /// `wire`: the seed's `{"proof":{..,"height":n}}` for both methods, or
+    /// Citrea's array without height (11) and `{"proof":{..},"height":n}` (12).
+    pub fn apply(
+        &self,
+        reader: &LedgerReader,
+        wire: Wire,
+        out: &mut Vec<u8>,
+    ) -> Result<(), RpcError> {
         let proof = match *self {
             Request::BySlotHeight(slot) => reader.proof_on_slot(slot)?,
             Request::Last => reader.last_proof()?,
         };
-        match proof {
-            Some(p) => json::write_verified_batch_proof(out, &p),
-            None => json::write_null(out),
+        match (proof, wire, self) {
+            (None, _, _) => json::write_null(out),
+            (Some(p), Wire::Seed, _) => json::write_verified_batch_proof(out, &p),
+            (Some(p), Wire::Citrea, Request::BySlotHeight(_)) => {
+                json::write_citrea_proofs_on_slot(out, std::slice::from_ref(&p))
+            }
+            (Some(p), Wire::Citrea, Request::Last) => json::write_citrea_last_proof(out, &p),
         }
         Ok(())
     }

@@ -3,6 +3,7 @@
 
 use super::error::RpcError;
 use super::params::{Params, Slot};
+use super::{RpcConfig, Wire};
 use crate::json;
 use crate::ledger::{LedgerRead, LedgerReader};
 
@@ -60,13 +61,15 @@ impl Request {
         Ok(Request::Status(params.height(NUMBER)?))
     }
 
-    /// Reads the ledger and writes the JSON `result` into `out`.
+    /// Reads the ledger and writes the JSON `result` into `out`, in the
+    /// shapes of `config.wire`.
     pub fn apply(
         &self,
         reader: &LedgerReader,
-        max_range: u64,
+        config: &RpcConfig,
         out: &mut Vec<u8>,
     ) -> Result<(), RpcError> {
+        let max_range = config.max_range;
         match *self {
             Request::ByNumber(height) => {
                 let sc = reader.soft_confirmation(height)?;
@@ -85,9 +88,13 @@ impl Request {
                 }
                 // end - start + 1 > max_range, without overflow at u64::MAX.
                 if end - start >= max_range {
-                    return Err(RpcError::ledger(format!(
-                        "requested range too large. Max: {max_range}"
-                    )));
+                    return Err(RpcError::ledger(match config.wire {
+                        Wire::Seed => format!("requested range too large. Max: {max_range}"),
+                        // Citrea's words.
+                        Wire::Citrea => {
+                            format!("requested batch range too large. Max: {max_range}")
+                        }
+                    }));
                 }
                 let items = reader.soft_confirmation_range(start, end)?;
                 // Always end-start+1 items: null at every height not stored.
@@ -113,9 +120,16 @@ impl Request {
                 // is the one such height (heights start at 1), so status of 0
                 // is `null`: parameters are checked for syntax only, and the
                 // not-stored answer stays uniform across methods.
-                match reader.status(height)? {
-                    Some(status) => json::write_status(out, status),
-                    None => json::write_null(out),
+                match (reader.status(height)?, config.wire) {
+                    (Some(status), Wire::Seed) => json::write_status(out, status),
+                    (Some(status), Wire::Citrea) => json::write_lowercase_status(out, status),
+                    (None, Wire::Seed) => json::write_null(out),
+                    // Citrea answers every height it does not hold so.
+                    (None, Wire::Citrea) => {
+                        return Err(RpcError::ledger(format!(
+                            "Soft confirmation at height {height} not processed yet."
+                        )))
+                    }
                 }
             }
             Request::Head => {

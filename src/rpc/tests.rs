@@ -254,6 +254,7 @@ fn batch_over_the_limit_is_one_error() {
     let n = node_with(RpcConfig {
         max_range: 1000,
         max_batch: 3,
+        ..RpcConfig::default()
     });
     let one = req("ledger_getHeadSoftConfirmationHeight", json!([]));
     let three = format!("[{one},{one},{one}]");
@@ -551,6 +552,7 @@ fn range_limit_is_configurable() {
     let n = node_with(RpcConfig {
         max_range: 2,
         max_batch: 50,
+        ..RpcConfig::default()
     });
     assert_eq!(
         result(&n, "ledger_getSoftConfirmationRange", json!([5, 6])),

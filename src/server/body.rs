@@ -120,6 +120,8 @@ pub(crate) struct Reject {
     /// Declared body bytes not read yet (0 when unknown: chunked bodies do not drain on drop).
     pub unread: u64,
     pub local: SocketAddr,
+    /// Which of the peer's sockets are this request's connection.
+    pub which: socket::Which,
     pub pending: Arc<AtomicU32>,
     pub stats: Arc<Stats>,
 }
@@ -141,7 +143,7 @@ pub(crate) fn reject(rq: Request, r: Reject) {
         let _ = stream.write_all(&r.body);
         let _ = stream.flush();
         if let Some(peer) = peer {
-            socket::shutdown_peer(r.local, peer, false, true);
+            socket::shutdown_peer(r.local, peer, &r.which, false, true);
         }
         if r.unread > SAFE_DROP {
             // Reading could hit end-of-file and dropping would drain: both make
@@ -149,7 +151,7 @@ pub(crate) fn reject(rq: Request, r: Reject) {
             // connection thread waiting for it) but close the sockets.
             std::thread::sleep(LINGER);
             if let Some(peer) = peer {
-                socket::close_leaked_peer(r.local, peer);
+                socket::close_leaked_peer(r.local, peer, &r.which);
             }
             r.stats.leaked_connections.fetch_add(1, Ordering::Relaxed);
             std::mem::forget(stream);
@@ -175,10 +177,10 @@ pub(crate) fn reject(rq: Request, r: Reject) {
                 // sending: reset the connection on close, so it learns at
                 // once instead of stalling on a zero window until the
                 // kernel drops the orphaned socket (~60 s).
-                socket::reset_on_close(r.local, peer);
+                socket::reset_on_close(r.local, peer, &r.which);
             }
             // The rest of the drain on drop then ends at once.
-            socket::shutdown_peer(r.local, peer, true, false);
+            socket::shutdown_peer(r.local, peer, &r.which, true, false);
         }
         drop(stream);
         r.pending.fetch_sub(1, Ordering::Release);

@@ -20,11 +20,23 @@
 //!   its accept thread. A supervisor then builds a new tiny_http `Server` on a
 //!   clone of the listener; the old one is drained by a forwarder thread until
 //!   its connections are gone.
-//! - **Closing** a connection (fairness cap, 503, 413, stuck client) is done
-//!   with shutdown(2) on the socket found through /proc/self/fd while its
+//! - **Framing** (framing.rs, RFC 9112 section 6): before any body is read,
+//!   a request whose body length is ambiguous (two `Content-Length`s, one that
+//!   is not plain digits, `Transfer-Encoding` with `Content-Length`, a
+//!   coding other than `chunked`) is answered 400 or 501 and its connection
+//!   closed, so the bytes after it are never taken for another request.
+//! - **Closing** a connection (fairness cap, 503, 413, 400, stuck client) is
+//!   done with shutdown(2) on the socket found through /proc/self/fd while its
 //!   request still holds it open, through our own duplicate of its fd
 //!   (`socket::HeldSocket`): neither its peer address nor its fd number may
-//!   name the same connection a moment later.
+//!   name the same connection a moment later. The write side is shut before
+//!   the answer's writer is released, so nothing tiny_http writes after it
+//!   (its own 400 for garbage that followed, a dropped request's 500) can
+//!   reach the client. tiny_http may already have parsed requests that were
+//!   pipelined behind the closing answer: the loop remembers the closed
+//!   socket (`Closed`) and drops such requests unanswered and unhandled.
+//!   While it does, the peer address may also name a new connection from
+//!   the same port, so closes pick sockets by inode (`socket::Which`).
 //! - **Counting** connections: a tracker thread rescans /proc/self/fd (at most
 //!   every 10 ms while requests arrive, else every 500 ms) and counts distinct
 //!   peers of sockets bound to our address.
@@ -34,6 +46,7 @@
 //!   pool start a worker that then takes the stranded one (`STRANDED_AFTER`).
 
 mod body;
+pub mod framing;
 mod logging;
 mod socket;
 mod write;
@@ -321,6 +334,7 @@ impl Server {
             fds: socket::FdTable::default(),
             last_rebuild: None,
             rebuild_due: None,
+            closed: HashMap::new(),
             server: self,
         };
         lp.run(handler);
@@ -356,7 +370,28 @@ struct Loop {
     fds: socket::FdTable,
     last_rebuild: Option<Instant>,
     rebuild_due: Option<Instant>,
+    /// Connections closed after an answer, by peer: requests tiny_http still
+    /// hands over from them are dropped (see [`Closed`]).
+    closed: HashMap<SocketAddr, Closed>,
 }
+
+/// A connection the loop has closed (or is closing) after an answer.
+/// tiny_http reads ahead: requests pipelined behind that answer may already
+/// be parsed and queued, and reach the loop afterwards. They come from the
+/// same peer address *and* the same socket (inode); a new connection from a
+/// reused port has a new socket and is served.
+struct Closed {
+    at: Instant,
+    inodes: Vec<u64>,
+}
+
+/// A [`Closed`] entry older than this is forgotten (a request from it after
+/// that would be handled, and its answer fail on the shut socket).
+const CLOSED_KEEP: Duration = Duration::from_secs(30);
+/// More entries than this and the old ones are pruned.
+const CLOSED_PRUNE_AT: usize = 256;
+/// Hard cap on entries: over it, all are forgotten (fail open, as above).
+const CLOSED_MAX: usize = 8192;
 
 const REBUILD_MIN_GAP: Duration = Duration::from_millis(100);
 const UNSPECIFIED: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
@@ -383,6 +418,34 @@ fn json_error(status: u16, message: &str, data: &str) -> HttpResponse {
         )
         .into_bytes(),
         headers: Vec::new(),
+    }
+}
+
+/// How tiny_http reads the body of `rq`, by its own rules, whatever
+/// framing.rs says of them: with any `Transfer-Encoding` it decodes chunks
+/// and ignores `Content-Length`; else it takes the first `Content-Length`
+/// that parses as a usize.
+fn body_kind(rq: &tiny_http::Request, max_body: usize) -> BodyKind {
+    let mut expect = false;
+    let mut chunked = false;
+    let mut upgrade = false;
+    for h in rq.headers() {
+        if h.field.equiv("Expect") {
+            expect = true;
+        } else if h.field.equiv("Transfer-Encoding") {
+            chunked = true;
+        } else if h.field.equiv("Connection")
+            && h.value.as_str().to_ascii_lowercase().contains("upgrade")
+        {
+            upgrade = true;
+        }
+    }
+    match (chunked, rq.body_length()) {
+        (true, _) => BodyKind::Lazy(None),
+        (false, Some(n)) if n > max_body => BodyKind::TooLarge(n),
+        (false, None) | (false, Some(0)) => BodyKind::Ready,
+        (false, Some(n)) if n <= 1024 && !expect && !upgrade => BodyKind::Ready,
+        (false, Some(n)) => BodyKind::Lazy(Some(n)),
     }
 }
 
@@ -543,8 +606,12 @@ impl Loop {
 
     fn on_request<H: Handler>(&mut self, handler: &mut H, mut rq: tiny_http::Request) {
         let started = Instant::now();
-        self.server.stats.requests.fetch_add(1, Ordering::Relaxed);
         let peer = rq.remote_addr().copied().unwrap_or(UNSPECIFIED);
+        if !self.closed.is_empty() && self.is_after_close(peer) {
+            self.discard(rq, peer);
+            return;
+        }
+        self.server.stats.requests.fetch_add(1, Ordering::Relaxed);
         let cfg_max_conns = self.server.config.max_connections;
         let max_body = self.server.config.max_body;
         let open = self.server.stats.open_connections.load(Ordering::Relaxed);
@@ -552,27 +619,17 @@ impl Loop {
         conn.requests = conn.requests.saturating_add(1);
         let pending = conn.pending.clone();
 
-        let mut expect = false;
-        let mut chunked = false;
-        let mut upgrade = false;
-        for h in rq.headers() {
-            if h.field.equiv("Expect") {
-                expect = true;
-            } else if h.field.equiv("Transfer-Encoding") {
-                chunked = true;
-            } else if h.field.equiv("Connection")
-                && h.value.as_str().to_ascii_lowercase().contains("upgrade")
-            {
-                upgrade = true;
-            }
+        let kind = body_kind(&rq, max_body);
+        let framing = framing::check(
+            *rq.http_version() <= tiny_http::HTTPVersion(1, 0),
+            rq.headers()
+                .iter()
+                .map(|h| (h.field.as_str().as_str(), h.value.as_str())),
+        );
+        if let Err(refusal) = framing {
+            self.refuse(rq, refusal, kind, peer, pending, started);
+            return;
         }
-        let kind = match (chunked, rq.body_length()) {
-            (true, _) => BodyKind::Lazy(None),
-            (false, Some(n)) if n > max_body => BodyKind::TooLarge(n),
-            (false, None) | (false, Some(0)) => BodyKind::Ready,
-            (false, Some(n)) if n <= 1024 && !expect && !upgrade => BodyKind::Ready,
-            (false, Some(n)) => BodyKind::Lazy(Some(n)),
-        };
 
         if is_new && open > cfg_max_conns {
             let resp = json_error(
@@ -644,6 +701,149 @@ impl Loop {
                         .fetch_add(1, Ordering::Relaxed);
                     std::mem::forget(rq);
                 }
+            }
+        }
+    }
+
+    /// Whether a request from `peer` comes from a connection the loop has
+    /// already closed after an answer (see [`Closed`]), so it is dropped.
+    /// Scans /proc/self/fd, so only for peers with an entry.
+    ///
+    /// Yes unless `peer` now has another socket: a new connection from the
+    /// same address and port (the closed socket itself may no longer be
+    /// found by its peer address: getpeername fails once the client has
+    /// closed too). While the closed socket also still exists, the request
+    /// may be either one's: it is handled, and the entry kept, so that no
+    /// socket of `peer` is closed by address meanwhile ([`Loop::which`]). A
+    /// request from the closed connection then gets an answer that cannot
+    /// be sent (its write side is shut).
+    fn is_after_close(&mut self, peer: SocketAddr) -> bool {
+        let Some(closed) = self.closed.get(&peer) else {
+            return false;
+        };
+        if closed.at.elapsed() >= CLOSED_KEEP {
+            self.closed.remove(&peer);
+            return false;
+        }
+        let fresh = self
+            .fds
+            .sockets_of(self.server.local, peer)
+            .iter()
+            .any(|(_, ino)| !closed.inodes.contains(ino));
+        if !fresh {
+            return true;
+        }
+        // (sockets_of has just rescanned the fd table.)
+        if !self.fds.has_any(&closed.inodes) {
+            self.closed.remove(&peer);
+        }
+        false
+    }
+
+    /// Which sockets of `peer` belong to a request being answered now: all
+    /// of them, except those of a connection already closed from the same
+    /// address (its entry in [`Loop::closed`]).
+    fn which(&self, peer: SocketAddr) -> socket::Which {
+        match self.closed.get(&peer) {
+            Some(c) => socket::Which::Except(c.inodes.clone()),
+            None => socket::Which::All,
+        }
+    }
+
+    /// Remembers that `peer`'s connection (these sockets) is being closed.
+    fn mark_closed(&mut self, peer: SocketAddr, inodes: Vec<u64>) {
+        if inodes.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        if self.closed.len() >= CLOSED_PRUNE_AT {
+            self.closed
+                .retain(|_, c| now.duration_since(c.at) < CLOSED_KEEP);
+            if self.closed.len() >= CLOSED_MAX {
+                self.closed.clear();
+            }
+        }
+        let entry = self.closed.entry(peer).or_insert(Closed {
+            at: now,
+            inodes: Vec::new(),
+        });
+        entry.at = now;
+        for ino in inodes {
+            if !entry.inodes.contains(&ino) {
+                entry.inodes.push(ino);
+            }
+        }
+    }
+
+    /// Drops a request that arrived on a connection already answered with
+    /// its last answer: nothing is written (its write side is shut anyway)
+    /// and the handler never sees it.
+    fn discard(&mut self, rq: tiny_http::Request, peer: SocketAddr) {
+        log::debug!(
+            "{} {} dropped: it followed the last answer on its connection",
+            method_of(rq.method()).as_str(),
+            rq.url()
+        );
+        let kind = body_kind(&rq, self.server.config.max_body);
+        match kind {
+            // The body is in memory (or chunked, or none): dropping the
+            // reader reads nothing more. The writer is released unused.
+            BodyKind::Ready | BodyKind::Lazy(None) => drop(rq.into_writer()),
+            BodyKind::TooLarge(n) | BodyKind::Lazy(Some(n)) => {
+                // Dropping would make tiny_http drain `n` bytes: the reject
+                // path never does (its answer goes nowhere: the socket is
+                // shut). It touches only the closed connection's sockets.
+                let pending = self.conn(peer).0.pending.clone();
+                let resp = json_error(400, "Bad request", "request after the last answer");
+                let only = match self.closed.get(&peer) {
+                    Some(c) => socket::Which::Only(c.inodes.clone()),
+                    None => socket::Which::Only(Vec::new()),
+                };
+                self.reject_which(rq, resp, n as u64, pending, only);
+            }
+        }
+    }
+
+    /// Answers a request whose framing is ambiguous (framing.rs) and closes
+    /// its connection, without reading its body.
+    #[allow(clippy::too_many_arguments)]
+    fn refuse(
+        &mut self,
+        rq: tiny_http::Request,
+        refusal: framing::Refusal,
+        kind: BodyKind,
+        peer: SocketAddr,
+        pending: Arc<AtomicU32>,
+        started: Instant,
+    ) {
+        let method = method_of(rq.method());
+        log::debug!(
+            "{} {} {} ({})",
+            method.as_str(),
+            rq.url(),
+            refusal.status,
+            refusal.data
+        );
+        let resp = HttpResponse {
+            status: refusal.status,
+            content_type: "application/json",
+            body: refusal.body(),
+            headers: Vec::new(),
+        };
+        match kind {
+            // tiny_http's reader holds nothing that a drop would drain: the
+            // body is in memory or absent, or tiny_http decodes it as chunked
+            // (any Transfer-Encoding; a chunk decoder reads nothing when
+            // dropped). An ordinary answer with `Connection: close`.
+            BodyKind::Ready | BodyKind::Lazy(None) => {
+                let is_head = method == HttpMethod::Head;
+                self.respond(rq, resp, peer, true, pending, is_head, started, None)
+            }
+            // tiny_http took a Content-Length and reads that many bytes
+            // lazily: the 413 path, which never lets it drain them (its
+            // answer ends at the close instead of a Content-Length).
+            BodyKind::TooLarge(n) | BodyKind::Lazy(Some(n)) => {
+                self.reject(rq, resp, n as u64, pending)
             }
         }
     }
@@ -767,9 +967,21 @@ impl Loop {
         };
         match outcome {
             Inline::Done | Inline::Failed => {
-                if close || matches!(outcome, Inline::Failed) {
+                // A failed write on a connection whose peer address also
+                // names one closed before (see `is_after_close`): nothing to
+                // close that is surely this request's.
+                let failed_after_close =
+                    !close && matches!(outcome, Inline::Failed) && self.closed.contains_key(&peer);
+                if (close || matches!(outcome, Inline::Failed)) && !failed_after_close {
                     // Found while `writer` still holds the socket open.
-                    let sockets = self.fds.hold_sockets_of(self.server.local, peer);
+                    let which = self.which(peer);
+                    let sockets = self.fds.hold_sockets_which(self.server.local, peer, &which);
+                    // Shut before `writer` is released: whatever tiny_http
+                    // writes next on this connection goes nowhere.
+                    for s in &sockets {
+                        s.shutdown(libc::SHUT_WR);
+                    }
+                    self.mark_closed(peer, sockets.iter().map(|s| s.inode()).collect());
                     let _ = self.server.close_tx.send(sockets);
                     // A new connection from the same port starts its count afresh.
                     self.conns.remove(&peer);
@@ -780,6 +992,18 @@ impl Loop {
                 pending.fetch_add(1, Ordering::AcqRel);
                 let close_tx = self.server.close_tx.clone();
                 let local = self.server.local;
+                // Held now, while the request surely holds the socket open.
+                let which = self.which(peer);
+                let held = if close {
+                    let sockets = self.fds.hold_sockets_which(local, peer, &which);
+                    self.mark_closed(peer, sockets.iter().map(|s| s.inode()).collect());
+                    Some(sockets)
+                } else {
+                    None
+                };
+                // After a failed write, close by address only if the address
+                // names no connection closed before (see the inline case).
+                let close_on_failure = matches!(which, socket::Which::All);
                 let head = std::mem::replace(&mut self.out, Vec::with_capacity(2048));
                 let body = if send_body { resp.body } else { Vec::new() };
                 write::spawn_off_loop(OffLoop {
@@ -790,10 +1014,17 @@ impl Loop {
                     deadline: self.server.config.write_timeout,
                     pending,
                     before_release: Box::new(move |ok| {
-                        if close || !ok {
-                            let sockets = socket::FdTable::default().hold_sockets_of(local, peer);
-                            let _ = close_tx.send(sockets);
+                        let sockets = match held {
+                            Some(sockets) => sockets,
+                            None if !ok && close_on_failure => {
+                                socket::FdTable::default().hold_sockets_of(local, peer)
+                            }
+                            None => return,
+                        };
+                        for s in &sockets {
+                            s.shutdown(libc::SHUT_WR);
                         }
+                        let _ = close_tx.send(sockets);
                     }),
                 });
             }
@@ -817,6 +1048,40 @@ impl Loop {
         unread: u64,
         pending: Arc<AtomicU32>,
     ) {
+        let which = match rq.remote_addr() {
+            Some(peer) => self.which(*peer),
+            None => socket::Which::All,
+        };
+        self.reject_which(rq, resp, unread, pending, which);
+    }
+
+    /// [`Loop::reject`], touching only the sockets `which` allows.
+    fn reject_which(
+        &mut self,
+        rq: tiny_http::Request,
+        resp: HttpResponse,
+        unread: u64,
+        pending: Arc<AtomicU32>,
+        which: socket::Which,
+    ) {
+        // The reject thread closes the connection; requests tiny_http
+        // parsed behind this one are dropped. Its sockets are found now,
+        // while `rq` holds it open, and the thread acts on exactly those:
+        // by the time it closes them, the client may have closed too and a
+        // new connection come from the same address and port.
+        let mut which = which;
+        if let Some(peer) = rq.remote_addr().copied() {
+            let inodes: Vec<u64> = self
+                .fds
+                .sockets_which(self.server.local, peer, &which)
+                .into_iter()
+                .map(|(_, ino)| ino)
+                .collect();
+            if !inodes.is_empty() {
+                which = socket::Which::Only(inodes.clone());
+            }
+            self.mark_closed(peer, inodes);
+        }
         pending.fetch_add(1, Ordering::AcqRel);
         body::reject(
             rq,
@@ -826,6 +1091,7 @@ impl Loop {
                 body: resp.body,
                 unread,
                 local: self.server.local,
+                which,
                 pending,
                 stats: self.server.stats.clone(),
             },

@@ -248,6 +248,22 @@ fn open_fds() -> Vec<i32> {
 /// socket that is given the same fd number.
 pub(crate) type Socket = (i32, u64);
 
+/// Which sockets of a peer an operation may touch. A peer address names one
+/// connection only while that connection is open: once the server has closed
+/// one (the loop remembers its socket inodes), a new connection from the same
+/// address and port may exist next to what is left of the old one.
+#[derive(Debug, Clone, Default)]
+pub(crate) enum Which {
+    /// Every socket whose peer is the address.
+    #[default]
+    All,
+    /// Those of the address, except these inodes (a closed connection).
+    Except(Vec<u64>),
+    /// Exactly the sockets with these inodes, whatever their peer (the
+    /// closed connection itself: its peer address may no longer be readable).
+    Only(Vec<u64>),
+}
+
 /// (inode, is socket) of an fd, or None if it is closed.
 fn fd_inode(fd: i32) -> Option<(u64, bool)> {
     // SAFETY: fstat on an integer fd; a stale fd just fails.
@@ -312,6 +328,41 @@ impl FdTable {
             .collect()
     }
 
+    /// [`FdTable::sockets_of`], narrowed by `which`.
+    pub(crate) fn sockets_which(
+        &mut self,
+        local: SocketAddr,
+        peer: SocketAddr,
+        which: &Which,
+    ) -> Vec<Socket> {
+        match which {
+            Which::All => self.sockets_of(local, peer),
+            Which::Except(closed) => {
+                let mut found = self.sockets_of(local, peer);
+                found.retain(|(_, ino)| !closed.contains(ino));
+                found
+            }
+            Which::Only(inodes) => {
+                self.scan(local);
+                self.cache
+                    .iter()
+                    .filter(|(_, v)| inodes.contains(&v.0))
+                    .map(|(fd, v)| (*fd, v.0))
+                    // Sockets only: a file on another filesystem may have
+                    // the same inode number.
+                    .filter(|(fd, ino)| fd_inode(*fd) == Some((*ino, true)))
+                    .collect()
+            }
+        }
+    }
+
+    /// Whether an open fd (as of the last scan) is a socket with one of `inodes`.
+    pub(crate) fn has_any(&self, inodes: &[u64]) -> bool {
+        self.cache
+            .iter()
+            .any(|(fd, v)| inodes.contains(&v.0) && fd_inode(*fd) == Some((v.0, true)))
+    }
+
     /// The sockets of `peer`, each held by a duplicate fd (see [`HeldSocket`]).
     /// Call it while the connection is still held open (its request or
     /// writer alive), so the peer address names exactly this connection.
@@ -320,8 +371,18 @@ impl FdTable {
         local: SocketAddr,
         peer: SocketAddr,
     ) -> Vec<HeldSocket> {
+        self.hold_sockets_which(local, peer, &Which::All)
+    }
+
+    /// [`FdTable::hold_sockets_of`], narrowed by `which`.
+    pub(crate) fn hold_sockets_which(
+        &mut self,
+        local: SocketAddr,
+        peer: SocketAddr,
+        which: &Which,
+    ) -> Vec<HeldSocket> {
         let mut inodes = std::collections::HashSet::new();
-        self.sockets_of(local, peer)
+        self.sockets_which(local, peer, which)
             .into_iter()
             .filter(|(_, ino)| inodes.insert(*ino))
             .filter_map(|(fd, ino)| HeldSocket::hold(fd, ino))
@@ -340,10 +401,16 @@ impl FdTable {
             .collect()
     }
 
-    /// The fds (tiny_http keeps two per connection) whose peer is `peer`.
-    /// Each is re-checked with getpeername, so a reused fd number is not hit.
-    pub(crate) fn fds_of(&mut self, local: SocketAddr, peer: SocketAddr) -> Vec<i32> {
-        self.sockets_of(local, peer)
+    /// The fds (tiny_http keeps two per connection) whose peer is `peer`,
+    /// narrowed by `which`. Each is re-checked (getpeername, or its inode for
+    /// [`Which::Only`]), so a reused fd number is not hit.
+    pub(crate) fn fds_of(
+        &mut self,
+        local: SocketAddr,
+        peer: SocketAddr,
+        which: &Which,
+    ) -> Vec<i32> {
+        self.sockets_which(local, peer, which)
             .into_iter()
             .map(|(fd, _)| fd)
             .collect()
@@ -371,7 +438,7 @@ pub(crate) fn still_unread(socket: Socket) -> bool {
 /// CI under load: a fresh connection got a FIN 0.3 ms after it opened). A
 /// duplicate is ours alone, so it names the same socket until we drop it.
 #[derive(Debug)]
-pub(crate) struct HeldSocket(OwnedFd);
+pub(crate) struct HeldSocket(OwnedFd, u64);
 
 impl HeldSocket {
     /// Duplicates `fd` if it still is the socket with inode `ino` (checked on
@@ -385,7 +452,13 @@ impl HeldSocket {
         }
         // SAFETY: `dup` is a fresh fd owned by nothing else.
         let owned = unsafe { OwnedFd::from_raw_fd(dup) };
-        (fd_inode(dup) == Some((ino, true))).then_some(HeldSocket(owned))
+        (fd_inode(dup) == Some((ino, true))).then_some(HeldSocket(owned, ino))
+    }
+
+    /// The socket's inode: what tells this connection apart from a later
+    /// one from the same peer address.
+    pub(crate) fn inode(&self) -> u64 {
+        self.1
     }
 
     /// shutdown(2) with `how` (libc::SHUT_WR, SHUT_RD, SHUT_RDWR).
@@ -398,14 +471,20 @@ impl HeldSocket {
 /// shutdown(2) every socket of one client: `write` sends FIN after the queued
 /// response, `read` makes tiny_http's next read return end-of-file (it then
 /// drops the connection and closes its fds). Returns how many sockets were found.
-pub(crate) fn shutdown_peer(local: SocketAddr, peer: SocketAddr, read: bool, write: bool) -> usize {
+pub(crate) fn shutdown_peer(
+    local: SocketAddr,
+    peer: SocketAddr,
+    which: &Which,
+    read: bool,
+    write: bool,
+) -> usize {
     let how = match (read, write) {
         (true, true) => libc::SHUT_RDWR,
         (true, false) => libc::SHUT_RD,
         (false, true) => libc::SHUT_WR,
         (false, false) => return 0,
     };
-    let sockets = FdTable::default().hold_sockets_of(local, peer);
+    let sockets = FdTable::default().hold_sockets_which(local, peer, which);
     for socket in &sockets {
         socket.shutdown(how);
     }
@@ -416,8 +495,8 @@ pub(crate) fn shutdown_peer(local: SocketAddr, peer: SocketAddr, read: bool, wri
 /// leaked (see `body::dispose`): nothing else will ever close them, so their
 /// numbers cannot be given to another connection meanwhile (the reason the
 /// other helpers go through [`HeldSocket`]).
-pub(crate) fn close_leaked_peer(local: SocketAddr, peer: SocketAddr) -> usize {
-    let fds = FdTable::default().fds_of(local, peer);
+pub(crate) fn close_leaked_peer(local: SocketAddr, peer: SocketAddr, which: &Which) -> usize {
+    let fds = FdTable::default().fds_of(local, peer, which);
     for fd in &fds {
         // SAFETY: only fds owned by leaked (never dropped) objects reach here.
         unsafe {
@@ -430,12 +509,12 @@ pub(crate) fn close_leaked_peer(local: SocketAddr, peer: SocketAddr) -> usize {
 
 /// SO_LINGER {on, 0} on every socket of one client: the close that follows
 /// sends a reset instead of a FIN. Returns how many sockets were found.
-pub(crate) fn reset_on_close(local: SocketAddr, peer: SocketAddr) -> usize {
+pub(crate) fn reset_on_close(local: SocketAddr, peer: SocketAddr, which: &Which) -> usize {
     let linger = libc::linger {
         l_onoff: 1,
         l_linger: 0,
     };
-    let sockets = FdTable::default().hold_sockets_of(local, peer);
+    let sockets = FdTable::default().hold_sockets_which(local, peer, which);
     for socket in &sockets {
         let _ = setsockopt(
             socket.0.as_raw_fd(),

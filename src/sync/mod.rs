@@ -9,17 +9,22 @@
 //!
 //! - [`source`]: the chain-source traits (devnet, upstream).
 //! - [`upstream`]: the follower's source: another node over JSON-RPC.
+//! - [`upstreams`]: failover over several upstreams (which one is asked).
+//! - [`pipeline`]: several range requests in flight, answered in order.
 //! - [`verify`]: where a block, a commitment and a proof are verified.
 //! - [`progress`]: the counters shared with the server.
 //! - [`report`]: the few INFO lines an operator reads (caught up, fell
 //!   behind, a summary at most every 30 s); per-chunk progress is DEBUG.
 
+pub mod pipeline;
 pub mod progress;
 pub mod report;
 pub mod source;
 pub mod upstream;
+pub mod upstreams;
 pub mod verify;
 
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,7 +38,7 @@ use crate::types::{DaSlot, SoftConfirmation, Status};
 use progress::Progress;
 use report::Reporter;
 use source::{DaSource, L2Source, SourceError};
-use verify::{Check, CommitmentVerdict, VerifyError};
+use verify::{BlockRules, Check, CommitmentVerdict, ProofVerdict, VerifyError};
 
 /// Sync settings.
 #[derive(Clone, Debug)]
@@ -60,6 +65,11 @@ pub struct SyncConfig {
     pub commit_blocks: u64,
     /// ...or has been open this long (and at the end of each pass).
     pub commit_every: Duration,
+    /// Range requests kept in flight at once, for a source that can answer
+    /// several (`--sync-concurrency`; 1: one at a time).
+    pub concurrency: usize,
+    /// What a block may lack and still be accepted (`--allow-missing-tx-bodies`).
+    pub block_rules: BlockRules,
 }
 
 impl Default for SyncConfig {
@@ -75,6 +85,8 @@ impl Default for SyncConfig {
             prefetch: 4,
             commit_blocks: 2000,
             commit_every: Duration::from_millis(100),
+            concurrency: 8,
+            block_rules: BlockRules::default(),
         }
     }
 }
@@ -166,6 +178,9 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
         let scanned = r.last_scanned_l1()?;
         self.progress.l2_synced.store(head, Relaxed);
         self.progress.l1_synced.store(scanned, Relaxed);
+        self.progress
+            .blocks_without_bodies
+            .store(blocks_without_bodies(&r)?, Relaxed);
         Ok(())
     }
 
@@ -239,7 +254,8 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
                 self.progress.upstream_errors.fetch_add(1, Relaxed);
                 self.progress.source_reachable.store(false, Relaxed);
             }
-            SyncError::Verify(VerifyError::Failed { check, .. }) => {
+            SyncError::Verify(failed @ VerifyError::Failed { check, .. }) => {
+                self.source.rejected(&failed.to_string());
                 let counter = match check {
                     Check::PrevHash | Check::Height => &counters.prev_hash,
                     Check::Hash => &counters.hash,
@@ -339,6 +355,8 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
             txn: None,
             da_scanned: da_plan.map(|(next, _)| next - 1),
             da_in_txn: 0,
+            rules: config.block_rules,
+            without_bodies_in_txn: 0,
         };
         let ranges = ChunkRanges {
             next: below.0 + 1,
@@ -351,13 +369,68 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
         // pass, while the blocks are verified, instead of after.
         let mut da = da_plan;
         let slots_per_fetch = config.slots_per_fetch.max(1);
+        // Several range requests in flight when the source can take them
+        // and there is more than one range to fetch.
+        let mut pipeline = match source.parallel() {
+            Some(fetcher) if config.concurrency > 1 && head - below.0 > chunk => Some(
+                pipeline::Pipeline::new(fetcher, head, config.concurrency, chunk)?,
+            ),
+            _ => None,
+        };
+        // The DA slots that come with the blocks, likewise, when the blocks
+        // are fetched that way: batches of slots in flight up to the
+        // source's last scanned slot, taken in order as the blocks allow.
+        let mut slot_pipeline = match (&da, source.parallel_slots(), &pipeline) {
+            (Some((_, da_head)), Some(fetcher), Some(_)) => Some(pipeline::Pipeline::new(
+                fetcher,
+                *da_head,
+                config.concurrency,
+                slots_per_fetch,
+            )?),
+            _ => None,
+        };
+        // Slots fetched ahead of the blocks that let them be applied.
+        let mut fetched_slots: VecDeque<DaSlot> = VecDeque::new();
         let fetch = move |source: &mut S, (from, to): (u64, u64)| {
-            let blocks = source.blocks(from, to)?;
+            let blocks = match pipeline.as_mut().map(|p| p.next_from(from)) {
+                Some(Ok(Some(blocks))) if !blocks.is_empty() => blocks,
+                // A failure or an empty answer: the rest of this pass asks
+                // the plain way, so the source sees what went wrong (and can
+                // move to another upstream).
+                Some(_) => {
+                    pipeline = None;
+                    source.blocks(from, to)?
+                }
+                None => source.blocks(from, to)?,
+            };
             let mut slots = Vec::new();
             if let (Some((next, da_head)), Some(last)) = (da.as_mut(), blocks.last()) {
                 let until = (*da_head).min(last.da_slot_height.saturating_sub(1));
                 let mut give_up = false;
                 while *next <= until {
+                    if let Some(p) = slot_pipeline.as_mut() {
+                        if fetched_slots.front().map(|s| s.number) != Some(*next) {
+                            fetched_slots.clear();
+                            match p.next_from(*next) {
+                                Ok(Some(got)) if consecutive_from(&got, *next) => {
+                                    fetched_slots.extend(got)
+                                }
+                                _ => {
+                                    give_up = true;
+                                    break;
+                                }
+                            }
+                        }
+                        while let Some(slot) = fetched_slots.pop_front() {
+                            if slot.number > until {
+                                fetched_slots.push_front(slot);
+                                break;
+                            }
+                            *next = slot.number + 1;
+                            slots.push(slot);
+                        }
+                        continue;
+                    }
                     let to = until.min(*next + slots_per_fetch - 1);
                     match source.slots(*next, to) {
                         Ok(mut got) if got.last().is_some_and(|s| s.number == to) => {
@@ -423,6 +496,7 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
             ..
         } = self;
         let mut sink = DaSink {
+            forks: config.forks,
             ledger,
             progress,
             scanned,
@@ -446,6 +520,11 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
         }
         result.map(|()| sink.total)
     }
+}
+
+/// Whether `slots` are numbered `from`, `from + 1`, ... with none missing.
+fn consecutive_from(slots: &[DaSlot], from: u64) -> bool {
+    !slots.is_empty() && slots.iter().zip(from..).all(|(s, n)| s.number == n)
 }
 
 /// Lowers the calling thread's CPU priority (nice 10; the fetch and verify
@@ -652,6 +731,9 @@ struct L2Sink<'a> {
     da_scanned: Option<u64>,
     /// DA slots in the open transaction.
     da_in_txn: u64,
+    rules: BlockRules,
+    /// Blocks accepted without their bodies in the open transaction.
+    without_bodies_in_txn: u64,
 }
 
 impl L2Sink<'_> {
@@ -663,7 +745,8 @@ impl L2Sink<'_> {
             return Ok(());
         };
         for slot in slots {
-            let applied = slot.number == *scanned + 1 && matches!(apply_slot(w, slot), Ok(true));
+            let applied =
+                slot.number == *scanned + 1 && matches!(apply_slot(w, slot, &self.forks), Ok(true));
             if !applied {
                 self.da_scanned = None;
                 return Ok(());
@@ -683,7 +766,8 @@ impl Sink<Fetched> for L2Sink<'_> {
             return Ok(Flow::Stop);
         };
         let key = *self.key.get_or_insert(first.pub_key);
-        let (good, failure) = verify::verify_blocks(&blocks, self.below, &key, &self.forks);
+        let verdict = verify::verify_blocks(&blocks, self.below, &key, &self.forks, self.rules);
+        let (good, failure) = (verdict.good, verdict.failure);
         if good > 0 {
             if self.txn.is_none() {
                 self.txn = Some((self.ledger.writer()?, 0, Instant::now()));
@@ -706,6 +790,11 @@ impl Sink<Fetched> for L2Sink<'_> {
                     }
                 }
                 *count += good as u64;
+                if verdict.without_bodies > 0 {
+                    let total = blocks_without_bodies(&*w)? + verdict.without_bodies;
+                    w.set_meta_bytes(WITHOUT_BODIES_KEY, &total.to_be_bytes())?;
+                    self.without_bodies_in_txn += verdict.without_bodies;
+                }
             }
             let last = &blocks[good - 1];
             self.below = (last.l2_height, last.hash);
@@ -730,6 +819,12 @@ impl Sink<Fetched> for L2Sink<'_> {
         w.commit()?;
         let new_head = self.below.0;
         self.progress.stored_l2(new_head, count);
+        if self.without_bodies_in_txn > 0 {
+            self.progress
+                .blocks_without_bodies
+                .fetch_add(self.without_bodies_in_txn, Relaxed);
+            self.without_bodies_in_txn = 0;
+        }
         if let (Some(scanned), true) = (self.da_scanned, self.da_in_txn > 0) {
             self.progress.scanned_l1(scanned, self.da_in_txn);
             self.da_in_txn = 0;
@@ -740,9 +835,11 @@ impl Sink<Fetched> for L2Sink<'_> {
     }
 }
 
-/// The DA side of a pass: checks each fetched slot's commitments and proof
+/// The DA side of a pass: checks each fetched slot's proofs and commitments
 /// against the stored chain and applies it, many slots per write transaction.
 struct DaSink<'a> {
+    /// The chain rules per height (which proofs carry Kumquat's fields).
+    forks: ForkTable,
     ledger: &'a Ledger,
     progress: &'a Progress,
     /// The newest slot applied (committed, or in the open transaction).
@@ -770,8 +867,9 @@ impl Sink<Vec<DaSlot>> for DaSink<'_> {
                 ))
                 .into());
             }
-            if !apply_slot(w, slot)? {
-                // A commitment over heights not stored yet: come back later.
+            if !apply_slot(w, slot, &self.forks)? {
+                // A commitment over heights not stored yet, or a proof that
+                // names a slot no stored block points at yet: come back later.
                 return Ok(Flow::Stop);
             }
             self.scanned = slot.number;
@@ -796,44 +894,75 @@ impl Sink<Vec<DaSlot>> for DaSink<'_> {
     }
 }
 
-/// Applies one DA slot inside the caller's write transaction. Returns false
-/// (and writes nothing of the slot) when a commitment covers heights not
-/// stored yet: the slot is scanned again after the L2 chain catches up.
+/// The ledger's free meta entry counting blocks accepted without bodies.
+const WITHOUT_BODIES_KEY: &str = "blocks_without_bodies";
+
+/// How many stored blocks were accepted without their transaction bodies.
+pub fn blocks_without_bodies(r: &impl LedgerRead) -> Result<u64, LedgerError> {
+    Ok(r.meta_bytes(WITHOUT_BODIES_KEY)?
+        .and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok())
+        .map_or(0, u64::from_be_bytes))
+}
+
+/// The DA slot the newest stored block points at (0 when none is stored).
+fn head_slot(w: &LedgerWriter<'_>) -> Result<u64, LedgerError> {
+    let head = w.head_height()?;
+    Ok(if head == 0 {
+        0
+    } else {
+        w.soft_confirmation(head)?.map_or(0, |sc| sc.da_slot_height)
+    })
+}
+
+/// Applies one DA slot inside the caller's write transaction: first its
+/// proofs, then its commitments (the order Citrea handles them in). Returns
+/// false (and writes nothing of the slot) when a commitment covers heights
+/// not stored yet, or a proof names a DA slot whose hash is not known yet:
+/// the slot is scanned again after the L2 chain catches up.
 fn apply_slot(
-    w: &mut crate::ledger::LedgerWriter<'_>,
-    slot: &crate::types::DaSlot,
+    w: &mut LedgerWriter<'_>,
+    slot: &DaSlot,
+    forks: &ForkTable,
 ) -> Result<bool, VerifyError> {
-    let mut finalized = w.finalized_height()?;
-    let mut checked = Vec::with_capacity(slot.commitments.len());
-    for c in &slot.commitments {
-        match verify::verify_commitment(&*w, c, finalized)? {
-            CommitmentVerdict::Valid => {
-                checked.push(*c);
-                finalized = c.l2_end_block_number;
+    let mut proven = Vec::with_capacity(slot.proofs.len());
+    if !slot.proofs.is_empty() {
+        let head_slot = head_slot(w)?;
+        for p in &slot.proofs {
+            match verify::verify_proof(&*w, p, head_slot, forks)? {
+                ProofVerdict::Valid(ranges) => proven.push(ranges),
+                ProofVerdict::NotYet => return Ok(false),
             }
+        }
+    }
+    // Checked in height order (a slot may list them in any order), stored
+    // in the order the source lists them.
+    let mut sorted = slot.commitments.clone();
+    sorted.sort_by_key(|c| c.l2_start_block_number);
+    let mut finalized = w.finalized_height()?;
+    for c in &sorted {
+        match verify::verify_commitment(&*w, c, finalized)? {
+            CommitmentVerdict::Valid => finalized = finalized.max(c.l2_end_block_number),
             CommitmentVerdict::NotYet => return Ok(false),
         }
     }
-    let proof_start = match &slot.proof {
-        Some(p) => Some(verify::verify_proof(&*w, p, w.proven_height()?)?),
-        None => None,
-    };
     if let Some(hash) = &slot.hash {
         w.put_da_slot_hash(slot.number, hash)?;
     }
-    if !checked.is_empty() {
-        for c in &checked {
+    for (p, ranges) in slot.proofs.iter().zip(&proven) {
+        for &(start, end) in ranges {
+            w.raise_status(start, end, Status::Proven)?;
+        }
+        w.put_proof(slot.number, p)?;
+    }
+    if !slot.commitments.is_empty() {
+        for c in &sorted {
             w.raise_status(
                 c.l2_start_block_number,
                 c.l2_end_block_number,
                 Status::Finalized,
             )?;
         }
-        w.add_commitments(slot.number, &checked)?;
-    }
-    if let (Some(p), Some(start)) = (&slot.proof, proof_start) {
-        w.raise_status(start, p.proof_output.last_l2_height, Status::Proven)?;
-        w.put_proof(slot.number, p)?;
+        w.add_commitments(slot.number, &slot.commitments)?;
     }
     Ok(true)
 }

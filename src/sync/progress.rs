@@ -4,7 +4,8 @@
 //! `svc_syncStatus`, `/health` and `/metrics`. Every field is an atomic, so a
 //! reader may see one layer updated before the other, never a torn number.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// One layer's progress: the head its source reported and how far the ledger has got.
@@ -31,6 +32,9 @@ pub struct Progress {
     pub source_reachable: AtomicBool,
     /// Blocks verified and stored since start.
     pub blocks_verified: AtomicU64,
+    /// Blocks the ledger holds that were accepted without their transaction
+    /// bodies (`--allow-missing-tx-bodies`), counted over the ledger's life.
+    pub blocks_without_bodies: AtomicU64,
     /// Upstream requests that failed since start.
     pub upstream_errors: AtomicU64,
     /// Verification failures since start, by check.
@@ -42,6 +46,13 @@ pub struct Progress {
     pub behind_since_unix_ms: AtomicU64,
     /// Unix milliseconds of the last DA slot scanned (0: none since start).
     pub last_slot_unix_ms: AtomicU64,
+    /// A follower's upstreams (`--upstream`, preferred first, as shown to
+    /// operators: without user names or passwords); set once at start.
+    pub upstream_urls: OnceLock<Vec<String>>,
+    /// Which of `upstream_urls` the sync thread asks now.
+    pub upstream_in_use: AtomicUsize,
+    /// Times the follower has moved to another upstream since start.
+    pub upstream_switches: AtomicU64,
 }
 
 /// Verification failures by the check that failed.
@@ -116,6 +127,20 @@ impl Progress {
     pub fn is_behind(&self) -> bool {
         self.l2_synced.load(Relaxed) < self.l2_source_head.load(Relaxed)
             || self.l1_synced.load(Relaxed) < self.l1_source_head.load(Relaxed)
+    }
+
+    /// The URL of the upstream in use (`None` unless following upstreams).
+    pub fn upstream(&self) -> Option<&str> {
+        let urls = self.upstream_urls.get()?;
+        urls.get(self.upstream_in_use.load(Relaxed))
+            .map(String::as_str)
+    }
+
+    /// Blocks the ledger's L2 head is below the newest head the source reported.
+    pub fn l2_behind(&self) -> u64 {
+        self.l2_source_head
+            .load(Relaxed)
+            .saturating_sub(self.l2_synced.load(Relaxed))
     }
 
     /// Re-reads whether the ledger is behind its source: starts the "behind

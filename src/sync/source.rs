@@ -28,6 +28,27 @@ pub trait L2Source {
     fn blocks(&mut self, from: u64, to: u64) -> Result<Vec<SoftConfirmation>, SourceError>;
     /// The genesis state root, once the source knows it.
     fn genesis_state_root(&mut self) -> Result<Option<Hash>, SourceError>;
+    /// Told when something this source sent failed verification (`why`),
+    /// so a source with a choice of nodes can ask another.
+    fn rejected(&mut self, _why: &str) {}
+    /// A handle that fetches block ranges from other threads, for a source
+    /// that can answer several range requests at once (an upstream node);
+    /// `None` (the default): ranges are fetched one at a time.
+    fn parallel(&self) -> Option<Box<dyn RangeFetch<Vec<SoftConfirmation>>>> {
+        None
+    }
+}
+
+/// Fetches ranges (of blocks, or of DA slots) from any thread (see
+/// [`L2Source::parallel`], [`DaSource::parallel_slots`]).
+pub trait RangeFetch<T>: Send + Sync {
+    /// `from..=to` in order; blocks may come as a shorter prefix.
+    fn fetch(&self, from: u64, to: u64) -> Result<T, SourceError>;
+    /// How many to ask for per request, at most `wanted` (the source's own
+    /// range limit, once known).
+    fn preferred_chunk(&self, wanted: u64) -> u64 {
+        wanted
+    }
 }
 
 /// The DA (layer-1) chain: slots with the commitments and proofs found on them.
@@ -41,5 +62,10 @@ pub trait DaSource {
     /// Slots `from..=to`, in order (a source may fetch them in one round trip).
     fn slots(&mut self, from: u64, to: u64) -> Result<Vec<DaSlot>, SourceError> {
         (from..=to).map(|n| self.slot(n)).collect()
+    }
+    /// A handle that fetches ranges of slots from other threads (see
+    /// [`L2Source::parallel`]); `None` (the default): one at a time.
+    fn parallel_slots(&self) -> Option<Box<dyn RangeFetch<Vec<DaSlot>>>> {
+        None
     }
 }

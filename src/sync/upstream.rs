@@ -3,20 +3,33 @@
 //!
 //! L2: `ledger_getHeadSoftConfirmationHeight`, then
 //! `ledger_getSoftConfirmationRange` in chunks (shrunk to the upstream's own
-//! limit when it answers "requested range too large. Max: N"). DA:
+//! limit when it answers "requested range too large. Max: N", as a ledgerd
+//! does, or "requested batch range too large. Max: 20", as Citrea does). DA:
 //! `ledger_getLastScannedL1Height`, then for each slot
 //! `ledger_getSequencerCommitmentsOnSlotByNumber` and
 //! `ledger_getVerifiedBatchProofsBySlotHeight`, many slots per batch request.
 //! Every request has connect and read timeouts. Nothing here is trusted: the
 //! sync thread verifies all of it.
+//!
+//! One client reads both answer shapes, with no flag: a ledgerd's (the
+//! seed's: method 11 one object with `height`) and a Citrea v0.6 node's
+//! (method 11 an array without `height`, method 12 with `height` outside);
+//! see [`crate::wire`]. The upstream does not serve a DA slot's own hash:
+//! the sync thread learns it from the blocks that point at the slot.
+//!
+//! An [`Upstream`] is cheap to clone: clones share the HTTP connection pool
+//! and what was learnt about the upstream (its range limit), so several
+//! threads can each have a range request in flight.
 
 use std::io::Read;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::sync::source::{DaSource, L2Source, SourceError};
+use crate::sync::source::{DaSource, L2Source, RangeFetch, SourceError};
 use crate::types::{DaSlot, Hash, SoftConfirmation};
 use crate::wire;
 
@@ -42,12 +55,15 @@ impl UpstreamConfig {
     }
 }
 
-/// A JSON-RPC client of the upstream node.
+/// A JSON-RPC client of the upstream node (clones share one connection
+/// pool and the range limit learnt).
+#[derive(Clone)]
 pub struct Upstream {
-    config: UpstreamConfig,
+    config: Arc<UpstreamConfig>,
     agent: ureq::Agent,
-    /// The most blocks the upstream serves in one range request, once it has said.
-    range_limit: Option<u64>,
+    /// The most blocks the upstream serves in one range request, once it
+    /// has said (0: not known yet).
+    range_limit: Arc<AtomicU64>,
 }
 
 #[derive(Deserialize)]
@@ -113,10 +129,28 @@ impl Upstream {
             .timeout_write(config.read_timeout)
             .build();
         Upstream {
-            config,
+            config: Arc::new(config),
             agent,
-            range_limit: None,
+            range_limit: Arc::new(AtomicU64::new(0)),
         }
+    }
+
+    /// The most blocks the upstream serves per range request, once it has said.
+    pub fn range_limit(&self) -> Option<u64> {
+        Some(self.range_limit.load(Relaxed)).filter(|n| *n > 0)
+    }
+
+    /// The upstream's own sync status, asked as `citrea_syncStatus` (what a
+    /// Citrea node answers; a ledgerd answers it too) and, when the
+    /// upstream does not know that name, as `svc_syncStatus`.
+    pub fn sync_status(&self) -> Result<wire::SyncStatus, SourceError> {
+        let mut answer = self.call("citrea_syncStatus", "[]")?;
+        if matches!(answer, Answer::Error { code: -32601, .. }) {
+            answer = self.call("svc_syncStatus", "[]")?;
+        }
+        let text = answer.into_result("citrea_syncStatus")?;
+        wire::sync_status(&text)
+            .map_err(|e| err(format!("upstream answered an unreadable sync status: {e}")))
     }
 
     fn post(&self, body: String) -> Result<Vec<u8>, SourceError> {
@@ -203,7 +237,8 @@ impl Upstream {
     }
 }
 
-/// Reads the limit out of "requested range too large. Max: N".
+/// Reads the limit out of "requested range too large. Max: N" (a ledgerd)
+/// or "requested batch range too large. Max: N" (Citrea).
 fn range_limit_of(text: &str) -> Option<u64> {
     let (_, tail) = text.split_once("range too large")?;
     let digits: String = tail
@@ -220,9 +255,46 @@ impl L2Source for Upstream {
     }
 
     fn blocks(&mut self, from: u64, to: u64) -> Result<Vec<SoftConfirmation>, SourceError> {
+        self.fetch_blocks(from, to)
+    }
+
+    fn genesis_state_root(&mut self) -> Result<Option<Hash>, SourceError> {
+        let method = "ledger_getL2GenesisStateRoot";
+        let text = self.call(method, "[]")?.into_result(method)?;
+        let bytes: Option<Vec<u8>> = serde_json::from_str(&text)
+            .map_err(|e| err(format!("upstream {method} answered {text:.80}: {e}")))?;
+        match bytes {
+            None => Ok(None),
+            Some(b) => b.try_into().map(Some).map_err(|_| {
+                err(format!(
+                    "upstream {method} answered a root that is not 32 bytes"
+                ))
+            }),
+        }
+    }
+
+    fn parallel(&self) -> Option<Box<dyn RangeFetch<Vec<SoftConfirmation>>>> {
+        Some(Box::new(self.clone()))
+    }
+}
+
+impl RangeFetch<Vec<SoftConfirmation>> for Upstream {
+    fn fetch(&self, from: u64, to: u64) -> Result<Vec<SoftConfirmation>, SourceError> {
+        self.fetch_blocks(from, to)
+    }
+
+    fn preferred_chunk(&self, wanted: u64) -> u64 {
+        self.range_limit().map_or(wanted, |limit| wanted.min(limit))
+    }
+}
+
+impl Upstream {
+    /// `ledger_getSoftConfirmationRange` for `from..=to`, cut to the
+    /// upstream's range limit (learnt from its error the first time).
+    fn fetch_blocks(&self, from: u64, to: u64) -> Result<Vec<SoftConfirmation>, SourceError> {
         let method = "ledger_getSoftConfirmationRange";
-        let mut to = match self.range_limit {
-            Some(limit) => to.min(from + limit.max(1) - 1),
+        let mut to = match self.range_limit() {
+            Some(limit) => to.min(from + limit - 1),
             None => to,
         };
         loop {
@@ -238,30 +310,16 @@ impl L2Source for Upstream {
                 }
                 Answer::Error { code, text } => match range_limit_of(&text) {
                     Some(limit) if code == -32001 && limit >= 1 && to - from + 1 > limit => {
-                        log::info!(
-                            "upstream serves at most {limit} blocks per range; asking for that"
-                        );
-                        self.range_limit = Some(limit);
+                        if self.range_limit.swap(limit, Relaxed) != limit {
+                            log::info!(
+                                "upstream serves at most {limit} blocks per range; asking for that"
+                            );
+                        }
                         to = from + limit - 1;
                     }
                     _ => return Err(err(format!("upstream {method} answered {text}"))),
                 },
             }
-        }
-    }
-
-    fn genesis_state_root(&mut self) -> Result<Option<Hash>, SourceError> {
-        let method = "ledger_getL2GenesisStateRoot";
-        let text = self.call(method, "[]")?.into_result(method)?;
-        let bytes: Option<Vec<u8>> = serde_json::from_str(&text)
-            .map_err(|e| err(format!("upstream {method} answered {text:.80}: {e}")))?;
-        match bytes {
-            None => Ok(None),
-            Some(b) => b.try_into().map(Some).map_err(|_| {
-                err(format!(
-                    "upstream {method} answered a root that is not 32 bytes"
-                ))
-            }),
         }
     }
 }
@@ -292,6 +350,24 @@ impl DaSource for Upstream {
     }
 
     fn slots(&mut self, from: u64, to: u64) -> Result<Vec<DaSlot>, SourceError> {
+        self.fetch_slots(from, to)
+    }
+
+    fn parallel_slots(&self) -> Option<Box<dyn RangeFetch<Vec<DaSlot>>>> {
+        Some(Box::new(self.clone()))
+    }
+}
+
+impl RangeFetch<Vec<DaSlot>> for Upstream {
+    fn fetch(&self, from: u64, to: u64) -> Result<Vec<DaSlot>, SourceError> {
+        self.fetch_slots(from, to)
+    }
+}
+
+impl Upstream {
+    /// DA slots `from..=to`: each slot's commitments and proofs, in one
+    /// batch request.
+    fn fetch_slots(&self, from: u64, to: u64) -> Result<Vec<DaSlot>, SourceError> {
         let commitments = "ledger_getSequencerCommitmentsOnSlotByNumber";
         let proofs = "ledger_getVerifiedBatchProofsBySlotHeight";
         let mut calls = Vec::new();
@@ -311,20 +387,20 @@ impl DaSource for Upstream {
                     "upstream {commitments} answered unreadable commitments: {e}"
                 ))
             })?;
-            let proof = wire::verified_batch_proof(&p.into_result(proofs)?).map_err(|e| {
-                err(format!(
-                    "upstream {proofs} answered an unreadable proof: {e}"
-                ))
-            })?;
-            let hash = proof
-                .as_ref()
-                .filter(|p| p.height == number)
-                .map(|p| p.proof_output.da_slot_hash);
+            let proofs = wire::verified_batch_proofs_on_slot(&p.into_result(proofs)?, number)
+                .map_err(|e| {
+                    err(format!(
+                        "upstream {proofs} for DA slot {number} answered an unreadable proof: {e}"
+                    ))
+                })?;
+            // A proof's daSlotHash is the hash of the slot whose commitments
+            // it proves, not of this one: the slot's own hash comes from
+            // the blocks that point at it.
             slots.push(DaSlot {
                 number,
-                hash,
+                hash: None,
                 commitments,
-                proof,
+                proofs,
             });
         }
         Ok(slots)
@@ -340,6 +416,10 @@ mod tests {
         assert_eq!(
             range_limit_of("LEDGER_RPC_ERROR (-32001): requested range too large. Max: 250"),
             Some(250)
+        );
+        assert_eq!(
+            range_limit_of("LEDGER_RPC_ERROR (-32001): requested batch range too large. Max: 20"),
+            Some(20)
         );
         assert_eq!(range_limit_of("start must be <= end"), None);
     }

@@ -7,7 +7,8 @@
 //! to the stored hash of 16".
 
 use crate::chain::{
-    block_hash, first_bad_signature, merkle_root, signed_message, verify_block_signature, ForkTable,
+    block_hash, first_bad_signature, merkle_root, signed_message, verify_block_signature, Fork,
+    ForkTable,
 };
 use crate::ledger::{LedgerError, LedgerRead};
 use crate::types::{Hash, SequencerCommitment, SoftConfirmation, VerifiedBatchProof, ZERO_HASH};
@@ -81,6 +82,20 @@ impl From<LedgerError> for VerifyError {
     }
 }
 
+/// What a block may lack and still be accepted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlockRules {
+    /// `--allow-missing-tx-bodies`: accept a block whose `txs` is empty and
+    /// whose hash does not recompute (an upstream that withholds bodies):
+    /// under Kumquat when the sequencer's signature verifies over its stated
+    /// hash; under Genesis (whose signature covers the bodies) on its link
+    /// to the block below, and the next block's link to it.
+    pub allow_missing_tx_bodies: bool,
+}
+
+/// The flag that accepts blocks whose bodies were withheld.
+pub const ALLOW_MISSING_TX_BODIES: &str = "--allow-missing-tx-bodies";
+
 /// Checks one block on its own by its fork's rules: the hash recomputes,
 /// the key is the sequencer's, the signature verifies. (The link to the
 /// block below is checked in order by [`verify_link`].)
@@ -89,7 +104,7 @@ pub fn verify_block_alone(
     sequencer: &[u8; 32],
     forks: &ForkTable,
 ) -> Result<(), VerifyError> {
-    verify_hash_and_key(sc, sequencer, forks)?;
+    verify_hash_and_key(sc, sequencer, forks, BlockRules::default())?;
     let fork = forks.fork_at(sc.l2_height);
     verify_block_signature(sc, fork, sequencer).map_err(|e| {
         VerifyError::failed(
@@ -99,6 +114,19 @@ pub fn verify_block_alone(
     })
 }
 
+/// How a block's hash and key checked out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HashCheck {
+    /// The hash recomputes: the signature is checked over the fork's message.
+    Whole,
+    /// Accepted without its bodies (see [`BlockRules`]), under Kumquat: the
+    /// signature is checked over the stated hash.
+    WithoutBodiesSigned,
+    /// Accepted without its bodies under Genesis: the signature covers the
+    /// bodies and cannot be checked; the links vouch for the block.
+    WithoutBodiesLinked,
+}
+
 /// The hash recomputes from the fields by the block's fork's rules and the
 /// key is the sequencer's (the signature is checked by the caller: one by
 /// one, or batched).
@@ -106,17 +134,42 @@ fn verify_hash_and_key(
     sc: &SoftConfirmation,
     sequencer: &[u8; 32],
     forks: &ForkTable,
-) -> Result<(), VerifyError> {
+    rules: BlockRules,
+) -> Result<HashCheck, VerifyError> {
     let h = sc.l2_height;
     let fork = forks.fork_at(h);
+    let mut outcome = HashCheck::Whole;
     if block_hash(sc, fork) != sc.hash {
-        return Err(VerifyError::failed(
-            Check::Hash,
-            format!(
-                "soft confirmation {h}: hash {} does not recompute from its fields by the {fork} rules",
-                hex::encode(sc.hash)
-            ),
-        ));
+        if !sc.txs.is_empty() {
+            return Err(VerifyError::failed(
+                Check::Hash,
+                format!(
+                    "soft confirmation {h}: hash {} does not recompute from its fields by the {fork} rules",
+                    hex::encode(sc.hash)
+                ),
+            ));
+        }
+        if !rules.allow_missing_tx_bodies {
+            let accepted_on = match fork {
+                Fork::Kumquat => "the sequencer's signature over their stated hash",
+                Fork::Genesis => "their links to the blocks around them",
+            };
+            return Err(VerifyError::failed(
+                Check::Hash,
+                format!(
+                    "soft confirmation {h}: hash {} does not recompute from its fields by the \
+                     {fork} rules, and its txs are empty: the upstream likely runs with \
+                     include_tx_body = false (a Citrea full node's default), which answers \
+                     blocks without their transactions; start ledgerd with \
+                     {ALLOW_MISSING_TX_BODIES} to accept such blocks on {accepted_on}",
+                    hex::encode(sc.hash)
+                ),
+            ));
+        }
+        outcome = match fork {
+            Fork::Kumquat => HashCheck::WithoutBodiesSigned,
+            Fork::Genesis => HashCheck::WithoutBodiesLinked,
+        };
     }
     if &sc.pub_key != sequencer {
         return Err(VerifyError::failed(
@@ -128,7 +181,7 @@ fn verify_hash_and_key(
             ),
         ));
     }
-    Ok(())
+    Ok(outcome)
 }
 
 /// Checks that `sc` follows the block (height, hash) below it.
@@ -159,6 +212,18 @@ pub fn verify_link(sc: &SoftConfirmation, below: (u64, Hash)) -> Result<(), Veri
     Ok(())
 }
 
+/// What [`verify_blocks`] found.
+#[derive(Debug)]
+pub struct BlocksVerdict {
+    /// How many leading blocks verified.
+    pub good: usize,
+    /// The first failure, if any.
+    pub failure: Option<VerifyError>,
+    /// How many of the good blocks were accepted without their transaction
+    /// bodies (only with [`BlockRules::allow_missing_tx_bodies`]).
+    pub without_bodies: u64,
+}
+
 /// Verifies `blocks` on top of `below` = (height, hash) of the stored head,
 /// each by the rules of its fork in `forks`. Returns how many leading blocks
 /// verified, and the first failure if any: the caller stores the verified
@@ -172,56 +237,79 @@ pub fn verify_blocks(
     below: (u64, Hash),
     sequencer: &[u8; 32],
     forks: &ForkTable,
-) -> (usize, Option<VerifyError>) {
+    rules: BlockRules,
+) -> BlocksVerdict {
     const PARALLEL_MIN: usize = 64;
     let mut failure = None;
     let mut limit = blocks.len();
     let mut below = below;
+    let mut bodiless = Vec::new();
+    // Blocks whose signature cannot be checked (Genesis, bodies withheld).
+    let mut unsigned = Vec::new();
     for (i, sc) in blocks.iter().enumerate() {
         let checked =
-            verify_link(sc, below).and_then(|_| verify_hash_and_key(sc, sequencer, forks));
-        if let Err(e) = checked {
-            failure = Some(e);
-            limit = i;
-            break;
+            verify_link(sc, below).and_then(|_| verify_hash_and_key(sc, sequencer, forks, rules));
+        match checked {
+            Ok(HashCheck::Whole) => {}
+            Ok(HashCheck::WithoutBodiesSigned) => bodiless.push(i),
+            Ok(HashCheck::WithoutBodiesLinked) => {
+                bodiless.push(i);
+                unsigned.push(i);
+            }
+            Err(e) => {
+                failure = Some(e);
+                limit = i;
+                break;
+            }
         }
         below = (sc.l2_height, sc.hash);
     }
-    let first_bad = |part: &[SoftConfirmation]| {
-        let messages: Vec<_> = part
-            .iter()
-            .map(|sc| signed_message(sc, forks.fork_at(sc.l2_height)))
-            .collect();
-        let items: Vec<_> = part
-            .iter()
-            .zip(&messages)
-            .map(|(sc, m)| (&sc.pub_key, m.as_ref(), &sc.signature))
-            .collect();
-        first_bad_signature(&items)
+    let verdict = |good: usize, failure: Option<VerifyError>| BlocksVerdict {
+        good,
+        failure,
+        without_bodies: bodiless.iter().filter(|i| **i < good).count() as u64,
     };
     let signed = &blocks[..limit];
-    let bad = if signed.len() < PARALLEL_MIN {
-        first_bad(signed)
+    let messages: Vec<_> = signed
+        .iter()
+        .map(|sc| signed_message(sc, forks.fork_at(sc.l2_height)))
+        .collect();
+    let checked: Vec<usize> = (0..signed.len())
+        .filter(|i| unsigned.binary_search(i).is_err())
+        .collect();
+    let items: Vec<_> = checked
+        .iter()
+        .map(|&i| {
+            let sc = &signed[i];
+            (&sc.pub_key, messages[i].as_ref(), &sc.signature)
+        })
+        .collect();
+    let bad = if items.len() < PARALLEL_MIN {
+        first_bad_signature(&items)
     } else {
-        let (a, b) = signed.split_at(signed.len() / 2);
+        let (a, b) = items.split_at(items.len() / 2);
         let (ra, rb) = std::thread::scope(|s| {
-            let ha = s.spawn(|| first_bad(a));
-            let rb = first_bad(b);
+            let ha = s.spawn(|| first_bad_signature(a));
+            let rb = first_bad_signature(b);
             (ha.join(), rb)
         });
         // A panicked verifier proves nothing: treat its whole half as unverified.
         let ra = ra.unwrap_or(Some(0));
         ra.or(rb.map(|i| i + a.len()))
     };
-    match bad {
+    match bad.map(|j| checked[j]) {
         Some(i) => {
             let sc = &blocks[i];
             let fork = forks.fork_at(sc.l2_height);
-            let e = verify_block_signature(sc, fork, &sc.pub_key)
-                .err()
-                .map(|e| e.to_string())
-                .unwrap_or_else(|| "signature batch verification failed".to_string());
-            (
+            // A block accepted without bodies was signed over its stated hash.
+            let e = if bodiless.contains(&i) {
+                crate::chain::verify_signature(&sc.pub_key, &sc.hash, &sc.signature).err()
+            } else {
+                verify_block_signature(sc, fork, &sc.pub_key).err()
+            }
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| "signature batch verification failed".to_string());
+            verdict(
                 i,
                 Some(VerifyError::failed(
                     Check::Signature,
@@ -229,7 +317,7 @@ pub fn verify_blocks(
                 )),
             )
         }
-        None => (limit, failure),
+        None => verdict(limit, failure),
     }
 }
 
@@ -286,51 +374,177 @@ pub fn verify_commitment(
     Ok(CommitmentVerdict::Valid)
 }
 
-/// Checks a verified batch proof against the stored chain: it covers
-/// `proven + 1 ..= lastL2Height`, its prevSoftConfirmationHash is the stored
-/// hash below that range and its finalSoftConfirmationHash the stored hash
-/// at lastL2Height. Returns the first height it proves.
-pub fn verify_proof(
+/// What a proof check decided.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ProofVerdict {
+    /// It verified: these height ranges (one per commitment it proves,
+    /// in order) may be marked Proven.
+    Valid(Vec<(u64, u64)>),
+    /// It names a DA slot whose hash is not known yet (no stored block
+    /// points at it yet): scan this slot again later.
+    NotYet,
+}
+
+/// The commitments a proof proves, by Citrea's rule (`process_zk_proof`):
+/// the proof's `daSlotHash` names the DA slot whose commitments it proves;
+/// that slot's commitments are sorted by `l2StartBlockNumber`, the
+/// positions in `preprovenCommitments` are dropped, and
+/// `sequencerCommitmentsRange` [a, b] indexes (from 0) what is left.
+///
+/// `Ok(None)` when the named slot's hash is not known yet.
+pub fn proof_commitments(
     ledger: &impl LedgerRead,
     proof: &VerifiedBatchProof,
-    proven: u64,
-) -> Result<u64, VerifyError> {
+) -> Result<Option<Vec<SequencerCommitment>>, VerifyError> {
     let out = &proof.proof_output;
-    let last = out.last_l2_height;
     let fail = |what: String| {
         VerifyError::failed(
             Check::Proof,
             format!("proof on slot {}: {what}", proof.height),
         )
     };
-    if last <= proven {
-        return Err(fail(format!(
-            "lastL2Height {last} is not above the proven height {proven}"
-        )));
-    }
-    let stored = ledger
-        .hash_at(last)?
-        .ok_or_else(|| fail(format!("lastL2Height {last} is not stored")))?;
-    if stored != out.final_soft_confirmation_hash {
-        return Err(fail(format!(
-            "finalSoftConfirmationHash {} is not the stored hash {} of {last}",
-            hex::encode(out.final_soft_confirmation_hash),
-            hex::encode(stored)
-        )));
-    }
-    let below = if proven == 0 {
-        ZERO_HASH
-    } else {
-        ledger
-            .hash_at(proven)?
-            .ok_or_else(|| fail(format!("height {proven} is not stored")))?
+    let Some(slot) = ledger.slot_by_hash(&out.da_slot_hash)? else {
+        return Ok(None);
     };
-    if below != out.prev_soft_confirmation_hash {
+    let mut on_slot = ledger.commitments_on_slot(slot)?.ok_or_else(|| {
+        fail(format!(
+            "daSlotHash {} names DA slot {slot}, which holds no verified commitments",
+            hex::encode(out.da_slot_hash)
+        ))
+    })?;
+    on_slot.sort_by_key(|c| c.l2_start_block_number);
+    let left: Vec<SequencerCommitment> = on_slot
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| !out.preproven_commitments.contains(&(*i as u64)))
+        .map(|(_, c)| c)
+        .collect();
+    let (a, b) = out.sequencer_commitments_range;
+    if a > b || b >= left.len() as u64 {
         return Err(fail(format!(
-            "prevSoftConfirmationHash {} is not the stored hash {} of {proven}",
-            hex::encode(out.prev_soft_confirmation_hash),
-            hex::encode(below)
+            "sequencerCommitmentsRange [{a}, {b}] does not index the {} commitments of DA slot \
+             {slot} left after dropping the preproven ones {:?}",
+            left.len(),
+            out.preproven_commitments
         )));
     }
-    Ok(proven + 1)
+    Ok(Some(left[a as usize..=b as usize].to_vec()))
+}
+
+/// Checks a verified batch proof against the stored chain by Citrea's rule
+/// (see [`proof_commitments`]) with the checks Citrea makes: its
+/// sequencerPublicKey is the sequencer key, and its initialStateRoot is the
+/// stored state root below the first height it proves (the genesis state
+/// root below height 1). A Kumquat-era proof (non-zero prev/final hashes or
+/// lastL2Height) must also match the stored chain: prevSoftConfirmationHash
+/// is the hash below the first height, lastL2Height is the last height
+/// proven and finalSoftConfirmationHash the hash there. Genesis-era proofs
+/// carry zeros in those three fields.
+///
+/// Which era a proof is from follows Citrea: by the fork of the last height
+/// it proves (`fork_from_block_number`), so a proof ending at a Kumquat
+/// height must carry the Kumquat fields.
+///
+/// `head_slot` is the DA slot the stored head block points at: a proof
+/// naming a slot hash that is still unknown is [`ProofVerdict::NotYet`]
+/// while blocks pointing at its slot may still come, a failure after.
+pub fn verify_proof(
+    ledger: &impl LedgerRead,
+    proof: &VerifiedBatchProof,
+    head_slot: u64,
+    forks: &ForkTable,
+) -> Result<ProofVerdict, VerifyError> {
+    let out = &proof.proof_output;
+    let fail = |what: String| {
+        VerifyError::failed(
+            Check::Proof,
+            format!("proof on slot {}: {what}", proof.height),
+        )
+    };
+    match ledger.sequencer_pubkey()? {
+        Some(key) if out.sequencer_public_key.as_slice() == key.as_slice() => {}
+        Some(key) => {
+            return Err(fail(format!(
+                "sequencerPublicKey {} is not the sequencer key {}",
+                hex::encode(&out.sequencer_public_key),
+                hex::encode(key)
+            )))
+        }
+        None => return Ok(ProofVerdict::NotYet),
+    }
+    let Some(proven) = proof_commitments(ledger, proof)? else {
+        if head_slot >= proof.height {
+            return Err(fail(format!(
+                "daSlotHash {} is not the hash of any DA slot the stored blocks point at",
+                hex::encode(out.da_slot_hash)
+            )));
+        }
+        return Ok(ProofVerdict::NotYet);
+    };
+    let (Some(first), Some(last)) = (proven.first(), proven.last()) else {
+        return Err(fail("it proves no commitments".into()));
+    };
+    let start = first.l2_start_block_number;
+    let end = last.l2_end_block_number;
+    let below = start.saturating_sub(1);
+    let root_below = if below == 0 {
+        ledger.genesis_state_root()?
+    } else {
+        ledger.state_root_at(below)?
+    }
+    .ok_or_else(|| fail(format!("the state root of height {below} is not known")))?;
+    if root_below != out.initial_state_root {
+        return Err(fail(format!(
+            "initialStateRoot {} is not the stored state root {} of height {below}",
+            hex::encode(out.initial_state_root),
+            hex::encode(root_below)
+        )));
+    }
+    let genesis_format = out.last_l2_height == 0
+        && out.prev_soft_confirmation_hash == ZERO_HASH
+        && out.final_soft_confirmation_hash == ZERO_HASH;
+    if genesis_format && forks.fork_at(end) == Fork::Kumquat {
+        return Err(fail(format!(
+            "it proves up to height {end}, a Kumquat height, but carries no \
+             prev/final soft confirmation hashes or lastL2Height (a Genesis-era proof's zeros)"
+        )));
+    }
+    if !genesis_format {
+        if out.last_l2_height != end {
+            return Err(fail(format!(
+                "lastL2Height {} is not {end}, the end of the last commitment it proves",
+                out.last_l2_height
+            )));
+        }
+        let stored = ledger
+            .hash_at(end)?
+            .ok_or_else(|| fail(format!("lastL2Height {end} is not stored")))?;
+        if stored != out.final_soft_confirmation_hash {
+            return Err(fail(format!(
+                "finalSoftConfirmationHash {} is not the stored hash {} of {end}",
+                hex::encode(out.final_soft_confirmation_hash),
+                hex::encode(stored)
+            )));
+        }
+        let prev = if below == 0 {
+            ZERO_HASH
+        } else {
+            ledger
+                .hash_at(below)?
+                .ok_or_else(|| fail(format!("height {below} is not stored")))?
+        };
+        if prev != out.prev_soft_confirmation_hash {
+            return Err(fail(format!(
+                "prevSoftConfirmationHash {} is not the stored hash {} of {below}",
+                hex::encode(out.prev_soft_confirmation_hash),
+                hex::encode(prev)
+            )));
+        }
+    }
+    Ok(ProofVerdict::Valid(
+        proven
+            .iter()
+            .map(|c| (c.l2_start_block_number, c.l2_end_block_number))
+            .collect(),
+    ))
 }

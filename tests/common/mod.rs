@@ -2,15 +2,21 @@
 //! own crate and includes it with `mod common;`): real `ledgerd` processes on
 //! 127.0.0.1 port 0 ([`process`]), a raw HTTP/1.1 client on plain sockets
 //! that can misbehave on purpose ([`http`]), JSON-RPC calls and the checks
-//! many tests share ([`rpc`]), and the socket-less bytes -> answer path the
-//! fuzzer shares ([`rpc_check`]).
+//! many tests share ([`rpc`]), the socket-less bytes -> answer path the
+//! fuzzer shares ([`rpc_check`]); a proxy that holds an upstream's blocks
+//! back ([`proxy`]), and a stand-in for a Citrea v0.6 full node written from
+//! Citrea's source ([`citrea_upstream`]).
 #![allow(dead_code)] // each test file uses a different part
 #![allow(unused_imports)]
 
+pub mod citrea_upstream;
+pub mod framing_check;
 pub mod http;
 pub mod process;
+pub mod proxy;
 pub mod rpc;
 pub mod rpc_check;
+pub mod smuggling;
 
 pub use http::{connect, exchange, post, read_answer, rpc, Answer};
 pub use process::{

@@ -41,6 +41,7 @@ pub fn devnet_rpc(prefill: u64) -> (Rpc, tempfile::TempDir) {
         RpcConfig {
             max_range: 50,
             max_batch: 20,
+            ..RpcConfig::default()
         },
     );
     (rpc, dir)

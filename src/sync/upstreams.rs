@@ -1,0 +1,474 @@
+//! Upstream failover: which of the follower's `--upstream` URLs the sync
+//! thread asks.
+//!
+//! [`Upstreams`] is the follower's chain source. It holds one
+//! [`Upstream`] client per URL and passes every call to the one in use; it
+//! only decides which one that is:
+//!
+//! - at first, and whenever it can, the first in the list that answers and
+//!   is not behind the others (more than `tolerance` blocks below the best
+//!   head any of them reported);
+//! - when the one in use fails (cannot be reached, answers something
+//!   unreadable, claims a head it cannot serve, or sends something that
+//!   fails verification) it is backed off (100 ms, doubling, at most the
+//!   sync back-off) and the next usable one is taken;
+//! - at the start of each sync pass it moves back to a better (earlier)
+//!   one once that answers again and has caught up.
+//!
+//! Each change is one `info` log line; `/health` and `/metrics` show the
+//! upstream in use ([`Progress::upstream`]). Nothing an upstream sends is
+//! trusted: the sync thread verifies it all, so a bad upstream can delay the
+//! follower but never make it store anything wrong.
+//!
+//! A [`Watcher`] thread asks every upstream for its head once a second, so
+//! the choice above, and `/health`'s "how far behind" (the newest head
+//! reported, in [`Progress::l2_source_head`]), stay fresh while the sync
+//! thread is busy or stuck in a long request.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use log::info;
+
+use crate::stop::Stop;
+use crate::sync::progress::Progress;
+use crate::sync::source::{DaSource, L2Source, RangeFetch, SourceError};
+use crate::sync::upstream::{Upstream, UpstreamConfig};
+use crate::types::{DaSlot, Hash, SoftConfirmation};
+
+/// How often the watcher asks every upstream for its head.
+pub const WATCH_EVERY: Duration = Duration::from_secs(1);
+
+/// The first back-off after a failure; it doubles per failure in a row.
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+
+/// `url` as shown in logs, `/health` and `/metrics`: without a user name or
+/// password (`http://user:secret@host/` is shown as `http://host/`).
+pub fn display_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let end = rest.find('/').unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
+        None => url.to_string(),
+    }
+}
+
+/// What the watcher last saw of each upstream (by list index).
+#[derive(Debug)]
+struct Seen {
+    /// The head it last reported.
+    heads: Vec<AtomicU64>,
+    /// Whether its last head request was answered.
+    up: Vec<AtomicBool>,
+}
+
+/// One upstream as the sync thread sees it.
+struct Candidate {
+    /// As shown to operators ([`display_url`]).
+    name: String,
+    client: Upstream,
+    /// Failures in a row: each within twice the longest back-off of the one
+    /// before. (An upstream that answers its head but sends blocks that fail
+    /// verification never has a call fail outright: counting only calls
+    /// would retry it every 100 ms.)
+    failures: u32,
+    /// When it last failed.
+    failed_at: Option<Instant>,
+    /// Not asked again before this, after a failure.
+    retry_at: Option<Instant>,
+}
+
+/// The follower's chain source over one or more upstreams.
+pub struct Upstreams {
+    candidates: Vec<Candidate>,
+    current: usize,
+    seen: Arc<Seen>,
+    progress: Arc<Progress>,
+    /// An upstream more than this many blocks below the best head is behind.
+    tolerance: u64,
+    max_backoff: Duration,
+    /// The head the upstream in use reported at the start of this pass.
+    pass_head: u64,
+}
+
+/// Asks every upstream for its head, every [`WATCH_EVERY`], until stopped.
+pub struct Watcher {
+    clients: Vec<Upstream>,
+    seen: Arc<Seen>,
+    progress: Arc<Progress>,
+}
+
+impl Upstreams {
+    /// The source over `urls` (preferred first, at least one) and its
+    /// watcher, to be run on a thread of its own. Publishes the list in
+    /// `progress`.
+    pub fn new(
+        urls: &[String],
+        progress: Arc<Progress>,
+        tolerance: u64,
+        max_backoff: Duration,
+    ) -> (Upstreams, Watcher) {
+        let client = |url: &String| Upstream::new(UpstreamConfig::new(url));
+        let seen = Arc::new(Seen {
+            heads: urls.iter().map(|_| AtomicU64::new(0)).collect(),
+            up: urls.iter().map(|_| AtomicBool::new(false)).collect(),
+        });
+        let names: Vec<String> = urls.iter().map(|u| display_url(u)).collect();
+        let _ = progress.upstream_urls.set(names.clone());
+        progress.upstream_in_use.store(0, Relaxed);
+        let candidates = urls
+            .iter()
+            .zip(names)
+            .map(|(url, name)| Candidate {
+                name,
+                client: client(url),
+                failures: 0,
+                failed_at: None,
+                retry_at: None,
+            })
+            .collect();
+        let mut probe = UpstreamConfig::new("");
+        probe.connect_timeout = Duration::from_secs(1);
+        probe.read_timeout = Duration::from_secs(2);
+        let watcher = Watcher {
+            clients: urls
+                .iter()
+                .map(|url| {
+                    Upstream::new(UpstreamConfig {
+                        url: url.clone(),
+                        ..probe.clone()
+                    })
+                })
+                .collect(),
+            seen: seen.clone(),
+            progress: progress.clone(),
+        };
+        let upstreams = Upstreams {
+            candidates,
+            current: 0,
+            seen,
+            progress,
+            tolerance,
+            max_backoff,
+            pass_head: 0,
+        };
+        (upstreams, watcher)
+    }
+
+    /// The upstream in use, as shown to operators.
+    pub fn in_use(&self) -> &str {
+        &self.candidates[self.current].name
+    }
+
+    fn client(&mut self) -> &mut Upstream {
+        &mut self.candidates[self.current].client
+    }
+
+    /// Whether `i` may be asked now: not backing off, and answering the watcher.
+    fn usable(&self, i: usize, now: Instant) -> bool {
+        self.candidates[i].retry_at.is_none_or(|t| now >= t) && self.seen.up[i].load(Relaxed)
+    }
+
+    /// At the start of a pass: the first usable upstream that is not behind
+    /// the best head the watcher saw, if that is not the one in use.
+    fn choose(&mut self, now: Instant) {
+        let n = self.candidates.len();
+        let best = (0..n)
+            .filter(|&i| self.seen.up[i].load(Relaxed))
+            .map(|i| self.seen.heads[i].load(Relaxed))
+            .max();
+        let Some(best) = best else { return };
+        // An earlier upstream is taken back only once it has caught up with
+        // this ledger: below it, it would have nothing to give.
+        let ours = self.progress.l2_synced.load(Relaxed);
+        let fit = |i: usize| {
+            let head = self.seen.heads[i].load(Relaxed);
+            self.usable(i, now)
+                && head.saturating_add(self.tolerance) >= best
+                && (i >= self.current || head >= ours)
+        };
+        let Some(pick) = (0..n).find(|&i| fit(i)) else {
+            return;
+        };
+        if pick == self.current {
+            return;
+        }
+        let why = if pick < self.current {
+            format!(
+                "{} answers again and is not behind; it comes earlier in --upstream",
+                self.candidates[pick].name
+            )
+        } else if !self.seen.up[self.current].load(Relaxed) {
+            format!("{} does not answer", self.candidates[self.current].name)
+        } else {
+            let head = self.seen.heads[self.current].load(Relaxed);
+            format!(
+                "{} is {} blocks behind the best upstream head {best} (limit {})",
+                self.candidates[self.current].name,
+                best.saturating_sub(head),
+                self.tolerance
+            )
+        };
+        self.switch(pick, &why);
+    }
+
+    fn switch(&mut self, to: usize, why: &str) {
+        info!(
+            "upstream: now following {} ({why})",
+            self.candidates[to].name
+        );
+        self.current = to;
+        // Its head is not known until it is asked (the next pass).
+        self.pass_head = 0;
+        self.progress.upstream_in_use.store(to, Relaxed);
+        self.progress.upstream_switches.fetch_add(1, Relaxed);
+    }
+
+    /// The upstream in use failed: back it off and move to the first usable
+    /// other one, if there is one. Returns `e`.
+    fn failed(&mut self, e: SourceError) -> SourceError {
+        let now = Instant::now();
+        let in_a_row = self.max_backoff * 2;
+        let c = &mut self.candidates[self.current];
+        c.failures = match c.failed_at {
+            Some(t) if now.duration_since(t) <= in_a_row => c.failures.saturating_add(1),
+            _ => 1,
+        };
+        c.failed_at = Some(now);
+        let backoff = FIRST_BACKOFF
+            .saturating_mul(1 << c.failures.min(16).saturating_sub(1))
+            .min(self.max_backoff);
+        c.retry_at = Some(now + backoff);
+        // Until the watcher hears from it again.
+        self.seen.up[self.current].store(false, Relaxed);
+        // Only to one the watcher hears from: while all are down, the sync
+        // thread's back-off retries this one, and the next pass takes the
+        // first to answer the watcher again (no line per try).
+        let next = (0..self.candidates.len()).find(|&i| i != self.current && self.usable(i, now));
+        if let Some(next) = next {
+            let why = format!("{} failed: {e}", self.candidates[self.current].name);
+            self.switch(next, &why);
+        }
+        e
+    }
+
+    /// Passes `call` to the upstream in use; a failure moves to the next.
+    fn ask<T>(
+        &mut self,
+        call: impl FnOnce(&mut Upstream) -> Result<T, SourceError>,
+    ) -> Result<T, SourceError> {
+        match call(self.client()) {
+            Ok(v) => Ok(v),
+            Err(e) => Err(self.failed(e)),
+        }
+    }
+}
+
+impl L2Source for Upstreams {
+    fn head(&mut self) -> Result<u64, SourceError> {
+        if self.candidates.len() > 1 {
+            self.choose(Instant::now());
+        }
+        let head = self.ask(|u| u.head())?;
+        self.pass_head = head;
+        Ok(head)
+    }
+
+    fn blocks(&mut self, from: u64, to: u64) -> Result<Vec<SoftConfirmation>, SourceError> {
+        let blocks = self.ask(|u| u.blocks(from, to))?;
+        if blocks.is_empty() && from <= self.pass_head {
+            let e = SourceError(format!(
+                "upstream {} reported head {} but answered no block {from}",
+                self.in_use(),
+                self.pass_head
+            ));
+            return Err(self.failed(e));
+        }
+        Ok(blocks)
+    }
+
+    fn genesis_state_root(&mut self) -> Result<Option<Hash>, SourceError> {
+        self.ask(|u| u.genesis_state_root())
+    }
+
+    fn rejected(&mut self, why: &str) {
+        let e = SourceError(format!("what it sent failed verification ({why})"));
+        self.failed(e);
+    }
+
+    /// The upstream in use's, for this pass (a pass starts with `head`,
+    /// which picks the upstream).
+    fn parallel(&self) -> Option<Box<dyn RangeFetch<Vec<SoftConfirmation>>>> {
+        self.candidates[self.current].client.parallel()
+    }
+}
+
+impl DaSource for Upstreams {
+    fn last_scanned(&mut self) -> Result<u64, SourceError> {
+        self.ask(|u| u.last_scanned())
+    }
+
+    fn first_slot(&mut self) -> Result<Option<u64>, SourceError> {
+        self.ask(|u| u.first_slot())
+    }
+
+    fn slot(&mut self, number: u64) -> Result<DaSlot, SourceError> {
+        self.ask(|u| u.slot(number))
+    }
+
+    fn slots(&mut self, from: u64, to: u64) -> Result<Vec<DaSlot>, SourceError> {
+        self.ask(|u| u.slots(from, to))
+    }
+
+    fn parallel_slots(&self) -> Option<Box<dyn RangeFetch<Vec<DaSlot>>>> {
+        self.candidates[self.current].client.parallel_slots()
+    }
+}
+
+impl Watcher {
+    /// Asks each upstream for its head once; records what each answered and
+    /// raises the source head `/health` compares against.
+    pub fn look(&mut self) {
+        for (i, client) in self.clients.iter_mut().enumerate() {
+            match client.head() {
+                Ok(head) => {
+                    self.seen.heads[i].store(head, Relaxed);
+                    self.seen.up[i].store(true, Relaxed);
+                    self.progress.l2_source_head.fetch_max(head, Relaxed);
+                }
+                Err(e) => {
+                    if self.seen.up[i].swap(false, Relaxed) {
+                        log::debug!("upstream watcher: {e}");
+                    }
+                }
+            }
+        }
+        self.progress.note_behind();
+    }
+
+    /// Looks every [`WATCH_EVERY`] until `stop`.
+    pub fn run(mut self, stop: &Stop) {
+        while !stop.is_stopped() {
+            self.look();
+            if stop.sleep(WATCH_EVERY) {
+                break;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_names_and_passwords_are_not_shown() {
+        assert_eq!(
+            display_url("http://user:secret@10.0.0.1:8545/rpc"),
+            "http://10.0.0.1:8545/rpc"
+        );
+        assert_eq!(display_url("https://a.example"), "https://a.example");
+        assert_eq!(
+            display_url("http://a.example/p@th"),
+            "http://a.example/p@th"
+        );
+    }
+
+    fn upstreams(n: usize) -> Upstreams {
+        let urls: Vec<String> = (0..n)
+            .map(|i| format!("http://127.0.0.1:{}", i + 1))
+            .collect();
+        let (u, _) = Upstreams::new(
+            &urls,
+            Arc::new(Progress::default()),
+            10,
+            Duration::from_secs(5),
+        );
+        u
+    }
+
+    fn saw(u: &Upstreams, i: usize, head: Option<u64>) {
+        u.seen.up[i].store(head.is_some(), Relaxed);
+        u.seen.heads[i].store(head.unwrap_or(0), Relaxed);
+    }
+
+    #[test]
+    fn the_first_upstream_that_answers_and_is_not_behind_is_chosen() {
+        let mut u = upstreams(3);
+        let now = Instant::now();
+        saw(&u, 0, Some(100));
+        saw(&u, 1, Some(500));
+        saw(&u, 2, Some(495));
+        u.choose(now);
+        assert_eq!(u.current, 1, "0 is 400 behind");
+        assert_eq!(u.progress.upstream(), Some("http://127.0.0.1:2"));
+        u.progress.l2_synced.store(493, Relaxed);
+        saw(&u, 0, Some(492));
+        u.choose(now);
+        assert_eq!(u.current, 1, "0 is below this ledger's head");
+        saw(&u, 0, Some(493));
+        u.choose(now);
+        assert_eq!(
+            u.current, 0,
+            "within the tolerance of 10: back to the first"
+        );
+        saw(&u, 0, None);
+        u.choose(now);
+        assert_eq!(u.current, 1, "0 stopped answering");
+        assert_eq!(u.progress.upstream_switches.load(Relaxed), 3);
+    }
+
+    #[test]
+    fn a_failed_upstream_is_backed_off_and_the_next_one_taken() {
+        let mut u = upstreams(2);
+        saw(&u, 0, Some(50));
+        saw(&u, 1, Some(50));
+        u.failed(SourceError("refused".into()));
+        assert_eq!(u.current, 1);
+        // Backing off: not chosen again yet, though the watcher sees it.
+        saw(&u, 0, Some(50));
+        let now = Instant::now();
+        u.choose(now);
+        assert_eq!(u.current, 1);
+        // After its back-off it is preferred again.
+        u.choose(now + Duration::from_millis(150));
+        assert_eq!(u.current, 0);
+        // Failures in a row back off longer, up to the limit.
+        for _ in 0..20 {
+            u.current = 0;
+            u.failed(SourceError("refused".into()));
+        }
+        let wait = u.candidates[0].retry_at.unwrap() - Instant::now();
+        assert!(
+            wait > Duration::from_secs(4) && wait <= Duration::from_secs(5),
+            "{wait:?}"
+        );
+    }
+
+    #[test]
+    fn while_every_upstream_is_down_a_failure_moves_nowhere() {
+        let mut u = upstreams(2);
+        saw(&u, 0, None);
+        saw(&u, 1, None);
+        for _ in 0..5 {
+            u.failed(SourceError("refused".into()));
+        }
+        assert_eq!(u.current, 0);
+        assert_eq!(u.progress.upstream_switches.load(Relaxed), 0);
+        // The second answers the watcher again: the next failure moves there.
+        saw(&u, 1, Some(9));
+        u.failed(SourceError("refused".into()));
+        assert_eq!(u.current, 1);
+    }
+
+    #[test]
+    fn one_upstream_stays_in_use_whatever_fails() {
+        let mut u = upstreams(1);
+        u.failed(SourceError("refused".into()));
+        assert_eq!(u.current, 0);
+        assert_eq!(u.progress.upstream_switches.load(Relaxed), 0);
+    }
+}
