@@ -220,7 +220,13 @@ struct Extra {
 const SUBCOMMANDS: [&str; 5] = ["run", "serve-readonly", "import", "export", "verify"];
 
 /// Config-file keys that are switches (`key = true|false`); every other key takes a value.
-const SWITCHES: [&str; 4] = ["dev", "no-verify", "reuse-port", "allow-missing-tx-bodies"];
+const SWITCHES: [&str; 5] = [
+    "dev",
+    "no-verify",
+    "reuse-port",
+    "allow-missing-tx-bodies",
+    "dev-allow-remote-control",
+];
 
 /// A command line that cannot be run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -258,6 +264,9 @@ DEVNET:
     --dev-block-ms MS         then one new block every MS ms, 0 for none [default: 1000]
     --dev-seed S              the chain derives from this number [default: 1]
     --dev-proof-bytes N       bytes of each batch proof [default: 2048]
+    --dev-allow-remote-control
+                              answer the dev_* methods (mine, commit, prove...) on a
+                              non-loopback --bind too [default: loopback only]
 
 FOLLOWER:
     --sync-chunk N            blocks per range request (cut to the upstream's limit) [default: 100]
@@ -536,6 +545,10 @@ fn parse_into<I: IntoIterator<Item = String>>(
             }
             "--dev-seed" => {
                 dev.seed = number(&flag, &value(&flag)?)?;
+                dev_flags.push(flag);
+            }
+            "--dev-allow-remote-control" => {
+                dev.allow_remote_control = true;
                 dev_flags.push(flag);
             }
             "--dev-proof-bytes" => {

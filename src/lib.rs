@@ -9,12 +9,15 @@
 //! # Embedding in tests
 //!
 //! ledgerd is also a library: another project's test starts a node
-//! in-process on a free port, queries it, and stops it. [`Node::shutdown`]
-//! joins the sync and server threads; dropping the [`Node`] does the same.
+//! in-process on a free port, queries it, drives its devnet
+//! ([`Node::devnet`]: mine, commit, prove, inject now), and stops it.
+//! [`Node::shutdown`] joins the sync and server threads; dropping the
+//! [`Node`] does the same.
 //!
 //! ```
 //! use ledgerd::devnet::DevnetConfig;
 //! use ledgerd::ledger::LedgerRead;
+//! use ledgerd::types::Status;
 //! use ledgerd::Node;
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -30,6 +33,16 @@
 //!     .into_string()?;
 //! assert_eq!(answer, r#"{"jsonrpc":"2.0","id":1,"result":20}"#);
 //! assert_eq!(node.ledger().reader()?.head_height()?, 20);
+//!
+//! // Drive the devnet: a block, its commitment, its proof, now (docs/DEVNET.md).
+//! let devnet = node.devnet().expect("a --dev node");
+//! let status = |h| node.ledger().reader().and_then(|r| r.status(h));
+//! assert_eq!(devnet.mine(1)?, 21);
+//! assert_eq!(status(21)?, Some(Status::Trusted));
+//! devnet.commit()?;
+//! assert_eq!(status(21)?, Some(Status::Finalized));
+//! devnet.prove()?;
+//! assert_eq!(status(21)?, Some(Status::Proven));
 //!
 //! node.shutdown();
 //! # Ok(())
@@ -48,7 +61,8 @@
 //! - [`json`]: the JSON writer for answers (no intermediate values).
 //! - [`ledger`]: all LMDB code: tables, codecs, the reader and the writer.
 //! - [`sync`]: the sync thread, its chain sources, verification, shared progress.
-//! - [`devnet`]: the embedded devnet, a chain source that makes blocks.
+//! - [`devnet`]: the embedded devnet, a chain source that makes blocks;
+//!   [`devnet::control`]: `dev_*` calls and [`Node::devnet`] drive it.
 //! - [`types`]: the records (soft confirmations, commitments, proofs, statuses).
 //! - [`chain`]: the chain rules per fork (Genesis, Kumquat): hashing, signatures, Merkle roots;
 //!   `chain::forks`: which fork applies at which height, and the public networks.
@@ -78,3 +92,8 @@ pub mod verify_cmd;
 pub mod wire;
 
 pub use node::{Node, NodeBuilder};
+
+/// The examples of `docs/DEVNET.md`, run as doc-tests.
+#[doc = include_str!("../docs/DEVNET.md")]
+#[cfg(doctest)]
+pub struct DevnetDocExamples;

@@ -12,16 +12,25 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use crate::ledger::Ledger;
-use crate::rpc::{CallOutcome, Tally, METHOD_NAMES};
+use crate::rpc::{dev, CallOutcome, Tally, METHOD_NAMES};
 use crate::server::Stats;
 use crate::sync::progress::Progress;
 
 /// Method label of a name that is not one of ours (client strings are never
 /// used as labels: a label per typo would grow without bound).
-const UNKNOWN: usize = METHOD_NAMES.len();
+const UNKNOWN: usize = METHOD_NAMES.len() + dev::NAMES.len();
 /// Method label of a request object (or body) that was not a valid request.
-const INVALID: usize = METHOD_NAMES.len() + 1;
-const METHOD_LABELS: usize = METHOD_NAMES.len() + 2;
+const INVALID: usize = UNKNOWN + 1;
+const METHOD_LABELS: usize = UNKNOWN + 2;
+
+/// The name of method label `m` (below [`UNKNOWN`]): ours, then the `dev_*` ones.
+fn method_name(m: usize) -> &'static str {
+    METHOD_NAMES
+        .get(m)
+        .or_else(|| dev::NAMES.get(m - METHOD_NAMES.len()))
+        .copied()
+        .unwrap_or("unknown")
+}
 
 /// Outcome labels: `ok`, `notification`, then JSON-RPC error codes.
 const OUTCOMES: [&str; 11] = [
@@ -61,6 +70,7 @@ fn method_index(method: Option<&str>) -> usize {
         None => INVALID,
         Some(m) => METHOD_NAMES
             .iter()
+            .chain(dev::NAMES.iter())
             .position(|known| *known == m)
             .unwrap_or(UNKNOWN),
     }
@@ -159,7 +169,7 @@ impl Metrics {
             let method = match m {
                 UNKNOWN => "unknown",
                 INVALID => "invalid_request",
-                _ => METHOD_NAMES[m],
+                _ => method_name(m),
             };
             for (o, &n) in row.iter().enumerate() {
                 if n > 0 {

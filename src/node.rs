@@ -2,7 +2,8 @@
 //! stopped together.
 //!
 //! `main` builds one from the command line; tests and other projects build
-//! one in-process with [`Node::builder`].
+//! one in-process with [`Node::builder`], and drive its devnet with
+//! [`Node::devnet`].
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -12,11 +13,12 @@ use log::{error, info};
 
 use crate::chain::Network;
 use crate::config::Config;
+use crate::devnet::control::{self, DevnetControl};
 use crate::devnet::{Devnet, DevnetConfig, DevnetError};
 use crate::health::SourceKind;
 use crate::ledger::{Ledger, LedgerError, OpenOptions};
 use crate::routes::{Cors, Routes};
-use crate::rpc::{Rpc, RpcConfig};
+use crate::rpc::{DevAccess, Rpc, RpcConfig};
 use crate::server::{Server, ServerConfig, ServerError, Stopper};
 use crate::stop::Stop;
 use crate::sync::progress::Progress;
@@ -159,6 +161,7 @@ pub struct Node {
     stop: Arc<Stop>,
     server: Option<Stopper>,
     threads: Vec<JoinHandle<()>>,
+    devnet: Option<DevnetControl>,
 }
 
 impl Node {
@@ -179,6 +182,7 @@ impl Node {
         let ledger = Arc::new(Ledger::open(&config.data_dir, &open)?);
         let progress = Arc::new(Progress::default());
         let mut threads = Vec::new();
+        let mut devnet_control = None;
         let forks = config.forks();
         if !config.read_only && (config.dev.is_some() || !config.upstreams.is_empty()) {
             // The chain is verified (or made) by one fork table for its
@@ -221,10 +225,12 @@ impl Node {
                 started.elapsed()
             );
             let thread_stop = stop.clone();
+            let (control, jobs) = DevnetControl::channel();
+            devnet_control = Some(control);
             threads.push(
                 std::thread::Builder::new()
                     .name("sync".into())
-                    .spawn(move || syncer.run(&thread_stop))
+                    .spawn(move || control::run(syncer, jobs, &thread_stop))
                     .map_err(NodeError::Thread)?,
             );
         } else if !config.upstreams.is_empty() {
@@ -279,15 +285,6 @@ impl Node {
             info!("no chain source (--dev or --upstream): serving the stored ledger as it is");
         }
 
-        let rpc = Arc::new(Rpc::new(
-            ledger.clone(),
-            progress.clone(),
-            RpcConfig {
-                max_range: config.max_range(),
-                max_batch: config.max_batch,
-                wire: config.wire,
-            },
-        ));
         let server_config = ServerConfig {
             max_body: config.max_body,
             max_connections: config.max_connections,
@@ -309,6 +306,26 @@ impl Node {
         };
         let addr = server.local_addr();
         let stopper = server.stopper();
+        // dev_* calls change the chain: from this machine only, unless asked.
+        let dev_access = match (&devnet_control, &config.dev) {
+            (Some(control), Some(dev)) if addr.ip().is_loopback() || dev.allow_remote_control => {
+                DevAccess::On(control.clone())
+            }
+            (Some(_), _) => DevAccess::Refused(addr.to_string()),
+            (None, _) => DevAccess::Off,
+        };
+        let rpc = Arc::new(
+            Rpc::new(
+                ledger.clone(),
+                progress.clone(),
+                RpcConfig {
+                    max_range: config.max_range(),
+                    max_batch: config.max_batch,
+                    wire: config.wire,
+                },
+            )
+            .with_dev(dev_access),
+        );
         let source = if config.dev.is_some() {
             SourceKind::Devnet
         } else if !config.upstreams.is_empty() {
@@ -342,7 +359,16 @@ impl Node {
             stop,
             server: Some(stopper),
             threads,
+            devnet: devnet_control,
         })
+    }
+
+    /// The embedded devnet's controls (`None` unless started with
+    /// [`NodeBuilder::dev`]): mine, commit, prove and inject now. Each call
+    /// returns once its effect is readable; from this process they work
+    /// whatever the bind address.
+    pub fn devnet(&self) -> Option<&DevnetControl> {
+        self.devnet.as_ref()
     }
 
     /// The address the server listens on (the real port when bound to port 0).

@@ -12,14 +12,22 @@
 //! page on another origin (a block explorer) can call the node with `fetch`.
 //! `HEAD` is answered as `GET` without the body. This runs on the server's
 //! one loop thread, which owns the request counters.
+//!
+//! A body holding a `dev_*` call ([`crate::rpc::dev`]) is not answered on
+//! the loop: it goes to the devnet's sync thread, which answers it once the
+//! call's effect is readable, and the loop serves other connections
+//! meanwhile ([`Handler::handle_deferrable`]). Its counts come back on a
+//! channel and are added before the next request is handled.
 
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::devnet::control::{Job, Refuse};
 use crate::health::{Health, SourceKind};
 use crate::metrics::{Metrics, Route};
 use crate::rpc::{CallOutcome, Rpc, Tally};
-use crate::server::{Handler, HttpMethod, HttpRequest, HttpResponse, Stats};
+use crate::server::{Defer, Handler, HttpMethod, HttpRequest, HttpResponse, Stats};
 
 const JSON: &str = "application/json";
 const PROMETHEUS: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -36,6 +44,10 @@ pub enum Cors {
     Origin(String),
 }
 
+/// How the calls of a body answered on the sync thread went, and how long
+/// the whole body took.
+type Tallied = (Vec<(Option<String>, CallOutcome)>, Duration);
+
 /// The node's [`Handler`].
 pub struct Routes {
     rpc: Arc<Rpc>,
@@ -43,6 +55,9 @@ pub struct Routes {
     metrics: Metrics,
     cors: Cors,
     stats: Option<Arc<Stats>>,
+    /// Counts of bodies answered on the devnet's sync thread.
+    tallied_tx: Sender<Tallied>,
+    tallied: Receiver<Tallied>,
 }
 
 impl Routes {
@@ -55,12 +70,15 @@ impl Routes {
             SourceKind::None,
             Duration::from_secs(60),
         );
+        let (tallied_tx, tallied) = mpsc::channel();
         Routes {
             rpc,
             health,
             metrics: Metrics::default(),
             cors: Cors::Any,
             stats: None,
+            tallied_tx,
+            tallied,
         }
     }
 
@@ -109,6 +127,47 @@ impl Routes {
         }
     }
 
+    /// Adds the counts of bodies answered on the sync thread since last time.
+    fn add_tallied(&mut self) {
+        while let Ok((calls, took)) = self.tallied.try_recv() {
+            for (method, outcome) in &calls {
+                self.metrics.call(method.as_deref(), *outcome);
+            }
+            self.metrics.request(Route::Rpc, took);
+        }
+    }
+
+    /// Hands a body with `dev_*` calls to the devnet's sync thread, which
+    /// answers it through `defer`; `false` when this node does not take them.
+    fn defer_to_devnet(&mut self, request: &HttpRequest<'_>, defer: &mut Defer<'_>) -> bool {
+        let Some(control) = self.rpc.dev_control() else {
+            return false;
+        };
+        let started = Instant::now();
+        let later = defer.later();
+        let mut headers = Vec::with_capacity(2);
+        self.allow_origin(request.origin, &mut headers);
+        let rpc = self.rpc.clone();
+        let body = request.body.to_vec();
+        let tallied = self.tallied_tx.clone();
+        let job: Job = Box::new(move |exec| {
+            let mut calls = Vec::new();
+            let answer = rpc.handle_dev(&body, exec, &mut calls);
+            let _ = tallied.send((calls, started.elapsed()));
+            later.answer(HttpResponse {
+                status: 200,
+                content_type: JSON,
+                body: answer.unwrap_or_default(),
+                headers,
+            });
+        });
+        if let Err(job) = control.submit(job) {
+            // The sync thread has stopped: every call is refused, now.
+            job(&mut Refuse);
+        }
+        true
+    }
+
     /// Adds the CORS headers an answer to `origin` carries.
     fn allow_origin(&self, origin: Option<&str>, headers: &mut Vec<(&'static str, String)>) {
         match &self.cors {
@@ -150,7 +209,22 @@ fn preflight() -> HttpResponse {
 }
 
 impl Handler for Routes {
+    fn handle_deferrable(
+        &mut self,
+        request: &HttpRequest<'_>,
+        defer: &mut Defer<'_>,
+    ) -> Option<HttpResponse> {
+        if request.method == HttpMethod::Post
+            && self.rpc.defers(request.body)
+            && self.defer_to_devnet(request, defer)
+        {
+            return None;
+        }
+        Some(self.handle(request))
+    }
+
     fn handle(&mut self, request: &HttpRequest<'_>) -> HttpResponse {
+        self.add_tallied();
         let (path, query) = request.path.split_once('?').unwrap_or((request.path, ""));
         let get = matches!(request.method, HttpMethod::Get | HttpMethod::Head);
         let mut response = match request.method {

@@ -10,14 +10,46 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::http::{
-    connect, keep_alive_answers, long_header_line, many_headers, post, quick_rpc, read_answer,
-    NORMAL_WITHIN,
+    connect, exchange, keep_alive_answers, long_header_line, many_headers, post, post_to,
+    quick_rpc, read_answer, NORMAL_WITHIN,
 };
-use ledgerd::server::{Handler, HttpRequest, HttpResponse, Server, ServerConfig, Stopper};
+use ledgerd::server::{Defer, Handler, HttpRequest, HttpResponse, Server, ServerConfig, Stopper};
 
 struct Echo;
 
+/// How long `/later` takes to be answered, from another thread.
+const LATER_AFTER: Duration = Duration::from_millis(300);
+
 impl Handler for Echo {
+    /// `/later` is answered from another thread after [`LATER_AFTER`];
+    /// `/dropped` is kept and never answered (its `Later` is dropped).
+    fn handle_deferrable(
+        &mut self,
+        rq: &HttpRequest<'_>,
+        defer: &mut Defer<'_>,
+    ) -> Option<HttpResponse> {
+        match rq.path {
+            "/later" => {
+                let later = defer.later();
+                thread::spawn(move || {
+                    thread::sleep(LATER_AFTER);
+                    later.answer(HttpResponse {
+                        status: 200,
+                        content_type: "application/json",
+                        body: br#"{"jsonrpc":"2.0","id":1,"result":"later"}"#.to_vec(),
+                        headers: Vec::new(),
+                    });
+                });
+                None
+            }
+            "/dropped" => {
+                drop(defer.later());
+                None
+            }
+            _ => Some(self.handle(rq)),
+        }
+    }
+
     fn handle(&mut self, rq: &HttpRequest<'_>) -> HttpResponse {
         let body = if rq.path == "/big" {
             vec![b'x'; 1024 * 1024]
@@ -359,4 +391,40 @@ fn stop_returns_run_within_a_second() {
     srv.stopper.stop();
     srv.thread.take().unwrap().join().unwrap();
     assert!(started.elapsed() < Duration::from_secs(1));
+}
+
+#[test]
+fn a_deferred_answer_leaves_the_loop_serving_and_its_connection_usable() {
+    let s = start(ServerConfig::default());
+    let mut held = connect(s.addr);
+    let sent = Instant::now();
+    held.write_all(&post_to("/later", b"{}")).expect("send");
+    // While that answer is pending, other connections are served at once.
+    thread::sleep(Duration::from_millis(20));
+    let (a, took) = quick_rpc(s.addr, b"");
+    assert_eq!(a.text(), r#"{"jsonrpc":"2.0","id":1,"result":"pong"}"#);
+    assert!(
+        took.last().is_some_and(|t| *t < NORMAL_WITHIN),
+        "a request on another connection took {took:?} (tries)"
+    );
+    assert!(
+        sent.elapsed() < LATER_AFTER,
+        "the other request was not answered first"
+    );
+    // Then the deferred answer arrives, and its connection takes the next request.
+    let mut r = BufReader::new(held.try_clone().expect("clone"));
+    let later = read_answer(&mut r).expect("the deferred answer");
+    assert!(sent.elapsed() >= LATER_AFTER);
+    assert_eq!(later.text(), r#"{"jsonrpc":"2.0","id":1,"result":"later"}"#);
+    held.write_all(&post(b"")).expect("send again");
+    let next = read_answer(&mut r).expect("the next answer");
+    assert_eq!(next.text(), r#"{"jsonrpc":"2.0","id":1,"result":"pong"}"#);
+    // A deferred request whose answer is dropped gets a 500, not silence.
+    let dropped = exchange(s.addr, &post_to("/dropped", b"{}"));
+    assert_eq!(dropped.status, 500);
+    assert!(
+        dropped.text().contains("dropped before it was answered"),
+        "{}",
+        dropped.text()
+    );
 }

@@ -1,10 +1,13 @@
 //! Where the devnet makes a soft confirmation.
 //!
-//! Block `h` links to block `h-1` (prevHash), points at DA slot
-//! [`schedule::slot_of`]`(h)`, carries 0-4 random transactions and, every
-//! tenth block, a deposit; it is hashed and signed by the rules of its
-//! height's fork (Genesis below the Kumquat height, Kumquat from it). The state root is SHA-256(previous state root ||
-//! hash): a stand-in for executing the transactions.
+//! Block `h` links to block `h-1` (prevHash), points at the DA slot the
+//! timeline gives it ([`super::timeline`]), carries 0-4 random transactions
+//! and, every tenth block, a deposit; it is hashed and signed by the rules
+//! of its height's fork (Genesis below the Kumquat height, Kumquat from it).
+//! The state root is SHA-256(previous state root || hash): a stand-in for
+//! executing the transactions. What a test asked
+//! for ([`Inputs`]: its transactions and deposits, a timestamp, a fee rate)
+//! is added before the block is hashed.
 
 use crate::chain::{block_hash, sha256, ForkTable, SequencerKey};
 use crate::devnet::schedule;
@@ -50,24 +53,48 @@ impl Entropy {
     }
 }
 
+/// What the devnet's controller (`dev_*` calls) adds to the blocks it makes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Inputs<'a> {
+    /// The height that carries `txs` and `deposits` (0: none does).
+    pub at: u64,
+    /// Transactions added after block `at`'s own.
+    pub txs: &'a [Vec<u8>],
+    /// Deposits added after block `at`'s own.
+    pub deposits: &'a [Vec<u8>],
+    /// Block `h`'s timestamp is `GENESIS_TIMESTAMP + h + timestamp_offset`.
+    pub timestamp_offset: i64,
+    /// Every block's l1FeeRate, instead of a random one.
+    pub l1_fee_rate: Option<u128>,
+}
+
+/// The timestamp of block `h` with `offset` seconds added (0 if that is
+/// before 1970, `u64::MAX` if past it).
+pub fn timestamp(h: u64, offset: i64) -> u64 {
+    let t = i128::from(schedule::GENESIS_TIMESTAMP) + i128::from(h) + i128::from(offset);
+    u64::try_from(t.max(0)).unwrap_or(u64::MAX)
+}
+
 /// Makes blocks `first..=last` on top of `tip` = (height, hash, state root)
-/// of block `first - 1`, each by its fork's rules in `forks`. Hashes are
-/// chained in order; signatures, which do not depend on each other, are
-/// made on both cores for large batches.
+/// of block `first - 1`, each by its fork's rules in `forks`; block
+/// `first + i` points at DA slot `slots[i]`. Hashes are chained in order;
+/// signatures, which do not depend on each other, are made on both cores
+/// for large batches.
 pub fn make_blocks(
     key: &SequencerKey,
     seed: u64,
     forks: &ForkTable,
     tip: (u64, Hash, Hash),
     first: u64,
-    last: u64,
+    slots: &[u64],
+    inputs: &Inputs,
 ) -> Vec<SoftConfirmation> {
     debug_assert_eq!(tip.0 + 1, first);
     let pub_key = key.public_key();
     let (_, mut prev_hash, mut prev_root) = tip;
-    let mut blocks = Vec::with_capacity(last.saturating_sub(first) as usize + 1);
-    for h in first..=last {
-        let sc = unsigned_block(seed, forks, h, prev_hash, prev_root, pub_key);
+    let mut blocks = Vec::with_capacity(slots.len());
+    for (h, slot) in (first..).zip(slots) {
+        let sc = unsigned_block(seed, forks, h, *slot, prev_hash, prev_root, pub_key, inputs);
         prev_hash = sc.hash;
         prev_root = sc.state_root;
         blocks.push(sc);
@@ -93,28 +120,35 @@ fn sign_all(key: &SequencerKey, forks: &ForkTable, blocks: &mut [SoftConfirmatio
     });
 }
 
+#[allow(clippy::too_many_arguments)]
 fn unsigned_block(
     seed: u64,
     forks: &ForkTable,
     h: u64,
+    slot: u64,
     prev_hash: Hash,
     prev_root: Hash,
     pub_key: [u8; 32],
+    inputs: &Inputs,
 ) -> SoftConfirmation {
     let mut rng = Entropy::new(&schedule::block_entropy(seed, h));
-    let slot = schedule::slot_of(h);
     let tx_count = rng.below(5) as usize;
-    let txs = (0..tx_count)
+    let mut txs: Vec<Vec<u8>> = (0..tx_count)
         .map(|_| {
             let len = 20 + rng.below(100) as usize;
             rng.bytes(len)
         })
         .collect();
-    let deposit_data = if h.is_multiple_of(10) {
+    let mut deposit_data = if h.is_multiple_of(10) {
         vec![rng.bytes(40)]
     } else {
         Vec::new()
     };
+    if h == inputs.at {
+        txs.extend_from_slice(inputs.txs);
+        deposit_data.extend_from_slice(inputs.deposits);
+    }
+    let random_fee = 2_500_000_000 + u128::from(rng.below(1_000_000));
     let mut sc = SoftConfirmation {
         l2_height: h,
         da_slot_height: slot,
@@ -127,8 +161,8 @@ fn unsigned_block(
         signature: [0; 64],
         pub_key,
         deposit_data,
-        l1_fee_rate: 2_500_000_000 + u128::from(rng.below(1_000_000)),
-        timestamp: schedule::GENESIS_TIMESTAMP + h,
+        l1_fee_rate: inputs.l1_fee_rate.unwrap_or(random_fee),
+        timestamp: timestamp(h, inputs.timestamp_offset),
     };
     sc.hash = block_hash(&sc, forks.fork_at(h));
     let mut root_input = [0u8; 64];
@@ -143,12 +177,24 @@ mod tests {
     use super::*;
     use crate::chain::{verify_block_signature, Fork};
 
+    fn slots(first: u64, last: u64) -> Vec<u64> {
+        (first..=last).map(schedule::slot_of).collect()
+    }
+
     #[test]
     fn made_blocks_link_hash_and_sign_by_their_forks_rules() {
         let key = SequencerKey::from_secret(&schedule::sequencer_secret(7));
         let forks = ForkTable::kumquat_from(120);
         let genesis = (0, [0u8; 32], schedule::genesis_state_root(7));
-        let blocks = make_blocks(&key, 7, &forks, genesis, 1, 300);
+        let blocks = make_blocks(
+            &key,
+            7,
+            &forks,
+            genesis,
+            1,
+            &slots(1, 300),
+            &Inputs::default(),
+        );
         assert_eq!(blocks.len(), 300);
         let mut prev = [0u8; 32];
         for sc in &blocks {
@@ -173,13 +219,54 @@ mod tests {
         let key = SequencerKey::from_secret(&schedule::sequencer_secret(3));
         let forks = ForkTable::kumquat_from(20);
         let genesis = (0, [0u8; 32], schedule::genesis_state_root(3));
-        let whole = make_blocks(&key, 3, &forks, genesis, 1, 40);
-        let first = make_blocks(&key, 3, &forks, genesis, 1, 25);
+        let none = Inputs::default();
+        let whole = make_blocks(&key, 3, &forks, genesis, 1, &slots(1, 40), &none);
+        let first = make_blocks(&key, 3, &forks, genesis, 1, &slots(1, 25), &none);
         let tip = first
             .last()
             .map(|b| (b.l2_height, b.hash, b.state_root))
             .unwrap();
-        let rest = make_blocks(&key, 3, &forks, tip, 26, 40);
+        let rest = make_blocks(&key, 3, &forks, tip, 26, &slots(26, 40), &none);
         assert_eq!(whole, [first, rest].concat());
+    }
+
+    #[test]
+    fn inputs_land_in_the_block_they_name_and_are_hashed_and_signed() {
+        let key = SequencerKey::from_secret(&schedule::sequencer_secret(3));
+        // Block 2 under Genesis rules, 3 under Kumquat: both hash what was added.
+        let forks = ForkTable::kumquat_from(3);
+        let genesis = (0, [0u8; 32], schedule::genesis_state_root(3));
+        let plain = make_blocks(
+            &key,
+            3,
+            &forks,
+            genesis,
+            1,
+            &slots(1, 3),
+            &Inputs::default(),
+        );
+        let tx = vec![0xaa; 5];
+        let deposit = vec![0xdd; 3];
+        let inputs = Inputs {
+            at: 2,
+            txs: std::slice::from_ref(&tx),
+            deposits: std::slice::from_ref(&deposit),
+            timestamp_offset: 100,
+            l1_fee_rate: Some(7),
+        };
+        let made = make_blocks(&key, 3, &forks, genesis, 1, &slots(1, 3), &inputs);
+        assert_eq!(made[1].txs.last(), Some(&tx));
+        assert_eq!(made[1].txs.len(), plain[1].txs.len() + 1);
+        assert_eq!(made[1].deposit_data.last(), Some(&deposit));
+        assert_eq!(made[0].txs, plain[0].txs, "only block 2 carries them");
+        for (m, p) in made.iter().zip(&plain) {
+            assert_eq!(m.timestamp, p.timestamp + 100);
+            assert_eq!(m.l1_fee_rate, 7);
+            let fork = forks.fork_at(m.l2_height);
+            assert_eq!(block_hash(m, fork), m.hash);
+            assert_ne!(m.hash, p.hash);
+            verify_block_signature(m, fork, &m.pub_key).unwrap();
+        }
+        assert_eq!(timestamp(0, -(schedule::GENESIS_TIMESTAMP as i64) - 5), 0);
     }
 }

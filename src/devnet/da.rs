@@ -3,9 +3,11 @@
 //! and the batch proofs that land later still, made by Citrea's rule: a
 //! proof names the slot its commitments landed on by that slot's hash, and
 //! indexes that slot's commitments (sorted by start) with
-//! `sequencerCommitmentsRange`.
+//! `sequencerCommitmentsRange`. Which ones land on which slot is the
+//! timeline's plan ([`super::timeline`]).
 
 use crate::chain::{merkle_root, Fork, ForkTable};
+use crate::devnet::timeline::{ProofPlan, SlotPlan};
 use crate::devnet::{schedule, DevnetConfig};
 use crate::ledger::LedgerRead;
 use crate::sync::source::SourceError;
@@ -34,19 +36,20 @@ fn state_root_at(ledger: &impl LedgerRead, h: u64, seed: u64) -> Result<Hash, So
         .ok_or_else(|| missing("state root", h))
 }
 
-/// DA slot `number`, with what lands on it.
+/// DA slot `number`, with what `plan` says lands on it (`None`: nothing).
 pub fn make_slot(
     config: &DevnetConfig,
     forks: &ForkTable,
     pub_key: &[u8; 32],
     ledger: &impl LedgerRead,
     number: u64,
+    plan: Option<&SlotPlan>,
 ) -> Result<DaSlot, SourceError> {
     let seed = config.seed;
     let mut commitments = Vec::new();
-    if let Some((first, last)) = schedule::commitments_landing_on(number) {
-        for i in first..=last {
-            let (start, end) = schedule::commitment_heights(i);
+    let mut proofs = Vec::new();
+    if let Some(plan) = plan {
+        for &(start, end) in &plan.commitments {
             let leaves = (start..=end)
                 .map(|h| hash_at(ledger, h))
                 .collect::<Result<Vec<Hash>, SourceError>>()?;
@@ -58,11 +61,10 @@ pub fn make_slot(
                 l2_end_block_number: end,
             });
         }
+        for p in &plan.proofs {
+            proofs.push(make_proof(config, forks, pub_key, ledger, number, p)?);
+        }
     }
-    let proofs = match schedule::proof_landing_on(number) {
-        Some(j) => vec![make_proof(config, forks, pub_key, ledger, number, j)?],
-        None => Vec::new(),
-    };
     Ok(DaSlot {
         number,
         hash: Some(schedule::slot_hash(seed, number)),
@@ -77,12 +79,10 @@ fn make_proof(
     pub_key: &[u8; 32],
     ledger: &impl LedgerRead,
     slot: u64,
-    j: u64,
+    plan: &ProofPlan,
 ) -> Result<VerifiedBatchProof, SourceError> {
     let seed = config.seed;
-    let (first_c, last_c) = schedule::proof_commitments(j);
-    let start = schedule::commitment_heights(first_c).0;
-    let end = schedule::commitment_heights(last_c).1;
+    let (start, end) = (plan.start, plan.end);
     // A Genesis-era proof (its last height under the Genesis rules) has no
     // prev/final soft confirmation hashes or lastL2Height: zeros, as Citrea
     // serves them.
@@ -124,10 +124,10 @@ fn make_proof(
             prev_soft_confirmation_hash: prev_hash,
             final_soft_confirmation_hash: final_hash,
             state_diff,
-            // The slot its commitments landed on; they are all of that
-            // slot's, so they are [0, n-1] of its sorted list.
-            da_slot_hash: schedule::slot_hash(seed, schedule::commitment_slot(first_c)),
-            sequencer_commitments_range: (0, last_c - first_c),
+            // The slot its commitments landed on, and where they stand in
+            // that slot's list sorted by start.
+            da_slot_hash: schedule::slot_hash(seed, plan.slot),
+            sequencer_commitments_range: (plan.first, plan.last),
             sequencer_public_key: pub_key.to_vec(),
             sequencer_da_public_key: schedule::sequencer_da_public_key(seed),
             preproven_commitments: Vec::new(),

@@ -5,27 +5,36 @@
 //! slots through [`L2Source`] and [`DaSource`] and verifies them like an
 //! upstream node's (`source -> sync thread (verify, write) -> LMDB <- server`).
 //!
-//! Everything is deterministic from `--dev-seed`: block `h` is a function of
-//! the seed, `h` and block `h-1`, so a restart on the same data dir continues
-//! the same chain. The devnet keeps no chain of its own: the hashes it needs
-//! for Merkle roots and proofs are read back from the ledger it feeds (only
-//! what the sync thread has already verified and stored).
+//! Everything is deterministic from `--dev-seed` and the `dev_*` calls made:
+//! block `h` is a function of the seed, `h`, block `h-1` and what a call
+//! asked it to carry ([`block::Inputs`]), so a restart on the same data dir
+//! continues the same chain. The devnet keeps no chain of its own: the
+//! hashes it needs for Merkle roots and proofs are read back from the ledger
+//! it feeds (only what the sync thread has already verified and stored), and
+//! where its DA chain stands is read back from there on a restart.
 //!
 //! - [`block`]: where the devnet makes a soft confirmation.
 //! - [`da`]: where it makes DA slots, sequencer commitments and batch proofs.
-//! - [`schedule`]: which block lands in which slot, and when things land.
+//! - [`schedule`]: the timetable's numbers and the values derived from the seed.
+//! - [`timeline`]: which block points at which slot, and what lands on each.
+//! - [`control`]: `dev_*` calls and [`control::DevnetControl`]: mine, commit,
+//!   prove and inject now, run on the sync thread.
 
 pub mod block;
+pub mod control;
 pub mod da;
 pub mod schedule;
+pub mod timeline;
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use crate::chain::{ForkTable, SequencerKey};
+use crate::ledger::walk::LedgerWalk;
 use crate::ledger::{Ledger, LedgerError, LedgerRead};
 use crate::sync::source::{DaSource, L2Source, SourceError};
 use crate::types::{DaSlot, Hash, SoftConfirmation};
+use timeline::{Committed, Stored, Timeline};
 
 /// Devnet settings, from the `--dev-*` flags.
 #[derive(Clone, Debug)]
@@ -34,10 +43,14 @@ pub struct DevnetConfig {
     pub seed: u64,
     /// `--dev-prefill`: heights 1..=N exist before the server listens.
     pub prefill: u64,
-    /// `--dev-block-ms`: one new block every this many ms after the prefill (0: none).
+    /// `--dev-block-ms`: one new block every this many ms after the prefill
+    /// (0: only when `dev_mine` asks).
     pub block_ms: u64,
     /// `--dev-proof-bytes`: size of each batch proof's proof bytes.
     pub proof_bytes: usize,
+    /// `--dev-allow-remote-control`: answer `dev_*` calls on a node bound to
+    /// an address other than loopback.
+    pub allow_remote_control: bool,
 }
 
 impl Default for DevnetConfig {
@@ -47,6 +60,7 @@ impl Default for DevnetConfig {
             prefill: 0,
             block_ms: 1000,
             proof_bytes: 2048,
+            allow_remote_control: false,
         }
     }
 }
@@ -78,6 +92,47 @@ impl From<LedgerError> for DevnetError {
 
 const SEED_META_KEY: &str = "devnet_seed";
 
+/// The height the chain should have: a base, then one block per interval.
+#[derive(Clone, Debug)]
+struct Clock {
+    /// 0: the chain stays at `base` until `dev_mine`.
+    interval_ms: u64,
+    base: u64,
+    since: Instant,
+}
+
+impl Clock {
+    fn target(&self) -> u64 {
+        if self.interval_ms == 0 {
+            return self.base;
+        }
+        let ticks = self.since.elapsed().as_millis() / u128::from(self.interval_ms);
+        self.base
+            .saturating_add(u64::try_from(ticks).unwrap_or(u64::MAX))
+    }
+
+    /// Counts on from `base`, now.
+    fn restart(&mut self, base: u64) {
+        self.base = base;
+        self.since = Instant::now();
+    }
+}
+
+/// Transactions and deposits a call queued for block `at`.
+#[derive(Clone, Debug, Default)]
+struct Queued {
+    at: u64,
+    txs: Vec<Vec<u8>>,
+    deposits: Vec<Vec<u8>>,
+}
+
+/// Where the stored chain stands, read back from the ledger.
+struct Restored {
+    tip: (u64, Hash, Hash),
+    timestamp_offset: i64,
+    timeline: Stored,
+}
+
 /// The devnet chain source.
 pub struct Devnet {
     config: DevnetConfig,
@@ -87,10 +142,13 @@ pub struct Devnet {
     ledger: Arc<Ledger>,
     /// The newest block made so far: (height, hash, state root).
     tip: (u64, Hash, Hash),
-    /// Height the chain had when this process started (blocks above it are
-    /// made on the clock).
-    start_height: u64,
-    started: Instant,
+    clock: Clock,
+    timeline: Timeline,
+    queued: Queued,
+    /// Seconds added to every new block's timestamp (`dev_setNextTimestamp`).
+    timestamp_offset: i64,
+    /// Every new block's l1FeeRate (`dev_setL1FeeRate`); `None`: random.
+    l1_fee_rate: Option<u128>,
 }
 
 impl Devnet {
@@ -105,7 +163,7 @@ impl Devnet {
         ledger: Arc<Ledger>,
     ) -> Result<Devnet, DevnetError> {
         let key = SequencerKey::from_secret(&schedule::sequencer_secret(config.seed));
-        let (tip, start_height) = {
+        {
             let mut w = ledger.writer()?;
             match w.meta_bytes(SEED_META_KEY)? {
                 Some(stored) if stored != config.seed.to_be_bytes() => {
@@ -132,33 +190,26 @@ impl Devnet {
                     }
                     w.set_meta_bytes(SEED_META_KEY, &config.seed.to_be_bytes())?;
                     w.commit()?;
-                    w = ledger.writer()?;
                 }
             }
-            let head = w.head_height()?;
-            let tip = if head == 0 {
-                (
-                    0,
-                    crate::types::ZERO_HASH,
-                    schedule::genesis_state_root(config.seed),
-                )
-            } else {
-                let sc = w.soft_confirmation(head)?.ok_or_else(|| {
-                    DevnetError::OtherChain(format!("stored head {head} cannot be read"))
-                })?;
-                (head, sc.hash, sc.state_root)
-            };
-            drop(w);
-            (tip, head)
+        }
+        let restored = restore(&ledger, config.seed)?;
+        let clock = Clock {
+            interval_ms: config.block_ms,
+            base: restored.tip.0.max(config.prefill),
+            since: Instant::now(),
         };
         Ok(Devnet {
-            config,
             forks,
             key,
             ledger,
-            tip,
-            start_height,
-            started: Instant::now(),
+            tip: restored.tip,
+            clock,
+            timeline: Timeline::new(restored.timeline),
+            queued: Queued::default(),
+            timestamp_offset: restored.timestamp_offset,
+            l1_fee_rate: None,
+            config,
         })
     }
 
@@ -168,19 +219,200 @@ impl Devnet {
     }
 
     /// The height the chain should have reached now: the prefill at once,
-    /// then one block per `block_ms`.
+    /// then one block per block interval, and the blocks `dev_mine` asked for.
     pub fn target_height(&self) -> u64 {
-        let base = self.start_height.max(self.config.prefill);
-        if self.config.block_ms == 0 {
-            return base;
+        self.clock.target()
+    }
+
+    /// The newest height made (stored, or on its way to the sync thread).
+    pub fn made_height(&self) -> u64 {
+        self.tip.0
+    }
+
+    /// `dev_mine`: `n` more blocks now; returns the height they reach.
+    pub fn mine(&mut self, n: u64) -> u64 {
+        let goal = self.target_height().max(self.tip.0).saturating_add(n);
+        self.clock.restart(goal);
+        goal
+    }
+
+    /// `dev_setBlockInterval`: one block per `ms` from now on (0: only
+    /// `dev_mine`); returns the previous interval.
+    pub fn set_block_interval(&mut self, ms: u64) -> u64 {
+        let now = self.target_height();
+        self.clock.restart(now);
+        std::mem::replace(&mut self.clock.interval_ms, ms)
+    }
+
+    /// `dev_setAutoCommit`: returns the previous setting.
+    pub fn set_auto_commit(&mut self, blocks: u64) -> u64 {
+        std::mem::replace(&mut self.timeline.auto_commit, blocks)
+    }
+
+    /// `dev_setAutoProve`: returns the previous setting.
+    pub fn set_auto_prove(&mut self, commitments: u64) -> u64 {
+        std::mem::replace(&mut self.timeline.auto_prove, commitments)
+    }
+
+    /// `dev_commit`: opens a DA slot with a commitment of every block made
+    /// and not yet committed; its number, or `None` when there is none.
+    pub fn commit_now(&mut self) -> Option<u64> {
+        self.timeline.commit_now(self.tip.0)
+    }
+
+    /// `dev_prove`: opens a DA slot with a proof of every commitment not yet
+    /// proven; its number, or `None` when there is none.
+    pub fn prove_now(&mut self) -> Option<u64> {
+        self.timeline.prove_now()
+    }
+
+    /// The queue of the next block, started afresh once that block is made.
+    fn queue(&mut self) -> &mut Queued {
+        let next = self.tip.0 + 1;
+        if self.queued.at != next {
+            self.queued = Queued {
+                at: next,
+                ..Queued::default()
+            };
         }
-        let elapsed = self.started.elapsed().as_millis() as u64;
-        base + elapsed / self.config.block_ms
+        &mut self.queued
+    }
+
+    /// `dev_sendTransaction`: `tx` goes into the next block; returns its height.
+    pub fn queue_tx(&mut self, tx: Vec<u8>) -> u64 {
+        let q = self.queue();
+        q.txs.push(tx);
+        q.at
+    }
+
+    /// `dev_addDeposit`: `deposit` goes into the next block; returns its height.
+    pub fn queue_deposit(&mut self, deposit: Vec<u8>) -> u64 {
+        let q = self.queue();
+        q.deposits.push(deposit);
+        q.at
+    }
+
+    /// `dev_setNextTimestamp`: the next block has timestamp `t` and the ones
+    /// after it count on from there; returns the next block's height. Refuses
+    /// a time before the newest block's.
+    pub fn set_next_timestamp(&mut self, t: u64) -> Result<u64, String> {
+        let newest = block::timestamp(self.tip.0, self.timestamp_offset);
+        if t < newest {
+            return Err(format!(
+                "`timestamp` {t} is before the newest block's timestamp {newest} (height {}); \
+                 give {newest} or later",
+                self.tip.0
+            ));
+        }
+        let next = self.tip.0 + 1;
+        let offset = i128::from(t) - i128::from(schedule::GENESIS_TIMESTAMP) - i128::from(next);
+        self.timestamp_offset = i64::try_from(offset).map_err(|_| {
+            format!("`timestamp` {t} is too far in the future; give a unix time in seconds")
+        })?;
+        Ok(next)
+    }
+
+    /// `dev_setL1FeeRate`: every block from the next one on carries `rate`;
+    /// returns the next block's height.
+    pub fn set_l1_fee_rate(&mut self, rate: u128) -> u64 {
+        self.l1_fee_rate = Some(rate);
+        self.tip.0 + 1
     }
 
     fn source_err(e: LedgerError) -> SourceError {
         SourceError(format!("devnet cannot read the ledger: {e}"))
     }
+}
+
+/// Reads back where the stored chain stands: its head, the DA slots its
+/// newest blocks point at, and the commitments not yet proven. Slots the
+/// ledger has not scanned get their plans decided again (by the automatic
+/// rules) when the timeline is built.
+fn restore(ledger: &Ledger, seed: u64) -> Result<Restored, LedgerError> {
+    let r = ledger.reader()?;
+    let head = r.head_height()?;
+    let scanned = r.last_scanned_l1()?;
+    let head_block = if head == 0 {
+        None
+    } else {
+        r.soft_confirmation(head)?
+    };
+    let (tip, timestamp_offset, head_slot) = match &head_block {
+        None => (
+            (
+                0,
+                crate::types::ZERO_HASH,
+                schedule::genesis_state_root(seed),
+            ),
+            0,
+            schedule::DA_GENESIS_SLOT,
+        ),
+        Some(sc) => {
+            let natural = block::timestamp(head, 0);
+            let offset = i128::from(sc.timestamp) - i128::from(natural);
+            (
+                (head, sc.hash, sc.state_root),
+                i64::try_from(offset).unwrap_or(0),
+                sc.da_slot_height,
+            )
+        }
+    };
+    let da_tip = head_slot.max(scanned);
+    // The newest blocks, back to the first one that points at a scanned
+    // slot other than the head's: (height, slot), newest first.
+    let mut recent = Vec::new();
+    let mut before = 0;
+    let mut h = head;
+    while h > 0 {
+        let slot = match r.soft_confirmation(h)? {
+            Some(sc) => sc.da_slot_height,
+            None => break,
+        };
+        if slot <= scanned && slot != head_slot {
+            before = h;
+            break;
+        }
+        recent.push((h, slot));
+        h -= 1;
+    }
+    let on_pointer = recent.iter().filter(|(_, s)| *s == head_slot).count() as u64;
+    let first_unscanned = (scanned + 1).max(schedule::DA_GENESIS_SLOT);
+    let unscanned = (first_unscanned..=da_tip)
+        .map(|slot| {
+            recent
+                .iter()
+                .find(|(_, s)| *s < slot)
+                .map_or(before, |(h, _)| *h)
+        })
+        .collect();
+    // A proof names its commitments by their places on their slot's list.
+    let mut unproven = Vec::new();
+    for (slot, c) in r.commitments_above(r.proven_height()?)? {
+        let mut on_slot = r.commitments_on_slot(slot)?.unwrap_or_default();
+        on_slot.sort_by_key(|c| c.l2_start_block_number);
+        let pos = on_slot
+            .iter()
+            .position(|o| o.l2_start_block_number == c.l2_start_block_number)
+            .unwrap_or(0);
+        unproven.push(Committed {
+            slot,
+            pos: pos as u64,
+            start: c.l2_start_block_number,
+            end: c.l2_end_block_number,
+        });
+    }
+    Ok(Restored {
+        tip,
+        timestamp_offset,
+        timeline: Stored {
+            tip: da_tip,
+            pointer: head_slot,
+            on_pointer,
+            committed_to: r.finalized_height()?,
+            unproven,
+            unscanned,
+        },
+    })
 }
 
 impl L2Source for Devnet {
@@ -206,26 +438,33 @@ impl L2Source for Devnet {
             if !blocks.is_empty() {
                 return Ok(blocks);
             }
+            drop(reader);
             // Made but not stored (the sync thread rejected them): make again
-            // from the stored head.
-            let head = reader.head_height().map_err(Self::source_err)?;
-            self.tip = match reader.soft_confirmation(head).map_err(Self::source_err)? {
-                Some(sc) => (head, sc.hash, sc.state_root),
-                None => (
-                    0,
-                    crate::types::ZERO_HASH,
-                    schedule::genesis_state_root(self.config.seed),
-                ),
-            };
+            // from the stored head, with the DA timeline as the ledger has it.
+            let restored = restore(&self.ledger, self.config.seed).map_err(Self::source_err)?;
+            let (auto_commit, auto_prove) = (self.timeline.auto_commit, self.timeline.auto_prove);
+            self.tip = restored.tip;
+            self.timeline = Timeline::new(restored.timeline);
+            self.timeline.auto_commit = auto_commit;
+            self.timeline.auto_prove = auto_prove;
         }
         let first = self.tip.0 + 1;
+        let slots: Vec<u64> = (first..=to).map(|h| self.timeline.next_block(h)).collect();
+        let inputs = block::Inputs {
+            at: self.queued.at,
+            txs: &self.queued.txs,
+            deposits: &self.queued.deposits,
+            timestamp_offset: self.timestamp_offset,
+            l1_fee_rate: self.l1_fee_rate,
+        };
         let made = block::make_blocks(
             &self.key,
             self.config.seed,
             &self.forks,
             self.tip,
             first,
-            to,
+            &slots,
+            &inputs,
         );
         if let Some(last) = made.last() {
             self.tip = (last.l2_height, last.hash, last.state_root);
@@ -240,20 +479,21 @@ impl L2Source for Devnet {
 
 impl DaSource for Devnet {
     fn last_scanned(&mut self) -> Result<u64, SourceError> {
-        // The DA chain moves with the L2 chain: its tip is the slot of the
-        // newest stored block, so every commitment and proof that lands on a
-        // slot refers to blocks the ledger already holds.
-        let stored = self
-            .ledger
-            .reader()
-            .and_then(|r| r.head_height())
-            .map_err(Self::source_err)?;
-        let head = stored.min(self.target_height());
-        Ok(if head == 0 {
-            0
-        } else {
-            schedule::slot_of(head)
-        })
+        // A slot's commitments and proof cover blocks made before it opened:
+        // every slot up to the newest can be scanned once every block made
+        // is stored; until then, the slots up to the stored head's.
+        let reader = self.ledger.reader().map_err(Self::source_err)?;
+        let scanned = reader.last_scanned_l1().map_err(Self::source_err)?;
+        self.timeline.forget_below(scanned + 1);
+        let stored = reader.head_height().map_err(Self::source_err)?;
+        if self.tip.0 == 0 || stored == 0 {
+            return Ok(0);
+        }
+        if stored >= self.tip.0 {
+            return Ok(self.timeline.tip());
+        }
+        let head = reader.soft_confirmation(stored).map_err(Self::source_err)?;
+        Ok(head.map_or(0, |sc| sc.da_slot_height))
     }
 
     fn first_slot(&mut self) -> Result<Option<u64>, SourceError> {
@@ -270,7 +510,10 @@ impl DaSource for Devnet {
         let reader = self.ledger.reader().map_err(Self::source_err)?;
         let pub_key = self.key.public_key();
         (from..=to)
-            .map(|n| da::make_slot(&self.config, &self.forks, &pub_key, &reader, n))
+            .map(|n| {
+                let plan = self.timeline.plan(n);
+                da::make_slot(&self.config, &self.forks, &pub_key, &reader, n, plan)
+            })
             .collect()
     }
 }
@@ -278,13 +521,20 @@ impl DaSource for Devnet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ledger::walk::LedgerWalk;
     use crate::ledger::OpenOptions;
     use crate::stop::Stop;
     use crate::sync::progress::Progress;
     use crate::sync::{SyncConfig, Syncer};
     use crate::types::Status;
 
-    fn prefilled(dir: &std::path::Path, prefill: u64) -> Arc<Ledger> {
+    /// A devnet over `dir` with `prefill` blocks and no timer, after `act`
+    /// has run on its syncer.
+    fn acted(
+        dir: &std::path::Path,
+        prefill: u64,
+        act: impl FnOnce(&mut Syncer<Devnet>),
+    ) -> Arc<Ledger> {
         let ledger = Arc::new(Ledger::open(dir, &OpenOptions::default()).unwrap());
         let config = DevnetConfig {
             prefill,
@@ -297,8 +547,85 @@ mod tests {
             ..SyncConfig::default()
         };
         let mut syncer = Syncer::new(ledger.clone(), devnet, Arc::new(Progress::default()), sync);
-        syncer.catch_up(&Stop::new()).unwrap();
+        act(&mut syncer);
         ledger
+    }
+
+    fn prefilled(dir: &std::path::Path, prefill: u64) -> Arc<Ledger> {
+        acted(dir, prefill, |s| s.catch_up(&Stop::new()).unwrap())
+    }
+
+    /// Everything a devnet ledger holds about its DA chain: the slot of
+    /// every height, every commitment and proof, and the last scanned slot.
+    type DaView = (
+        Vec<u64>,
+        Vec<(u64, Vec<crate::types::SequencerCommitment>)>,
+        Vec<(u64, crate::types::VerifiedBatchProof)>,
+        u64,
+    );
+
+    fn da_view(ledger: &Ledger) -> DaView {
+        let r = ledger.reader().unwrap();
+        let slots = (1..=r.head_height().unwrap())
+            .map(|h| r.soft_confirmation(h).unwrap().unwrap().da_slot_height)
+            .collect();
+        (
+            slots,
+            r.all_commitments().unwrap(),
+            r.all_proofs().unwrap(),
+            r.last_scanned_l1().unwrap(),
+        )
+    }
+
+    #[test]
+    fn a_restart_continues_the_da_timeline_where_the_ledger_left_it() {
+        let (one, two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let whole = prefilled(one.path(), 301);
+        // Stopped at an odd height: the newest slot holds one block of two.
+        drop(prefilled(two.path(), 151));
+        let split = prefilled(two.path(), 301);
+        let view = da_view(&whole);
+        assert_eq!(da_view(&split), view);
+        assert!(
+            view.1.len() >= 17 && view.2.len() >= 4,
+            "{} commitments, {} proofs",
+            view.1.len(),
+            view.2.len()
+        );
+    }
+
+    fn mine(s: &mut Syncer<Devnet>, n: u64) {
+        s.source_mut().mine(n);
+        s.catch_up(&Stop::new()).unwrap();
+    }
+
+    fn commit(s: &mut Syncer<Devnet>) -> u64 {
+        let slot = s.source_mut().commit_now().unwrap();
+        s.catch_up(&Stop::new()).unwrap();
+        slot
+    }
+
+    #[test]
+    fn a_restart_after_an_explicit_commit_continues_on_its_slot() {
+        let (one, two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mut slot = 0;
+        let whole = acted(one.path(), 0, |s| {
+            mine(s, 7);
+            slot = commit(s);
+            mine(s, 13);
+        });
+        drop(acted(two.path(), 0, |s| {
+            mine(s, 7);
+            assert_eq!(commit(s), slot);
+        }));
+        let split = acted(two.path(), 0, |s| mine(s, 13));
+        let view = da_view(&whole);
+        assert_eq!(da_view(&split), view);
+        assert_eq!(view.0[7], slot, "height 8 points at the commitment's slot");
+        assert_eq!(view.1[0].0, slot);
+        let r = split.reader().unwrap();
+        assert_eq!(r.status(7).unwrap(), Some(Status::Finalized));
+        assert_eq!(r.status(8).unwrap(), Some(Status::Trusted));
     }
 
     #[test]
@@ -318,7 +645,7 @@ mod tests {
         assert!(r.last_proof().unwrap().is_some());
         assert_eq!(r.last_scanned_l1().unwrap(), schedule::slot_of(300));
         assert!(r
-            .commitments_on_slot(schedule::commitment_slot(0))
+            .commitments_on_slot(schedule::slot_of(16) + schedule::COMMITMENT_DELAY_SLOTS)
             .unwrap()
             .is_some());
     }

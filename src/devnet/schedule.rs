@@ -9,6 +9,11 @@
 //!
 //! With these numbers a chain of N >= 100 blocks has all three statuses:
 //! the oldest blocks Proven, then Finalized, the newest Trusted.
+//!
+//! The chain is made by [`super::timeline`], which applies these rules as
+//! blocks are made (and lets `dev_*` calls change them); the functions below
+//! are the timetable in closed form, which the timeline's tests check it
+//! against.
 
 use crate::chain::sha256;
 use crate::types::Hash;

@@ -1,4 +1,5 @@
-//! Whole-table walks, for `ledgerd export` (see [`crate::fixtures`]).
+//! Table walks, for `ledgerd export` (see [`crate::fixtures`]) and for the
+//! devnet when it starts on a stored chain.
 //!
 //! The request path never walks a table; an export does, once per table, to
 //! find every commitment, proof and DA slot hash the ledger holds. Kept apart
@@ -50,8 +51,47 @@ fn by_slot<R: Access, T: Table<Key = u64>, V>(
     Ok(out)
 }
 
-/// Walks of whole tables, in key order. Implemented for every [`LedgerRead`].
+// LMDB cursor operations (`MDB_cursor_op`, stable C ABI values).
+const MDB_LAST: u32 = 6;
+const MDB_PREV: u32 = 12;
+
+/// Walks of tables, in key order. Implemented for every [`LedgerRead`].
 pub trait LedgerWalk: LedgerRead {
+    /// The stored commitments that end above `height`, in the order they
+    /// were found, each with its DA slot (a walk back from the newest slot,
+    /// which stops at the first commitment that ends at or below `height`).
+    fn commitments_above(
+        &self,
+        height: u64,
+    ) -> Result<Vec<(u64, SequencerCommitment)>, LedgerError> {
+        let ctx = || format!("walking {} back to height {height}", Commitments::NAME);
+        let cursor = self
+            .txn()
+            .open_ro_cursor(Commitments::db(self.dbs()))
+            .map_err(lmdb_err(ctx))?;
+        let mut newest_first = Vec::new();
+        let mut item = cursor.get(None, None, MDB_LAST);
+        'slots: loop {
+            let (k, v) = match item {
+                Ok((Some(k), v)) => (k, v),
+                Ok((None, _)) | Err(lmdb::Error::NotFound) => break,
+                Err(e) => return Err(lmdb_err(ctx)(e)),
+            };
+            let slot = u64_key::<Commitments>(k)?;
+            let list =
+                codec::decode_commitments(v).map_err(|e| corrupt::<Commitments>(&slot, e))?;
+            for c in list.into_iter().rev() {
+                if c.l2_end_block_number <= height {
+                    break 'slots;
+                }
+                newest_first.push((slot, c));
+            }
+            item = cursor.get(None, None, MDB_PREV);
+        }
+        newest_first.reverse();
+        Ok(newest_first)
+    }
+
     /// Every DA slot that holds commitments, with them, in slot order.
     fn all_commitments(&self) -> Result<Vec<(u64, Vec<SequencerCommitment>)>, LedgerError> {
         by_slot::<Self, Commitments, _>(self, codec::decode_commitments)

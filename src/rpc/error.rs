@@ -46,6 +46,11 @@ impl RpcError {
         )
     }
 
+    /// `-32601`: a method this node does not answer; `data` says why.
+    pub fn unavailable(data: impl Into<String>) -> RpcError {
+        RpcError::new(-32601, "Method not found", data)
+    }
+
     /// `-32602`: a parameter is missing or malformed.
     pub fn invalid_params(data: impl Into<String>) -> RpcError {
         RpcError::new(-32602, "Invalid params", data)

@@ -14,11 +14,16 @@
 //!    shared by every request of a batch (one consistent snapshot), and its
 //!    result is written as JSON by [`crate::json`] straight into the output.
 //!
+//! The `dev_*` methods ([`dev`]) change the devnet's chain: a body holding
+//! one is answered on the devnet's sync thread ([`Rpc::handle_dev`]), each
+//! call in order, and a read after a `dev_*` call in a batch sees its effect.
+//!
 //! Errors are [`RpcError`]s; a ledger failure becomes `-32603` for that one
 //! request and the server keeps serving.
 
 pub mod commitments;
 pub mod counters;
+pub mod dev;
 pub mod envelope;
 pub mod error;
 pub mod params;
@@ -31,6 +36,7 @@ use std::sync::Arc;
 use serde_json::value::RawValue;
 
 pub use crate::config::Wire;
+use crate::devnet::control::{DevExec, DevnetControl};
 use crate::ledger::{Ledger, LedgerReader};
 use crate::sync::progress::Progress;
 use envelope::{Body, Call, Entry};
@@ -76,21 +82,49 @@ impl Default for RpcConfig {
     }
 }
 
+/// Whether this node answers `dev_*` calls.
+#[derive(Clone, Debug, Default)]
+pub enum DevAccess {
+    /// Not a `--dev` node.
+    #[default]
+    Off,
+    /// A `--dev` node listening on this address, which is not loopback,
+    /// started without `--dev-allow-remote-control`.
+    Refused(String),
+    /// Calls go to the devnet through this.
+    On(DevnetControl),
+}
+
 /// A typed request of any method.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum Command {
     SyncStatus,
     SoftConfirmations(soft_confirmations::Request),
     Commitments(commitments::Request),
     Proofs(proofs::Request),
     Counters(counters::Request),
+    Dev(crate::devnet::control::DevCommand),
 }
 
 impl Command {
     /// Method name + params -> typed request.
-    fn parse(method: &str, params: &Params) -> Result<Command, RpcError> {
+    fn parse(method: &str, params: &Params, access: &DevAccess) -> Result<Command, RpcError> {
         use soft_confirmations::Request as Sc;
         use Command::*;
+        if dev::is_dev_method(method) {
+            return match access {
+                DevAccess::Off => Err(RpcError::unavailable(format!(
+                    "{method} drives the embedded devnet: it needs a node started with --dev \
+                     (this one follows an upstream or serves a stored ledger)"
+                ))),
+                DevAccess::Refused(addr) => Err(RpcError::unavailable(format!(
+                    "{method} changes the chain, and this node listens on {addr}, which is not \
+                     a loopback address: restart it with --dev-allow-remote-control to take \
+                     dev_* calls from other hosts, or bind it to 127.0.0.1"
+                ))),
+                DevAccess::On(_) => Ok(Dev(dev::parse(method, params)?)),
+            };
+        }
         Ok(match method {
             "svc_syncStatus" | "citrea_syncStatus" => SyncStatus,
             "ledger_getSoftConfirmationByNumber" => SoftConfirmations(Sc::parse_by_number(params)?),
@@ -156,11 +190,18 @@ impl Tally for () {
     fn call(&mut self, _: Option<&str>, _: CallOutcome) {}
 }
 
+impl Tally for Vec<(Option<String>, CallOutcome)> {
+    fn call(&mut self, method: Option<&str>, outcome: CallOutcome) {
+        self.push((method.map(str::to_string), outcome));
+    }
+}
+
 /// The JSON-RPC handler: ledger, sync progress and limits.
 pub struct Rpc {
     ledger: Arc<Ledger>,
     progress: Arc<Progress>,
     config: RpcConfig,
+    dev: DevAccess,
 }
 
 impl Rpc {
@@ -169,6 +210,35 @@ impl Rpc {
             ledger,
             progress,
             config,
+            dev: DevAccess::Off,
+        }
+    }
+
+    /// Sets whether `dev_*` calls are answered (default: they are not).
+    pub fn with_dev(mut self, access: DevAccess) -> Rpc {
+        self.dev = access;
+        self
+    }
+
+    /// Where `dev_*` calls go, when this node answers them.
+    pub fn dev_control(&self) -> Option<&DevnetControl> {
+        match &self.dev {
+            DevAccess::On(control) => Some(control),
+            _ => None,
+        }
+    }
+
+    /// Whether `body` holds a `dev_*` call that this node answers: then it
+    /// is answered by [`Rpc::handle_dev`] on the devnet's sync thread.
+    pub fn defers(&self, body: &[u8]) -> bool {
+        if self.dev_control().is_none() || !body.windows(4).any(|w| w == b"dev_") {
+            return false;
+        }
+        let is_dev = |e: &Entry| matches!(e, Entry::Call(c) if dev::is_dev_method(&c.method));
+        match envelope::parse(body, self.config.max_batch) {
+            Body::Single(entry) => is_dev(&entry),
+            Body::Batch(entries) => entries.iter().any(is_dev),
+            Body::Error(_) => false,
         }
     }
 
@@ -195,6 +265,27 @@ impl Rpc {
 
     /// [`Rpc::handle`], telling `tally` how each request object was answered.
     pub fn handle_tallied(&self, body: &[u8], tally: &mut dyn Tally) -> Option<Vec<u8>> {
+        self.handle_with(body, tally, None)
+    }
+
+    /// [`Rpc::handle_tallied`] on the devnet's sync thread: `dev_*` calls
+    /// (notifications too) run on `exec`, in order, and what a batch reads
+    /// after one sees its effect.
+    pub fn handle_dev(
+        &self,
+        body: &[u8],
+        exec: &mut dyn DevExec,
+        tally: &mut dyn Tally,
+    ) -> Option<Vec<u8>> {
+        self.handle_with(body, tally, Some(exec))
+    }
+
+    fn handle_with(
+        &self,
+        body: &[u8],
+        tally: &mut dyn Tally,
+        mut exec: Option<&mut dyn DevExec>,
+    ) -> Option<Vec<u8>> {
         // Sized for one soft confirmation (~1.1 KB), so a typical answer is
         // one allocation instead of a chain of doublings.
         let mut out = Vec::with_capacity(2048);
@@ -209,7 +300,7 @@ impl Rpc {
                 Some(out)
             }
             Body::Single(entry) => self
-                .answer(&entry, &mut snapshot, &mut out, tally)
+                .answer(&entry, &mut snapshot, &mut out, tally, &mut exec)
                 .then_some(out),
             Body::Batch(entries) => {
                 out.push(b'[');
@@ -219,7 +310,7 @@ impl Rpc {
                     if answered {
                         out.push(b',');
                     }
-                    if self.answer(entry, &mut snapshot, &mut out, tally) {
+                    if self.answer(entry, &mut snapshot, &mut out, tally, &mut exec) {
                         answered = true;
                     } else {
                         out.truncate(mark);
@@ -246,6 +337,7 @@ impl Rpc {
         snapshot: &mut Snapshot,
         out: &mut Vec<u8>,
         tally: &mut dyn Tally,
+        exec: &mut Option<&mut dyn DevExec>,
     ) -> bool {
         match entry {
             Entry::Invalid { id, error } => {
@@ -253,10 +345,16 @@ impl Rpc {
                 write_error(out, *id, error);
                 true
             }
-            // Every method only reads: a notification has nothing to do.
-            Entry::Call(Call {
-                id: None, method, ..
-            }) => {
+            // A notification of a method that only reads has nothing to do;
+            // one of a dev_* method is run, its answer dropped.
+            Entry::Call(
+                call @ Call {
+                    id: None, method, ..
+                },
+            ) => {
+                if exec.is_some() && dev::is_dev_method(method) {
+                    let _ = self.call(call, snapshot, &mut Vec::new(), exec);
+                }
                 tally.call(Some(method), CallOutcome::Notification);
                 false
             }
@@ -264,7 +362,7 @@ impl Rpc {
                 let start = out.len();
                 write_head(out, call.id);
                 out.extend_from_slice(b",\"result\":");
-                if let Err(error) = self.call(call, snapshot, out) {
+                if let Err(error) = self.call(call, snapshot, out, exec) {
                     out.truncate(start);
                     write_error(out, call.id, &error);
                     tally.call(Some(&call.method), CallOutcome::Error(error.code));
@@ -283,8 +381,9 @@ impl Rpc {
         call: &Call,
         snapshot: &mut Snapshot,
         out: &mut Vec<u8>,
+        exec: &mut Option<&mut dyn DevExec>,
     ) -> Result<(), RpcError> {
-        match Command::parse(&call.method, &call.params)? {
+        match Command::parse(&call.method, &call.params, &self.dev)? {
             Command::SyncStatus => {
                 sync_status::apply(&self.progress, out);
                 Ok(())
@@ -293,6 +392,17 @@ impl Rpc {
             Command::Commitments(req) => req.apply(snapshot.reader()?, out),
             Command::Proofs(req) => req.apply(snapshot.reader()?, self.config.wire, out),
             Command::Counters(req) => req.apply(snapshot.reader()?, out),
+            Command::Dev(cmd) => {
+                let Some(exec) = exec.as_deref_mut() else {
+                    return Err(RpcError::internal(
+                        "dev_* calls run on the devnet's sync thread, and this one reached the \
+                         server's; retry, and report it if it persists",
+                    ));
+                };
+                // What the batch reads next must see the call's effect.
+                snapshot.reader = None;
+                dev::apply(cmd, exec, out)
+            }
         }
     }
 }

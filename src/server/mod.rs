@@ -40,6 +40,12 @@
 //! - **Counting** connections: a tracker thread rescans /proc/self/fd (at most
 //!   every 10 ms while requests arrive, else every 500 ms) and counts distinct
 //!   peers of sockets bound to our address.
+//! - **Deferred answers**: a handler may keep a request and answer it later
+//!   from another thread ([`Handler::handle_deferrable`], [`Later`]; the
+//!   devnet's `dev_*` calls). The loop holds the tiny_http `Request`, serves
+//!   other connections meanwhile, and writes the answer when it arrives on
+//!   its channel (with a wake-up). tiny_http queues no other request of
+//!   that connection meanwhile (one request per connection at a time).
 //! - **Stranded connections**: tiny_http's pool can queue a new connection
 //!   behind busy workers (notes item 4). The tracker sees its request bytes
 //!   wait unread (FIONREAD) and opens a throw-away connection, which makes the
@@ -141,6 +147,83 @@ pub trait Handler {
     fn handle(&mut self, request: &HttpRequest<'_>) -> HttpResponse;
     /// The answer for a body over max_body (the handler writes the JSON-RPC -32007 error; status must be 413).
     fn too_large(&mut self, limit: usize) -> HttpResponse;
+    /// [`Handler::handle`], or `None` after taking [`Defer::later`]: the
+    /// request is then answered when that [`Later`] is, from any thread,
+    /// while the loop serves other connections.
+    fn handle_deferrable(
+        &mut self,
+        request: &HttpRequest<'_>,
+        _defer: &mut Defer<'_>,
+    ) -> Option<HttpResponse> {
+        Some(self.handle(request))
+    }
+}
+
+/// Lets a handler keep the request it is handling and answer it later
+/// (see [`Handler::handle_deferrable`]).
+pub struct Defer<'a> {
+    tx: &'a Sender<LoopMsg>,
+    shared: &'a Arc<Shared>,
+    id: u64,
+    taken: bool,
+}
+
+impl Defer<'_> {
+    /// The answer to give later. Take it at most once per request.
+    pub fn later(&mut self) -> Later {
+        self.taken = true;
+        Later {
+            id: self.id,
+            tx: self.tx.clone(),
+            shared: Arc::downgrade(self.shared),
+            answered: false,
+        }
+    }
+}
+
+/// An answer the loop waits for without blocking: [`Later::answer`] from
+/// any thread sends it to the loop, which writes it. Dropped unanswered, it
+/// answers 500 so the client is not left waiting.
+pub struct Later {
+    id: u64,
+    tx: Sender<LoopMsg>,
+    shared: Weak<Shared>,
+    answered: bool,
+}
+
+impl Later {
+    /// Gives the loop the answer and wakes it.
+    pub fn answer(mut self, response: HttpResponse) {
+        self.send(response);
+    }
+
+    fn send(&mut self, response: HttpResponse) {
+        self.answered = true;
+        if self
+            .tx
+            .send(LoopMsg::Answer {
+                id: self.id,
+                response,
+            })
+            .is_ok()
+        {
+            if let Some(shared) = self.shared.upgrade() {
+                shared.wake();
+            }
+        }
+    }
+}
+
+impl Drop for Later {
+    fn drop(&mut self) {
+        if !self.answered {
+            self.send(json_error(
+                500,
+                "Internal error",
+                "the request was dropped before it was answered (is the node stopping?); retry",
+            ));
+        }
+    }
 }
 
 /// Counters shared with other threads (metrics).
@@ -234,6 +317,21 @@ enum LoopMsg {
         started: Instant,
     },
     Forwarded(tiny_http::Request),
+    /// The answer to a deferred request (see [`Later`]).
+    Answer {
+        id: u64,
+        response: HttpResponse,
+    },
+}
+
+/// A request kept by the loop until its [`Later`] is answered.
+struct Deferred {
+    rq: tiny_http::Request,
+    peer: SocketAddr,
+    pending: Arc<AtomicU32>,
+    is_head: bool,
+    started: Instant,
+    path: Option<String>,
 }
 
 pub struct Server {
@@ -334,6 +432,8 @@ impl Server {
             fds: socket::FdTable::default(),
             last_rebuild: None,
             rebuild_due: None,
+            deferred: HashMap::new(),
+            next_deferred: 0,
             closed: HashMap::new(),
             server: self,
         };
@@ -370,6 +470,9 @@ struct Loop {
     fds: socket::FdTable,
     last_rebuild: Option<Instant>,
     rebuild_due: Option<Instant>,
+    /// Requests whose answers come later, by [`Later`] id.
+    deferred: HashMap<u64, Deferred>,
+    next_deferred: u64,
     /// Connections closed after an answer, by peer: requests tiny_http still
     /// hands over from them are dropped (see [`Closed`]).
     closed: HashMap<SocketAddr, Closed>,
@@ -575,6 +678,7 @@ impl Loop {
                     unread,
                     started,
                 }) => self.on_body(handler, rq, result, unread, started),
+                Ok(LoopMsg::Answer { id, response }) => self.on_answer(id, response),
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
             }
         }
@@ -906,14 +1010,52 @@ impl Loop {
             body,
             origin,
         };
-        let resp = handler.handle(&request);
-        let max = self.server.config.max_requests_per_connection;
-        let close = self.conns.get(&peer).is_some_and(|c| c.requests >= max);
+        let id = self.next_deferred;
+        let mut defer = Defer {
+            tx: &self.server.tx,
+            shared: &self.server.shared,
+            id,
+            taken: false,
+        };
+        let answered = handler.handle_deferrable(&request, &mut defer);
+        let taken = defer.taken;
         let path = if log::log_enabled!(log::Level::Debug) {
             Some(rq.url().to_owned())
         } else {
             None
         };
+        let resp = match answered {
+            Some(resp) => resp,
+            None if taken => {
+                // Kept until its answer arrives: the connection sends no
+                // other request meanwhile (tiny_http holds it back), and
+                // nothing is written inline on it.
+                self.next_deferred += 1;
+                pending.fetch_add(1, Ordering::AcqRel);
+                self.deferred.insert(
+                    id,
+                    Deferred {
+                        rq,
+                        peer,
+                        pending,
+                        is_head: method == HttpMethod::Head,
+                        started,
+                        path,
+                    },
+                );
+                return;
+            }
+            None => json_error(
+                500,
+                "Internal error",
+                "the handler gave no answer; this is a bug in ledgerd",
+            ),
+        };
+        if taken {
+            self.next_deferred += 1;
+        }
+        let max = self.server.config.max_requests_per_connection;
+        let close = self.conns.get(&peer).is_some_and(|c| c.requests >= max);
         self.respond(
             rq,
             resp,
@@ -923,6 +1065,20 @@ impl Loop {
             method == HttpMethod::Head,
             started,
             path,
+        );
+    }
+
+    /// Writes the answer of a deferred request (an unknown id was answered
+    /// already, or its request is gone).
+    fn on_answer(&mut self, id: u64, response: HttpResponse) {
+        let Some(d) = self.deferred.remove(&id) else {
+            return;
+        };
+        d.pending.fetch_sub(1, Ordering::AcqRel);
+        let max = self.server.config.max_requests_per_connection;
+        let close = self.conns.get(&d.peer).is_some_and(|c| c.requests >= max);
+        self.respond(
+            d.rq, response, d.peer, close, d.pending, d.is_head, d.started, d.path,
         );
     }
 

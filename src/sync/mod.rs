@@ -214,8 +214,25 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
         Ok(())
     }
 
+    /// The chain source.
+    pub fn source_mut(&mut self) -> &mut S {
+        &mut self.source
+    }
+
+    /// The ledger it writes.
+    pub fn ledger(&self) -> &Arc<Ledger> {
+        &self.ledger
+    }
+
     /// Runs until stopped: step, sleep while caught up, back off on failure.
-    pub fn run(mut self, stop: &Stop) {
+    pub fn run(self, stop: &Stop) {
+        self.run_with(stop, |_, wait| stop.sleep(wait));
+    }
+
+    /// [`Syncer::run`], waiting between passes with `wait(self, how_long)`
+    /// (true when stopped), which may use the syncer meanwhile (the devnet
+    /// runs `dev_*` calls there).
+    pub fn run_with(mut self, stop: &Stop, mut wait: impl FnMut(&mut Self, Duration) -> bool) {
         yield_to_the_server();
         if let Err(e) = self.load_progress() {
             error!("sync cannot read the ledger: {e}");
@@ -229,7 +246,8 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
                     }
                     self.report.after_step(&self.progress);
                     backoff = Duration::ZERO;
-                    if report == StepReport::default() && stop.sleep(self.config.poll) {
+                    let poll = self.config.poll;
+                    if report == StepReport::default() && wait(&mut self, poll) {
                         break;
                     }
                 }
@@ -238,7 +256,7 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
                     backoff = (backoff * 2)
                         .max(Duration::from_millis(100))
                         .min(self.config.max_backoff);
-                    if stop.sleep(backoff) {
+                    if wait(&mut self, backoff) {
                         break;
                     }
                 }
