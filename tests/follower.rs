@@ -4,19 +4,17 @@
 //! comes back, and stores nothing that a tampering proxy altered.
 //!
 //! Every node here is the real binary on a real LMDB in a temp dir; the only
-//! thing of the test's own is a small HTTP proxy put between a follower and
-//! its upstream (to slow answers down, or to alter them).
+//! thing of the tests' own is a small HTTP proxy (`common::proxy`) put
+//! between a follower and its upstream (to slow answers down, or to alter
+//! them).
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::proxy::{Proxy, Tamper};
 use common::rpc::{call_by, post_raw_by};
 use common::{devnet_args, Ledgerd};
 use serde_json::{json, Value};
@@ -68,7 +66,7 @@ fn temp_dirs() -> (tempfile::TempDir, PathBuf, PathBuf) {
 
 // ---------------------------------------------------------------- JSON-RPC
 
-/// The client of every call here (and of the proxy): 2 s to connect, 20 s
+/// The client of every call here (as the proxy's): 2 s to connect, 20 s
 /// in all, as a large view's batches take a while on a debug build.
 fn agent() -> ureq::Agent {
     ureq::AgentBuilder::new()
@@ -248,183 +246,6 @@ fn wait_converged(follower: &Ledgerd, upstream: &Ledgerd) {
     );
 }
 
-// ---------------------------------------------------------------- the proxy
-
-/// What the proxy does to answers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Tamper {
-    Nothing,
-    /// Adds one to the timestamp of the soft confirmation at this height
-    /// (one of the hashed fields), wherever it is answered.
-    BlockAt(u64),
-    /// Flips the first hex digit of every commitment's merkleRoot.
-    MerkleRoots,
-    /// Answers every request with text that is not JSON.
-    Garbage,
-}
-
-/// A small HTTP proxy in front of an upstream: one request per connection,
-/// answers passed through, maybe delayed, maybe altered. When the upstream
-/// cannot be reached it closes the connection without an answer.
-struct Proxy {
-    url: String,
-    addr: SocketAddr,
-    tamper: Arc<Mutex<Tamper>>,
-    delay_ms: Arc<AtomicU64>,
-    /// Answers it altered.
-    altered: Arc<AtomicU64>,
-    stopped: Arc<AtomicBool>,
-}
-
-impl Proxy {
-    fn start(upstream: &str) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("proxy binds");
-        let addr = listener.local_addr().expect("addr");
-        let proxy = Proxy {
-            url: format!("http://{addr}"),
-            addr,
-            tamper: Arc::new(Mutex::new(Tamper::Nothing)),
-            delay_ms: Arc::new(AtomicU64::new(0)),
-            altered: Arc::new(AtomicU64::new(0)),
-            stopped: Arc::new(AtomicBool::new(false)),
-        };
-        let (tamper, delay, altered, stopped) = (
-            proxy.tamper.clone(),
-            proxy.delay_ms.clone(),
-            proxy.altered.clone(),
-            proxy.stopped.clone(),
-        );
-        let upstream = upstream.to_string();
-        thread::spawn(move || {
-            for conn in listener.incoming() {
-                if stopped.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(conn) = conn else { continue };
-                let (tamper, delay, altered, upstream) = (
-                    tamper.clone(),
-                    delay.clone(),
-                    altered.clone(),
-                    upstream.clone(),
-                );
-                thread::spawn(move || {
-                    let _ = serve(conn, &upstream, &tamper, &delay, &altered);
-                });
-            }
-        });
-        proxy
-    }
-
-    fn set(&self, t: Tamper) {
-        *self.tamper.lock().expect("tamper lock") = t;
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        self.stopped.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(self.addr);
-    }
-}
-
-fn serve(
-    conn: TcpStream,
-    upstream: &str,
-    tamper: &Mutex<Tamper>,
-    delay: &AtomicU64,
-    altered: &AtomicU64,
-) -> std::io::Result<()> {
-    conn.set_read_timeout(Some(Duration::from_secs(5)))?;
-    let mut reader = BufReader::new(conn.try_clone()?);
-    let mut length = 0usize;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 {
-            return Ok(());
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':') {
-            if name.eq_ignore_ascii_case("content-length") {
-                length = value.trim().parse().unwrap_or(0);
-            }
-        }
-    }
-    let mut body = vec![0u8; length];
-    reader.read_exact(&mut body)?;
-    let answer = match agent()
-        .post(upstream)
-        .set("Content-Type", "application/json")
-        .send_bytes(&body)
-    {
-        Ok(r) => r.into_string()?,
-        // The upstream is down: so is the proxy, as far as the follower sees.
-        Err(_) => return Ok(()),
-    };
-    let mode = *tamper.lock().expect("tamper lock");
-    let answer = match alter(&answer, mode) {
-        Some(changed) => {
-            altered.fetch_add(1, Ordering::SeqCst);
-            changed
-        }
-        None => answer,
-    };
-    thread::sleep(Duration::from_millis(delay.load(Ordering::SeqCst)));
-    let mut conn = conn;
-    write!(
-        conn,
-        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        answer.len()
-    )?;
-    conn.write_all(answer.as_bytes())?;
-    conn.flush()
-}
-
-/// The altered answer, or `None` when there was nothing to alter.
-fn alter(answer: &str, mode: Tamper) -> Option<String> {
-    match mode {
-        Tamper::Nothing => None,
-        Tamper::Garbage => Some("<html>502 upstream sneezed</html>".to_string()),
-        Tamper::BlockAt(h) => {
-            let at = answer.find(&format!("\"l2Height\":{h},"))?;
-            let field = "\"timestamp\":";
-            let start = at + answer[at..].find(field)? + field.len();
-            let len = answer[start..]
-                .find(|c: char| !c.is_ascii_digit())
-                .unwrap_or(answer.len() - start);
-            let ts: u64 = answer[start..start + len].parse().ok()?;
-            Some(format!(
-                "{}{}{}",
-                &answer[..start],
-                ts + 1,
-                &answer[start + len..]
-            ))
-        }
-        Tamper::MerkleRoots => {
-            let field = "\"merkleRoot\":\"";
-            if !answer.contains(field) {
-                return None;
-            }
-            let mut out = String::with_capacity(answer.len());
-            let mut rest = answer;
-            while let Some(i) = rest.find(field) {
-                let digit = i + field.len();
-                out.push_str(&rest[..digit]);
-                out.push(if rest[digit..].starts_with('0') {
-                    '1'
-                } else {
-                    '0'
-                });
-                rest = &rest[digit + 1..];
-            }
-            out.push_str(rest);
-            Some(out)
-        }
-    }
-}
-
 // ---------------------------------------------------------------- the tests
 
 #[test]
@@ -462,7 +283,7 @@ fn a_follower_killed_mid_catch_up_resumes_without_gap_or_duplicate() {
     let upstream = devnet_upstream(&up_dir, 2000);
     // A slow path to the upstream, so a kill lands in the middle of catch-up.
     let slow = Proxy::start(&upstream.url);
-    slow.delay_ms.store(15, Ordering::SeqCst);
+    slow.set_delay(Duration::from_millis(15));
     let mut kills = Vec::new();
     for (round, stop_at) in [150u64, 700, 1400].into_iter().enumerate() {
         let follower = one_at_a_time_follower_of(&f_dir, &slow.url, 25);
@@ -559,7 +380,7 @@ fn a_block_altered_in_transit_is_never_stored_and_the_follower_converges_once_it
         },
     );
     thread::sleep(Duration::from_millis(300));
-    assert!(proxy.altered.load(Ordering::SeqCst) >= 1);
+    assert!(proxy.altered() >= 1);
     // The verified prefix is stored, nothing at or above the altered block.
     assert_eq!(head(&follower.url), 249);
     assert_eq!(
@@ -599,7 +420,7 @@ fn a_commitment_with_an_altered_merkle_root_finalizes_nothing_until_it_is_answer
         |f| f.stderr().contains("check merkle_root failed"),
     );
     thread::sleep(Duration::from_millis(300));
-    assert!(proxy.altered.load(Ordering::SeqCst) >= 1);
+    assert!(proxy.altered() >= 1);
     let u = view(&upstream.url);
     let f = view(&follower.url);
     // The blocks are untouched and stored; no status was raised, no
@@ -636,7 +457,7 @@ fn a_follower_answered_garbage_keeps_serving_logs_it_once_and_recovers() {
         assert_eq!(head(&follower.url), 300);
         thread::sleep(Duration::from_millis(50));
     }
-    assert!(proxy.altered.load(Ordering::SeqCst) >= 3, "several retries");
+    assert!(proxy.altered() >= 3, "several retries");
     let log = follower.stderr();
     assert_eq!(
         log.matches("not JSON-RPC").count(),

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::proxy::HoldingProxy;
+use common::proxy::Proxy;
 use common::{devnet_args, free_port, Ledgerd};
 use serde_json::{json, Value};
 
@@ -362,7 +362,7 @@ fn a_fleet_behind_haproxy_loses_a_node_and_lags_another_without_losing_a_request
     let dir = tempfile::tempdir().expect("temp dir");
     let d = |name: &str| dir.path().join(name);
     let dev = Ledgerd::start_in(&d("dev"), &devnet_args(200, BLOCK_MS));
-    let proxy = HoldingProxy::start(&dev.url);
+    let proxy = Proxy::start(&dev.url);
     let n1 = Ledgerd::start_in(&d("n1"), &follower_args(&dev.url));
     let n2 = Ledgerd::start_in(&d("n2"), &follower_args(&proxy.url));
     let n3 = Ledgerd::start_in(&d("n3"), &follower_args(&dev.url));
