@@ -15,8 +15,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::proxy::{Proxy, Tamper};
-use common::rpc::{call_by, post_raw_by};
-use common::{devnet_args, Ledgerd};
+use common::rpc::{assert_same_view, batch_by, call_by};
+use common::Ledgerd;
 use serde_json::{json, Value};
 
 // ---------------------------------------------------------------- processes
@@ -29,9 +29,7 @@ fn devnet_upstream(dir: &Path, prefill: u64) -> Ledgerd {
 
 /// [`devnet_upstream`] listening on `bind`, with `extra` flags.
 fn devnet_upstream_at(dir: &Path, prefill: u64, bind: &str, extra: &[&str]) -> Ledgerd {
-    let mut args = devnet_args(prefill, 0);
-    args.extend(extra.iter().map(|s| s.to_string()));
-    Ledgerd::start_in_at(dir, bind, &args)
+    Ledgerd::devnet_in_at(dir, bind, prefill, extra)
 }
 
 /// A follower of `upstream` on `dir`; killed (SIGKILL) when dropped.
@@ -80,27 +78,6 @@ fn rpc(url: &str, method: &str, params: Value) -> Value {
     call_by(&agent(), url, method, &params.to_string())
 }
 
-/// Calls in batches of 50 (the default --max-batch); results in call order.
-fn batch(url: &str, calls: &[(&str, Value)]) -> Vec<Value> {
-    let mut out = Vec::with_capacity(calls.len());
-    for part in calls.chunks(50) {
-        let body: Vec<Value> = part
-            .iter()
-            .enumerate()
-            .map(|(i, (m, p))| json!({"jsonrpc":"2.0","id":i,"method":m,"params":p}))
-            .collect();
-        let (status, text) = post_raw_by(&agent(), url, &Value::Array(body).to_string());
-        assert_eq!(status, 200, "batch on {url}: {text:.300}");
-        let mut answers: Vec<Value> = serde_json::from_str(&text).expect("JSON batch");
-        answers.sort_by_key(|a| a["id"].as_u64());
-        for a in answers {
-            assert!(a.get("error").is_none(), "batch on {url}: {a}");
-            out.push(a["result"].clone());
-        }
-    }
-    out
-}
-
 fn head(url: &str) -> u64 {
     rpc(url, "ledger_getHeadSoftConfirmationHeight", json!([]))
         .as_u64()
@@ -117,18 +94,9 @@ fn sync_status(url: &str) -> Value {
     rpc(url, "svc_syncStatus", json!([]))
 }
 
-/// Everything a node serves about its chain, read over RPC.
-#[derive(Debug, PartialEq)]
-struct View {
-    head: u64,
-    genesis: Value,
-    blocks: Vec<Value>,
-    statuses: Vec<Value>,
-    last_scanned: u64,
-    /// (slot, commitments on it, proof on it) from the first DA slot on.
-    slots: Vec<(u64, Value, Value)>,
-    last_proof: Value,
-}
+/// What these tests read of a chain: (slot, commitments on it, proof on
+/// it) for every DA slot from the first on.
+type View = common::rpc::View<(u64, Value, Value)>;
 
 /// The DA slot of L2 height 1 on the devnet.
 const FIRST_SLOT: u64 = 1000;
@@ -147,14 +115,14 @@ fn view(url: &str) -> View {
     let calls: Vec<_> = (1..=head)
         .map(|h| ("ledger_getSoftConfirmationStatus", json!([h])))
         .collect();
-    let statuses = batch(url, &calls);
+    let statuses = batch_by(&agent(), url, &calls);
     let last_scanned = last_scanned(url);
     let mut calls = Vec::new();
     for n in FIRST_SLOT..=last_scanned {
         calls.push(("ledger_getSequencerCommitmentsOnSlotByNumber", json!([n])));
         calls.push(("ledger_getVerifiedBatchProofsBySlotHeight", json!([n])));
     }
-    let answers = batch(url, &calls);
+    let answers = batch_by(&agent(), url, &calls);
     let slots = (FIRST_SLOT..=last_scanned)
         .zip(answers.chunks(2))
         .map(|(n, a)| (n, a[0].clone(), a[1].clone()))
@@ -168,27 +136,6 @@ fn view(url: &str) -> View {
         slots,
         last_proof: rpc(url, "ledger_getLastVerifiedBatchProof", json!([])),
     }
-}
-
-/// Asserts two views are equal, naming the first difference.
-fn assert_same_view(follower: &View, upstream: &View) {
-    assert_eq!(follower.head, upstream.head, "head");
-    assert_eq!(follower.genesis, upstream.genesis, "genesis state root");
-    assert_eq!(
-        follower.last_scanned, upstream.last_scanned,
-        "last scanned L1"
-    );
-    for (i, (a, b)) in follower.blocks.iter().zip(&upstream.blocks).enumerate() {
-        assert_eq!(a, b, "soft confirmation {}", i + 1);
-    }
-    for (i, (a, b)) in follower.statuses.iter().zip(&upstream.statuses).enumerate() {
-        assert_eq!(a, b, "status of {}", i + 1);
-    }
-    for (a, b) in follower.slots.iter().zip(&upstream.slots) {
-        assert_eq!(a, b, "commitments and proof of DA slot {}", b.0);
-    }
-    assert_eq!(follower.last_proof, upstream.last_proof, "last proof");
-    assert_eq!(follower, upstream);
 }
 
 /// Checks the chain a node serves from the outside: every height once, each
@@ -229,7 +176,10 @@ fn assert_chain_whole(url: &str, v: &View) {
         .step_by(7)
         .map(|b| ("ledger_getSoftConfirmationByHash", json!([b["hash"]])))
         .collect();
-    for (answer, b) in batch(url, &calls).iter().zip(v.blocks.iter().step_by(7)) {
+    for (answer, b) in batch_by(&agent(), url, &calls)
+        .iter()
+        .zip(v.blocks.iter().step_by(7))
+    {
         assert_eq!(answer["l2Height"], b["l2Height"], "hash index");
     }
 }

@@ -39,6 +39,21 @@ pub fn devnet_args(prefill: u64, block_ms: u64) -> Vec<String> {
 }
 
 impl Ledgerd {
+    /// A devnet node with `prefill` blocks and no new ones, then `extra`
+    /// flags, on `data_dir` ([`Ledgerd::start_in`]: killed on drop).
+    pub fn devnet_in(data_dir: &Path, prefill: u64, extra: &[&str]) -> Ledgerd {
+        Ledgerd::devnet_in_at(data_dir, "127.0.0.1:0", prefill, extra)
+    }
+
+    /// [`Ledgerd::devnet_in`] listening on `bind` (`127.0.0.1:PORT`).
+    pub fn devnet_in_at(data_dir: &Path, bind: &str, prefill: u64, extra: &[&str]) -> Ledgerd {
+        let mut args = devnet_args(prefill, 0);
+        args.extend(extra.iter().map(|s| s.to_string()));
+        Ledgerd::start_in_at(data_dir, bind, &args)
+    }
+}
+
+impl Ledgerd {
     /// `ledgerd --dev --dev-prefill PREFILL --dev-block-ms 0 --bind 127.0.0.1:0 --data-dir TMP` + `extra`.
     pub fn start(extra: &[&str]) -> Ledgerd {
         Ledgerd::start_prefilled(PREFILL, extra)
@@ -255,6 +270,19 @@ pub fn terminate(child: &mut Child, grace: Duration) {
     }
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// `ledgerd verify ARGS -` with `input` on stdin: (exit code, stdout, stderr).
+pub fn verify(args: &[&str], input: &str) -> (Option<i32>, String, String) {
+    let mut all = vec!["verify"];
+    all.extend_from_slice(args);
+    all.push("-");
+    let out = run(&all, Some(input.as_bytes()));
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 /// Runs `ledgerd ARGS` to completion (a subcommand) with `RUST_LOG=warn`,
