@@ -75,11 +75,7 @@ impl Drop for Haproxy {
 }
 
 fn replace_once(cfg: &mut String, from: &str, to: &str) {
-    assert!(
-        cfg.contains(from),
-        "scripts/haproxy/ledgerd.cfg no longer has {from:?}: update tests/haproxy_fleet.rs"
-    );
-    *cfg = cfg.replacen(from, to, 1);
+    common::process::replace_once(cfg, from, to, "scripts/haproxy/ledgerd.cfg");
 }
 
 impl Haproxy {

@@ -272,6 +272,30 @@ pub fn terminate(child: &mut Child, grace: Duration) {
     let _ = child.wait();
 }
 
+/// Replaces the first `from` in `text`, a copy of the project's `file`, with
+/// `to`; fails when the file no longer has `from`.
+pub fn replace_once(text: &mut String, from: &str, to: &str, file: &str) {
+    assert!(
+        text.contains(from),
+        "{file} no longer has {from:?}: update the tests that rewrite it"
+    );
+    *text = text.replacen(from, to, 1);
+}
+
+/// Waits (at most 5 s) until `addr` accepts connections; fails with the
+/// text of `log` when `child` (`name`, a front such as nginx) exits first or
+/// takes longer.
+pub fn wait_accepting(child: &mut Child, name: &str, addr: SocketAddr, log: &Path) {
+    let end = Instant::now() + Duration::from_secs(5);
+    while std::net::TcpStream::connect(addr).is_err() {
+        if Instant::now() > end || !matches!(child.try_wait(), Ok(None)) {
+            let log = std::fs::read_to_string(log).unwrap_or_default();
+            panic!("{name} did not start on {addr}:\n{log}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// `ledgerd verify ARGS -` with `input` on stdin: (exit code, stdout, stderr).
 pub fn verify(args: &[&str], input: &str) -> (Option<i32>, String, String) {
     let mut all = vec!["verify"];
