@@ -230,8 +230,8 @@ pub struct BlocksVerdict {
 /// prefix and never skips past the failure.
 ///
 /// Heights, links, hashes and keys are checked in order; then the
-/// signatures of the blocks that passed are batch-verified, on both cores
-/// for large batches.
+/// signatures of the blocks that passed, each as Citrea checks it
+/// (`chain::first_bad_signature`), on both cores for large chunks.
 pub fn verify_blocks(
     blocks: &[SoftConfirmation],
     below: (u64, Hash),
