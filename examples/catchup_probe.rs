@@ -13,20 +13,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-fn call(agent: &ureq::Agent, url: &str, method: &str, params: Value) -> Result<Value, String> {
-    let body = json!({"jsonrpc":"2.0","id":1,"method":method,"params":params}).to_string();
-    let text = agent
-        .post(url)
-        .send_string(&body)
-        .map_err(|e| format!("{method}: {e}"))?
-        .into_string()
-        .map_err(|e| format!("{method}: {e}"))?;
-    let v: Value = serde_json::from_str(&text).map_err(|e| format!("{method}: {e}"))?;
-    match v.get("error") {
-        Some(e) => Err(format!("{method}: {e}")),
-        None => Ok(v["result"].clone()),
-    }
-}
+#[path = "support/probe.rs"]
+mod probe;
+
+use probe::{call, next_rand, percentile};
 
 /// (synced L2 height, whether both layers are Synced at the given heads).
 fn progress(status: &Value, l2_head: u64, l1_head: u64) -> (u64, bool) {
@@ -38,14 +28,6 @@ fn progress(status: &Value, l2_head: u64, l1_head: u64) -> (u64, bool) {
     let done = l2["Synced"].as_u64() == Some(l2_head)
         && status["l1Status"]["Synced"].as_u64() == Some(l1_head);
     (synced, done)
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
 }
 
 fn main() {
@@ -97,15 +79,10 @@ fn main() {
             // Until a block is stored, only the sync status has an answer.
             _ if synced == 0 => ("svc_syncStatus", json!([])),
             0 => ("svc_syncStatus", json!([])),
-            1 => {
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                (
-                    "ledger_getSoftConfirmationByNumber",
-                    json!([1 + rng % synced.max(1)]),
-                )
-            }
+            1 => (
+                "ledger_getSoftConfirmationByNumber",
+                json!([1 + next_rand(&mut rng) % synced.max(1)]),
+            ),
             _ => (
                 "ledger_getSoftConfirmationStatus",
                 json!([1 + rng % synced.max(1)]),

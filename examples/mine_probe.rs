@@ -18,38 +18,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::json;
 
-fn call(agent: &ureq::Agent, url: &str, method: &str, params: Value) -> Result<Value, String> {
-    let body = json!({"jsonrpc":"2.0","id":1,"method":method,"params":params}).to_string();
-    let text = agent
-        .post(url)
-        .send_string(&body)
-        .map_err(|e| format!("{method}: {e}"))?
-        .into_string()
-        .map_err(|e| format!("{method}: {e}"))?;
-    let v: Value = serde_json::from_str(&text).map_err(|e| format!("{method}: {e}"))?;
-    match v.get("error") {
-        Some(e) => Err(format!("{method}: {e}")),
-        None => Ok(v["result"].clone()),
-    }
-}
+#[path = "support/probe.rs"]
+mod probe;
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
-
-/// A small xorshift generator (no extra crate for random heights).
-fn next_rand(state: &mut u64) -> u64 {
-    *state ^= *state << 13;
-    *state ^= *state >> 7;
-    *state ^= *state << 17;
-    *state
-}
+use probe::{call, next_rand, percentile};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

@@ -16,48 +16,19 @@ use std::time::Duration;
 
 use common::citrea_upstream::{CitreaUpstream, Options, FIRST_SLOT, MAX_RANGE};
 use common::http::metric;
-use common::rpc::call;
+use common::rpc::{assert_same_view, batch, call};
 use common::Ledgerd;
 use serde_json::{json, Value};
 
-/// Everything a node answers about its chain, in Citrea's shapes.
-#[derive(Debug, PartialEq)]
-struct View {
-    head: u64,
-    genesis: Value,
-    blocks: Vec<Value>,
-    statuses: Vec<Value>,
-    last_scanned: u64,
-    /// (slot, commitments by number, commitments by the slot's hash, proofs).
-    slots: Vec<(u64, Value, Value, Value)>,
-    last_proof: Value,
-}
+/// What these tests read of a chain, in Citrea's shapes: (slot,
+/// commitments by number, commitments by the slot's hash, proofs) for every
+/// DA slot from the first on.
+type View = common::rpc::View<(u64, Value, Value, Value)>;
 
 fn post(url: &str, body: &Value) -> Value {
     let (status, text) = common::post_raw(url, &body.to_string());
     assert_eq!(status, 200, "{text}");
     serde_json::from_str(&text).expect("a JSON answer")
-}
-
-/// Results of a batch of calls, 50 per request (ledgerd's batch limit).
-fn batch(url: &str, calls: &[(&str, Value)]) -> Vec<Value> {
-    let mut out = Vec::new();
-    for part in calls.chunks(50) {
-        let body: Vec<Value> = part
-            .iter()
-            .enumerate()
-            .map(|(i, (m, p))| json!({"jsonrpc":"2.0","id":i,"method":m,"params":p}))
-            .collect();
-        let answers = post(url, &Value::Array(body));
-        let answers = answers.as_array().expect("a batch answer");
-        assert_eq!(answers.len(), part.len());
-        for (i, a) in answers.iter().enumerate() {
-            assert_eq!(a["id"], json!(i), "answers in order");
-            assert!(a.get("error").is_none(), "{:?}: {a}", part[i]);
-            out.push(a["result"].clone());
-        }
-    }
-    out
 }
 
 fn num(v: &Value) -> u64 {
@@ -140,26 +111,6 @@ fn view(url: &str) -> View {
         slots,
         last_proof: last_proof_as_citrea(&call(url, "ledger_getLastVerifiedBatchProof", "[]")),
     }
-}
-
-fn assert_same_view(follower: &View, upstream: &View) {
-    assert_eq!(follower.head, upstream.head, "head");
-    assert_eq!(follower.genesis, upstream.genesis, "genesis state root");
-    assert_eq!(
-        follower.last_scanned, upstream.last_scanned,
-        "last scanned L1"
-    );
-    for (i, (a, b)) in follower.blocks.iter().zip(&upstream.blocks).enumerate() {
-        assert_eq!(a, b, "soft confirmation {}", i + 1);
-    }
-    for (i, (a, b)) in follower.statuses.iter().zip(&upstream.statuses).enumerate() {
-        assert_eq!(a, b, "status of {}", i + 1);
-    }
-    for (a, b) in follower.slots.iter().zip(&upstream.slots) {
-        assert_eq!(a, b, "commitments and proofs of DA slot {}", b.0);
-    }
-    assert_eq!(follower.last_proof, upstream.last_proof, "last proof");
-    assert_eq!(follower, upstream);
 }
 
 fn follower(data: &std::path::Path, upstream: &str, extra: &[&str]) -> Ledgerd {
@@ -522,9 +473,7 @@ fn a_follower_of_a_ledgerd_with_wire_citrea_serves_what_it_serves() {
     // A ledgerd devnet answering in Citrea's shapes is followed like a
     // Citrea node: range limit 20 from Citrea's error text, proofs as arrays.
     let dir = tempfile::tempdir().unwrap();
-    let mut args = common::devnet_args(300, 0);
-    args.extend(["--wire".to_string(), "citrea".to_string()]);
-    let upstream = Ledgerd::start_in(&dir.path().join("up"), &args);
+    let upstream = Ledgerd::devnet_in(&dir.path().join("up"), 300, &["--wire", "citrea"]);
     let f = follower(&dir.path().join("f"), &upstream.url, &["--wire", "citrea"]);
     let l1 = num(&call(&upstream.url, "ledger_getLastScannedL1Height", "[]"));
     wait_synced(&f, 300, l1);

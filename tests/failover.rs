@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::http::metric;
-use common::proxy::HoldingProxy;
+use common::proxy::{Proxy, Tamper};
 use common::rpc::call_by;
 use common::{devnet_args, Ledgerd};
 use serde_json::{json, Value};
@@ -162,7 +162,7 @@ fn a_follower_with_two_upstreams_keeps_its_head_moving_when_the_first_dies_and_r
 fn health_is_503_while_more_than_max_behind_blocks_behind_and_200_once_within() {
     let dir = tempfile::tempdir().expect("temp dir");
     let dev = devnet(&dir.path().join("dev"), 60, 50);
-    let proxy = HoldingProxy::start(&dev.url);
+    let proxy = Proxy::start(&dev.url);
     let f = follower(
         &dir.path().join("f"),
         "127.0.0.1:0",
@@ -209,7 +209,7 @@ fn health_is_503_while_more_than_max_behind_blocks_behind_and_200_once_within() 
         head(&f.url) <= stuck + 10,
         "nothing much was stored meanwhile"
     );
-    assert!(proxy.held.load(std::sync::atomic::Ordering::SeqCst) >= 1);
+    assert!(proxy.held() >= 1);
     // Behind, not stuck: a watchdog's liveness check passes.
     let (status, v) = health_at(&f.url, "/health?live");
     assert_eq!(status, 200, "{v}");
@@ -230,8 +230,8 @@ fn health_is_503_while_more_than_max_behind_blocks_behind_and_200_once_within() 
 fn a_preferred_upstream_that_sends_altered_blocks_corrupts_nothing_and_the_other_is_followed() {
     let dir = tempfile::tempdir().expect("temp dir");
     let dev = devnet(&dir.path().join("dev"), 200, 50);
-    let bad = HoldingProxy::start(&dev.url);
-    bad.alter_blocks();
+    let bad = Proxy::start(&dev.url);
+    bad.set(Tamper::FirstBlockOfEveryRange);
     let f = follower(
         &dir.path().join("f"),
         "127.0.0.1:0",

@@ -4,21 +4,19 @@
 //! comes back, and stores nothing that a tampering proxy altered.
 //!
 //! Every node here is the real binary on a real LMDB in a temp dir; the only
-//! thing of the test's own is a small HTTP proxy put between a follower and
-//! its upstream (to slow answers down, or to alter them).
+//! thing of the tests' own is a small HTTP proxy (`common::proxy`) put
+//! between a follower and its upstream (to slow answers down, or to alter
+//! them).
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::rpc::{call_by, post_raw_by};
-use common::{devnet_args, Ledgerd};
+use common::proxy::{Proxy, Tamper};
+use common::rpc::{assert_same_view, batch_by, call_by};
+use common::Ledgerd;
 use serde_json::{json, Value};
 
 // ---------------------------------------------------------------- processes
@@ -31,9 +29,7 @@ fn devnet_upstream(dir: &Path, prefill: u64) -> Ledgerd {
 
 /// [`devnet_upstream`] listening on `bind`, with `extra` flags.
 fn devnet_upstream_at(dir: &Path, prefill: u64, bind: &str, extra: &[&str]) -> Ledgerd {
-    let mut args = devnet_args(prefill, 0);
-    args.extend(extra.iter().map(|s| s.to_string()));
-    Ledgerd::start_in_at(dir, bind, &args)
+    Ledgerd::devnet_in_at(dir, bind, prefill, extra)
 }
 
 /// A follower of `upstream` on `dir`; killed (SIGKILL) when dropped.
@@ -68,7 +64,7 @@ fn temp_dirs() -> (tempfile::TempDir, PathBuf, PathBuf) {
 
 // ---------------------------------------------------------------- JSON-RPC
 
-/// The client of every call here (and of the proxy): 2 s to connect, 20 s
+/// The client of every call here (as the proxy's): 2 s to connect, 20 s
 /// in all, as a large view's batches take a while on a debug build.
 fn agent() -> ureq::Agent {
     ureq::AgentBuilder::new()
@@ -80,27 +76,6 @@ fn agent() -> ureq::Agent {
 /// The `result` of `method` with `params` on `url`, failing on an error answer.
 fn rpc(url: &str, method: &str, params: Value) -> Value {
     call_by(&agent(), url, method, &params.to_string())
-}
-
-/// Calls in batches of 50 (the default --max-batch); results in call order.
-fn batch(url: &str, calls: &[(&str, Value)]) -> Vec<Value> {
-    let mut out = Vec::with_capacity(calls.len());
-    for part in calls.chunks(50) {
-        let body: Vec<Value> = part
-            .iter()
-            .enumerate()
-            .map(|(i, (m, p))| json!({"jsonrpc":"2.0","id":i,"method":m,"params":p}))
-            .collect();
-        let (status, text) = post_raw_by(&agent(), url, &Value::Array(body).to_string());
-        assert_eq!(status, 200, "batch on {url}: {text:.300}");
-        let mut answers: Vec<Value> = serde_json::from_str(&text).expect("JSON batch");
-        answers.sort_by_key(|a| a["id"].as_u64());
-        for a in answers {
-            assert!(a.get("error").is_none(), "batch on {url}: {a}");
-            out.push(a["result"].clone());
-        }
-    }
-    out
 }
 
 fn head(url: &str) -> u64 {
@@ -119,18 +94,9 @@ fn sync_status(url: &str) -> Value {
     rpc(url, "svc_syncStatus", json!([]))
 }
 
-/// Everything a node serves about its chain, read over RPC.
-#[derive(Debug, PartialEq)]
-struct View {
-    head: u64,
-    genesis: Value,
-    blocks: Vec<Value>,
-    statuses: Vec<Value>,
-    last_scanned: u64,
-    /// (slot, commitments on it, proof on it) from the first DA slot on.
-    slots: Vec<(u64, Value, Value)>,
-    last_proof: Value,
-}
+/// What these tests read of a chain: (slot, commitments on it, proof on
+/// it) for every DA slot from the first on.
+type View = common::rpc::View<(u64, Value, Value)>;
 
 /// The DA slot of L2 height 1 on the devnet.
 const FIRST_SLOT: u64 = 1000;
@@ -149,14 +115,14 @@ fn view(url: &str) -> View {
     let calls: Vec<_> = (1..=head)
         .map(|h| ("ledger_getSoftConfirmationStatus", json!([h])))
         .collect();
-    let statuses = batch(url, &calls);
+    let statuses = batch_by(&agent(), url, &calls);
     let last_scanned = last_scanned(url);
     let mut calls = Vec::new();
     for n in FIRST_SLOT..=last_scanned {
         calls.push(("ledger_getSequencerCommitmentsOnSlotByNumber", json!([n])));
         calls.push(("ledger_getVerifiedBatchProofsBySlotHeight", json!([n])));
     }
-    let answers = batch(url, &calls);
+    let answers = batch_by(&agent(), url, &calls);
     let slots = (FIRST_SLOT..=last_scanned)
         .zip(answers.chunks(2))
         .map(|(n, a)| (n, a[0].clone(), a[1].clone()))
@@ -170,27 +136,6 @@ fn view(url: &str) -> View {
         slots,
         last_proof: rpc(url, "ledger_getLastVerifiedBatchProof", json!([])),
     }
-}
-
-/// Asserts two views are equal, naming the first difference.
-fn assert_same_view(follower: &View, upstream: &View) {
-    assert_eq!(follower.head, upstream.head, "head");
-    assert_eq!(follower.genesis, upstream.genesis, "genesis state root");
-    assert_eq!(
-        follower.last_scanned, upstream.last_scanned,
-        "last scanned L1"
-    );
-    for (i, (a, b)) in follower.blocks.iter().zip(&upstream.blocks).enumerate() {
-        assert_eq!(a, b, "soft confirmation {}", i + 1);
-    }
-    for (i, (a, b)) in follower.statuses.iter().zip(&upstream.statuses).enumerate() {
-        assert_eq!(a, b, "status of {}", i + 1);
-    }
-    for (a, b) in follower.slots.iter().zip(&upstream.slots) {
-        assert_eq!(a, b, "commitments and proof of DA slot {}", b.0);
-    }
-    assert_eq!(follower.last_proof, upstream.last_proof, "last proof");
-    assert_eq!(follower, upstream);
 }
 
 /// Checks the chain a node serves from the outside: every height once, each
@@ -231,7 +176,10 @@ fn assert_chain_whole(url: &str, v: &View) {
         .step_by(7)
         .map(|b| ("ledger_getSoftConfirmationByHash", json!([b["hash"]])))
         .collect();
-    for (answer, b) in batch(url, &calls).iter().zip(v.blocks.iter().step_by(7)) {
+    for (answer, b) in batch_by(&agent(), url, &calls)
+        .iter()
+        .zip(v.blocks.iter().step_by(7))
+    {
         assert_eq!(answer["l2Height"], b["l2Height"], "hash index");
     }
 }
@@ -246,183 +194,6 @@ fn wait_converged(follower: &Ledgerd, upstream: &Ledgerd) {
         &format!("follower reaches head {h} and slot {l1}"),
         |f| sync_status(&f.url) == synced,
     );
-}
-
-// ---------------------------------------------------------------- the proxy
-
-/// What the proxy does to answers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Tamper {
-    Nothing,
-    /// Adds one to the timestamp of the soft confirmation at this height
-    /// (one of the hashed fields), wherever it is answered.
-    BlockAt(u64),
-    /// Flips the first hex digit of every commitment's merkleRoot.
-    MerkleRoots,
-    /// Answers every request with text that is not JSON.
-    Garbage,
-}
-
-/// A small HTTP proxy in front of an upstream: one request per connection,
-/// answers passed through, maybe delayed, maybe altered. When the upstream
-/// cannot be reached it closes the connection without an answer.
-struct Proxy {
-    url: String,
-    addr: SocketAddr,
-    tamper: Arc<Mutex<Tamper>>,
-    delay_ms: Arc<AtomicU64>,
-    /// Answers it altered.
-    altered: Arc<AtomicU64>,
-    stopped: Arc<AtomicBool>,
-}
-
-impl Proxy {
-    fn start(upstream: &str) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("proxy binds");
-        let addr = listener.local_addr().expect("addr");
-        let proxy = Proxy {
-            url: format!("http://{addr}"),
-            addr,
-            tamper: Arc::new(Mutex::new(Tamper::Nothing)),
-            delay_ms: Arc::new(AtomicU64::new(0)),
-            altered: Arc::new(AtomicU64::new(0)),
-            stopped: Arc::new(AtomicBool::new(false)),
-        };
-        let (tamper, delay, altered, stopped) = (
-            proxy.tamper.clone(),
-            proxy.delay_ms.clone(),
-            proxy.altered.clone(),
-            proxy.stopped.clone(),
-        );
-        let upstream = upstream.to_string();
-        thread::spawn(move || {
-            for conn in listener.incoming() {
-                if stopped.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(conn) = conn else { continue };
-                let (tamper, delay, altered, upstream) = (
-                    tamper.clone(),
-                    delay.clone(),
-                    altered.clone(),
-                    upstream.clone(),
-                );
-                thread::spawn(move || {
-                    let _ = serve(conn, &upstream, &tamper, &delay, &altered);
-                });
-            }
-        });
-        proxy
-    }
-
-    fn set(&self, t: Tamper) {
-        *self.tamper.lock().expect("tamper lock") = t;
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        self.stopped.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(self.addr);
-    }
-}
-
-fn serve(
-    conn: TcpStream,
-    upstream: &str,
-    tamper: &Mutex<Tamper>,
-    delay: &AtomicU64,
-    altered: &AtomicU64,
-) -> std::io::Result<()> {
-    conn.set_read_timeout(Some(Duration::from_secs(5)))?;
-    let mut reader = BufReader::new(conn.try_clone()?);
-    let mut length = 0usize;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 {
-            return Ok(());
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':') {
-            if name.eq_ignore_ascii_case("content-length") {
-                length = value.trim().parse().unwrap_or(0);
-            }
-        }
-    }
-    let mut body = vec![0u8; length];
-    reader.read_exact(&mut body)?;
-    let answer = match agent()
-        .post(upstream)
-        .set("Content-Type", "application/json")
-        .send_bytes(&body)
-    {
-        Ok(r) => r.into_string()?,
-        // The upstream is down: so is the proxy, as far as the follower sees.
-        Err(_) => return Ok(()),
-    };
-    let mode = *tamper.lock().expect("tamper lock");
-    let answer = match alter(&answer, mode) {
-        Some(changed) => {
-            altered.fetch_add(1, Ordering::SeqCst);
-            changed
-        }
-        None => answer,
-    };
-    thread::sleep(Duration::from_millis(delay.load(Ordering::SeqCst)));
-    let mut conn = conn;
-    write!(
-        conn,
-        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        answer.len()
-    )?;
-    conn.write_all(answer.as_bytes())?;
-    conn.flush()
-}
-
-/// The altered answer, or `None` when there was nothing to alter.
-fn alter(answer: &str, mode: Tamper) -> Option<String> {
-    match mode {
-        Tamper::Nothing => None,
-        Tamper::Garbage => Some("<html>502 upstream sneezed</html>".to_string()),
-        Tamper::BlockAt(h) => {
-            let at = answer.find(&format!("\"l2Height\":{h},"))?;
-            let field = "\"timestamp\":";
-            let start = at + answer[at..].find(field)? + field.len();
-            let len = answer[start..]
-                .find(|c: char| !c.is_ascii_digit())
-                .unwrap_or(answer.len() - start);
-            let ts: u64 = answer[start..start + len].parse().ok()?;
-            Some(format!(
-                "{}{}{}",
-                &answer[..start],
-                ts + 1,
-                &answer[start + len..]
-            ))
-        }
-        Tamper::MerkleRoots => {
-            let field = "\"merkleRoot\":\"";
-            if !answer.contains(field) {
-                return None;
-            }
-            let mut out = String::with_capacity(answer.len());
-            let mut rest = answer;
-            while let Some(i) = rest.find(field) {
-                let digit = i + field.len();
-                out.push_str(&rest[..digit]);
-                out.push(if rest[digit..].starts_with('0') {
-                    '1'
-                } else {
-                    '0'
-                });
-                rest = &rest[digit + 1..];
-            }
-            out.push_str(rest);
-            Some(out)
-        }
-    }
 }
 
 // ---------------------------------------------------------------- the tests
@@ -462,7 +233,7 @@ fn a_follower_killed_mid_catch_up_resumes_without_gap_or_duplicate() {
     let upstream = devnet_upstream(&up_dir, 2000);
     // A slow path to the upstream, so a kill lands in the middle of catch-up.
     let slow = Proxy::start(&upstream.url);
-    slow.delay_ms.store(15, Ordering::SeqCst);
+    slow.set_delay(Duration::from_millis(15));
     let mut kills = Vec::new();
     for (round, stop_at) in [150u64, 700, 1400].into_iter().enumerate() {
         let follower = one_at_a_time_follower_of(&f_dir, &slow.url, 25);
@@ -559,7 +330,7 @@ fn a_block_altered_in_transit_is_never_stored_and_the_follower_converges_once_it
         },
     );
     thread::sleep(Duration::from_millis(300));
-    assert!(proxy.altered.load(Ordering::SeqCst) >= 1);
+    assert!(proxy.altered() >= 1);
     // The verified prefix is stored, nothing at or above the altered block.
     assert_eq!(head(&follower.url), 249);
     assert_eq!(
@@ -599,7 +370,7 @@ fn a_commitment_with_an_altered_merkle_root_finalizes_nothing_until_it_is_answer
         |f| f.stderr().contains("check merkle_root failed"),
     );
     thread::sleep(Duration::from_millis(300));
-    assert!(proxy.altered.load(Ordering::SeqCst) >= 1);
+    assert!(proxy.altered() >= 1);
     let u = view(&upstream.url);
     let f = view(&follower.url);
     // The blocks are untouched and stored; no status was raised, no
@@ -636,7 +407,7 @@ fn a_follower_answered_garbage_keeps_serving_logs_it_once_and_recovers() {
         assert_eq!(head(&follower.url), 300);
         thread::sleep(Duration::from_millis(50));
     }
-    assert!(proxy.altered.load(Ordering::SeqCst) >= 3, "several retries");
+    assert!(proxy.altered() >= 3, "several retries");
     let log = follower.stderr();
     assert_eq!(
         log.matches("not JSON-RPC").count(),

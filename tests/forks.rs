@@ -14,9 +14,7 @@ use serde_json::{json, Value};
 const FORK: u64 = 50;
 
 fn devnet_across_the_fork(dir: &Path, prefill: u64) -> Ledgerd {
-    let mut args = common::devnet_args(prefill, 0);
-    args.extend(["--kumquat-height".into(), FORK.to_string()]);
-    Ledgerd::start_in(dir, &args)
+    Ledgerd::devnet_in(dir, prefill, &["--kumquat-height", &FORK.to_string()])
 }
 
 fn statuses(url: &str, heights: std::ops::RangeInclusive<u64>) -> Vec<String> {
@@ -41,14 +39,8 @@ fn range_answer(url: &str, from: u64, to: u64) -> String {
 
 /// Runs `ledgerd verify ARGS -` on `input`: (exit code, stdout).
 fn verify(args: &[&str], input: &str) -> (Option<i32>, String) {
-    let mut all = vec!["verify"];
-    all.extend_from_slice(args);
-    all.push("-");
-    let out = run(&all, Some(input.as_bytes()));
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+    let (code, out, _) = common::process::verify(args, input);
+    (code, out)
 }
 
 #[test]
@@ -96,9 +88,7 @@ fn every_status_is_reached_by_genesis_blocks_when_the_fork_is_near_the_head() {
     // With the fork just below the head, the Genesis side holds the newest
     // Trusted blocks too.
     let dir = tempfile::tempdir().unwrap();
-    let mut args = common::devnet_args(300, 0);
-    args.extend(["--kumquat-height".into(), "296".into()]);
-    let node = Ledgerd::start_in(&dir.path().join("up"), &args);
+    let node = Ledgerd::devnet_in(&dir.path().join("up"), 300, &["--kumquat-height", "296"]);
     let s = statuses(&node.url, 1..=295);
     for status in ["Proven", "Finalized", "Trusted"] {
         assert!(
@@ -193,9 +183,7 @@ fn a_data_dir_refuses_another_fork_table_with_one_line_and_keeps_its_own() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--kumquat-height 50"), "{err}");
     // With its own table it continues the same chain.
-    let mut args = common::devnet_args(120, 0);
-    args.extend(["--kumquat-height".into(), "50".into()]);
-    let node = Ledgerd::start_in(&data, &args);
+    let node = Ledgerd::devnet_in(&data, 120, &["--kumquat-height", "50"]);
     assert_eq!(
         call(&node.url, "ledger_getSoftConfirmationByNumber", "[100]")["hash"],
         head_hash

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::proxy::HoldingProxy;
+use common::proxy::Proxy;
 use common::{devnet_args, free_port, Ledgerd};
 use serde_json::{json, Value};
 
@@ -75,11 +75,7 @@ impl Drop for Haproxy {
 }
 
 fn replace_once(cfg: &mut String, from: &str, to: &str) {
-    assert!(
-        cfg.contains(from),
-        "scripts/haproxy/ledgerd.cfg no longer has {from:?}: update tests/haproxy_fleet.rs"
-    );
-    *cfg = cfg.replacen(from, to, 1);
+    common::process::replace_once(cfg, from, to, "scripts/haproxy/ledgerd.cfg");
 }
 
 impl Haproxy {
@@ -362,7 +358,7 @@ fn a_fleet_behind_haproxy_loses_a_node_and_lags_another_without_losing_a_request
     let dir = tempfile::tempdir().expect("temp dir");
     let d = |name: &str| dir.path().join(name);
     let dev = Ledgerd::start_in(&d("dev"), &devnet_args(200, BLOCK_MS));
-    let proxy = HoldingProxy::start(&dev.url);
+    let proxy = Proxy::start(&dev.url);
     let n1 = Ledgerd::start_in(&d("n1"), &follower_args(&dev.url));
     let n2 = Ledgerd::start_in(&d("n2"), &follower_args(&proxy.url));
     let n3 = Ledgerd::start_in(&d("n3"), &follower_args(&dev.url));

@@ -14,11 +14,11 @@
 
 mod common;
 
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::smuggling::{cases, one_answer_then_closed, smuggled_handled, SMUGGLED_BODY};
 use common::{assert_normal_request_fast, free_port, Ledgerd, PREFILL};
@@ -116,15 +116,8 @@ fn start(cfg: &str) -> Front {
         haproxy,
         dir,
     };
-    let end = Instant::now() + Duration::from_secs(5);
-    while TcpStream::connect(addr).is_err() {
-        if Instant::now() > end || !matches!(front.haproxy.try_wait(), Ok(None)) {
-            let log =
-                std::fs::read_to_string(front.dir.path().join("haproxy.log")).unwrap_or_default();
-            panic!("haproxy did not start on {addr}:\n{log}");
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
+    let log = front.dir.path().join("haproxy.log");
+    common::process::wait_accepting(&mut front.haproxy, "haproxy", addr, &log);
     assert_eq!(
         common::rpc(front.addr, common::HEAD_HEIGHT.as_bytes()).status,
         200,

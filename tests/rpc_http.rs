@@ -6,7 +6,7 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use common::{devnet_args, hash32, run_to_exit, Ledgerd};
+use common::{hash32, run_to_exit, Ledgerd};
 use ed25519_dalek::{Signature, Verifier, VerifyingKey};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -15,9 +15,7 @@ const PREFILL: u64 = 300;
 
 fn devnet(prefill: u64, extra: &[&str]) -> (tempfile::TempDir, Ledgerd) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut args = devnet_args(prefill, 0);
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let node = Ledgerd::start_in(dir.path(), &args);
+    let node = Ledgerd::devnet_in(dir.path(), prefill, extra);
     (dir, node)
 }
 

@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::process::verify;
 use common::run;
 use serde_json::Value;
 
@@ -20,19 +21,6 @@ const TESTNET_5470829: &str = include_str!("data/testnet_head_5470829.json");
 const VECTORS: &str = include_str!("data/chain_vectors.json");
 
 const DEVNET_KEY: &str = "52f41a5076498d1ae8bdfa57d19e91e3c2c94b6de21985d099cd48cfa7aef174";
-
-/// `ledgerd verify ARGS -` with `input` on stdin: (exit code, stdout, stderr).
-fn verify(args: &[&str], input: &str) -> (Option<i32>, String, String) {
-    let mut all = vec!["verify"];
-    all.extend_from_slice(args);
-    all.push("-");
-    let out = run(&all, Some(input.as_bytes()));
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 fn testnet_blocks() -> Vec<Value> {
     let answer: Value = serde_json::from_str(TESTNET_78_79).unwrap();

@@ -26,6 +26,7 @@
 //! Test vectors made without this module are in `tests/data/chain_vectors.json`.
 
 pub mod forks;
+mod strict;
 
 use std::borrow::Cow;
 
@@ -34,6 +35,7 @@ use sha2::{Digest, Sha256};
 
 use crate::types::{Hash, SoftConfirmation};
 pub use forks::{Fork, ForkTable, Network};
+pub use strict::first_bad_signature;
 
 /// SHA-256 of `data`.
 pub fn sha256(data: &[u8]) -> Hash {
@@ -203,49 +205,6 @@ pub fn verify_signature(
     let sig = Signature::from_bytes(signature);
     key.verify_strict(message, &sig)
         .map_err(|_| SignatureError::Mismatch)
-}
-
-/// Verifies many signatures at once with ed25519-dalek's batch
-/// verification (random 128-bit weights; about twice as fast per signature
-/// as one by one). Items are (key, message, signature). Returns the index
-/// of the first signature that fails, or `None` when all verify.
-///
-/// A sequencer signs every block with the same key, and decompressing a key
-/// costs about as much as a verification: each distinct key is decompressed
-/// once. The batch equation itself is ed25519-dalek's, not ours.
-pub fn first_bad_signature(items: &[(&[u8; 32], &[u8], &[u8; 64])]) -> Option<usize> {
-    if items.is_empty() || batch_verifies(items) {
-        return None;
-    }
-    // The batch failed: find the first culprit one by one.
-    items
-        .iter()
-        .position(|(k, m, s)| verify_signature(k, m, s).is_err())
-}
-
-/// True when every signature of `items` verifies as a batch; false when any
-/// key is malformed or weak, or the batch does not hold.
-fn batch_verifies(items: &[(&[u8; 32], &[u8], &[u8; 64])]) -> bool {
-    let mut keys: Vec<VerifyingKey> = Vec::with_capacity(items.len());
-    let mut last: Option<(&[u8; 32], VerifyingKey)> = None;
-    for (pub_key, _, _) in items {
-        let key = match last {
-            Some((bytes, key)) if bytes == *pub_key => key,
-            _ => match VerifyingKey::from_bytes(pub_key) {
-                // A weak key is refused by verify_strict: never batch it.
-                Ok(k) if !k.is_weak() => k,
-                _ => return false,
-            },
-        };
-        last = Some((pub_key, key));
-        keys.push(key);
-    }
-    let messages: Vec<&[u8]> = items.iter().map(|(_, m, _)| *m).collect();
-    let signatures: Vec<Signature> = items
-        .iter()
-        .map(|(_, _, s)| Signature::from_bytes(s))
-        .collect();
-    ed25519_dalek::verify_batch(&messages, &signatures, &keys).is_ok()
 }
 
 #[cfg(test)]
@@ -442,7 +401,7 @@ mod tests {
     }
 
     #[test]
-    fn batch_verification_finds_the_first_bad_signature() {
+    fn many_signatures_are_checked_in_order_and_the_first_bad_one_found() {
         let key = SequencerKey::from_secret(&[4u8; 32]);
         let pk = key.public_key();
         let hashes: Vec<Hash> = (0u8..20).map(|i| sha256(&[i])).collect();

@@ -230,8 +230,9 @@ pub struct BlocksVerdict {
 /// prefix and never skips past the failure.
 ///
 /// Heights, links, hashes and keys are checked in order; then the
-/// signatures of the blocks that passed are batch-verified, on both cores
-/// for large batches (see [`verify_blocks_on`] for one).
+/// signatures of the blocks that passed, each as Citrea checks it
+/// (`chain::first_bad_signature`), on both cores for large chunks (see
+/// [`verify_blocks_on`] for one).
 pub fn verify_blocks(
     blocks: &[SoftConfirmation],
     below: (u64, Hash),

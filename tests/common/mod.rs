@@ -3,9 +3,10 @@
 //! 127.0.0.1 port 0 ([`process`]), a raw HTTP/1.1 client on plain sockets
 //! that can misbehave on purpose ([`http`]), JSON-RPC calls and the checks
 //! many tests share ([`rpc`]), the socket-less bytes -> answer path the
-//! fuzzer shares ([`rpc_check`]); a proxy that holds an upstream's blocks
-//! back ([`proxy`]), and a stand-in for a Citrea v0.6 full node written from
-//! Citrea's source ([`citrea_upstream`]).
+//! fuzzer shares ([`rpc_check`]); a proxy that can hold an upstream's
+//! blocks back, alter its answers or slow them ([`proxy`]), and a stand-in
+//! for a Citrea v0.6 full node written from Citrea's source
+//! ([`citrea_upstream`]).
 #![allow(dead_code)] // each test file uses a different part
 #![allow(unused_imports)]
 

@@ -39,6 +39,21 @@ pub fn devnet_args(prefill: u64, block_ms: u64) -> Vec<String> {
 }
 
 impl Ledgerd {
+    /// A devnet node with `prefill` blocks and no new ones, then `extra`
+    /// flags, on `data_dir` ([`Ledgerd::start_in`]: killed on drop).
+    pub fn devnet_in(data_dir: &Path, prefill: u64, extra: &[&str]) -> Ledgerd {
+        Ledgerd::devnet_in_at(data_dir, "127.0.0.1:0", prefill, extra)
+    }
+
+    /// [`Ledgerd::devnet_in`] listening on `bind` (`127.0.0.1:PORT`).
+    pub fn devnet_in_at(data_dir: &Path, bind: &str, prefill: u64, extra: &[&str]) -> Ledgerd {
+        let mut args = devnet_args(prefill, 0);
+        args.extend(extra.iter().map(|s| s.to_string()));
+        Ledgerd::start_in_at(data_dir, bind, &args)
+    }
+}
+
+impl Ledgerd {
     /// `ledgerd --dev --dev-prefill PREFILL --dev-block-ms 0 --bind 127.0.0.1:0 --data-dir TMP` + `extra`.
     pub fn start(extra: &[&str]) -> Ledgerd {
         Ledgerd::start_prefilled(PREFILL, extra)
@@ -255,6 +270,43 @@ pub fn terminate(child: &mut Child, grace: Duration) {
     }
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// Replaces the first `from` in `text`, a copy of the project's `file`, with
+/// `to`; fails when the file no longer has `from`.
+pub fn replace_once(text: &mut String, from: &str, to: &str, file: &str) {
+    assert!(
+        text.contains(from),
+        "{file} no longer has {from:?}: update the tests that rewrite it"
+    );
+    *text = text.replacen(from, to, 1);
+}
+
+/// Waits (at most 5 s) until `addr` accepts connections; fails with the
+/// text of `log` when `child` (`name`, a front such as nginx) exits first or
+/// takes longer.
+pub fn wait_accepting(child: &mut Child, name: &str, addr: SocketAddr, log: &Path) {
+    let end = Instant::now() + Duration::from_secs(5);
+    while std::net::TcpStream::connect(addr).is_err() {
+        if Instant::now() > end || !matches!(child.try_wait(), Ok(None)) {
+            let log = std::fs::read_to_string(log).unwrap_or_default();
+            panic!("{name} did not start on {addr}:\n{log}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `ledgerd verify ARGS -` with `input` on stdin: (exit code, stdout, stderr).
+pub fn verify(args: &[&str], input: &str) -> (Option<i32>, String, String) {
+    let mut all = vec!["verify"];
+    all.extend_from_slice(args);
+    all.push("-");
+    let out = run(&all, Some(input.as_bytes()));
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 /// Runs `ledgerd ARGS` to completion (a subcommand) with `RUST_LOG=warn`,

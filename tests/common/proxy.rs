@@ -1,105 +1,142 @@
 //! A pass-through HTTP proxy put between a follower and its upstream, that
-//! can hold back the upstream's blocks: while held, head requests
-//! (`ledger_getHeadSoftConfirmationHeight`) still pass, every other request
-//! waits until released. The follower then knows its source moves on but
-//! gets nothing to store: it falls behind while it and its source are alive,
-//! as behind an upstream that is overloaded, or a link that only lets small
-//! answers through.
+//! can misbehave on purpose in the ways an upstream or the link to it does:
 //!
-//! It can also alter the blocks it passes (a bad upstream): the first
-//! block of every `ledger_getSoftConfirmationRange` answer gets a timestamp
-//! one higher, which its hash no longer matches.
+//! - hold back the upstream's blocks ([`Proxy::hold_blocks`]): head requests
+//!   (`ledger_getHeadSoftConfirmationHeight`) still pass, every other request
+//!   waits until released. The follower then knows its source moves on but
+//!   gets nothing to store: it falls behind while it and its source are
+//!   alive, as behind an upstream that is overloaded, or a link that only
+//!   lets small answers through;
+//! - alter the answers it passes ([`Proxy::set`] with a [`Tamper`]): a bad
+//!   upstream, or a link that damages what it carries;
+//! - answer late ([`Proxy::set_delay`]): a slow link.
 //!
-//! One request per connection (`Connection: close`); when the upstream
-//! cannot be reached, the connection is closed without an answer.
+//! It counts the requests it held back and the answers it altered. One
+//! request per connection (`Connection: close`); an answer goes on with the
+//! upstream's status; when the upstream cannot be reached, the connection is
+//! closed without an answer.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 /// The longest a request is held: longer than any test holds blocks back.
 const HOLD_AT_MOST: Duration = Duration::from_secs(60);
 
-pub struct HoldingProxy {
-    pub url: String,
-    addr: SocketAddr,
-    hold: Arc<AtomicBool>,
-    alter: Arc<AtomicBool>,
-    /// Requests that were held back before they were passed on.
-    pub held: Arc<AtomicU64>,
-    stopped: Arc<AtomicBool>,
+/// What the proxy does to answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tamper {
+    Nothing,
+    /// Adds one to the timestamp of the soft confirmation at this height
+    /// (one of the hashed fields), wherever it is answered.
+    BlockAt(u64),
+    /// Adds one to the timestamp of the first block of every
+    /// `ledger_getSoftConfirmationRange` answer, which its hash then no
+    /// longer matches.
+    FirstBlockOfEveryRange,
+    /// Flips the first hex digit of every commitment's merkleRoot.
+    MerkleRoots,
+    /// Answers every request with text that is not JSON.
+    Garbage,
 }
 
-impl HoldingProxy {
-    /// A proxy on 127.0.0.1 (a free port) in front of `upstream` (a URL).
-    pub fn start(upstream: &str) -> HoldingProxy {
+/// What the proxy's threads share with its handle.
+struct State {
+    upstream: String,
+    hold: AtomicBool,
+    tamper: Mutex<Tamper>,
+    delay_ms: AtomicU64,
+    held: AtomicU64,
+    altered: AtomicU64,
+    stopped: AtomicBool,
+}
+
+/// A proxy on 127.0.0.1 in front of one upstream; it stops when dropped.
+pub struct Proxy {
+    pub url: String,
+    addr: SocketAddr,
+    state: Arc<State>,
+}
+
+impl Proxy {
+    /// A proxy on 127.0.0.1 (a free port) in front of `upstream` (a URL),
+    /// passing everything on as it is.
+    pub fn start(upstream: &str) -> Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").expect("proxy binds");
         let addr = listener.local_addr().expect("addr");
-        let proxy = HoldingProxy {
-            url: format!("http://{addr}"),
-            addr,
-            hold: Arc::new(AtomicBool::new(false)),
-            alter: Arc::new(AtomicBool::new(false)),
-            held: Arc::new(AtomicU64::new(0)),
-            stopped: Arc::new(AtomicBool::new(false)),
-        };
-        let (hold, alter, held, stopped) = (
-            proxy.hold.clone(),
-            proxy.alter.clone(),
-            proxy.held.clone(),
-            proxy.stopped.clone(),
-        );
-        let upstream = upstream.to_string();
+        let state = Arc::new(State {
+            upstream: upstream.to_string(),
+            hold: AtomicBool::new(false),
+            tamper: Mutex::new(Tamper::Nothing),
+            delay_ms: AtomicU64::new(0),
+            held: AtomicU64::new(0),
+            altered: AtomicU64::new(0),
+            stopped: AtomicBool::new(false),
+        });
+        let shared = state.clone();
         thread::spawn(move || {
             for conn in listener.incoming() {
-                if stopped.load(Ordering::SeqCst) {
+                if shared.stopped.load(Ordering::SeqCst) {
                     break;
                 }
                 let Ok(conn) = conn else { continue };
-                let (hold, alter, held, upstream) =
-                    (hold.clone(), alter.clone(), held.clone(), upstream.clone());
+                let state = shared.clone();
                 thread::spawn(move || {
-                    let _ = pass(conn, &upstream, &hold, &alter, &held);
+                    let _ = pass(conn, &state);
                 });
             }
         });
-        proxy
+        Proxy {
+            url: format!("http://{addr}"),
+            addr,
+            state,
+        }
     }
 
     /// Holds back every request but head requests, until [`Self::release`].
     pub fn hold_blocks(&self) {
-        self.hold.store(true, Ordering::SeqCst);
+        self.state.hold.store(true, Ordering::SeqCst);
     }
 
     /// Passes everything again (held requests go on at once).
     pub fn release(&self) {
-        self.hold.store(false, Ordering::SeqCst);
+        self.state.hold.store(false, Ordering::SeqCst);
     }
 
-    /// Alters the first block of every range answer from now on.
-    pub fn alter_blocks(&self) {
-        self.alter.store(true, Ordering::SeqCst);
+    /// Alters the answers from now on as `t` says.
+    pub fn set(&self, t: Tamper) {
+        *self.state.tamper.lock().expect("tamper lock") = t;
+    }
+
+    /// Sends every answer `delay` after the upstream gave it, from now on.
+    pub fn set_delay(&self, delay: Duration) {
+        let ms = u64::try_from(delay.as_millis()).expect("a delay in ms fits u64");
+        self.state.delay_ms.store(ms, Ordering::SeqCst);
+    }
+
+    /// Requests that were held back before they were passed on, so far.
+    pub fn held(&self) -> u64 {
+        self.state.held.load(Ordering::SeqCst)
+    }
+
+    /// Answers altered so far.
+    pub fn altered(&self) -> u64 {
+        self.state.altered.load(Ordering::SeqCst)
     }
 }
 
-impl Drop for HoldingProxy {
+impl Drop for Proxy {
     fn drop(&mut self) {
-        self.hold.store(false, Ordering::SeqCst);
-        self.stopped.store(true, Ordering::SeqCst);
+        self.state.hold.store(false, Ordering::SeqCst);
+        self.state.stopped.store(true, Ordering::SeqCst);
         let _ = TcpStream::connect(self.addr);
     }
 }
 
-fn pass(
-    conn: TcpStream,
-    upstream: &str,
-    hold: &AtomicBool,
-    alter: &AtomicBool,
-    held: &AtomicU64,
-) -> std::io::Result<()> {
+fn pass(conn: TcpStream, state: &State) -> std::io::Result<()> {
     conn.set_read_timeout(Some(Duration::from_secs(5)))?;
     let mut reader = BufReader::new(conn.try_clone()?);
     let mut length = 0usize;
@@ -124,47 +161,91 @@ fn pass(
     let head_only =
         text.contains("ledger_getHeadSoftConfirmationHeight") && !body.starts_with(b"[");
     let range = text.contains("ledger_getSoftConfirmationRange");
-    if !head_only && hold.load(Ordering::SeqCst) {
-        held.fetch_add(1, Ordering::SeqCst);
+    if !head_only && state.hold.load(Ordering::SeqCst) {
+        state.held.fetch_add(1, Ordering::SeqCst);
         let since = Instant::now();
-        while hold.load(Ordering::SeqCst) && since.elapsed() < HOLD_AT_MOST {
+        while state.hold.load(Ordering::SeqCst) && since.elapsed() < HOLD_AT_MOST {
             thread::sleep(Duration::from_millis(5));
         }
     }
+    // 2 s to connect, 20 s in all, as a large view's batches take a while
+    // on a debug build.
     let agent = ureq::AgentBuilder::new()
         .timeout_connect(Duration::from_secs(2))
         .timeout(Duration::from_secs(20))
         .build();
-    let answer = match agent
-        .post(upstream)
+    let response = match agent
+        .post(&state.upstream)
         .set("Content-Type", "application/json")
         .send_bytes(&body)
     {
-        Ok(r) => r.into_string()?,
-        Err(ureq::Error::Status(_, r)) => r.into_string()?,
+        Ok(r) | Err(ureq::Error::Status(_, r)) => r,
         // The upstream is down: so is the proxy, as far as the follower sees.
         Err(_) => return Ok(()),
     };
-    let answer = if range && alter.load(Ordering::SeqCst) {
-        later_timestamp(&answer).unwrap_or(answer)
-    } else {
-        answer
+    let status = format!("{} {}", response.status(), response.status_text());
+    let answer = response.into_string()?;
+    let mode = *state.tamper.lock().expect("tamper lock");
+    let answer = match alter(&answer, mode, range) {
+        Some(changed) => {
+            state.altered.fetch_add(1, Ordering::SeqCst);
+            changed
+        }
+        None => answer,
     };
+    thread::sleep(Duration::from_millis(state.delay_ms.load(Ordering::SeqCst)));
     let mut conn = conn;
     write!(
         conn,
-        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         answer.len()
     )?;
     conn.write_all(answer.as_bytes())?;
     conn.flush()
 }
 
-/// `answer` with its first `"timestamp":N` made `N + 1`.
-fn later_timestamp(answer: &str) -> Option<String> {
+/// The altered answer, or `None` when there was nothing to alter; `range`:
+/// whether the request asked for a range of blocks.
+fn alter(answer: &str, mode: Tamper, range: bool) -> Option<String> {
+    match mode {
+        Tamper::Nothing => None,
+        Tamper::Garbage => Some("<html>502 upstream sneezed</html>".to_string()),
+        Tamper::BlockAt(h) => {
+            let at = answer.find(&format!("\"l2Height\":{h},"))?;
+            later_timestamp(answer, at)
+        }
+        Tamper::FirstBlockOfEveryRange if range => later_timestamp(answer, 0),
+        Tamper::FirstBlockOfEveryRange => None,
+        Tamper::MerkleRoots => {
+            let field = "\"merkleRoot\":\"";
+            if !answer.contains(field) {
+                return None;
+            }
+            let mut out = String::with_capacity(answer.len());
+            let mut rest = answer;
+            while let Some(i) = rest.find(field) {
+                let digit = i + field.len();
+                out.push_str(&rest[..digit]);
+                out.push(if rest[digit..].starts_with('0') {
+                    '1'
+                } else {
+                    '0'
+                });
+                rest = &rest[digit + 1..];
+            }
+            out.push_str(rest);
+            Some(out)
+        }
+    }
+}
+
+/// `answer` with the first `"timestamp":N` from byte `from` on made `N + 1`.
+fn later_timestamp(answer: &str, from: usize) -> Option<String> {
     let field = "\"timestamp\":";
-    let start = answer.find(field)? + field.len();
-    let len = answer[start..].find(|c: char| !c.is_ascii_digit())?;
+    let start = from + answer[from..].find(field)? + field.len();
+    let len = answer[start..]
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(answer.len() - start);
     let ts: u64 = answer[start..start + len].parse().ok()?;
     Some(format!(
         "{}{}{}",

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::http::{quick_rpc, NORMAL_WITHIN};
 use super::process::{run, Ledgerd};
@@ -76,6 +76,100 @@ fn result_of(method: &str, params: &str, text: &str) -> Value {
     let v: Value = serde_json::from_str(text).expect("json");
     assert!(v.get("error").is_none(), "{method}{params}: {text}");
     v["result"].clone()
+}
+
+/// The results of `calls` (method, params) on `url`, in call order, asked
+/// in batches of 50 (ledgerd's default `--max-batch`), each within 30 s.
+/// Fails on an HTTP error, a missing or out-of-order answer, or an error
+/// answer.
+pub fn batch(url: &str, calls: &[(&str, Value)]) -> Vec<Value> {
+    let agent = ureq::AgentBuilder::new()
+        .timeout(Duration::from_secs(30))
+        .build();
+    batch_by(&agent, url, calls)
+}
+
+/// [`batch`] with `agent` (and so within its timeouts).
+pub fn batch_by(agent: &ureq::Agent, url: &str, calls: &[(&str, Value)]) -> Vec<Value> {
+    let mut out = Vec::with_capacity(calls.len());
+    for part in calls.chunks(50) {
+        let body: Vec<Value> = part
+            .iter()
+            .enumerate()
+            .map(|(i, (m, p))| json!({"jsonrpc":"2.0","id":i,"method":m,"params":p}))
+            .collect();
+        let (status, text) = post_raw_by(agent, url, &Value::Array(body).to_string());
+        assert_eq!(status, 200, "batch on {url}: {text:.300}");
+        let answers: Value = serde_json::from_str(&text).expect("a JSON answer");
+        let answers = answers.as_array().expect("a batch answer");
+        assert_eq!(answers.len(), part.len());
+        for (i, a) in answers.iter().enumerate() {
+            assert_eq!(a["id"], json!(i), "answers in order");
+            assert!(
+                a.get("error").is_none(),
+                "batch on {url}: {:?}: {a}",
+                part[i]
+            );
+            out.push(a["result"].clone());
+        }
+    }
+    out
+}
+
+/// Everything a node serves about its chain, read over RPC by a test; `S`
+/// is what the test reads of one DA slot (see [`SlotRead`]).
+#[derive(Debug, PartialEq)]
+pub struct View<S> {
+    pub head: u64,
+    pub genesis: Value,
+    pub blocks: Vec<Value>,
+    pub statuses: Vec<Value>,
+    pub last_scanned: u64,
+    /// What was read of every DA slot from the first on.
+    pub slots: Vec<S>,
+    pub last_proof: Value,
+}
+
+/// What a test reads of one DA slot: a tuple of its number, then its
+/// answers (commitments, proofs, ...).
+pub trait SlotRead: PartialEq + std::fmt::Debug {
+    /// The slot's number.
+    fn number(&self) -> u64;
+}
+
+/// (slot, commitments on it, proofs on it).
+impl SlotRead for (u64, Value, Value) {
+    fn number(&self) -> u64 {
+        self.0
+    }
+}
+
+/// (slot, commitments by number, commitments by the slot's hash, proofs).
+impl SlotRead for (u64, Value, Value, Value) {
+    fn number(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Asserts two views are equal, naming the first difference.
+pub fn assert_same_view<S: SlotRead>(follower: &View<S>, upstream: &View<S>) {
+    assert_eq!(follower.head, upstream.head, "head");
+    assert_eq!(follower.genesis, upstream.genesis, "genesis state root");
+    assert_eq!(
+        follower.last_scanned, upstream.last_scanned,
+        "last scanned L1"
+    );
+    for (i, (a, b)) in follower.blocks.iter().zip(&upstream.blocks).enumerate() {
+        assert_eq!(a, b, "soft confirmation {}", i + 1);
+    }
+    for (i, (a, b)) in follower.statuses.iter().zip(&upstream.statuses).enumerate() {
+        assert_eq!(a, b, "status of {}", i + 1);
+    }
+    for (a, b) in follower.slots.iter().zip(&upstream.slots) {
+        assert_eq!(a, b, "commitments and proofs of DA slot {}", b.number());
+    }
+    assert_eq!(follower.last_proof, upstream.last_proof, "last proof");
+    assert_eq!(follower, upstream);
 }
 
 impl Ledgerd {
