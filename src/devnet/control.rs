@@ -275,7 +275,14 @@ impl DevExec for Exec<'_> {
                 log::info!("dev_mine {n}: head {goal} after {:.2?}", started.elapsed());
                 DevOutcome::Number(goal)
             }
-            SetBlockInterval(ms) => DevOutcome::Number(devnet.set_block_interval(ms)),
+            SetBlockInterval(ms) => {
+                // The old interval may have owed a block by the time it was
+                // replaced: store it before answering, so the head read
+                // after the answer stays put under an interval of 0.
+                let previous = devnet.set_block_interval(ms);
+                self.settle()?;
+                DevOutcome::Number(previous)
+            }
             Commit => {
                 let Some(slot) = devnet.commit_now() else {
                     return Ok(DevOutcome::Commitment(None));
