@@ -7,16 +7,6 @@ mod common;
 use common::{call, devnet_ledger, every_answer, export, run, Ledgerd};
 use std::path::Path;
 
-fn serve(dir: &Path) -> Ledgerd {
-    Ledgerd::start_args(&[
-        "serve-readonly",
-        "--bind",
-        "127.0.0.1:0",
-        "--data-dir",
-        dir.to_str().unwrap(),
-    ])
-}
-
 fn import(dir: &Path, fixture: &str, extra: &[&str]) -> std::process::Output {
     let mut args = vec!["import", "-", "--data-dir", dir.to_str().unwrap()];
     args.extend_from_slice(extra);
@@ -29,7 +19,7 @@ fn stderr(out: &std::process::Output) -> String {
 
 /// The head height of a data dir, read through a read-only server.
 fn head_of(dir: &Path) -> u64 {
-    let p = serve(dir);
+    let p = Ledgerd::serve_readonly(dir);
     call(&p.url, "ledger_getHeadSoftConfirmationHeight", "[]")
         .as_u64()
         .unwrap()
@@ -64,7 +54,7 @@ fn export_then_import_into_an_empty_dir_answers_every_method_the_same() {
     // The same bytes come back out...
     assert_eq!(export(&b, &[]), fixture);
     // ...and both ledgers answer every method alike, byte for byte.
-    let (pa, pb) = (serve(&a), serve(&b));
+    let (pa, pb) = (Ledgerd::serve_readonly(&a), Ledgerd::serve_readonly(&b));
     let (ra, rb) = (every_answer(&pa.url), every_answer(&pb.url));
     assert!(ra.len() > 1000, "{}", ra.len());
     for ((qa, xa), (qb, xb)) in ra.iter().zip(&rb) {
@@ -161,7 +151,7 @@ fn a_block_that_breaks_a_chain_rule_fails_the_whole_import_unless_no_verify() {
 
     let out = import(&b, &tampered, &["--no-verify"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let p = serve(&b);
+    let p = Ledgerd::serve_readonly(&b);
     let sc = call(&p.url, "ledger_getSoftConfirmationByNumber", "[50]");
     assert_eq!(sc["timestamp"], 1, "stored as the file says");
 }
@@ -216,7 +206,7 @@ fn status_lines_are_checked_when_verified_and_applied_with_no_verify() {
 
     let out = import(&c, &claim, &["--no-verify"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let p = serve(&c);
+    let p = Ledgerd::serve_readonly(&c);
     assert_eq!(
         call(&p.url, "ledger_getSoftConfirmationStatus", "[3]"),
         "Proven"

@@ -102,16 +102,6 @@ fn import(dir: &Path, fixture: &str, extra: &[&str]) -> std::process::Output {
     run(&args, Some(fixture.as_bytes()))
 }
 
-fn serve(dir: &Path) -> Ledgerd {
-    Ledgerd::start_args(&[
-        "serve-readonly",
-        "--bind",
-        "127.0.0.1:0",
-        "--data-dir",
-        dir.to_str().unwrap(),
-    ])
-}
-
 #[test]
 fn the_crafted_signature_is_one_a_batch_takes_and_verify_strict_refuses() {
     let (_, public) = sequencer();
@@ -136,7 +126,7 @@ fn import_refuses_a_chain_with_a_signature_only_a_batch_would_take() {
         )),
         "{err}"
     );
-    let p = serve(&bad);
+    let p = Ledgerd::serve_readonly(&bad);
     assert_eq!(
         call(&p.url, "ledger_getHeadSoftConfirmationHeight", "[]"),
         0
@@ -157,7 +147,7 @@ fn import_refuses_a_chain_with_a_signature_only_a_batch_would_take() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let p = serve(&good);
+    let p = Ledgerd::serve_readonly(&good);
     assert_eq!(
         call(&p.url, "ledger_getHeadSoftConfirmationHeight", "[]"),
         BLOCKS
@@ -175,7 +165,7 @@ fn a_follower_stores_the_blocks_before_a_signature_only_a_batch_would_take_and_s
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let upstream = serve(&up);
+    let upstream = Ledgerd::serve_readonly(&up);
     assert_eq!(
         call(&upstream.url, "ledger_getHeadSoftConfirmationHeight", "[]"),
         BLOCKS

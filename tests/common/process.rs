@@ -95,6 +95,13 @@ impl Ledgerd {
         node
     }
 
+    /// `ledgerd serve-readonly --bind 127.0.0.1:0 --data-dir DIR`: a read-only
+    /// server of a ledger another process wrote.
+    pub fn serve_readonly(dir: &Path) -> Ledgerd {
+        let dir = dir.to_str().expect("a UTF-8 data dir");
+        Ledgerd::start_args(&["serve-readonly", "--bind", "127.0.0.1:0", "--data-dir", dir])
+    }
+
     /// Starts `ledgerd ARGS` (exactly those) with `RUST_LOG=warn`.
     pub fn start_args(args: &[&str]) -> Ledgerd {
         let all: Vec<OsString> = args.iter().map(OsString::from).collect();
