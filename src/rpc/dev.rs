@@ -7,7 +7,7 @@
 //! once its effect is readable.
 
 use super::error::{shorten, RpcError};
-use super::params::{parse_height, Params, Slot};
+use super::params::{hex_text, parse_height, Params, Slot};
 use crate::devnet::control::{DevCommand, DevError, DevExec, DevOutcome};
 use crate::json;
 
@@ -53,15 +53,7 @@ fn blob_error(name: &str, raw: &str, why: &str) -> RpcError {
 /// Reads a blob: a string of hex digit pairs, optional `0x`, any case.
 fn parse_blob(name: &str, params: &Params, slot: Slot) -> Result<Vec<u8>, RpcError> {
     let raw = params.required(slot)?.get();
-    if !raw.starts_with('"') {
-        return Err(blob_error(name, raw, "is not a string"));
-    }
-    let s: String =
-        serde_json::from_str(raw).map_err(|_| blob_error(name, raw, "is not a valid string"))?;
-    let digits = s
-        .strip_prefix("0x")
-        .or_else(|| s.strip_prefix("0X"))
-        .unwrap_or(&s);
+    let digits = hex_text(raw).map_err(|why| blob_error(name, raw, why))?;
     if digits.is_empty() {
         return Err(blob_error(name, raw, "is empty"));
     }

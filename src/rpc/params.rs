@@ -110,18 +110,25 @@ fn hash_error(name: &str, raw: &str, why: &str) -> RpcError {
     ))
 }
 
+/// The text of a JSON string parameter without an optional `0x`/`0X`, for
+/// hashes and blobs; the error is the reason, for the caller's sentence.
+pub fn hex_text(text: &str) -> Result<String, &'static str> {
+    if !text.starts_with('"') {
+        return Err("is not a string");
+    }
+    let s: String = serde_json::from_str(text).map_err(|_| "is not a valid string")?;
+    Ok(
+        match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+            Some(digits) => digits.to_string(),
+            None => s,
+        },
+    )
+}
+
 /// Reads a 32-byte hash: 64 hex digits, optional `0x`, any case.
 pub fn parse_hash(name: &str, raw: &RawValue) -> Result<Hash, RpcError> {
     let text = raw.get();
-    if !text.starts_with('"') {
-        return Err(hash_error(name, text, "is not a string"));
-    }
-    let s: String =
-        serde_json::from_str(text).map_err(|_| hash_error(name, text, "is not a valid string"))?;
-    let digits = s
-        .strip_prefix("0x")
-        .or_else(|| s.strip_prefix("0X"))
-        .unwrap_or(&s);
+    let digits = hex_text(text).map_err(|why| hash_error(name, text, why))?;
     if digits.len() != 64 {
         return Err(hash_error(
             name,
@@ -133,7 +140,7 @@ pub fn parse_hash(name: &str, raw: &RawValue) -> Result<Hash, RpcError> {
         ));
     }
     let mut hash = [0u8; 32];
-    hex::decode_to_slice(digits, &mut hash)
+    hex::decode_to_slice(&digits, &mut hash)
         .map_err(|_| hash_error(name, text, "holds a character that is not a hex digit"))?;
     Ok(hash)
 }
