@@ -446,7 +446,7 @@ fn an_idle_keep_alive_connection_is_closed_after_the_idle_timeout() {
 #[test]
 fn a_burst_of_connections_that_never_close_is_answered_at_once() {
     // No rotation and no idle timeout to free a tiny_http worker: a
-    // connection its pool queued behind the busy workers (notes item 4) would
+    // connection its pool queued behind the busy workers (tiny_http starts a pool thread only when none is idle) would
     // wait for the whole test. The node must get it a worker by itself.
     let _one_at_a_time = common::one_at_a_time();
     let node = Ledgerd::start(&[

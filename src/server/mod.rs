@@ -19,7 +19,7 @@
 //!   accepted sockets; it also makes tiny_http's accept() time out, which ends
 //!   its accept thread. A supervisor then builds a new tiny_http `Server` on a
 //!   clone of the listener; the old one is drained by a forwarder thread until
-//!   its connections are gone.
+//!   its connections are gone (supervisor.rs).
 //! - **Framing** (framing.rs, RFC 9112 section 6): before any body is read,
 //!   a request whose body length is ambiguous (two `Content-Length`s, one that
 //!   is not plain digits, `Transfer-Encoding` with `Content-Length`, a
@@ -34,27 +34,41 @@
 //!   (its own 400 for garbage that followed, a dropped request's 500) can
 //!   reach the client. tiny_http may already have parsed requests that were
 //!   pipelined behind the closing answer: the loop remembers the closed
-//!   socket (`Closed`) and drops such requests unanswered and unhandled.
+//!   socket (closed.rs) and drops such requests unanswered and unhandled.
 //!   While it does, the peer address may also name a new connection from
 //!   the same port, so closes pick sockets by inode (`socket::Which`).
-//! - **Counting** connections: a tracker thread rescans /proc/self/fd (at most
-//!   every 10 ms while requests arrive, else every 500 ms) and counts distinct
-//!   peers of sockets bound to our address.
+//! - **Counting** connections: a tracker thread (tracker.rs) rescans
+//!   /proc/self/fd (at most every 10 ms while requests arrive, else every
+//!   500 ms) and counts distinct peers of sockets bound to our address.
 //! - **Deferred answers**: a handler may keep a request and answer it later
 //!   from another thread ([`Handler::handle_deferrable`], [`Later`]; the
 //!   devnet's `dev_*` calls). The loop holds the tiny_http `Request`, serves
 //!   other connections meanwhile, and writes the answer when it arrives on
 //!   its channel (with a wake-up). tiny_http queues no other request of
-//!   that connection meanwhile (one request per connection at a time).
+//!   that connection meanwhile (one request per connection at a time;
+//!   deferred.rs).
 //! - **Stranded connections**: tiny_http's pool can queue a new connection
-//!   behind busy workers (notes item 4). The tracker sees its request bytes
+//!   behind busy workers (it starts a thread only when none is idle). The tracker sees its request bytes
 //!   wait unread (FIONREAD) and opens a throw-away connection, which makes the
-//!   pool start a worker that then takes the stranded one (`STRANDED_AFTER`).
+//!   pool start a worker that then takes the stranded one (tracker.rs).
+//!
+//! # Files
+//!
+//! mod.rs: the loop (read, dispatch, write); body.rs: reading and refusing
+//! bodies; write.rs: writing answers; framing.rs: RFC 9112 framing checks;
+//! socket.rs: socket options and /proc/self/fd; closed.rs: the memory of
+//! closed connections; deferred.rs: answers given later; supervisor.rs:
+//! rebuilding tiny_http's accept thread; tracker.rs: the connection tracker
+//! thread; logging.rs: quieting tiny_http's own log lines.
 
 mod body;
+mod closed;
+mod deferred;
 pub mod framing;
 mod logging;
 mod socket;
+mod supervisor;
+mod tracker;
 mod write;
 
 pub use logging::QuietAcceptTimeouts;
@@ -64,13 +78,19 @@ use std::collections::HashMap;
 use std::fmt;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use body::{BodyResult, Reject};
-use socket::{HeldSocket, Socket};
+use socket::HeldSocket;
 use write::{DateCache, Inline, OffLoop};
+
+use closed::ClosedConns;
+use deferred::Deferred;
+pub use deferred::{Defer, Later};
+use supervisor::{start_tiny, REBUILD_MIN_GAP};
+use tracker::Tracker;
 
 /// Transport limits.
 #[derive(Debug, Clone)]
@@ -156,73 +176,6 @@ pub trait Handler {
         _defer: &mut Defer<'_>,
     ) -> Option<HttpResponse> {
         Some(self.handle(request))
-    }
-}
-
-/// Lets a handler keep the request it is handling and answer it later
-/// (see [`Handler::handle_deferrable`]).
-pub struct Defer<'a> {
-    tx: &'a Sender<LoopMsg>,
-    shared: &'a Arc<Shared>,
-    id: u64,
-    taken: bool,
-}
-
-impl Defer<'_> {
-    /// The answer to give later. Take it at most once per request.
-    pub fn later(&mut self) -> Later {
-        self.taken = true;
-        Later {
-            id: self.id,
-            tx: self.tx.clone(),
-            shared: Arc::downgrade(self.shared),
-            answered: false,
-        }
-    }
-}
-
-/// An answer the loop waits for without blocking: [`Later::answer`] from
-/// any thread sends it to the loop, which writes it. Dropped unanswered, it
-/// answers 500 so the client is not left waiting.
-pub struct Later {
-    id: u64,
-    tx: Sender<LoopMsg>,
-    shared: Weak<Shared>,
-    answered: bool,
-}
-
-impl Later {
-    /// Gives the loop the answer and wakes it.
-    pub fn answer(mut self, response: HttpResponse) {
-        self.send(response);
-    }
-
-    fn send(&mut self, response: HttpResponse) {
-        self.answered = true;
-        if self
-            .tx
-            .send(LoopMsg::Answer {
-                id: self.id,
-                response,
-            })
-            .is_ok()
-        {
-            if let Some(shared) = self.shared.upgrade() {
-                shared.wake();
-            }
-        }
-    }
-}
-
-impl Drop for Later {
-    fn drop(&mut self) {
-        if !self.answered {
-            self.send(json_error(
-                500,
-                "Internal error",
-                "the request was dropped before it was answered (is the node stopping?); retry",
-            ));
-        }
     }
 }
 
@@ -322,16 +275,6 @@ enum LoopMsg {
         id: u64,
         response: HttpResponse,
     },
-}
-
-/// A request kept by the loop until its [`Later`] is answered.
-struct Deferred {
-    rq: tiny_http::Request,
-    peer: SocketAddr,
-    pending: Arc<AtomicU32>,
-    is_head: bool,
-    started: Instant,
-    path: Option<String>,
 }
 
 pub struct Server {
@@ -434,7 +377,7 @@ impl Server {
             rebuild_due: None,
             deferred: HashMap::new(),
             next_deferred: 0,
-            closed: HashMap::new(),
+            closed: ClosedConns::default(),
             server: self,
         };
         lp.run(handler);
@@ -452,13 +395,6 @@ impl Server {
     }
 }
 
-fn start_tiny(listener: &TcpListener) -> Result<tiny_http::Server, ServerError> {
-    let clone = listener
-        .try_clone()
-        .map_err(|e| ServerError::Start(format!("cannot clone the listening socket: {e}")))?;
-    tiny_http::Server::from_listener(clone, None).map_err(|e| ServerError::Start(e.to_string()))
-}
-
 struct Loop {
     server: Server,
     conns: HashMap<SocketAddr, Conn>,
@@ -473,30 +409,11 @@ struct Loop {
     /// Requests whose answers come later, by [`Later`] id.
     deferred: HashMap<u64, Deferred>,
     next_deferred: u64,
-    /// Connections closed after an answer, by peer: requests tiny_http still
-    /// hands over from them are dropped (see [`Closed`]).
-    closed: HashMap<SocketAddr, Closed>,
+    /// Connections closed after an answer: requests tiny_http still hands
+    /// over from them are dropped (closed.rs).
+    closed: ClosedConns,
 }
 
-/// A connection the loop has closed (or is closing) after an answer.
-/// tiny_http reads ahead: requests pipelined behind that answer may already
-/// be parsed and queued, and reach the loop afterwards. They come from the
-/// same peer address *and* the same socket (inode); a new connection from a
-/// reused port has a new socket and is served.
-struct Closed {
-    at: Instant,
-    inodes: Vec<u64>,
-}
-
-/// A [`Closed`] entry older than this is forgotten (a request from it after
-/// that would be handled, and its answer fail on the shut socket).
-const CLOSED_KEEP: Duration = Duration::from_secs(30);
-/// More entries than this and the old ones are pruned.
-const CLOSED_PRUNE_AT: usize = 256;
-/// Hard cap on entries: over it, all are forgotten (fail open, as above).
-const CLOSED_MAX: usize = 8192;
-
-const REBUILD_MIN_GAP: Duration = Duration::from_millis(100);
 const UNSPECIFIED: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
     std::net::Ipv4Addr::UNSPECIFIED,
     0,
@@ -634,40 +551,6 @@ impl Loop {
         }
     }
 
-    fn rebuild(&mut self) {
-        self.last_rebuild = Some(Instant::now());
-        let fresh = match start_tiny(&self.server.listener) {
-            Ok(t) => Arc::new(t),
-            Err(e) => {
-                log::warn!("{e}; retrying");
-                self.rebuild_due = Some(Instant::now() + REBUILD_MIN_GAP);
-                return;
-            }
-        };
-        self.server
-            .stats
-            .accept_restarts
-            .fetch_add(1, Ordering::Relaxed);
-        let old = {
-            let mut cur = match self.server.shared.current.lock() {
-                Ok(c) => c,
-                Err(p) => p.into_inner(),
-            };
-            std::mem::replace(&mut *cur, fresh)
-        };
-        // The old server's connections still queue requests on it: forward them.
-        let tx = self.server.tx.clone();
-        let shared = Arc::downgrade(&self.server.shared);
-        let linger = self.server.config.idle_timeout * 3 + self.server.config.body_timeout;
-        let spawned = std::thread::Builder::new()
-            .name("ledgerd-forward".into())
-            .stack_size(64 * 1024)
-            .spawn(move || forward(old, tx, shared, linger));
-        if let Err(e) = spawned {
-            log::warn!("cannot start a forwarder thread: {e}");
-        }
-    }
-
     fn drain_channel<H: Handler>(&mut self, handler: &mut H) {
         loop {
             match self.server.rx.try_recv() {
@@ -711,7 +594,10 @@ impl Loop {
     fn on_request<H: Handler>(&mut self, handler: &mut H, mut rq: tiny_http::Request) {
         let started = Instant::now();
         let peer = rq.remote_addr().copied().unwrap_or(UNSPECIFIED);
-        if !self.closed.is_empty() && self.is_after_close(peer) {
+        if self
+            .closed
+            .is_after_close(&mut self.fds, self.server.local, peer)
+        {
             self.discard(rq, peer);
             return;
         }
@@ -809,76 +695,6 @@ impl Loop {
         }
     }
 
-    /// Whether a request from `peer` comes from a connection the loop has
-    /// already closed after an answer (see [`Closed`]), so it is dropped.
-    /// Scans /proc/self/fd, so only for peers with an entry.
-    ///
-    /// Yes unless `peer` now has another socket: a new connection from the
-    /// same address and port (the closed socket itself may no longer be
-    /// found by its peer address: getpeername fails once the client has
-    /// closed too). While the closed socket also still exists, the request
-    /// may be either one's: it is handled, and the entry kept, so that no
-    /// socket of `peer` is closed by address meanwhile ([`Loop::which`]). A
-    /// request from the closed connection then gets an answer that cannot
-    /// be sent (its write side is shut).
-    fn is_after_close(&mut self, peer: SocketAddr) -> bool {
-        let Some(closed) = self.closed.get(&peer) else {
-            return false;
-        };
-        if closed.at.elapsed() >= CLOSED_KEEP {
-            self.closed.remove(&peer);
-            return false;
-        }
-        let fresh = self
-            .fds
-            .sockets_of(self.server.local, peer)
-            .iter()
-            .any(|(_, ino)| !closed.inodes.contains(ino));
-        if !fresh {
-            return true;
-        }
-        // (sockets_of has just rescanned the fd table.)
-        if !self.fds.has_any(&closed.inodes) {
-            self.closed.remove(&peer);
-        }
-        false
-    }
-
-    /// Which sockets of `peer` belong to a request being answered now: all
-    /// of them, except those of a connection already closed from the same
-    /// address (its entry in [`Loop::closed`]).
-    fn which(&self, peer: SocketAddr) -> socket::Which {
-        match self.closed.get(&peer) {
-            Some(c) => socket::Which::Except(c.inodes.clone()),
-            None => socket::Which::All,
-        }
-    }
-
-    /// Remembers that `peer`'s connection (these sockets) is being closed.
-    fn mark_closed(&mut self, peer: SocketAddr, inodes: Vec<u64>) {
-        if inodes.is_empty() {
-            return;
-        }
-        let now = Instant::now();
-        if self.closed.len() >= CLOSED_PRUNE_AT {
-            self.closed
-                .retain(|_, c| now.duration_since(c.at) < CLOSED_KEEP);
-            if self.closed.len() >= CLOSED_MAX {
-                self.closed.clear();
-            }
-        }
-        let entry = self.closed.entry(peer).or_insert(Closed {
-            at: now,
-            inodes: Vec::new(),
-        });
-        entry.at = now;
-        for ino in inodes {
-            if !entry.inodes.contains(&ino) {
-                entry.inodes.push(ino);
-            }
-        }
-    }
-
     /// Drops a request that arrived on a connection already answered with
     /// its last answer: nothing is written (its write side is shut anyway)
     /// and the handler never sees it.
@@ -899,10 +715,7 @@ impl Loop {
                 // shut). It touches only the closed connection's sockets.
                 let pending = self.conn(peer).0.pending.clone();
                 let resp = json_error(400, "Bad request", "request after the last answer");
-                let only = match self.closed.get(&peer) {
-                    Some(c) => socket::Which::Only(c.inodes.clone()),
-                    None => socket::Which::Only(Vec::new()),
-                };
+                let only = self.closed.only(peer);
                 self.reject_which(rq, resp, n as u64, pending, only);
             }
         }
@@ -1068,20 +881,6 @@ impl Loop {
         );
     }
 
-    /// Writes the answer of a deferred request (an unknown id was answered
-    /// already, or its request is gone).
-    fn on_answer(&mut self, id: u64, response: HttpResponse) {
-        let Some(d) = self.deferred.remove(&id) else {
-            return;
-        };
-        d.pending.fetch_sub(1, Ordering::AcqRel);
-        let max = self.server.config.max_requests_per_connection;
-        let close = self.conns.get(&d.peer).is_some_and(|c| c.requests >= max);
-        self.respond(
-            d.rq, response, d.peer, close, d.pending, d.is_head, d.started, d.path,
-        );
-    }
-
     #[allow(clippy::too_many_arguments)]
     fn respond(
         &mut self,
@@ -1127,17 +926,18 @@ impl Loop {
                 // names one closed before (see `is_after_close`): nothing to
                 // close that is surely this request's.
                 let failed_after_close =
-                    !close && matches!(outcome, Inline::Failed) && self.closed.contains_key(&peer);
+                    !close && matches!(outcome, Inline::Failed) && self.closed.contains(&peer);
                 if (close || matches!(outcome, Inline::Failed)) && !failed_after_close {
                     // Found while `writer` still holds the socket open.
-                    let which = self.which(peer);
+                    let which = self.closed.which(peer);
                     let sockets = self.fds.hold_sockets_which(self.server.local, peer, &which);
                     // Shut before `writer` is released: whatever tiny_http
                     // writes next on this connection goes nowhere.
                     for s in &sockets {
                         s.shutdown(libc::SHUT_WR);
                     }
-                    self.mark_closed(peer, sockets.iter().map(|s| s.inode()).collect());
+                    self.closed
+                        .mark(peer, sockets.iter().map(|s| s.inode()).collect());
                     let _ = self.server.close_tx.send(sockets);
                     // A new connection from the same port starts its count afresh.
                     self.conns.remove(&peer);
@@ -1149,10 +949,11 @@ impl Loop {
                 let close_tx = self.server.close_tx.clone();
                 let local = self.server.local;
                 // Held now, while the request surely holds the socket open.
-                let which = self.which(peer);
+                let which = self.closed.which(peer);
                 let held = if close {
                     let sockets = self.fds.hold_sockets_which(local, peer, &which);
-                    self.mark_closed(peer, sockets.iter().map(|s| s.inode()).collect());
+                    self.closed
+                        .mark(peer, sockets.iter().map(|s| s.inode()).collect());
                     Some(sockets)
                 } else {
                     None
@@ -1205,7 +1006,7 @@ impl Loop {
         pending: Arc<AtomicU32>,
     ) {
         let which = match rq.remote_addr() {
-            Some(peer) => self.which(*peer),
+            Some(peer) => self.closed.which(*peer),
             None => socket::Which::All,
         };
         self.reject_which(rq, resp, unread, pending, which);
@@ -1236,7 +1037,7 @@ impl Loop {
             if !inodes.is_empty() {
                 which = socket::Which::Only(inodes.clone());
             }
-            self.mark_closed(peer, inodes);
+            self.closed.mark(peer, inodes);
         }
         pending.fetch_add(1, Ordering::AcqRel);
         body::reject(
@@ -1252,228 +1053,5 @@ impl Loop {
                 stats: self.server.stats.clone(),
             },
         );
-    }
-}
-
-/// Moves requests queued on a replaced tiny_http server to the loop.
-fn forward(
-    old: Arc<tiny_http::Server>,
-    tx: Sender<LoopMsg>,
-    shared: Weak<Shared>,
-    linger: Duration,
-) {
-    let mut last = Instant::now();
-    loop {
-        if let Ok(Some(rq)) = old.recv_timeout(Duration::from_millis(500)) {
-            last = Instant::now();
-            if tx.send(LoopMsg::Forwarded(rq)).is_err() {
-                break;
-            }
-            match shared.upgrade() {
-                Some(s) => s.wake(),
-                None => break,
-            }
-        }
-        let stopped = shared
-            .upgrade()
-            .is_none_or(|s| s.stop.load(Ordering::SeqCst));
-        if stopped || last.elapsed() > linger {
-            break;
-        }
-    }
-}
-
-/// Counts connections and closes the ones the loop asks to close.
-struct Tracker {
-    local: SocketAddr,
-    shared: Weak<Shared>,
-    stats: Arc<Stats>,
-    rx: Receiver<Vec<HeldSocket>>,
-    live_peers: Arc<Mutex<Vec<SocketAddr>>>,
-}
-
-/// Delay between shutdown(SHUT_WR) and shutdown(SHUT_RD) of a closed
-/// connection, so the client reads the answer before any reset.
-const CLOSE_LINGER: Duration = Duration::from_millis(250);
-
-/// Least time between /proc/self/fd scans while requests arrive (a scan is
-/// one readdir and one fstat per open fd; thousands of open sockets stretch
-/// the gap to ten times the scan's own time).
-const SCAN_BUSY: Duration = Duration::from_millis(10);
-/// Time between scans when no request arrives, and how often the tracker
-/// wakes to notice that requests started again.
-const SCAN_IDLE: Duration = Duration::from_millis(500);
-const SCAN_IDLE_WAKE: Duration = Duration::from_millis(50);
-
-/// A connection whose request bytes wait unread this long has no tiny_http
-/// worker: the pool queued it behind busy workers (notes item 4: it spawns a
-/// thread only when none is idle, and a burst of arrivals sees the same idle
-/// one). The tracker then opens a throw-away connection to the listener; the
-/// pool, with no idle worker, starts a thread for it, and that thread, once
-/// the throw-away connection ends, takes the stranded connection from the
-/// queue (FIFO, so the oldest first).
-const STRANDED_AFTER: Duration = Duration::from_millis(5);
-/// How often sockets with unread bytes are looked at again.
-const STRANDED_CHECK: Duration = Duration::from_millis(2);
-/// A socket already kicked for is not kicked for again sooner than this.
-const KICK_AGAIN_AFTER: Duration = Duration::from_millis(200);
-/// At most this many throw-away connections per second.
-const KICKS_PER_SECOND: u32 = 100;
-
-impl Tracker {
-    fn run(self) {
-        let mut table = socket::FdTable::default();
-        let mut last_scan = Instant::now() - Duration::from_secs(1);
-        let mut last_requests = u64::MAX;
-        // Sockets half-closed (SHUT_WR) and when to close their read side.
-        let mut second: Vec<(Instant, HeldSocket)> = Vec::new();
-        let mut kicker = Kicker::new(self.local);
-        // Time between scans while requests arrive: SCAN_BUSY, or ten times
-        // what the last scan took (thousands of open sockets).
-        let mut busy_gap = SCAN_BUSY;
-        let mut busy = false;
-        let mut last_seen = 0;
-        loop {
-            let mut closing = Vec::new();
-            let wait = if kicker.watching() {
-                STRANDED_CHECK
-            } else if busy {
-                busy_gap
-            } else {
-                SCAN_IDLE_WAKE
-            };
-            match self.rx.recv_timeout(wait) {
-                Ok(sockets) => {
-                    closing.extend(sockets);
-                    while let Ok(more) = self.rx.try_recv() {
-                        closing.extend(more);
-                    }
-                }
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break,
-            }
-            match self.shared.upgrade() {
-                Some(s) if !s.stop.load(Ordering::SeqCst) => {}
-                _ => break,
-            }
-            let now = Instant::now();
-            let requests = self.stats.requests.load(Ordering::Relaxed);
-            let since = now.duration_since(last_scan);
-            let due_rd: Vec<HeldSocket> = {
-                let (due, keep): (Vec<_>, Vec<_>) = second.drain(..).partition(|(t, _)| *t <= now);
-                second = keep;
-                due.into_iter().map(|(_, p)| p).collect()
-            };
-            // Closing acts on sockets we hold (our own fds): no scan needed.
-            for socket in closing {
-                socket.shutdown(libc::SHUT_WR);
-                second.push((now + CLOSE_LINGER, socket));
-            }
-            // Dropping each closes our duplicate; tiny_http closes its fds
-            // once its read returns end-of-file.
-            for socket in due_rd {
-                socket.shutdown(libc::SHUT_RD);
-            }
-            // Requests arrived since the last wake-up: wake at the busy pace.
-            busy = requests != last_seen;
-            last_seen = requests;
-            let want_scan = (requests != last_requests && since >= busy_gap) || since >= SCAN_IDLE;
-            if !want_scan {
-                if kicker.watching() {
-                    kicker.recheck(now, &self.stats);
-                }
-                continue;
-            }
-            last_scan = now;
-            last_requests = requests;
-            let count = table.scan(self.local);
-            busy_gap = SCAN_BUSY.max(now.elapsed() * 10);
-            self.stats.open_connections.store(count, Ordering::Relaxed);
-            if let Ok(mut live) = self.live_peers.lock() {
-                *live = table.peers();
-            }
-            kicker.update(now, table.unread(), &self.stats);
-        }
-    }
-}
-
-/// Finds connections stranded in tiny_http's pool queue and gets them a
-/// worker (see [`STRANDED_AFTER`]).
-struct Kicker {
-    /// Where a throw-away connection goes (the listener; loopback if it is
-    /// bound to an unspecified address).
-    target: SocketAddr,
-    /// Sockets with unread bytes: since when (or, once kicked for, when they
-    /// may be kicked for again).
-    unread: HashMap<Socket, Instant>,
-    /// Start of the current one-second window and the kicks made in it.
-    window: (Instant, u32),
-}
-
-impl Kicker {
-    fn new(local: SocketAddr) -> Kicker {
-        let mut target = local;
-        if target.ip().is_unspecified() {
-            target.set_ip(match target {
-                SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
-                SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
-            });
-        }
-        Kicker {
-            target,
-            unread: HashMap::new(),
-            window: (Instant::now(), 0),
-        }
-    }
-
-    fn watching(&self) -> bool {
-        !self.unread.is_empty()
-    }
-
-    /// Looks again at the sockets already seen with unread bytes.
-    fn recheck(&mut self, now: Instant, stats: &Stats) {
-        let still: Vec<Socket> = self
-            .unread
-            .keys()
-            .copied()
-            .filter(|s| socket::still_unread(*s))
-            .collect();
-        self.update(now, still, stats);
-    }
-
-    /// `unread`: every socket that has unread bytes now.
-    fn update(&mut self, now: Instant, unread: Vec<Socket>, stats: &Stats) {
-        let mut next = HashMap::with_capacity(unread.len());
-        let mut stranded = 0;
-        for sock in unread {
-            let since = self.unread.get(&sock).copied().unwrap_or(now);
-            if now >= since && now.duration_since(since) >= STRANDED_AFTER {
-                stranded += 1;
-                next.insert(sock, now + KICK_AGAIN_AFTER);
-            } else {
-                next.insert(sock, since);
-            }
-        }
-        self.unread = next;
-        for _ in 0..stranded {
-            self.kick(now, stats);
-        }
-    }
-
-    fn kick(&mut self, now: Instant, stats: &Stats) {
-        if now.duration_since(self.window.0) >= Duration::from_secs(1) {
-            self.window = (now, 0);
-        }
-        if self.window.1 >= KICKS_PER_SECOND {
-            return;
-        }
-        self.window.1 += 1;
-        match std::net::TcpStream::connect_timeout(&self.target, Duration::from_millis(50)) {
-            Ok(s) => {
-                stats.pool_kicks.fetch_add(1, Ordering::Relaxed);
-                drop(s);
-            }
-            Err(e) => log::debug!("cannot open a connection to free a stranded one: {e}"),
-        }
     }
 }

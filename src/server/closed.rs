@@ -1,0 +1,124 @@
+//! The loop's memory of connections it has closed after an answer.
+//!
+//! tiny_http reads ahead: requests pipelined behind a closing answer may
+//! already be parsed and queued, and reach the loop afterwards. They come
+//! from the same peer address *and* the same socket (inode); a new
+//! connection from a reused port has a new socket and is served. The loop
+//! asks [`ClosedConns::is_after_close`] before handling a request, and
+//! [`ClosedConns::which`] before closing a peer's sockets by address.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use super::socket::{FdTable, Which};
+
+/// A connection the loop has closed (or is closing) after an answer.
+struct Closed {
+    at: Instant,
+    inodes: Vec<u64>,
+}
+
+/// A [`Closed`] entry older than this is forgotten (a request from it after
+/// that would be handled, and its answer fail on the shut socket).
+const CLOSED_KEEP: Duration = Duration::from_secs(30);
+/// More entries than this and the old ones are pruned.
+const CLOSED_PRUNE_AT: usize = 256;
+/// Hard cap on entries: over it, all are forgotten (fail open, as above).
+const CLOSED_MAX: usize = 8192;
+
+/// Connections closed after an answer, by peer.
+#[derive(Default)]
+pub(super) struct ClosedConns {
+    by_peer: HashMap<SocketAddr, Closed>,
+}
+
+impl ClosedConns {
+    /// Whether `peer` has a connection the loop closed.
+    pub(super) fn contains(&self, peer: &SocketAddr) -> bool {
+        self.by_peer.contains_key(peer)
+    }
+
+    /// Whether a request from `peer` comes from a connection the loop has
+    /// already closed after an answer, so it is dropped. Scans
+    /// /proc/self/fd (through `fds`), so only for peers with an entry.
+    ///
+    /// Yes unless `peer` now has another socket: a new connection from the
+    /// same address and port (the closed socket itself may no longer be
+    /// found by its peer address: getpeername fails once the client has
+    /// closed too). While the closed socket also still exists, the request
+    /// may be either one's: it is handled, and the entry kept, so that no
+    /// socket of `peer` is closed by address meanwhile ([`ClosedConns::which`]).
+    /// A request from the closed connection then gets an answer that cannot
+    /// be sent (its write side is shut).
+    pub(super) fn is_after_close(
+        &mut self,
+        fds: &mut FdTable,
+        local: SocketAddr,
+        peer: SocketAddr,
+    ) -> bool {
+        let Some(closed) = self.by_peer.get(&peer) else {
+            return false;
+        };
+        if closed.at.elapsed() >= CLOSED_KEEP {
+            self.by_peer.remove(&peer);
+            return false;
+        }
+        let fresh = fds
+            .sockets_of(local, peer)
+            .iter()
+            .any(|(_, ino)| !closed.inodes.contains(ino));
+        if !fresh {
+            return true;
+        }
+        // (sockets_of has just rescanned the fd table.)
+        if !fds.has_any(&closed.inodes) {
+            self.by_peer.remove(&peer);
+        }
+        false
+    }
+
+    /// Which sockets of `peer` belong to a request being answered now: all
+    /// of them, except those of a connection already closed from the same
+    /// address.
+    pub(super) fn which(&self, peer: SocketAddr) -> Which {
+        match self.by_peer.get(&peer) {
+            Some(c) => Which::Except(c.inodes.clone()),
+            None => Which::All,
+        }
+    }
+
+    /// Exactly the sockets of `peer`'s closed connection (none if it has
+    /// none): for a request that came from it.
+    pub(super) fn only(&self, peer: SocketAddr) -> Which {
+        match self.by_peer.get(&peer) {
+            Some(c) => Which::Only(c.inodes.clone()),
+            None => Which::Only(Vec::new()),
+        }
+    }
+
+    /// Remembers that `peer`'s connection (these sockets) is being closed.
+    pub(super) fn mark(&mut self, peer: SocketAddr, inodes: Vec<u64>) {
+        if inodes.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        if self.by_peer.len() >= CLOSED_PRUNE_AT {
+            self.by_peer
+                .retain(|_, c| now.duration_since(c.at) < CLOSED_KEEP);
+            if self.by_peer.len() >= CLOSED_MAX {
+                self.by_peer.clear();
+            }
+        }
+        let entry = self.by_peer.entry(peer).or_insert(Closed {
+            at: now,
+            inodes: Vec::new(),
+        });
+        entry.at = now;
+        for ino in inodes {
+            if !entry.inodes.contains(&ino) {
+                entry.inodes.push(ino);
+            }
+        }
+    }
+}
