@@ -330,15 +330,11 @@ fn number<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T, ConfigErro
 }
 
 fn pubkey(value: &str) -> Result<[u8; 32], ConfigError> {
-    let digits = value.strip_prefix("0x").unwrap_or(value);
-    hex::decode(digits)
-        .ok()
-        .and_then(|b| b.try_into().ok())
-        .ok_or_else(|| {
-            ConfigError(format!(
-                "--sequencer-pubkey takes 64 hex digits (a 32-byte Ed25519 key), not {value:?}"
-            ))
-        })
+    crate::hexstr::decode_array(value).map_err(|_| {
+        ConfigError(format!(
+            "--sequencer-pubkey takes 64 hex digits (a 32-byte Ed25519 key), not {value:?}"
+        ))
+    })
 }
 
 /// `--cors-origin`: `*`, or `scheme://host[:port]` as a browser sends it in `Origin`.
@@ -787,6 +783,21 @@ mod tests {
             Command::Run(c) => Ok(*c),
             other => panic!("expected a run, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn sequencer_pubkey_reads_hex_as_every_other_input_does() {
+        let key = "52f41a5076498d1ae8bdfa57d19e91e3c2c94b6de21985d099cd48cfa7aef174";
+        for form in [
+            key.to_string(),
+            format!("0x{key}"),
+            format!("0X{}", key.to_uppercase()),
+        ] {
+            let c = run(&["--sequencer-pubkey", &form]).unwrap();
+            assert_eq!(c.sequencer_pubkey.map(hex::encode).as_deref(), Some(key));
+        }
+        let e = run(&["--sequencer-pubkey", "0x52f4"]).unwrap_err();
+        assert!(e.0.contains("takes 64 hex digits"), "{e}");
     }
 
     #[test]

@@ -58,7 +58,8 @@
 //! - [`routes`]: which part answers which HTTP request (JSON-RPC, health, metrics, CORS).
 //! - [`health`], [`metrics`]: `GET /health` and `GET /metrics` for operators.
 //! - [`rpc`]: JSON-RPC 2.0: the envelope, then one module per method family.
-//! - [`json`]: the JSON writer for answers (no intermediate values).
+//! - [`json`]: the JSON writer for answers (no intermediate values);
+//!   [`hexstr`]: reading hex strings (every hex input goes through it).
 //! - [`ledger`]: all LMDB code: tables, codecs, the reader and the writer.
 //! - [`sync`]: the sync thread, its chain sources, verification, shared progress.
 //! - [`devnet`]: the embedded devnet, a chain source that makes blocks;
@@ -76,6 +77,7 @@ pub mod config;
 pub mod devnet;
 pub mod fixtures;
 pub mod health;
+pub mod hexstr;
 pub mod json;
 pub mod ledger;
 pub mod metrics;

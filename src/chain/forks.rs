@@ -105,20 +105,7 @@ const DEVNET_SEQUENCER_KEY: [u8; 32] =
 
 /// 64 hex digits into 32 bytes, at compile time.
 const fn hex_key(digits: &[u8; 64]) -> [u8; 32] {
-    const fn nibble(c: u8) -> u8 {
-        match c {
-            b'0'..=b'9' => c - b'0',
-            b'a'..=b'f' => c - b'a' + 10,
-            _ => panic!("not a lowercase hex digit"),
-        }
-    }
-    let mut out = [0u8; 32];
-    let mut i = 0;
-    while i < 32 {
-        out[i] = nibble(digits[2 * i]) << 4 | nibble(digits[2 * i + 1]);
-        i += 1;
-    }
-    out
+    crate::hexstr::decode_const(digits)
 }
 
 impl Network {

@@ -81,10 +81,8 @@ pub fn parse_height(name: &str, raw: &RawValue) -> Result<u64, RpcError> {
         Some(b'"') => {
             let s: String = serde_json::from_str(text)
                 .map_err(|_| height_error(name, text, "is not a valid string"))?;
-            let (digits, radix) = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-                Some(hex) => (hex, 16),
-                None => (s.as_str(), 10),
-            };
+            let digits = crate::hexstr::strip_0x(&s);
+            let radix = if digits.len() < s.len() { 16 } else { 10 };
             let all_digits = !digits.is_empty() && digits.chars().all(|c| c.is_digit(radix));
             if !all_digits {
                 return Err(height_error(name, text, "is not a number"));
@@ -117,12 +115,7 @@ pub fn hex_text(text: &str) -> Result<String, &'static str> {
         return Err("is not a string");
     }
     let s: String = serde_json::from_str(text).map_err(|_| "is not a valid string")?;
-    Ok(
-        match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-            Some(digits) => digits.to_string(),
-            None => s,
-        },
-    )
+    Ok(crate::hexstr::strip_0x(&s).to_string())
 }
 
 /// Reads a 32-byte hash: 64 hex digits, optional `0x`, any case.
