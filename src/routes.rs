@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use crate::devnet::control::{Job, Refuse};
 use crate::health::{Health, SourceKind};
 use crate::metrics::{Metrics, Route};
-use crate::rpc::{CallOutcome, Rpc, Tally};
+use crate::rpc::{CallOutcome, Rpc, RpcError, Tally};
 use crate::server::{Defer, Handler, HttpMethod, HttpRequest, HttpResponse, Stats};
 
 const JSON: &str = "application/json";
@@ -187,7 +187,10 @@ fn method_not_allowed() -> HttpResponse {
     HttpResponse {
         status: 405,
         content_type: JSON,
-        body: br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request","data":"send JSON-RPC requests with HTTP POST; GET serves only /health and /metrics"}}"#.to_vec(),
+        body: RpcError::invalid_request(
+            "send JSON-RPC requests with HTTP POST; GET serves only /health and /metrics",
+        )
+        .body(),
         headers: vec![("Allow", "POST, OPTIONS".to_string())],
     }
 }

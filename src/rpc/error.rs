@@ -89,6 +89,27 @@ impl RpcError {
         )
     }
 
+    /// `-32000`: the transport refuses or drops a request before any method
+    /// runs (too many connections, a slow body, a dropped deferred answer).
+    pub fn transport(message: &'static str, data: impl Into<String>) -> RpcError {
+        RpcError::new(-32000, message, data)
+    }
+
+    /// `-32600`: a request whose HTTP framing is ambiguous or unsupported
+    /// (`message` names which), refused before its body is read.
+    pub fn framing(message: &'static str, data: impl Into<String>) -> RpcError {
+        RpcError::new(-32600, message, data)
+    }
+
+    /// The whole answer to a request that has no id to echo:
+    /// `{"jsonrpc":"2.0","id":null,"error":{...}}`. Every error body the
+    /// node sends is built here or by [`super::Rpc`]'s envelope.
+    pub fn body(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(96 + self.data.len());
+        super::write_error(&mut out, None, self);
+        out
+    }
+
     /// Writes `{"code":..,"message":"..","data":".."}`.
     pub fn write(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(b"{\"code\":");
@@ -169,5 +190,19 @@ mod tests {
         assert_eq!(shorten("abc"), "abc");
         let long = "é".repeat(100);
         assert_eq!(shorten(&long).chars().count(), SHOWN_MAX + 3);
+    }
+}
+
+#[cfg(test)]
+mod body_tests {
+    use super::RpcError;
+
+    #[test]
+    fn an_error_body_escapes_what_it_quotes() {
+        let body = RpcError::framing("Invalid request framing", "Content-Length \"1\\2\"").body();
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["id"], serde_json::Value::Null);
+        assert_eq!(v["error"]["code"], -32600);
+        assert_eq!(v["error"]["data"], "Content-Length \"1\\2\"");
     }
 }

@@ -324,9 +324,7 @@ impl Rpc {
 
     /// The body of the HTTP 413 answer to a body over `limit` bytes.
     pub fn too_large_body(limit: usize) -> Vec<u8> {
-        let mut out = Vec::new();
-        write_error(&mut out, None, &RpcError::too_big(limit));
-        out
+        RpcError::too_big(limit).body()
     }
 
     /// Writes the response object of one entry; `false` when it gets none
@@ -417,7 +415,7 @@ fn write_head(out: &mut Vec<u8>, id: Option<&RawValue>) {
 }
 
 /// Writes a whole error response object.
-fn write_error(out: &mut Vec<u8>, id: Option<&RawValue>, error: &RpcError) {
+pub(crate) fn write_error(out: &mut Vec<u8>, id: Option<&RawValue>, error: &RpcError) {
     write_head(out, id);
     out.extend_from_slice(b",\"error\":");
     error.write(out);

@@ -64,12 +64,8 @@ impl Refusal {
         } else {
             "Invalid request framing"
         };
-        // serde_json escapes the data (it may quote a header value).
-        let data = serde_json::Value::from(self.data.as_str());
-        format!(
-            r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32600,"message":"{message}","data":{data}}}}}"#
-        )
-        .into_bytes()
+        // The RPC layer escapes the data (it may quote a header value).
+        crate::rpc::RpcError::framing(message, self.data.as_str()).body()
     }
 }
 

@@ -429,14 +429,13 @@ fn method_of(m: &tiny_http::Method) -> HttpMethod {
     }
 }
 
-fn json_error(status: u16, message: &str, data: &str) -> HttpResponse {
+/// An answer the transport gives on its own (the body is built by the RPC
+/// layer, escaped).
+fn json_error(status: u16, message: &'static str, data: &str) -> HttpResponse {
     HttpResponse {
         status,
         content_type: "application/json",
-        body: format!(
-            r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32000,"message":"{message}","data":"{data}"}}}}"#
-        )
-        .into_bytes(),
+        body: crate::rpc::RpcError::transport(message, data).body(),
         headers: Vec::new(),
     }
 }
