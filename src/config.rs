@@ -1,6 +1,6 @@
 //! The command line: flags into a [`Config`].
 //!
-//! Hand-written (a dozen flags do not need a parser crate). Every flag has a
+//! Hand-written (34 flags of `--flag value` form do not need a parser crate). Every flag has a
 //! default; an unknown flag or a bad value is an error that names the flag
 //! and says what it takes.
 //!
@@ -38,7 +38,7 @@ pub struct Config {
     pub kumquat_height: Option<u64>,
     /// `--wire`: the answer shapes served.
     pub wire: Wire,
-    /// `--max-range`; `None`: the wire's default (1000 seed, 20 citrea).
+    /// `--max-range`; `None`: the wire's default (1000 ledgerd, 20 citrea).
     pub max_range: Option<u64>,
     pub max_batch: usize,
     pub max_body: usize,
@@ -77,7 +77,7 @@ impl Default for Config {
             sequencer_pubkey: None,
             network: None,
             kumquat_height: None,
-            wire: Wire::Seed,
+            wire: Wire::Ledgerd,
             max_range: None,
             max_batch: 50,
             max_body: 10 * 1024 * 1024,
@@ -98,9 +98,10 @@ impl Default for Config {
 /// Which answer shapes the server writes (`--wire`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Wire {
-    /// The spec's shapes (the default).
+    /// ledgerd's own shapes, `docs/API.md` (the default; `--wire ledgerd`,
+    /// or `seed`, its earlier name).
     #[default]
-    Seed,
+    Ledgerd,
     /// A Citrea v0.6 node's: lowercase statuses, method 11 an array without
     /// height, method 12 with height outside, ranges of at most 20 blocks.
     Citrea,
@@ -110,7 +111,7 @@ impl Wire {
     /// The longest range served when `--max-range` is not given.
     pub fn default_max_range(self) -> u64 {
         match self {
-            Wire::Seed => 1000,
+            Wire::Ledgerd => 1000,
             Wire::Citrea => 20,
         }
     }
@@ -288,7 +289,7 @@ CHAIN RULES (run, import, verify):
 SERVER:
     --bind ADDR               address to listen on; port 0 takes a free port [default: 127.0.0.1:12346]
     --data-dir DIR            where the LMDB ledger lives [default: ./ledgerd-data]
-    --wire seed|citrea        answer shapes: the spec's, or a Citrea v0.6 node's [default: seed]
+    --wire ledgerd|citrea     answer shapes: ledgerd's own, or a Citrea v0.6 node's [default: ledgerd]
     --max-range N             longest ledger_getSoftConfirmationRange [default: 1000; 20 with --wire citrea]
     --max-batch N             most calls in one batch request [default: 50]
     --max-body BYTES          largest request body [default: 10485760]
@@ -576,12 +577,12 @@ fn parse_into<I: IntoIterator<Item = String>>(
             "--allow-missing-tx-bodies" => config.allow_missing_tx_bodies = true,
             "--wire" => {
                 config.wire = match value(&flag)?.as_str() {
-                    "seed" => Wire::Seed,
+                    "ledgerd" | "seed" => Wire::Ledgerd,
                     "citrea" => Wire::Citrea,
                     other => {
                         return Err(ConfigError(format!(
-                            "--wire takes seed (the spec's answer shapes) or citrea (a Citrea \
-                             v0.6 node's), not {other:?}"
+                            "--wire takes ledgerd (ledgerd's own answer shapes) or citrea (a \
+                             Citrea v0.6 node's), not {other:?}"
                         )))
                     }
                 }
@@ -809,7 +810,7 @@ mod tests {
             (c.max_range(), c.max_batch, c.max_body),
             (1000, 50, 10 << 20)
         );
-        assert_eq!((c.wire, c.sync_concurrency), (Wire::Seed, 8));
+        assert_eq!((c.wire, c.sync_concurrency), (Wire::Ledgerd, 8));
         assert!(!c.allow_missing_tx_bodies);
         assert!(c.dev.is_none());
     }
@@ -857,7 +858,7 @@ mod tests {
         let c = run(&["--wire=citrea", "--max-range", "50"]).unwrap();
         assert_eq!(c.max_range(), 50);
         let e = run(&["--wire", "json"]).unwrap_err();
-        assert!(e.0.contains("--wire takes seed"), "{e}");
+        assert!(e.0.contains("--wire takes ledgerd"), "{e}");
         let c = run(&[
             "--upstream",
             "http://x",

@@ -6,7 +6,7 @@
 //! of the 256 pre-rendered byte values, so a 1 MB proof serialises in a few
 //! milliseconds.
 //!
-//! Shapes and field order follow the tables of `ledger-rpc.md`; hex is
+//! Shapes and field order follow the tables of `docs/API.md`; hex is
 //! lowercase without `0x`; `l1FeeRate` is a u128 written as a JSON number.
 //! [`crate::wire`] reads these shapes back (the tests below round-trip them).
 

@@ -1,5 +1,5 @@
-//! ledgerd: a small, single-threaded ledger JSON-RPC full node for a Bitcoin
-//! ZK rollup.
+//! ledgerd: a small ledger JSON-RPC full node for a Bitcoin ZK rollup, with
+//! one server loop thread answering every request.
 //!
 //! ```text
 //!  chain source ──> sync thread (verify, write) ──> LMDB ledger <── server loop (read, answer)

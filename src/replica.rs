@@ -29,7 +29,7 @@ pub fn refresh(ledger: &Ledger, progress: &Progress) -> Result<(), crate::ledger
         (
             r.head_height()?,
             r.last_scanned_l1()?,
-            crate::sync::blocks_without_bodies(&r)?,
+            r.blocks_without_bodies()?,
         )
     };
     progress

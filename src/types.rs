@@ -2,7 +2,7 @@
 //!
 //! These are the nouns every other module shares: the ledger stores them, the
 //! RPC layer writes them as JSON, the sync thread verifies them and the devnet
-//! makes them. Field names follow the wire names of `ledger-rpc.md`.
+//! makes them. Field names follow the wire names of `docs/API.md`.
 
 use std::fmt;
 

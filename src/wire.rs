@@ -159,10 +159,10 @@ struct WireProof {
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum WireProofsOnSlot {
-    // First: serde would also read a one-element array as the seed's
+    // First: serde would also read a one-element array as ledgerd's
     // struct (a struct deserializes from a sequence of its fields).
     Citrea(Vec<WireProofInner>),
-    Seed(Box<WireProof>),
+    Ledgerd(Box<WireProof>),
 }
 
 impl WireProofInner {
@@ -263,7 +263,7 @@ pub fn verified_batch_proofs_on_slot(
     })?;
     match item {
         None => Ok(Vec::new()),
-        Some(WireProofsOnSlot::Seed(p)) => {
+        Some(WireProofsOnSlot::Ledgerd(p)) => {
             let p = VerifiedBatchProof::try_from(*p)?;
             if p.height != slot {
                 return Err(WireError(format!(

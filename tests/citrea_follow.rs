@@ -35,7 +35,7 @@ fn num(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("{v} is not a number"))
 }
 
-/// Seed shapes to Citrea's: lowercase statuses, method 11 as an array
+/// ledgerd's shapes to Citrea's: lowercase statuses, method 11 as an array
 /// without height, method 12 with height outside.
 fn proofs_as_citrea(v: &Value) -> Value {
     match v {

@@ -1,5 +1,5 @@
 //! Every method over real HTTP against a real ledgerd on a devnet ledger:
-//! the shapes of `ledger-rpc.md`, the not-found and error rows of
+//! the shapes of `docs/API.md`, the not-found and error rows of
 //! `contract.md`, and the chain rules recomputed from what is served.
 
 mod common;

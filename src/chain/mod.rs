@@ -14,10 +14,10 @@
 //!   every deposit blob, l1FeeRate (u128 BE), timestamp (u64 BE), all
 //!   concatenated without lengths; the Ed25519 signature is over the 32-byte
 //!   hash.
-//! - **Genesis**: the message is the borsh encoding of (l2Height u64,
+//! - **Genesis**: the message is the borsh encoding of (`l2Height u64,
 //!   daSlotHeight u64, daSlotHash [u8;32], daSlotTxsCommitment [u8;32],
 //!   txs Vec<Vec<u8>>, depositData Vec<Vec<u8>>, l1FeeRate u128, timestamp
-//!   u64): integers little-endian, every list and every blob prefixed by its
+//!   u64`): integers little-endian, every list and every blob prefixed by its
 //!   length as u32 little-endian, the 32-byte arrays as they are. hash =
 //!   SHA-256(message); the signature is over the message itself.
 //!

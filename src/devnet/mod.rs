@@ -90,8 +90,6 @@ impl From<LedgerError> for DevnetError {
     }
 }
 
-const SEED_META_KEY: &str = "devnet_seed";
-
 /// The height the chain should have: a base, then one block per interval.
 #[derive(Clone, Debug)]
 struct Clock {
@@ -165,13 +163,8 @@ impl Devnet {
         let key = SequencerKey::from_secret(&schedule::sequencer_secret(config.seed));
         {
             let mut w = ledger.writer()?;
-            match w.meta_bytes(SEED_META_KEY)? {
-                Some(stored) if stored != config.seed.to_be_bytes() => {
-                    let stored = stored
-                        .try_into()
-                        .map(u64::from_be_bytes)
-                        .map(|s| s.to_string())
-                        .unwrap_or_else(|_| "?".to_string());
+            match w.devnet_seed()? {
+                Some(stored) if stored != config.seed => {
                     return Err(DevnetError::OtherChain(format!(
                         "the data dir {} holds the devnet chain of seed {stored}, not {}: \
                          pass --dev-seed {stored} or use another --data-dir",
@@ -188,7 +181,7 @@ impl Devnet {
                             ledger.path().display()
                         )));
                     }
-                    w.set_meta_bytes(SEED_META_KEY, &config.seed.to_be_bytes())?;
+                    w.set_devnet_seed(config.seed)?;
                     w.commit()?;
                 }
             }

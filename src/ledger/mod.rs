@@ -749,6 +749,17 @@ pub trait LedgerRead: sealed::Access + Sized {
     }
 
     /// A free meta entry stored with [`LedgerWriter::set_meta_bytes`].
+    /// How many stored blocks were accepted without their transaction
+    /// bodies (`--allow-missing-tx-bodies`).
+    fn blocks_without_bodies(&self) -> Result<u64, LedgerError> {
+        Ok(meta_u64(self, tables::META_WITHOUT_BODIES)?.unwrap_or(0))
+    }
+
+    /// The seed of the devnet chain stored here, if a devnet wrote it.
+    fn devnet_seed(&self) -> Result<Option<u64>, LedgerError> {
+        meta_u64(self, tables::META_DEVNET_SEED)
+    }
+
     fn meta_bytes(&self, key: &str) -> Result<Option<Vec<u8>>, LedgerError> {
         let key = format!("{}{key}", tables::USER_PREFIX);
         Ok(get::<Self, Meta>(self, &key)?.map(<[u8]>::to_vec))
@@ -948,6 +959,17 @@ impl LedgerWriter<'_> {
 
     /// Sets a free meta entry (read back with [`LedgerRead::meta_bytes`]).
     /// Free entries live apart from the ledger's own settings.
+    /// Counts `n` more blocks accepted without their transaction bodies.
+    pub fn add_blocks_without_bodies(&mut self, n: u64) -> Result<(), LedgerError> {
+        let total = self.blocks_without_bodies()? + n;
+        self.put_meta(tables::META_WITHOUT_BODIES, &codec::encode_u64(total))
+    }
+
+    /// Records which devnet chain this data dir holds.
+    pub fn set_devnet_seed(&mut self, seed: u64) -> Result<(), LedgerError> {
+        self.put_meta(tables::META_DEVNET_SEED, &codec::encode_u64(seed))
+    }
+
     pub fn set_meta_bytes(&mut self, key: &str, value: &[u8]) -> Result<(), LedgerError> {
         let key = format!("{}{key}", tables::USER_PREFIX);
         self.put_meta(&key, value)

@@ -9,7 +9,7 @@
 //! order is numeric order: the last key of `soft_confirmations` is the head.
 //!
 //! The block hash index, `sc_by_hash_prefix`, is keyed by the first
-//! [`HASH_PREFIX_LEN`] bytes of the hash, not all 32: the rest of the hash is
+//! `HASH_PREFIX_LEN` bytes of the hash, not all 32: the rest of the hash is
 //! in the block the entry points to, so storing it again would only make the
 //! index twice as big (random 32-byte keys left its pages ~67% full at
 //! ~75 B/block). Two hashes that share a prefix (anyone can make such a pair
@@ -210,6 +210,12 @@ pub(crate) const META_BLOCK_KEY: &str = "sc_key";
 pub(crate) const META_FORK_TABLE: &str = "forks";
 /// Prefix of the free entries of `set_meta_bytes`/`meta_bytes`.
 pub(crate) const USER_PREFIX: &str = "user.";
+/// Meta: how many stored blocks were accepted without their transaction
+/// bodies (u64; `--allow-missing-tx-bodies`). Under [`USER_PREFIX`], where
+/// it has always been.
+pub(crate) const META_WITHOUT_BODIES: &str = "user.blocks_without_bodies";
+/// Meta: the seed of the devnet chain this data dir holds (u64).
+pub(crate) const META_DEVNET_SEED: &str = "user.devnet_seed";
 
 /// The current layout version. 2: the block hash index is
 /// `sc_by_hash_prefix` (8-byte prefix keys, duplicates) instead of

@@ -369,6 +369,29 @@ fn meta_values_round_trip_and_free_entries_cannot_clobber_settings() {
 }
 
 #[test]
+fn typed_meta_entries_read_what_earlier_builds_wrote_as_free_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = open(dir.path());
+    let mut w = ledger.writer().unwrap();
+    // How earlier builds wrote them: free entries, u64 big-endian.
+    w.set_meta_bytes("devnet_seed", &7u64.to_be_bytes())
+        .unwrap();
+    w.set_meta_bytes("blocks_without_bodies", &5u64.to_be_bytes())
+        .unwrap();
+    w.commit().unwrap();
+    let mut w = ledger.writer().unwrap();
+    assert_eq!(w.devnet_seed().unwrap(), Some(7));
+    w.add_blocks_without_bodies(3).unwrap();
+    w.commit().unwrap();
+    let r = ledger.reader().unwrap();
+    assert_eq!(r.blocks_without_bodies().unwrap(), 8);
+    assert_eq!(
+        r.meta_bytes("blocks_without_bodies").unwrap(),
+        Some(8u64.to_be_bytes().to_vec())
+    );
+}
+
+#[test]
 fn a_ledger_keeps_the_fork_table_it_was_pinned_to_and_refuses_another() {
     use crate::chain::ForkTable;
     let dir = tempfile::tempdir().unwrap();

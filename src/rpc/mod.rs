@@ -68,7 +68,7 @@ pub struct RpcConfig {
     pub max_range: u64,
     /// Most request objects in one batch (default 50).
     pub max_batch: usize,
-    /// The answer shapes (`--wire`): the spec's, or a Citrea v0.6 node's.
+    /// The answer shapes (`--wire`): ledgerd's own, or a Citrea v0.6 node's.
     pub wire: Wire,
 }
 
@@ -77,7 +77,7 @@ impl Default for RpcConfig {
         RpcConfig {
             max_range: 1000,
             max_batch: 50,
-            wire: Wire::Seed,
+            wire: Wire::Ledgerd,
         }
     }
 }

@@ -42,7 +42,7 @@ impl Request {
         };
         match (proof, wire, self) {
             (None, _, _) => json::write_null(out),
-            (Some(p), Wire::Seed, _) => json::write_verified_batch_proof(out, &p),
+            (Some(p), Wire::Ledgerd, _) => json::write_verified_batch_proof(out, &p),
             (Some(p), Wire::Citrea, Request::BySlotHeight(_)) => {
                 json::write_citrea_proofs_on_slot(out, std::slice::from_ref(&p))
             }

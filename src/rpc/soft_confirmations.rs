@@ -89,7 +89,7 @@ impl Request {
                 // end - start + 1 > max_range, without overflow at u64::MAX.
                 if end - start >= max_range {
                     return Err(RpcError::ledger(match config.wire {
-                        Wire::Seed => format!("requested range too large. Max: {max_range}"),
+                        Wire::Ledgerd => format!("requested range too large. Max: {max_range}"),
                         // Citrea's words.
                         Wire::Citrea => {
                             format!("requested batch range too large. Max: {max_range}")
@@ -121,9 +121,9 @@ impl Request {
                 // is `null`: parameters are checked for syntax only, and the
                 // not-stored answer stays uniform across methods.
                 match (reader.status(height)?, config.wire) {
-                    (Some(status), Wire::Seed) => json::write_status(out, status),
+                    (Some(status), Wire::Ledgerd) => json::write_status(out, status),
                     (Some(status), Wire::Citrea) => json::write_lowercase_status(out, status),
-                    (None, Wire::Seed) => json::write_null(out),
+                    (None, Wire::Ledgerd) => json::write_null(out),
                     // Citrea answers every height it does not hold so.
                     (None, Wire::Citrea) => {
                         return Err(RpcError::ledger(format!(

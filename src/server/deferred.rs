@@ -14,7 +14,7 @@ use std::time::Instant;
 use super::{json_error, HttpResponse, Loop, LoopMsg, Shared};
 
 /// Lets a handler keep the request it is handling and answer it later
-/// (see [`Handler::handle_deferrable`]).
+/// (see [`super::Handler::handle_deferrable`]).
 pub struct Defer<'a> {
     pub(super) tx: &'a Sender<LoopMsg>,
     pub(super) shared: &'a Arc<Shared>,

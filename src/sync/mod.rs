@@ -186,7 +186,7 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
         self.progress.l1_synced.store(scanned, Relaxed);
         self.progress
             .blocks_without_bodies
-            .store(blocks_without_bodies(&r)?, Relaxed);
+            .store(r.blocks_without_bodies()?, Relaxed);
         Ok(())
     }
 
@@ -860,8 +860,7 @@ impl Sink<Fetched> for L2Sink<'_> {
                 }
                 *count += good as u64;
                 if verdict.without_bodies > 0 {
-                    let total = blocks_without_bodies(&*w)? + verdict.without_bodies;
-                    w.set_meta_bytes(WITHOUT_BODIES_KEY, &total.to_be_bytes())?;
+                    w.add_blocks_without_bodies(verdict.without_bodies)?;
                     self.without_bodies_in_txn += verdict.without_bodies;
                 }
             }
@@ -961,16 +960,6 @@ impl Sink<Vec<DaSlot>> for DaSink<'_> {
         self.in_txn = 0;
         Ok(())
     }
-}
-
-/// The ledger's free meta entry counting blocks accepted without bodies.
-const WITHOUT_BODIES_KEY: &str = "blocks_without_bodies";
-
-/// How many stored blocks were accepted without their transaction bodies.
-pub fn blocks_without_bodies(r: &impl LedgerRead) -> Result<u64, LedgerError> {
-    Ok(r.meta_bytes(WITHOUT_BODIES_KEY)?
-        .and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok())
-        .map_or(0, u64::from_be_bytes))
 }
 
 /// The DA slot the newest stored block points at (0 when none is stored).
