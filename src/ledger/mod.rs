@@ -43,7 +43,8 @@ use crate::chain::ForkTable;
 use crate::types::{Hash, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof};
 use codec::DecodeError;
 use tables::{
-    Commitments, DaSlots, Dbs, Meta, Proofs, ScByHashPrefix, SoftConfirmations, StatusTable, Table,
+    Commitments, DaSlots, Dbs, Meta, MetaKey, MetaValue, Proofs, ScByHashPrefix, SoftConfirmations,
+    StatusTable, Table, ValueTable,
 };
 
 // LMDB cursor operations (`MDB_cursor_op`, stable C ABI values; the ffi crate
@@ -267,12 +268,9 @@ impl Ledger {
         };
         if fresh && !opts.read_only {
             let mut w = ledger.writer().map_err(|e| open_err(e.to_string()))?;
-            w.put_meta(
-                tables::META_FORMAT,
-                &codec::encode_u64(tables::FORMAT_VERSION),
-            )
-            .and_then(|()| w.commit())
-            .map_err(|e| open_err(e.to_string()))?;
+            w.put_meta(tables::META_FORMAT, &tables::FORMAT_VERSION)
+                .and_then(|()| w.commit())
+                .map_err(|e| open_err(e.to_string()))?;
         }
         Ok(ledger)
     }
@@ -479,8 +477,8 @@ fn check_layout(env: &Environment, meta: lmdb::Database) -> Result<bool, LayoutE
     let txn = env
         .begin_ro_txn()
         .map_err(|e| LayoutError::Unreadable(e.to_string()))?;
-    let stored = match txn.get(meta, &tables::META_FORMAT) {
-        Ok(bytes) => Some(codec::decode_u64(bytes).map_err(|e| LayoutError::Unreadable(e.0))?),
+    let stored = match txn.get(meta, &tables::META_FORMAT.name) {
+        Ok(bytes) => Some(u64::decode(bytes).map_err(|e| LayoutError::Unreadable(e.0))?),
         Err(lmdb::Error::NotFound) => None,
         Err(e) => return Err(LayoutError::Unreadable(e.to_string())),
     };
@@ -514,12 +512,17 @@ fn get_decoded<R: sealed::Access, T: Table, V>(
     }
 }
 
-fn meta_u64<R: sealed::Access>(r: &R, key: &str) -> Result<Option<u64>, LedgerError> {
-    get_decoded::<R, Meta, _>(r, key, codec::decode_u64)
+/// The value of `key` in table `T`, if any.
+fn value<R: sealed::Access, T: ValueTable>(
+    r: &R,
+    key: &T::Key,
+) -> Result<Option<T::Value>, LedgerError> {
+    get_decoded::<R, T, _>(r, key, T::decode)
 }
 
-fn meta_hash<R: sealed::Access>(r: &R, key: &str) -> Result<Option<Hash>, LedgerError> {
-    get_decoded::<R, Meta, _>(r, key, codec::decode_hash)
+/// The value of a `meta` entry, if set.
+fn meta<R: sealed::Access, V: MetaValue>(r: &R, key: MetaKey<V>) -> Result<Option<V>, LedgerError> {
+    get_decoded::<R, Meta, _>(r, key.name, V::decode)
 }
 
 /// The ledger's block key (see [`codec`]), only read when a value needs it.
@@ -531,7 +534,7 @@ fn block_key_for<R: sealed::Access>(r: &R, bytes: &[u8]) -> Result<Option<Hash>,
     if let Some(key) = cache.and_then(OnceLock::get) {
         return Ok(Some(*key));
     }
-    let key = meta_hash(r, tables::META_BLOCK_KEY)?;
+    let key = meta(r, tables::META_BLOCK_KEY)?;
     if let (Some(cache), Some(key)) = (cache, key) {
         let _ = cache.set(key);
     }
@@ -621,8 +624,10 @@ pub trait LedgerRead: sealed::Access + Sized {
     /// `hash` (almost always one); the answer is the one whose stored block
     /// has exactly this hash.
     fn height_by_hash(&self, hash: &Hash) -> Result<Option<u64>, LedgerError> {
-        let decode =
-            |value: &[u8]| codec::decode_u64(value).map_err(|e| corrupt::<ScByHashPrefix>(hash, e));
+        let decode = |value: &[u8]| {
+            <ScByHashPrefix as ValueTable>::decode(value)
+                .map_err(|e| corrupt::<ScByHashPrefix>(hash, e))
+        };
         // The common case, without a cursor: a plain get gives the first
         // (usually only) height under the prefix.
         let Some(first) = get::<Self, ScByHashPrefix>(self, hash)? else {
@@ -683,7 +688,7 @@ pub trait LedgerRead: sealed::Access + Sized {
 
     /// The status of the soft confirmation at `height`, if stored.
     fn status(&self, height: u64) -> Result<Option<Status>, LedgerError> {
-        get_decoded::<Self, StatusTable, _>(self, &height, codec::decode_status)
+        value::<Self, StatusTable>(self, &height)
     }
 
     /// The commitments found on DA slot `slot`; `None` when none are stored.
@@ -691,22 +696,22 @@ pub trait LedgerRead: sealed::Access + Sized {
         &self,
         slot: u64,
     ) -> Result<Option<Vec<SequencerCommitment>>, LedgerError> {
-        get_decoded::<Self, Commitments, _>(self, &slot, codec::decode_commitments)
+        value::<Self, Commitments>(self, &slot)
     }
 
     /// The number of the DA slot with this hash, if recorded.
     fn slot_by_hash(&self, hash: &Hash) -> Result<Option<u64>, LedgerError> {
-        get_decoded::<Self, DaSlots, _>(self, hash, codec::decode_u64)
+        value::<Self, DaSlots>(self, hash)
     }
 
     /// The latest proof verified on DA slot `slot`, if any.
     fn proof_on_slot(&self, slot: u64) -> Result<Option<VerifiedBatchProof>, LedgerError> {
-        get_decoded::<Self, Proofs, _>(self, &slot, codec::decode_proof)
+        value::<Self, Proofs>(self, &slot)
     }
 
     /// The proof on the highest DA slot that has one, if any.
     fn last_proof(&self) -> Result<Option<VerifiedBatchProof>, LedgerError> {
-        match meta_u64(self, tables::META_LAST_PROOF_SLOT)? {
+        match meta(self, tables::META_LAST_PROOF_SLOT)? {
             Some(slot) => self.proof_on_slot(slot),
             None => Ok(None),
         }
@@ -714,52 +719,52 @@ pub trait LedgerRead: sealed::Access + Sized {
 
     /// The genesis state root, once known.
     fn genesis_state_root(&self) -> Result<Option<Hash>, LedgerError> {
-        meta_hash(self, tables::META_GENESIS_ROOT)
+        meta(self, tables::META_GENESIS_ROOT)
     }
 
     /// The last scanned L1 height; 0 when unset.
     fn last_scanned_l1(&self) -> Result<u64, LedgerError> {
-        Ok(meta_u64(self, tables::META_LAST_L1)?.unwrap_or(0))
+        Ok(meta(self, tables::META_LAST_L1)?.unwrap_or(0))
     }
 
     /// The fork table the stored chain was verified by, once pinned (see
     /// [`LedgerWriter::pin_fork_table`]).
     fn fork_table(&self) -> Result<Option<ForkTable>, LedgerError> {
-        get_decoded::<Self, Meta, _>(self, tables::META_FORK_TABLE, codec::decode_fork_table)
+        meta(self, tables::META_FORK_TABLE)
     }
 
     /// The sequencer public key, once set.
     fn sequencer_pubkey(&self) -> Result<Option<[u8; 32]>, LedgerError> {
-        meta_hash(self, tables::META_SEQ_PUBKEY)
+        meta(self, tables::META_SEQ_PUBKEY)
     }
 
     /// How many commitments were ever stored (they are indexed from 0).
     fn commitment_count(&self) -> Result<u64, LedgerError> {
-        Ok(meta_u64(self, tables::META_COMMIT_COUNT)?.unwrap_or(0))
+        Ok(meta(self, tables::META_COMMIT_COUNT)?.unwrap_or(0))
     }
 
     /// The highest height whose status is Finalized or Proven; 0 when none.
     fn finalized_height(&self) -> Result<u64, LedgerError> {
-        Ok(meta_u64(self, tables::META_FINALIZED)?.unwrap_or(0))
+        Ok(meta(self, tables::META_FINALIZED)?.unwrap_or(0))
     }
 
     /// The highest height whose status is Proven; 0 when none.
     fn proven_height(&self) -> Result<u64, LedgerError> {
-        Ok(meta_u64(self, tables::META_PROVEN)?.unwrap_or(0))
+        Ok(meta(self, tables::META_PROVEN)?.unwrap_or(0))
     }
 
-    /// A free meta entry stored with [`LedgerWriter::set_meta_bytes`].
     /// How many stored blocks were accepted without their transaction
     /// bodies (`--allow-missing-tx-bodies`).
     fn blocks_without_bodies(&self) -> Result<u64, LedgerError> {
-        Ok(meta_u64(self, tables::META_WITHOUT_BODIES)?.unwrap_or(0))
+        Ok(meta(self, tables::META_WITHOUT_BODIES)?.unwrap_or(0))
     }
 
     /// The seed of the devnet chain stored here, if a devnet wrote it.
     fn devnet_seed(&self) -> Result<Option<u64>, LedgerError> {
-        meta_u64(self, tables::META_DEVNET_SEED)
+        meta(self, tables::META_DEVNET_SEED)
     }
 
+    /// A free meta entry stored with [`LedgerWriter::set_meta_bytes`].
     fn meta_bytes(&self, key: &str) -> Result<Option<Vec<u8>>, LedgerError> {
         let key = format!("{}{key}", tables::USER_PREFIX);
         Ok(get::<Self, Meta>(self, &key)?.map(<[u8]>::to_vec))
@@ -799,21 +804,30 @@ impl LedgerWriter<'_> {
         }
     }
 
-    fn put_meta(&mut self, key: &str, value: &[u8]) -> Result<(), LedgerError> {
-        self.put::<Meta>(key, value, WriteFlags::empty())
+    fn put_value<T: ValueTable>(
+        &mut self,
+        key: &T::Key,
+        value: &T::Value,
+        flags: WriteFlags,
+    ) -> Result<(), LedgerError> {
+        self.put::<T>(key, &T::encode(value), flags)
     }
 
-    fn raise_meta_u64(&mut self, key: &str, value: u64) -> Result<(), LedgerError> {
-        match meta_u64(self, key)? {
+    fn put_meta<V: MetaValue>(&mut self, key: MetaKey<V>, value: &V) -> Result<(), LedgerError> {
+        self.put::<Meta>(key.name, &value.encode(), WriteFlags::empty())
+    }
+
+    fn raise_meta_u64(&mut self, key: MetaKey<u64>, value: u64) -> Result<(), LedgerError> {
+        match meta(self, key)? {
             Some(old) if old >= value => Ok(()),
-            _ => self.put_meta(key, &codec::encode_u64(value)),
+            _ => self.put_meta(key, &value),
         }
     }
 
     /// Stores a new soft confirmation, its hash index entry and status
     /// Trusted. Refuses (`AlreadyStored`) a height that is already stored.
     pub fn put_soft_confirmation(&mut self, sc: &SoftConfirmation) -> Result<(), LedgerError> {
-        let stored_key = meta_hash(self, tables::META_BLOCK_KEY)?;
+        let stored_key = meta(self, tables::META_BLOCK_KEY)?;
         // The first block's key becomes the ledger's block key.
         let block_key = stored_key.unwrap_or(sc.pub_key);
         let value = codec::encode_soft_confirmation(sc, Some(&block_key));
@@ -824,14 +838,10 @@ impl LedgerWriter<'_> {
             self.put_meta(tables::META_BLOCK_KEY, &block_key)?;
         }
         // A duplicate of the prefix when another block's hash shares it.
-        self.put::<ScByHashPrefix>(
-            &sc.hash,
-            &codec::encode_u64(sc.l2_height),
-            WriteFlags::empty(),
-        )?;
+        self.put_value::<ScByHashPrefix>(&sc.hash, &sc.l2_height, WriteFlags::empty())?;
         // A status already there (it cannot be, without a block) is kept:
         // statuses never move backwards.
-        self.append_new::<StatusTable>(&sc.l2_height, &codec::encode_status(Status::Trusted))?;
+        self.append_new::<StatusTable>(&sc.l2_height, &StatusTable::encode(&Status::Trusted))?;
         Ok(())
     }
 
@@ -862,13 +872,12 @@ impl LedgerWriter<'_> {
                 if height > to {
                     break;
                 }
-                let old =
-                    codec::decode_status(v).map_err(|e| corrupt::<StatusTable>(&height, e))?;
+                let old = StatusTable::decode(v).map_err(|e| corrupt::<StatusTable>(&height, e))?;
                 if old < status {
                     cursor
                         .put(
                             &StatusTable::key(&height),
-                            &codec::encode_status(status),
+                            &StatusTable::encode(&status),
                             WriteFlags::CURRENT,
                         )
                         .map_err(lmdb_err(ctx))?;
@@ -900,24 +909,20 @@ impl LedgerWriter<'_> {
         }
         let mut list = self.commitments_on_slot(slot)?.unwrap_or_default();
         list.extend_from_slice(commitments);
-        self.put::<Commitments>(
-            &slot,
-            &codec::encode_commitments(&list),
-            WriteFlags::empty(),
-        )?;
+        self.put_value::<Commitments>(&slot, &list, WriteFlags::empty())?;
         let count = self.commitment_count()? + commitments.len() as u64;
-        self.put_meta(tables::META_COMMIT_COUNT, &codec::encode_u64(count))
+        self.put_meta(tables::META_COMMIT_COUNT, &count)
     }
 
     /// Records the hash of DA slot `slot`.
     pub fn put_da_slot_hash(&mut self, slot: u64, hash: &Hash) -> Result<(), LedgerError> {
-        self.put::<DaSlots>(hash, &codec::encode_u64(slot), WriteFlags::empty())
+        self.put_value::<DaSlots>(hash, &slot, WriteFlags::empty())
     }
 
     /// Stores `proof` as the latest proof verified on DA slot `slot` and
     /// moves the last proof slot up to `slot`.
     pub fn put_proof(&mut self, slot: u64, proof: &VerifiedBatchProof) -> Result<(), LedgerError> {
-        self.put::<Proofs>(&slot, &codec::encode_proof(proof), WriteFlags::empty())?;
+        self.put_value::<Proofs>(&slot, proof, WriteFlags::empty())?;
         self.raise_meta_u64(tables::META_LAST_PROOF_SLOT, slot)
     }
 
@@ -928,7 +933,7 @@ impl LedgerWriter<'_> {
 
     /// Sets the last scanned L1 height.
     pub fn set_last_scanned_l1(&mut self, height: u64) -> Result<(), LedgerError> {
-        self.put_meta(tables::META_LAST_L1, &codec::encode_u64(height))
+        self.put_meta(tables::META_LAST_L1, &height)
     }
 
     /// Sets the sequencer public key.
@@ -953,26 +958,26 @@ impl LedgerWriter<'_> {
                 stored,
                 wanted: *wanted,
             }),
-            _ => self.put_meta(tables::META_FORK_TABLE, &codec::encode_fork_table(wanted)),
+            _ => self.put_meta(tables::META_FORK_TABLE, wanted),
         }
     }
 
-    /// Sets a free meta entry (read back with [`LedgerRead::meta_bytes`]).
-    /// Free entries live apart from the ledger's own settings.
     /// Counts `n` more blocks accepted without their transaction bodies.
     pub fn add_blocks_without_bodies(&mut self, n: u64) -> Result<(), LedgerError> {
         let total = self.blocks_without_bodies()? + n;
-        self.put_meta(tables::META_WITHOUT_BODIES, &codec::encode_u64(total))
+        self.put_meta(tables::META_WITHOUT_BODIES, &total)
     }
 
     /// Records which devnet chain this data dir holds.
     pub fn set_devnet_seed(&mut self, seed: u64) -> Result<(), LedgerError> {
-        self.put_meta(tables::META_DEVNET_SEED, &codec::encode_u64(seed))
+        self.put_meta(tables::META_DEVNET_SEED, &seed)
     }
 
+    /// Sets a free meta entry (read back with [`LedgerRead::meta_bytes`]).
+    /// Free entries live apart from the ledger's own settings.
     pub fn set_meta_bytes(&mut self, key: &str, value: &[u8]) -> Result<(), LedgerError> {
         let key = format!("{}{key}", tables::USER_PREFIX);
-        self.put_meta(&key, value)
+        self.put::<Meta>(&key, value, WriteFlags::empty())
     }
 
     /// Makes every write of this transaction durable and visible, at once.

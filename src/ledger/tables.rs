@@ -1,9 +1,12 @@
-//! The ledger's tables: their LMDB names and how their keys are encoded.
+//! The ledger's tables: their LMDB names, their key codecs and their value
+//! codecs.
 //!
 //! One small type per table (in the style of heed's typed databases). Each
 //! says its name, which [`Database`] handle it uses, how a key becomes bytes,
-//! and how to name a key in an error message. Values are encoded in
-//! [`super::codec`].
+//! how to name a key in an error message ([`Table`]) and what its values are
+//! ([`ValueTable`]; the byte layouts themselves are in [`super::codec`]).
+//! Every `meta` entry is a typed [`MetaKey`]: its name and the type of its
+//! value. Reads and writes name the table or the key, never a decoder.
 //!
 //! Numeric keys (heights, DA slot numbers) are u64 big-endian, so LMDB's byte
 //! order is numeric order: the last key of `soft_confirmations` is the head.
@@ -16,9 +19,13 @@
 //! with ~2^32 work) are both kept, as sorted duplicates of one key; a lookup
 //! checks each candidate's full hash.
 
+use std::marker::PhantomData;
+
 use lmdb::{Database, DatabaseFlags};
 
-use crate::types::Hash;
+use super::codec::{self, DecodeError};
+use crate::chain::ForkTable;
+use crate::types::{Hash, SequencerCommitment, Status, VerifiedBatchProof};
 
 /// The database handles of one environment, opened once at `Ledger::open`
 /// (opaque outside the ledger).
@@ -60,6 +67,33 @@ pub(crate) trait Table {
     fn key(key: &Self::Key) -> Self::KeyBytes;
     /// The key as an error message shows it.
     fn show(key: &Self::Key) -> String;
+}
+
+/// A table whose values decode on their own: every table but
+/// `soft_confirmations`, whose values may omit the block's pubKey (the
+/// block key in `meta`; see `codec::decode_soft_confirmation`).
+pub(crate) trait ValueTable: Table {
+    /// What a value is, in Rust.
+    type Value;
+    /// The value as stored.
+    fn encode(value: &Self::Value) -> Vec<u8>;
+    /// The value from its stored bytes.
+    fn decode(bytes: &[u8]) -> Result<Self::Value, DecodeError>;
+}
+
+macro_rules! values {
+    ($table:ty, $value:ty, $encode:expr, $decode:expr) => {
+        impl ValueTable for $table {
+            type Value = $value;
+            fn encode(value: &$value) -> Vec<u8> {
+                let encode: fn(&$value) -> _ = $encode;
+                encode(value).to_vec()
+            }
+            fn decode(bytes: &[u8]) -> Result<$value, DecodeError> {
+                $decode(bytes)
+            }
+        }
+    };
 }
 
 /// Decodes a u64 big-endian key (as stored in the u64-keyed tables).
@@ -167,6 +201,32 @@ u64_table!(
     proofs
 );
 
+values!(
+    ScByHashPrefix,
+    u64,
+    |v| codec::encode_u64(*v),
+    codec::decode_u64
+);
+values!(
+    StatusTable,
+    Status,
+    |v| codec::encode_status(*v),
+    codec::decode_status
+);
+values!(
+    Commitments,
+    Vec<SequencerCommitment>,
+    |v| codec::encode_commitments(v),
+    codec::decode_commitments
+);
+values!(DaSlots, u64, |v| codec::encode_u64(*v), codec::decode_u64);
+values!(
+    Proofs,
+    VerifiedBatchProof,
+    codec::encode_proof,
+    codec::decode_proof
+);
+
 /// `meta`: short ASCII keys -> values. Fixed keys are the constants below;
 /// other modules' free entries live under [`USER_PREFIX`] so they can never
 /// overwrite a fixed one.
@@ -187,35 +247,87 @@ impl Table for Meta {
     }
 }
 
-/// Meta: the layout version of this ledger (u64), written at creation.
-pub(crate) const META_FORMAT: &str = "format";
-/// Meta: genesis state root (32 bytes).
-pub(crate) const META_GENESIS_ROOT: &str = "genesis_root";
-/// Meta: last scanned L1 height (u64).
-pub(crate) const META_LAST_L1: &str = "last_l1";
-/// Meta: sequencer public key (32 bytes).
-pub(crate) const META_SEQ_PUBKEY: &str = "seq_pubkey";
-/// Meta: how many commitments were ever stored (u64).
-pub(crate) const META_COMMIT_COUNT: &str = "commit_count";
-/// Meta: highest height whose status is >= Finalized (u64).
-pub(crate) const META_FINALIZED: &str = "finalized";
-/// Meta: highest height whose status is Proven (u64).
-pub(crate) const META_PROVEN: &str = "proven";
-/// Meta: the highest DA slot a proof was stored on (u64).
-pub(crate) const META_LAST_PROOF_SLOT: &str = "last_proof_slot";
+/// A typed `meta` entry: its name, and the type of its value.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MetaKey<V> {
+    pub(crate) name: &'static str,
+    value: PhantomData<fn() -> V>,
+}
+
+impl<V> MetaKey<V> {
+    const fn new(name: &'static str) -> MetaKey<V> {
+        MetaKey {
+            name,
+            value: PhantomData,
+        }
+    }
+}
+
+/// A type a `meta` entry holds, and its bytes.
+pub(crate) trait MetaValue: Sized {
+    fn encode(&self) -> Vec<u8>;
+    fn decode(bytes: &[u8]) -> Result<Self, DecodeError>;
+}
+
+/// u64 big-endian.
+impl MetaValue for u64 {
+    fn encode(&self) -> Vec<u8> {
+        codec::encode_u64(*self).to_vec()
+    }
+    fn decode(bytes: &[u8]) -> Result<u64, DecodeError> {
+        codec::decode_u64(bytes)
+    }
+}
+
+/// 32 raw bytes (a hash, a key).
+impl MetaValue for Hash {
+    fn encode(&self) -> Vec<u8> {
+        self.to_vec()
+    }
+    fn decode(bytes: &[u8]) -> Result<Hash, DecodeError> {
+        codec::decode_hash(bytes)
+    }
+}
+
+/// A version byte 1, then the Kumquat height as u64 big-endian.
+impl MetaValue for ForkTable {
+    fn encode(&self) -> Vec<u8> {
+        codec::encode_fork_table(self).to_vec()
+    }
+    fn decode(bytes: &[u8]) -> Result<ForkTable, DecodeError> {
+        codec::decode_fork_table(bytes)
+    }
+}
+
+/// Meta: the layout version of this ledger, written at creation.
+pub(crate) const META_FORMAT: MetaKey<u64> = MetaKey::new("format");
+/// Meta: genesis state root.
+pub(crate) const META_GENESIS_ROOT: MetaKey<Hash> = MetaKey::new("genesis_root");
+/// Meta: last scanned L1 height.
+pub(crate) const META_LAST_L1: MetaKey<u64> = MetaKey::new("last_l1");
+/// Meta: sequencer public key.
+pub(crate) const META_SEQ_PUBKEY: MetaKey<Hash> = MetaKey::new("seq_pubkey");
+/// Meta: how many commitments were ever stored.
+pub(crate) const META_COMMIT_COUNT: MetaKey<u64> = MetaKey::new("commit_count");
+/// Meta: highest height whose status is >= Finalized.
+pub(crate) const META_FINALIZED: MetaKey<u64> = MetaKey::new("finalized");
+/// Meta: highest height whose status is Proven.
+pub(crate) const META_PROVEN: MetaKey<u64> = MetaKey::new("proven");
+/// Meta: the highest DA slot a proof was stored on.
+pub(crate) const META_LAST_PROOF_SLOT: MetaKey<u64> = MetaKey::new("last_proof_slot");
 /// Meta: the block key: pubKey of the first stored block, never changed;
 /// blocks signed by it omit their pubKey (see `codec`).
-pub(crate) const META_BLOCK_KEY: &str = "sc_key";
-/// Meta: the fork table the chain was verified by (`codec::encode_fork_table`).
-pub(crate) const META_FORK_TABLE: &str = "forks";
+pub(crate) const META_BLOCK_KEY: MetaKey<Hash> = MetaKey::new("sc_key");
+/// Meta: the fork table the chain was verified by.
+pub(crate) const META_FORK_TABLE: MetaKey<ForkTable> = MetaKey::new("forks");
 /// Prefix of the free entries of `set_meta_bytes`/`meta_bytes`.
 pub(crate) const USER_PREFIX: &str = "user.";
 /// Meta: how many stored blocks were accepted without their transaction
-/// bodies (u64; `--allow-missing-tx-bodies`). Under [`USER_PREFIX`], where
-/// it has always been.
-pub(crate) const META_WITHOUT_BODIES: &str = "user.blocks_without_bodies";
-/// Meta: the seed of the devnet chain this data dir holds (u64).
-pub(crate) const META_DEVNET_SEED: &str = "user.devnet_seed";
+/// bodies (`--allow-missing-tx-bodies`). Under [`USER_PREFIX`], where it
+/// has always been.
+pub(crate) const META_WITHOUT_BODIES: MetaKey<u64> = MetaKey::new("user.blocks_without_bodies");
+/// Meta: the seed of the devnet chain this data dir holds.
+pub(crate) const META_DEVNET_SEED: MetaKey<u64> = MetaKey::new("user.devnet_seed");
 
 /// The current layout version. 2: the block hash index is
 /// `sc_by_hash_prefix` (8-byte prefix keys, duplicates) instead of

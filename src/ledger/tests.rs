@@ -442,7 +442,12 @@ fn a_corrupt_fork_table_entry_is_reported_not_guessed() {
     let dir = tempfile::tempdir().unwrap();
     let ledger = open(dir.path());
     let mut w = ledger.writer().unwrap();
-    w.put_meta(tables::META_FORK_TABLE, &[2, 0, 0]).unwrap();
+    w.put::<Meta>(
+        tables::META_FORK_TABLE.name,
+        &[2, 0, 0],
+        WriteFlags::empty(),
+    )
+    .unwrap();
     let e = w.fork_table().unwrap_err().to_string();
     assert!(e.contains("ledger setting \"forks\" is corrupt"), "{e}");
 }
@@ -534,7 +539,7 @@ fn corrupt_stored_values_give_corrupt_errors() {
     w.put::<StatusTable>(&1, &[9], WriteFlags::empty()).unwrap();
     assert!(matches!(w.status(1), Err(LedgerError::Corrupt { .. })));
     assert!(w.raise_status(1, 1, Status::Proven).is_err());
-    w.put::<Meta>(tables::META_LAST_L1, &[1, 2], WriteFlags::empty())
+    w.put::<Meta>(tables::META_LAST_L1.name, &[1, 2], WriteFlags::empty())
         .unwrap();
     let e = w.last_scanned_l1().unwrap_err();
     assert!(e.to_string().starts_with("stored ledger setting"), "{e}");
@@ -734,7 +739,7 @@ fn a_new_ledger_records_the_current_layout_and_reopens() {
         let ledger = open(dir.path());
         let r = ledger.reader().unwrap();
         assert_eq!(
-            meta_u64(&r, tables::META_FORMAT).unwrap(),
+            meta(&r, tables::META_FORMAT).unwrap(),
             Some(tables::FORMAT_VERSION)
         );
     }

@@ -8,8 +8,8 @@
 use lmdb::{Cursor, Transaction};
 
 use super::sealed::Access;
-use super::tables::{self, Commitments, DaSlots, Proofs, Table};
-use super::{codec, corrupt, lmdb_err, LedgerError, LedgerRead};
+use super::tables::{self, Commitments, DaSlots, Proofs, Table, ValueTable};
+use super::{corrupt, lmdb_err, LedgerError, LedgerRead};
 use crate::types::{Hash, SequencerCommitment, VerifiedBatchProof};
 
 fn walk<R: Access, T: Table>(
@@ -37,14 +37,13 @@ fn u64_key<T: Table>(k: &[u8]) -> Result<u64, LedgerError> {
 }
 
 /// Every value of a u64-keyed table decoded with `decode`, with its key, in key order.
-fn by_slot<R: Access, T: Table<Key = u64>, V>(
+fn by_slot<R: Access, T: ValueTable<Key = u64>>(
     r: &R,
-    decode: fn(&[u8]) -> Result<V, codec::DecodeError>,
-) -> Result<Vec<(u64, V)>, LedgerError> {
+) -> Result<Vec<(u64, T::Value)>, LedgerError> {
     let mut out = Vec::new();
     walk::<R, T>(r, |k, v| {
         let slot = u64_key::<T>(k)?;
-        let value = decode(v).map_err(|e| corrupt::<T>(&slot, e))?;
+        let value = T::decode(v).map_err(|e| corrupt::<T>(&slot, e))?;
         out.push((slot, value));
         Ok(())
     })?;
@@ -78,8 +77,7 @@ pub trait LedgerWalk: LedgerRead {
                 Err(e) => return Err(lmdb_err(ctx)(e)),
             };
             let slot = u64_key::<Commitments>(k)?;
-            let list =
-                codec::decode_commitments(v).map_err(|e| corrupt::<Commitments>(&slot, e))?;
+            let list = Commitments::decode(v).map_err(|e| corrupt::<Commitments>(&slot, e))?;
             for c in list.into_iter().rev() {
                 if c.l2_end_block_number <= height {
                     break 'slots;
@@ -94,12 +92,12 @@ pub trait LedgerWalk: LedgerRead {
 
     /// Every DA slot that holds commitments, with them, in slot order.
     fn all_commitments(&self) -> Result<Vec<(u64, Vec<SequencerCommitment>)>, LedgerError> {
-        by_slot::<Self, Commitments, _>(self, codec::decode_commitments)
+        by_slot::<Self, Commitments>(self)
     }
 
     /// Every stored proof with its DA slot, in slot order.
     fn all_proofs(&self) -> Result<Vec<(u64, VerifiedBatchProof)>, LedgerError> {
-        by_slot::<Self, Proofs, _>(self, codec::decode_proof)
+        by_slot::<Self, Proofs>(self)
     }
 
     /// Every recorded DA slot hash as (slot number, hash), in slot order.
@@ -111,7 +109,7 @@ pub trait LedgerWalk: LedgerRead {
                 key: hex::encode(k),
                 reason: format!("key is {} bytes, not 32", k.len()),
             })?;
-            let slot = codec::decode_u64(v).map_err(|e| corrupt::<DaSlots>(&hash, e))?;
+            let slot = DaSlots::decode(v).map_err(|e| corrupt::<DaSlots>(&hash, e))?;
             out.push((slot, hash));
             Ok(())
         })?;
