@@ -3,9 +3,9 @@
 //!
 //! One small type per table (in the style of heed's typed databases). Each
 //! says its name, which [`Database`] handle it uses, how a key becomes bytes,
-//! how to name a key in an error message ([`Table`]) and what its values are
-//! ([`ValueTable`]; the byte layouts themselves are in [`super::codec`]).
-//! Every `meta` entry is a typed [`MetaKey`]: its name and the type of its
+//! how to name a key in an error message (`Table`) and what its values are
+//! (`ValueTable`; the byte layouts themselves are in [`super::codec`]).
+//! Every `meta` entry is a typed `MetaKey`: its name and the type of its
 //! value. Reads and writes name the table or the key, never a decoder.
 //!
 //! Numeric keys (heights, DA slot numbers) are u64 big-endian, so LMDB's byte
