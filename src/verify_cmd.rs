@@ -25,6 +25,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::chain::{block_hash, verify_block_signature, Fork, ForkTable};
+use crate::sync::verify::{self, Check};
 use crate::types::SoftConfirmation;
 use crate::wire;
 
@@ -244,7 +245,9 @@ pub fn check_block(
                 "comes after {} in the input: heights must increase",
                 prev.l2_height
             ));
-        } else if sc.l2_height == prev.l2_height + 1 && sc.prev_hash != prev.hash {
+        } else if sc.l2_height == prev.l2_height + 1
+            && verify::verify_link(sc, (prev.l2_height, prev.hash)).is_err()
+        {
             failures.push(format!(
                 "prevHash {} does not link to the hash {} of {}",
                 hex::encode(sc.prev_hash),
@@ -253,47 +256,50 @@ pub fn check_block(
             ));
         }
     }
-    if block_hash(sc, fork) != sc.hash {
-        let mut why = format!("hash does not recompute from the fields ({fork} rules)");
-        let other = match fork {
-            Fork::Genesis => Fork::Kumquat,
-            Fork::Kumquat => Fork::Genesis,
-        };
-        if block_hash(sc, other) == sc.hash {
-            why.push_str(&format!(
-                "; it does by the {other} rules: check --network / --kumquat-height"
-            ));
-        } else if sc.txs.is_empty() {
-            // Under Kumquat the signature is over the stated hash: when it
-            // verifies, only the (withheld) bodies are missing. Under
-            // Genesis it is over the bodies too, so nothing tells.
-            let signed = verify_block_signature(sc, fork, key).is_ok();
-            match fork {
-                Fork::Kumquat if signed => why.push_str(
-                    "; its txs are empty and its signature verifies over its stated hash: \
-                     the node withholds transaction bodies (include_tx_body = false)",
-                ),
-                Fork::Kumquat => {}
-                Fork::Genesis => why.push_str(
-                    "; its txs are empty: the node may withhold transaction bodies (include_tx_body = false)",
-                ),
-            }
-        }
-        failures.push(why);
-    }
-    if &sc.pub_key != key {
-        failures.push(format!(
-            "pubKey {} is not the {key_name} {}",
-            hex::encode(sc.pub_key),
-            hex::encode(key)
-        ));
-    }
-    if verify_block_signature(sc, fork, key).is_err() {
-        failures.push(format!(
-            "signature does not verify ({fork} rules, {key_name})"
-        ));
+    for check in verify::block_failures(sc, key, forks) {
+        failures.push(match check {
+            Check::Hash => hash_failure(sc, fork, key),
+            Check::PubKey => format!(
+                "pubKey {} is not the {key_name} {}",
+                hex::encode(sc.pub_key),
+                hex::encode(key)
+            ),
+            _ => format!("signature does not verify ({fork} rules, {key_name})"),
+        });
     }
     failures
+}
+
+/// Why a block's hash does not recompute, with what an operator can do:
+/// the other fork's rules would fit (a wrong fork table), or the node
+/// withholds transaction bodies.
+fn hash_failure(sc: &SoftConfirmation, fork: Fork, key: &[u8; 32]) -> String {
+    let mut why = format!("hash does not recompute from the fields ({fork} rules)");
+    let other = match fork {
+        Fork::Genesis => Fork::Kumquat,
+        Fork::Kumquat => Fork::Genesis,
+    };
+    if block_hash(sc, other) == sc.hash {
+        why.push_str(&format!(
+            "; it does by the {other} rules: check --network / --kumquat-height"
+        ));
+    } else if sc.txs.is_empty() {
+        // Under Kumquat the signature is over the stated hash: when it
+        // verifies, only the (withheld) bodies are missing. Under Genesis
+        // it is over the bodies too, so nothing tells.
+        let signed = verify_block_signature(sc, fork, key).is_ok();
+        match fork {
+            Fork::Kumquat if signed => why.push_str(
+                "; its txs are empty and its signature verifies over its stated hash: \
+                 the node withholds transaction bodies (include_tx_body = false)",
+            ),
+            Fork::Kumquat => {}
+            Fork::Genesis => why.push_str(
+                "; its txs are empty: the node may withhold transaction bodies (include_tx_body = false)",
+            ),
+        }
+    }
+    why
 }
 
 /// Verifies every block of `text`, writing one line per block to `out`.

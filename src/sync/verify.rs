@@ -184,6 +184,31 @@ fn verify_hash_and_key(
     Ok(outcome)
 }
 
+/// Every rule `sc` breaks on its own, by its fork's rules, not stopping at
+/// the first: its hash does not recompute ([`Check::Hash`]), its pubKey is
+/// not `sequencer` ([`Check::PubKey`]), its signature does not verify under
+/// `sequencer` ([`Check::Signature`]). For an audit that reports them all
+/// (`ledgerd verify`); the sync thread stops at the first
+/// ([`verify_blocks`]). Blocks without bodies are not accepted here.
+pub fn block_failures(
+    sc: &SoftConfirmation,
+    sequencer: &[u8; 32],
+    forks: &ForkTable,
+) -> Vec<Check> {
+    let fork = forks.fork_at(sc.l2_height);
+    let mut failed = Vec::new();
+    if block_hash(sc, fork) != sc.hash {
+        failed.push(Check::Hash);
+    }
+    if &sc.pub_key != sequencer {
+        failed.push(Check::PubKey);
+    }
+    if verify_block_signature(sc, fork, sequencer).is_err() {
+        failed.push(Check::Signature);
+    }
+    failed
+}
+
 /// Checks that `sc` follows the block (height, hash) below it.
 pub fn verify_link(sc: &SoftConfirmation, below: (u64, Hash)) -> Result<(), VerifyError> {
     let (below_height, below_hash) = below;
