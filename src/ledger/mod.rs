@@ -7,9 +7,12 @@
 //! `Arc<Ledger>`. Every read method lives once, on the [`LedgerRead`] trait,
 //! so a writer sees its own uncommitted writes through the same calls.
 //!
-//! Layout: [`tables`] names the tables and encodes their keys; [`codec`]
-//! encodes their values (compact binary). The ledger never rewrites a stored
-//! block, and a block's status only moves forward.
+//! Layout: [`tables`] names the tables with their key and value codecs;
+//! [`codec`] holds the byte layouts (compact binary). `apply.rs` holds the
+//! write rules every writer shares (a block with its indexes, a commitment
+//! with the statuses it raises, a proof with the heights it proves) and
+//! [`ChainTip`], where the stored chain ends. The ledger never rewrites a
+//! stored block, and a block's status only moves forward.
 //!
 //! Environment choices (see [`Ledger::open`]):
 //! - `NO_TLS`: a reader's LMDB slot belongs to its transaction, not to its
@@ -24,6 +27,7 @@
 //! - Durable commits: no `NO_SYNC`, `MAP_ASYNC` or `WRITE_MAP`, so every
 //!   committed transaction survives `kill -9` and power loss.
 
+mod apply;
 pub mod codec;
 pub mod tables;
 pub mod walk;
@@ -41,6 +45,7 @@ use lmdb::{
 
 use crate::chain::ForkTable;
 use crate::types::{Hash, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof};
+pub use apply::ChainTip;
 use codec::DecodeError;
 use tables::{
     Commitments, DaSlots, Dbs, Meta, MetaKey, MetaValue, Proofs, ScByHashPrefix, SoftConfirmations,

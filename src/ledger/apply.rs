@@ -1,0 +1,90 @@
+//! How verified records land in the ledger: the write rules that the sync
+//! thread, `ledgerd import` and the devnet (through the sync thread) share.
+//!
+//! Each method writes one verified record with everything that goes with
+//! it, inside the caller's write transaction: a block with its hash index,
+//! status and the DA slot it points at; a commitment with the statuses it
+//! raises; a proof with the heights it proves. Verification is the caller's
+//! (`sync::verify`): nothing here checks a chain rule.
+
+use super::{LedgerError, LedgerRead, LedgerWriter};
+use crate::types::{Hash, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof};
+
+impl LedgerWriter<'_> {
+    /// Stores verified blocks in height order, each with its hash index and
+    /// status Trusted, and records the DA slot hash each points at (a
+    /// signed block vouches for it; `..OnSlotByHash` looks it up). Fails
+    /// with `AlreadyStored(height)` at the first height already stored.
+    pub fn store_blocks<'a>(
+        &mut self,
+        blocks: impl IntoIterator<Item = &'a SoftConfirmation>,
+    ) -> Result<(), LedgerError> {
+        let mut last_slot = None;
+        for sc in blocks {
+            self.put_soft_confirmation(sc)?;
+            if last_slot != Some(sc.da_slot_height) {
+                self.put_da_slot_hash(sc.da_slot_height, &sc.da_slot_hash)?;
+                last_slot = Some(sc.da_slot_height);
+            }
+        }
+        Ok(())
+    }
+
+    /// Stores verified commitments found on DA slot `slot` (in the order
+    /// given) and raises the heights each covers to Finalized.
+    pub fn apply_commitments(
+        &mut self,
+        slot: u64,
+        commitments: &[SequencerCommitment],
+    ) -> Result<(), LedgerError> {
+        for c in commitments {
+            self.raise_status(
+                c.l2_start_block_number,
+                c.l2_end_block_number,
+                Status::Finalized,
+            )?;
+        }
+        self.add_commitments(slot, commitments)
+    }
+
+    /// Stores a verified proof found on DA slot `slot` and raises the
+    /// height ranges it proves (`sync::verify::verify_proof`) to Proven.
+    pub fn apply_proof(
+        &mut self,
+        slot: u64,
+        proof: &VerifiedBatchProof,
+        proven: &[(u64, u64)],
+    ) -> Result<(), LedgerError> {
+        for &(start, end) in proven {
+            self.raise_status(start, end, Status::Proven)?;
+        }
+        self.put_proof(slot, proof)
+    }
+}
+
+/// Where the stored chain ends, for the rules that continue it.
+pub trait ChainTip: LedgerRead {
+    /// The head height and its hash: `(0, ZERO_HASH)` for an empty ledger
+    /// (the block at height 1 links to the zero hash).
+    fn tip(&self) -> Result<(u64, Hash), LedgerError> {
+        let head = self.head_height()?;
+        if head == 0 {
+            return Ok((0, crate::types::ZERO_HASH));
+        }
+        Ok((head, self.hash_at(head)?.unwrap_or_default()))
+    }
+
+    /// The DA slot the newest stored block points at (0 when none is
+    /// stored): a proof may name no later slot.
+    fn head_slot(&self) -> Result<u64, LedgerError> {
+        let head = self.head_height()?;
+        if head == 0 {
+            return Ok(0);
+        }
+        Ok(self
+            .soft_confirmation(head)?
+            .map_or(0, |sc| sc.da_slot_height))
+    }
+}
+
+impl<T: LedgerRead> ChainTip for T {}
