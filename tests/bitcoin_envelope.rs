@@ -923,7 +923,8 @@ fn borsh_that_does_not_parse_is_refused() {
         l2_end: 9,
     }
     .encode();
-    let cases: [(Vec<u8>, fn(&BodyError) -> bool); 3] = [
+    type Expect = fn(&BodyError) -> bool;
+    let cases: [(Vec<u8>, Expect); 3] = [
         (good[..48].to_vec(), |e| {
             matches!(e, BodyError::Truncated { .. })
         }),

@@ -491,3 +491,81 @@ fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(&len_u32(bytes.len()).to_le_bytes());
     out.extend_from_slice(bytes);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_light_client_body_reads_back_what_it_wrote() {
+        let bodies = [
+            LightClientBody::Complete(vec![1, 2, 3]),
+            LightClientBody::Aggregate {
+                txids: vec![[1; 32], [2; 32]],
+                wtxids: vec![[3; 32], [4; 32]],
+            },
+            LightClientBody::Chunk(vec![]),
+            LightClientBody::BatchProofMethodId(MethodId {
+                method_id: [1, 2, 3, 4, 5, 6, 7, u32::MAX],
+                activation_l2_height: 99,
+            }),
+        ];
+        for body in bodies {
+            assert_eq!(LightClientBody::decode(&body.encode()), Ok(body));
+        }
+    }
+
+    #[test]
+    fn a_commitment_body_is_49_bytes_in_citreas_order() {
+        let c = SequencerCommitment {
+            merkle_root: [9; 32],
+            l2_start: 0x0102,
+            l2_end: 0x0304,
+        };
+        let bytes = c.encode();
+        assert_eq!(bytes[0], 0);
+        assert_eq!(&bytes[1..33], &[9; 32]);
+        assert_eq!(&bytes[33..41], &[2, 1, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(&bytes[41..49], &[4, 3, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(SequencerCommitment::decode(&bytes), Ok(c));
+    }
+
+    #[test]
+    fn the_pre_kumquat_form_reads_and_its_public_input_form_does_not() {
+        let full = [&[0u8, 1, 3, 0, 0, 0][..], &[7, 8, 9]].concat();
+        assert_eq!(LightClientBody::decode_complete(&full), Ok(vec![7, 8, 9]));
+        let public_input = [&[0u8, 0, 3, 0, 0, 0][..], &[7, 8, 9]].concat();
+        assert!(LightClientBody::decode_complete(&public_input).is_err());
+        // The current form wins where both could apply.
+        let current = LightClientBody::Complete(vec![0, 1]).encode();
+        assert_eq!(LightClientBody::decode_complete(&current), Ok(vec![0, 1]));
+    }
+
+    #[test]
+    fn a_huge_declared_length_is_refused_before_allocating() {
+        let body = [0u8, 0xff, 0xff, 0xff, 0xff, 1];
+        assert!(matches!(
+            LightClientBody::decode(&body),
+            Err(BodyError::Truncated { .. })
+        ));
+        let aggregate = [1u8, 0xff, 0xff, 0xff, 0xff];
+        assert!(matches!(
+            LightClientBody::decode(&aggregate),
+            Err(BodyError::Truncated { .. })
+        ));
+    }
+
+    #[test]
+    fn compress_then_decompress_is_the_identity_and_the_bound_is_inclusive() {
+        let data: Vec<u8> = (0..5000u32).map(|i| (i % 13) as u8).collect();
+        let packed = compress(&data);
+        assert!(packed.len() < data.len());
+        assert_eq!(decompress(&packed, data.len()), Ok(data.clone()));
+        assert_eq!(
+            decompress(&packed, data.len() - 1),
+            Err(BodyError::TooLarge {
+                bound: data.len() - 1
+            })
+        );
+    }
+}

@@ -419,3 +419,54 @@ impl<'a> Items<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_round_trip_through_their_codes_and_namespaces() {
+        for kind in [
+            Kind::SequencerCommitment,
+            Kind::Complete,
+            Kind::Aggregate,
+            Kind::Chunk,
+            Kind::BatchProofMethodId,
+        ] {
+            assert_eq!(Kind::from_code(kind.namespace(), kind.code()), Some(kind));
+        }
+        assert_eq!(Kind::from_code(Namespace::BatchProof, 1), None);
+        assert_eq!(Kind::from_code(Namespace::LightClient, 4), None);
+    }
+
+    #[test]
+    fn the_leaf_script_skips_an_annex_and_a_key_path_spend_has_none() {
+        let script = vec![0x51];
+        let control = vec![0xc0; 33];
+        let plain = Witness::from_slice(&[vec![1; 64], script.clone(), control.clone()]);
+        assert_eq!(leaf_script(&plain).map(Script::as_bytes), Some(&script[..]));
+        let annexed =
+            Witness::from_slice(&[vec![1; 64], script.clone(), control, vec![ANNEX_TAG, 1]]);
+        assert_eq!(
+            leaf_script(&annexed).map(Script::as_bytes),
+            Some(&script[..])
+        );
+        assert_eq!(leaf_script(&Witness::from_slice(&[vec![1; 64]])), None);
+        assert_eq!(
+            leaf_script(&Witness::from_slice(&[vec![1; 64], vec![ANNEX_TAG]])),
+            None
+        );
+        assert_eq!(leaf_script(&Witness::new()), None);
+    }
+
+    #[test]
+    fn prefixes_are_checked_on_the_raw_byte_order() {
+        let mut wtxid = [0u8; 32];
+        wtxid[0] = 1;
+        wtxid[1] = 1;
+        assert!(Namespace::BatchProof.matches(&wtxid));
+        assert!(!Namespace::LightClient.matches(&wtxid));
+        wtxid.reverse();
+        assert!(!Namespace::BatchProof.matches(&wtxid));
+    }
+}
