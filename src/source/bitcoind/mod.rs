@@ -1,0 +1,22 @@
+//! Bitcoin as the DA layer: Citrea v0.6's commitments and proofs as they sit on chain.
+//!
+//! A Citrea node publishes each commitment or proof as a commit/reveal transaction pair; the reveal
+//! spends a taproot output by its script path, and that script carries the data inside an
+//! `OP_FALSE OP_IF … OP_ENDIF` envelope. Reading one goes through these rooms, in order:
+//!
+//! - [`envelope`]: the reveal's wtxid prefix (namespace), then its tapscript push by push: kind,
+//!   signature, signer key, body pushes, nonce.
+//! - [`signer`]: the ECDSA signature over SHA-256 of the body and the signer's key against the
+//!   network's DA key.
+//! - [`body`]: the borsh bodies (a sequencer commitment, the light-client proof forms) and brotli,
+//!   with a hard bound on what a compressed proof may expand to.
+//! - [`reveal`]: the three above in one call per transaction, as the sync thread wants them, with
+//!   one typed refusal that says why a transaction was not taken.
+//! - [`keys`]: v0.6.2's sequencer and prover DA keys per network, and the regtest private keys.
+//! - [`inscribe`]: the other direction, for the devnet: building Citrea-format commit/reveal pairs.
+pub mod body;
+pub mod envelope;
+pub mod inscribe;
+pub mod keys;
+pub mod reveal;
+pub mod signer;
