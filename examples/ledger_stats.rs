@@ -79,7 +79,7 @@ fn run(dir: PathBuf) -> Result<String, Box<dyn std::error::Error>> {
                 // foundInL1, l2StartBlockNumber, l2EndBlockNumber (u64) + merkleRoot.
                 raw_commitments += list.len() as u64 * (3 * 8 + 32);
             }
-            if let Some(p) = reader.proof_on_slot(slot)? {
+            for p in reader.proofs_on_slot(slot)? {
                 proofs += 1;
                 raw_proofs += proof_raw(&p);
             }

@@ -310,7 +310,7 @@ impl DevExec for Exec<'_> {
                     .syncer
                     .ledger()
                     .reader()?
-                    .proof_on_slot(slot)?
+                    .last_proof_on_slot(slot)?
                     .ok_or_else(|| {
                         DevError::Failed(format!("the proof on DA slot {slot} was not stored"))
                     })?;

@@ -39,7 +39,15 @@
 //! count, then per commitment: foundInL1 (varint), merkleRoot (32),
 //! l2StartBlockNumber (varint), l2EndBlockNumber (varint).
 //!
-//! # Verified batch proof (`proofs` value)
+//! # Proof list (`proofs` value)
+//!
+//! count (varint), then per proof, in the order they were verified: its
+//! length (varint) and the proof's bytes (below). The length in front lets
+//! [`decode_last_proof`] skip to the newest proof without decoding the
+//! others. (Layout version 2 stored one bare proof per slot; `migrate.rs`
+//! turns such a value into a one-element list.)
+//!
+//! # Verified batch proof (an entry of the `proofs` list)
 //!
 //! height (varint), proof (blob), initialStateRoot, finalStateRoot,
 //! prevSoftConfirmationHash, finalSoftConfirmationHash, daSlotHash (32 each),
@@ -469,6 +477,54 @@ pub fn decode_proof(bytes: &[u8]) -> Result<VerifiedBatchProof, DecodeError> {
     })
 }
 
+/// Encodes the proofs verified on one DA slot, oldest first.
+pub fn encode_proofs(list: &[VerifiedBatchProof]) -> Vec<u8> {
+    let encoded: Vec<Vec<u8>> = list.iter().map(encode_proof).collect();
+    let mut out = Vec::with_capacity(blobs_len(&encoded));
+    put_blobs(&mut out, &encoded);
+    out
+}
+
+/// Turns one stored bare proof (layout version 2's `proofs` value) into a
+/// one-element proof list, after checking that it decodes.
+pub fn proof_list_of_one(bare: &[u8]) -> Result<Vec<u8>, DecodeError> {
+    decode_proof(bare)?;
+    let mut out = Vec::with_capacity(1 + varint_len(bare.len() as u64) + bare.len());
+    put_varint_u64(&mut out, 1);
+    put_blob(&mut out, bare);
+    Ok(out)
+}
+
+/// Decodes a stored proof list.
+pub fn decode_proofs(bytes: &[u8]) -> Result<Vec<VerifiedBatchProof>, DecodeError> {
+    let mut r = Reader::new(bytes);
+    let n = r.count("proof count", 1)?;
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let len = r.count("proof length", 1)?;
+        let p = decode_proof(r.take(len, "proof")?)
+            .map_err(|e| DecodeError(format!("proof {} of {n}: {e}", i + 1)))?;
+        out.push(p);
+    }
+    r.finish()?;
+    Ok(out)
+}
+
+/// The newest proof of a stored proof list (`None` for an empty list),
+/// decoding only that one: the others are skipped by their lengths.
+pub fn decode_last_proof(bytes: &[u8]) -> Result<Option<VerifiedBatchProof>, DecodeError> {
+    let mut r = Reader::new(bytes);
+    let n = r.count("proof count", 1)?;
+    let mut last = None;
+    for _ in 0..n {
+        let len = r.count("proof length", 1)?;
+        last = Some(r.take(len, "proof")?);
+    }
+    r.finish()?;
+    last.map(|bytes| decode_proof(bytes).map_err(|e| DecodeError(format!("proof {n} of {n}: {e}"))))
+        .transpose()
+}
+
 // ---------------------------------------------------------------- small values
 
 /// A u64 value (height, slot number, counter): 8 bytes big-endian.
@@ -656,6 +712,8 @@ mod tests {
             let _ = decode_soft_confirmation(&junk, 1, Some(&[0; 32]));
             let _ = decode_commitments(&junk);
             let _ = decode_proof(&junk);
+            let _ = decode_proofs(&junk);
+            let _ = decode_last_proof(&junk);
             let _ = decode_status(&junk);
             let _ = decode_u64(&junk);
         }
@@ -718,6 +776,36 @@ mod tests {
         let last = bytes.len() - 1;
         bytes[last] = 2;
         assert!(decode_proof(&bytes).is_err());
+    }
+
+    #[test]
+    fn proof_lists_keep_every_proof_in_order_and_the_last_reads_alone() {
+        let mut second = proof();
+        second.proof = vec![1; 10];
+        second.proof_output.last_l2_height = 800;
+        let list = vec![proof(), second.clone()];
+        let bytes = encode_proofs(&list);
+        assert_eq!(decode_proofs(&bytes).unwrap(), list);
+        assert_eq!(decode_last_proof(&bytes).unwrap(), Some(second));
+        assert_eq!(decode_proofs(&encode_proofs(&[])).unwrap(), vec![]);
+        assert_eq!(decode_last_proof(&encode_proofs(&[])).unwrap(), None);
+        for n in 0..bytes.len() {
+            assert!(decode_proofs(&bytes[..n]).is_err(), "len {n}");
+            assert!(decode_last_proof(&bytes[..n]).is_err(), "len {n}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(decode_proofs(&longer).is_err());
+        assert!(decode_last_proof(&longer).is_err());
+    }
+
+    #[test]
+    fn a_bare_proof_becomes_a_list_of_one() {
+        let bare = encode_proof(&proof());
+        let list = proof_list_of_one(&bare).unwrap();
+        assert_eq!(list, encode_proofs(&[proof()]));
+        assert_eq!(decode_proofs(&list).unwrap(), vec![proof()]);
+        assert!(proof_list_of_one(&bare[..bare.len() - 1]).is_err());
     }
 
     #[test]

@@ -12,7 +12,8 @@
 //! write rules every writer shares (a block with its indexes, a commitment
 //! with the statuses it raises, a proof with the heights it proves) and
 //! [`ChainTip`], where the stored chain ends. The ledger never rewrites a
-//! stored block, and a block's status only moves forward.
+//! stored block, and a block's status only moves forward. `migrate.rs`
+//! upgrades a data dir of the previous layout version at open.
 //!
 //! Environment choices (see [`Ledger::open`]):
 //! - `NO_TLS`: a reader's LMDB slot belongs to its transaction, not to its
@@ -29,6 +30,7 @@
 
 mod apply;
 pub mod codec;
+mod migrate;
 pub mod tables;
 pub mod walk;
 
@@ -111,7 +113,7 @@ impl fmt::Display for LedgerError {
                     "status" => "status of soft confirmation",
                     "commitments" => "commitment list of DA slot",
                     "da_slots" => "slot number of DA slot hash",
-                    "proofs" => "verified batch proof of DA slot",
+                    "proofs" => "verified batch proof list of DA slot",
                     "meta" => "ledger setting",
                     _ => "entry",
                 };
@@ -254,7 +256,8 @@ impl Ledger {
         // The layout version first, before any other table is created: a
         // data dir of another layout is refused untouched.
         let meta = db(Meta::NAME, Meta::FLAGS)?;
-        let fresh = check_layout(&env, meta).map_err(|reason| open_err(reason.to_string()))?;
+        let layout = check_layout(&env, meta, opts.read_only)
+            .map_err(|reason| open_err(reason.to_string()))?;
         let dbs = Dbs {
             soft_confirmations: db(SoftConfirmations::NAME, SoftConfirmations::FLAGS)?,
             sc_by_hash_prefix: db(ScByHashPrefix::NAME, ScByHashPrefix::FLAGS)?,
@@ -271,11 +274,21 @@ impl Ledger {
             read_only: opts.read_only,
             block_key: OnceLock::new(),
         };
-        if fresh && !opts.read_only {
-            let mut w = ledger.writer().map_err(|e| open_err(e.to_string()))?;
-            w.put_meta(tables::META_FORMAT, &tables::FORMAT_VERSION)
-                .and_then(|()| w.commit())
-                .map_err(|e| open_err(e.to_string()))?;
+        match layout {
+            Layout::Fresh if !opts.read_only => {
+                let mut w = ledger.writer().map_err(|e| open_err(e.to_string()))?;
+                w.put_meta(tables::META_FORMAT, &tables::FORMAT_VERSION)
+                    .and_then(|()| w.commit())
+                    .map_err(|e| open_err(e.to_string()))?;
+            }
+            Layout::Migrate(from) => migrate::upgrade(&ledger, from).map_err(|e| {
+                open_err(format!(
+                    "upgrading the data dir from layout version {from} to {} failed, \
+                     and it was left as it was: {e}",
+                    tables::FORMAT_VERSION
+                ))
+            })?,
+            Layout::Fresh | Layout::Current => {}
         }
         Ok(ledger)
     }
@@ -450,7 +463,21 @@ fn get<'t, R: sealed::Access, T: Table>(
 enum LayoutError {
     Older(Option<u64>),
     Newer(u64),
+    /// A layout this build upgrades, opened read-only (so it cannot be).
+    NeedsUpgrade(u64),
     Unreadable(String),
+}
+
+/// What [`check_layout`] found.
+#[derive(Debug, PartialEq, Eq)]
+enum Layout {
+    /// A new ledger (no version yet, no old table): the caller records the
+    /// current version once its tables exist.
+    Fresh,
+    /// The current layout.
+    Current,
+    /// An older layout that `migrate::upgrade` brings to the current one.
+    Migrate(u64),
 }
 
 impl fmt::Display for LayoutError {
@@ -464,6 +491,10 @@ impl fmt::Display for LayoutError {
                     "this data dir was written by an older ledgerd layout (version {v}, this build reads version {current}); re-sync it into a new --data-dir"
                 )
             }
+            LayoutError::NeedsUpgrade(v) => write!(
+                f,
+                "this data dir has ledgerd layout version {v}, which this build upgrades to version {current} in place, but it was opened read-only; start ledgerd on it once read-write (not serve-readonly) to upgrade it, with no older ledgerd writing to it"
+            ),
             LayoutError::Newer(v) => write!(
                 f,
                 "this data dir was written by a newer ledgerd layout (version {v}, this build reads version {current}); run a newer ledgerd or re-sync it into a new --data-dir"
@@ -476,9 +507,13 @@ impl fmt::Display for LayoutError {
 }
 
 /// Checks the layout version in `meta` before the other tables are opened.
-/// `Ok(true)`: a new ledger (no version yet, no old table), whose version
-/// the caller records once its tables exist.
-fn check_layout(env: &Environment, meta: lmdb::Database) -> Result<bool, LayoutError> {
+/// A layout this build upgrades is refused when `read_only` (an upgrade
+/// writes): reading it needs the upgrade first.
+fn check_layout(
+    env: &Environment,
+    meta: lmdb::Database,
+    read_only: bool,
+) -> Result<Layout, LayoutError> {
     let txn = env
         .begin_ro_txn()
         .map_err(|e| LayoutError::Unreadable(e.to_string()))?;
@@ -489,7 +524,14 @@ fn check_layout(env: &Environment, meta: lmdb::Database) -> Result<bool, LayoutE
     };
     drop(txn);
     match stored {
-        Some(v) if v == tables::FORMAT_VERSION => Ok(false),
+        Some(v) if v == tables::FORMAT_VERSION => Ok(Layout::Current),
+        Some(v) if v >= tables::OLDEST_MIGRATED && v < tables::FORMAT_VERSION => {
+            if read_only {
+                Err(LayoutError::NeedsUpgrade(v))
+            } else {
+                Ok(Layout::Migrate(v))
+            }
+        }
         Some(v) if v < tables::FORMAT_VERSION => Err(LayoutError::Older(Some(v))),
         Some(v) => Err(LayoutError::Newer(v)),
         None => {
@@ -500,7 +542,7 @@ fn check_layout(env: &Environment, meta: lmdb::Database) -> Result<bool, LayoutE
                     Err(e) => return Err(LayoutError::Unreadable(e.to_string())),
                 }
             }
-            Ok(true)
+            Ok(Layout::Fresh)
         }
     }
 }
@@ -709,15 +751,21 @@ pub trait LedgerRead: sealed::Access + Sized {
         value::<Self, DaSlots>(self, hash)
     }
 
-    /// The latest proof verified on DA slot `slot`, if any.
-    fn proof_on_slot(&self, slot: u64) -> Result<Option<VerifiedBatchProof>, LedgerError> {
-        value::<Self, Proofs>(self, &slot)
+    /// Every proof verified on DA slot `slot`, in the order they were
+    /// verified; empty when there is none.
+    fn proofs_on_slot(&self, slot: u64) -> Result<Vec<VerifiedBatchProof>, LedgerError> {
+        Ok(value::<Self, Proofs>(self, &slot)?.unwrap_or_default())
     }
 
-    /// The proof on the highest DA slot that has one, if any.
+    /// The proof verified last on DA slot `slot`, if any (decodes only it).
+    fn last_proof_on_slot(&self, slot: u64) -> Result<Option<VerifiedBatchProof>, LedgerError> {
+        Ok(get_decoded::<Self, Proofs, _>(self, &slot, codec::decode_last_proof)?.flatten())
+    }
+
+    /// The proof verified last on the highest DA slot that has one, if any.
     fn last_proof(&self) -> Result<Option<VerifiedBatchProof>, LedgerError> {
         match meta(self, tables::META_LAST_PROOF_SLOT)? {
-            Some(slot) => self.proof_on_slot(slot),
+            Some(slot) => self.last_proof_on_slot(slot),
             None => Ok(None),
         }
     }
@@ -924,10 +972,12 @@ impl LedgerWriter<'_> {
         self.put_value::<DaSlots>(hash, &slot, WriteFlags::empty())
     }
 
-    /// Stores `proof` as the latest proof verified on DA slot `slot` and
-    /// moves the last proof slot up to `slot`.
+    /// Appends `proof` to the proofs verified on DA slot `slot` (the ones
+    /// before it are kept) and moves the last proof slot up to `slot`.
     pub fn put_proof(&mut self, slot: u64, proof: &VerifiedBatchProof) -> Result<(), LedgerError> {
-        self.put_value::<Proofs>(&slot, proof, WriteFlags::empty())?;
+        let mut list = self.proofs_on_slot(slot)?;
+        list.push(proof.clone());
+        self.put_value::<Proofs>(&slot, &list, WriteFlags::empty())?;
         self.raise_meta_u64(tables::META_LAST_PROOF_SLOT, slot)
     }
 

@@ -195,7 +195,8 @@ hash_table!(
     da_slots
 );
 u64_table!(
-    /// `proofs`: DA slot number -> the latest verified batch proof verified on it.
+    /// `proofs`: DA slot number -> encoded list of every batch proof verified
+    /// on it, in the order they were verified.
     Proofs,
     "proofs",
     proofs
@@ -222,9 +223,9 @@ values!(
 values!(DaSlots, u64, |v| codec::encode_u64(*v), codec::decode_u64);
 values!(
     Proofs,
-    VerifiedBatchProof,
-    codec::encode_proof,
-    codec::decode_proof
+    Vec<VerifiedBatchProof>,
+    |v| codec::encode_proofs(v),
+    codec::decode_proofs
 );
 
 /// `meta`: short ASCII keys -> values. Fixed keys are the constants below;
@@ -331,8 +332,13 @@ pub(crate) const META_DEVNET_SEED: MetaKey<u64> = MetaKey::new("user.devnet_seed
 
 /// The current layout version. 2: the block hash index is
 /// `sc_by_hash_prefix` (8-byte prefix keys, duplicates) instead of
-/// `sc_by_hash` (32-byte keys).
-pub(crate) const FORMAT_VERSION: u64 = 2;
+/// `sc_by_hash` (32-byte keys). 3: a `proofs` value is the list of every
+/// proof verified on the slot, not the latest one alone.
+pub(crate) const FORMAT_VERSION: u64 = 3;
+
+/// The oldest layout version `Ledger::open` upgrades in place (see
+/// `migrate.rs`); older ones are refused.
+pub(crate) const OLDEST_MIGRATED: u64 = 2;
 
 /// Tables of older layouts, by name: a data dir holding one of them (and no
 /// current layout version) was written by an older ledgerd.

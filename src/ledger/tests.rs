@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::types::ProofOutput;
+use walk::LedgerWalk;
 
 fn open(dir: &Path) -> Ledger {
     Ledger::open(dir, &OpenOptions::default()).unwrap()
@@ -334,19 +335,46 @@ fn commitments_append_per_slot_and_count() {
 }
 
 #[test]
-fn proofs_keep_the_latest_per_slot_and_last_proof_is_the_highest_slot() {
+fn every_proof_on_a_slot_is_kept_in_order_and_last_proof_is_the_last_of_the_highest_slot() {
     let dir = tempfile::tempdir().unwrap();
     let ledger = open(dir.path());
     let mut w = ledger.writer().unwrap();
     w.put_proof(9, &proof(10, 9)).unwrap();
     w.put_proof(9, &proof(20, 9)).unwrap();
     w.put_proof(4, &proof(5, 4)).unwrap();
+    // The writer sees its own appends.
+    assert_eq!(
+        w.proofs_on_slot(9).unwrap(),
+        vec![proof(10, 9), proof(20, 9)]
+    );
     w.commit().unwrap();
     let r = ledger.reader().unwrap();
-    assert_eq!(r.proof_on_slot(9).unwrap(), Some(proof(20, 9)));
-    assert_eq!(r.proof_on_slot(4).unwrap(), Some(proof(5, 4)));
-    assert_eq!(r.proof_on_slot(5).unwrap(), None);
+    assert_eq!(
+        r.proofs_on_slot(9).unwrap(),
+        vec![proof(10, 9), proof(20, 9)]
+    );
+    assert_eq!(r.proofs_on_slot(4).unwrap(), vec![proof(5, 4)]);
+    assert_eq!(r.proofs_on_slot(5).unwrap(), vec![]);
+    assert_eq!(r.last_proof_on_slot(9).unwrap(), Some(proof(20, 9)));
+    assert_eq!(r.last_proof_on_slot(5).unwrap(), None);
     assert_eq!(r.last_proof().unwrap(), Some(proof(20, 9)));
+    assert_eq!(
+        r.all_proofs().unwrap(),
+        vec![(4, proof(5, 4)), (9, proof(10, 9)), (9, proof(20, 9))]
+    );
+    drop(r);
+    // A third proof in a later transaction goes after the two, and a proof
+    // on a lower slot does not become the last one.
+    let mut w = ledger.writer().unwrap();
+    w.put_proof(9, &proof(30, 9)).unwrap();
+    w.put_proof(2, &proof(1, 2)).unwrap();
+    w.commit().unwrap();
+    let r = ledger.reader().unwrap();
+    assert_eq!(
+        r.proofs_on_slot(9).unwrap(),
+        vec![proof(10, 9), proof(20, 9), proof(30, 9)]
+    );
+    assert_eq!(r.last_proof().unwrap(), Some(proof(30, 9)));
 }
 
 #[test]
@@ -543,6 +571,20 @@ fn corrupt_stored_values_give_corrupt_errors() {
         .unwrap();
     let e = w.last_scanned_l1().unwrap_err();
     assert!(e.to_string().starts_with("stored ledger setting"), "{e}");
+    w.put_proof(3, &proof(1, 3)).unwrap();
+    w.put::<Proofs>(&3, &[2, 1], WriteFlags::empty()).unwrap();
+    for e in [
+        w.proofs_on_slot(3).unwrap_err(),
+        w.last_proof_on_slot(3).unwrap_err(),
+        w.last_proof().unwrap_err(),
+        w.put_proof(3, &proof(2, 3)).unwrap_err(),
+    ] {
+        assert!(
+            e.to_string()
+                .starts_with("stored verified batch proof list of DA slot 3 is corrupt: "),
+            "{e}"
+        );
+    }
 }
 
 #[test]
@@ -753,5 +795,223 @@ fn a_new_ledger_records_the_current_layout_and_reopens() {
             .height_by_hash(&block(1).hash)
             .unwrap(),
         Some(1)
+    );
+}
+
+/// Every entry of every table, raw, in key order.
+fn dump(ledger: &Ledger) -> Vec<(&'static str, Vec<(Vec<u8>, Vec<u8>)>)> {
+    let r = ledger.reader().unwrap();
+    let d = &ledger.dbs;
+    [
+        (SoftConfirmations::NAME, d.soft_confirmations),
+        (ScByHashPrefix::NAME, d.sc_by_hash_prefix),
+        (StatusTable::NAME, d.status),
+        (Commitments::NAME, d.commitments),
+        (DaSlots::NAME, d.da_slots),
+        (Proofs::NAME, d.proofs),
+        (Meta::NAME, d.meta),
+    ]
+    .into_iter()
+    .map(|(name, db)| {
+        let mut cursor = r.txn.open_ro_cursor(db).unwrap();
+        let entries = cursor
+            .iter_start()
+            .map(|item| {
+                let (k, v) = item.unwrap();
+                (k.to_vec(), v.to_vec())
+            })
+            .collect();
+        (name, entries)
+    })
+    .collect()
+}
+
+/// A version-2 data dir as version 2 wrote it: blocks, statuses,
+/// commitments, DA slot hashes and one proof per slot written through
+/// today's writer (their bytes did not change from version 2 to 3), then
+/// each `proofs` value replaced by the bare proof version 2 stored
+/// (`codec::encode_proof`) and meta `format` set to 2.
+fn write_v2_ledger(dir: &Path) -> Vec<(u64, VerifiedBatchProof)> {
+    let ledger = open(dir);
+    store(&ledger, 1..=30);
+    let proofs = vec![(800_001, proof(10, 800_001)), (800_002, proof(20, 800_002))];
+    let mut w = ledger.writer().unwrap();
+    w.apply_commitments(800_001, &[commitment(1, 10), commitment(11, 20)])
+        .unwrap();
+    w.put_da_slot_hash(800_001, &[0x55; 32]).unwrap();
+    for (slot, p) in &proofs {
+        w.apply_proof(*slot, p, &[(1, 10)]).unwrap();
+    }
+    w.set_last_scanned_l1(800_003).unwrap();
+    for (slot, p) in &proofs {
+        w.put::<Proofs>(slot, &codec::encode_proof(p), WriteFlags::empty())
+            .unwrap();
+    }
+    w.put_meta(tables::META_FORMAT, &2).unwrap();
+    w.commit().unwrap();
+    proofs
+}
+
+#[test]
+fn a_version_2_data_dir_is_upgraded_at_open_and_answers_as_it_did() {
+    let dir = tempfile::tempdir().unwrap();
+    let proofs = write_v2_ledger(dir.path());
+    // What version 2 answered: the bare value of each slot, decoded.
+    let env = Environment::new().set_max_dbs(10).open(dir.path()).unwrap();
+    let before = {
+        let db = env.open_db(Some("proofs")).unwrap();
+        let txn = env.begin_ro_txn().unwrap();
+        let mut cursor = txn.open_ro_cursor(db).unwrap();
+        cursor
+            .iter_start()
+            .map(|item| {
+                let (k, v) = item.unwrap();
+                (
+                    tables::decode_u64_key(k).unwrap(),
+                    codec::decode_proof(v).unwrap(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    drop(env);
+    assert_eq!(before, proofs);
+
+    let ledger = open(dir.path());
+    let r = ledger.reader().unwrap();
+    assert_eq!(meta(&r, tables::META_FORMAT).unwrap(), Some(3));
+    for (slot, p) in &before {
+        assert_eq!(r.proofs_on_slot(*slot).unwrap(), vec![p.clone()]);
+        assert_eq!(r.last_proof_on_slot(*slot).unwrap().as_ref(), Some(p));
+    }
+    assert_eq!(r.last_proof().unwrap(), Some(proofs[1].1.clone()));
+    assert_eq!(r.all_proofs().unwrap(), before);
+    assert_eq!(r.head_height().unwrap(), 30);
+    assert_eq!(r.status(5).unwrap(), Some(Status::Proven));
+    assert_eq!(r.status(15).unwrap(), Some(Status::Finalized));
+    assert_eq!(r.commitment_count().unwrap(), 2);
+    drop(r);
+    // Upgraded once: a second open changes nothing, and new proofs append.
+    let upgraded = dump(&ledger);
+    drop(ledger);
+    let ledger = open(dir.path());
+    assert_eq!(dump(&ledger), upgraded);
+    let mut w = ledger.writer().unwrap();
+    w.put_proof(800_002, &proof(30, 800_002)).unwrap();
+    w.commit().unwrap();
+    assert_eq!(
+        ledger.reader().unwrap().proofs_on_slot(800_002).unwrap(),
+        vec![proofs[1].1.clone(), proof(30, 800_002)]
+    );
+}
+
+#[test]
+fn the_upgrade_from_version_2_rewrites_only_the_proofs_and_the_version() {
+    let dir = tempfile::tempdir().unwrap();
+    write_v2_ledger(dir.path());
+    let raw_before = {
+        // Read the version-2 bytes without upgrading: a raw environment.
+        let env = Environment::new().set_max_dbs(10).open(dir.path()).unwrap();
+        let dbs: Vec<_> = tables::ALL
+            .iter()
+            .map(|name| (*name, env.open_db(Some(name)).unwrap()))
+            .collect();
+        let txn = env.begin_ro_txn().unwrap();
+        let mut out = Vec::new();
+        for (name, db) in dbs {
+            let mut cursor = txn.open_ro_cursor(db).unwrap();
+            let entries: Vec<(Vec<u8>, Vec<u8>)> = cursor
+                .iter_start()
+                .map(|item| {
+                    let (k, v) = item.unwrap();
+                    (k.to_vec(), v.to_vec())
+                })
+                .collect();
+            out.push((name, entries));
+        }
+        out
+    };
+    let ledger = open(dir.path());
+    let after = dump(&ledger);
+    assert_eq!(after.len(), raw_before.len());
+    for ((name, old), (name_after, new)) in raw_before.iter().zip(&after) {
+        assert_eq!(name, name_after);
+        match *name {
+            "proofs" => {
+                assert_eq!(old.len(), new.len());
+                for ((k, v), (k2, v2)) in old.iter().zip(new) {
+                    assert_eq!(k, k2);
+                    assert_eq!(v2, &codec::proof_list_of_one(v).unwrap());
+                }
+            }
+            "meta" => {
+                let format = tables::META_FORMAT.name.as_bytes().to_vec();
+                let strip = |entries: &[(Vec<u8>, Vec<u8>)]| -> Vec<(Vec<u8>, Vec<u8>)> {
+                    entries
+                        .iter()
+                        .filter(|(k, _)| *k != format)
+                        .cloned()
+                        .collect()
+                };
+                assert_eq!(strip(old), strip(new));
+            }
+            _ => assert_eq!(old, new, "table {name}"),
+        }
+    }
+}
+
+#[test]
+fn a_version_2_data_dir_opened_read_only_is_refused_untouched_with_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    write_v2_ledger(dir.path());
+    let ro = OpenOptions {
+        read_only: true,
+        ..OpenOptions::default()
+    };
+    let e = Ledger::open(dir.path(), &ro).unwrap_err().to_string();
+    assert!(e.contains("layout version 2"), "{e}");
+    assert!(
+        e.contains("start ledgerd on it once read-write (not serve-readonly) to upgrade it"),
+        "{e}"
+    );
+    assert!(!e.contains('\n'), "{e}");
+    // Still version 2: the read-write open after it upgrades it.
+    let ledger = open(dir.path());
+    assert_eq!(
+        meta(&ledger.reader().unwrap(), tables::META_FORMAT).unwrap(),
+        Some(3)
+    );
+    drop(ledger);
+    assert!(Ledger::open(dir.path(), &ro).is_ok());
+}
+
+#[test]
+fn a_version_2_proof_that_does_not_decode_stops_the_upgrade_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    write_v2_ledger(dir.path());
+    {
+        let env = Environment::new().set_max_dbs(10).open(dir.path()).unwrap();
+        let db = env.open_db(Some("proofs")).unwrap();
+        let mut txn = env.begin_rw_txn().unwrap();
+        txn.put(db, &Proofs::key(&800_002), &[0xff; 5], WriteFlags::empty())
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    let e = Ledger::open(dir.path(), &OpenOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("upgrading the data dir from layout version 2 to 3 failed, and it was left as it was: stored verified batch proof list of DA slot 800002 is corrupt"),
+        "{e}"
+    );
+    // The first slot's value was not rewritten either: one transaction.
+    let env = Environment::new().set_max_dbs(10).open(dir.path()).unwrap();
+    let proofs = env.open_db(Some("proofs")).unwrap();
+    let meta_db = env.open_db(Some("meta")).unwrap();
+    let txn = env.begin_ro_txn().unwrap();
+    let first = txn.get(proofs, &Proofs::key(&800_001)).unwrap();
+    assert_eq!(first, codec::encode_proof(&proof(10, 800_001)).as_slice());
+    assert_eq!(
+        txn.get(meta_db, &"format").unwrap(),
+        codec::encode_u64(2).as_slice()
     );
 }

@@ -95,9 +95,13 @@ pub trait LedgerWalk: LedgerRead {
         by_slot::<Self, Commitments>(self)
     }
 
-    /// Every stored proof with its DA slot, in slot order.
+    /// Every stored proof with its DA slot, in slot order, and on one slot
+    /// in the order they were verified.
     fn all_proofs(&self) -> Result<Vec<(u64, VerifiedBatchProof)>, LedgerError> {
-        by_slot::<Self, Proofs>(self)
+        Ok(by_slot::<Self, Proofs>(self)?
+            .into_iter()
+            .flat_map(|(slot, list)| list.into_iter().map(move |p| (slot, p)))
+            .collect())
     }
 
     /// Every recorded DA slot hash as (slot number, hash), in slot order.

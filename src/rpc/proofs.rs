@@ -14,11 +14,13 @@ const HEIGHT: Slot = Slot {
 /// A proof query, parsed from the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Request {
-    /// `ledger_getVerifiedBatchProofsBySlotHeight`: the latest proof
-    /// verified on that slot (one object, as the spec says; with
-    /// `--wire citrea`, an array of it).
+    /// `ledger_getVerifiedBatchProofsBySlotHeight`: with `--wire ledgerd`,
+    /// the proof verified last on that slot (one object, as the spec says);
+    /// with `--wire citrea`, an array of every proof verified on it, in the
+    /// order they were verified.
     BySlotHeight(u64),
-    /// `ledger_getLastVerifiedBatchProof`
+    /// `ledger_getLastVerifiedBatchProof`: the proof verified last on the
+    /// highest slot that has one.
     Last,
 }
 
@@ -27,7 +29,7 @@ impl Request {
         Ok(Request::BySlotHeight(params.height(HEIGHT)?))
     }
 
-    /// Writes the proof, or `null` when there is none, in the shape of
+    /// Writes the proof(s), or `null` when there is none, in the shape of
     /// `wire`: the seed's `{"proof":{..,"height":n}}` for both methods, or
     /// Citrea's array without height (11) and `{"proof":{..},"height":n}` (12).
     pub fn apply(
@@ -36,17 +38,26 @@ impl Request {
         wire: Wire,
         out: &mut Vec<u8>,
     ) -> Result<(), RpcError> {
-        let proof = match *self {
-            Request::BySlotHeight(slot) => reader.proof_on_slot(slot)?,
-            Request::Last => reader.last_proof()?,
-        };
-        match (proof, wire, self) {
-            (None, _, _) => json::write_null(out),
-            (Some(p), Wire::Ledgerd, _) => json::write_verified_batch_proof(out, &p),
-            (Some(p), Wire::Citrea, Request::BySlotHeight(_)) => {
-                json::write_citrea_proofs_on_slot(out, std::slice::from_ref(&p))
+        match (*self, wire) {
+            (Request::BySlotHeight(slot), Wire::Citrea) => {
+                let proofs = reader.proofs_on_slot(slot)?;
+                if proofs.is_empty() {
+                    json::write_null(out);
+                } else {
+                    json::write_citrea_proofs_on_slot(out, &proofs);
+                }
             }
-            (Some(p), Wire::Citrea, Request::Last) => json::write_citrea_last_proof(out, &p),
+            (Request::BySlotHeight(slot), Wire::Ledgerd) => {
+                match reader.last_proof_on_slot(slot)? {
+                    Some(p) => json::write_verified_batch_proof(out, &p),
+                    None => json::write_null(out),
+                }
+            }
+            (Request::Last, _) => match (reader.last_proof()?, wire) {
+                (None, _) => json::write_null(out),
+                (Some(p), Wire::Ledgerd) => json::write_verified_batch_proof(out, &p),
+                (Some(p), Wire::Citrea) => json::write_citrea_last_proof(out, &p),
+            },
         }
         Ok(())
     }

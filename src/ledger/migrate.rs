@@ -1,0 +1,82 @@
+//! Upgrades a data dir of an older layout version to the current one, in
+//! place. `Ledger::open` runs it once, read-write, before anything reads
+//! the ledger; a read-only open of such a dir is refused (it cannot write
+//! the upgrade) with a sentence that says to open it read-write once.
+//!
+//! 2 -> 3: a `proofs` value was one bare proof, the latest verified on the
+//! slot; in version 3 it is the list of every proof verified on the slot.
+//! Each stored proof becomes a list of that one proof (the earlier proofs of
+//! its slot were overwritten by version 2 and cannot be recovered). Nothing
+//! else changed between the two versions.
+//!
+//! The whole upgrade is one write transaction, the new version number
+//! included: a crash or an error leaves the dir exactly as it was, still
+//! version 2, and the next read-write open tries again.
+
+use lmdb::{Cursor, Transaction, WriteFlags};
+
+use super::sealed::Access;
+use super::tables::{self, Proofs, Table};
+use super::{codec, corrupt, get, lmdb_err, meta, Ledger, LedgerError};
+
+/// Brings the ledger from layout version `from` to the current one.
+pub(super) fn upgrade(ledger: &Ledger, from: u64) -> Result<(), LedgerError> {
+    let mut w = ledger.writer()?;
+    // Read again inside the write transaction: another process may have
+    // upgraded the dir since `check_layout` read it.
+    let stored = meta(&w, tables::META_FORMAT)?;
+    if stored == Some(tables::FORMAT_VERSION) {
+        return Ok(());
+    }
+    if stored != Some(from) || from != 2 {
+        return Err(LedgerError::Corrupt {
+            table: tables::Meta::NAME,
+            key: format!("{:?}", tables::META_FORMAT.name),
+            reason: format!(
+                "the layout version is {stored:?}, not {from} as it was a moment ago, \
+                 and this build upgrades only version 2"
+            ),
+        });
+    }
+    let rewritten = proofs_2_to_3(&mut w)?;
+    w.put_meta(tables::META_FORMAT, &tables::FORMAT_VERSION)?;
+    w.commit()?;
+    log::info!(
+        "upgraded the ledger at {} from layout version {from} to {}: {rewritten} proof entries rewritten as lists",
+        ledger.path().display(),
+        tables::FORMAT_VERSION
+    );
+    Ok(())
+}
+
+/// Rewrites every `proofs` value (a bare proof) as a one-element list;
+/// returns how many.
+fn proofs_2_to_3(w: &mut super::LedgerWriter<'_>) -> Result<u64, LedgerError> {
+    let ctx = || format!("walking {} to upgrade it", Proofs::NAME);
+    // The keys first (a cursor borrows the transaction); values one at a
+    // time, so a ledger with many large proofs is never held in memory.
+    let mut slots = Vec::new();
+    {
+        let mut cursor = w
+            .txn()
+            .open_ro_cursor(Proofs::db(w.dbs()))
+            .map_err(lmdb_err(ctx))?;
+        for item in cursor.iter_start() {
+            let (k, _) = item.map_err(lmdb_err(ctx))?;
+            let slot = tables::decode_u64_key(k).ok_or_else(|| LedgerError::Corrupt {
+                table: Proofs::NAME,
+                key: hex::encode(k),
+                reason: format!("key is {} bytes, not 8", k.len()),
+            })?;
+            slots.push(slot);
+        }
+    }
+    for slot in &slots {
+        let Some(bare) = get::<_, Proofs>(&*w, slot)? else {
+            continue;
+        };
+        let list = codec::proof_list_of_one(bare).map_err(|e| corrupt::<Proofs>(slot, e))?;
+        w.put::<Proofs>(slot, &list, WriteFlags::empty())?;
+    }
+    Ok(slots.len() as u64)
+}
