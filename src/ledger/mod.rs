@@ -525,7 +525,7 @@ fn check_layout(
     drop(txn);
     match stored {
         Some(v) if v == tables::FORMAT_VERSION => Ok(Layout::Current),
-        Some(v) if v >= tables::OLDEST_MIGRATED && v < tables::FORMAT_VERSION => {
+        Some(v) if (tables::OLDEST_MIGRATED..tables::FORMAT_VERSION).contains(&v) => {
             if read_only {
                 Err(LayoutError::NeedsUpgrade(v))
             } else {

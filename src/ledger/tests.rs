@@ -798,8 +798,11 @@ fn a_new_ledger_records_the_current_layout_and_reopens() {
     );
 }
 
+/// Raw (key, value) entries of one table, in key order.
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// Every entry of every table, raw, in key order.
-fn dump(ledger: &Ledger) -> Vec<(&'static str, Vec<(Vec<u8>, Vec<u8>)>)> {
+fn dump(ledger: &Ledger) -> Vec<(&'static str, Entries)> {
     let r = ledger.reader().unwrap();
     let d = &ledger.dbs;
     [
@@ -919,7 +922,7 @@ fn the_upgrade_from_version_2_rewrites_only_the_proofs_and_the_version() {
         let mut out = Vec::new();
         for (name, db) in dbs {
             let mut cursor = txn.open_ro_cursor(db).unwrap();
-            let entries: Vec<(Vec<u8>, Vec<u8>)> = cursor
+            let entries: Entries = cursor
                 .iter_start()
                 .map(|item| {
                     let (k, v) = item.unwrap();
@@ -945,7 +948,7 @@ fn the_upgrade_from_version_2_rewrites_only_the_proofs_and_the_version() {
             }
             "meta" => {
                 let format = tables::META_FORMAT.name.as_bytes().to_vec();
-                let strip = |entries: &[(Vec<u8>, Vec<u8>)]| -> Vec<(Vec<u8>, Vec<u8>)> {
+                let strip = |entries: &[(Vec<u8>, Vec<u8>)]| -> Entries {
                     entries
                         .iter()
                         .filter(|(k, _)| *k != format)
