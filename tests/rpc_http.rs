@@ -607,3 +607,45 @@ fn an_address_in_use_is_one_line_on_stderr_and_a_failed_exit() {
     drop(node);
     drop(dir);
 }
+
+#[test]
+fn every_proof_of_a_slot_is_served_with_wire_citrea_and_the_last_one_with_wire_ledgerd() {
+    let (dir, node) = devnet(0, &["--dev-proof-bytes", "16", "--wire", "citrea"]);
+    let slot = common::rpc::two_proofs_on_one_slot(&node);
+    let on_slot = format!("[{slot}]");
+
+    // --wire citrea: Citrea's array, every proof, in the order verified.
+    let all = node.result("ledger_getVerifiedBatchProofsBySlotHeight", &on_slot);
+    let list = all.as_array().unwrap_or_else(|| panic!("{all} is not an array"));
+    assert_eq!(list.len(), 2, "{all}");
+    let ends: Vec<&Value> = list
+        .iter()
+        .map(|p| &p["proofOutput"]["lastL2Height"])
+        .collect();
+    assert_eq!(ends, [3, 6], "{all}");
+    for p in list {
+        let keys: BTreeSet<&str> = p.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, BTreeSet::from(["proof", "proofOutput"]), "{p}");
+    }
+    // Method 12: the last proof verified, height outside.
+    let last = node.result("ledger_getLastVerifiedBatchProof", "[]");
+    assert_eq!(last, serde_json::json!({"proof": list[1], "height": slot}));
+    let (status, _) = node.stop();
+    assert!(status.success());
+
+    // --wire ledgerd (the default) on the same ledger: the spec's one object,
+    // the proof verified last on the slot, height inside; method 12 alike.
+    let ro = Ledgerd::serve_readonly(dir.path());
+    let one = ro.result("ledger_getVerifiedBatchProofsBySlotHeight", &on_slot);
+    let mut inner = list[1].clone();
+    inner["height"] = slot.into();
+    assert_eq!(one, serde_json::json!({ "proof": inner }));
+    assert_eq!(ro.result("ledger_getLastVerifiedBatchProof", "[]"), one);
+    // The slots before it hold one proof or none, served alike by both wires.
+    assert!(ro
+        .result(
+            "ledger_getVerifiedBatchProofsBySlotHeight",
+            &format!("[{}]", slot - 1)
+        )
+        .is_null());
+}

@@ -345,3 +345,35 @@ pub fn every_answer(url: &str) -> Vec<(String, String)> {
     }
     out
 }
+
+/// On a devnet node with no blocks: lands two proofs on one DA slot and
+/// returns that slot. Two commitments are made on two slots of their own
+/// (`dev_commit`); then the automatic rule proves both at once, and Citrea's
+/// rule (a proof proves one slot's commitments) makes that two proofs, on
+/// one new slot: the first proves heights 1..=3, the second 4..=6.
+pub fn two_proofs_on_one_slot(node: &Ledgerd) -> u64 {
+    node.result("dev_setAutoCommit", "[0]");
+    node.result("dev_setAutoProve", "[0]");
+    node.result("dev_mine", "[3]");
+    node.result("dev_commit", "[]");
+    node.result("dev_mine", "[3]");
+    node.result("dev_commit", "[]");
+    node.result("dev_setAutoProve", "[2]");
+    // Enough blocks for the proof gap to pass and for blocks to point at
+    // the slot the proofs land on.
+    node.result("dev_mine", "[60]");
+    let last = node.result("ledger_getLastVerifiedBatchProof", "[]");
+    // Citrea's shape has the height outside, ledgerd's inside.
+    let slot = last["height"]
+        .as_u64()
+        .or_else(|| last["proof"]["height"].as_u64())
+        .unwrap_or_else(|| panic!("no proof was made: {last}"));
+    assert!(
+        slot <= node
+            .result("ledger_getLastScannedL1Height", "[]")
+            .as_u64()
+            .unwrap(),
+        "the slot of the proofs is scanned"
+    );
+    slot
+}
