@@ -490,6 +490,42 @@ fn a_follower_of_a_ledgerd_with_wire_citrea_serves_what_it_serves() {
         .contains("upstream serves at most 20 blocks per range"));
 }
 
+#[test]
+fn a_follower_of_a_wire_citrea_devnet_keeps_every_proof_of_a_slot() {
+    // Two proofs land on one slot of the upstream; Citrea's array carries
+    // both, and the follower verifies and stores each, in order.
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = Ledgerd::devnet_in(
+        &dir.path().join("up"),
+        0,
+        &["--dev-proof-bytes", "16", "--wire", "citrea"],
+    );
+    let slot = common::rpc::two_proofs_on_one_slot(&upstream);
+    let head = num(&call(
+        &upstream.url,
+        "ledger_getHeadSoftConfirmationHeight",
+        "[]",
+    ));
+    let l1 = num(&call(&upstream.url, "ledger_getLastScannedL1Height", "[]"));
+    let f = follower(&dir.path().join("f"), &upstream.url, &["--wire", "citrea"]);
+    wait_synced(&f, head, l1);
+
+    let on_slot = format!("[{slot}]");
+    let theirs = call(&upstream.url, "ledger_getVerifiedBatchProofsBySlotHeight", &on_slot);
+    let ours = call(&f.url, "ledger_getVerifiedBatchProofsBySlotHeight", &on_slot);
+    assert_eq!(theirs.as_array().map(Vec::len), Some(2), "{theirs}");
+    assert_eq!(ours, theirs);
+    // Every slot, every status and the last proof agree too; heights 1..=6
+    // are Proven by the two proofs.
+    let (fv, uv) = (view_from(&f.url, 1000), view_from(&upstream.url, 1000));
+    assert_eq!(fv, uv);
+    for h in 0..6 {
+        assert_eq!(fv.0[h], "proven", "height {}", h + 1);
+    }
+    assert_eq!(fv.2["proof"], theirs[1], "the last proof is the slot's last");
+    assert!(!f.stderr().contains("ERROR"), "{}", f.stderr());
+}
+
 /// [`view`] for a ledgerd devnet (its first DA slot is 1000).
 fn view_from(url: &str, first_slot: u64) -> (Vec<Value>, Vec<Value>, Value) {
     let head = num(&call(url, "ledger_getHeadSoftConfirmationHeight", "[]"));
