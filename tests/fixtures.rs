@@ -246,3 +246,46 @@ fn import_and_export_flags_are_checked() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("cannot open"), "{}", stderr(&out));
 }
+
+#[test]
+fn two_proofs_on_one_slot_survive_export_and_import_in_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    let node = Ledgerd::devnet_in(&a, 0, &["--dev-proof-bytes", "16"]);
+    let slot = common::rpc::two_proofs_on_one_slot(&node);
+    assert!(node.stop().0.success());
+
+    let fixture = export(&a, &[]);
+    let proof_lines: Vec<&str> = fixture
+        .lines()
+        .filter(|l| l.starts_with("{\"verifiedBatchProof\":"))
+        .filter(|l| l.contains(&format!("\"height\":{slot}}}")))
+        .collect();
+    assert_eq!(proof_lines.len(), 2, "{fixture}");
+    assert!(proof_lines[0].contains("\"lastL2Height\":3"), "{}", proof_lines[0]);
+    assert!(proof_lines[1].contains("\"lastL2Height\":6"), "{}", proof_lines[1]);
+
+    let out = import(&b, &fixture, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(export(&b, &[]), fixture);
+    let serve = |dir: &Path| {
+        let dir = dir.to_str().unwrap();
+        Ledgerd::start_args(&[
+            "serve-readonly", "--wire", "citrea", "--bind", "127.0.0.1:0", "--data-dir", dir,
+        ])
+    };
+    let (pa, pb) = (serve(&a), serve(&b));
+    let on_slot = format!("[{slot}]");
+    let from_a = call(&pa.url, "ledger_getVerifiedBatchProofsBySlotHeight", &on_slot);
+    assert_eq!(from_a.as_array().map(Vec::len), Some(2), "{from_a}");
+    assert_eq!(
+        call(&pb.url, "ledger_getVerifiedBatchProofsBySlotHeight", &on_slot),
+        from_a
+    );
+    for h in 1..=6 {
+        assert_eq!(
+            call(&pb.url, "ledger_getSoftConfirmationStatus", &format!("[{h}]")),
+            "proven"
+        );
+    }
+}
