@@ -226,7 +226,8 @@ impl Timeline {
 
     /// `dev_prove`: proves every commitment not yet proven, now: one proof
     /// per slot they lie on, each on a new slot of its own (so that each is
-    /// stored). The last of those slots; `None` when there was none to prove.
+    /// the answer of `ledger_getVerifiedBatchProofsBySlotHeight` for its
+    /// slot). The last of those slots; `None` when there was none to prove.
     pub fn prove_now(&mut self) -> Option<u64> {
         let mut last = None;
         for proof in self.take_unproven(self.unproven.len()) {
