@@ -511,8 +511,16 @@ fn a_follower_of_a_wire_citrea_devnet_keeps_every_proof_of_a_slot() {
     wait_synced(&f, head, l1);
 
     let on_slot = format!("[{slot}]");
-    let theirs = call(&upstream.url, "ledger_getVerifiedBatchProofsBySlotHeight", &on_slot);
-    let ours = call(&f.url, "ledger_getVerifiedBatchProofsBySlotHeight", &on_slot);
+    let theirs = call(
+        &upstream.url,
+        "ledger_getVerifiedBatchProofsBySlotHeight",
+        &on_slot,
+    );
+    let ours = call(
+        &f.url,
+        "ledger_getVerifiedBatchProofsBySlotHeight",
+        &on_slot,
+    );
     assert_eq!(theirs.as_array().map(Vec::len), Some(2), "{theirs}");
     assert_eq!(ours, theirs);
     // Every slot, every status and the last proof agree too; heights 1..=6
@@ -522,7 +530,10 @@ fn a_follower_of_a_wire_citrea_devnet_keeps_every_proof_of_a_slot() {
     for h in 0..6 {
         assert_eq!(fv.0[h], "proven", "height {}", h + 1);
     }
-    assert_eq!(fv.2["proof"], theirs[1], "the last proof is the slot's last");
+    assert_eq!(
+        fv.2["proof"], theirs[1],
+        "the last proof is the slot's last"
+    );
     assert!(!f.stderr().contains("ERROR"), "{}", f.stderr());
 }
 

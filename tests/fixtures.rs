@@ -262,8 +262,16 @@ fn two_proofs_on_one_slot_survive_export_and_import_in_order() {
         .filter(|l| l.contains(&format!("\"height\":{slot}}}")))
         .collect();
     assert_eq!(proof_lines.len(), 2, "{fixture}");
-    assert!(proof_lines[0].contains("\"lastL2Height\":3"), "{}", proof_lines[0]);
-    assert!(proof_lines[1].contains("\"lastL2Height\":6"), "{}", proof_lines[1]);
+    assert!(
+        proof_lines[0].contains("\"lastL2Height\":3"),
+        "{}",
+        proof_lines[0]
+    );
+    assert!(
+        proof_lines[1].contains("\"lastL2Height\":6"),
+        "{}",
+        proof_lines[1]
+    );
 
     let out = import(&b, &fixture, &[]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -271,20 +279,38 @@ fn two_proofs_on_one_slot_survive_export_and_import_in_order() {
     let serve = |dir: &Path| {
         let dir = dir.to_str().unwrap();
         Ledgerd::start_args(&[
-            "serve-readonly", "--wire", "citrea", "--bind", "127.0.0.1:0", "--data-dir", dir,
+            "serve-readonly",
+            "--wire",
+            "citrea",
+            "--bind",
+            "127.0.0.1:0",
+            "--data-dir",
+            dir,
         ])
     };
     let (pa, pb) = (serve(&a), serve(&b));
     let on_slot = format!("[{slot}]");
-    let from_a = call(&pa.url, "ledger_getVerifiedBatchProofsBySlotHeight", &on_slot);
+    let from_a = call(
+        &pa.url,
+        "ledger_getVerifiedBatchProofsBySlotHeight",
+        &on_slot,
+    );
     assert_eq!(from_a.as_array().map(Vec::len), Some(2), "{from_a}");
     assert_eq!(
-        call(&pb.url, "ledger_getVerifiedBatchProofsBySlotHeight", &on_slot),
+        call(
+            &pb.url,
+            "ledger_getVerifiedBatchProofsBySlotHeight",
+            &on_slot
+        ),
         from_a
     );
     for h in 1..=6 {
         assert_eq!(
-            call(&pb.url, "ledger_getSoftConfirmationStatus", &format!("[{h}]")),
+            call(
+                &pb.url,
+                "ledger_getSoftConfirmationStatus",
+                &format!("[{h}]")
+            ),
             "proven"
         );
     }

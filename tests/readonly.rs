@@ -237,3 +237,81 @@ fn a_config_file_sets_every_flag_and_the_command_line_overrides_it() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.conf line 2, key max-batch"), "{err}");
 }
+
+/// Turns a data dir this build wrote into what layout version 2 wrote: each
+/// `proofs` value the bare proof (the last of the slot's list: version 2
+/// kept only that one), meta `format` 2. Nothing else differs between the two.
+fn downgrade_to_layout_2(dir: &std::path::Path) {
+    use ledgerd::ledger::codec;
+    use lmdb::{Cursor, Transaction, WriteFlags};
+    let env = lmdb::Environment::new().set_max_dbs(16).open(dir).unwrap();
+    let proofs = env.open_db(Some("proofs")).unwrap();
+    let meta = env.open_db(Some("meta")).unwrap();
+    let mut txn = env.begin_rw_txn().unwrap();
+    let entries: Vec<(Vec<u8>, Vec<u8>)> = {
+        let mut cursor = txn.open_ro_cursor(proofs).unwrap();
+        cursor
+            .iter_start()
+            .map(|item| {
+                let (k, v) = item.unwrap();
+                (k.to_vec(), v.to_vec())
+            })
+            .collect()
+    };
+    assert!(!entries.is_empty(), "the ledger holds proofs");
+    for (k, v) in entries {
+        let last = codec::decode_proofs(&v).unwrap().pop().unwrap();
+        txn.put(proofs, &k, &codec::encode_proof(&last), WriteFlags::empty())
+            .unwrap();
+    }
+    txn.put(meta, &"format", &2u64.to_be_bytes(), WriteFlags::empty())
+        .unwrap();
+    txn.commit().unwrap();
+}
+
+#[test]
+fn a_layout_2_data_dir_is_refused_read_only_and_answers_the_same_once_opened_read_write() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ledger");
+    devnet_ledger(&dir, 200);
+    let before = {
+        let p = Ledgerd::serve_readonly(&dir);
+        common::every_answer(&p.url)
+    };
+    assert!(
+        before.iter().any(
+            |(q, a)| q.starts_with("ledger_getVerifiedBatchProofsBySlotHeight")
+                && a.contains("\"proofOutput\"")
+        ),
+        "the comparison covers proofs"
+    );
+    downgrade_to_layout_2(&dir);
+
+    let d = dir.to_str().unwrap();
+    let out = run(
+        &["serve-readonly", "--bind", "127.0.0.1:0", "--data-dir", d],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("layout version 2")
+            && err.contains("start ledgerd on it once read-write (not serve-readonly)"),
+        "{err}"
+    );
+
+    // Any read-write open upgrades it: here an import of nothing.
+    let out = run(&["import", "-", "--data-dir", d], Some(b""));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let p = Ledgerd::serve_readonly(&dir);
+    let after = common::every_answer(&p.url);
+    assert_eq!(after.len(), before.len());
+    for ((qa, xa), (qb, xb)) in before.iter().zip(&after) {
+        assert_eq!(qa, qb);
+        assert_eq!(xa, xb, "{qa} differs after the upgrade");
+    }
+}

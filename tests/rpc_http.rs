@@ -616,7 +616,9 @@ fn every_proof_of_a_slot_is_served_with_wire_citrea_and_the_last_one_with_wire_l
 
     // --wire citrea: Citrea's array, every proof, in the order verified.
     let all = node.result("ledger_getVerifiedBatchProofsBySlotHeight", &on_slot);
-    let list = all.as_array().unwrap_or_else(|| panic!("{all} is not an array"));
+    let list = all
+        .as_array()
+        .unwrap_or_else(|| panic!("{all} is not an array"));
     assert_eq!(list.len(), 2, "{all}");
     let ends: Vec<&Value> = list
         .iter()
