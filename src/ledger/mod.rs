@@ -770,6 +770,15 @@ pub trait LedgerRead: sealed::Access + Sized {
         }
     }
 
+    /// The proof verified first on the highest DA slot that has one, if any
+    /// (what a Citrea v0.6 node answers as its last verified proof).
+    fn first_proof_on_last_slot(&self) -> Result<Option<VerifiedBatchProof>, LedgerError> {
+        match meta(self, tables::META_LAST_PROOF_SLOT)? {
+            Some(slot) => Ok(self.proofs_on_slot(slot)?.into_iter().next()),
+            None => Ok(None),
+        }
+    }
+
     /// The genesis state root, once known.
     fn genesis_state_root(&self) -> Result<Option<Hash>, LedgerError> {
         meta(self, tables::META_GENESIS_ROOT)

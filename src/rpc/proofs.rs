@@ -53,10 +53,16 @@ impl Request {
                     None => json::write_null(out),
                 }
             }
-            (Request::Last, _) => match (reader.last_proof()?, wire) {
-                (None, _) => json::write_null(out),
-                (Some(p), Wire::Ledgerd) => json::write_verified_batch_proof(out, &p),
-                (Some(p), Wire::Citrea) => json::write_citrea_last_proof(out, &p),
+            // Citrea v0.6.2 answers the first proof of the highest slot
+            // (`get_last_verified_batch_proof`, sov-db's ledger_db/rpc.rs:
+            // `item.value[0]`); the spec, the last one verified.
+            (Request::Last, Wire::Ledgerd) => match reader.last_proof()? {
+                None => json::write_null(out),
+                Some(p) => json::write_verified_batch_proof(out, &p),
+            },
+            (Request::Last, Wire::Citrea) => match reader.first_proof_on_last_slot()? {
+                None => json::write_null(out),
+                Some(p) => json::write_citrea_last_proof(out, &p),
             },
         }
         Ok(())
