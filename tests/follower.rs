@@ -437,3 +437,98 @@ fn a_follower_shrinks_its_chunk_to_the_upstreams_range_limit() {
     );
     assert_same_view(&view(&follower.url), &view(&upstream.url));
 }
+
+/// Watches a follower behind a slow upstream for `span`: its head is read
+/// every 100 ms and must rise at least every `gap`, and its L2 status must
+/// say Syncing towards `upstream_head` with no more than it serves. Returns
+/// the last head read.
+fn watch_rising(follower: &Ledgerd, upstream_head: u64, span: Duration, gap: Duration) -> u64 {
+    let start = Instant::now();
+    let mut last = head(&follower.url);
+    let mut rose_at = Instant::now();
+    let mut rises = 0;
+    while start.elapsed() < span {
+        thread::sleep(Duration::from_millis(100));
+        let status = sync_status(&follower.url)["l2Status"].clone();
+        let now = head(&follower.url);
+        let syncing = &status["Syncing"];
+        assert_eq!(
+            syncing["headBlockNumber"],
+            json!(upstream_head),
+            "far behind, L2 reports Syncing with the upstream's head: {status}"
+        );
+        let synced = syncing["syncedBlockNumber"].as_u64().expect("a height");
+        assert!(synced <= now, "status says {synced}, head is {now}");
+        assert!(now >= last, "the head went back from {last} to {now}");
+        if now > last {
+            last = now;
+            rose_at = Instant::now();
+            rises += 1;
+        }
+        assert!(
+            rose_at.elapsed() <= gap,
+            "the head stayed at {last} for {:.1?} (after {rises} rises in {:.1?})",
+            rose_at.elapsed(),
+            start.elapsed()
+        );
+    }
+    assert!(last < upstream_head, "still far behind: {last}");
+    last
+}
+
+#[test]
+fn behind_an_upstream_answering_one_request_a_second_the_head_moves_within_seconds_and_survives_kill_9(
+) {
+    let (_dir, up_dir, f_dir) = temp_dirs();
+    let upstream = devnet_upstream(&up_dir, 5000);
+    // One request at a time, each answered 1 s after the upstream gave it:
+    // one answer per second, whatever the follower keeps in flight.
+    let slow = Proxy::start(&upstream.url);
+    slow.set_delay(Duration::from_secs(1));
+    slow.one_at_a_time(true);
+    // Default --sync-chunk and --sync-concurrency.
+    let args = ["--upstream", &slow.url].map(String::from);
+    let started = Instant::now();
+    let follower = Ledgerd::start_in(&f_dir, &args);
+    follower.wait_for(
+        Duration::from_secs(5).saturating_sub(started.elapsed()),
+        "the first blocks are stored within 5 s of start",
+        |f| head(&f.url) > 0,
+    );
+    let first = watch_rising(
+        &follower,
+        5000,
+        Duration::from_secs(12),
+        Duration::from_secs(3),
+    );
+    assert!(first >= 500, "12 s at one answer a second: {first}");
+    let before_kill = head(&follower.url);
+    follower.kill();
+
+    // kill -9 mid-sync: what was stored is kept, and it goes on from there.
+    let follower = Ledgerd::start_in(&f_dir, &args);
+    let resumed = head(&follower.url);
+    assert!(
+        resumed >= before_kill,
+        "stored {before_kill} before kill -9, serves {resumed} after"
+    );
+    follower.wait_for(
+        Duration::from_secs(5),
+        "the first blocks after the restart",
+        |f| head(&f.url) > resumed,
+    );
+    watch_rising(
+        &follower,
+        5000,
+        Duration::from_secs(6),
+        Duration::from_secs(3),
+    );
+
+    // The upstream speeds up: the follower converges to the same view.
+    slow.one_at_a_time(false);
+    slow.set_delay(Duration::ZERO);
+    wait_converged(&follower, &upstream);
+    let (f, u) = (view(&follower.url), view(&upstream.url));
+    assert_chain_whole(&follower.url, &f);
+    assert_same_view(&f, &u);
+}

@@ -11,11 +11,14 @@
 //! - [`upstream`]: the follower's source: another node over JSON-RPC.
 //! - [`upstreams`]: failover over several upstreams (which one is asked).
 //! - [`pipeline`]: several range requests in flight, answered in order.
+//! - [`pace`]: how many of them an upstream can take (it may answer one at
+//!   a time, slowly), and how long to wait for an answer.
 //! - [`verify`]: where a block, a commitment and a proof are verified.
 //! - [`progress`]: the counters shared with the server.
 //! - [`report`]: the few INFO lines an operator reads (caught up, fell
 //!   behind, a summary at most every 30 s); per-chunk progress is DEBUG.
 
+pub mod pace;
 pub mod pipeline;
 pub mod progress;
 pub mod report;
@@ -26,6 +29,7 @@ pub mod verify;
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -335,12 +339,13 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
         self.progress.source_ok();
         self.progress.l2_source_head.fetch_max(head, Relaxed);
         self.progress.note_behind();
-        if self.ledger.reader()?.genesis_state_root()?.is_none() {
-            if let Some(root) = self.source.genesis_state_root()? {
-                let mut w = self.ledger.writer()?;
-                w.set_genesis_state_root(&root)?;
-                w.commit()?;
-            }
+        // A slow source's blocks come first: its DA slots would take more
+        // requests than the blocks, each as slow (the DA part of the pass
+        // scans them once the blocks are stored), and the genesis root is
+        // not needed before them.
+        let slow = self.source.slow();
+        if !slow {
+            self.store_genesis_root()?;
         }
         let below = {
             let r = self.ledger.reader()?;
@@ -357,7 +362,7 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
         }
         let pinned = self.sequencer_key()?;
         let chunk = self.config.chunk.max(1);
-        let da_plan = self.da_plan()?;
+        let da_plan = if slow { None } else { self.da_plan()? };
         let Syncer {
             ledger,
             source,
@@ -499,7 +504,21 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
         Ok((next <= da_head).then_some((next, da_head)))
     }
 
+    /// Stores the source's genesis state root, once it knows one (a proof
+    /// from height 1 on is checked against it).
+    fn store_genesis_root(&mut self) -> Result<(), SyncError> {
+        if self.ledger.reader()?.genesis_state_root()?.is_none() {
+            if let Some(root) = self.source.genesis_state_root()? {
+                let mut w = self.ledger.writer()?;
+                w.set_genesis_state_root(&root)?;
+                w.commit()?;
+            }
+        }
+        Ok(())
+    }
+
     fn sync_da(&mut self, stop: &Stop) -> Result<u64, SyncError> {
+        self.store_genesis_root()?;
         let da_head = self.source.last_scanned()?;
         self.progress.l1_source_head.fetch_max(da_head, Relaxed);
         self.progress.note_behind();
@@ -527,6 +546,7 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
             scanned,
             in_txn: 0,
             slots_per_commit: config.slots_per_commit.max(1),
+            commit_every: config.commit_every,
             total: 0,
             txn: None,
         };
@@ -672,12 +692,20 @@ trait Sink<T> {
     fn take(&mut self, item: T) -> Result<Flow, SyncError>;
     /// Commits the open write transaction, if any, and publishes progress.
     fn commit(&mut self) -> Result<(), SyncError>;
+    /// When the open write transaction is to be committed if nothing more
+    /// arrives by then (`None`: none is open).
+    fn due(&self) -> Option<Instant>;
 }
 
 /// Fetches `ranges` from `source` on a fetch thread, up to `depth` answers
 /// ahead, while the calling thread verifies and writes them through `sink`.
 /// With a depth of 0, or a single range, everything runs on the calling
 /// thread. What verified before a failure is committed.
+///
+/// What was written is committed once the sink says it is due (100 ms
+/// after the transaction opened) and nothing more has arrived: behind a
+/// slow source a verified chunk is stored while the next is still on its
+/// way, not when it arrives.
 ///
 /// The fetch thread stops as soon as the sink stops taking (a failure, or
 /// a slot to come back to), or on `stop`; nothing it fetched beyond that is
@@ -695,22 +723,31 @@ where
     T: Reach + Send,
     F: FnMut(&mut S, (u64, u64)) -> Result<T, SourceError> + Send,
 {
-    let mut consume = |item: Result<T, SourceError>| -> Result<Flow, SyncError> {
+    fn consume<T: Reach>(
+        sink: &mut impl Sink<T>,
+        item: Result<T, SourceError>,
+    ) -> Result<Flow, SyncError> {
         let item = item?;
         if item.reach().is_none() {
             return Ok(Flow::Stop);
         }
         sink.take(item)
-    };
+    }
     let outcome = if depth == 0 || ranges.last - ranges.next < ranges.chunk {
         let mut outcome = Ok(());
         while let Some(range) = ranges.next() {
             if stop.is_stopped() {
                 break;
             }
+            if sink.due().is_some_and(|due| Instant::now() >= due) {
+                if let Err(e) = sink.commit() {
+                    outcome = Err(e);
+                    break;
+                }
+            }
             let fetched = fetch(source, range);
             let reach = fetched.as_ref().ok().and_then(Reach::reach);
-            match consume(fetched) {
+            match consume(&mut *sink, fetched) {
                 Ok(Flow::More) => {}
                 Ok(Flow::Stop) => break,
                 Err(e) => {
@@ -744,8 +781,28 @@ where
                 }
             });
             let mut outcome = Ok(());
-            for fetched in rx.iter() {
-                match consume(fetched) {
+            loop {
+                let fetched = match sink.due() {
+                    None => match rx.recv() {
+                        Ok(fetched) => fetched,
+                        Err(_) => break,
+                    },
+                    Some(due) => {
+                        match rx.recv_timeout(due.saturating_duration_since(Instant::now())) {
+                            Ok(fetched) => fetched,
+                            // Nothing more yet: store what verified meanwhile.
+                            Err(RecvTimeoutError::Timeout) => match sink.commit() {
+                                Ok(()) => continue,
+                                Err(e) => {
+                                    outcome = Err(e);
+                                    break;
+                                }
+                            },
+                            Err(RecvTimeoutError::Disconnected) => break,
+                        }
+                    }
+                };
+                match consume(&mut *sink, fetched) {
                     Ok(Flow::More) => {}
                     Ok(Flow::Stop) => break,
                     Err(e) => {
@@ -901,6 +958,12 @@ impl Sink<Fetched> for L2Sink<'_> {
         debug!("L2 synced to {new_head} of {}", self.head);
         Ok(())
     }
+
+    fn due(&self) -> Option<Instant> {
+        self.txn
+            .as_ref()
+            .map(|(_, _, opened)| *opened + self.commit_every)
+    }
 }
 
 /// The DA side of a pass: checks each fetched slot's proofs and commitments
@@ -914,16 +977,19 @@ struct DaSink<'a> {
     scanned: u64,
     in_txn: u64,
     slots_per_commit: u64,
+    /// How long a transaction stays open while no slots arrive.
+    commit_every: Duration,
     total: u64,
-    txn: Option<LedgerWriter<'a>>,
+    /// The open write transaction, and since when.
+    txn: Option<(LedgerWriter<'a>, Instant)>,
 }
 
 impl Sink<Vec<DaSlot>> for DaSink<'_> {
     fn take(&mut self, slots: Vec<DaSlot>) -> Result<Flow, SyncError> {
         if self.txn.is_none() {
-            self.txn = Some(self.ledger.writer()?);
+            self.txn = Some((self.ledger.writer()?, Instant::now()));
         }
-        let Some(w) = self.txn.as_mut() else {
+        let Some((w, _)) = self.txn.as_mut() else {
             return Ok(Flow::Stop);
         };
         for slot in &slots {
@@ -951,7 +1017,7 @@ impl Sink<Vec<DaSlot>> for DaSink<'_> {
     }
 
     fn commit(&mut self) -> Result<(), SyncError> {
-        let Some(w) = self.txn.take() else {
+        let Some((w, _)) = self.txn.take() else {
             return Ok(());
         };
         w.commit()?;
@@ -959,6 +1025,12 @@ impl Sink<Vec<DaSlot>> for DaSink<'_> {
         self.total += self.in_txn;
         self.in_txn = 0;
         Ok(())
+    }
+
+    fn due(&self) -> Option<Instant> {
+        self.txn
+            .as_ref()
+            .map(|(_, opened)| *opened + self.commit_every)
     }
 }
 

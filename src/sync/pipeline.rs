@@ -100,10 +100,12 @@ impl<T: Send + 'static> Pipeline<T> {
         got.map(Some)
     }
 
-    /// Sends requests until `width` are in flight or every height is asked for.
+    /// Sends requests until `width` are in flight (or fewer, as many as the
+    /// source takes at once) or every height is asked for.
     fn top_up(&mut self) {
         let Some(jobs) = &self.jobs else { return };
-        while self.in_flight.len() < self.width && self.next <= self.last {
+        let width = self.fetcher.in_flight(self.width).clamp(1, self.width);
+        while self.in_flight.len() < width && self.next <= self.last {
             let chunk = self.fetcher.preferred_chunk(self.chunk).max(1);
             let from = self.next;
             let to = self.last.min(from.saturating_add(chunk - 1));

@@ -37,6 +37,12 @@ pub trait L2Source {
     fn parallel(&self) -> Option<Box<dyn RangeFetch<Vec<SoftConfirmation>>>> {
         None
     }
+    /// Whether the source answers slowly (see [`super::pace`]): a pass
+    /// then fetches the blocks first and leaves the DA slots to its DA part,
+    /// so the head moves at the pace the source can answer.
+    fn slow(&self) -> bool {
+        false
+    }
 }
 
 /// Fetches ranges (of blocks, or of DA slots) from any thread (see
@@ -47,6 +53,11 @@ pub trait RangeFetch<T>: Send + Sync {
     /// How many to ask for per request, at most `wanted` (the source's own
     /// range limit, once known).
     fn preferred_chunk(&self, wanted: u64) -> u64 {
+        wanted
+    }
+    /// How many requests to keep in flight, at most `wanted` (fewer at a
+    /// source that answers one at a time: see [`super::pace`]).
+    fn in_flight(&self, wanted: usize) -> usize {
         wanted
     }
 }

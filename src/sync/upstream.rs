@@ -18,17 +18,21 @@
 //! the sync thread learns it from the blocks that point at the slot.
 //!
 //! An [`Upstream`] is cheap to clone: clones share the HTTP connection pool
-//! and what was learnt about the upstream (its range limit), so several
-//! threads can each have a range request in flight.
+//! and what was learnt about the upstream (its range limit, and its
+//! [`Pace`]: how many requests it takes at once, how long it takes to
+//! answer), so several threads can each have a range request in flight.
+//! Each request waits at most [`Pace::timeout`]: the configured read
+//! timeout, or longer for an upstream seen to answer slower.
 
 use std::io::Read;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::sync::pace::Pace;
 use crate::sync::source::{DaSource, L2Source, RangeFetch, SourceError};
 use crate::types::{DaSlot, Hash, SoftConfirmation};
 use crate::wire;
@@ -64,6 +68,8 @@ pub struct Upstream {
     /// The most blocks the upstream serves in one range request, once it
     /// has said (0: not known yet).
     range_limit: Arc<AtomicU64>,
+    /// How the upstream answers: requests to keep in flight, how long to wait.
+    pace: Arc<Pace>,
 }
 
 #[derive(Deserialize)]
@@ -123,16 +129,33 @@ impl Answer {
 
 impl Upstream {
     pub fn new(config: UpstreamConfig) -> Upstream {
+        Upstream::with_pace(config, Arc::new(Pace::new()))
+    }
+
+    /// A client with its own connections and timeouts that shares `pace`
+    /// with other clients of the same upstream (the failover watcher's head
+    /// polls and the sync thread's requests queue at the same node).
+    pub fn with_pace(config: UpstreamConfig, pace: Arc<Pace>) -> Upstream {
+        // Each request's deadline is set from the pace (see `post`).
         let agent = ureq::AgentBuilder::new()
             .timeout_connect(config.connect_timeout)
-            .timeout_read(config.read_timeout)
-            .timeout_write(config.read_timeout)
             .build();
         Upstream {
             config: Arc::new(config),
             agent,
             range_limit: Arc::new(AtomicU64::new(0)),
+            pace,
         }
+    }
+
+    /// The upstream's URL.
+    pub fn url(&self) -> &str {
+        &self.config.url
+    }
+
+    /// What has been learnt of how this upstream answers.
+    pub fn pace(&self) -> &Arc<Pace> {
+        &self.pace
     }
 
     /// The most blocks the upstream serves per range request, once it has said.
@@ -154,16 +177,30 @@ impl Upstream {
     }
 
     fn post(&self, body: String) -> Result<Vec<u8>, SourceError> {
+        let timeout = self.pace.timeout(self.config.read_timeout);
+        let sent = Instant::now();
+        // A failure after (about) the whole wait is a timeout: the pace
+        // waits longer next time. Any answer, even an HTTP error, is timed.
+        let failed = |text: String| {
+            if sent.elapsed() + Duration::from_millis(50) >= timeout {
+                self.pace.timed_out(sent);
+                err(format!("{text} (no answer within {timeout:.1?})"))
+            } else {
+                err(text)
+            }
+        };
         let response = self
             .agent
             .post(&self.config.url)
+            .timeout(timeout)
             .set("Content-Type", "application/json")
             .send_string(&body)
             .map_err(|e| match e {
                 ureq::Error::Status(code, _) => {
+                    self.pace.answered(sent);
                     err(format!("upstream {} answered HTTP {code}", self.config.url))
                 }
-                other => err(format!(
+                other => failed(format!(
                     "upstream {} cannot be reached: {other}",
                     self.config.url
                 )),
@@ -174,11 +211,12 @@ impl Upstream {
             .take(MAX_ANSWER_BYTES)
             .read_to_end(&mut body)
             .map_err(|e| {
-                err(format!(
+                failed(format!(
                     "upstream {} sent an unreadable body: {e}",
                     self.config.url
                 ))
             })?;
+        self.pace.answered(sent);
         Ok(body)
     }
 
@@ -276,6 +314,10 @@ impl L2Source for Upstream {
     fn parallel(&self) -> Option<Box<dyn RangeFetch<Vec<SoftConfirmation>>>> {
         Some(Box::new(self.clone()))
     }
+
+    fn slow(&self) -> bool {
+        self.pace.is_slow()
+    }
 }
 
 impl RangeFetch<Vec<SoftConfirmation>> for Upstream {
@@ -285,6 +327,10 @@ impl RangeFetch<Vec<SoftConfirmation>> for Upstream {
 
     fn preferred_chunk(&self, wanted: u64) -> u64 {
         self.range_limit().map_or(wanted, |limit| wanted.min(limit))
+    }
+
+    fn in_flight(&self, wanted: usize) -> usize {
+        self.pace.in_flight(wanted)
     }
 }
 
@@ -361,6 +407,10 @@ impl DaSource for Upstream {
 impl RangeFetch<Vec<DaSlot>> for Upstream {
     fn fetch(&self, from: u64, to: u64) -> Result<Vec<DaSlot>, SourceError> {
         self.fetch_slots(from, to)
+    }
+
+    fn in_flight(&self, wanted: usize) -> usize {
+        self.pace.in_flight(wanted)
     }
 }
 

@@ -23,7 +23,10 @@
 //! A [`Watcher`] thread asks every upstream for its head once a second, so
 //! the choice above, and `/health`'s "how far behind" (the newest head
 //! reported, in [`Progress::l2_source_head`]), stay fresh while the sync
-//! thread is busy or stuck in a long request.
+//! thread is busy or stuck in a long request. An upstream that answers
+//! slowly ([`crate::sync::pace`]) is asked less often, every
+//! [`SLOW_WATCH_FACTOR`] answer times: at an upstream that answers one
+//! request at a time, each head poll delays the blocks.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -39,6 +42,9 @@ use crate::types::{DaSlot, Hash, SoftConfirmation};
 
 /// How often the watcher asks every upstream for its head.
 pub const WATCH_EVERY: Duration = Duration::from_secs(1);
+
+/// A slow upstream is asked for its head every this many answer times.
+pub const SLOW_WATCH_FACTOR: u32 = 10;
 
 /// The first back-off after a failure; it doubles per failure in a row.
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
@@ -94,9 +100,12 @@ pub struct Upstreams {
     pass_head: u64,
 }
 
-/// Asks every upstream for its head, every [`WATCH_EVERY`], until stopped.
+/// Asks every upstream for its head, every [`WATCH_EVERY`] (less often
+/// when slow), until stopped.
 pub struct Watcher {
     clients: Vec<Upstream>,
+    /// When each was last asked.
+    asked: Vec<Option<Instant>>,
     seen: Arc<Seen>,
     progress: Arc<Progress>,
 }
@@ -119,7 +128,7 @@ impl Upstreams {
         let names: Vec<String> = urls.iter().map(|u| display_url(u)).collect();
         let _ = progress.upstream_urls.set(names.clone());
         progress.upstream_in_use.store(0, Relaxed);
-        let candidates = urls
+        let candidates: Vec<Candidate> = urls
             .iter()
             .zip(names)
             .map(|(url, name)| Candidate {
@@ -133,16 +142,19 @@ impl Upstreams {
         let mut probe = UpstreamConfig::new("");
         probe.connect_timeout = Duration::from_secs(1);
         probe.read_timeout = Duration::from_secs(2);
+        let clients: Vec<Upstream> = candidates
+            .iter()
+            .map(|c: &Candidate| {
+                let config = UpstreamConfig {
+                    url: c.client.url().to_string(),
+                    ..probe.clone()
+                };
+                Upstream::with_pace(config, c.client.pace().clone())
+            })
+            .collect();
         let watcher = Watcher {
-            clients: urls
-                .iter()
-                .map(|url| {
-                    Upstream::new(UpstreamConfig {
-                        url: url.clone(),
-                        ..probe.clone()
-                    })
-                })
-                .collect(),
+            asked: vec![None; clients.len()],
+            clients,
             seen: seen.clone(),
             progress: progress.clone(),
         };
@@ -304,6 +316,10 @@ impl L2Source for Upstreams {
     fn parallel(&self) -> Option<Box<dyn RangeFetch<Vec<SoftConfirmation>>>> {
         self.candidates[self.current].client.parallel()
     }
+
+    fn slow(&self) -> bool {
+        self.candidates[self.current].client.slow()
+    }
 }
 
 impl DaSource for Upstreams {
@@ -332,7 +348,17 @@ impl Watcher {
     /// Asks each upstream for its head once; records what each answered and
     /// raises the source head `/health` compares against.
     pub fn look(&mut self) {
+        let now = Instant::now();
         for (i, client) in self.clients.iter_mut().enumerate() {
+            let every = match client.pace().answer_time() {
+                Some(t) if client.pace().is_slow() => WATCH_EVERY.max(t * SLOW_WATCH_FACTOR),
+                _ => WATCH_EVERY,
+            };
+            // A little early is on time: looks come every WATCH_EVERY.
+            if self.asked[i].is_some_and(|t| now + WATCH_EVERY / 2 < t + every) {
+                continue;
+            }
+            self.asked[i] = Some(now);
             match client.head() {
                 Ok(head) => {
                     self.seen.heads[i].store(head, Relaxed);

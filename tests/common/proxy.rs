@@ -9,7 +9,10 @@
 //!   lets small answers through;
 //! - alter the answers it passes ([`Proxy::set`] with a [`Tamper`]): a bad
 //!   upstream, or a link that damages what it carries;
-//! - answer late ([`Proxy::set_delay`]): a slow link.
+//! - answer late ([`Proxy::set_delay`]): a slow link;
+//! - answer one request at a time ([`Proxy::one_at_a_time`]): with a delay,
+//!   an upstream that serves one request per delay, as a rate-limited
+//!   public endpoint does; the others wait their turn.
 //!
 //! It counts the requests it held back and the answers it altered. One
 //! request per connection (`Connection: close`); an answer goes on with the
@@ -19,7 +22,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -49,6 +52,14 @@ struct State {
     hold: AtomicBool,
     tamper: Mutex<Tamper>,
     delay_ms: AtomicU64,
+    /// Whether requests are passed on one at a time.
+    serial: AtomicBool,
+    /// While `serial`: tickets handed out, and the ticket whose turn it is
+    /// (requests are passed on in the order they arrived, as a server's
+    /// queue serves them).
+    tickets: AtomicU64,
+    turn: Mutex<u64>,
+    turn_changed: Condvar,
     held: AtomicU64,
     altered: AtomicU64,
     stopped: AtomicBool,
@@ -72,6 +83,10 @@ impl Proxy {
             hold: AtomicBool::new(false),
             tamper: Mutex::new(Tamper::Nothing),
             delay_ms: AtomicU64::new(0),
+            serial: AtomicBool::new(false),
+            tickets: AtomicU64::new(0),
+            turn: Mutex::new(0),
+            turn_changed: Condvar::new(),
             held: AtomicU64::new(0),
             altered: AtomicU64::new(0),
             stopped: AtomicBool::new(false),
@@ -115,6 +130,12 @@ impl Proxy {
     pub fn set_delay(&self, delay: Duration) {
         let ms = u64::try_from(delay.as_millis()).expect("a delay in ms fits u64");
         self.state.delay_ms.store(ms, Ordering::SeqCst);
+    }
+
+    /// Passes requests on one at a time (`true`), each waiting until the
+    /// one before has been answered (delay included), or all at once.
+    pub fn one_at_a_time(&self, on: bool) {
+        self.state.serial.store(on, Ordering::SeqCst);
     }
 
     /// Requests that were held back before they were passed on, so far.
@@ -168,6 +189,10 @@ fn pass(conn: TcpStream, state: &State) -> std::io::Result<()> {
             thread::sleep(Duration::from_millis(5));
         }
     }
+    let _turn = state
+        .serial
+        .load(Ordering::SeqCst)
+        .then(|| Turn::wait(state));
     // 2 s to connect, 20 s in all, as a large view's batches take a while
     // on a debug build.
     let agent = ureq::AgentBuilder::new()
@@ -202,6 +227,34 @@ fn pass(conn: TcpStream, state: &State) -> std::io::Result<()> {
     )?;
     conn.write_all(answer.as_bytes())?;
     conn.flush()
+}
+
+/// One request's turn to be passed on while requests go one at a time;
+/// the next ticket's turn comes when it is dropped (answered or failed).
+struct Turn<'a> {
+    state: &'a State,
+}
+
+impl<'a> Turn<'a> {
+    /// Takes a ticket and waits for its turn.
+    fn wait(state: &'a State) -> Turn<'a> {
+        let ticket = state.tickets.fetch_add(1, Ordering::SeqCst);
+        let mut turn = state.turn.lock().unwrap_or_else(|p| p.into_inner());
+        while *turn != ticket {
+            turn = state
+                .turn_changed
+                .wait(turn)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+        Turn { state }
+    }
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        *self.state.turn.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        self.state.turn_changed.notify_all();
+    }
 }
 
 /// The altered answer, or `None` when there was nothing to alter; `range`:

@@ -1,0 +1,278 @@
+//! How fast an upstream answers, and so how many requests to keep waiting
+//! at it and how long to wait for one.
+//!
+//! An upstream may answer several requests at once and quickly (a ledgerd
+//! on loopback) or one at a time and slowly (a rate-limited public
+//! endpoint). Requests sent to the second kind only queue there: each waits
+//! for all those before it, so eight in flight make every answer eight
+//! times as late (and a head poll behind them too) without a block more per
+//! second. [`Pace`] tells the two apart from the answer times alone, the
+//! way TCP's congestion control does (additive increase, multiplicative
+//! decrease):
+//!
+//! - it starts with one request in flight;
+//! - an answer not much slower than the quickest of the last [`WINDOW`]
+//!   (at most 1.5 times it plus [`SLACK`]) lets one more request be in
+//!   flight: per answer until the first cut (slow start: the limit doubles
+//!   per round, 8 after the first few answers), per round after it (the
+//!   limit grows by 1/limit per answer), up to what the caller wants
+//!   (`--sync-concurrency`);
+//! - a slower one means requests wait in a queue at the upstream: the limit
+//!   is halved (at least 1), once per round: answers to requests sent before
+//!   the cut are not held against it again;
+//! - a request waits at most [`Pace::timeout`]: the caller's floor (10 s),
+//!   or 4 times the slowest recent answer when that is more, doubled for
+//!   each timeout in a row (at most [`MAX_TIMEOUT`]): an upstream that
+//!   takes 12 s per answer is followed slowly, not failed forever.
+//!
+//! An upstream whose typical answer takes [`SLOW`] or more is slow: the
+//! follower then fetches its blocks before its DA slots, and the watcher
+//! asks it for its head less often. Clones of an [`super::upstream::Upstream`]
+//! share one `Pace`; nothing here is a chain rule, only manners.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Answer times remembered.
+pub const WINDOW: usize = 16;
+
+/// Answer-time jitter that says nothing about queueing (loopback answers
+/// vary by tens of milliseconds on a busy machine).
+pub const SLACK: Duration = Duration::from_millis(100);
+
+/// A typical answer this slow or slower makes a slow upstream.
+pub const SLOW: Duration = Duration::from_millis(250);
+
+/// The most requests ever in flight (`--sync-concurrency` allows no more).
+pub const MAX_IN_FLIGHT: usize = 64;
+
+/// The longest a request is waited for, however slow the upstream.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The learnt pace of one upstream (see the module docs).
+#[derive(Debug)]
+pub struct Pace {
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    /// The last [`WINDOW`] answer times, newest last.
+    recent: VecDeque<Duration>,
+    /// Requests allowed in flight; fractional, as it grows by 1/limit.
+    limit: f64,
+    /// When the limit was last halved (`None`: never, still in slow start).
+    cut_at: Option<Instant>,
+    /// Requests in a row that timed out.
+    timeouts: u32,
+}
+
+impl Default for Pace {
+    fn default() -> Self {
+        Pace::new()
+    }
+}
+
+impl Pace {
+    /// Nothing known yet: one request in flight.
+    pub fn new() -> Pace {
+        Pace {
+            state: Mutex::new(State {
+                recent: VecDeque::with_capacity(WINDOW),
+                limit: 1.0,
+                cut_at: None,
+                timeouts: 0,
+            }),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        // The state is a few numbers, each update complete: a panic
+        // elsewhere while it was held leaves nothing half-written.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records the answer to a request sent at `sent`.
+    pub fn answered(&self, sent: Instant) {
+        let now = Instant::now();
+        let took = now.saturating_duration_since(sent);
+        let mut s = self.state();
+        if s.recent.len() == WINDOW {
+            s.recent.pop_front();
+        }
+        s.recent.push_back(took);
+        s.timeouts = 0;
+        // Answers to requests sent before the last cut were queued behind
+        // the old limit: they say nothing about the new one.
+        if s.cut_at.is_some_and(|cut| sent < cut) {
+            return;
+        }
+        let quickest = s.recent.iter().min().copied().unwrap_or(took);
+        if took > quickest * 3 / 2 + SLACK {
+            s.cut(now);
+            log::debug!(
+                "upstream answered in {took:.2?} (quickest recent {quickest:.2?}): \
+                 requests queue there; at most {} in flight",
+                s.limit as usize
+            );
+        } else if s.cut_at.is_none() {
+            s.limit = (s.limit + 1.0).min(MAX_IN_FLIGHT as f64);
+        } else {
+            s.limit = (s.limit + 1.0 / s.limit.max(1.0)).min(MAX_IN_FLIGHT as f64);
+        }
+    }
+
+    /// Records that a request sent at `sent` was not answered in time.
+    pub fn timed_out(&self, sent: Instant) {
+        let mut s = self.state();
+        s.timeouts = s.timeouts.saturating_add(1);
+        if s.cut_at.is_none_or(|cut| sent >= cut) {
+            s.cut(Instant::now());
+        }
+    }
+
+    /// Requests to keep in flight, at most `wanted` (at least 1).
+    pub fn in_flight(&self, wanted: usize) -> usize {
+        let wanted = wanted.max(1);
+        let mut s = self.state();
+        // Never above what is used, so that a cut takes effect at once.
+        s.limit = s.limit.min(wanted as f64);
+        (s.limit as usize).clamp(1, wanted)
+    }
+
+    /// How long to wait for the next request: `floor`, or 4 times the
+    /// slowest recent answer if that is longer, doubled per timeout in a
+    /// row; at most [`MAX_TIMEOUT`] (or `floor`, if that is longer).
+    pub fn timeout(&self, floor: Duration) -> Duration {
+        let s = self.state();
+        let slowest = s.recent.iter().max().copied().unwrap_or_default();
+        let base = floor.max(slowest.saturating_mul(4));
+        base.saturating_mul(1 << s.timeouts.min(8))
+            .min(MAX_TIMEOUT.max(floor))
+    }
+
+    /// The typical (median) recent answer time; `None` before the first answer.
+    pub fn answer_time(&self) -> Option<Duration> {
+        let s = self.state();
+        let mut times: Vec<Duration> = s.recent.iter().copied().collect();
+        times.sort_unstable();
+        times.get(times.len() / 2).copied()
+    }
+
+    /// Whether the upstream answers slowly: a typical answer of [`SLOW`] or
+    /// more, or the last request timed out.
+    pub fn is_slow(&self) -> bool {
+        self.state().timeouts > 0 || self.answer_time().is_some_and(|t| t >= SLOW)
+    }
+}
+
+impl State {
+    fn cut(&mut self, now: Instant) {
+        self.limit = (self.limit / 2.0).max(1.0);
+        self.cut_at = Some(now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records an answer that took `ms`, sent now minus `ms`.
+    fn answer(p: &Pace, ms: u64) {
+        p.answered(Instant::now() - Duration::from_millis(ms));
+    }
+
+    /// Lets `p` grow to 8 in flight (slow start) on quick answers.
+    fn eight(p: &Pace) {
+        assert_eq!(p.in_flight(8), 1, "one at first");
+        for _ in 0..3 {
+            answer(p, 1);
+        }
+        assert_eq!(p.in_flight(8), 4, "one more per answer");
+        for _ in 0..10 {
+            answer(p, 1);
+        }
+        assert_eq!(p.in_flight(8), 8, "up to what is wanted");
+    }
+
+    #[test]
+    fn answers_that_queue_halve_the_requests_in_flight_once_per_round() {
+        let p = Pace::new();
+        eight(&p);
+        // One at a time, 1 s each, 8 in flight: 1 s, 2 s, 3 s... (the
+        // quick answers above pass out of the window)
+        for _ in 0..WINDOW {
+            answer(&p, 1000);
+        }
+        answer(&p, 2000);
+        assert_eq!(p.in_flight(8), 4, "2 s against a quickest of 1 s");
+        // The rest were sent before the cut: no further cut for them.
+        for ms in [3000, 4000, 5000] {
+            p.answered(Instant::now() - Duration::from_millis(ms) - Duration::from_secs(1));
+        }
+        assert_eq!(p.in_flight(8), 4);
+        assert!(p.is_slow(), "a median answer of seconds");
+        assert_eq!(
+            p.timeout(Duration::from_secs(10)).as_secs(),
+            24,
+            "4 times the slowest answer, 6 s"
+        );
+        // After a cut the limit grows by one per round, not per answer.
+        std::thread::sleep(Duration::from_millis(5));
+        for _ in 0..4 {
+            p.answered(Instant::now());
+        }
+        assert_eq!(p.in_flight(8), 4);
+    }
+
+    #[test]
+    fn answers_that_do_not_queue_let_the_limit_grow_back_to_what_is_wanted() {
+        let p = Pace::new();
+        eight(&p);
+        answer(&p, 10);
+        answer(&p, 400);
+        assert_eq!(p.in_flight(8), 4);
+        // Sent after the cut.
+        std::thread::sleep(Duration::from_millis(30));
+        for _ in 0..40 {
+            answer(&p, 10);
+        }
+        assert_eq!(p.in_flight(8), 8);
+        assert!(!p.is_slow());
+        assert_eq!(
+            p.timeout(Duration::from_secs(10)),
+            Duration::from_secs(10),
+            "quick answers keep the floor"
+        );
+    }
+
+    #[test]
+    fn loopback_jitter_is_not_queueing() {
+        let p = Pace::new();
+        for ms in [1, 40, 3, 90, 2, 60, 5, 70] {
+            answer(&p, ms);
+        }
+        assert_eq!(p.in_flight(8), 8);
+    }
+
+    #[test]
+    fn timeouts_in_a_row_lengthen_the_wait_and_an_answer_resets_it() {
+        let p = Pace::new();
+        eight(&p);
+        let floor = Duration::from_secs(10);
+        p.timed_out(Instant::now() - floor);
+        assert_eq!(p.timeout(floor), Duration::from_secs(20));
+        assert!(p.is_slow());
+        std::thread::sleep(Duration::from_millis(2));
+        p.timed_out(Instant::now());
+        assert_eq!(p.timeout(floor), Duration::from_secs(40));
+        for _ in 0..10 {
+            p.timed_out(Instant::now());
+        }
+        assert_eq!(p.timeout(floor), MAX_TIMEOUT);
+        answer(&p, 12_000);
+        assert_eq!(p.timeout(floor).as_secs(), 48);
+        assert_eq!(p.in_flight(8), 1);
+    }
+}
