@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::chain::{ForkTable, Network};
-use crate::devnet::DevnetConfig;
+use crate::source::devnet::DevnetConfig;
 
 /// Everything `ledgerd` is told at start.
 #[derive(Clone, Debug)]

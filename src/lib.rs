@@ -75,7 +75,6 @@
 //! - [`stop`], [`signals`]: stopping cleanly on Ctrl-C and SIGTERM.
 pub mod chain;
 pub mod config;
-pub mod devnet;
 pub mod fixtures;
 pub mod health;
 pub mod hexstr;
@@ -96,6 +95,8 @@ pub mod verify_cmd;
 pub mod wire;
 
 pub use node::{Node, NodeBuilder};
+/// The embedded devnet (it lives with the other chain sources).
+pub use source::devnet;
 
 /// The examples of `docs/DEVNET.md`, run as doc-tests.
 #[doc = include_str!("../docs/DEVNET.md")]

@@ -13,16 +13,16 @@ use log::{error, info};
 
 use crate::chain::Network;
 use crate::config::Config;
-use crate::devnet::control::{self, DevnetControl};
-use crate::devnet::{Devnet, DevnetConfig, DevnetError};
 use crate::health::SourceKind;
 use crate::ledger::{Ledger, LedgerError, OpenOptions};
 use crate::routes::{Cors, Routes};
 use crate::rpc::{DevAccess, Rpc, RpcConfig};
 use crate::server::{Server, ServerConfig, ServerError, Stopper};
+use crate::source::devnet::control::{self, DevnetControl};
+use crate::source::devnet::{Devnet, DevnetConfig, DevnetError};
+use crate::source::upstream::failover::Upstreams;
 use crate::stop::Stop;
 use crate::sync::progress::Progress;
-use crate::sync::upstreams::Upstreams;
 use crate::sync::verify::BlockRules;
 use crate::sync::{SyncConfig, SyncError, Syncer};
 

@@ -703,7 +703,7 @@ fn shape(v: &Value) -> Value {
 
 #[test]
 fn the_upstream_client_reads_the_sync_status_of_a_citrea_node_and_of_a_ledgerd() {
-    use ledgerd::sync::upstream::{Upstream, UpstreamConfig};
+    use ledgerd::source::upstream::{Upstream, UpstreamConfig};
     // Citrea answers only citrea_syncStatus.
     let stand_in = CitreaUpstream::start(Options {
         blocks: 100,

@@ -36,8 +36,8 @@ use std::sync::Arc;
 use serde_json::value::RawValue;
 
 pub use crate::config::Wire;
-use crate::devnet::control::{DevExec, DevnetControl};
 use crate::ledger::{Ledger, LedgerReader};
+use crate::source::devnet::control::{DevExec, DevnetControl};
 use crate::sync::progress::Progress;
 use envelope::{Body, Call, Entry};
 pub use error::RpcError;
@@ -103,7 +103,7 @@ enum Command {
     Commitments(commitments::Request),
     Proofs(proofs::Request),
     Counters(counters::Request),
-    Dev(crate::devnet::control::DevCommand),
+    Dev(crate::source::devnet::control::DevCommand),
 }
 
 impl Command {

@@ -1,5 +1,26 @@
-//! Chain sources that are not another rollup node: for now Bitcoin itself, the DA (layer-1) chain.
+//! Chain sources: where the sync thread gets the L2 chain (soft
+//! confirmations) and the DA chain (slots with commitments and proofs) from.
 //!
-//! - [`bitcoind`]: Citrea's transactions on Bitcoin: finding them in a block, checking who signed
-//!   them, decoding their bodies, and building them for the devnet.
+//! Two traits, one per layer ([`L2Source`], [`DaSource`]); the sync thread
+//! takes one of each and verifies whatever they return before anything is
+//! written, so a source is never trusted. [`SourceConfig`] says which
+//! sources a node runs.
+//!
+//! - [`devnet`]: the embedded devnet, which makes blocks, commitments and
+//!   proofs (both layers); `dev_*` calls drive it ([`devnet::control`]).
+//! - [`upstream`]: another node (a ledgerd, or a Citrea v0.6 sequencer or
+//!   full node) over its ledger JSON-RPC (both layers); `upstream::failover`
+//!   picks which of several URLs is asked, `upstream::pace` how hard.
+//! - [`bitcoind`]: Bitcoin itself, through Bitcoin Core's RPC: Citrea's
+//!   transactions found in blocks, their signers checked, their bodies
+//!   decoded (the DA layer).
+//! - [`jsonrpc`]: the blocking JSON-RPC client the upstream and bitcoind
+//!   sources share.
+
 pub mod bitcoind;
+pub mod devnet;
+pub mod upstream;
+
+mod traits;
+
+pub use traits::{DaSource, L2Source, RangeFetch, SourceError, SourceErrorKind};

@@ -18,13 +18,9 @@
 //! - [`report`]: the few INFO lines an operator reads (caught up, fell
 //!   behind, a summary at most every 30 s); per-chunk progress is DEBUG.
 
-pub mod pace;
 pub mod pipeline;
 pub mod progress;
 pub mod report;
-pub mod source;
-pub mod upstream;
-pub mod upstreams;
 pub mod verify;
 
 use std::collections::VecDeque;
@@ -37,11 +33,11 @@ use log::{debug, error, info, warn};
 
 use crate::chain::ForkTable;
 use crate::ledger::{Ledger, LedgerError, LedgerRead, LedgerWriter};
+use crate::source::{DaSource, L2Source, SourceError};
 use crate::stop::Stop;
 use crate::types::{DaSlot, SoftConfirmation, Status};
 use progress::Progress;
 use report::Reporter;
-use source::{DaSource, L2Source, SourceError};
 use verify::{BlockRules, Check, CommitmentVerdict, ProofVerdict, VerifyError};
 
 /// Sync settings.
@@ -299,13 +295,16 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
             }
         }
         // One log line per state, not per try: a source failure's state is
-        // what went wrong without the OS detail after the first ": " (a
-        // connection reset, then refused, is one outage); a rejected
+        // what went wrong without its detail (a connection reset, then
+        // refused, is one outage: `SourceError::state`); a rejected
         // record's is the whole message (the same block failing the same
         // check).
         let text = e.to_string();
         let state = match e {
-            SyncError::Source(s) => s.0.split(": ").next().unwrap_or_default().to_string(),
+            SyncError::Source(s) => {
+                let (kind, what) = s.state();
+                format!("{kind:?} {what}")
+            }
             _ => text.clone(),
         };
         if self.last_failure.as_deref() != Some(state.as_str()) {
@@ -994,7 +993,7 @@ impl Sink<Vec<DaSlot>> for DaSink<'_> {
         };
         for slot in &slots {
             if slot.number != self.scanned + 1 {
-                return Err(SourceError(format!(
+                return Err(SourceError::bad_answer(format!(
                     "asked for DA slot {}, got slot {}",
                     self.scanned + 1,
                     slot.number

@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 
-use crate::sync::source::{RangeFetch, SourceError};
+use crate::source::{RangeFetch, SourceError};
 
 type Answer<T> = Result<T, SourceError>;
 
@@ -63,7 +63,7 @@ impl<T: Send + 'static> Pipeline<T> {
             std::thread::Builder::new()
                 .name(format!("fetch-{i}"))
                 .spawn(move || worker(&queue, fetcher.as_ref()))
-                .map_err(|e| SourceError(format!("cannot start a fetch thread: {e}")))?;
+                .map_err(|e| SourceError::unreachable("cannot start a fetch thread", e))?;
         }
         Ok(Pipeline {
             jobs: Some(jobs),
@@ -92,7 +92,7 @@ impl<T: Send + 'static> Pipeline<T> {
         };
         let got = answer
             .recv()
-            .unwrap_or_else(|_| Err(SourceError("a fetch thread stopped".into())));
+            .unwrap_or_else(|_| Err(SourceError::bad_answer("a fetch thread stopped")));
         if got.is_err() {
             self.in_flight.clear();
         }

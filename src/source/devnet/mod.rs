@@ -32,7 +32,7 @@ use std::time::Instant;
 use crate::chain::{ForkTable, SequencerKey};
 use crate::ledger::walk::LedgerWalk;
 use crate::ledger::{Ledger, LedgerError, LedgerRead};
-use crate::sync::source::{DaSource, L2Source, SourceError};
+use crate::source::{DaSource, L2Source, SourceError};
 use crate::types::{DaSlot, Hash, SoftConfirmation};
 use timeline::{Committed, Stored, Timeline};
 
@@ -313,7 +313,7 @@ impl Devnet {
     }
 
     fn source_err(e: LedgerError) -> SourceError {
-        SourceError(format!("devnet cannot read the ledger: {e}"))
+        SourceError::unreachable("devnet cannot read the ledger", e)
     }
 }
 
@@ -409,6 +409,10 @@ fn restore(ledger: &Ledger, seed: u64) -> Result<Restored, LedgerError> {
 }
 
 impl L2Source for Devnet {
+    fn first_slot(&mut self) -> Result<Option<u64>, SourceError> {
+        Ok(Some(schedule::DA_GENESIS_SLOT))
+    }
+
     fn head(&mut self) -> Result<u64, SourceError> {
         Ok(self.target_height())
     }
@@ -489,14 +493,10 @@ impl DaSource for Devnet {
         Ok(head.map_or(0, |sc| sc.da_slot_height))
     }
 
-    fn first_slot(&mut self) -> Result<Option<u64>, SourceError> {
-        Ok(Some(schedule::DA_GENESIS_SLOT))
-    }
-
     fn slot(&mut self, number: u64) -> Result<DaSlot, SourceError> {
         self.slots(number, number)?
             .pop()
-            .ok_or_else(|| SourceError(format!("devnet made no DA slot {number}")))
+            .ok_or_else(|| SourceError::bad_answer(format!("devnet made no DA slot {number}")))
     }
 
     fn slots(&mut self, from: u64, to: u64) -> Result<Vec<DaSlot>, SourceError> {

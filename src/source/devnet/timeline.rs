@@ -28,7 +28,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::devnet::schedule;
+use crate::source::devnet::schedule;
 
 /// A proof lands this many slots after the slot of the newest commitment it
 /// proves (the schedule's proof delay minus its commitment delay).
@@ -258,7 +258,7 @@ impl Timeline {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::devnet::schedule::{
+    use crate::source::devnet::schedule::{
         self, commitment_heights, commitment_slot, proof_slot, slot_of, COMMITMENTS_PER_PROOF,
         DA_GENESIS_SLOT,
     };

@@ -10,7 +10,7 @@
 //! is added before the block is hashed.
 
 use crate::chain::{block_hash, sha256, ForkTable, SequencerKey};
-use crate::devnet::schedule;
+use crate::source::devnet::schedule;
 use crate::types::{Hash, SoftConfirmation};
 
 /// A small deterministic generator for the bytes of a block.

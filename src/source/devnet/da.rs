@@ -7,14 +7,14 @@
 //! timeline's plan ([`super::timeline`]).
 
 use crate::chain::{merkle_root, Fork, ForkTable};
-use crate::devnet::timeline::{ProofPlan, SlotPlan};
-use crate::devnet::{schedule, DevnetConfig};
 use crate::ledger::LedgerRead;
-use crate::sync::source::SourceError;
+use crate::source::devnet::timeline::{ProofPlan, SlotPlan};
+use crate::source::devnet::{schedule, DevnetConfig};
+use crate::source::SourceError;
 use crate::types::{DaSlot, Hash, ProofOutput, SequencerCommitment, VerifiedBatchProof, ZERO_HASH};
 
 fn missing(what: &str, height: u64) -> SourceError {
-    SourceError(format!(
+    SourceError::bad_answer(format!(
         "devnet cannot make its DA slot yet: the {what} of height {height} is not stored"
     ))
 }
@@ -22,7 +22,7 @@ fn missing(what: &str, height: u64) -> SourceError {
 fn hash_at(ledger: &impl LedgerRead, h: u64) -> Result<Hash, SourceError> {
     ledger
         .hash_at(h)
-        .map_err(|e| SourceError(e.to_string()))?
+        .map_err(|e| SourceError::unreachable("devnet cannot read the ledger", e))?
         .ok_or_else(|| missing("hash", h))
 }
 
@@ -32,7 +32,7 @@ fn state_root_at(ledger: &impl LedgerRead, h: u64, seed: u64) -> Result<Hash, So
     }
     ledger
         .state_root_at(h)
-        .map_err(|e| SourceError(e.to_string()))?
+        .map_err(|e| SourceError::unreachable("devnet cannot read the ledger", e))?
         .ok_or_else(|| missing("state root", h))
 }
 

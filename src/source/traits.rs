@@ -1,19 +1,75 @@
-//! Where the sync thread gets blocks from: a chain source.
-//!
-//! Two traits, one per layer. The embedded devnet implements both, and so
-//! does the upstream follower; the sync thread verifies whatever they return
-//! before anything is written, so a source is never trusted.
+//! The two source traits, one per layer, and how a source fails.
 
 use crate::types::{DaSlot, Hash, SoftConfirmation};
 
-/// A source that could not answer: it is down, slow, or said something we
-/// cannot read. The sync thread backs off and asks again.
+/// What went wrong with a source, in kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SourceErrorKind {
+    /// It could not be reached, broke off, or did not answer in time.
+    Unreachable,
+    /// It answered something that cannot be read, or not what was asked.
+    BadAnswer,
+    /// It refused the request with this JSON-RPC error code.
+    Refused(i64),
+}
+
+/// A source that could not answer: it is down, slow, refused, or said
+/// something we cannot read. The sync thread backs off and asks again.
+///
+/// `what` names the failure ("upstream http://a:1 cannot be reached");
+/// `detail` is what varies from one try to the next (the OS error), so one
+/// outage is one [`SourceError::state`] however its detail changes. It
+/// displays as `what: detail`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SourceError(pub String);
+pub struct SourceError {
+    pub kind: SourceErrorKind,
+    pub what: String,
+    pub detail: Option<String>,
+}
+
+impl SourceError {
+    pub fn new(kind: SourceErrorKind, what: impl Into<String>, detail: Option<String>) -> Self {
+        SourceError {
+            kind,
+            what: what.into(),
+            detail,
+        }
+    }
+
+    /// Could not be reached; `detail` is the OS or HTTP client's reason.
+    pub fn unreachable(what: impl Into<String>, detail: impl std::fmt::Display) -> Self {
+        SourceError::new(SourceErrorKind::Unreachable, what, Some(detail.to_string()))
+    }
+
+    /// Answered something unreadable, or not what was asked.
+    pub fn bad_answer(what: impl Into<String>) -> Self {
+        SourceError::new(SourceErrorKind::BadAnswer, what, None)
+    }
+
+    /// [`SourceError::bad_answer`], with why it cannot be read.
+    pub fn unreadable(what: impl Into<String>, detail: impl std::fmt::Display) -> Self {
+        SourceError::new(SourceErrorKind::BadAnswer, what, Some(detail.to_string()))
+    }
+
+    /// Refused with a JSON-RPC error `code`; `detail` is its data.
+    pub fn refused(code: i64, what: impl Into<String>, detail: Option<String>) -> Self {
+        SourceError::new(SourceErrorKind::Refused(code), what, detail)
+    }
+
+    /// The failure without its detail: repeated tries that fail the same
+    /// way (a connection reset, then refused: one outage) share a state,
+    /// so the sync thread logs them once.
+    pub fn state(&self) -> (SourceErrorKind, &str) {
+        (self.kind, &self.what)
+    }
+}
 
 impl std::fmt::Display for SourceError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        match &self.detail {
+            Some(detail) => write!(f, "{}: {detail}", self.what),
+            None => f.write_str(&self.what),
+        }
     }
 }
 
@@ -28,6 +84,10 @@ pub trait L2Source {
     fn blocks(&mut self, from: u64, to: u64) -> Result<Vec<SoftConfirmation>, SourceError>;
     /// The genesis state root, once the source knows it.
     fn genesis_state_root(&mut self) -> Result<Option<Hash>, SourceError>;
+    /// The DA slot that L2 height 1 points at, once known: where DA
+    /// scanning starts on an empty ledger (Citrea's full node asks its
+    /// sequencer the same).
+    fn first_slot(&mut self) -> Result<Option<u64>, SourceError>;
     /// Told when something this source sent failed verification (`why`),
     /// so a source with a choice of nodes can ask another.
     fn rejected(&mut self, _why: &str) {}
@@ -66,8 +126,6 @@ pub trait RangeFetch<T>: Send + Sync {
 pub trait DaSource {
     /// The newest slot the source has scanned (0: none yet).
     fn last_scanned(&mut self) -> Result<u64, SourceError>;
-    /// The first slot worth scanning (the DA slot of L2 height 1, once known).
-    fn first_slot(&mut self) -> Result<Option<u64>, SourceError>;
     /// Slot `number` (at most `last_scanned`).
     fn slot(&mut self, number: u64) -> Result<DaSlot, SourceError>;
     /// Slots `from..=to`, in order (a source may fetch them in one round trip).

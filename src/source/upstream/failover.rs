@@ -24,7 +24,7 @@
 //! the choice above, and `/health`'s "how far behind" (the newest head
 //! reported, in [`Progress::l2_source_head`]), stay fresh while the sync
 //! thread is busy or stuck in a long request. An upstream that answers
-//! slowly ([`crate::sync::pace`]) is asked less often, every
+//! slowly ([`crate::source::upstream::pace`]) is asked less often, every
 //! [`SLOW_WATCH_FACTOR`] answer times: at an upstream that answers one
 //! request at a time, each head poll delays the blocks.
 
@@ -34,10 +34,10 @@ use std::time::{Duration, Instant};
 
 use log::info;
 
+use crate::source::upstream::{Upstream, UpstreamConfig};
+use crate::source::{DaSource, L2Source, RangeFetch, SourceError};
 use crate::stop::Stop;
 use crate::sync::progress::Progress;
-use crate::sync::source::{DaSource, L2Source, RangeFetch, SourceError};
-use crate::sync::upstream::{Upstream, UpstreamConfig};
 use crate::types::{DaSlot, Hash, SoftConfirmation};
 
 /// How often the watcher asks every upstream for its head.
@@ -280,6 +280,10 @@ impl Upstreams {
 }
 
 impl L2Source for Upstreams {
+    fn first_slot(&mut self) -> Result<Option<u64>, SourceError> {
+        self.ask(|u| u.first_slot())
+    }
+
     fn head(&mut self) -> Result<u64, SourceError> {
         if self.candidates.len() > 1 {
             self.choose(Instant::now());
@@ -292,7 +296,7 @@ impl L2Source for Upstreams {
     fn blocks(&mut self, from: u64, to: u64) -> Result<Vec<SoftConfirmation>, SourceError> {
         let blocks = self.ask(|u| u.blocks(from, to))?;
         if blocks.is_empty() && from <= self.pass_head {
-            let e = SourceError(format!(
+            let e = SourceError::bad_answer(format!(
                 "upstream {} reported head {} but answered no block {from}",
                 self.in_use(),
                 self.pass_head
@@ -307,7 +311,7 @@ impl L2Source for Upstreams {
     }
 
     fn rejected(&mut self, why: &str) {
-        let e = SourceError(format!("what it sent failed verification ({why})"));
+        let e = SourceError::bad_answer(format!("what it sent failed verification ({why})"));
         self.failed(e);
     }
 
@@ -325,10 +329,6 @@ impl L2Source for Upstreams {
 impl DaSource for Upstreams {
     fn last_scanned(&mut self) -> Result<u64, SourceError> {
         self.ask(|u| u.last_scanned())
-    }
-
-    fn first_slot(&mut self) -> Result<Option<u64>, SourceError> {
-        self.ask(|u| u.first_slot())
     }
 
     fn slot(&mut self, number: u64) -> Result<DaSlot, SourceError> {
@@ -452,7 +452,7 @@ mod tests {
         let mut u = upstreams(2);
         saw(&u, 0, Some(50));
         saw(&u, 1, Some(50));
-        u.failed(SourceError("refused".into()));
+        u.failed(SourceError::bad_answer("refused"));
         assert_eq!(u.current, 1);
         // Backing off: not chosen again yet, though the watcher sees it.
         saw(&u, 0, Some(50));
@@ -465,7 +465,7 @@ mod tests {
         // Failures in a row back off longer, up to the limit.
         for _ in 0..20 {
             u.current = 0;
-            u.failed(SourceError("refused".into()));
+            u.failed(SourceError::bad_answer("refused"));
         }
         let wait = u.candidates[0].retry_at.unwrap() - Instant::now();
         assert!(
@@ -480,20 +480,20 @@ mod tests {
         saw(&u, 0, None);
         saw(&u, 1, None);
         for _ in 0..5 {
-            u.failed(SourceError("refused".into()));
+            u.failed(SourceError::bad_answer("refused"));
         }
         assert_eq!(u.current, 0);
         assert_eq!(u.progress.upstream_switches.load(Relaxed), 0);
         // The second answers the watcher again: the next failure moves there.
         saw(&u, 1, Some(9));
-        u.failed(SourceError("refused".into()));
+        u.failed(SourceError::bad_answer("refused"));
         assert_eq!(u.current, 1);
     }
 
     #[test]
     fn one_upstream_stays_in_use_whatever_fails() {
         let mut u = upstreams(1);
-        u.failed(SourceError("refused".into()));
+        u.failed(SourceError::bad_answer("refused"));
         assert_eq!(u.current, 0);
         assert_eq!(u.progress.upstream_switches.load(Relaxed), 0);
     }

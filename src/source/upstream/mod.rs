@@ -24,6 +24,9 @@
 //! Each request waits at most [`Pace::timeout`]: the configured read
 //! timeout, or longer for an upstream seen to answer slower.
 
+pub mod failover;
+pub mod pace;
+
 use std::io::Read;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -32,10 +35,10 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::sync::pace::Pace;
-use crate::sync::source::{DaSource, L2Source, RangeFetch, SourceError};
+use crate::source::{DaSource, L2Source, RangeFetch, SourceError};
 use crate::types::{DaSlot, Hash, SoftConfirmation};
 use crate::wire;
+use pace::Pace;
 
 /// The largest answer read from the upstream (a range of 1000 blocks with
 /// large transactions fits many times over).
@@ -93,11 +96,16 @@ struct Response<'a> {
 /// An answer: the result's JSON text, or the upstream's error.
 enum Answer {
     Result(String),
-    Error { code: i64, text: String },
+    /// `message (code)` and the error's data.
+    Error {
+        code: i64,
+        text: String,
+        data: String,
+    },
 }
 
 fn err(what: impl std::fmt::Display) -> SourceError {
-    SourceError(what.to_string())
+    SourceError::bad_answer(what.to_string())
 }
 
 impl Answer {
@@ -111,7 +119,8 @@ impl Answer {
                 };
                 Answer::Error {
                     code: e.code,
-                    text: format!("{} ({}): {data}", e.message, e.code),
+                    text: format!("{} ({})", e.message, e.code),
+                    data,
                 }
             }
             (Some(raw), None) => Answer::Result(raw.get().to_string()),
@@ -122,7 +131,11 @@ impl Answer {
     fn into_result(self, method: &str) -> Result<String, SourceError> {
         match self {
             Answer::Result(text) => Ok(text),
-            Answer::Error { text, .. } => Err(err(format!("upstream {method} answered {text}"))),
+            Answer::Error { code, text, data } => Err(SourceError::refused(
+                code,
+                format!("upstream {method} answered {text}"),
+                Some(data),
+            )),
         }
     }
 }
@@ -181,12 +194,12 @@ impl Upstream {
         let sent = Instant::now();
         // A failure after (about) the whole wait is a timeout: the pace
         // waits longer next time. Any answer, even an HTTP error, is timed.
-        let failed = |text: String| {
+        let failed = |what: String, why: String| {
             if sent.elapsed() + Duration::from_millis(50) >= timeout {
                 self.pace.timed_out(sent);
-                err(format!("{text} (no answer within {timeout:.1?})"))
+                SourceError::unreachable(what, format!("{why} (no answer within {timeout:.1?})"))
             } else {
-                err(text)
+                SourceError::unreachable(what, why)
             }
         };
         let response = self
@@ -200,10 +213,10 @@ impl Upstream {
                     self.pace.answered(sent);
                     err(format!("upstream {} answered HTTP {code}", self.config.url))
                 }
-                other => failed(format!(
-                    "upstream {} cannot be reached: {other}",
-                    self.config.url
-                )),
+                other => failed(
+                    format!("upstream {} cannot be reached", self.config.url),
+                    other.to_string(),
+                ),
             })?;
         let mut body = Vec::with_capacity(64 * 1024);
         response
@@ -211,10 +224,10 @@ impl Upstream {
             .take(MAX_ANSWER_BYTES)
             .read_to_end(&mut body)
             .map_err(|e| {
-                failed(format!(
-                    "upstream {} sent an unreadable body: {e}",
-                    self.config.url
-                ))
+                failed(
+                    format!("upstream {} sent an unreadable body", self.config.url),
+                    e.to_string(),
+                )
             })?;
         self.pace.answered(sent);
         Ok(body)
@@ -288,6 +301,20 @@ fn range_limit_of(text: &str) -> Option<u64> {
 }
 
 impl L2Source for Upstream {
+    fn first_slot(&mut self) -> Result<Option<u64>, SourceError> {
+        let method = "ledger_getSoftConfirmationByNumber";
+        let text = self.call(method, "[1]")?.into_result(method)?;
+        if text.trim() == "null" {
+            return Ok(None);
+        }
+        let sc = wire::soft_confirmation(&text).map_err(|e| {
+            err(format!(
+                "upstream {method} answered an unreadable block: {e}"
+            ))
+        })?;
+        Ok(Some(sc.da_slot_height))
+    }
+
     fn head(&mut self) -> Result<u64, SourceError> {
         self.number("ledger_getHeadSoftConfirmationHeight")
     }
@@ -299,8 +326,9 @@ impl L2Source for Upstream {
     fn genesis_state_root(&mut self) -> Result<Option<Hash>, SourceError> {
         let method = "ledger_getL2GenesisStateRoot";
         let text = self.call(method, "[]")?.into_result(method)?;
-        let bytes: Option<Vec<u8>> = serde_json::from_str(&text)
-            .map_err(|e| err(format!("upstream {method} answered {text:.80}: {e}")))?;
+        let bytes: Option<Vec<u8>> = serde_json::from_str(&text).map_err(|e| {
+            SourceError::unreadable(format!("upstream {method} answered {text:.80}"), e)
+        })?;
         match bytes {
             None => Ok(None),
             Some(b) => b.try_into().map(Some).map_err(|_| {
@@ -354,7 +382,7 @@ impl Upstream {
                     // Stop at the first hole: the chain is followed in order.
                     return Ok(list.into_iter().map_while(|b| b).collect());
                 }
-                Answer::Error { code, text } => match range_limit_of(&text) {
+                Answer::Error { code, text, data } => match range_limit_of(&data) {
                     Some(limit) if code == -32001 && limit >= 1 && to - from + 1 > limit => {
                         if self.range_limit.swap(limit, Relaxed) != limit {
                             log::info!(
@@ -363,7 +391,13 @@ impl Upstream {
                         }
                         to = from + limit - 1;
                     }
-                    _ => return Err(err(format!("upstream {method} answered {text}"))),
+                    _ => {
+                        return Err(SourceError::refused(
+                            code,
+                            format!("upstream {method} answered {text}"),
+                            Some(data),
+                        ))
+                    }
                 },
             }
         }
@@ -373,20 +407,6 @@ impl Upstream {
 impl DaSource for Upstream {
     fn last_scanned(&mut self) -> Result<u64, SourceError> {
         self.number("ledger_getLastScannedL1Height")
-    }
-
-    fn first_slot(&mut self) -> Result<Option<u64>, SourceError> {
-        let method = "ledger_getSoftConfirmationByNumber";
-        let text = self.call(method, "[1]")?.into_result(method)?;
-        if text.trim() == "null" {
-            return Ok(None);
-        }
-        let sc = wire::soft_confirmation(&text).map_err(|e| {
-            err(format!(
-                "upstream {method} answered an unreadable block: {e}"
-            ))
-        })?;
-        Ok(Some(sc.da_slot_height))
     }
 
     fn slot(&mut self, number: u64) -> Result<DaSlot, SourceError> {

@@ -11,10 +11,10 @@
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
-use crate::devnet::Devnet;
 use crate::ledger::{LedgerError, LedgerRead};
+use crate::source::devnet::Devnet;
+use crate::source::DaSource;
 use crate::stop::Stop;
-use crate::sync::source::DaSource;
 use crate::sync::{StepReport, Syncer};
 use crate::types::{SequencerCommitment, VerifiedBatchProof};
 
