@@ -61,6 +61,8 @@
 //! - [`json`]: the JSON writer for answers (no intermediate values).
 //! - [`ledger`]: all LMDB code: tables, codecs, the reader and the writer.
 //! - [`sync`]: the sync thread, its chain sources, verification, shared progress.
+//! - [`source`]: reading other systems directly: [`source::bitcoind`], Bitcoin Core's RPC,
+//!   raw blocks checked and read in batches.
 //! - [`devnet`]: the embedded devnet, a chain source that makes blocks;
 //!   [`devnet::control`]: `dev_*` calls and [`Node::devnet`] drive it.
 //! - [`types`]: the records (soft confirmations, commitments, proofs, statuses).
@@ -85,6 +87,7 @@ pub mod routes;
 pub mod rpc;
 pub mod server;
 pub mod signals;
+pub mod source;
 pub mod stop;
 pub mod sync;
 pub mod types;
