@@ -61,7 +61,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     println!("blocks 1..={blocks}, {runs} runs each; blocks/s per run, then the median");
-    for (batch, in_flight) in [(1, 1), (10, 1), (50, 1), (50, 2), (100, 2), (100, 4), (200, 4)] {
+    for (batch, in_flight) in [
+        (1, 1),
+        (10, 1),
+        (50, 1),
+        (50, 2),
+        (100, 2),
+        (100, 4),
+        (200, 4),
+    ] {
         let reader = BlockReader::new(
             &rpc,
             ReaderOptions {

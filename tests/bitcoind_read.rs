@@ -147,14 +147,11 @@ fn witness_root_of_a_block_with_a_segwit_spend_is_over_bitcoinds_wtxids() {
         .collect();
     assert_eq!(block.txs[1].wtxid, wtxids[1]);
     assert_ne!(block.txs[1].wtxid, block.txs[1].txid, "a segwit spend");
-    assert_eq!(
-        block.txs[1].txid.to_vec(),
-        {
-            let mut b = hex::decode(verbose["tx"][1]["txid"].as_str().unwrap()).unwrap();
-            b.reverse();
-            b
-        }
-    );
+    assert_eq!(block.txs[1].txid.to_vec(), {
+        let mut b = hex::decode(verbose["tx"][1]["txid"].as_str().unwrap()).unwrap();
+        b.reverse();
+        b
+    });
     // Citrea's rule: the coinbase's wtxid as zeros, then the others'.
     let expected = bitcoin::merkle_tree::calculate_root(
         [[0u8; 32], wtxids[1]]
@@ -184,7 +181,10 @@ fn witness_root_of_a_block_with_a_segwit_spend_is_over_bitcoinds_wtxids() {
     .read_range(height..=height)
     .unwrap();
     assert_eq!(filtered[0].tx_count, 2);
-    assert_eq!(filtered[0].txs.len(), 1 + usize::from(block.txs[0].wtxid[0] == block.txs[1].wtxid[0]));
+    assert_eq!(
+        filtered[0].txs.len(),
+        1 + usize::from(block.txs[0].wtxid[0] == block.txs[1].wtxid[0])
+    );
     assert!(filtered[0].txs.iter().any(|t| t.tx == spend));
     assert_eq!(filtered[0].txs_commitment, block.txs_commitment);
 }
@@ -266,16 +266,26 @@ fn answers_over_the_size_limit_are_refused_and_the_reader_halves_its_batches() {
         },
     );
     let hashes = small.get_block_hashes(1..21).unwrap_or_default();
-    assert!(hashes.is_empty(), "20 hashes fit in 3,000 bytes? then raise the count");
+    assert!(
+        hashes.is_empty(),
+        "20 hashes fit in 3,000 bytes? then raise the count"
+    );
     let hashes = cookie_client(&node).get_block_hashes(1..21).unwrap();
     let err = small.get_raw_blocks(&hashes).unwrap_err();
-    assert!(matches!(err, RpcError::TooLarge { limit: 3_000, .. }), "{err:?}");
+    assert!(
+        matches!(err, RpcError::TooLarge { limit: 3_000, .. }),
+        "{err:?}"
+    );
     // One block per answer fits: the reader gets there by halving.
     let sizes = RpcOptions {
         max_answer_bytes: 3_000,
         ..RpcOptions::default()
     };
-    let reader_rpc = BitcoinRpc::new(&node.url, Credentials::CookieFile(node.cookie_path()), sizes);
+    let reader_rpc = BitcoinRpc::new(
+        &node.url,
+        Credentials::CookieFile(node.cookie_path()),
+        sizes,
+    );
     let wide = BlockReader::new(
         &reader_rpc,
         ReaderOptions {
@@ -352,7 +362,10 @@ fn bitcoind_killed_mid_read_and_restarted_is_read_on_with_its_new_cookie() {
     std::thread::sleep(Duration::from_millis(500));
     node.restart();
     let new_cookie = std::fs::read_to_string(node.cookie_path()).unwrap();
-    assert_ne!(old_cookie, new_cookie, "bitcoind writes a new cookie at start");
+    assert_ne!(
+        old_cookie, new_cookie,
+        "bitcoind writes a new cookie at start"
+    );
     let (read, errors) = walker.join().unwrap();
     assert!(!errors.is_empty(), "the kill did not land mid-walk");
     for e in &errors {

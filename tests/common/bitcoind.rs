@@ -132,17 +132,26 @@ impl Bitcoind {
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
                 self.child = None;
                 return Err(format!("bitcoind exited ({status}):\n{}", self.logs()));
             }
             match self.try_call("getblockcount", json!([])) {
                 Ok(_) => return Ok(()),
                 // -28: warming up; connection errors and a missing cookie: not up yet.
-                Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+                Err(_) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
                 Err(e) => {
                     self.kill9();
-                    return Err(format!("bitcoind's RPC did not answer in 60 s ({e:?}):\n{}", self.logs()));
+                    return Err(format!(
+                        "bitcoind's RPC did not answer in 60 s ({e:?}):\n{}",
+                        self.logs()
+                    ));
                 }
             }
         }
@@ -212,9 +221,10 @@ impl Bitcoind {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
         // ureq sends a URL's user and password as basic auth; a cookie is
         // `__cookie__:<hex>`, nothing to escape.
-        let url = self.url.replacen("http://", &format!("http://{}@", cookie.trim()), 1);
-        let answer = match self.agent.post(&url).send_string(&body.to_string())
-        {
+        let url = self
+            .url
+            .replacen("http://", &format!("http://{}@", cookie.trim()), 1);
+        let answer = match self.agent.post(&url).send_string(&body.to_string()) {
             Ok(r) => r,
             Err(ureq::Error::Status(_, r)) => r,
             Err(e) => {
@@ -252,7 +262,9 @@ impl Bitcoind {
     }
 
     pub fn block_count(&self) -> u64 {
-        self.call("getblockcount", json!([])).as_u64().expect("a height")
+        self.call("getblockcount", json!([]))
+            .as_u64()
+            .expect("a height")
     }
 
     pub fn block_hash(&self, height: u64) -> String {

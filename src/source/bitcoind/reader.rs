@@ -86,6 +86,9 @@ impl From<BlockError> for ReadError {
     }
 }
 
+/// One batch's blocks, or why it failed.
+type BatchResult = Result<Vec<DaBlock>, ReadError>;
+
 /// Reads checked blocks by height from one bitcoind.
 pub struct BlockReader<'a> {
     rpc: &'a BitcoinRpc,
@@ -114,7 +117,7 @@ impl<'a> BlockReader<'a> {
         let batch = self.options.batch;
         let batches = count.div_ceil(batch);
         let next = AtomicUsize::new(0);
-        let slots: Mutex<Vec<Option<Result<Vec<DaBlock>, ReadError>>>> =
+        let slots: Mutex<Vec<Option<BatchResult>>> =
             Mutex::new((0..batches).map(|_| None).collect());
         let work = || loop {
             let i = next.fetch_add(1, Ordering::Relaxed);

@@ -25,7 +25,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use bitcoin::hashes::Hash as _;
 use bitcoin::{BlockHash, Txid};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -258,24 +257,26 @@ impl BitcoinRpc {
         params: impl IntoIterator<Item = String>,
         decode: impl Fn(&RawValue) -> Result<T, String>,
     ) -> Result<Vec<Result<T, RpcError>>, RpcError> {
-        let first_id = self.next_id.load(Ordering::Relaxed);
-        let mut body = String::from("[");
-        let mut count = 0u64;
-        for p in params {
-            if count > 0 {
-                body.push(',');
-            }
-            let id = first_id + count;
-            body.push_str(&format!(
-                r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{p}}}"#
-            ));
-            count += 1;
-        }
-        body.push(']');
-        self.next_id.fetch_add(count.max(1), Ordering::Relaxed);
-        if count == 0 {
+        let params: Vec<String> = params.into_iter().collect();
+        if params.is_empty() {
             return Ok(Vec::new());
         }
+        let count = params.len() as u64;
+        // Ids unique across threads sharing the client.
+        let first_id = self.next_id.fetch_add(count, Ordering::Relaxed);
+        let method_json = serde_json::Value::from(method).to_string();
+        let mut body = String::with_capacity(params.len() * (method.len() + 60));
+        body.push('[');
+        for (i, p) in params.iter().enumerate() {
+            if i > 0 {
+                body.push(',');
+            }
+            let id = first_id + i as u64;
+            body.push_str(&format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":{method_json},"params":{p}}}"#
+            ));
+        }
+        body.push(']');
         let bytes = self.post(method, body.as_bytes())?;
         let bad = |reason: String| RpcError::BadAnswer {
             method: method.to_string(),
@@ -468,7 +469,7 @@ impl BitcoinRpc {
     ) -> Result<Vec<BlockHash>, RpcError> {
         self.batch_raw("getblockhash", heights.map(|h| format!("[{h}]")), |raw| {
             let text: &str = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
-            BlockHash::from_str_hex(text)
+            parse_display_hex::<BlockHash>(text)
         })?
         .into_iter()
         .collect()
@@ -528,7 +529,7 @@ impl BitcoinRpc {
     /// `sendrawtransaction hex`: the txid bitcoind accepted the transaction under.
     pub fn send_raw_transaction(&self, tx: &[u8]) -> Result<Txid, RpcError> {
         let text: String = self.call("sendrawtransaction", &[hex::encode(tx).into()])?;
-        Txid::from_str_hex(&text).map_err(|reason| RpcError::BadAnswer {
+        parse_display_hex::<Txid>(&text).map_err(|reason| RpcError::BadAnswer {
             method: "sendrawtransaction".into(),
             reason,
         })
@@ -556,23 +557,17 @@ impl BitcoinRpc {
     }
 }
 
-/// Hashes and txids as bitcoind prints them (byte-reversed hex).
-trait FromDisplayHex: Sized {
-    fn from_str_hex(text: &str) -> Result<Self, String>;
-}
-
-impl<T: std::str::FromStr> FromDisplayHex for T
+/// A hash or txid as bitcoind prints it (byte-reversed hex).
+fn parse_display_hex<T: std::str::FromStr>(text: &str) -> Result<T, String>
 where
     T::Err: fmt::Display,
 {
-    fn from_str_hex(text: &str) -> Result<Self, String> {
-        text.parse::<T>()
-            .map_err(|e| format!("{text:?} is not a 32-byte hash: {e}"))
-    }
+    text.parse::<T>()
+        .map_err(|e| format!("{text:?} is not a 32-byte hash: {e}"))
 }
 
 fn parse_hash(method: &str, text: &str) -> Result<BlockHash, RpcError> {
-    BlockHash::from_str_hex(text).map_err(|reason| RpcError::BadAnswer {
+    parse_display_hex::<BlockHash>(text).map_err(|reason| RpcError::BadAnswer {
         method: method.to_string(),
         reason,
     })
@@ -633,11 +628,6 @@ fn excerpt(bytes: &[u8]) -> String {
     } else {
         text.into_owned()
     }
-}
-
-/// The raw (internal) byte order of a hash, as Citrea stores `daSlotHash`.
-pub fn raw_bytes(hash: &BlockHash) -> [u8; 32] {
-    hash.to_byte_array()
 }
 
 #[cfg(test)]
