@@ -255,30 +255,40 @@ fn a_wrong_password_is_unauthorized_and_user_password_works() {
 fn answers_over_the_size_limit_are_refused_and_the_reader_halves_its_batches() {
     let node = Bitcoind::start();
     node.mine(40);
-    // A regtest coinbase-only block is about 250 bytes: 600 hex chars plus
-    // the JSON envelope. 3,000 bytes hold a few, not 20.
+    // A regtest coinbase-only block is about 250 bytes: its answer about
+    // 550 bytes of JSON. 1,000 bytes hold one block, or 8 hashes, not 20.
+    let full = cookie_client(&node);
+    let one = full
+        .get_raw_block(&full.get_block_hash(1).unwrap())
+        .unwrap();
+    assert!(
+        one.len() * 2 + 100 < 1_000,
+        "a block of {} bytes",
+        one.len()
+    );
     let small = BitcoinRpc::new(
         &node.url,
         Credentials::CookieFile(node.cookie_path()),
         RpcOptions {
-            max_answer_bytes: 3_000,
+            max_answer_bytes: 1_000,
             ..RpcOptions::default()
         },
     );
-    let hashes = small.get_block_hashes(1..21).unwrap_or_default();
+    let err = small.get_block_hashes(1..21).unwrap_err();
     assert!(
-        hashes.is_empty(),
-        "20 hashes fit in 3,000 bytes? then raise the count"
-    );
-    let hashes = cookie_client(&node).get_block_hashes(1..21).unwrap();
-    let err = small.get_raw_blocks(&hashes).unwrap_err();
-    assert!(
-        matches!(err, RpcError::TooLarge { limit: 3_000, .. }),
+        matches!(err, RpcError::TooLarge { limit: 1_000, .. }),
         "{err:?}"
     );
+    let hashes = full.get_block_hashes(1..21).unwrap();
+    let err = small.get_raw_blocks(&hashes).unwrap_err();
+    assert!(
+        matches!(err, RpcError::TooLarge { limit: 1_000, .. }),
+        "{err:?}"
+    );
+    assert_eq!(small.get_raw_blocks(&hashes[..1]).unwrap(), vec![one]);
     // One block per answer fits: the reader gets there by halving.
     let sizes = RpcOptions {
-        max_answer_bytes: 3_000,
+        max_answer_bytes: 1_000,
         ..RpcOptions::default()
     };
     let reader_rpc = BitcoinRpc::new(
@@ -289,11 +299,11 @@ fn answers_over_the_size_limit_are_refused_and_the_reader_halves_its_batches() {
     let wide = BlockReader::new(
         &reader_rpc,
         ReaderOptions {
-            batch: 8,
+            batch: 6,
             ..ReaderOptions::default()
         },
     );
-    // getblockhash answers are small enough in batches of 8; getblock is not.
+    // getblockhash answers fit in batches of 6; getblock's do not.
     let blocks = wide.read_range(1..=40).unwrap();
     assert_eq!(blocks.len(), 40);
     for b in &blocks {
@@ -309,6 +319,7 @@ fn answers_over_the_size_limit_are_refused_and_the_reader_halves_its_batches() {
 fn bitcoind_killed_mid_read_and_restarted_is_read_on_with_its_new_cookie() {
     let mut node = Bitcoind::start();
     node.mine(2000);
+    node.flush(); // so that the kill loses no block
     let expected: Vec<String> = {
         let rpc = cookie_client(&node);
         rpc.get_block_hashes(0..2001)

@@ -285,6 +285,14 @@ impl Bitcoind {
         self.generate_to_address(n, &burn_address().to_string())
     }
 
+    /// Makes bitcoind write its block index and chain state to disk
+    /// (`gettxoutsetinfo none` flushes them): without it, a
+    /// [`Bitcoind::kill9`] loses the blocks mined since its last periodic
+    /// flush, and the restarted node has a lower tip.
+    pub fn flush(&self) {
+        self.call("gettxoutsetinfo", json!(["none"]));
+    }
+
     /// `invalidateblock hash`: the block and its descendants leave the active chain.
     pub fn invalidate_block(&self, hash: &str) {
         self.call("invalidateblock", json!([hash]));
