@@ -62,7 +62,7 @@
 //!   [`hexstr`]: reading hex strings (every hex input goes through it).
 //! - [`ledger`]: all LMDB code: tables, codecs, the reader and the writer.
 //! - [`sync`]: the sync thread, its chain sources, verification, shared progress.
-//! - [`source`]: chain sources beyond another node: Bitcoin (Citrea's envelopes on chain).
+//! - [`source`]: the chain sources: the devnet, an upstream node, Bitcoin through Bitcoin Core's RPC.
 //! - [`devnet`]: the embedded devnet, a chain source that makes blocks;
 //!   [`devnet::control`]: `dev_*` calls and [`Node::devnet`] drive it.
 //! - [`types`]: the records (soft confirmations, commitments, proofs, statuses).

@@ -3,8 +3,7 @@
 //!
 //! Two traits, one per layer ([`L2Source`], [`DaSource`]); the sync thread
 //! takes one of each and verifies whatever they return before anything is
-//! written, so a source is never trusted. [`SourceConfig`] says which
-//! sources a node runs.
+//! written, so a source is never trusted.
 //!
 //! - [`devnet`]: the embedded devnet, which makes blocks, commitments and
 //!   proofs (both layers); `dev_*` calls drive it ([`devnet::control`]).
@@ -14,8 +13,6 @@
 //! - [`bitcoind`]: Bitcoin itself, through Bitcoin Core's RPC: Citrea's
 //!   transactions found in blocks, their signers checked, their bodies
 //!   decoded (the DA layer).
-//! - [`jsonrpc`]: the blocking JSON-RPC client the upstream and bitcoind
-//!   sources share.
 
 pub mod bitcoind;
 pub mod devnet;

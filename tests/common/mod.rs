@@ -6,10 +6,11 @@
 //! fuzzer shares ([`rpc_check`]); a proxy that can hold an upstream's
 //! blocks back, alter its answers or slow them ([`proxy`]), and a stand-in
 //! for a Citrea v0.6 full node written from Citrea's source
-//! ([`citrea_upstream`]).
+//! ([`citrea_upstream`]); a real regtest bitcoind ([`bitcoind`]).
 #![allow(dead_code)] // each test file uses a different part
 #![allow(unused_imports)]
 
+pub mod bitcoind;
 pub mod citrea_upstream;
 pub mod framing_check;
 pub mod http;

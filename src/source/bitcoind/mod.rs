@@ -1,4 +1,12 @@
-//! Bitcoin as the DA layer: Citrea v0.6's commitments and proofs as they sit on chain.
+//! Bitcoin as the DA layer: Bitcoin Core's RPC, checked blocks, and Citrea v0.6's commitments and
+//! proofs as they sit on chain.
+//!
+//! Reading blocks:
+//!
+//! - [`rpc`]: the blocking JSON-RPC client (credentials, cookie re-read, batches, typed errors).
+//! - [`block`]: a raw block decoded and checked (hash, proof of work, Merkle root, witness
+//!   commitment), with Citrea's `daSlotHash` and `daSlotTxsCommitment`.
+//! - [`reader`]: a range of heights read as checked blocks, batched, several requests in flight.
 //!
 //! A Citrea node publishes each commitment or proof as a commit/reveal transaction pair; the reveal
 //! spends a taproot output by its script path, and that script carries the data inside an
@@ -14,9 +22,16 @@
 //!   one typed refusal that says why a transaction was not taken.
 //! - [`keys`]: v0.6.2's sequencer and prover DA keys per network, and the regtest private keys.
 //! - [`inscribe`]: the other direction, for the devnet: building Citrea-format commit/reveal pairs.
+pub mod block;
 pub mod body;
 pub mod envelope;
 pub mod inscribe;
 pub mod keys;
+pub mod reader;
 pub mod reveal;
+pub mod rpc;
 pub mod signer;
+
+pub use block::{parse_block, BlockError, DaBlock, DaTx};
+pub use reader::{BlockReader, ReadError, ReaderOptions};
+pub use rpc::{BitcoinRpc, Credentials, RpcError, RpcOptions};
