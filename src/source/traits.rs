@@ -126,6 +126,9 @@ pub trait RangeFetch<T>: Send + Sync {
 pub trait DaSource {
     /// The newest slot the source has scanned (0: none yet).
     fn last_scanned(&mut self) -> Result<u64, SourceError>;
+    /// Told when a slot this source sent failed verification (`why`), so a
+    /// source with a choice of nodes can ask another.
+    fn rejected(&mut self, _why: &str) {}
     /// Slot `number` (at most `last_scanned`).
     fn slot(&mut self, number: u64) -> Result<DaSlot, SourceError>;
     /// Slots `from..=to`, in order (a source may fetch them in one round trip).

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use log::{debug, error, info, warn};
 
 use crate::chain::ForkTable;
-use crate::ledger::{Ledger, LedgerError, LedgerRead, LedgerWriter};
+use crate::ledger::{ChainTip, Ledger, LedgerError, LedgerRead, LedgerWriter};
 use crate::source::{DaSource, L2Source, SourceError};
 use crate::stop::Stop;
 use crate::types::{DaSlot, SoftConfirmation, Status};
@@ -148,10 +148,15 @@ pub struct StepReport {
     pub slots: u64,
 }
 
-/// Follows one chain source into one ledger.
-pub struct Syncer<S: L2Source + DaSource> {
+/// Follows an L2 source and a DA source into one ledger.
+///
+/// `L` gives the soft confirmations; `D` says where the DA slots come from:
+/// [`SameSource`] (the L2 source serves them too: the devnet, an upstream
+/// node) or [`Separate`] (a DA source of its own, such as Bitcoin).
+pub struct Syncer<L: L2Source, D: DaSide<L> = SameSource> {
     ledger: Arc<Ledger>,
-    source: S,
+    l2: L,
+    da: D,
     progress: Arc<Progress>,
     config: SyncConfig,
     /// The last failure logged, so a repeated failure is logged once.
@@ -159,17 +164,57 @@ pub struct Syncer<S: L2Source + DaSource> {
     report: Reporter,
 }
 
-impl<S: L2Source + DaSource + Send> Syncer<S> {
+/// Where a [`Syncer`] gets its DA slots, given its L2 source.
+pub trait DaSide<L>: Send {
+    /// The DA source, which may be the L2 source itself.
+    fn source<'a>(&'a mut self, l2: &'a mut L) -> &'a mut dyn DaSource;
+}
+
+/// The L2 source serves the DA slots too (the devnet, an upstream node).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SameSource;
+
+impl<L: DaSource> DaSide<L> for SameSource {
+    fn source<'a>(&'a mut self, l2: &'a mut L) -> &'a mut dyn DaSource {
+        l2
+    }
+}
+
+/// A DA source of its own, beside the L2 source (Bitcoin beside an upstream).
+pub struct Separate<D>(pub D);
+
+impl<L, D: DaSource + Send> DaSide<L> for Separate<D> {
+    fn source<'a>(&'a mut self, _l2: &'a mut L) -> &'a mut dyn DaSource {
+        &mut self.0
+    }
+}
+
+impl<L: L2Source + DaSource + Send> Syncer<L, SameSource> {
+    /// A syncer whose source serves both layers.
     pub fn new(
         ledger: Arc<Ledger>,
-        source: S,
+        source: L,
+        progress: Arc<Progress>,
+        config: SyncConfig,
+    ) -> Self {
+        Syncer::with_da(ledger, source, SameSource, progress, config)
+    }
+}
+
+impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
+    /// A syncer with its L2 source and where its DA slots come from.
+    pub fn with_da(
+        ledger: Arc<Ledger>,
+        l2: L,
+        da: D,
         progress: Arc<Progress>,
         config: SyncConfig,
     ) -> Self {
         let report = Reporter::new(&progress);
         Syncer {
             ledger,
-            source,
+            l2,
+            da,
             progress,
             config,
             last_failure: None,
@@ -194,14 +239,14 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
     /// called (the devnet prefill), or until stopped.
     pub fn catch_up(&mut self, stop: &Stop) -> Result<(), SyncError> {
         self.load_progress()?;
-        let l2_target = self.source.head()?;
+        let l2_target = self.l2.head()?;
         while self.progress.l2_synced.load(Relaxed) < l2_target {
             self.step_or_wait(stop)?;
             if stop.is_stopped() {
                 return Ok(());
             }
         }
-        let l1_target = self.source.last_scanned()?;
+        let l1_target = self.da.source(&mut self.l2).last_scanned()?;
         while self.progress.l1_synced.load(Relaxed) < l1_target {
             self.step_or_wait(stop)?;
             if stop.is_stopped() {
@@ -220,9 +265,9 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
         Ok(())
     }
 
-    /// The chain source.
-    pub fn source_mut(&mut self) -> &mut S {
-        &mut self.source
+    /// The L2 source (for a devnet, the devnet itself).
+    pub fn source_mut(&mut self) -> &mut L {
+        &mut self.l2
     }
 
     /// The ledger it writes.
@@ -279,7 +324,13 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
                 self.progress.source_reachable.store(false, Relaxed);
             }
             SyncError::Verify(failed @ VerifyError::Failed { check, .. }) => {
-                self.source.rejected(&failed.to_string());
+                let why = failed.to_string();
+                match check {
+                    Check::MerkleRoot | Check::CommitmentRange | Check::Proof => {
+                        self.da.source(&mut self.l2).rejected(&why)
+                    }
+                    _ => self.l2.rejected(&why),
+                }
                 let counter = match check {
                     Check::PrevHash | Check::Height => &counters.prev_hash,
                     Check::Hash => &counters.hash,
@@ -334,7 +385,7 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
     }
 
     fn sync_l2(&mut self, stop: &Stop) -> Result<u64, SyncError> {
-        let head = self.source.head()?;
+        let head = self.l2.head()?;
         self.progress.source_ok();
         self.progress.l2_source_head.fetch_max(head, Relaxed);
         self.progress.note_behind();
@@ -342,20 +393,11 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
         // requests than the blocks, each as slow (the DA part of the pass
         // scans them once the blocks are stored), and the genesis root is
         // not needed before them.
-        let slow = self.source.slow();
+        let slow = self.l2.slow();
         if !slow {
             self.store_genesis_root()?;
         }
-        let below = {
-            let r = self.ledger.reader()?;
-            let h = r.head_height()?;
-            let hash = if h == 0 {
-                crate::types::ZERO_HASH
-            } else {
-                r.hash_at(h)?.unwrap_or_default()
-            };
-            (h, hash)
-        };
+        let below = self.ledger.reader()?.tip()?;
         if below.0 >= head || stop.is_stopped() {
             return Ok(0);
         }
@@ -364,7 +406,8 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
         let da_plan = if slow { None } else { self.da_plan()? };
         let Syncer {
             ledger,
-            source,
+            l2,
+            da: da_side,
             progress,
             config,
             ..
@@ -400,7 +443,7 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
         let slots_per_fetch = config.slots_per_fetch.max(1);
         // Several range requests in flight when the source can take them
         // and there is more than one range to fetch.
-        let mut pipeline = match source.parallel() {
+        let mut pipeline = match l2.parallel() {
             Some(fetcher) if config.concurrency > 1 && head - below.0 > chunk => Some(
                 pipeline::Pipeline::new(fetcher, head, config.concurrency, chunk)?,
             ),
@@ -409,7 +452,7 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
         // The DA slots that come with the blocks, likewise, when the blocks
         // are fetched that way: batches of slots in flight up to the
         // source's last scanned slot, taken in order as the blocks allow.
-        let mut slot_pipeline = match (&da, source.parallel_slots(), &pipeline) {
+        let mut slot_pipeline = match (&da, da_side.source(l2).parallel_slots(), &pipeline) {
             (Some((_, da_head)), Some(fetcher), Some(_)) => Some(pipeline::Pipeline::new(
                 fetcher,
                 *da_head,
@@ -420,7 +463,7 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
         };
         // Slots fetched ahead of the blocks that let them be applied.
         let mut fetched_slots: VecDeque<DaSlot> = VecDeque::new();
-        let fetch = move |source: &mut S, (from, to): (u64, u64)| {
+        let fetch = move |(l2, da_side): &mut (&mut L, &mut D), (from, to): (u64, u64)| {
             let blocks = match pipeline.as_mut().map(|p| p.next_from(from)) {
                 Some(Ok(Some(blocks))) if !blocks.is_empty() => blocks,
                 // A failure or an empty answer: the rest of this pass asks
@@ -428,9 +471,9 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
                 // move to another upstream).
                 Some(_) => {
                     pipeline = None;
-                    source.blocks(from, to)?
+                    l2.blocks(from, to)?
                 }
-                None => source.blocks(from, to)?,
+                None => l2.blocks(from, to)?,
             };
             let mut slots = Vec::new();
             if let (Some((next, da_head)), Some(last)) = (da.as_mut(), blocks.last()) {
@@ -461,7 +504,7 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
                         continue;
                     }
                     let to = until.min(*next + slots_per_fetch - 1);
-                    match source.slots(*next, to) {
+                    match da_side.source(l2).slots(*next, to) {
                         Ok(mut got) if got.last().is_some_and(|s| s.number == to) => {
                             *next = to + 1;
                             slots.append(&mut got);
@@ -479,7 +522,15 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
             }
             Ok(Fetched { blocks, slots })
         };
-        let result = fetch_ahead(source, ranges, stop, config.prefetch, fetch, &mut sink);
+        let mut sources = (l2, da_side);
+        let result = fetch_ahead(
+            &mut sources,
+            ranges,
+            stop,
+            config.prefetch,
+            fetch,
+            &mut sink,
+        );
         result.map(|()| sink.stored_total)
     }
 
@@ -489,14 +540,14 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
     fn da_plan(&mut self) -> Result<Option<(u64, u64)>, SyncError> {
         let scanned = self.ledger.reader()?.last_scanned_l1()?;
         let next = if scanned == 0 {
-            match self.source.first_slot() {
+            match self.l2.first_slot() {
                 Ok(Some(first)) => first.max(1),
                 _ => return Ok(None),
             }
         } else {
             scanned + 1
         };
-        let Ok(da_head) = self.source.last_scanned() else {
+        let Ok(da_head) = self.da.source(&mut self.l2).last_scanned() else {
             return Ok(None);
         };
         self.progress.l1_source_head.fetch_max(da_head, Relaxed);
@@ -507,7 +558,7 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
     /// from height 1 on is checked against it).
     fn store_genesis_root(&mut self) -> Result<(), SyncError> {
         if self.ledger.reader()?.genesis_state_root()?.is_none() {
-            if let Some(root) = self.source.genesis_state_root()? {
+            if let Some(root) = self.l2.genesis_state_root()? {
                 let mut w = self.ledger.writer()?;
                 w.set_genesis_state_root(&root)?;
                 w.commit()?;
@@ -518,12 +569,12 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
 
     fn sync_da(&mut self, stop: &Stop) -> Result<u64, SyncError> {
         self.store_genesis_root()?;
-        let da_head = self.source.last_scanned()?;
+        let da_head = self.da.source(&mut self.l2).last_scanned()?;
         self.progress.l1_source_head.fetch_max(da_head, Relaxed);
         self.progress.note_behind();
         let mut scanned = self.ledger.reader()?.last_scanned_l1()?;
         if scanned == 0 {
-            match self.source.first_slot()? {
+            match self.l2.first_slot()? {
                 Some(first) => scanned = first.saturating_sub(1),
                 None => return Ok(0),
             }
@@ -533,7 +584,8 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
         }
         let Syncer {
             ledger,
-            source,
+            l2,
+            da: da_side,
             progress,
             config,
             ..
@@ -554,8 +606,18 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
             last: da_head,
             chunk: config.slots_per_fetch.max(1),
         };
-        let fetch = |source: &mut S, (from, to): (u64, u64)| source.slots(from, to);
-        let result = fetch_ahead(source, ranges, stop, config.prefetch, fetch, &mut sink);
+        let fetch = |(l2, da_side): &mut (&mut L, &mut D), (from, to): (u64, u64)| {
+            da_side.source(l2).slots(from, to)
+        };
+        let mut sources = (l2, da_side);
+        let result = fetch_ahead(
+            &mut sources,
+            ranges,
+            stop,
+            config.prefetch,
+            fetch,
+            &mut sink,
+        );
         if sink.total > 0 {
             debug!(
                 "L1 scanned to {} of {da_head}",

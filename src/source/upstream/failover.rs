@@ -327,6 +327,10 @@ impl L2Source for Upstreams {
 }
 
 impl DaSource for Upstreams {
+    fn rejected(&mut self, why: &str) {
+        L2Source::rejected(self, why);
+    }
+
     fn last_scanned(&mut self) -> Result<u64, SourceError> {
         self.ask(|u| u.last_scanned())
     }
