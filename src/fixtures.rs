@@ -37,6 +37,7 @@ use crate::chain::ForkTable;
 use crate::json;
 use crate::ledger::walk::LedgerWalk;
 use crate::ledger::{Ledger, LedgerError, LedgerRead, LedgerWriter};
+use crate::proof::ReceiptRules;
 use crate::sync::verify::{self, CommitmentVerdict, VerifyError};
 use crate::types::{Hash, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof};
 use crate::wire;
@@ -312,6 +313,8 @@ pub struct ImportOptions {
     /// The key blocks must carry (`--sequencer-pubkey`, or the network's);
     /// else the ledger's pinned key, else the first block's.
     pub sequencer_pubkey: Option<[u8; 32]>,
+    /// Which batch-proof receipts prove heights (`--network`, `--allow-fake-proofs`).
+    pub receipts: ReceiptRules,
 }
 
 impl Default for ImportOptions {
@@ -320,6 +323,7 @@ impl Default for ImportOptions {
             verify: true,
             forks: ForkTable::default(),
             sequencer_pubkey: None,
+            receipts: ReceiptRules::default(),
         }
     }
 }
@@ -578,7 +582,12 @@ fn put_proof(
     let ranges = if options.verify {
         // Every block is on earlier lines: a slot hash not known by now never will be.
         match verify::verify_proof(&*w, p, u64::MAX, &options.forks)? {
-            verify::ProofVerdict::Valid(ranges) => ranges,
+            verify::ProofVerdict::Valid(ranges) => {
+                let checked =
+                    crate::proof::verify_proof_receipt(p, &options.receipts, &options.forks)?;
+                crate::proof::count_fake_proofs(w, u64::from(checked.is_fake()))?;
+                ranges
+            }
             verify::ProofVerdict::NotYet => {
                 return Err(Refusal::Message(format!(
                     "proof on slot {} comes before the soft confirmations (which set the \
