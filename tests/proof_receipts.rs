@@ -363,6 +363,9 @@ fn a_devnet_follower_proves_on_fake_receipts_and_counts_them_and_a_named_network
     let upstream = Ledgerd::devnet_in(&dir.path().join("up"), PREFILL, &[]);
     let up = statuses(&upstream.url, PREFILL);
     assert!(up.contains(&json!("Proven")), "the devnet proves");
+    // --dev-proof-bytes (default 2048) is the size of each receipt.
+    let last = common::call(&upstream.url, "ledger_getLastVerifiedBatchProof", "[]");
+    assert_eq!(last["proof"]["proof"].as_array().map(Vec::len), Some(2048));
     let head = |url: &str| common::call(url, "ledger_getHeadSoftConfirmationHeight", "[]");
 
     // No network: the devnet's fakes prove, as they do on the devnet itself.
