@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::chain::{ForkTable, Network};
+use crate::proof::ReceiptRules;
 use crate::source::devnet::DevnetConfig;
 
 /// Everything `ledgerd` is told at start.
@@ -30,6 +31,8 @@ pub struct Config {
     pub sync_concurrency: usize,
     /// `--allow-missing-tx-bodies`: accept blocks whose bodies the upstream withheld.
     pub allow_missing_tx_bodies: bool,
+    /// `--allow-fake-proofs`: fake risc0 receipts prove heights on a named network.
+    pub allow_fake_proofs: bool,
     /// `--sequencer-pubkey`: overrides the network's key.
     pub sequencer_pubkey: Option<[u8; 32]>,
     /// `--network`: a public Citrea network's fork table and sequencer key.
@@ -74,6 +77,7 @@ impl Default for Config {
             sync_chunk: 100,
             sync_concurrency: 8,
             allow_missing_tx_bodies: false,
+            allow_fake_proofs: false,
             sequencer_pubkey: None,
             network: None,
             kumquat_height: None,
@@ -141,6 +145,15 @@ impl Config {
             .or_else(|| self.network.and_then(Network::sequencer_key))
     }
 
+    /// Which batch-proof receipts prove heights: `--network`'s images,
+    /// fakes only on a devnet or with `--allow-fake-proofs`.
+    pub fn receipt_rules(&self) -> ReceiptRules {
+        ReceiptRules {
+            network: self.network,
+            allow_fake_proofs: self.allow_fake_proofs,
+        }
+    }
+
     /// Where [`Config::sequencer_key`] comes from, for messages: `testnet
     /// key`, `--sequencer-pubkey key`, or `key of the first block`.
     pub fn sequencer_key_name(&self) -> String {
@@ -163,6 +176,8 @@ pub enum Command {
     Export(ExportArgs),
     /// `ledgerd verify FILE` (`-` is stdin).
     Verify(VerifyArgs),
+    /// `ledgerd verify-proof FILE` (`-` is stdin).
+    VerifyProof(VerifyProofArgs),
     Help,
     Version,
 }
@@ -179,6 +194,8 @@ pub struct ImportArgs {
     pub forks: ForkTable,
     /// `--sequencer-pubkey`, else the network's key.
     pub sequencer_pubkey: Option<[u8; 32]>,
+    /// `--network`'s batch-proof images; `--allow-fake-proofs`.
+    pub receipts: ReceiptRules,
 }
 
 /// `ledgerd verify [--network N | --kumquat-height H] [--sequencer-pubkey K] FILE`.
@@ -192,6 +209,17 @@ pub struct VerifyArgs {
     pub sequencer_key: Option<[u8; 32]>,
     /// Where the key comes from, for the report (`testnet key`).
     pub sequencer_key_name: String,
+}
+
+/// `ledgerd verify-proof [--network N] [--allow-fake-proofs] FILE`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifyProofArgs {
+    /// Proofs as the RPC answers them, or raw receipt bytes; `-` reads stdin.
+    pub file: PathBuf,
+    /// `--network`'s images; `--allow-fake-proofs`.
+    pub receipts: ReceiptRules,
+    /// `--network` / `--kumquat-height`: the fork of a new-layout journal.
+    pub forks: ForkTable,
 }
 
 /// `ledgerd export [--from A] [--to B] [--data-dir DIR]`.
@@ -218,14 +246,22 @@ struct Extra {
     upstreams_from_file: bool,
 }
 
-const SUBCOMMANDS: [&str; 5] = ["run", "serve-readonly", "import", "export", "verify"];
+const SUBCOMMANDS: [&str; 6] = [
+    "run",
+    "serve-readonly",
+    "import",
+    "export",
+    "verify",
+    "verify-proof",
+];
 
 /// Config-file keys that are switches (`key = true|false`); every other key takes a value.
-const SWITCHES: [&str; 5] = [
+const SWITCHES: [&str; 6] = [
     "dev",
     "no-verify",
     "reuse-port",
     "allow-missing-tx-bodies",
+    "allow-fake-proofs",
     "dev-allow-remote-control",
 ];
 
@@ -254,6 +290,9 @@ USAGE:
     ledgerd verify [--network N | --kumquat-height H] [--sequencer-pubkey HEX] FILE
                                                       check soft confirmations (RPC answers;
                                                       `-` reads stdin): hashes, signatures, links
+    ledgerd verify-proof [--network N] [--allow-fake-proofs] FILE
+                                                      check batch proofs (RPC answers or raw
+                                                      receipt bytes): journal, receipt, image
 
 CHAIN SOURCE (one of):
     --dev                     run the embedded devnet (a simulated sequencer and DA chain)
@@ -277,13 +316,17 @@ FOLLOWER:
                               sequencer's signature over their stated hash, Genesis blocks
                               on their link to the block below
 
-CHAIN RULES (run, import, verify):
+CHAIN RULES (run, import, verify, verify-proof):
     --network NAME            testnet, devnet, mainnet or nightly: Citrea v0.6.2's Kumquat
                               height and sequencer key for that network
     --kumquat-height H        Genesis rules below L2 height H, Kumquat from H
                               [default: the network's, else 0: Kumquat for every block]
     --sequencer-pubkey HEX    the sequencer key blocks must carry
                               [default: the network's, else the key of block 1]
+    --allow-fake-proofs       let fake risc0 receipts (RISC0_DEV_MODE's) prove heights on a
+                              named --network [default: only with no --network, a devnet]
+    Every batch proof's bytes must be a risc0 receipt of the network's batch-proof
+    image whose journal is its proofOutput.
     A data dir keeps the fork table it was started with and refuses another.
 
 SERVER:
@@ -575,6 +618,7 @@ fn parse_into<I: IntoIterator<Item = String>>(
                 }
             }
             "--allow-missing-tx-bodies" => config.allow_missing_tx_bodies = true,
+            "--allow-fake-proofs" => config.allow_fake_proofs = true,
             "--wire" => {
                 config.wire = match value(&flag)?.as_str() {
                     "ledgerd" | "seed" => Wire::Ledgerd,
@@ -650,7 +694,7 @@ fn parse_into<I: IntoIterator<Item = String>>(
             }
             other
                 if (other == "-" || !other.starts_with('-'))
-                    && matches!(extra.subcommand, Some("import" | "verify")) =>
+                    && matches!(extra.subcommand, Some("import" | "verify" | "verify-proof")) =>
             {
                 if extra.file.is_some() {
                     return Err(ConfigError(format!(
@@ -689,7 +733,7 @@ fn finish(state: State) -> Result<Command, ConfigError> {
     let allowed: &[&str] = match sub {
         "import" => &["--no-verify"],
         "export" => &["--from", "--to"],
-        "verify" => &[],
+        "verify" | "verify-proof" => &[],
         _ => &["--reuse-port"],
     };
     if let Some(flag) = extra.given.iter().find(|f| !allowed.contains(&f.as_str())) {
@@ -707,6 +751,7 @@ fn finish(state: State) -> Result<Command, ConfigError> {
             return Ok(Command::Import(ImportArgs {
                 forks: config.forks(),
                 sequencer_pubkey: config.sequencer_key(),
+                receipts: config.receipt_rules(),
                 file,
                 data_dir: config.data_dir,
                 verify: !extra.no_verify,
@@ -724,6 +769,20 @@ fn finish(state: State) -> Result<Command, ConfigError> {
                 forks: config.forks(),
                 sequencer_key: config.sequencer_key(),
                 sequencer_key_name: config.sequencer_key_name(),
+            }));
+        }
+        "verify-proof" => {
+            let file = extra.file.ok_or_else(|| {
+                ConfigError(
+                    "verify-proof needs a FILE: a proof as the RPC answers it, or raw receipt \
+                     bytes (`-` reads stdin)"
+                        .into(),
+                )
+            })?;
+            return Ok(Command::VerifyProof(VerifyProofArgs {
+                file,
+                receipts: config.receipt_rules(),
+                forks: config.forks(),
             }));
         }
         "export" => {

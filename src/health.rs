@@ -132,15 +132,19 @@ impl Health {
     fn report(&self, live: bool) -> Report {
         let now = unix_ms();
         let p = &self.progress;
-        let ledger = self
-            .ledger
-            .reader()
-            .and_then(|r| Ok((r.head_height()?, r.last_scanned_l1()?)));
-        let (l2_head, l1_scanned, mut problem) = match ledger {
-            Ok((h, s)) => (h, s, None),
+        let ledger = self.ledger.reader().and_then(|r| {
+            Ok((
+                r.head_height()?,
+                r.last_scanned_l1()?,
+                crate::proof::fake_proofs_stored(&r)?,
+            ))
+        });
+        let (l2_head, l1_scanned, fake_proofs, mut problem) = match ledger {
+            Ok((h, s, f)) => (h, s, f, None),
             Err(e) => (
                 p.l2_synced.load(Relaxed),
                 p.l1_synced.load(Relaxed),
+                0,
                 Some(("ledger", format!("the ledger cannot be read: {e}"))),
             ),
         };
@@ -237,6 +241,7 @@ impl Health {
             "blocksWithoutBodies",
             p.blocks_without_bodies.load(Relaxed),
         );
+        num_after(&mut body, "proofsOnFakeReceipts", fake_proofs);
         body.extend_from_slice(b",\"syncing\":");
         body.extend_from_slice(if syncing { b"true" } else { b"false" });
         body.extend_from_slice(b",\"source\":\"");

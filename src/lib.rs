@@ -66,11 +66,14 @@
 //! - [`devnet`]: the embedded devnet, a chain source that makes blocks;
 //!   [`devnet::control`]: `dev_*` calls and [`Node::devnet`] drive it.
 //! - [`types`]: the records (soft confirmations, commitments, proofs, statuses).
+//! - [`proof`]: a batch proof's bytes: the risc0 receipt, its journal against `proofOutput`, the
+//!   network's batch-proof image IDs; fake receipts.
 //! - [`chain`]: the chain rules per fork (Genesis, Kumquat): hashing, signatures, Merkle roots;
 //!   `chain::forks`: which fork applies at which height, and the public networks.
 //! - [`fixtures`]: `ledgerd import` / `export`: the ledger as JSON Lines fixtures.
 //! - [`replica`]: `ledgerd serve-readonly`: following a ledger another process writes.
 //! - [`verify_cmd`]: `ledgerd verify`: checking soft confirmations an RPC answered, offline.
+//! - [`verify_proof_cmd`]: `ledgerd verify-proof`: auditing batch proofs (receipt, journal, image).
 //! - [`wire`]: reading the RPC's JSON shapes back into records (follower, import, tests).
 //! - [`stop`], [`signals`]: stopping cleanly on Ctrl-C and SIGTERM.
 pub mod chain;
@@ -82,6 +85,7 @@ pub mod json;
 pub mod ledger;
 pub mod metrics;
 pub mod node;
+pub mod proof;
 pub mod replica;
 pub mod routes;
 pub mod rpc;
@@ -92,6 +96,7 @@ pub mod stop;
 pub mod sync;
 pub mod types;
 pub mod verify_cmd;
+pub mod verify_proof_cmd;
 pub mod wire;
 
 pub use node::{Node, NodeBuilder};

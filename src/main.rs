@@ -40,6 +40,7 @@ fn main() -> ExitCode {
         Ok(Command::Import(args)) => return import(&args),
         Ok(Command::Export(args)) => return export(&args),
         Ok(Command::Verify(args)) => return verify(&args),
+        Ok(Command::VerifyProof(args)) => return verify_proof(&args),
         Err(e) => {
             eprintln!("ledgerd: {e}");
             return ExitCode::from(2);
@@ -98,6 +99,7 @@ fn import(args: &config::ImportArgs) -> ExitCode {
         verify: args.verify,
         forks: args.forks,
         sequencer_pubkey: args.sequencer_pubkey,
+        receipts: args.receipts,
     };
     match fixtures::import(&ledger, input, options) {
         Ok(report) => {
@@ -178,6 +180,42 @@ fn verify(args: &config::VerifyArgs) -> ExitCode {
         }
         Err(e) => {
             eprintln!("ledgerd verify: {name}: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `ledgerd verify-proof FILE`: the report on stdout; exit 0 only when every
+/// proof would be accepted, 1 when one would not, 2 when the input cannot be read.
+fn verify_proof(args: &config::VerifyProofArgs) -> ExitCode {
+    use ledgerd::verify_proof_cmd::{self, VerifyProofOptions};
+    let name = args.file.display().to_string();
+    let bytes = if name == "-" {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes).map(|_| bytes)
+    } else {
+        std::fs::read(&args.file)
+    };
+    let bytes = match bytes {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("ledgerd verify-proof: cannot read {name}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let options = VerifyProofOptions {
+        rules: args.receipts,
+        forks: args.forks,
+    };
+    let mut out = std::io::stdout().lock();
+    match verify_proof_cmd::run(&bytes, &options, &mut out) {
+        Ok(0) => ExitCode::SUCCESS,
+        Ok(refused) => {
+            eprintln!("ledgerd verify-proof: {name}: {refused} proof(s) refused");
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("ledgerd verify-proof: {name}: {e}");
             ExitCode::from(2)
         }
     }

@@ -278,6 +278,16 @@ impl Metrics {
         )?;
         counter(
             out,
+            "ledgerd_sync_proofs_on_fake_receipts_total",
+            "Stored batch proofs accepted on fake risc0 receipts, which prove nothing (a devnet, \
+             or --allow-fake-proofs), over the ledger's life",
+            ledger
+                .reader()
+                .and_then(|r| crate::proof::fake_proofs_stored(&r))
+                .unwrap_or(0),
+        )?;
+        counter(
+            out,
             "ledgerd_sync_upstream_errors_total",
             "Requests to the chain source that failed since start",
             progress.upstream_errors.load(Relaxed),
@@ -319,6 +329,7 @@ impl Metrics {
             ("pub_key", &f.pub_key),
             ("merkle_root", &f.merkle_root),
             ("proof", &f.proof),
+            ("receipt", &f.receipt),
             ("other", &f.other),
         ] {
             writeln!(

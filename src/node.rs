@@ -243,6 +243,7 @@ impl Node {
                 block_rules: BlockRules {
                     allow_missing_tx_bodies: config.allow_missing_tx_bodies,
                 },
+                receipts: config.receipt_rules(),
                 ..SyncConfig::default()
             };
             // An upstream more than half the health limit behind the best

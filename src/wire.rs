@@ -165,9 +165,10 @@ enum WireProofsOnSlot {
     Ledgerd(Box<WireProof>),
 }
 
-impl WireProofInner {
-    fn into_proof(self, height: u64) -> Result<VerifiedBatchProof, WireError> {
-        let o = self.proof_output;
+impl TryFrom<WireProofOutput> for ProofOutput {
+    type Error = WireError;
+
+    fn try_from(o: WireProofOutput) -> Result<Self, WireError> {
         let mut state_diff = Vec::with_capacity(o.state_diff.len());
         for (k, v) in o.state_diff {
             let value = match v {
@@ -176,33 +177,41 @@ impl WireProofInner {
             };
             state_diff.push((hex_bytes("stateDiff key", &k)?, value));
         }
+        Ok(ProofOutput {
+            initial_state_root: hex_array("initialStateRoot", &o.initial_state_root)?,
+            final_state_root: hex_array("finalStateRoot", &o.final_state_root)?,
+            prev_soft_confirmation_hash: hex_array(
+                "prevSoftConfirmationHash",
+                &o.prev_soft_confirmation_hash,
+            )?,
+            final_soft_confirmation_hash: hex_array(
+                "finalSoftConfirmationHash",
+                &o.final_soft_confirmation_hash,
+            )?,
+            state_diff,
+            da_slot_hash: hex_array("daSlotHash", &o.da_slot_hash)?,
+            sequencer_commitments_range: o.sequencer_commitments_range,
+            sequencer_public_key: hex_bytes("sequencerPublicKey", &o.sequencer_public_key)?,
+            sequencer_da_public_key: hex_bytes("sequencerDaPublicKey", &o.sequencer_da_public_key)?,
+            preproven_commitments: o.preproven_commitments,
+            last_l2_height: o.last_l2_height,
+        })
+    }
+}
+
+impl WireProofInner {
+    fn into_proof(self, height: u64) -> Result<VerifiedBatchProof, WireError> {
         Ok(VerifiedBatchProof {
             proof: self.proof,
             height,
-            proof_output: ProofOutput {
-                initial_state_root: hex_array("initialStateRoot", &o.initial_state_root)?,
-                final_state_root: hex_array("finalStateRoot", &o.final_state_root)?,
-                prev_soft_confirmation_hash: hex_array(
-                    "prevSoftConfirmationHash",
-                    &o.prev_soft_confirmation_hash,
-                )?,
-                final_soft_confirmation_hash: hex_array(
-                    "finalSoftConfirmationHash",
-                    &o.final_soft_confirmation_hash,
-                )?,
-                state_diff,
-                da_slot_hash: hex_array("daSlotHash", &o.da_slot_hash)?,
-                sequencer_commitments_range: o.sequencer_commitments_range,
-                sequencer_public_key: hex_bytes("sequencerPublicKey", &o.sequencer_public_key)?,
-                sequencer_da_public_key: hex_bytes(
-                    "sequencerDaPublicKey",
-                    &o.sequencer_da_public_key,
-                )?,
-                preproven_commitments: o.preproven_commitments,
-                last_l2_height: o.last_l2_height,
-            },
+            proof_output: self.proof_output.try_into()?,
         })
     }
+}
+
+/// A `proofOutput` object from its JSON text.
+pub fn proof_output(json: &str) -> Result<ProofOutput, WireError> {
+    serde_json::from_str::<WireProofOutput>(json)?.try_into()
 }
 
 impl TryFrom<WireProof> for VerifiedBatchProof {

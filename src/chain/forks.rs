@@ -104,7 +104,7 @@ const DEVNET_SEQUENCER_KEY: [u8; 32] =
     hex_key(b"52f41a5076498d1ae8bdfa57d19e91e3c2c94b6de21985d099cd48cfa7aef174");
 
 /// 64 hex digits into 32 bytes, at compile time.
-const fn hex_key(digits: &[u8; 64]) -> [u8; 32] {
+pub(crate) const fn hex_key(digits: &[u8; 64]) -> [u8; 32] {
     crate::hexstr::decode_const(digits)
 }
 

@@ -33,6 +33,7 @@ use log::{debug, error, info, warn};
 
 use crate::chain::ForkTable;
 use crate::ledger::{ChainTip, Ledger, LedgerError, LedgerRead, LedgerWriter};
+use crate::proof::ReceiptRules;
 use crate::source::{DaSource, L2Source, SourceError};
 use crate::stop::Stop;
 use crate::types::{DaSlot, SoftConfirmation, Status};
@@ -56,6 +57,8 @@ pub struct SyncConfig {
     pub sequencer_pubkey: Option<[u8; 32]>,
     /// Which fork's rules verify which height (`--network`, `--kumquat-height`).
     pub forks: ForkTable,
+    /// Which batch-proof receipts prove heights (`--network`, `--allow-fake-proofs`).
+    pub receipts: ReceiptRules,
     /// Longest back-off after repeated failures.
     pub max_backoff: Duration,
     /// Answers fetched ahead of the one being verified and written (0: no
@@ -86,6 +89,7 @@ impl Default for SyncConfig {
             poll: Duration::from_millis(200),
             sequencer_pubkey: None,
             forks: ForkTable::default(),
+            receipts: ReceiptRules::default(),
             max_backoff: Duration::from_secs(5),
             prefetch: 4,
             commit_blocks: 2000,
@@ -338,6 +342,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
                     Check::PubKey => &counters.pub_key,
                     Check::MerkleRoot | Check::CommitmentRange => &counters.merkle_root,
                     Check::Proof => &counters.proof,
+                    Check::Receipt => &counters.receipt,
                 };
                 counter.fetch_add(1, Relaxed);
             }
@@ -419,6 +424,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
             below,
             key: pinned,
             forks: config.forks,
+            receipts: config.receipts,
             key_stored: pinned.is_some() && config.sequencer_pubkey.is_none(),
             commit_blocks: config.commit_blocks,
             commit_every: config.commit_every,
@@ -592,6 +598,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         } = self;
         let mut sink = DaSink {
             forks: config.forks,
+            receipts: config.receipts,
             ledger,
             progress,
             scanned,
@@ -897,6 +904,7 @@ struct L2Sink<'a> {
     key: Option<[u8; 32]>,
     /// Which fork's rules verify which height.
     forks: ForkTable,
+    receipts: ReceiptRules,
     /// Whether the key is pinned in the ledger already.
     key_stored: bool,
     commit_blocks: u64,
@@ -925,8 +933,8 @@ impl L2Sink<'_> {
             return Ok(());
         };
         for slot in slots {
-            let applied =
-                slot.number == *scanned + 1 && matches!(apply_slot(w, slot, &self.forks), Ok(true));
+            let applied = slot.number == *scanned + 1
+                && matches!(apply_slot(w, slot, &self.forks, &self.receipts), Ok(true));
             if !applied {
                 self.da_scanned = None;
                 return Ok(());
@@ -1032,6 +1040,7 @@ impl Sink<Fetched> for L2Sink<'_> {
 struct DaSink<'a> {
     /// The chain rules per height (which proofs carry Kumquat's fields).
     forks: ForkTable,
+    receipts: ReceiptRules,
     ledger: &'a Ledger,
     progress: &'a Progress,
     /// The newest slot applied (committed, or in the open transaction).
@@ -1062,7 +1071,7 @@ impl Sink<Vec<DaSlot>> for DaSink<'_> {
                 ))
                 .into());
             }
-            if !apply_slot(w, slot, &self.forks)? {
+            if !apply_slot(w, slot, &self.forks, &self.receipts)? {
                 // A commitment over heights not stored yet, or a proof that
                 // names a slot no stored block points at yet: come back later.
                 return Ok(Flow::Stop);
@@ -1114,13 +1123,21 @@ fn apply_slot(
     w: &mut LedgerWriter<'_>,
     slot: &DaSlot,
     forks: &ForkTable,
+    receipts: &ReceiptRules,
 ) -> Result<bool, VerifyError> {
     let mut proven = Vec::with_capacity(slot.proofs.len());
+    let mut fakes = 0;
     if !slot.proofs.is_empty() {
         let head_slot = head_slot(w)?;
         for p in &slot.proofs {
             match verify::verify_proof(&*w, p, head_slot, forks)? {
-                ProofVerdict::Valid(ranges) => proven.push(ranges),
+                ProofVerdict::Valid(ranges) => {
+                    // Its bytes must prove its output (no ledger needed: LMDB
+                    // readers do not wait for this write transaction).
+                    let checked = crate::proof::verify_proof_receipt(p, receipts, forks)?;
+                    fakes += u64::from(checked.is_fake());
+                    proven.push(ranges)
+                }
                 ProofVerdict::NotYet => return Ok(false),
             }
         }
@@ -1145,6 +1162,7 @@ fn apply_slot(
         }
         w.put_proof(slot.number, p)?;
     }
+    crate::proof::count_fake_proofs(w, fakes)?;
     if !slot.commitments.is_empty() {
         for c in &sorted {
             w.raise_status(

@@ -64,6 +64,7 @@ pub struct FailureCounts {
     pub pub_key: AtomicU64,
     pub merkle_root: AtomicU64,
     pub proof: AtomicU64,
+    pub receipt: AtomicU64,
     pub other: AtomicU64,
 }
 

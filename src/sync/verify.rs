@@ -32,6 +32,8 @@ pub enum Check {
     MerkleRoot,
     /// A proof must end on a stored hash and continue the last proof.
     Proof,
+    /// A proof's bytes must be a receipt that proves its output ([`crate::proof`]).
+    Receipt,
 }
 
 impl Check {
@@ -46,6 +48,7 @@ impl Check {
             Check::CommitmentRange => "commitment_range",
             Check::MerkleRoot => "merkle_root",
             Check::Proof => "proof",
+            Check::Receipt => "receipt",
         }
     }
 }

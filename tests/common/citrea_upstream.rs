@@ -28,7 +28,14 @@
 //!   SHA-256 of the borsh message, signature over the message), from it the
 //!   Kumquat rules (hash = SHA-256 of the big-endian fields, signature over
 //!   the hash); proofs of Genesis-era heights carry zero prev/final hashes
-//!   and lastL2Height 0.
+//!   and lastL2Height 0;
+//! - proof bytes as a Citrea node stores and serves them: bincode of a
+//!   risc0-zkvm 1.2 `Receipt` whose journal is the borsh circuit output
+//!   (`BatchProofCircuitOutput`, `OldBatchProofCircuitOutput` for a
+//!   Genesis-era proof; `rollup-interface/src/state_machine/zk/mod.rs`),
+//!   made as a prover under `RISC0_DEV_MODE` makes them: a Fake receipt
+//!   claiming `ReceiptClaim::ok(image, journal)`. The image is the one a
+//!   ledgerd follower with no `--network` expects ([`FAKE_IMAGE`]).
 //!
 //! The chain: `blocks` L2 blocks, four per DA slot from slot 500. Every ten
 //! blocks make a commitment; commitments land three to a slot, listed out
@@ -169,9 +176,53 @@ pub struct Commitment {
     pub end: u64,
 }
 
+/// The image ID ledgerd's devnet proofs claim, which a follower without
+/// `--network` checks fakes against (32 ASCII bytes, no guest's).
+pub const FAKE_IMAGE: [u8; 32] = *b"ledgerd devnet: fake batch proof";
+
+/// Citrea's `BatchProofCircuitOutput` (v0.6.2), as its guest commits it.
+#[derive(borsh::BorshSerialize)]
+struct BatchProofCircuitOutput {
+    initial_state_root: [u8; 32],
+    final_state_root: [u8; 32],
+    prev_soft_confirmation_hash: [u8; 32],
+    final_soft_confirmation_hash: [u8; 32],
+    state_diff: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    da_slot_hash: [u8; 32],
+    sequencer_commitments_range: (u32, u32),
+    sequencer_public_key: Vec<u8>,
+    sequencer_da_public_key: Vec<u8>,
+    last_l2_height: u64,
+    preproven_commitments: Vec<usize>,
+}
+
+/// Citrea's `OldBatchProofCircuitOutput`: the Genesis-era guest's.
+#[derive(borsh::BorshSerialize)]
+struct OldBatchProofCircuitOutput {
+    initial_state_root: [u8; 32],
+    final_state_root: [u8; 32],
+    initial_batch_hash: [u8; 32],
+    state_diff: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    da_slot_hash: [u8; 32],
+    sequencer_commitments_range: (u32, u32),
+    sequencer_public_key: Vec<u8>,
+    sequencer_da_public_key: Vec<u8>,
+    /// `OldChainValidityCondition { prev_hash, block_hash }`.
+    validity_condition: ([u8; 32], [u8; 32]),
+    /// `SpecId::Genesis`.
+    last_active_spec_id: u8,
+    preproven_commitments: Vec<usize>,
+}
+
+/// The sequencer's DA key this chain's proofs name.
+const SEQUENCER_DA_KEY: [u8; 2] = [0x02, 0xaa];
+
 #[derive(Clone, Debug)]
 pub struct Proof {
+    /// The receipt's bytes (see the module docs).
     pub proof: Vec<u8>,
+    /// Four bytes that make this proof's state diff its own.
+    pub salt: [u8; 4],
     pub initial_state_root: [u8; 32],
     pub final_state_root: [u8; 32],
     pub prev_hash: [u8; 32],
@@ -303,8 +354,10 @@ impl Chain {
                 (last + 1) * COMMITMENT_BLOCKS,
             );
             let genesis_era = end < kumquat;
-            Proof {
-                proof: sha256(&[b"proof", &g.to_le_bytes(), &first.to_le_bytes()]).to_vec(),
+            let salt = sha256(&[b"proof", &g.to_le_bytes(), &first.to_le_bytes()]);
+            let mut p = Proof {
+                proof: Vec::new(),
+                salt: [salt[0], salt[1], salt[2], salt[3]],
                 initial_state_root: root_at(start - 1),
                 final_state_root: root_at(end),
                 prev_hash: if genesis_era {
@@ -317,7 +370,9 @@ impl Chain {
                 range,
                 preproven,
                 last_l2_height: if genesis_era { 0 } else { end },
-            }
+            };
+            p.proof = receipt_of(&p, &key, genesis_era.then(|| hash_at(start - 1)));
+            p
         };
         for g in 0..groups {
             let first = GROUP * g;
@@ -418,11 +473,11 @@ impl Chain {
                 "finalStateRoot": hex::encode(p.final_state_root),
                 "prevSoftConfirmationHash": hex::encode(p.prev_hash),
                 "finalSoftConfirmationHash": hex::encode(p.final_hash),
-                "stateDiff": {"0a0b": hex::encode(&p.proof[..4]), "0c": null},
+                "stateDiff": {"0a0b": hex::encode(p.salt), "0c": null},
                 "daSlotHash": hex::encode(p.da_slot_hash),
                 "sequencerCommitmentsRange": [p.range.0, p.range.1],
                 "sequencerPublicKey": hex::encode(self.key),
-                "sequencerDaPublicKey": "02aa",
+                "sequencerDaPublicKey": hex::encode(SEQUENCER_DA_KEY),
                 "preprovenCommitments": p.preproven,
                 "lastL2Height": p.last_l2_height,
             }
@@ -659,4 +714,51 @@ impl Drop for CitreaUpstream {
             let _ = t.join();
         }
     }
+}
+
+/// The receipt of `p` as a dev-mode prover makes it: a Fake receipt over
+/// the borsh circuit output (the old layout, with `initial_batch_hash`,
+/// for a Genesis-era proof), claiming [`FAKE_IMAGE`] with that journal.
+fn receipt_of(p: &Proof, key: &[u8; 32], genesis_era_below: Option<[u8; 32]>) -> Vec<u8> {
+    use risc0_zkvm::{FakeReceipt, InnerReceipt, Receipt, ReceiptClaim};
+    let state_diff: BTreeMap<Vec<u8>, Option<Vec<u8>>> = [
+        (vec![0x0a, 0x0b], Some(p.salt.to_vec())),
+        (vec![0x0c], None),
+    ]
+    .into_iter()
+    .collect();
+    let range = (p.range.0 as u32, p.range.1 as u32);
+    let preproven: Vec<usize> = p.preproven.iter().map(|&i| i as usize).collect();
+    let journal = match genesis_era_below {
+        None => borsh::to_vec(&BatchProofCircuitOutput {
+            initial_state_root: p.initial_state_root,
+            final_state_root: p.final_state_root,
+            prev_soft_confirmation_hash: p.prev_hash,
+            final_soft_confirmation_hash: p.final_hash,
+            state_diff,
+            da_slot_hash: p.da_slot_hash,
+            sequencer_commitments_range: range,
+            sequencer_public_key: key.to_vec(),
+            sequencer_da_public_key: SEQUENCER_DA_KEY.to_vec(),
+            last_l2_height: p.last_l2_height,
+            preproven_commitments: preproven,
+        }),
+        Some(below) => borsh::to_vec(&OldBatchProofCircuitOutput {
+            initial_state_root: p.initial_state_root,
+            final_state_root: p.final_state_root,
+            initial_batch_hash: below,
+            state_diff,
+            da_slot_hash: p.da_slot_hash,
+            sequencer_commitments_range: range,
+            sequencer_public_key: key.to_vec(),
+            sequencer_da_public_key: SEQUENCER_DA_KEY.to_vec(),
+            validity_condition: ([0; 32], p.da_slot_hash),
+            last_active_spec_id: 0,
+            preproven_commitments: preproven,
+        }),
+    }
+    .expect("borsh writes a journal");
+    let claim = ReceiptClaim::ok(risc0_zkvm::sha::Digest::from(FAKE_IMAGE), journal.clone());
+    let receipt = Receipt::new(InnerReceipt::Fake(FakeReceipt::new(claim)), journal);
+    bincode::serialize(&receipt).expect("bincode writes a receipt")
 }

@@ -42,6 +42,9 @@ pub enum Tamper {
     FirstBlockOfEveryRange,
     /// Flips the first hex digit of every commitment's merkleRoot.
     MerkleRoots,
+    /// Replaces the bytes of every batch proof (`"proof":[..]`) with bytes
+    /// that are not a risc0 receipt, leaving its `proofOutput` as it was.
+    ProofBytes,
     /// Answers every request with text that is not JSON.
     Garbage,
 }
@@ -269,6 +272,22 @@ fn alter(answer: &str, mode: Tamper, range: bool) -> Option<String> {
         }
         Tamper::FirstBlockOfEveryRange if range => later_timestamp(answer, 0),
         Tamper::FirstBlockOfEveryRange => None,
+        Tamper::ProofBytes => {
+            let field = "\"proof\":[";
+            if !answer.contains(field) {
+                return None;
+            }
+            let mut out = String::with_capacity(answer.len());
+            let mut rest = answer;
+            while let Some(i) = rest.find(field) {
+                out.push_str(&rest[..i + field.len()]);
+                out.push_str("1,2,3,4,5,6,7,8");
+                let end = rest[i..].find(']')?;
+                rest = &rest[i + end..];
+            }
+            out.push_str(rest);
+            Some(out)
+        }
         Tamper::MerkleRoots => {
             let field = "\"merkleRoot\":\"";
             if !answer.contains(field) {

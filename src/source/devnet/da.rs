@@ -5,9 +5,17 @@
 //! indexes that slot's commitments (sorted by start) with
 //! `sequencerCommitmentsRange`. Which ones land on which slot is the
 //! timeline's plan ([`super::timeline`]).
+//!
+//! A proof's bytes are a fake risc0 receipt ([`crate::proof::receipt`]):
+//! no seal, a claim of the devnet's made-up image, and a journal that is the
+//! proof's output in the circuit's layout (the old one for a Genesis-era
+//! proof), so a follower decodes and compares every devnet proof as it
+//! would a real one. `--dev-proof-bytes` pads the state diff to make each
+//! receipt that size.
 
 use crate::chain::{merkle_root, Fork, ForkTable};
 use crate::ledger::LedgerRead;
+use crate::proof::{image_ids, journal, receipt};
 use crate::source::devnet::timeline::{ProofPlan, SlotPlan};
 use crate::source::devnet::{schedule, DevnetConfig};
 use crate::source::SourceError;
@@ -98,14 +106,7 @@ fn make_proof(
         hash_at(ledger, end)?
     };
     let entropy = schedule::proof_entropy(seed, slot);
-    let mut proof = Vec::with_capacity(config.proof_bytes);
-    let mut block = entropy;
-    while proof.len() < config.proof_bytes {
-        proof.extend_from_slice(&block);
-        block = crate::chain::sha256(&block);
-    }
-    proof.truncate(config.proof_bytes);
-    let state_diff = (0..4u8)
+    let state_diff: Vec<(Vec<u8>, Option<Vec<u8>>)> = (0..4u8)
         .map(|k| {
             let mut key = b"devnet/account/".to_vec();
             key.extend_from_slice(&entropy[..4]);
@@ -115,23 +116,58 @@ fn make_proof(
             (key, value)
         })
         .collect();
+    let mut proof_output = ProofOutput {
+        initial_state_root: state_root_at(ledger, start - 1, seed)?,
+        final_state_root: state_root_at(ledger, end, seed)?,
+        prev_soft_confirmation_hash: prev_hash,
+        final_soft_confirmation_hash: final_hash,
+        state_diff,
+        // The slot its commitments landed on, and where they stand in
+        // that slot's list sorted by start.
+        da_slot_hash: schedule::slot_hash(seed, plan.slot),
+        sequencer_commitments_range: (plan.first, plan.last),
+        sequencer_public_key: pub_key.to_vec(),
+        sequencer_da_public_key: schedule::sequencer_da_public_key(seed),
+        preproven_commitments: Vec::new(),
+        last_l2_height: if genesis_era { 0 } else { end },
+    };
+    // The Genesis-era guest wrote the old journal layout, with two fields
+    // the RPC does not show: the hash below the first height, and the DA
+    // slot the commitments landed on with the one before it.
+    let old_layout = genesis_era.then(|| {
+        let below = if start == 1 {
+            Ok(ZERO_HASH)
+        } else {
+            hash_at(ledger, start - 1)
+        };
+        below.map(|below| {
+            let condition = journal::OldValidityCondition {
+                prev_hash: schedule::slot_hash(seed, plan.slot.saturating_sub(1)),
+                block_hash: schedule::slot_hash(seed, plan.slot),
+            };
+            (below, condition)
+        })
+    });
+    let old_layout = old_layout.transpose()?;
+    let image = image_ids::batch_image(None, forks.fork_at(end))
+        .map_err(|e| SourceError::bad_answer(format!("devnet cannot make a fake receipt: {e}")))?;
+    let encode = |out: &ProofOutput| {
+        journal::encode(out, old_layout.clone())
+            .map_err(|e| SourceError::bad_answer(format!("devnet cannot encode a journal: {e}")))
+    };
+    // --dev-proof-bytes: a padding entry in the state diff brings the
+    // receipt to that size, when it is larger than the receipt without one.
+    let bare = receipt::fake_receipt_overhead(&image) + encode(&proof_output)?.len();
+    let key = [b"devnet/padding/".as_slice(), &entropy[..4]].concat();
+    let entry_overhead = 4 + key.len() + 1 + 4;
+    if let Some(fill) = config.proof_bytes.checked_sub(bare + entry_overhead) {
+        let value = (0..fill).map(|i| entropy[i % 32]).collect();
+        proof_output.state_diff.push((key, Some(value)));
+    }
+    let proof = receipt::make_fake(&image, encode(&proof_output)?);
     Ok(VerifiedBatchProof {
         proof,
         height: slot,
-        proof_output: ProofOutput {
-            initial_state_root: state_root_at(ledger, start - 1, seed)?,
-            final_state_root: state_root_at(ledger, end, seed)?,
-            prev_soft_confirmation_hash: prev_hash,
-            final_soft_confirmation_hash: final_hash,
-            state_diff,
-            // The slot its commitments landed on, and where they stand in
-            // that slot's list sorted by start.
-            da_slot_hash: schedule::slot_hash(seed, plan.slot),
-            sequencer_commitments_range: (plan.first, plan.last),
-            sequencer_public_key: pub_key.to_vec(),
-            sequencer_da_public_key: schedule::sequencer_da_public_key(seed),
-            preproven_commitments: Vec::new(),
-            last_l2_height: if genesis_era { 0 } else { end },
-        },
+        proof_output,
     })
 }

@@ -1,0 +1,293 @@
+//! `ledgerd verify-proof FILE`: audits batch proofs offline, as the sync
+//! thread would check them ([`crate::proof`]).
+//!
+//! FILE holds a proof as an RPC answers it: `{"proof":[..] or "hex",
+//! "proofOutput":{..}}` (Citrea's shape), `{"proof":{"proof":..,
+//! "proofOutput":..,"height":n}}` (ledgerd's), an array of either (method
+//! 11), any of these inside a JSON-RPC envelope's `result`, or the raw
+//! receipt bytes. For each proof it prints the decoded journal, whether it
+//! matches the `proofOutput` beside it, and whether the receipt verifies
+//! against the batch-proof image of `--network` (the embedded devnet's
+//! with none) for the journal's fork. The command succeeds only when every
+//! proof would be accepted by a node with the same flags.
+
+use std::fmt;
+use std::io::Write;
+
+use serde_json::Value;
+
+use crate::chain::ForkTable;
+use crate::proof::journal::{self, Journal};
+use crate::proof::{receipt, verify_decoded, ReceiptRules};
+use crate::types::ProofOutput;
+
+/// How to judge the proofs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VerifyProofOptions {
+    pub rules: ReceiptRules,
+    pub forks: ForkTable,
+}
+
+/// Input that holds no proof to check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputError(pub String);
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InputError {}
+
+/// One proof from the input: its bytes and the output given beside them.
+#[derive(Debug)]
+struct Given {
+    bytes: Vec<u8>,
+    output: Option<ProofOutput>,
+}
+
+fn proof_bytes(v: &Value) -> Result<Vec<u8>, InputError> {
+    match v {
+        Value::String(s) => {
+            let digits = s.strip_prefix("0x").unwrap_or(s);
+            hex::decode(digits)
+                .map_err(|e| InputError(format!("\"proof\" is a string but not hex ({e})")))
+        }
+        Value::Array(items) => items
+            .iter()
+            .map(|x| x.as_u64().and_then(|n| u8::try_from(n).ok()))
+            .collect::<Option<Vec<u8>>>()
+            .ok_or_else(|| {
+                InputError("\"proof\" is an array but not of bytes (whole numbers 0-255)".into())
+            }),
+        _ => Err(InputError(
+            "\"proof\" must be an array of bytes or a hex string".into(),
+        )),
+    }
+}
+
+fn one(v: &Value) -> Result<Given, InputError> {
+    let Some(obj) = v.as_object() else {
+        return Err(InputError(
+            "a proof must be an object with \"proof\" (and \"proofOutput\")".into(),
+        ));
+    };
+    let Some(proof) = obj.get("proof") else {
+        return Err(InputError("the object has no \"proof\"".into()));
+    };
+    // ledgerd's shape: {"proof":{"proof":..,"proofOutput":..,"height":n}}.
+    if proof.is_object() {
+        return one(proof);
+    }
+    let output = match obj.get("proofOutput") {
+        None | Some(Value::Null) => None,
+        Some(o) => Some(
+            crate::wire::proof_output(&o.to_string())
+                .map_err(|e| InputError(format!("\"proofOutput\" cannot be read: {e}")))?,
+        ),
+    };
+    Ok(Given {
+        bytes: proof_bytes(proof)?,
+        output,
+    })
+}
+
+/// The proofs in `input`: JSON as described in the module docs, else raw
+/// receipt bytes.
+fn read(input: &[u8]) -> Result<Vec<Given>, InputError> {
+    let first = input.iter().find(|b| !b.is_ascii_whitespace());
+    let json = match first {
+        Some(b'{' | b'[') => serde_json::from_slice::<Value>(input).ok(),
+        _ => None,
+    };
+    let Some(mut v) = json else {
+        if input.is_empty() {
+            return Err(InputError("the input is empty".into()));
+        }
+        return Ok(vec![Given {
+            bytes: input.to_vec(),
+            output: None,
+        }]);
+    };
+    if let Some(result) = v.get_mut("result") {
+        v = result.take();
+    }
+    match &v {
+        Value::Array(items) => {
+            if items.is_empty() {
+                return Err(InputError("the array holds no proofs".into()));
+            }
+            items.iter().map(one).collect()
+        }
+        Value::Null => Err(InputError("the answer is null: no proof".into())),
+        _ => Ok(vec![one(&v)?]),
+    }
+}
+
+fn write_journal(out: &mut impl Write, journal: &Journal) -> std::io::Result<()> {
+    let o = journal.proof_output();
+    writeln!(out, "  journal: {}", journal.layout())?;
+    writeln!(
+        out,
+        "    initialStateRoot          {}",
+        hex::encode(o.initial_state_root)
+    )?;
+    writeln!(
+        out,
+        "    finalStateRoot            {}",
+        hex::encode(o.final_state_root)
+    )?;
+    match journal {
+        Journal::New(n) => {
+            writeln!(
+                out,
+                "    prevSoftConfirmationHash  {}",
+                hex::encode(n.prev_soft_confirmation_hash)
+            )?;
+            writeln!(
+                out,
+                "    finalSoftConfirmationHash {}",
+                hex::encode(n.final_soft_confirmation_hash)
+            )?;
+        }
+        Journal::Old(old) => writeln!(
+            out,
+            "    initialBatchHash          {}",
+            hex::encode(old.initial_batch_hash)
+        )?,
+    }
+    writeln!(
+        out,
+        "    stateDiff                 {} entries",
+        o.state_diff.len()
+    )?;
+    writeln!(
+        out,
+        "    daSlotHash                {}",
+        hex::encode(o.da_slot_hash)
+    )?;
+    let (a, b) = o.sequencer_commitments_range;
+    writeln!(out, "    sequencerCommitmentsRange [{a}, {b}]")?;
+    writeln!(
+        out,
+        "    sequencerPublicKey        {}",
+        hex::encode(&o.sequencer_public_key)
+    )?;
+    writeln!(
+        out,
+        "    sequencerDaPublicKey      {}",
+        hex::encode(&o.sequencer_da_public_key)
+    )?;
+    match journal {
+        Journal::New(n) => writeln!(out, "    lastL2Height              {}", n.last_l2_height)?,
+        Journal::Old(old) => {
+            writeln!(
+                out,
+                "    validityCondition         prev {} block {}",
+                hex::encode(old.validity_condition.prev_hash),
+                hex::encode(old.validity_condition.block_hash)
+            )?;
+            writeln!(
+                out,
+                "    lastActiveSpecId          {:?}",
+                old.last_active_spec_id
+            )?;
+        }
+    }
+    writeln!(
+        out,
+        "    preprovenCommitments      {:?}",
+        o.preproven_commitments
+    )
+}
+
+/// Checks one proof, printing each step; true when a node would accept it.
+fn check_one(
+    given: &Given,
+    options: &VerifyProofOptions,
+    out: &mut impl Write,
+) -> std::io::Result<bool> {
+    let decoded = match receipt::decode(&given.bytes) {
+        Ok(r) => r,
+        Err(e) => {
+            writeln!(out, "  receipt: REFUSED: {e}")?;
+            return Ok(false);
+        }
+    };
+    writeln!(
+        out,
+        "  receipt: a {} receipt, journal {} bytes",
+        decoded.kind().name(),
+        decoded.journal().len()
+    )?;
+    let journal = match journal::decode(decoded.journal()) {
+        Ok(j) => j,
+        Err(e) => {
+            writeln!(out, "  journal: REFUSED: {e}")?;
+            return Ok(false);
+        }
+    };
+    write_journal(out, &journal)?;
+    let mut ok = true;
+    match &given.output {
+        None => writeln!(
+            out,
+            "  proofOutput: none given beside the bytes (the journal is the output)"
+        )?,
+        Some(o) => match journal::first_difference(&journal.proof_output(), o) {
+            None => writeln!(out, "  proofOutput: matches the journal, field by field")?,
+            Some(m) => {
+                writeln!(out, "  proofOutput: DIFFERS: {m}")?;
+                ok = false;
+            }
+        },
+    }
+    let image = match options.rules.image_for(&journal, &options.forks) {
+        Ok(image) => image,
+        Err(e) => {
+            writeln!(out, "  verification: REFUSED: {e}")?;
+            return Ok(false);
+        }
+    };
+    match verify_decoded(&decoded, &image, &options.rules) {
+        Ok(v) => writeln!(
+            out,
+            "  verification: {} {}: {}",
+            image,
+            hex::encode(image.id),
+            v.describe()
+        )?,
+        Err(e) => {
+            writeln!(out, "  verification: REFUSED: {e}")?;
+            ok = false;
+        }
+    }
+    Ok(ok)
+}
+
+/// Checks every proof in `input`, writing the report to `out`. `Ok(n)`:
+/// how many proofs a node with these options would refuse (0: all pass).
+pub fn run(
+    input: &[u8],
+    options: &VerifyProofOptions,
+    out: &mut impl Write,
+) -> Result<usize, InputError> {
+    let proofs = read(input)?;
+    let mut refused = 0;
+    for (i, given) in proofs.iter().enumerate() {
+        let io = |e: std::io::Error| InputError(format!("cannot write the report: {e}"));
+        writeln!(
+            out,
+            "proof {} of {}: {} bytes",
+            i + 1,
+            proofs.len(),
+            given.bytes.len()
+        )
+        .map_err(io)?;
+        if !check_one(given, options, out).map_err(io)? {
+            refused += 1;
+        }
+    }
+    Ok(refused)
+}
