@@ -88,11 +88,13 @@ pub enum Route {
     Health,
     Metrics,
     Preflight,
+    /// `GET /` from a browser: the status page ([`crate::status_page`]).
+    Page,
     /// Anything else: 405, 404, 413.
     Other,
 }
 
-const ROUTES: [&str; 5] = ["rpc", "health", "metrics", "preflight", "other"];
+const ROUTES: [&str; 6] = ["rpc", "health", "metrics", "preflight", "page", "other"];
 
 /// The loop thread's own counters.
 #[derive(Debug, Clone)]
