@@ -411,6 +411,6 @@ mod tests {
         assert_eq!(m.latency[3], 1, "300 us is in the 500 us bucket");
         assert_eq!(m.latency[BUCKETS_US.len()], 1, "5 s is only in +Inf");
         assert_eq!(m.latency.iter().sum::<u64>(), 2, "health is not timed");
-        assert_eq!(m.http, [2, 1, 0, 0, 0]);
+        assert_eq!(m.http, [2, 1, 0, 0, 0, 0]);
     }
 }
