@@ -22,12 +22,17 @@
 //!
 //! "No new blocks exist" is not a stall: a devnet with `--dev-block-ms 0`, a
 //! quiet upstream, or a stored ledger served without a source stay healthy.
-//! A follower's answer names the upstream in use (`upstream`).
+//! A follower's answer names the upstream in use (`upstream`): a source is
+//! named by its kind (`source`) and, when it has an address, by a member of
+//! that kind's name. Every answer says how long the node has run
+//! (`uptimeSeconds`, whole seconds) and its `version` (the status page shows
+//! both).
 //!
 //! ```text
 //! {"status":"ok","l2Head":200,"l2SourceHead":200,"l2Behind":0,"l1Scanned":1099,
 //!  "l1SourceHead":1099,"secondsSinceLastBlock":0.4,"blocksWithoutBodies":0,"syncing":false,
-//!  "source":"upstream","sourceReachable":true,"upstream":"http://10.0.0.5:8545"}
+//!  "source":"upstream","sourceReachable":true,"upstream":"http://10.0.0.5:8545",
+//!  "uptimeSeconds":3600,"version":"0.1.0"}
 //! {"status":"unhealthy",...,"reason":"behind","problem":"the ledger's L2 head 4100 is 900
 //!  blocks behind the source's head 5000 (limit 100)"}
 //! ```
@@ -256,6 +261,14 @@ impl Health {
             body.extend_from_slice(b",\"upstream\":");
             crate::json::write_str(&mut body, upstream);
         }
+        num_after(
+            &mut body,
+            "uptimeSeconds",
+            now.saturating_sub(self.started_ms) / 1000,
+        );
+        body.extend_from_slice(b",\"version\":\"");
+        body.extend_from_slice(env!("CARGO_PKG_VERSION").as_bytes());
+        body.push(b'"');
         if let Some((reason, problem)) = &problem {
             body.extend_from_slice(b",\"reason\":\"");
             body.extend_from_slice(reason.as_bytes());
@@ -392,6 +405,15 @@ mod tests {
             .set(vec!["http://a:1".into(), "http://b:2".into()]);
         p.upstream_in_use.store(1, Relaxed);
         assert!(text(&h.check()).contains(r#""upstream":"http://b:2""#));
+    }
+
+    #[test]
+    fn every_answer_says_how_long_the_node_has_run_and_its_version() {
+        let (mut h, _p, _d) = health(SourceKind::Devnet, 60_000);
+        h.started_ms -= 3_723_400;
+        let v: serde_json::Value = serde_json::from_slice(&h.check().body).unwrap();
+        assert_eq!(v["uptimeSeconds"], 3723, "{v}");
+        assert_eq!(v["version"], env!("CARGO_PKG_VERSION"), "{v}");
     }
 
     #[test]

@@ -57,6 +57,7 @@
 //!   [`server::framing`] refuses requests whose body length is ambiguous (request smuggling).
 //! - [`routes`]: which part answers which HTTP request (JSON-RPC, health, metrics, CORS).
 //! - [`health`], [`metrics`]: `GET /health` and `GET /metrics` for operators.
+//! - [`status_page`]: `GET /` from a browser: one static HTML page that shows the chain at a glance.
 //! - [`rpc`]: JSON-RPC 2.0: the envelope, then one module per method family.
 //! - [`json`]: the JSON writer for answers (no intermediate values);
 //!   [`hexstr`]: reading hex strings (every hex input goes through it).
@@ -92,6 +93,7 @@ pub mod rpc;
 pub mod server;
 pub mod signals;
 pub mod source;
+pub mod status_page;
 pub mod stop;
 pub mod sync;
 pub mod types;

@@ -88,11 +88,13 @@ pub enum Route {
     Health,
     Metrics,
     Preflight,
+    /// `GET /` from a browser: the status page ([`crate::status_page`]).
+    Page,
     /// Anything else: 405, 404, 413.
     Other,
 }
 
-const ROUTES: [&str; 5] = ["rpc", "health", "metrics", "preflight", "other"];
+const ROUTES: [&str; 6] = ["rpc", "health", "metrics", "preflight", "page", "other"];
 
 /// The loop thread's own counters.
 #[derive(Debug, Clone)]
@@ -420,6 +422,6 @@ mod tests {
         assert_eq!(m.latency[3], 1, "300 us is in the 500 us bucket");
         assert_eq!(m.latency[BUCKETS_US.len()], 1, "5 s is only in +Inf");
         assert_eq!(m.latency.iter().sum::<u64>(), 2, "health is not timed");
-        assert_eq!(m.http, [2, 1, 0, 0, 0]);
+        assert_eq!(m.http, [2, 1, 0, 0, 0, 0]);
     }
 }

@@ -5,8 +5,9 @@
 //! | `POST` (any path) | JSON-RPC ([`crate::rpc`]) |
 //! | `GET /health` | [`crate::health`]: 200 or 503 with a small JSON body (`?live`: only whether it is stuck) |
 //! | `GET /metrics` | [`crate::metrics`]: the Prometheus text format |
+//! | `GET /` asking for HTML (a browser) | [`crate::status_page`]: the status page |
 //! | `OPTIONS` (any path) | a CORS preflight answer, 204 |
-//! | anything else | 405 |
+//! | anything else (`GET /` from curl too) | 405 |
 //!
 //! Every answer carries `Access-Control-Allow-Origin` as [`Cors`] says, so a
 //! page on another origin (a block explorer) can call the node with `fetch`.
@@ -28,6 +29,7 @@ use crate::metrics::{Metrics, Route};
 use crate::rpc::{CallOutcome, Rpc, RpcError, Tally};
 use crate::server::{Defer, Handler, HttpMethod, HttpRequest, HttpResponse, Stats};
 use crate::source::devnet::control::{Job, Refuse};
+use crate::status_page;
 
 const JSON: &str = "application/json";
 const PROMETHEUS: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -268,9 +270,18 @@ impl Handler for Routes {
                     headers: vec![("Cache-Control", "no-store".to_string())],
                 }
             }
+            _ if get && path == "/" && status_page::wants_html(request.accept) => {
+                self.metrics.request(Route::Page, Duration::ZERO);
+                status_page::response()
+            }
             _ => {
                 self.metrics.request(Route::Other, Duration::ZERO);
-                method_not_allowed()
+                let mut answer = method_not_allowed();
+                if get && path == "/" {
+                    // A browser gets the status page here: caches must know.
+                    answer.headers.push(("Vary", "Accept".to_string()));
+                }
+                answer
             }
         };
         self.allow_origin(request.origin, &mut response.headers);

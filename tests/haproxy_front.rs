@@ -199,3 +199,13 @@ fn ambiguous_framing_gets_one_answer_through_scripts_haproxy_ledgerd_cfg() {
     let f = start(CFG);
     assert_nothing_smuggled_through(&f);
 }
+
+/// The status page (`GET /` in a browser) and its reads through the
+/// project's HAProxy front.
+#[test]
+#[ignore = "needs haproxy: apt-get install haproxy"]
+fn the_status_page_and_what_it_reads_pass_through_scripts_haproxy_ledgerd_cfg() {
+    let _one_at_a_time = common::one_at_a_time();
+    let f = start(CFG);
+    common::http::assert_status_page_passes(f.addr, f.node.addr);
+}

@@ -155,6 +155,14 @@ fn requests_pass_through_nginx_unchanged() {
 
 #[test]
 #[ignore = "needs nginx: apt-get install nginx"]
+fn the_status_page_and_what_it_reads_pass_through_nginx() {
+    let _one_at_a_time = common::one_at_a_time();
+    let f = start(&[]);
+    common::http::assert_status_page_passes(f.addr, f.node.addr);
+}
+
+#[test]
+#[ignore = "needs nginx: apt-get install nginx"]
 fn a_petabyte_content_length_is_refused_by_nginx_with_413() {
     let _one_at_a_time = common::one_at_a_time();
     let mut f = start(&[]);

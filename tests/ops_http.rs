@@ -1,5 +1,6 @@
 //! What operators and test harnesses rely on, over real HTTP on 127.0.0.1:
-//! `GET /health` (200, and 503 when sync stalls), `GET /metrics`, CORS
+//! `GET /health` (200, and 503 when sync stalls), `GET /metrics`, `GET /`
+//! (the status page to a browser, the JSON error to anything else), CORS
 //! headers and preflight, and embedding a node in-process.
 
 mod common;
@@ -51,6 +52,103 @@ fn wait_health(addr: SocketAddr, status: u16, limit: Duration) -> Answer {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+// ---- GET /: the status page ----
+
+/// What Chromium sends for a page.
+const BROWSER_ACCEPT: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,\
+                              image/webp,image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7";
+
+#[test]
+fn get_slash_answers_a_browser_the_status_page_and_curl_the_json_error_as_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = dev_node(dir.path(), 3, 0);
+    let addr = node.local_addr();
+    let page = http(addr, "GET", "/", &[("Accept", BROWSER_ACCEPT)], "");
+    assert_eq!(page.status, 200);
+    assert_eq!(
+        page.header("content-type"),
+        Some("text/html; charset=utf-8")
+    );
+    assert_eq!(page.header("vary"), Some("Accept"));
+    assert_eq!(page.header("access-control-allow-origin"), Some("*"));
+    let csp = page.header("content-security-policy").expect("a CSP");
+    assert!(csp.contains("connect-src 'self'"), "{csp}");
+    assert_eq!(
+        page.text(),
+        include_str!("../src/status_page/page.html"),
+        "the page file, as it is"
+    );
+    // A query string (a link the page made) is the same page.
+    let again = http(addr, "GET", "/?x=1", &[("Accept", "text/html")], "");
+    assert_eq!((again.status, again.body.len()), (200, page.body.len()));
+    // HEAD: the headers without the body.
+    let head = http(addr, "HEAD", "/", &[("Accept", "text/html")], "");
+    assert_eq!(head.status, 200);
+    assert!(head.body.is_empty());
+
+    // curl (`Accept: */*`), no Accept at all, JSON only: today's 405 answer.
+    let before = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request","data":"send JSON-RPC requests with HTTP POST; GET serves only /health and /metrics"}}"#;
+    for accept in [
+        &[("Accept", "*/*")][..],
+        &[],
+        &[("Accept", "application/json")],
+    ] {
+        let a = http(addr, "GET", "/", accept, "");
+        assert_eq!(a.status, 405, "{accept:?}");
+        assert_eq!(a.header("content-type"), Some("application/json"));
+        assert_eq!(a.header("vary"), Some("Accept"), "{accept:?}");
+        assert_eq!(a.text(), before, "{accept:?}");
+    }
+    // Other paths stay JSON to a browser too; POST / is JSON-RPC whatever Accept says.
+    let a = http(addr, "GET", "/nope", &[("Accept", BROWSER_ACCEPT)], "");
+    assert_eq!(a.status, 405);
+    let a = http(
+        addr,
+        "POST",
+        "/",
+        &[("Accept", BROWSER_ACCEPT)],
+        &call("ledger_getHeadSoftConfirmationHeight", "[]"),
+    );
+    assert_eq!(a.text(), r#"{"jsonrpc":"2.0","id":1,"result":3}"#);
+
+    // Counted as its own route.
+    let m = http(addr, "GET", "/metrics", &[], "").text();
+    assert_eq!(
+        metric(&m, r#"ledgerd_http_requests_total{route="page"}"#),
+        3
+    );
+}
+
+#[test]
+fn the_status_page_is_served_with_cors_origin_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::builder()
+        .data_dir(dir.path())
+        .dev(dev(3, 0))
+        .bind("127.0.0.1:0")
+        .cors_origin("https://explorer.example")
+        .start()
+        .expect("node starts");
+    let a = http(
+        node.local_addr(),
+        "GET",
+        "/",
+        &[("Accept", "text/html")],
+        "",
+    );
+    assert_eq!(a.status, 200);
+    assert!(a.text().starts_with("<!doctype html>"));
+}
+
+#[test]
+fn health_says_how_long_the_node_has_run_and_its_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = dev_node(dir.path(), 3, 0);
+    let v = http(node.local_addr(), "GET", "/health", &[], "").json();
+    assert!(v["uptimeSeconds"].as_u64().is_some_and(|s| s < 60), "{v}");
+    assert_eq!(v["version"], env!("CARGO_PKG_VERSION"), "{v}");
 }
 
 // ---- /health ----

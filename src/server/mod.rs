@@ -153,6 +153,9 @@ pub struct HttpRequest<'a> {
     pub path: &'a str,
     pub body: &'a [u8],
     pub origin: Option<&'a str>,
+    /// The `Accept` header: which answer types the client takes (a browser
+    /// lists `text/html`).
+    pub accept: Option<&'a str>,
 }
 
 #[derive(Debug, Clone)]
@@ -816,11 +819,17 @@ impl Loop {
             .iter()
             .find(|h| h.field.equiv("Origin"))
             .map(|h| h.value.as_str());
+        let accept = rq
+            .headers()
+            .iter()
+            .find(|h| h.field.equiv("Accept"))
+            .map(|h| h.value.as_str());
         let request = HttpRequest {
             method,
             path: rq.url(),
             body,
             origin,
+            accept,
         };
         let id = self.next_deferred;
         let mut defer = Defer {

@@ -316,3 +316,30 @@ pub fn metric(text: &str, series: &str) -> u64 {
         .parse()
         .unwrap_or_else(|_| panic!("{series} is not a whole number"))
 }
+
+/// Checks that a front at `front` passes the status page of the ledgerd at
+/// `node` through, with what its script reads: `GET /` asking for HTML is the
+/// same page as from the node, `GET /` from curl is still the JSON 405, and
+/// `/health`, `/metrics` and a JSON-RPC batch answer.
+pub fn assert_status_page_passes(front: SocketAddr, node: SocketAddr) {
+    let html = [("Accept", "text/html,application/xhtml+xml,*/*;q=0.8")];
+    let direct = request(node, "GET", "/", &html, "");
+    let page = request(front, "GET", "/", &html, "");
+    assert_eq!(page.status, 200, "{}", page.text());
+    assert_eq!(
+        page.header("Content-Type"),
+        Some("text/html; charset=utf-8")
+    );
+    assert_eq!(page.body, direct.body, "the page through the front");
+    assert!(page.header("Content-Security-Policy").is_some());
+    let curl = request(front, "GET", "/", &[("Accept", "*/*")], "");
+    assert_eq!(curl.status, 405, "{}", curl.text());
+    assert_eq!(curl.header("Content-Type"), Some("application/json"));
+    for path in ["/health", "/metrics"] {
+        assert_eq!(request(front, "GET", path, &[], "").status, 200, "{path}");
+    }
+    let batch = r#"[{"jsonrpc":"2.0","id":0,"method":"svc_syncStatus","params":[]},{"jsonrpc":"2.0","id":1,"method":"ledger_getSoftConfirmationStatus","params":[1]}]"#;
+    let a = request(front, "POST", "/", &html, batch);
+    assert_eq!(a.status, 200);
+    assert_eq!(a.json().as_array().map(Vec::len), Some(2), "{}", a.text());
+}

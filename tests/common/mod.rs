@@ -1,7 +1,7 @@
 //! The one support module of the integration tests (each `tests/*.rs` is its
 //! own crate and includes it with `mod common;`): real `ledgerd` processes on
 //! 127.0.0.1 port 0 ([`process`]), a raw HTTP/1.1 client on plain sockets
-//! that can misbehave on purpose ([`http`]), JSON-RPC calls and the checks
+//! that can misbehave on purpose ([`http`]), headless Chromium ([`browser`]), JSON-RPC calls and the checks
 //! many tests share ([`rpc`]), the socket-less bytes -> answer path the
 //! fuzzer shares ([`rpc_check`]); a proxy that can hold an upstream's
 //! blocks back, alter its answers or slow them ([`proxy`]), and a stand-in
@@ -11,6 +11,7 @@
 #![allow(unused_imports)]
 
 pub mod bitcoind;
+pub mod browser;
 pub mod citrea_upstream;
 pub mod framing_check;
 pub mod http;
