@@ -86,6 +86,7 @@ pub mod json;
 pub mod ledger;
 pub mod metrics;
 pub mod node;
+pub mod os;
 pub mod proof;
 pub mod replica;
 pub mod routes;

@@ -7,14 +7,14 @@
 //! Genesis-era guest, batch-1 Kumquat's). ledgerd does not ship the ELFs
 //! (megabytes each): the IDs below were computed once with
 //! `risc0_binfmt::compute_image_id` 1.2.1 over the files at tag v0.6.2 (the
-//! file's git blob in brackets), outside this tree.
+//! file's git blob in parentheses), outside this tree.
 //!
-//! - testnet batch-0 [19724e54] and devnet batch-0 [19724e54, the same
-//!   file]: `3631d906…`; testnet batch-1 [f89eb583]: `50757c7c…` (both equal
+//! - testnet batch-0 (blob `19724e54`) and devnet batch-0 (blob `19724e54`, the same
+//!   file): `3631d906…`; testnet batch-1 (blob `f89eb583`): `50757c7c…` (both equal
 //!   the testnet `INITIAL_BATCH_PROOF_METHOD_IDS` of Citrea's light-client
-//!   guest); devnet batch-1 [ad223190]: `9b21ddb0…`.
+//!   guest); devnet batch-1 (blob `ad223190`): `9b21ddb0…`.
 //! - mainnet: v0.6.2 ships only a batch-0, and it is the same file as its
-//!   light-client guest [998baeac] (mainnet had not launched): pinned as
+//!   light-client guest (blob `998baeac`) (mainnet had not launched): pinned as
 //!   v0.6.2 would use it, with no Kumquat image, as in v0.6.2.
 //! - nightly: Citrea builds its guest from source at compile time; no ID is
 //!   pinned in its repository, so ledgerd has none.

@@ -97,7 +97,7 @@ pub trait L2Source {
     fn parallel(&self) -> Option<Box<dyn RangeFetch<Vec<SoftConfirmation>>>> {
         None
     }
-    /// Whether the source answers slowly (see [`super::pace`]): a pass
+    /// Whether the source answers slowly (see [`super::upstream::pace`]): a pass
     /// then fetches the blocks first and leaves the DA slots to its DA part,
     /// so the head moves at the pace the source can answer.
     fn slow(&self) -> bool {
@@ -116,7 +116,7 @@ pub trait RangeFetch<T>: Send + Sync {
         wanted
     }
     /// How many requests to keep in flight, at most `wanted` (fewer at a
-    /// source that answers one at a time: see [`super::pace`]).
+    /// source that answers one at a time: see [`super::upstream::pace`]).
     fn in_flight(&self, wanted: usize) -> usize {
         wanted
     }

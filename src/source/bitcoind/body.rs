@@ -5,10 +5,10 @@
 //!
 //! | body | bytes |
 //! |---|---|
-//! | sequencer commitment | `00` merkle_root[32] l2_start u64 l2_end u64 (49 bytes) |
+//! | sequencer commitment | `00` merkle_root (32 bytes) l2_start u64 l2_end u64 (49 bytes) |
 //! | light client, complete | `00` u32 len, proof bytes |
 //! | light client, complete before Kumquat (testnet) | `00 01` u32 len, proof bytes |
-//! | light client, aggregate | `01` u32 n, n txids[32], u32 m, m wtxids[32] |
+//! | light client, aggregate | `01` u32 n, n txids (32 bytes each), u32 m, m wtxids (32 bytes each) |
 //! | light client, chunk | `02` u32 len, piece bytes |
 //! | light client, method id | `03` method_id 8 × u32, activation_l2_height u64 |
 //!

@@ -27,7 +27,7 @@
 //!
 //! An upstream whose typical answer takes [`SLOW`] or more is slow: the
 //! follower then fetches its blocks before its DA slots, and the watcher
-//! asks it for its head less often. Clones of an [`super::upstream::Upstream`]
+//! asks it for its head less often. Clones of an [`super::Upstream`]
 //! share one `Pace`; nothing here is a chain rule, only manners.
 
 use std::collections::VecDeque;

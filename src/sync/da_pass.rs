@@ -1,0 +1,202 @@
+//! The DA part of a sync pass: the DA slots the DA source has scanned, each
+//! slot's proofs and then its commitments checked against the stored chain
+//! (`verify`), then applied with the ledger's write rules, many slots per
+//! write transaction.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+use log::debug;
+
+use super::fetch::{fetch_ahead, ChunkRanges, Flow, Sink};
+use super::progress::Progress;
+use super::verify::{self, CommitmentVerdict, ProofVerdict, VerifyError};
+use super::{DaSide, SyncError, Syncer};
+use crate::chain::ForkTable;
+use crate::ledger::{ChainTip, Ledger, LedgerRead, LedgerWriter};
+use crate::proof::ReceiptRules;
+use crate::source::{L2Source, SourceError};
+use crate::stop::Stop;
+use crate::types::DaSlot;
+
+impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
+    pub(super) fn sync_da(&mut self, stop: &Stop) -> Result<u64, SyncError> {
+        self.store_genesis_root()?;
+        let da_head = self.da.source(&mut self.l2).last_scanned()?;
+        self.progress.l1_source_head.fetch_max(da_head, Relaxed);
+        self.progress.note_behind();
+        let mut scanned = self.ledger.reader()?.last_scanned_l1()?;
+        if scanned == 0 {
+            match self.l2.first_slot()? {
+                Some(first) => scanned = first.saturating_sub(1),
+                None => return Ok(0),
+            }
+        }
+        if scanned >= da_head || stop.is_stopped() {
+            return Ok(0);
+        }
+        let Syncer {
+            ledger,
+            l2,
+            da: da_side,
+            progress,
+            config,
+            ..
+        } = self;
+        let mut sink = DaSink {
+            forks: config.forks,
+            receipts: config.receipts,
+            ledger,
+            progress,
+            scanned,
+            in_txn: 0,
+            slots_per_commit: config.slots_per_commit.max(1),
+            commit_every: config.commit_every,
+            total: 0,
+            txn: None,
+        };
+        let ranges = ChunkRanges {
+            next: scanned + 1,
+            last: da_head,
+            chunk: config.slots_per_fetch.max(1),
+        };
+        let fetch = |(l2, da_side): &mut (&mut L, &mut D), (from, to): (u64, u64)| {
+            da_side.source(l2).slots(from, to)
+        };
+        let mut sources = (l2, da_side);
+        let result = fetch_ahead(
+            &mut sources,
+            ranges,
+            stop,
+            config.prefetch,
+            fetch,
+            &mut sink,
+        );
+        if sink.total > 0 {
+            debug!(
+                "L1 scanned to {} of {da_head}",
+                progress.l1_synced.load(Relaxed)
+            );
+        }
+        result.map(|()| sink.total)
+    }
+}
+
+/// The DA side of a pass: checks each fetched slot's proofs and commitments
+/// against the stored chain and applies it, many slots per write transaction.
+struct DaSink<'a> {
+    /// The chain rules per height (which proofs carry Kumquat's fields).
+    forks: ForkTable,
+    receipts: ReceiptRules,
+    ledger: &'a Ledger,
+    progress: &'a Progress,
+    /// The newest slot applied (committed, or in the open transaction).
+    scanned: u64,
+    in_txn: u64,
+    slots_per_commit: u64,
+    /// How long a transaction stays open while no slots arrive.
+    commit_every: Duration,
+    total: u64,
+    /// The open write transaction, and since when.
+    txn: Option<(LedgerWriter<'a>, Instant)>,
+}
+
+impl Sink<Vec<DaSlot>> for DaSink<'_> {
+    fn take(&mut self, slots: Vec<DaSlot>) -> Result<Flow, SyncError> {
+        if self.txn.is_none() {
+            self.txn = Some((self.ledger.writer()?, Instant::now()));
+        }
+        let Some((w, _)) = self.txn.as_mut() else {
+            return Ok(Flow::Stop);
+        };
+        for slot in &slots {
+            if slot.number != self.scanned + 1 {
+                return Err(SourceError::bad_answer(format!(
+                    "asked for DA slot {}, got slot {}",
+                    self.scanned + 1,
+                    slot.number
+                ))
+                .into());
+            }
+            if !apply_slot(w, slot, &self.forks, &self.receipts)? {
+                // A commitment over heights not stored yet, or a proof that
+                // names a slot no stored block points at yet: come back later.
+                return Ok(Flow::Stop);
+            }
+            self.scanned = slot.number;
+            w.set_last_scanned_l1(self.scanned)?;
+            self.in_txn += 1;
+        }
+        if self.in_txn >= self.slots_per_commit {
+            self.commit()?;
+        }
+        Ok(Flow::More)
+    }
+
+    fn commit(&mut self) -> Result<(), SyncError> {
+        let Some((w, _)) = self.txn.take() else {
+            return Ok(());
+        };
+        w.commit()?;
+        self.progress.scanned_l1(self.scanned, self.in_txn);
+        self.total += self.in_txn;
+        self.in_txn = 0;
+        Ok(())
+    }
+
+    fn due(&self) -> Option<Instant> {
+        self.txn
+            .as_ref()
+            .map(|(_, opened)| *opened + self.commit_every)
+    }
+}
+
+/// Applies one DA slot inside the caller's write transaction: first its
+/// proofs, then its commitments (the order Citrea handles them in). Returns
+/// false (and writes nothing of the slot) when a commitment covers heights
+/// not stored yet, or a proof names a DA slot whose hash is not known yet:
+/// the slot is scanned again after the L2 chain catches up.
+pub(super) fn apply_slot(
+    w: &mut LedgerWriter<'_>,
+    slot: &DaSlot,
+    forks: &ForkTable,
+    receipts: &ReceiptRules,
+) -> Result<bool, VerifyError> {
+    let mut proven = Vec::with_capacity(slot.proofs.len());
+    let mut fakes = 0;
+    if !slot.proofs.is_empty() {
+        let head_slot = w.head_slot()?;
+        for p in &slot.proofs {
+            match verify::verify_proof(&*w, p, head_slot, forks)? {
+                ProofVerdict::Valid(ranges) => {
+                    // Its bytes must prove its output (no ledger needed: LMDB
+                    // readers do not wait for this write transaction).
+                    let checked = crate::proof::verify_proof_receipt(p, receipts, forks)?;
+                    fakes += u64::from(checked.is_fake());
+                    proven.push(ranges)
+                }
+                ProofVerdict::NotYet => return Ok(false),
+            }
+        }
+    }
+    // Checked in height order (a slot may list them in any order), stored
+    // in the order the source lists them.
+    let mut sorted = slot.commitments.clone();
+    sorted.sort_by_key(|c| c.l2_start_block_number);
+    let mut finalized = w.finalized_height()?;
+    for c in &sorted {
+        match verify::verify_commitment(&*w, c, finalized)? {
+            CommitmentVerdict::Valid => finalized = finalized.max(c.l2_end_block_number),
+            CommitmentVerdict::NotYet => return Ok(false),
+        }
+    }
+    if let Some(hash) = &slot.hash {
+        w.put_da_slot_hash(slot.number, hash)?;
+    }
+    for (p, ranges) in slot.proofs.iter().zip(&proven) {
+        w.apply_proof(slot.number, p, ranges)?;
+    }
+    crate::proof::count_fake_proofs(w, fakes)?;
+    w.apply_commitments(slot.number, &slot.commitments)?;
+    Ok(true)
+}

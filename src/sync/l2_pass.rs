@@ -1,0 +1,356 @@
+//! The L2 part of a sync pass: soft confirmations from the L2 source up to
+//! its head, in chunks (several in flight when the source takes them), each
+//! verified on top of the stored head and written with its indexes; with
+//! them, the DA slots they let be applied, so both layers move in one pass.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+use log::debug;
+
+use super::da_pass::apply_slot;
+use super::fetch::{fetch_ahead, ChunkRanges, Flow, Reach, Sink};
+use super::progress::Progress;
+use super::verify::{self, BlockRules};
+use super::{pipeline, DaSide, SyncError, Syncer};
+use crate::chain::ForkTable;
+use crate::ledger::{ChainTip, Ledger, LedgerRead, LedgerWriter};
+use crate::proof::ReceiptRules;
+use crate::source::L2Source;
+use crate::stop::Stop;
+use crate::types::{DaSlot, SoftConfirmation};
+
+impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
+    pub(super) fn sync_l2(&mut self, stop: &Stop) -> Result<u64, SyncError> {
+        let head = self.l2.head()?;
+        self.progress.source_ok();
+        self.progress.l2_source_head.fetch_max(head, Relaxed);
+        self.progress.note_behind();
+        // A slow source's blocks come first: its DA slots would take more
+        // requests than the blocks, each as slow (the DA part of the pass
+        // scans them once the blocks are stored), and the genesis root is
+        // not needed before them.
+        let slow = self.l2.slow();
+        if !slow {
+            self.store_genesis_root()?;
+        }
+        let below = self.ledger.reader()?.tip()?;
+        if below.0 >= head || stop.is_stopped() {
+            return Ok(0);
+        }
+        let pinned = self.sequencer_key()?;
+        let chunk = self.config.chunk.max(1);
+        let da_plan = if slow { None } else { self.da_plan()? };
+        let Syncer {
+            ledger,
+            l2,
+            da: da_side,
+            progress,
+            config,
+            ..
+        } = self;
+        let mut sink = L2Sink {
+            ledger,
+            progress,
+            head,
+            below,
+            key: pinned,
+            forks: config.forks,
+            receipts: config.receipts,
+            key_stored: pinned.is_some() && config.sequencer_pubkey.is_none(),
+            commit_blocks: config.commit_blocks,
+            commit_every: config.commit_every,
+            stored_total: 0,
+            txn: None,
+            da_scanned: da_plan.map(|(next, _)| next - 1),
+            da_in_txn: 0,
+            rules: config.block_rules,
+            verify_threads: config.verify_threads,
+            without_bodies_in_txn: 0,
+        };
+        let ranges = ChunkRanges {
+            next: below.0 + 1,
+            last: head,
+            chunk,
+        };
+        // Along with each chunk of blocks, the DA slots before the slot its
+        // last block points at (a commitment or proof on a slot covers
+        // blocks that point at earlier slots): they are scanned in the same
+        // pass, while the blocks are verified, instead of after.
+        let mut da = da_plan;
+        let slots_per_fetch = config.slots_per_fetch.max(1);
+        // Several range requests in flight when the source can take them
+        // and there is more than one range to fetch.
+        let mut pipeline = match l2.parallel() {
+            Some(fetcher) if config.concurrency > 1 && head - below.0 > chunk => Some(
+                pipeline::Pipeline::new(fetcher, head, config.concurrency, chunk)?,
+            ),
+            _ => None,
+        };
+        // The DA slots that come with the blocks, likewise, when the blocks
+        // are fetched that way: batches of slots in flight up to the
+        // source's last scanned slot, taken in order as the blocks allow.
+        let mut slot_pipeline = match (&da, da_side.source(l2).parallel_slots(), &pipeline) {
+            (Some((_, da_head)), Some(fetcher), Some(_)) => Some(pipeline::Pipeline::new(
+                fetcher,
+                *da_head,
+                config.concurrency,
+                slots_per_fetch,
+            )?),
+            _ => None,
+        };
+        // Slots fetched ahead of the blocks that let them be applied.
+        let mut fetched_slots: VecDeque<DaSlot> = VecDeque::new();
+        let fetch = move |(l2, da_side): &mut (&mut L, &mut D), (from, to): (u64, u64)| {
+            let blocks = match pipeline.as_mut().map(|p| p.next_from(from)) {
+                Some(Ok(Some(blocks))) if !blocks.is_empty() => blocks,
+                // A failure or an empty answer: the rest of this pass asks
+                // the plain way, so the source sees what went wrong (and can
+                // move to another upstream).
+                Some(_) => {
+                    pipeline = None;
+                    l2.blocks(from, to)?
+                }
+                None => l2.blocks(from, to)?,
+            };
+            let mut slots = Vec::new();
+            if let (Some((next, da_head)), Some(last)) = (da.as_mut(), blocks.last()) {
+                let until = (*da_head).min(last.da_slot_height.saturating_sub(1));
+                let mut give_up = false;
+                while *next <= until {
+                    if let Some(p) = slot_pipeline.as_mut() {
+                        if fetched_slots.front().map(|s| s.number) != Some(*next) {
+                            fetched_slots.clear();
+                            match p.next_from(*next) {
+                                Ok(Some(got)) if consecutive_from(&got, *next) => {
+                                    fetched_slots.extend(got)
+                                }
+                                _ => {
+                                    give_up = true;
+                                    break;
+                                }
+                            }
+                        }
+                        while let Some(slot) = fetched_slots.pop_front() {
+                            if slot.number > until {
+                                fetched_slots.push_front(slot);
+                                break;
+                            }
+                            *next = slot.number + 1;
+                            slots.push(slot);
+                        }
+                        continue;
+                    }
+                    let to = until.min(*next + slots_per_fetch - 1);
+                    match da_side.source(l2).slots(*next, to) {
+                        Ok(mut got) if got.last().is_some_and(|s| s.number == to) => {
+                            *next = to + 1;
+                            slots.append(&mut got);
+                        }
+                        // Left to the DA pass, which reports what went wrong.
+                        _ => {
+                            give_up = true;
+                            break;
+                        }
+                    }
+                }
+                if give_up {
+                    da = None;
+                }
+            }
+            Ok(Fetched { blocks, slots })
+        };
+        let mut sources = (l2, da_side);
+        let result = fetch_ahead(
+            &mut sources,
+            ranges,
+            stop,
+            config.prefetch,
+            fetch,
+            &mut sink,
+        );
+        result.map(|()| sink.stored_total)
+    }
+
+    /// Where DA scanning would go on: (next slot, the source's last scanned
+    /// slot); `None` when there is nothing to scan or the source cannot say
+    /// (the DA pass finds out and reports it).
+    pub(super) fn da_plan(&mut self) -> Result<Option<(u64, u64)>, SyncError> {
+        let scanned = self.ledger.reader()?.last_scanned_l1()?;
+        let next = if scanned == 0 {
+            match self.l2.first_slot() {
+                Ok(Some(first)) => first.max(1),
+                _ => return Ok(None),
+            }
+        } else {
+            scanned + 1
+        };
+        let Ok(da_head) = self.da.source(&mut self.l2).last_scanned() else {
+            return Ok(None);
+        };
+        self.progress.l1_source_head.fetch_max(da_head, Relaxed);
+        Ok((next <= da_head).then_some((next, da_head)))
+    }
+}
+
+/// Whether `slots` are numbered `from`, `from + 1`, ... with none missing.
+fn consecutive_from(slots: &[DaSlot], from: u64) -> bool {
+    !slots.is_empty() && slots.iter().zip(from..).all(|(s, n)| s.number == n)
+}
+
+/// A chunk of blocks, and the DA slots fetched along with it.
+struct Fetched {
+    blocks: Vec<SoftConfirmation>,
+    slots: Vec<DaSlot>,
+}
+
+impl Reach for Fetched {
+    fn reach(&self) -> Option<u64> {
+        self.blocks.reach()
+    }
+}
+
+/// The L2 side of a pass: verifies fetched blocks on top of the stored head
+/// and writes them, several chunks per write transaction.
+struct L2Sink<'a> {
+    ledger: &'a Ledger,
+    progress: &'a Progress,
+    /// The source's head this pass follows up to.
+    head: u64,
+    /// (height, hash) of the newest block verified (stored, or in the open transaction).
+    below: (u64, crate::types::Hash),
+    /// The sequencer key, once known.
+    key: Option<[u8; 32]>,
+    /// Which fork's rules verify which height.
+    forks: ForkTable,
+    receipts: ReceiptRules,
+    /// Whether the key is pinned in the ledger already.
+    key_stored: bool,
+    commit_blocks: u64,
+    commit_every: Duration,
+    stored_total: u64,
+    /// The open write transaction: blocks in it, and since when.
+    txn: Option<(LedgerWriter<'a>, u64, Instant)>,
+    /// The last DA slot applied, while slots come with the blocks (`None`
+    /// once one could not be applied: the DA pass takes over from there).
+    da_scanned: Option<u64>,
+    /// DA slots in the open transaction.
+    da_in_txn: u64,
+    rules: BlockRules,
+    /// Threads that check signatures ([`SyncConfig::verify_threads`]).
+    verify_threads: usize,
+    /// Blocks accepted without their bodies in the open transaction.
+    without_bodies_in_txn: u64,
+}
+
+impl L2Sink<'_> {
+    /// Applies the slots that came with a chunk, in order, inside the open
+    /// transaction; stops at the first that cannot be applied yet or fails
+    /// a check (the DA pass fetches it again and reports why).
+    fn take_slots(&mut self, slots: &[DaSlot]) -> Result<(), SyncError> {
+        let (Some(scanned), Some((w, _, _))) = (self.da_scanned.as_mut(), self.txn.as_mut()) else {
+            return Ok(());
+        };
+        for slot in slots {
+            let applied = slot.number == *scanned + 1
+                && matches!(apply_slot(w, slot, &self.forks, &self.receipts), Ok(true));
+            if !applied {
+                self.da_scanned = None;
+                return Ok(());
+            }
+            *scanned = slot.number;
+            w.set_last_scanned_l1(slot.number)?;
+            self.da_in_txn += 1;
+        }
+        Ok(())
+    }
+}
+
+impl Sink<Fetched> for L2Sink<'_> {
+    fn take(&mut self, fetched: Fetched) -> Result<Flow, SyncError> {
+        let Fetched { blocks, slots } = fetched;
+        let Some(first) = blocks.first() else {
+            return Ok(Flow::Stop);
+        };
+        let key = *self.key.get_or_insert(first.pub_key);
+        let verdict = verify::verify_blocks_on(
+            &blocks,
+            self.below,
+            &key,
+            &self.forks,
+            self.rules,
+            self.verify_threads,
+        );
+        let (good, failure) = (verdict.good, verdict.failure);
+        if good > 0 {
+            if self.txn.is_none() {
+                self.txn = Some((self.ledger.writer()?, 0, Instant::now()));
+            }
+            if let Some((w, count, _)) = self.txn.as_mut() {
+                if !self.key_stored {
+                    if w.sequencer_pubkey()?.is_none() {
+                        w.set_sequencer_pubkey(&key)?;
+                    }
+                    self.key_stored = true;
+                }
+                let mut last_slot = None;
+                for sc in &blocks[..good] {
+                    w.put_soft_confirmation(sc)?;
+                    // The slot hash a signed block points at is verified
+                    // with it: index it for ..OnSlotByHash.
+                    if last_slot != Some(sc.da_slot_height) {
+                        w.put_da_slot_hash(sc.da_slot_height, &sc.da_slot_hash)?;
+                        last_slot = Some(sc.da_slot_height);
+                    }
+                }
+                *count += good as u64;
+                if verdict.without_bodies > 0 {
+                    w.add_blocks_without_bodies(verdict.without_bodies)?;
+                    self.without_bodies_in_txn += verdict.without_bodies;
+                }
+            }
+            let last = &blocks[good - 1];
+            self.below = (last.l2_height, last.hash);
+        }
+        if let Some(e) = failure {
+            return Err(e.into());
+        }
+        self.take_slots(&slots)?;
+        let full = self.txn.as_ref().is_some_and(|(_, count, opened)| {
+            *count >= self.commit_blocks || opened.elapsed() >= self.commit_every
+        });
+        if full {
+            self.commit()?;
+        }
+        Ok(Flow::More)
+    }
+
+    fn commit(&mut self) -> Result<(), SyncError> {
+        let Some((w, count, _)) = self.txn.take() else {
+            return Ok(());
+        };
+        w.commit()?;
+        let new_head = self.below.0;
+        self.progress.stored_l2(new_head, count);
+        if self.without_bodies_in_txn > 0 {
+            self.progress
+                .blocks_without_bodies
+                .fetch_add(self.without_bodies_in_txn, Relaxed);
+            self.without_bodies_in_txn = 0;
+        }
+        if let (Some(scanned), true) = (self.da_scanned, self.da_in_txn > 0) {
+            self.progress.scanned_l1(scanned, self.da_in_txn);
+            self.da_in_txn = 0;
+        }
+        self.stored_total += count;
+        debug!("L2 synced to {new_head} of {}", self.head);
+        Ok(())
+    }
+
+    fn due(&self) -> Option<Instant> {
+        self.txn
+            .as_ref()
+            .map(|(_, _, opened)| *opened + self.commit_every)
+    }
+}
