@@ -78,6 +78,7 @@ pub mod fixtures;
 pub mod health;
 pub mod json;
 pub mod ledger;
+pub mod memory;
 pub mod metrics;
 pub mod node;
 pub mod replica;

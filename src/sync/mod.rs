@@ -65,7 +65,11 @@ pub struct SyncConfig {
     /// Answers fetched ahead of the one being verified and written (0: no
     /// fetch thread).
     pub prefetch: usize,
-    /// A write transaction of blocks commits once it holds this many...
+    /// A write transaction of blocks commits once it holds this many
+    /// (500: LMDB keeps the dirty pages of its largest write transaction
+    /// cached for the life of the process, about a page per block, as the
+    /// hash index takes each block's entry on another page; 2000 kept 9 MB
+    /// after a 1M-block catch-up)...
     pub commit_blocks: u64,
     /// ...or has been open this long (and at the end of each pass).
     pub commit_every: Duration,
@@ -92,7 +96,7 @@ impl Default for SyncConfig {
             forks: ForkTable::default(),
             max_backoff: Duration::from_secs(5),
             prefetch: 4,
-            commit_blocks: 2000,
+            commit_blocks: 500,
             commit_every: Duration::from_millis(100),
             concurrency: 8,
             block_rules: BlockRules::default(),
@@ -248,11 +252,21 @@ impl<S: L2Source + DaSource + Send> Syncer<S> {
             error!("sync cannot read the ledger: {e}");
         }
         let mut backoff = Duration::ZERO;
+        // Stored since the last pass that found nothing new.
+        let mut stored = 0;
         while !stop.is_stopped() {
             match self.step(stop) {
                 Ok(report) => {
                     if self.last_failure.take().is_some() {
                         info!("sync resumed");
+                    }
+                    stored += report.blocks + report.slots;
+                    if report == StepReport::default() && stored > 0 {
+                        // Caught up: what the catch-up used goes back.
+                        if stored >= TRIM_AFTER {
+                            crate::memory::trim();
+                        }
+                        stored = 0;
                     }
                     self.report.after_step(&self.progress);
                     backoff = Duration::ZERO;
@@ -956,6 +970,9 @@ impl Sink<Fetched> for L2Sink<'_> {
             self.da_in_txn = 0;
         }
         self.stored_total += count;
+        if count >= TRIM_AFTER {
+            crate::memory::trim_now_and_then();
+        }
         debug!("L2 synced to {new_head} of {}", self.head);
         Ok(())
     }
@@ -1023,6 +1040,9 @@ impl Sink<Vec<DaSlot>> for DaSink<'_> {
         };
         w.commit()?;
         self.progress.scanned_l1(self.scanned, self.in_txn);
+        if self.in_txn >= TRIM_AFTER {
+            crate::memory::trim_now_and_then();
+        }
         self.total += self.in_txn;
         self.in_txn = 0;
         Ok(())
@@ -1034,6 +1054,10 @@ impl Sink<Vec<DaSlot>> for DaSink<'_> {
             .map(|(_, opened)| *opened + self.commit_every)
     }
 }
+
+/// A commit of this many blocks (or slots) or more is part of a catch-up:
+/// the heap it used is handed back now and then ([`crate::memory`]).
+const TRIM_AFTER: u64 = 100;
 
 /// The ledger's free meta entry counting blocks accepted without bodies.
 const WITHOUT_BODIES_KEY: &str = "blocks_without_bodies";
