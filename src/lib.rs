@@ -84,6 +84,7 @@ pub mod health;
 pub mod hexstr;
 pub mod json;
 pub mod ledger;
+pub mod memory;
 pub mod metrics;
 pub mod node;
 pub mod os;

@@ -12,6 +12,8 @@ use ledgerd::node::Node;
 use ledgerd::stop::Stop;
 
 fn main() -> ExitCode {
+    // Before any thread starts: the allocator's arenas and thresholds.
+    ledgerd::memory::configure();
     // First, before any thread starts: signals go to the one thread that waits for them.
     let stop = Arc::new(Stop::new());
     let on_signal = stop.clone();

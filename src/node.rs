@@ -205,7 +205,9 @@ impl Node {
         } else if let Some(dev) = &config.dev {
             let devnet = Devnet::open(dev.clone(), forks, ledger.clone())?;
             let sync_config = SyncConfig {
-                chunk: 2000,
+                // No more than a write transaction holds (see
+                // `SyncConfig::commit_blocks`).
+                chunk: 500,
                 verify_threads: 1,
                 poll: devnet_poll(dev),
                 sequencer_pubkey: Some(devnet.public_key()),
@@ -218,6 +220,8 @@ impl Node {
             if stop.is_stopped() {
                 return Err(NodeError::Stopped);
             }
+            // The heap the prefill used goes back before serving.
+            crate::memory::trim();
             info!(
                 "devnet ready: head {} after {:.2?}",
                 progress

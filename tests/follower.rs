@@ -512,8 +512,10 @@ fn behind_an_upstream_answering_one_request_a_second_the_head_moves_within_secon
         resumed >= before_kill,
         "stored {before_kill} before kill -9, serves {resumed} after"
     );
+    // The killed process's last requests are still queued at the proxy,
+    // each taking its second: the restarted one waits behind them.
     follower.wait_for(
-        Duration::from_secs(5),
+        Duration::from_secs(10),
         "the first blocks after the restart",
         |f| head(&f.url) > resumed,
     );

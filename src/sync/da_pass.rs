@@ -139,6 +139,9 @@ impl Sink<Vec<DaSlot>> for DaSink<'_> {
         };
         w.commit()?;
         self.progress.scanned_l1(self.scanned, self.in_txn);
+        if self.in_txn >= super::TRIM_AFTER {
+            crate::memory::trim_now_and_then();
+        }
         self.total += self.in_txn;
         self.in_txn = 0;
         Ok(())

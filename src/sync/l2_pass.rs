@@ -344,6 +344,9 @@ impl Sink<Fetched> for L2Sink<'_> {
             self.da_in_txn = 0;
         }
         self.stored_total += count;
+        if count >= super::TRIM_AFTER {
+            crate::memory::trim_now_and_then();
+        }
         debug!("L2 synced to {new_head} of {}", self.head);
         Ok(())
     }
