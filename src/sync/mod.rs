@@ -20,6 +20,7 @@
 //! - [`report`]: the few INFO lines an operator reads (caught up, fell
 //!   behind, a summary at most every 30 s); per-chunk progress is DEBUG.
 
+pub mod backoff;
 mod da_pass;
 mod fetch;
 mod l2_pass;
@@ -302,7 +303,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         if let Err(e) = self.load_progress() {
             error!("sync cannot read the ledger: {e}");
         }
-        let mut backoff = Duration::ZERO;
+        let mut backoff = backoff::Backoff::new(self.config.max_backoff);
         // Stored since the last pass that found nothing new.
         let mut stored = 0;
         while !stop.is_stopped() {
@@ -320,7 +321,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
                         stored = 0;
                     }
                     self.report.after_step(&self.progress);
-                    backoff = Duration::ZERO;
+                    backoff.reset();
                     let poll = self.config.poll;
                     if report == StepReport::default() && wait(&mut self, poll) {
                         break;
@@ -328,10 +329,8 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
                 }
                 Err(e) => {
                     self.record_failure(&e);
-                    backoff = (backoff * 2)
-                        .max(Duration::from_millis(100))
-                        .min(self.config.max_backoff);
-                    if wait(&mut self, backoff) {
+                    let pause = backoff.fail();
+                    if wait(&mut self, pause) {
                         break;
                     }
                 }
@@ -350,7 +349,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
             SyncError::Verify(failed @ VerifyError::Failed { check, .. }) => {
                 let why = failed.to_string();
                 match check {
-                    Check::MerkleRoot | Check::CommitmentRange | Check::Proof => {
+                    Check::MerkleRoot | Check::CommitmentRange | Check::Proof | Check::Receipt => {
                         self.da.source(&mut self.l2).rejected(&why)
                     }
                     _ => self.l2.rejected(&why),

@@ -37,6 +37,7 @@ use log::info;
 use crate::source::upstream::{Upstream, UpstreamConfig};
 use crate::source::{DaSource, L2Source, RangeFetch, SourceError};
 use crate::stop::Stop;
+use crate::sync::backoff::Backoff;
 use crate::sync::progress::Progress;
 use crate::types::{DaSlot, Hash, SoftConfirmation};
 
@@ -45,9 +46,6 @@ pub const WATCH_EVERY: Duration = Duration::from_secs(1);
 
 /// A slow upstream is asked for its head every this many answer times.
 pub const SLOW_WATCH_FACTOR: u32 = 10;
-
-/// The first back-off after a failure; it doubles per failure in a row.
-const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 
 /// `url` as shown in logs, `/health` and `/metrics`: without a user name or
 /// password (`http://user:secret@host/` is shown as `http://host/`).
@@ -80,7 +78,7 @@ struct Candidate {
     /// before. (An upstream that answers its head but sends blocks that fail
     /// verification never has a call fail outright: counting only calls
     /// would retry it every 100 ms.)
-    failures: u32,
+    backoff: Backoff,
     /// When it last failed.
     failed_at: Option<Instant>,
     /// Not asked again before this, after a failure.
@@ -134,7 +132,7 @@ impl Upstreams {
             .map(|(url, name)| Candidate {
                 name,
                 client: client(url),
-                failures: 0,
+                backoff: Backoff::new(max_backoff),
                 failed_at: None,
                 retry_at: None,
             })
@@ -245,15 +243,11 @@ impl Upstreams {
         let now = Instant::now();
         let in_a_row = self.max_backoff * 2;
         let c = &mut self.candidates[self.current];
-        c.failures = match c.failed_at {
-            Some(t) if now.duration_since(t) <= in_a_row => c.failures.saturating_add(1),
-            _ => 1,
-        };
+        if c.failed_at.is_none_or(|t| now.duration_since(t) > in_a_row) {
+            c.backoff.reset();
+        }
         c.failed_at = Some(now);
-        let backoff = FIRST_BACKOFF
-            .saturating_mul(1 << c.failures.min(16).saturating_sub(1))
-            .min(self.max_backoff);
-        c.retry_at = Some(now + backoff);
+        c.retry_at = Some(now + c.backoff.fail());
         // Until the watcher hears from it again.
         self.seen.up[self.current].store(false, Relaxed);
         // Only to one the watcher hears from: while all are down, the sync
