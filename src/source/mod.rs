@@ -13,9 +13,12 @@
 //! - [`bitcoind`]: Bitcoin itself, through Bitcoin Core's RPC: Citrea's
 //!   transactions found in blocks, their signers checked, their bodies
 //!   decoded (the DA layer).
+//! - [`jsonrpc`]: the blocking JSON-RPC client the upstream and bitcoind
+//!   sources share.
 
 pub mod bitcoind;
 pub mod devnet;
+pub mod jsonrpc;
 pub mod upstream;
 
 mod traits;

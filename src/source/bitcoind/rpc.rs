@@ -19,16 +19,15 @@
 //! re-read: the caller decides how to back off.
 
 use std::fmt;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use bitcoin::{BlockHash, Txid};
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
 use serde_json::value::RawValue;
+
+use crate::source::jsonrpc::{self, PostError, Reply};
 
 /// Bitcoin Core's code for an invalid parameter, which `getblockhash` answers
 /// for a height beyond the tip ("Block height out of range").
@@ -167,54 +166,30 @@ impl std::error::Error for RpcError {}
 /// A blocking Bitcoin Core JSON-RPC client; share it between threads by
 /// reference (`&BitcoinRpc` is `Send`).
 pub struct BitcoinRpc {
-    agent: ureq::Agent,
-    url: String,
+    /// The HTTP side; its `Authorization` header is built from the
+    /// credentials (for a cookie: from the file as last read).
+    client: jsonrpc::Client,
     credentials: Credentials,
-    /// The `Authorization` header value, built from the credentials (for a
-    /// cookie: from the file as last read).
-    auth_header: Mutex<Option<String>>,
     max_answer_bytes: usize,
     next_id: AtomicU64,
-}
-
-/// One element of an answer: `result` on success, `error` otherwise
-/// (Bitcoin Core's legacy form sends both keys, one of them null).
-#[derive(Deserialize)]
-struct Reply<'a> {
-    #[serde(borrow, default)]
-    result: Option<&'a RawValue>,
-    #[serde(default)]
-    error: Option<ReplyError>,
-    #[serde(default)]
-    id: Option<u64>,
-}
-
-#[derive(Deserialize)]
-struct ReplyError {
-    code: i64,
-    message: String,
 }
 
 impl BitcoinRpc {
     /// A client for `url` (`http://HOST:PORT`, the `-rpcport`). Nothing is
     /// sent yet; a cookie file is read at the first call.
     pub fn new(url: &str, credentials: Credentials, options: RpcOptions) -> BitcoinRpc {
-        let agent = ureq::AgentBuilder::new()
-            .timeout_connect(options.connect_timeout)
-            .timeout(options.timeout)
-            .max_idle_connections_per_host(16)
-            .build();
-        let auth_header = match &credentials {
-            Credentials::UserPassword { user, password } => {
-                Some(basic_auth(&format!("{user}:{password}")))
-            }
-            Credentials::None | Credentials::CookieFile(_) => None,
-        };
+        let client = jsonrpc::Client::new(
+            url.trim_end_matches('/'),
+            options.connect_timeout,
+            Some(options.timeout),
+            options.max_answer_bytes as u64,
+        );
+        if let Credentials::UserPassword { user, password } = &credentials {
+            client.set_authorization(Some(basic_auth(&format!("{user}:{password}"))));
+        }
         BitcoinRpc {
-            agent,
-            url: url.trim_end_matches('/').to_string(),
+            client,
             credentials,
-            auth_header: Mutex::new(auth_header),
             max_answer_bytes: options.max_answer_bytes,
             next_id: AtomicU64::new(1),
         }
@@ -222,7 +197,7 @@ impl BitcoinRpc {
 
     /// The URL calls go to.
     pub fn url(&self) -> &str {
-        &self.url
+        self.client.url()
     }
 
     /// Calls `method` with `params` (a JSON array's elements) and decodes its
@@ -264,19 +239,7 @@ impl BitcoinRpc {
         let count = params.len() as u64;
         // Ids unique across threads sharing the client.
         let first_id = self.next_id.fetch_add(count, Ordering::Relaxed);
-        let method_json = serde_json::Value::from(method).to_string();
-        let mut body = String::with_capacity(params.len() * (method.len() + 60));
-        body.push('[');
-        for (i, p) in params.iter().enumerate() {
-            if i > 0 {
-                body.push(',');
-            }
-            let id = first_id + i as u64;
-            body.push_str(&format!(
-                r#"{{"jsonrpc":"2.0","id":{id},"method":{method_json},"params":{p}}}"#
-            ));
-        }
-        body.push(']');
+        let body = jsonrpc::batch(first_id, params.iter().map(|p| (method, p.as_str())));
         let bytes = self.post(method, body.as_bytes())?;
         let bad = |reason: String| RpcError::BadAnswer {
             method: method.to_string(),
@@ -307,19 +270,10 @@ impl BitcoinRpc {
             )));
         }
         // Bitcoin Core answers a batch in request order; match by id anyway.
-        let mut out: Vec<Option<Result<T, RpcError>>> = (0..count).map(|_| None).collect();
-        for reply in replies {
-            let slot = reply
-                .id
-                .and_then(|id| id.checked_sub(first_id))
-                .filter(|i| *i < count)
-                .ok_or_else(|| {
-                    bad(format!(
-                        "an answer with an id we did not send: {:?}",
-                        reply.id
-                    ))
-                })? as usize;
-            let item = match (reply.error, reply.result) {
+        let ordered = jsonrpc::by_id(replies, first_id, count as usize).map_err(bad)?;
+        Ok(ordered
+            .into_iter()
+            .map(|reply| match (reply.error, reply.result) {
                 (Some(e), _) => Err(RpcError::Refused {
                     method: method.to_string(),
                     code: e.code,
@@ -327,103 +281,58 @@ impl BitcoinRpc {
                 }),
                 (None, Some(raw)) => decode(raw).map_err(&bad),
                 (None, None) => Err(bad("an answer with neither result nor error".into())),
-            };
-            if out[slot].replace(item).is_some() {
-                return Err(bad(format!(
-                    "two answers with id {}",
-                    first_id + slot as u64
-                )));
-            }
-        }
-        out.into_iter()
-            .map(|o| o.ok_or_else(|| bad("an answer is missing from the batch".into())))
-            .collect()
+            })
+            .collect())
     }
 
     /// POSTs `body`, re-reading the cookie and retrying once on 401, and
     /// returns the answer body (whatever the HTTP status, since Bitcoin Core
     /// puts its JSON-RPC errors in the body).
     fn post(&self, method: &str, body: &[u8]) -> Result<Vec<u8>, RpcError> {
+        let cookie = matches!(self.credentials, Credentials::CookieFile(_));
         let mut fresh_cookie = false;
-        if matches!(self.credentials, Credentials::CookieFile(_)) && self.header()?.is_none() {
+        if cookie && !self.client.has_authorization() {
             self.reload_cookie()?;
             fresh_cookie = true;
         }
+        let url = || self.client.url().to_string();
         loop {
-            let mut request = self
-                .agent
-                .post(&self.url)
-                .set("Content-Type", "application/json");
-            if let Some(auth) = self.header()? {
-                request = request.set("Authorization", &auth);
-            }
-            let response = match request.send_bytes(body) {
-                Ok(response) => response,
-                Err(ureq::Error::Status(401, _)) => {
-                    if let (Credentials::CookieFile(_), false) = (&self.credentials, fresh_cookie) {
-                        self.reload_cookie()?;
-                        fresh_cookie = true;
-                        continue;
-                    }
-                    return Err(RpcError::Unauthorized {
-                        url: self.url.clone(),
-                    });
+            return match self.client.post(body, None) {
+                Ok(answer) => Ok(answer),
+                Err(PostError::Status { code: 401, .. }) if cookie && !fresh_cookie => {
+                    self.reload_cookie()?;
+                    fresh_cookie = true;
+                    continue;
                 }
-                Err(ureq::Error::Status(503, response)) => {
-                    let text = self.read_body(method, response).unwrap_or_default();
-                    return Err(RpcError::Unreachable {
-                        url: self.url.clone(),
-                        reason: format!("HTTP 503 (busy or starting): {}", excerpt(&text)),
-                    });
+                Err(PostError::Status { code: 401, .. }) => {
+                    Err(RpcError::Unauthorized { url: url() })
                 }
-                Err(ureq::Error::Status(status, response)) => {
-                    // 404 for an unknown method, 500 for legacy errors: the
-                    // body still holds the JSON-RPC error; if it does not,
-                    // batch_raw says so with this status in mind.
-                    let text = self.read_body(method, response)?;
-                    if text.is_empty() {
-                        return Err(RpcError::BadAnswer {
-                            method: method.to_string(),
-                            reason: format!("HTTP {status} with an empty body"),
-                        });
-                    }
-                    return Ok(text);
-                }
-                Err(ureq::Error::Transport(t)) => {
-                    return Err(RpcError::Unreachable {
-                        url: self.url.clone(),
-                        reason: t.to_string(),
+                Err(PostError::Status { code: 503, body }) => Err(RpcError::Unreachable {
+                    url: url(),
+                    reason: format!("HTTP 503 (busy or starting): {}", excerpt(&body)),
+                }),
+                // 404 for an unknown method, 500 for legacy errors: the body
+                // still holds the JSON-RPC error; if it does not, batch_raw
+                // says so with this status in mind.
+                Err(PostError::Status { code, body }) if body.is_empty() => {
+                    Err(RpcError::BadAnswer {
+                        method: method.to_string(),
+                        reason: format!("HTTP {code} with an empty body"),
                     })
                 }
+                Err(PostError::Status { body, .. }) => Ok(body),
+                Err(PostError::TooLarge { .. }) => Err(RpcError::TooLarge {
+                    method: method.to_string(),
+                    limit: self.max_answer_bytes,
+                }),
+                Err(PostError::Transport(reason)) => {
+                    Err(RpcError::Unreachable { url: url(), reason })
+                }
+                Err(PostError::Broken(e)) => Err(RpcError::Unreachable {
+                    url: url(),
+                    reason: format!("the answer to {method} broke off: {e}"),
+                }),
             };
-            return self.read_body(method, response);
-        }
-    }
-
-    fn read_body(&self, method: &str, response: ureq::Response) -> Result<Vec<u8>, RpcError> {
-        let mut bytes = Vec::new();
-        let limit = self.max_answer_bytes;
-        response
-            .into_reader()
-            .take(limit as u64 + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| RpcError::Unreachable {
-                url: self.url.clone(),
-                reason: format!("the answer to {method} broke off: {e}"),
-            })?;
-        if bytes.len() > limit {
-            return Err(RpcError::TooLarge {
-                method: method.to_string(),
-                limit,
-            });
-        }
-        Ok(bytes)
-    }
-
-    fn header(&self) -> Result<Option<String>, RpcError> {
-        match self.auth_header.lock() {
-            Ok(guard) => Ok(guard.clone()),
-            Err(poisoned) => Ok(poisoned.into_inner().clone()),
         }
     }
 
@@ -431,12 +340,8 @@ impl BitcoinRpc {
         let Credentials::CookieFile(path) = &self.credentials else {
             return Ok(());
         };
-        let header = basic_auth(&read_cookie(path)?);
-        let mut guard = self
-            .auth_header
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        *guard = Some(header);
+        self.client
+            .set_authorization(Some(basic_auth(&read_cookie(path)?)));
         log::debug!("bitcoind cookie read from {}", path.display());
         Ok(())
     }
@@ -548,7 +453,7 @@ impl BitcoinRpc {
     /// holding exactly `txs` (raw transactions or txids from the mempool,
     /// as hex), in that order.
     pub fn generate_block(&self, address: &str, txs: &[String]) -> Result<BlockHash, RpcError> {
-        #[derive(Deserialize)]
+        #[derive(serde::Deserialize)]
         struct Generated {
             hash: String,
         }

@@ -27,14 +27,11 @@
 pub mod failover;
 pub mod pace;
 
-use std::io::Read;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
-use serde_json::value::RawValue;
-
+use crate::source::jsonrpc::{self, PostError, Reply};
 use crate::source::{DaSource, L2Source, RangeFetch, SourceError};
 use crate::types::{DaSlot, Hash, SoftConfirmation};
 use crate::wire;
@@ -67,30 +64,12 @@ impl UpstreamConfig {
 #[derive(Clone)]
 pub struct Upstream {
     config: Arc<UpstreamConfig>,
-    agent: ureq::Agent,
+    client: Arc<jsonrpc::Client>,
     /// The most blocks the upstream serves in one range request, once it
     /// has said (0: not known yet).
     range_limit: Arc<AtomicU64>,
     /// How the upstream answers: requests to keep in flight, how long to wait.
     pace: Arc<Pace>,
-}
-
-#[derive(Deserialize)]
-struct RpcErrorBody {
-    code: i64,
-    message: String,
-    #[serde(default)]
-    data: Option<serde_json::Value>,
-}
-
-#[derive(Deserialize)]
-struct Response<'a> {
-    #[serde(borrow, default)]
-    result: Option<&'a RawValue>,
-    #[serde(default)]
-    error: Option<RpcErrorBody>,
-    #[serde(default)]
-    id: Option<u64>,
 }
 
 /// An answer: the result's JSON text, or the upstream's error.
@@ -109,20 +88,13 @@ fn err(what: impl std::fmt::Display) -> SourceError {
 }
 
 impl Answer {
-    fn from_response(r: Response<'_>) -> Answer {
+    fn from_response(r: Reply<'_>) -> Answer {
         match (r.result, r.error) {
-            (_, Some(e)) => {
-                let data = match e.data {
-                    Some(serde_json::Value::String(s)) => s,
-                    Some(other) => other.to_string(),
-                    None => String::new(),
-                };
-                Answer::Error {
-                    code: e.code,
-                    text: format!("{} ({})", e.message, e.code),
-                    data,
-                }
-            }
+            (_, Some(e)) => Answer::Error {
+                code: e.code,
+                text: format!("{} ({})", e.message, e.code),
+                data: e.data_text(),
+            },
             (Some(raw), None) => Answer::Result(raw.get().to_string()),
             (None, None) => Answer::Result("null".to_string()),
         }
@@ -150,12 +122,11 @@ impl Upstream {
     /// polls and the sync thread's requests queue at the same node).
     pub fn with_pace(config: UpstreamConfig, pace: Arc<Pace>) -> Upstream {
         // Each request's deadline is set from the pace (see `post`).
-        let agent = ureq::AgentBuilder::new()
-            .timeout_connect(config.connect_timeout)
-            .build();
+        let client =
+            jsonrpc::Client::new(&config.url, config.connect_timeout, None, MAX_ANSWER_BYTES);
         Upstream {
             config: Arc::new(config),
-            agent,
+            client: Arc::new(client),
             range_limit: Arc::new(AtomicU64::new(0)),
             pace,
         }
@@ -202,41 +173,37 @@ impl Upstream {
                 SourceError::unreachable(what, why)
             }
         };
-        let response = self
-            .agent
-            .post(&self.config.url)
-            .timeout(timeout)
-            .set("Content-Type", "application/json")
-            .send_string(&body)
-            .map_err(|e| match e {
-                ureq::Error::Status(code, _) => {
-                    self.pace.answered(sent);
-                    err(format!("upstream {} answered HTTP {code}", self.config.url))
-                }
-                other => failed(
-                    format!("upstream {} cannot be reached", self.config.url),
-                    other.to_string(),
-                ),
-            })?;
-        let mut body = Vec::with_capacity(64 * 1024);
-        response
-            .into_reader()
-            .take(MAX_ANSWER_BYTES)
-            .read_to_end(&mut body)
-            .map_err(|e| {
-                failed(
-                    format!("upstream {} sent an unreadable body", self.config.url),
-                    e.to_string(),
-                )
-            })?;
+        let url = &self.config.url;
+        let answer = self.client.post(body.as_bytes(), Some(timeout));
+        let body = match answer {
+            Ok(body) => body,
+            Err(PostError::Status { code, .. }) => {
+                self.pace.answered(sent);
+                return Err(err(format!("upstream {url} answered HTTP {code}")));
+            }
+            Err(PostError::TooLarge { limit }) => {
+                self.pace.answered(sent);
+                return Err(err(format!(
+                    "upstream {url} sent an answer larger than {limit} bytes"
+                )));
+            }
+            Err(PostError::Transport(why)) => {
+                return Err(failed(format!("upstream {url} cannot be reached"), why))
+            }
+            Err(PostError::Broken(why)) => {
+                return Err(failed(
+                    format!("upstream {url} sent an unreadable body"),
+                    why,
+                ))
+            }
+        };
         self.pace.answered(sent);
         Ok(body)
     }
 
     fn call(&self, method: &str, params: &str) -> Result<Answer, SourceError> {
-        let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{params}}}"#);
-        let text = self.post(body)?;
-        let response: Response<'_> = serde_json::from_slice(&text).map_err(|e| {
+        let text = self.post(jsonrpc::request(1, method, params))?;
+        let response: Reply<'_> = serde_json::from_slice(&text).map_err(|e| {
             err(format!(
                 "upstream {method} answered something that is not JSON-RPC: {e}"
             ))
@@ -246,36 +213,16 @@ impl Upstream {
 
     /// Several calls in one batch request; answers in call order.
     fn batch(&self, calls: &[(&str, String)]) -> Result<Vec<Answer>, SourceError> {
-        let mut body = String::from("[");
-        for (i, (method, params)) in calls.iter().enumerate() {
-            if i > 0 {
-                body.push(',');
-            }
-            body.push_str(&format!(
-                r#"{{"jsonrpc":"2.0","id":{i},"method":"{method}","params":{params}}}"#
-            ));
-        }
-        body.push(']');
+        let body = jsonrpc::batch(0, calls.iter().map(|(m, p)| (*m, p.as_str())));
         let text = self.post(body)?;
-        let responses: Vec<Response<'_>> = serde_json::from_slice(&text).map_err(|e| {
+        let responses: Vec<Reply<'_>> = serde_json::from_slice(&text).map_err(|e| {
             err(format!(
                 "upstream answered a batch with something that is not a JSON-RPC batch: {e}"
             ))
         })?;
-        let mut answers: Vec<Option<Answer>> = (0..calls.len()).map(|_| None).collect();
-        for r in responses {
-            let slot =
-                r.id.and_then(|id| answers.get_mut(id as usize))
-                    .ok_or_else(|| err("upstream answered a batch with an id it was not asked"))?;
-            *slot = Some(Answer::from_response(r));
-        }
-        answers
-            .into_iter()
-            .enumerate()
-            .map(|(i, a)| {
-                a.ok_or_else(|| err(format!("upstream left call {i} of a batch unanswered")))
-            })
-            .collect()
+        let ordered = jsonrpc::by_id(responses, 0, calls.len())
+            .map_err(|why| err(format!("upstream answered a wrong batch: {why}")))?;
+        Ok(ordered.into_iter().map(Answer::from_response).collect())
     }
 
     fn number(&self, method: &str) -> Result<u64, SourceError> {
