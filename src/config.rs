@@ -24,7 +24,7 @@ pub struct Config {
     /// `--dev`: run the embedded devnet as the chain source.
     pub dev: Option<DevnetConfig>,
     /// `--upstream URL` (repeatable, or a comma list): follow another node;
-    /// the first is preferred, the others are fallbacks (`sync::upstreams`).
+    /// the first is preferred, the others are fallbacks (`source::upstream::failover`).
     pub upstreams: Vec<String>,
     pub sync_chunk: u64,
     /// `--sync-concurrency`: range requests a follower keeps in flight.

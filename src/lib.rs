@@ -2,8 +2,9 @@
 //! one server loop thread answering every request.
 //!
 //! ```text
-//!  chain source ──> sync thread (verify, write) ──> LMDB ledger <── server loop (read, answer)
-//!  devnet/ | upstream     sync/ (verify.rs)            ledger/          server/ → routes → rpc/
+//!  chain sources ──> sync thread (verify, write) ──> LMDB ledger <── server loop (read, answer)
+//!  source/ (devnet,     sync/ (l2_pass, da_pass,      ledger/          server/ → routes → rpc/
+//!  upstream, bitcoind)   verify.rs)
 //! ```
 //!
 //! # Embedding in tests
@@ -62,10 +63,11 @@
 //! - [`json`]: the JSON writer for answers (no intermediate values);
 //!   [`hexstr`]: reading hex strings (every hex input goes through it).
 //! - [`ledger`]: all LMDB code: tables, codecs, the reader and the writer.
-//! - [`sync`]: the sync thread, its chain sources, verification, shared progress.
-//! - [`source`]: the chain sources: the devnet, an upstream node, Bitcoin through Bitcoin Core's RPC.
-//! - [`devnet`]: the embedded devnet, a chain source that makes blocks;
-//!   [`devnet::control`]: `dev_*` calls and [`Node::devnet`] drive it.
+//! - [`source`]: the chain sources, one home each: [`source::devnet`] (the embedded devnet, which
+//!   makes blocks; [`devnet::control`]: `dev_*` calls and [`Node::devnet`] drive it),
+//!   [`source::upstream`] (another node, with failover), [`source::bitcoind`] (Bitcoin through
+//!   Bitcoin Core's RPC); the two source traits and the shared JSON-RPC client.
+//! - [`sync`]: the sync thread: the L2 pass, the DA pass, verification, back-off, shared progress.
 //! - [`types`]: the records (soft confirmations, commitments, proofs, statuses).
 //! - [`proof`]: a batch proof's bytes: the risc0 receipt, its journal against `proofOutput`, the
 //!   network's batch-proof image IDs; fake receipts.
@@ -76,7 +78,8 @@
 //! - [`verify_cmd`]: `ledgerd verify`: checking soft confirmations an RPC answered, offline.
 //! - [`verify_proof_cmd`]: `ledgerd verify-proof`: auditing batch proofs (receipt, journal, image).
 //! - [`wire`]: reading the RPC's JSON shapes back into records (follower, import, tests).
-//! - [`stop`], [`signals`]: stopping cleanly on Ctrl-C and SIGTERM.
+//! - [`stop`], [`signals`]: stopping cleanly on Ctrl-C and SIGTERM; [`os`]: thread priority;
+//!   [`memory`]: handing the heap back after catch-up.
 pub mod chain;
 pub mod config;
 pub mod fixtures;
