@@ -223,7 +223,11 @@ fn health_is_503_while_more_than_max_behind_blocks_behind_and_200_once_within() 
     let (_, v) = health(&f.url);
     eprintln!("200 again after {:.2?}: {v}", released.elapsed());
     assert!(v["l2Behind"].as_u64().unwrap() <= 10, "{v}");
-    assert!(head(&f.url) > stuck + 10);
+    // Healthy again can come within a moment of the release, before the
+    // devnet has made 10 more blocks: the head passes stuck + 10 soon after.
+    f.wait_for(Duration::from_secs(5), "stored past the stuck head", |f| {
+        head(&f.url) > stuck + 10
+    });
 }
 
 #[test]
