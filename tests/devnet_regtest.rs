@@ -251,6 +251,21 @@ fn a_regtest_devnet_mines_its_slots_and_publishes_commitments_and_proofs_on_chai
         Some(node.block_count()),
         "{status}"
     );
+
+    // Another miner: the next call that needs a slot fails saying so; the
+    // one after takes the foreign blocks as empty slots and goes on.
+    node.mine(2);
+    let tip = node.block_count();
+    let answer = devnet.post(&common::rpc::request("dev_mine", "[4]"));
+    let why = answer["error"]["data"].as_str().unwrap_or_default();
+    assert!(why.contains("must be its only miner"), "{answer}");
+    // (The failed call's blocks are still owed: the next call makes them too.)
+    let now = head(&devnet);
+    let after = devnet.result("dev_mine", "[8]").as_u64().unwrap();
+    assert_eq!(after, now + 4 + 8);
+    assert_eq!(head(&devnet), after);
+    assert!(node.block_count() > tip);
+    check_against_bitcoind(&devnet, &node);
 }
 
 #[test]
