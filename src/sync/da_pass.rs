@@ -74,6 +74,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         );
         if sink.total > 0 {
             debug!(
+                target: "ledgerd::sync",
                 "L1 scanned to {} of {da_head}",
                 progress.l1_synced.load(Relaxed)
             );

@@ -347,7 +347,7 @@ impl Sink<Fetched> for L2Sink<'_> {
         if count >= super::TRIM_AFTER {
             crate::memory::trim_now_and_then();
         }
-        debug!("L2 synced to {new_head} of {}", self.head);
+        debug!(target: "ledgerd::sync", "L2 synced to {new_head} of {}", self.head);
         Ok(())
     }
 
