@@ -116,7 +116,7 @@ fn view(url: &str) -> View {
 fn follower(data: &std::path::Path, upstream: &str, extra: &[&str]) -> Ledgerd {
     let mut args = vec!["--upstream".to_string(), upstream.to_string()];
     args.extend(extra.iter().map(|s| s.to_string()));
-    Ledgerd::start_in(data, &args)
+    Ledgerd::builder().data_dir(data).args(&args).start()
 }
 
 fn sync_status(url: &str) -> Value {
@@ -473,7 +473,11 @@ fn a_follower_of_a_ledgerd_with_wire_citrea_serves_what_it_serves() {
     // A ledgerd devnet answering in Citrea's shapes is followed like a
     // Citrea node: range limit 20 from Citrea's error text, proofs as arrays.
     let dir = tempfile::tempdir().unwrap();
-    let upstream = Ledgerd::devnet_in(&dir.path().join("up"), 300, &["--wire", "citrea"]);
+    let upstream = Ledgerd::builder()
+        .dev(300, 0)
+        .data_dir(&dir.path().join("up"))
+        .args(&["--wire", "citrea"])
+        .start();
     let f = follower(&dir.path().join("f"), &upstream.url, &["--wire", "citrea"]);
     let l1 = num(&call(&upstream.url, "ledger_getLastScannedL1Height", "[]"));
     wait_synced(&f, 300, l1);
@@ -495,11 +499,11 @@ fn a_follower_of_a_wire_citrea_devnet_keeps_every_proof_of_a_slot() {
     // Two proofs land on one slot of the upstream; Citrea's array carries
     // both, and the follower verifies and stores each, in order.
     let dir = tempfile::tempdir().unwrap();
-    let upstream = Ledgerd::devnet_in(
-        &dir.path().join("up"),
-        0,
-        &["--dev-proof-bytes", "16", "--wire", "citrea"],
-    );
+    let upstream = Ledgerd::builder()
+        .dev(0, 0)
+        .data_dir(&dir.path().join("up"))
+        .args(&["--dev-proof-bytes", "16", "--wire", "citrea"])
+        .start();
     let slot = common::rpc::two_proofs_on_one_slot(&upstream);
     let head = num(&call(
         &upstream.url,
@@ -564,7 +568,10 @@ fn wire_citrea_answers_in_the_shapes_of_a_citrea_node() {
     // The same questions to the Citrea stand-in and to a ledgerd devnet with
     // --wire citrea: the answers have the same shapes (keys, types, case).
     let stand_in = CitreaUpstream::start(Options::default());
-    let node = Ledgerd::start_prefilled(300, &["--wire", "citrea"]);
+    let node = Ledgerd::builder()
+        .dev(300, 0)
+        .args(&["--wire", "citrea"])
+        .start();
     let ours = |m: &str, p: &str| node.post(&common::rpc::request(m, p));
     let theirs = |m: &str, p: &str| {
         post(
@@ -716,7 +723,7 @@ fn the_upstream_client_reads_the_sync_status_of_a_citrea_node_and_of_a_ledgerd()
     assert_eq!((got.l1.synced, got.l1.head), (l1, l1));
     assert_eq!((got.l2.synced, got.l2.head), (100, 100));
     // A ledgerd answers both names.
-    let node = Ledgerd::start_prefilled(40, &[]);
+    let node = Ledgerd::builder().dev(40, 0).start();
     let client = Upstream::new(UpstreamConfig::new(&node.url));
     let got = client.sync_status().unwrap();
     assert_eq!((got.l2.synced, got.l2.head), (40, 40));

@@ -21,7 +21,10 @@ use serde_json::{json, Value};
 
 /// A devnet node with no blocks, no timer and 16-byte proofs.
 fn devnet() -> Ledgerd {
-    Ledgerd::start_prefilled(0, &["--dev-proof-bytes", "16"])
+    Ledgerd::builder()
+        .dev(0, 0)
+        .args(&["--dev-proof-bytes", "16"])
+        .start()
 }
 
 fn head(node: &Ledgerd) -> u64 {
@@ -345,12 +348,7 @@ fn bad_params_answer_32602_with_a_sentence_naming_the_parameter() {
 fn a_node_without_dev_answers_32601_saying_the_methods_need_dev() {
     let dir = tempfile::tempdir().expect("temp dir");
     let data = dir.path().join("data");
-    let node = Ledgerd::start_args(&[
-        "--bind",
-        "127.0.0.1:0",
-        "--data-dir",
-        data.to_str().unwrap(),
-    ]);
+    let node = Ledgerd::builder().data_dir(&data).start();
     for method in ledgerd::rpc::dev::NAMES {
         let e = node.error(method, "[1]");
         assert_eq!(e["code"], -32601, "{method}: {e}");
@@ -365,19 +363,15 @@ fn a_node_on_a_non_loopback_address_refuses_dev_calls_unless_allowed() {
     let dir = tempfile::tempdir().expect("temp dir");
     for (allow, name) in [(false, "refused"), (true, "allowed")] {
         let data = dir.path().join(name);
-        let mut args = vec![
-            "--dev",
-            "--dev-block-ms",
-            "0",
-            "--bind",
-            "0.0.0.0:0",
-            "--data-dir",
-            data.to_str().unwrap(),
-        ];
+        let mut args = vec!["--dev", "--dev-block-ms", "0"];
         if allow {
             args.push("--dev-allow-remote-control");
         }
-        let node = Ledgerd::start_args(&args);
+        let node = Ledgerd::builder()
+            .args(&args)
+            .bind("0.0.0.0:0")
+            .data_dir(&data)
+            .start();
         // Called on loopback: the refusal is about where the node listens.
         let url = format!("http://127.0.0.1:{}", node.port());
         let (code, text) = post_raw(&url, &request("dev_mine", "[1]"));
@@ -413,7 +407,10 @@ const SCRIPT: [&str; 12] = [
 ];
 
 fn run_script(seed: &str) -> Vec<String> {
-    let node = Ledgerd::start_prefilled(0, &["--dev-seed", seed, "--dev-proof-bytes", "64"]);
+    let node = Ledgerd::builder()
+        .dev(0, 0)
+        .args(&["--dev-seed", seed, "--dev-proof-bytes", "64"])
+        .start();
     let mut answers: Vec<String> = SCRIPT.iter().map(|body| node.post_raw(body).1).collect();
     answers.extend(
         every_answer(&node.url)
@@ -457,10 +454,10 @@ fn one_height_walks_trusted_finalized_proven_by_explicit_calls_and_a_follower_sh
     let node = devnet();
     explicit_only(&node);
     let dir = tempfile::tempdir().expect("temp dir");
-    let follower = Ledgerd::start_in(
-        &dir.path().join("follower"),
-        &["--upstream".to_string(), node.url.clone()],
-    );
+    let follower = Ledgerd::builder()
+        .data_dir(&dir.path().join("follower"))
+        .args(&["--upstream".to_string(), node.url.clone()])
+        .start();
     node.result("dev_mine", "[3]");
     assert_eq!(status(&node, 2), "Trusted");
     wait_converged(&follower, &node);
@@ -528,7 +525,10 @@ fn reads_on_other_connections_are_answered_while_a_large_mine_runs() {
 fn the_curl_examples_in_docs_devnet_md_answer_as_shown() {
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/DEVNET.md"))
         .expect("docs/DEVNET.md");
-    let node = Ledgerd::start_prefilled(0, &["--dev-proof-bytes", "16"]);
+    let node = Ledgerd::builder()
+        .dev(0, 0)
+        .args(&["--dev-proof-bytes", "16"])
+        .start();
     let lines: Vec<&str> = doc.lines().collect();
     let mut checked = 0;
     for (i, line) in lines.iter().enumerate() {

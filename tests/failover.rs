@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use common::http::metric;
 use common::proxy::{Proxy, Tamper};
 use common::rpc::call_by;
-use common::{devnet_args, Ledgerd};
+use common::Ledgerd;
 use serde_json::{json, Value};
 
 fn agent() -> ureq::Agent {
@@ -63,7 +63,10 @@ fn metrics(url: &str) -> String {
 
 /// A devnet of `prefill` blocks making one every `block_ms`; killed when dropped.
 fn devnet(dir: &Path, prefill: u64, block_ms: u64) -> Ledgerd {
-    Ledgerd::start_in(dir, &devnet_args(prefill, block_ms))
+    Ledgerd::builder()
+        .dev(prefill, block_ms)
+        .data_dir(dir)
+        .start()
 }
 
 /// A follower of `upstreams` (in order) with `extra` flags, on `bind`.
@@ -74,7 +77,11 @@ fn follower(dir: &Path, bind: &str, upstreams: &[&str], extra: &[&str]) -> Ledge
         args.push(u.to_string());
     }
     args.extend(extra.iter().map(|s| s.to_string()));
-    Ledgerd::start_in_at(dir, bind, &args)
+    Ledgerd::builder()
+        .data_dir(dir)
+        .bind(bind)
+        .args(&args)
+        .start()
 }
 
 #[test]

@@ -29,13 +29,18 @@ fn devnet_upstream(dir: &Path, prefill: u64) -> Ledgerd {
 
 /// [`devnet_upstream`] listening on `bind`, with `extra` flags.
 fn devnet_upstream_at(dir: &Path, prefill: u64, bind: &str, extra: &[&str]) -> Ledgerd {
-    Ledgerd::devnet_in_at(dir, bind, prefill, extra)
+    Ledgerd::builder()
+        .dev(prefill, 0)
+        .data_dir(dir)
+        .bind(bind)
+        .args(extra)
+        .start()
 }
 
 /// A follower of `upstream` on `dir`; killed (SIGKILL) when dropped.
 fn follower_of(dir: &Path, upstream: &str, chunk: u64) -> Ledgerd {
     let args = ["--upstream", upstream, "--sync-chunk", &chunk.to_string()].map(String::from);
-    Ledgerd::start_in(dir, &args)
+    Ledgerd::builder().data_dir(dir).args(&args).start()
 }
 
 /// [`follower_of`] asking one range at a time (`--sync-concurrency 1`), so
@@ -51,7 +56,7 @@ fn one_at_a_time_follower_of(dir: &Path, upstream: &str, chunk: u64) -> Ledgerd 
         "1",
     ]
     .map(String::from);
-    Ledgerd::start_in(dir, &args)
+    Ledgerd::builder().data_dir(dir).args(&args).start()
 }
 
 /// A temp dir (removed when dropped) and, in it, the data dirs of an
@@ -489,7 +494,7 @@ fn behind_an_upstream_answering_one_request_a_second_the_head_moves_within_secon
     // Default --sync-chunk and --sync-concurrency.
     let args = ["--upstream", &slow.url].map(String::from);
     let started = Instant::now();
-    let follower = Ledgerd::start_in(&f_dir, &args);
+    let follower = Ledgerd::builder().data_dir(&f_dir).args(&args).start();
     follower.wait_for(
         Duration::from_secs(5).saturating_sub(started.elapsed()),
         "the first blocks are stored within 5 s of start",
@@ -506,7 +511,7 @@ fn behind_an_upstream_answering_one_request_a_second_the_head_moves_within_secon
     follower.kill();
 
     // kill -9 mid-sync: what was stored is kept, and it goes on from there.
-    let follower = Ledgerd::start_in(&f_dir, &args);
+    let follower = Ledgerd::builder().data_dir(&f_dir).args(&args).start();
     let resumed = head(&follower.url);
     assert!(
         resumed >= before_kill,

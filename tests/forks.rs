@@ -14,7 +14,11 @@ use serde_json::{json, Value};
 const FORK: u64 = 50;
 
 fn devnet_across_the_fork(dir: &Path, prefill: u64) -> Ledgerd {
-    Ledgerd::devnet_in(dir, prefill, &["--kumquat-height", &FORK.to_string()])
+    Ledgerd::builder()
+        .dev(prefill, 0)
+        .data_dir(dir)
+        .args(&["--kumquat-height", &FORK.to_string()])
+        .start()
 }
 
 fn statuses(url: &str, heights: std::ops::RangeInclusive<u64>) -> Vec<String> {
@@ -88,7 +92,11 @@ fn every_status_is_reached_by_genesis_blocks_when_the_fork_is_near_the_head() {
     // With the fork just below the head, the Genesis side holds the newest
     // Trusted blocks too.
     let dir = tempfile::tempdir().unwrap();
-    let node = Ledgerd::devnet_in(&dir.path().join("up"), 300, &["--kumquat-height", "296"]);
+    let node = Ledgerd::builder()
+        .dev(300, 0)
+        .data_dir(&dir.path().join("up"))
+        .args(&["--kumquat-height", "296"])
+        .start();
     let s = statuses(&node.url, 1..=295);
     for status in ["Proven", "Finalized", "Trusted"] {
         assert!(
@@ -106,15 +114,15 @@ fn a_follower_with_the_same_fork_table_converges_and_one_without_stores_nothing(
     let dir = tempfile::tempdir().unwrap();
     let upstream = devnet_across_the_fork(&dir.path().join("up"), 300);
     let fork = FORK.to_string();
-    let follower = Ledgerd::start_in(
-        &dir.path().join("f"),
-        &[
+    let follower = Ledgerd::builder()
+        .data_dir(&dir.path().join("f"))
+        .args(&[
             "--upstream".into(),
             upstream.url.clone(),
             "--kumquat-height".into(),
             fork,
-        ],
-    );
+        ])
+        .start();
     let l1 = call(&upstream.url, "ledger_getLastScannedL1Height", "[]");
     let synced = json!({"l1Status":{"Synced":l1},"l2Status":{"Synced":300}});
     follower.wait_for(Duration::from_secs(60), "the follower converges", |f| {
@@ -128,10 +136,10 @@ fn a_follower_with_the_same_fork_table_converges_and_one_without_stores_nothing(
 
     // Without the fork table, block 1 is refused by the Kumquat rules and
     // nothing is stored.
-    let wrong = Ledgerd::start_in(
-        &dir.path().join("w"),
-        &["--upstream".into(), upstream.url.clone()],
-    );
+    let wrong = Ledgerd::builder()
+        .data_dir(&dir.path().join("w"))
+        .args(&["--upstream".into(), upstream.url.clone()])
+        .start();
     wrong.wait_for(Duration::from_secs(30), "the refusal is logged", |n| {
         n.stderr().contains("soft confirmation 1: hash")
     });
@@ -183,7 +191,11 @@ fn a_data_dir_refuses_another_fork_table_with_one_line_and_keeps_its_own() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--kumquat-height 50"), "{err}");
     // With its own table it continues the same chain.
-    let node = Ledgerd::devnet_in(&data, 120, &["--kumquat-height", "50"]);
+    let node = Ledgerd::builder()
+        .dev(120, 0)
+        .data_dir(&data)
+        .args(&["--kumquat-height", "50"])
+        .start();
     assert_eq!(
         call(&node.url, "ledger_getSoftConfirmationByNumber", "[100]")["hash"],
         head_hash

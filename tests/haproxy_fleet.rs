@@ -26,7 +26,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::proxy::Proxy;
-use common::{devnet_args, free_port, Ledgerd};
+use common::{free_port, Ledgerd};
 use serde_json::{json, Value};
 
 const CFG: &str = include_str!("../scripts/haproxy/ledgerd.cfg");
@@ -357,11 +357,23 @@ fn follower_args(upstream: &str) -> Vec<String> {
 fn a_fleet_behind_haproxy_loses_a_node_and_lags_another_without_losing_a_request() {
     let dir = tempfile::tempdir().expect("temp dir");
     let d = |name: &str| dir.path().join(name);
-    let dev = Ledgerd::start_in(&d("dev"), &devnet_args(200, BLOCK_MS));
+    let dev = Ledgerd::builder()
+        .dev(200, BLOCK_MS)
+        .data_dir(&d("dev"))
+        .start();
     let proxy = Proxy::start(&dev.url);
-    let n1 = Ledgerd::start_in(&d("n1"), &follower_args(&dev.url));
-    let n2 = Ledgerd::start_in(&d("n2"), &follower_args(&proxy.url));
-    let n3 = Ledgerd::start_in(&d("n3"), &follower_args(&dev.url));
+    let n1 = Ledgerd::builder()
+        .data_dir(&d("n1"))
+        .args(&follower_args(&dev.url))
+        .start();
+    let n2 = Ledgerd::builder()
+        .data_dir(&d("n2"))
+        .args(&follower_args(&proxy.url))
+        .start();
+    let n3 = Ledgerd::builder()
+        .data_dir(&d("n3"))
+        .args(&follower_args(&dev.url))
+        .start();
     for n in [&n1, &n2, &n3] {
         n.wait_for(Duration::from_secs(30), "the follower syncs", |n| {
             n.result("ledger_getHeadSoftConfirmationHeight", "[]")
@@ -394,11 +406,13 @@ fn a_fleet_behind_haproxy_loses_a_node_and_lags_another_without_losing_a_request
         proxy.hold_blocks();
         held = Some(started.elapsed());
         sleep_until(started, RESTART_AT);
-        n1 = Some(Ledgerd::start_in_at(
-            &d("n1"),
-            &format!("127.0.0.1:{n1_port}"),
-            &follower_args(&dev.url),
-        ));
+        n1 = Some(
+            Ledgerd::builder()
+                .data_dir(&d("n1"))
+                .bind(&format!("127.0.0.1:{n1_port}"))
+                .args(&follower_args(&dev.url))
+                .start(),
+        );
         restarted = Some(started.elapsed());
         sleep_until(started, RELEASE_AT);
         proxy.release();

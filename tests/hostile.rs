@@ -28,7 +28,7 @@ fn assert_too_big(body: &[u8]) {
 #[test]
 fn a_petabyte_content_length_with_a_few_bytes_gets_413_and_the_node_lives() {
     let _one_at_a_time = common::one_at_a_time();
-    let mut node = Ledgerd::start(&[]);
+    let mut node = Ledgerd::builder().dev(PREFILL, 0).start();
     let threads_before = node.status_field("Threads");
     for _ in 0..10 {
         let mut s = connect(node.addr);
@@ -58,7 +58,7 @@ fn a_petabyte_content_length_with_a_few_bytes_gets_413_and_the_node_lives() {
 #[test]
 fn a_fifty_mib_body_gets_413_and_is_never_buffered_whole() {
     let _one_at_a_time = common::one_at_a_time();
-    let node = Ledgerd::start(&[]);
+    let node = Ledgerd::builder().dev(PREFILL, 0).start();
     let anon_before = node.status_field("RssAnon");
     let n = 50 * 1024 * 1024;
     let (mut s, sender) = common::http::post_huge_body(node.addr, n, Duration::from_secs(3));
@@ -90,7 +90,10 @@ fn a_fifty_mib_body_gets_413_and_is_never_buffered_whole() {
 #[test]
 fn a_body_sent_one_byte_per_100_ms_does_not_stall_others_and_gets_408() {
     let _one_at_a_time = common::one_at_a_time();
-    let node = Ledgerd::start(&["--body-timeout-ms", "1500"]);
+    let node = Ledgerd::builder()
+        .dev(PREFILL, 0)
+        .args(&["--body-timeout-ms", "1500"])
+        .start();
     let mut s = connect(node.addr);
     s.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n")
         .unwrap();
@@ -116,7 +119,10 @@ fn a_body_sent_one_byte_per_100_ms_does_not_stall_others_and_gets_408() {
 #[test]
 fn a_client_that_asks_for_the_largest_range_and_never_reads_does_not_block_the_loop() {
     let _one_at_a_time = common::one_at_a_time();
-    let node = Ledgerd::start_prefilled(200, &["--write-timeout-ms", "1500"]);
+    let node = Ledgerd::builder()
+        .dev(200, 0)
+        .args(&["--write-timeout-ms", "1500"])
+        .start();
     let range =
         json!({"jsonrpc":"2.0","id":1,"method":"ledger_getSoftConfirmationRange","params":[1,1000]})
             .to_string();
@@ -162,7 +168,7 @@ fn a_client_that_asks_for_the_largest_range_and_never_reads_does_not_block_the_l
 #[test]
 fn a_hundred_thousand_deep_array_is_answered_not_a_crash() {
     let _one_at_a_time = common::one_at_a_time();
-    let mut node = Ledgerd::start(&[]);
+    let mut node = Ledgerd::builder().dev(PREFILL, 0).start();
     let deep =
         |open: &str, close: &str| format!("{}{}", open.repeat(100_000), close.repeat(100_000));
     let by_position = |params: &str| {
@@ -207,7 +213,7 @@ fn a_hundred_thousand_deep_array_is_answered_not_a_crash() {
 #[test]
 fn a_64_mib_header_line_and_100_000_headers_do_not_stall_the_loop() {
     let _one_at_a_time = common::one_at_a_time();
-    let mut node = Ledgerd::start(&[]);
+    let mut node = Ledgerd::builder().dev(PREFILL, 0).start();
     let addr = node.addr;
     let long = thread::spawn(move || long_header_line(addr, 64));
     let many = thread::spawn(move || many_headers(addr, 100_000));
@@ -231,7 +237,10 @@ fn a_64_mib_header_line_and_100_000_headers_do_not_stall_the_loop() {
 fn two_thousand_idle_connections_do_not_block_new_requests_and_are_closed_when_idle() {
     let _one_at_a_time = common::one_at_a_time();
     raise_nofile_limit();
-    let node = Ledgerd::start(&["--max-connections", "2100", "--idle-timeout-ms", "1500"]);
+    let node = Ledgerd::builder()
+        .dev(PREFILL, 0)
+        .args(&["--max-connections", "2100", "--idle-timeout-ms", "1500"])
+        .start();
     let mut idle = Vec::new();
     let started = Instant::now();
     for _ in 0..2000 {
@@ -273,7 +282,7 @@ fn two_thousand_idle_connections_do_not_block_new_requests_and_are_closed_when_i
 fn over_the_default_connection_cap_new_connections_get_503_then_close() {
     let _one_at_a_time = common::one_at_a_time();
     raise_nofile_limit();
-    let node = Ledgerd::start(&[]);
+    let node = Ledgerd::builder().dev(PREFILL, 0).start();
     let mut idle = Vec::new();
     for _ in 0..2000 {
         idle.push(TcpStream::connect(node.addr).expect("idle connect"));
@@ -381,7 +390,10 @@ fn keep_alive_client(addr: SocketAddr, run: Duration) -> ClientRun {
 #[test]
 fn sixty_four_keep_alive_clients_at_once_every_one_gets_answers() {
     let _one_at_a_time = common::one_at_a_time();
-    let node = Ledgerd::start(&["--max-requests-per-connection", "200"]);
+    let node = Ledgerd::builder()
+        .dev(PREFILL, 0)
+        .args(&["--max-requests-per-connection", "200"])
+        .start();
     let addr = node.addr;
     let clients: Vec<_> = (0..64)
         .map(|_| thread::spawn(move || keep_alive_client(addr, Duration::from_secs(3))))
@@ -419,7 +431,10 @@ fn sixty_four_keep_alive_clients_at_once_every_one_gets_answers() {
 #[test]
 fn an_idle_keep_alive_connection_is_closed_after_the_idle_timeout() {
     let _one_at_a_time = common::one_at_a_time();
-    let node = Ledgerd::start(&["--idle-timeout-ms", "500"]);
+    let node = Ledgerd::builder()
+        .dev(PREFILL, 0)
+        .args(&["--idle-timeout-ms", "500"])
+        .start();
     let mut s = connect(node.addr);
     s.write_all(&post(common::HEAD_HEIGHT.as_bytes())).unwrap();
     let mut r = BufReader::new(s.try_clone().unwrap());
@@ -449,12 +464,15 @@ fn a_burst_of_connections_that_never_close_is_answered_at_once() {
     // connection its pool queued behind the busy workers (tiny_http starts a pool thread only when none is idle) would
     // wait for the whole test. The node must get it a worker by itself.
     let _one_at_a_time = common::one_at_a_time();
-    let node = Ledgerd::start(&[
-        "--max-requests-per-connection",
-        "1000000",
-        "--idle-timeout-ms",
-        "60000",
-    ]);
+    let node = Ledgerd::builder()
+        .dev(PREFILL, 0)
+        .args(&[
+            "--max-requests-per-connection",
+            "1000000",
+            "--idle-timeout-ms",
+            "60000",
+        ])
+        .start();
     let addr = node.addr;
     let n = 64;
     let go = std::sync::Arc::new(std::sync::Barrier::new(n));

@@ -52,7 +52,10 @@ fn start(ledgerd_args: &[&str]) -> Front {
          as .ci/install does)",
         nginx_path().display()
     );
-    let node = Ledgerd::start(ledgerd_args);
+    let node = Ledgerd::builder()
+        .dev(PREFILL, 0)
+        .args(ledgerd_args)
+        .start();
     let prefix = tempfile::tempdir().expect("nginx prefix");
     let p = prefix.path().display().to_string();
     let port = free_port();

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::http::{metric, request as http};
-use common::{free_port, run_to_exit, Answer, Ledgerd};
+use common::{free_port, run_to_exit, Answer, Ledgerd, PREFILL};
 use ledgerd::config::Config;
 use ledgerd::devnet::DevnetConfig;
 use ledgerd::ledger::{Ledger, LedgerRead, OpenOptions};
@@ -490,7 +490,7 @@ fn cors_origin_echoes_only_that_origin() {
 fn health_is_503_while_the_ledger_cannot_be_read_and_calls_say_why() {
     // A ledgerd process of its own: this process opens the same LMDB
     // environment, which LMDB forbids twice within one process.
-    let node = Ledgerd::start(&[]);
+    let node = Ledgerd::builder().dev(PREFILL, 0).start();
     assert_eq!(
         wait_health(node.addr, 200, Duration::from_secs(5)).status,
         200
@@ -553,22 +553,11 @@ fn health_is_503_while_the_ledger_cannot_be_read_and_calls_say_why() {
 #[test]
 fn the_binary_takes_the_ops_flags() {
     let dir = tempfile::tempdir().unwrap();
-    let data_dir = dir.path().to_str().unwrap();
-    let mut node = Ledgerd::start_args(&[
-        "--dev",
-        "--dev-prefill",
-        "5",
-        "--dev-block-ms",
-        "0",
-        "--health-max-lag-s",
-        "1",
-        "--cors-origin",
-        "http://a.test",
-        "--data-dir",
-        data_dir,
-        "--bind",
-        "127.0.0.1:0",
-    ]);
+    let mut node = Ledgerd::builder()
+        .dev(5, 0)
+        .args(&["--health-max-lag-s", "1", "--cors-origin", "http://a.test"])
+        .data_dir(dir.path())
+        .start();
     let a = http(
         node.addr,
         "GET",

@@ -360,7 +360,10 @@ const PREFILL: u64 = 300;
 fn a_devnet_follower_proves_on_fake_receipts_and_counts_them_and_a_named_network_follower_proves_nothing(
 ) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let upstream = Ledgerd::devnet_in(&dir.path().join("up"), PREFILL, &[]);
+    let upstream = Ledgerd::builder()
+        .dev(PREFILL, 0)
+        .data_dir(&dir.path().join("up"))
+        .start();
     let up = statuses(&upstream.url, PREFILL);
     assert!(up.contains(&json!("Proven")), "the devnet proves");
     // --dev-proof-bytes (default 2048) is the size of each receipt.
@@ -370,7 +373,10 @@ fn a_devnet_follower_proves_on_fake_receipts_and_counts_them_and_a_named_network
 
     // No network: the devnet's fakes prove, as they do on the devnet itself.
     let args = ["--upstream", &upstream.url].map(String::from);
-    let devnet_follower = Ledgerd::start_in(&dir.path().join("f1"), &args);
+    let devnet_follower = Ledgerd::builder()
+        .data_dir(&dir.path().join("f1"))
+        .args(&args)
+        .start();
     devnet_follower.wait_for(Duration::from_secs(60), "the same statuses", |f| {
         head(&f.url) == json!(PREFILL) && statuses(&f.url, PREFILL) == up
     });
@@ -397,7 +403,10 @@ fn a_devnet_follower_proves_on_fake_receipts_and_counts_them_and_a_named_network
         &key,
     ]
     .map(String::from);
-    let testnet_follower = Ledgerd::start_in(&dir.path().join("f2"), &args);
+    let testnet_follower = Ledgerd::builder()
+        .data_dir(&dir.path().join("f2"))
+        .args(&args)
+        .start();
     testnet_follower.wait_for(Duration::from_secs(60), "the fake refused", |f| {
         f.stderr().contains("check receipt failed: proof on slot")
     });
@@ -427,11 +436,17 @@ fn a_devnet_follower_proves_on_fake_receipts_and_counts_them_and_a_named_network
 #[test]
 fn an_upstream_serving_non_receipt_bytes_beside_a_valid_proof_output_gets_nothing_proven() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let upstream = Ledgerd::devnet_in(&dir.path().join("up"), PREFILL, &[]);
+    let upstream = Ledgerd::builder()
+        .dev(PREFILL, 0)
+        .data_dir(&dir.path().join("up"))
+        .start();
     let proxy = Proxy::start(&upstream.url);
     proxy.set(Tamper::ProofBytes);
     let args = ["--upstream", &proxy.url].map(String::from);
-    let follower = Ledgerd::start_in(&dir.path().join("f"), &args);
+    let follower = Ledgerd::builder()
+        .data_dir(&dir.path().join("f"))
+        .args(&args)
+        .start();
     follower.wait_for(Duration::from_secs(60), "the bytes refused", |f| {
         f.stderr().contains("check receipt failed")
     });

@@ -16,21 +16,9 @@ fn head(url: &str) -> u64 {
 #[test]
 fn a_replica_sees_the_writers_head_move_and_answers_like_it() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().to_str().unwrap();
-    let _writer = Ledgerd::start_args(&[
-        "--dev",
-        "--dev-prefill",
-        "20",
-        "--dev-block-ms",
-        "50",
-        "--bind",
-        "127.0.0.1:0",
-        "--data-dir",
-        dir,
-    ]);
+    let _writer = Ledgerd::builder().dev(20, 50).data_dir(tmp.path()).start();
     let writer = &_writer.url;
-    let replica =
-        Ledgerd::start_args(&["serve-readonly", "--bind", "127.0.0.1:0", "--data-dir", dir]);
+    let replica = Ledgerd::builder().readonly().data_dir(tmp.path()).start();
     let first = head(&replica.url);
     assert!(first >= 20, "{first}");
     // Blocks every 50 ms: within 3 s the replica must see several more.
@@ -106,9 +94,7 @@ fn a_replica_never_writes_the_ledger_and_stops_cleanly() {
         .modified()
         .unwrap();
 
-    let dir = tmp.path().to_str().unwrap();
-    let mut replica =
-        Ledgerd::start_args(&["serve-readonly", "--bind", "127.0.0.1:0", "--data-dir", dir]);
+    let mut replica = Ledgerd::builder().readonly().data_dir(tmp.path()).start();
     for h in 0..=101 {
         call_raw(
             &replica.url,
@@ -167,21 +153,17 @@ fn replicas_with_reuse_port_share_one_port() {
     let tmp = tempfile::tempdir().unwrap();
     devnet_ledger(tmp.path(), 30);
     let dir = tmp.path().to_str().unwrap();
-    let args = |bind: &str| {
-        vec![
-            "serve-readonly".to_string(),
-            "--reuse-port".into(),
-            "--bind".into(),
-            bind.to_string(),
-            "--data-dir".into(),
-            dir.to_string(),
-        ]
+    let replica = |bind: &str| {
+        Ledgerd::builder()
+            .readonly()
+            .arg("--reuse-port")
+            .bind(bind)
+            .data_dir(tmp.path())
+            .start()
     };
-    let a = args("127.0.0.1:0");
-    let mut one = Ledgerd::start_args(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut one = replica("127.0.0.1:0");
     let port = one.port();
-    let b = args(&format!("127.0.0.1:{port}"));
-    let two = Ledgerd::start_args(&b.iter().map(String::as_str).collect::<Vec<_>>());
+    let two = replica(&format!("127.0.0.1:{port}"));
     assert_eq!(two.port(), port);
     // Without --reuse-port the port is taken.
     let out = run(
@@ -221,7 +203,11 @@ fn a_config_file_sets_every_flag_and_the_command_line_overrides_it() {
     .unwrap();
     let conf = conf.to_str().unwrap();
     // bind from the file would fail (port 1); the command line wins.
-    let p = Ledgerd::start_args(&["serve-readonly", "--config", conf, "--bind", "127.0.0.1:0"]);
+    let p = Ledgerd::builder()
+        .readonly()
+        .args(&["--config", conf])
+        .data_dir_from_args()
+        .start();
     assert_eq!(head(&p.url), 30, "data-dir came from the file");
     let answer = call_raw(&p.url, "ledger_getSoftConfirmationRange", "[1,6]");
     assert!(
@@ -275,7 +261,7 @@ fn a_layout_2_data_dir_is_refused_read_only_and_answers_the_same_once_opened_rea
     let dir = tmp.path().join("ledger");
     devnet_ledger(&dir, 200);
     let before = {
-        let p = Ledgerd::serve_readonly(&dir);
+        let p = Ledgerd::builder().readonly().data_dir(&dir).start();
         common::every_answer(&p.url)
     };
     assert!(
@@ -307,7 +293,7 @@ fn a_layout_2_data_dir_is_refused_read_only_and_answers_the_same_once_opened_rea
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let p = Ledgerd::serve_readonly(&dir);
+    let p = Ledgerd::builder().readonly().data_dir(&dir).start();
     let after = common::every_answer(&p.url);
     assert_eq!(after.len(), before.len());
     for ((qa, xa), (qb, xb)) in before.iter().zip(&after) {

@@ -126,7 +126,7 @@ fn import_refuses_a_chain_with_a_signature_only_a_batch_would_take() {
         )),
         "{err}"
     );
-    let p = Ledgerd::serve_readonly(&bad);
+    let p = Ledgerd::builder().readonly().data_dir(&bad).start();
     assert_eq!(
         call(&p.url, "ledger_getHeadSoftConfirmationHeight", "[]"),
         0
@@ -147,7 +147,7 @@ fn import_refuses_a_chain_with_a_signature_only_a_batch_would_take() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let p = Ledgerd::serve_readonly(&good);
+    let p = Ledgerd::builder().readonly().data_dir(&good).start();
     assert_eq!(
         call(&p.url, "ledger_getHeadSoftConfirmationHeight", "[]"),
         BLOCKS
@@ -165,7 +165,7 @@ fn a_follower_stores_the_blocks_before_a_signature_only_a_batch_would_take_and_s
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let upstream = Ledgerd::serve_readonly(&up);
+    let upstream = Ledgerd::builder().readonly().data_dir(&up).start();
     assert_eq!(
         call(&upstream.url, "ledger_getHeadSoftConfirmationHeight", "[]"),
         BLOCKS

@@ -3,12 +3,13 @@
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use super::http::{quick_rpc, NORMAL_WITHIN};
 use super::process::{run, Ledgerd};
+use super::wait::{wait_until, wait_until_value};
 
 pub const HEAD_HEIGHT: &str =
     r#"{"jsonrpc":"2.0","id":1,"method":"ledger_getHeadSoftConfirmationHeight","params":[]}"#;
@@ -213,14 +214,71 @@ impl Ledgerd {
         answer["error"].clone()
     }
 
-    /// Waits until `f` holds (polling every 20 ms), at most `limit`.
+    /// Waits until `f` holds (looking every 20 ms), at most `limit`; see
+    /// [`wait_until`].
     pub fn wait_for(&self, limit: Duration, what: &str, mut f: impl FnMut(&Ledgerd) -> bool) {
-        let start = Instant::now();
-        while !f(self) {
-            assert!(start.elapsed() < limit, "waited {limit:?} for {what}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_until(limit, what, || f(self));
     }
+
+    /// `ledger_getHeadSoftConfirmationHeight`.
+    pub fn head(&self) -> u64 {
+        head(&self.url)
+    }
+
+    /// `ledger_getSoftConfirmationStatus` of height `h` (`"Trusted"`, ...).
+    pub fn status(&self, h: u64) -> Value {
+        self.result("ledger_getSoftConfirmationStatus", &format!("[{h}]"))
+    }
+
+    /// `svc_syncStatus`.
+    pub fn sync_status(&self) -> Value {
+        self.result("svc_syncStatus", "[]")
+    }
+
+    /// The value of the series `name{labels}` in `GET /metrics` (labels in
+    /// the order ledgerd writes them); panics when there is no such line.
+    pub fn metric(&self, name: &str, labels: &[(&str, &str)]) -> u64 {
+        metric(self.addr, name, labels)
+    }
+
+    /// Waits (at most `limit`) until the series `name{labels}` reaches `at_least`.
+    pub fn wait_for_metric(
+        &self,
+        limit: Duration,
+        name: &str,
+        labels: &[(&str, &str)],
+        at_least: u64,
+    ) {
+        let what = format!("{} >= {at_least}", series(name, labels));
+        wait_until_value(
+            limit,
+            &what,
+            || self.metric(name, labels),
+            |v| *v >= at_least,
+        );
+    }
+}
+
+/// `ledger_getHeadSoftConfirmationHeight` of the node (or upstream) at `url`.
+pub fn head(url: &str) -> u64 {
+    call(url, "ledger_getHeadSoftConfirmationHeight", "[]")
+        .as_u64()
+        .unwrap_or_else(|| panic!("{url}: the head is not a height"))
+}
+
+/// `name{k="v",...}`, a series as /metrics writes it.
+pub fn series(name: &str, labels: &[(&str, &str)]) -> String {
+    if labels.is_empty() {
+        return name.to_string();
+    }
+    let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+    format!("{name}{{{}}}", labels.join(","))
+}
+
+/// The value of the series `name{labels}` in `GET /metrics` of the node at `addr`.
+pub fn metric(addr: SocketAddr, name: &str, labels: &[(&str, &str)]) -> u64 {
+    let text = super::http::request(addr, "GET", "/metrics", &[], "").text();
+    super::http::metric(&text, &series(name, labels))
 }
 
 /// A normal request on a fresh connection is answered correctly within
@@ -249,18 +307,7 @@ pub fn hash32(v: &Value) -> [u8; 32] {
 
 /// A devnet ledger with heights 1..=`prefill` in `dir` (the writer is stopped).
 pub fn devnet_ledger(dir: &Path, prefill: u64) {
-    let prefill = prefill.to_string();
-    let mut p = Ledgerd::start_args(&[
-        "--dev",
-        "--dev-prefill",
-        &prefill,
-        "--dev-block-ms",
-        "0",
-        "--bind",
-        "127.0.0.1:0",
-        "--data-dir",
-        dir.to_str().unwrap(),
-    ]);
+    let mut p = Ledgerd::builder().dev(prefill, 0).data_dir(dir).start();
     assert_eq!(p.stop_timed().0, Some(0));
 }
 
