@@ -60,7 +60,7 @@ fn last_proof_as_citrea(v: &Value) -> Value {
 }
 
 fn view(url: &str) -> View {
-    let head = num(&call(url, "ledger_getHeadSoftConfirmationHeight", "[]"));
+    let head = common::head(url);
     let mut blocks = Vec::new();
     let mut from = 1;
     while from <= head {
@@ -119,22 +119,14 @@ fn follower(data: &std::path::Path, upstream: &str, extra: &[&str]) -> Ledgerd {
     Ledgerd::builder().data_dir(data).args(&args).start()
 }
 
-fn sync_status(url: &str) -> Value {
-    call(url, "svc_syncStatus", "[]")
-}
-
 fn wait_synced(f: &Ledgerd, head: u64, l1: u64) {
     let synced = json!({"l1Status":{"Synced":l1},"l2Status":{"Synced":head}});
-    let start = std::time::Instant::now();
-    while sync_status(&f.url) != synced {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "the follower did not reach head {head} and slot {l1} in 60 s: {}\n{}",
-            sync_status(&f.url),
-            f.stderr()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    f.wait_for_value(
+        Duration::from_secs(60),
+        &format!("the follower to reach head {head} and slot {l1}"),
+        Ledgerd::sync_status,
+        |now| *now == synced,
+    );
 }
 
 fn get(url: &str, path: &str) -> String {
@@ -461,7 +453,7 @@ fn a_forged_block_without_bodies_is_refused_even_with_the_flag() {
             .stderr()
             .contains(&format!("soft confirmation {}: prevHash", target + 1))
     });
-    let head = num(&call(&f.url, "ledger_getHeadSoftConfirmationHeight", "[]"));
+    let head = common::head(&f.url);
     assert!(
         head < target,
         "nothing at or above the forged block is stored (head {head})"
@@ -543,7 +535,7 @@ fn a_follower_of_a_wire_citrea_devnet_keeps_every_proof_of_a_slot() {
 
 /// [`view`] for a ledgerd devnet (its first DA slot is 1000).
 fn view_from(url: &str, first_slot: u64) -> (Vec<Value>, Vec<Value>, Value) {
-    let head = num(&call(url, "ledger_getHeadSoftConfirmationHeight", "[]"));
+    let head = common::head(url);
     let statuses = batch(
         url,
         &(1..=head)

@@ -22,12 +22,7 @@ fn status_rank(s: &Value) -> u8 {
 fn statuses_climb_from_trusted_to_finalized_to_proven_as_the_devnet_runs() {
     let dir = tempfile::tempdir().expect("temp dir");
     let node = Ledgerd::builder().dev(0, 20).data_dir(dir.path()).start();
-    node.wait_for(Duration::from_secs(20), "height 1", |n| {
-        n.result("ledger_getHeadSoftConfirmationHeight", "[]")
-            .as_u64()
-            .unwrap_or(0)
-            >= 1
-    });
+    node.wait_for(Duration::from_secs(20), "height 1", |n| n.head() >= 1);
     let mut seen: Vec<Value> = Vec::new();
     let mut heads = Vec::new();
     let start = Instant::now();
@@ -46,11 +41,7 @@ fn statuses_climb_from_trusted_to_finalized_to_proven_as_the_devnet_runs() {
             }
             seen.push(s);
         }
-        heads.push(
-            node.result("ledger_getHeadSoftConfirmationHeight", "[]")
-                .as_u64()
-                .expect("height"),
-        );
+        heads.push(node.head());
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(seen, ["Trusted", "Finalized", "Proven"]);
@@ -172,8 +163,7 @@ fn a_fast_devnet_logs_what_changed_not_every_block() {
     let dir = tempfile::tempdir().expect("temp dir");
     let node = Ledgerd::builder().dev(0, 2).data_dir(dir.path()).start();
     std::thread::sleep(Duration::from_secs(3));
-    let head = node.result("ledger_getHeadSoftConfirmationHeight", "[]");
-    let head = head.as_u64().expect("a height");
+    let head = node.head();
     assert!(head >= 300, "the devnet made only {head} blocks in 3 s");
     let (status, stderr) = node.stop();
     assert!(status.success(), "{stderr}");

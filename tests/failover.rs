@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use common::http::metric;
 use common::proxy::{Proxy, Tamper};
 use common::rpc::call_by;
-use common::Ledgerd;
+use common::{head, wait_until_value, Ledgerd};
 use serde_json::{json, Value};
 
 fn agent() -> ureq::Agent {
@@ -19,12 +19,6 @@ fn agent() -> ureq::Agent {
         .timeout_connect(Duration::from_secs(2))
         .timeout(Duration::from_secs(10))
         .build()
-}
-
-fn head(url: &str) -> u64 {
-    call_by(&agent(), url, "ledger_getHeadSoftConfirmationHeight", "[]")
-        .as_u64()
-        .expect("a height")
 }
 
 fn block_hash(url: &str, h: u64) -> Value {
@@ -184,17 +178,12 @@ fn health_is_503_while_more_than_max_behind_blocks_behind_and_200_once_within() 
     proxy.hold_blocks();
     let held_at = Instant::now();
     let stuck = head(&f.url);
-    let mut last = health(&f.url);
-    while last.0 == 200 {
-        assert!(
-            held_at.elapsed() < Duration::from_secs(10),
-            "still healthy 10 s after its blocks were held back: {}",
-            last.1
-        );
-        std::thread::sleep(Duration::from_millis(50));
-        last = health(&f.url);
-    }
-    let (status, v) = last;
+    let (status, v) = wait_until_value(
+        Duration::from_secs(10),
+        "/health to stop answering 200 after the blocks were held back",
+        || health(&f.url),
+        |(status, _)| *status != 200,
+    );
     eprintln!("503 after {:.2?}: {v}", held_at.elapsed());
     assert_eq!(status, 503);
     assert_eq!(v["reason"], "behind", "{v}");

@@ -20,9 +20,7 @@ fn stderr(out: &std::process::Output) -> String {
 /// The head height of a data dir, read through a read-only server.
 fn head_of(dir: &Path) -> u64 {
     let p = Ledgerd::builder().readonly().data_dir(dir).start();
-    call(&p.url, "ledger_getHeadSoftConfirmationHeight", "[]")
-        .as_u64()
-        .unwrap()
+    p.head()
 }
 
 /// Replaces line `n` (from 1) of `text`.

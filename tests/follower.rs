@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use common::proxy::{Proxy, Tamper};
 use common::rpc::{assert_same_view, batch_by, call_by};
-use common::Ledgerd;
+use common::{head, sync_status, Ledgerd};
 use serde_json::{json, Value};
 
 // ---------------------------------------------------------------- processes
@@ -83,20 +83,10 @@ fn rpc(url: &str, method: &str, params: Value) -> Value {
     call_by(&agent(), url, method, &params.to_string())
 }
 
-fn head(url: &str) -> u64 {
-    rpc(url, "ledger_getHeadSoftConfirmationHeight", json!([]))
-        .as_u64()
-        .expect("a height")
-}
-
 fn last_scanned(url: &str) -> u64 {
     rpc(url, "ledger_getLastScannedL1Height", json!([]))
         .as_u64()
         .expect("a slot")
-}
-
-fn sync_status(url: &str) -> Value {
-    rpc(url, "svc_syncStatus", json!([]))
 }
 
 /// What these tests read of a chain: (slot, commitments on it, proof on

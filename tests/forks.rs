@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{call, every_answer, export, run, Ledgerd};
+use common::{call, every_answer, export, run, wait_until_value, Ledgerd};
 use serde_json::{json, Value};
 
 const FORK: u64 = 50;
@@ -294,11 +294,10 @@ fn node_builders_take_the_fork_table_and_the_sequencer_key() {
             .unwrap()
     };
     let follower = follow(&dir.path().join("f"), key);
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
     let head = || follower.ledger().reader().unwrap().head_height().unwrap();
-    while head() < 120 && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until_value(Duration::from_secs(30), "the follower at 120", head, |h| {
+        *h >= 120
+    });
     assert_eq!(head(), 120);
     let hash_at = |node: &Node, h: u64| node.ledger().reader().unwrap().hash_at(h).unwrap();
     assert_eq!(hash_at(&follower, FORK - 1), hash_at(&upstream, FORK - 1));
@@ -314,13 +313,11 @@ fn node_builders_take_the_fork_table_and_the_sequencer_key() {
             .pub_key
             .load(std::sync::atomic::Ordering::Relaxed)
     };
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while refused() == 0 && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(
-        refused() > 0,
-        "the wrong key is counted as a pubKey failure"
+    wait_until_value(
+        Duration::from_secs(30),
+        "the wrong key to be counted as a pubKey failure",
+        refused,
+        |n| *n > 0,
     );
     assert_eq!(
         stranger.ledger().reader().unwrap().head_height().unwrap(),

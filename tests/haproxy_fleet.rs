@@ -128,19 +128,21 @@ impl Haproxy {
             stats: format!("http://127.0.0.1:{stats}/;csv"),
             dir,
         };
-        let end = Instant::now() + Duration::from_secs(15);
-        loop {
-            let up = h.in_rotation();
-            if up.len() == 3 && up.values().all(|&u| u) {
-                break;
-            }
-            assert!(
-                Instant::now() < end && matches!(h.child.try_wait(), Ok(None)),
-                "HAProxy did not put all three nodes in rotation ({up:?}):\n{}",
-                h.log()
-            );
-            thread::sleep(Duration::from_millis(50));
-        }
+        let all_up = |up: &BTreeMap<String, bool>| up.len() == 3 && up.values().all(|&u| u);
+        let (up, _) = common::poll_until(
+            Duration::from_secs(15),
+            || {
+                let running = matches!(h.child.try_wait(), Ok(None));
+                (h.in_rotation(), running)
+            },
+            |(up, running)| all_up(up) || !running,
+        )
+        .unwrap_or_else(|last| last);
+        assert!(
+            all_up(&up),
+            "HAProxy did not put all three nodes in rotation ({up:?}):\n{}",
+            h.log()
+        );
         h
     }
 
@@ -376,10 +378,7 @@ fn a_fleet_behind_haproxy_loses_a_node_and_lags_another_without_losing_a_request
         .start();
     for n in [&n1, &n2, &n3] {
         n.wait_for(Duration::from_secs(30), "the follower syncs", |n| {
-            n.result("ledger_getHeadSoftConfirmationHeight", "[]")
-                .as_u64()
-                .unwrap_or(0)
-                >= 200
+            n.head() >= 200
         });
     }
     let haproxy = Haproxy::start(&[&n1, &n2, &n3]);

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use common::http::{long_header_line, many_headers};
 use common::{
-    assert_normal_request_fast, bounded, connect, post, raise_nofile_limit, read_answer, Ledgerd,
-    PREFILL,
+    assert_normal_request_fast, bounded, connect, post, raise_nofile_limit, read_answer,
+    wait_until_value, Ledgerd, PREFILL,
 };
 use serde_json::{json, Value};
 
@@ -310,19 +310,12 @@ fn over_the_default_connection_cap_new_connections_get_503_then_close() {
     assert_eq!(r.read_to_end(&mut rest).unwrap_or(0), 0, "closed after 503");
     // Once the idle connections go, normal service resumes.
     drop(idle);
-    let end = Instant::now() + Duration::from_secs(3);
-    loop {
-        let a = common::rpc(node.addr, common::HEAD_HEIGHT.as_bytes());
-        if a.status == 200 {
-            break;
-        }
-        assert!(
-            Instant::now() < end,
-            "still {} after the idle clients left",
-            a.status
-        );
-        thread::sleep(Duration::from_millis(100));
-    }
+    wait_until_value(
+        Duration::from_secs(3),
+        "a 200 after the idle clients left",
+        || common::rpc(node.addr, common::HEAD_HEIGHT.as_bytes()).status,
+        |status| *status == 200,
+    );
     assert_normal_request_fast(node.addr, PREFILL);
 }
 

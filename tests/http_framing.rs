@@ -230,17 +230,13 @@ fn a_new_connection_from_the_port_of_a_refused_one_is_served() {
         assert!(rest.is_empty(), "{:?}", String::from_utf8_lossy(&rest));
         drop(r);
         // At once, from the same port (the kernel may refuse it for a moment).
-        let end = Instant::now() + Duration::from_secs(5);
-        let mut s = loop {
-            match connect_from(port, node.addr) {
-                Ok(s) => break s,
-                Err(e) if Instant::now() < end => {
-                    eprintln!("round {round}: reconnect: {e}");
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                Err(e) => panic!("cannot reconnect from port {port}: {e}"),
-            }
-        };
+        let mut s = common::poll_until(
+            Duration::from_secs(5),
+            || connect_from(port, node.addr),
+            Result::is_ok,
+        )
+        .unwrap_or_else(|e| e)
+        .unwrap_or_else(|e| panic!("round {round}: cannot reconnect from port {port}: {e}"));
         s.write_all(&common::post(BODY.as_bytes())).unwrap();
         let a = read_answer(&mut BufReader::new(&mut s))
             .unwrap_or_else(|e| panic!("round {round}: no answer on the new connection: {e}"));

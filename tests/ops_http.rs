@@ -8,7 +8,7 @@ mod common;
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::http::{metric, request as http};
 use common::{free_port, run_to_exit, Answer, Ledgerd, PREFILL};
@@ -44,14 +44,12 @@ fn dev_node(dir: &std::path::Path, prefill: u64, block_ms: u64) -> Node {
 
 /// Polls `/health` until it answers `status`, at most `limit`.
 fn wait_health(addr: SocketAddr, status: u16, limit: Duration) -> Answer {
-    let start = Instant::now();
-    loop {
-        let a = http(addr, "GET", "/health", &[], "");
-        if a.status == status || start.elapsed() > limit {
-            return a;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    common::poll_until(
+        limit,
+        || http(addr, "GET", "/health", &[], ""),
+        |a| a.status == status,
+    )
+    .unwrap_or_else(|last| last)
 }
 
 // ---- GET /: the status page ----

@@ -369,7 +369,6 @@ fn a_devnet_follower_proves_on_fake_receipts_and_counts_them_and_a_named_network
     // --dev-proof-bytes (default 2048) is the size of each receipt.
     let last = common::call(&upstream.url, "ledger_getLastVerifiedBatchProof", "[]");
     assert_eq!(last["proof"]["proof"].as_array().map(Vec::len), Some(2048));
-    let head = |url: &str| common::call(url, "ledger_getHeadSoftConfirmationHeight", "[]");
 
     // No network: the devnet's fakes prove, as they do on the devnet itself.
     let args = ["--upstream", &upstream.url].map(String::from);
@@ -378,7 +377,7 @@ fn a_devnet_follower_proves_on_fake_receipts_and_counts_them_and_a_named_network
         .args(&args)
         .start();
     devnet_follower.wait_for(Duration::from_secs(60), "the same statuses", |f| {
-        head(&f.url) == json!(PREFILL) && statuses(&f.url, PREFILL) == up
+        f.head() == PREFILL && statuses(&f.url, PREFILL) == up
     });
     let fakes = fake_count_in_metrics(&devnet_follower.url);
     assert!(fakes > 0, "fakes counted in /metrics");
@@ -416,7 +415,7 @@ fn a_devnet_follower_proves_on_fake_receipts_and_counts_them_and_a_named_network
         "{stderr}"
     );
     testnet_follower.wait_for(Duration::from_secs(30), "all blocks", |f| {
-        head(&f.url) == json!(PREFILL)
+        f.head() == PREFILL
     });
     let got = statuses(&testnet_follower.url, PREFILL);
     assert!(!got.contains(&json!("Proven")), "{got:?}");
@@ -456,12 +455,7 @@ fn an_upstream_serving_non_receipt_bytes_beside_a_valid_proof_output_gets_nothin
         stderr.contains("the proof bytes are not a risc0 receipt"),
         "{stderr}"
     );
-    let got = statuses(
-        &follower.url,
-        common::call(&follower.url, "ledger_getHeadSoftConfirmationHeight", "[]")
-            .as_u64()
-            .unwrap_or(0),
-    );
+    let got = statuses(&follower.url, follower.head());
     assert!(!got.contains(&json!("Proven")), "{got:?}");
     let proof = common::call(&follower.url, "ledger_getLastVerifiedBatchProof", "[]");
     assert_eq!(proof, Value::Null, "no proof stored");

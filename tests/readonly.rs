@@ -3,15 +3,11 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{call, call_raw, devnet_ledger, run, Ledgerd};
+use serde_json::Value;
 
-fn head(url: &str) -> u64 {
-    call(url, "ledger_getHeadSoftConfirmationHeight", "[]")
-        .as_u64()
-        .unwrap()
-}
+use common::{call, call_raw, devnet_ledger, head, run, wait_until_value, Ledgerd};
 
 #[test]
 fn a_replica_sees_the_writers_head_move_and_answers_like_it() {
@@ -22,15 +18,11 @@ fn a_replica_sees_the_writers_head_move_and_answers_like_it() {
     let first = head(&replica.url);
     assert!(first >= 20, "{first}");
     // Blocks every 50 ms: within 3 s the replica must see several more.
-    let deadline = Instant::now() + Duration::from_secs(3);
-    let mut now = first;
-    while now < first + 5 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-        now = head(&replica.url);
-    }
-    assert!(
-        now >= first + 5,
-        "the replica's head stayed at {now} (from {first})"
+    let now = wait_until_value(
+        Duration::from_secs(3),
+        &format!("the replica's head to move on from {first} by 5"),
+        || replica.head(),
+        |now| *now >= first + 5,
     );
     // A stored block reads the same from both.
     for h in [1, first, now] {
@@ -42,17 +34,14 @@ fn a_replica_sees_the_writers_head_move_and_answers_like_it() {
     }
     // The replica's sync status comes from the ledger (looked at every
     // 100 ms): Synced at a stored head, reaching `now` shortly.
-    let deadline = Instant::now() + Duration::from_secs(2);
-    let status = loop {
-        let status = call(&replica.url, "svc_syncStatus", "[]");
-        let synced = status["l2Status"]["Synced"].as_u64().unwrap_or(0);
-        if synced >= now || Instant::now() > deadline {
-            break status;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let synced = status["l2Status"]["Synced"].as_u64().unwrap_or(0);
-    assert!(synced >= now, "{status}");
+    let synced_of = |status: &Value| status["l2Status"]["Synced"].as_u64().unwrap_or(0);
+    let status = wait_until_value(
+        Duration::from_secs(2),
+        &format!("the replica to say Synced at {now} or more"),
+        || replica.sync_status(),
+        |status| synced_of(status) >= now,
+    );
+    let synced = synced_of(&status);
     assert!(synced <= head(writer), "{status}");
     assert!(
         status["l1Status"]["Synced"].as_u64().unwrap_or(0) >= 1000,

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{call, run, Ledgerd};
+use common::{call, run, wait_until_value, Ledgerd};
 use curve25519_dalek::constants::ED25519_BASEPOINT_POINT;
 use curve25519_dalek::scalar::Scalar;
 use ed25519_dalek::{Signature, VerifyingKey};
@@ -17,7 +17,7 @@ use ledgerd::types::{SoftConfirmation, ZERO_HASH};
 use sha2::{Digest, Sha512};
 use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const BLOCKS: u64 = 100;
 const BAD: u64 = 60;
@@ -179,11 +179,12 @@ fn a_follower_stores_the_blocks_before_a_signature_only_a_batch_would_take_and_s
         .start()
         .unwrap();
     let refused = || follower.progress().failures.signature.load(Relaxed);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while refused() < 2 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(refused() >= 2, "refused {} times", refused());
+    wait_until_value(
+        Duration::from_secs(30),
+        "the bad block to be refused twice",
+        refused,
+        |n| *n >= 2,
+    );
     assert_eq!(
         follower.ledger().reader().unwrap().head_height().unwrap(),
         BAD - 1,

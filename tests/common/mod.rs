@@ -30,9 +30,9 @@ pub use process::{
 };
 pub use rpc::{
     assert_normal_request_fast, call, call_raw, devnet_ledger, every_answer, export, hash32, head,
-    post_raw, HEAD_HEIGHT,
+    post_raw, sync_status, HEAD_HEIGHT,
 };
-pub use wait::{wait_until, wait_until_value};
+pub use wait::{poll_until, wait_until, wait_until_value};
 
 /// Holds the tests of one file to one at a time. The hostile-client tests
 /// each check that a normal request is answered within 100 ms while one bad

@@ -349,13 +349,18 @@ pub fn replace_once(text: &mut String, from: &str, to: &str, file: &str) {
 /// text of `log` when `child` (`name`, a front such as nginx) exits first or
 /// takes longer.
 pub fn wait_accepting(child: &mut Child, name: &str, addr: SocketAddr, log: &Path) {
-    let end = Instant::now() + Duration::from_secs(5);
-    while std::net::TcpStream::connect(addr).is_err() {
-        if Instant::now() > end || !matches!(child.try_wait(), Ok(None)) {
-            let log = std::fs::read_to_string(log).unwrap_or_default();
-            panic!("{name} did not start on {addr}:\n{log}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    // Ok(true): accepting; Ok(false): not yet; Err: the child exited.
+    let accepting = super::wait::poll_until(
+        Duration::from_secs(5),
+        || match child.try_wait() {
+            Ok(None) => Ok(std::net::TcpStream::connect(addr).is_ok()),
+            _ => Err(()),
+        },
+        |state| *state != Ok(false),
+    );
+    if accepting != Ok(Ok(true)) {
+        let log = std::fs::read_to_string(log).unwrap_or_default();
+        panic!("{name} did not start on {addr}:\n{log}");
     }
 }
 

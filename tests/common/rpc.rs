@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::http::{quick_rpc, NORMAL_WITHIN};
 use super::process::{run, Ledgerd};
-use super::wait::{wait_until, wait_until_value};
+use super::wait::poll_until;
 
 pub const HEAD_HEIGHT: &str =
     r#"{"jsonrpc":"2.0","id":1,"method":"ledger_getHeadSoftConfirmationHeight","params":[]}"#;
@@ -214,10 +214,28 @@ impl Ledgerd {
         answer["error"].clone()
     }
 
-    /// Waits until `f` holds (looking every 20 ms), at most `limit`; see
-    /// [`wait_until`].
+    /// Waits until `f` holds (looking every 20 ms), at most `limit`; panics
+    /// with `what` and the node's stderr when it runs out.
     pub fn wait_for(&self, limit: Duration, what: &str, mut f: impl FnMut(&Ledgerd) -> bool) {
-        wait_until(limit, what, || f(self));
+        self.wait_for_value(limit, what, |n| f(n), |held| *held);
+    }
+
+    /// Reads `probe` every 20 ms until `done` holds for the value (at most
+    /// `limit`) and returns it; panics with `what`, the last value read and
+    /// the node's stderr when it runs out.
+    pub fn wait_for_value<T: std::fmt::Debug>(
+        &self,
+        limit: Duration,
+        what: &str,
+        mut probe: impl FnMut(&Ledgerd) -> T,
+        done: impl Fn(&T) -> bool,
+    ) -> T {
+        poll_until(limit, || probe(self), done).unwrap_or_else(|last| {
+            panic!(
+                "waited {limit:?} for {what}; last seen: {last:?}; stderr:\n{}",
+                self.stderr()
+            )
+        })
     }
 
     /// `ledger_getHeadSoftConfirmationHeight`.
@@ -250,12 +268,7 @@ impl Ledgerd {
         at_least: u64,
     ) {
         let what = format!("{} >= {at_least}", series(name, labels));
-        wait_until_value(
-            limit,
-            &what,
-            || self.metric(name, labels),
-            |v| *v >= at_least,
-        );
+        self.wait_for_value(limit, &what, |n| n.metric(name, labels), |v| *v >= at_least);
     }
 }
 
@@ -264,6 +277,11 @@ pub fn head(url: &str) -> u64 {
     call(url, "ledger_getHeadSoftConfirmationHeight", "[]")
         .as_u64()
         .unwrap_or_else(|| panic!("{url}: the head is not a height"))
+}
+
+/// `svc_syncStatus` of the node at `url`.
+pub fn sync_status(url: &str) -> Value {
+    call(url, "svc_syncStatus", "[]")
 }
 
 /// `name{k="v",...}`, a series as /metrics writes it.

@@ -20,19 +20,30 @@ pub fn wait_until(limit: Duration, what: &str, mut done: impl FnMut() -> bool) {
 pub fn wait_until_value<T: Debug>(
     limit: Duration,
     what: &str,
-    mut probe: impl FnMut() -> T,
+    probe: impl FnMut() -> T,
     done: impl Fn(&T) -> bool,
 ) -> T {
+    poll_until(limit, probe, done)
+        .unwrap_or_else(|last| panic!("waited {limit:?} for {what}; last seen: {last:?}"))
+}
+
+/// [`wait_until_value`] that does not panic: `Ok(value)` once `done` holds,
+/// `Err(last value)` when `limit` runs out first (for a caller that asserts
+/// on the value itself, or adds its own context).
+pub fn poll_until<T>(
+    limit: Duration,
+    mut probe: impl FnMut() -> T,
+    done: impl Fn(&T) -> bool,
+) -> Result<T, T> {
     let start = Instant::now();
     loop {
         let value = probe();
         if done(&value) {
-            return value;
+            return Ok(value);
         }
-        assert!(
-            start.elapsed() < limit,
-            "waited {limit:?} for {what}; last seen: {value:?}"
-        );
+        if start.elapsed() >= limit {
+            return Err(value);
+        }
         std::thread::sleep(POLL);
     }
 }
