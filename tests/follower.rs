@@ -316,13 +316,12 @@ fn a_block_altered_in_transit_is_never_stored_and_the_follower_converges_once_it
     let proxy = Proxy::start(&upstream.url);
     proxy.set(Tamper::BlockAt(250));
     let follower = follower_of(&f_dir, &proxy.url, 100);
-    follower.wait_for(
+    // Refused by its hash; which block, the stored head (249) says.
+    follower.wait_for_metric(
         Duration::from_secs(30),
-        "the follower rejects block 250",
-        |f| {
-            f.stderr()
-                .contains("check hash failed: soft confirmation 250")
-        },
+        "ledgerd_sync_verification_failures_total",
+        &[("check", "hash")],
+        1,
     );
     thread::sleep(Duration::from_millis(300));
     assert!(proxy.altered() >= 1);
@@ -359,10 +358,11 @@ fn a_commitment_with_an_altered_merkle_root_finalizes_nothing_until_it_is_answer
     let proxy = Proxy::start(&upstream.url);
     proxy.set(Tamper::MerkleRoots);
     let follower = follower_of(&f_dir, &proxy.url, 100);
-    follower.wait_for(
+    follower.wait_for_metric(
         Duration::from_secs(30),
-        "the follower rejects the first commitment",
-        |f| f.stderr().contains("check merkle_root failed"),
+        "ledgerd_sync_verification_failures_total",
+        &[("check", "merkle_root")],
+        1,
     );
     thread::sleep(Duration::from_millis(300));
     assert!(proxy.altered() >= 1);
@@ -411,9 +411,14 @@ fn a_follower_answered_garbage_keeps_serving_logs_it_once_and_recovers() {
     );
     assert_eq!(view(&follower.url), before);
     proxy.set(Tamper::Nothing);
-    follower.wait_for(Duration::from_secs(10), "sync resumes", |f| {
-        f.stderr().contains("sync resumed")
-    });
+    // While the garbage lasted the source was unreachable; it is again.
+    assert_eq!(follower.metric("ledgerd_sync_source_reachable", &[]), 0);
+    follower.wait_for_metric(
+        Duration::from_secs(10),
+        "ledgerd_sync_source_reachable",
+        &[],
+        1,
+    );
     assert_same_view(&view(&follower.url), &view(&upstream.url));
 }
 

@@ -140,10 +140,15 @@ fn a_follower_with_the_same_fork_table_converges_and_one_without_stores_nothing(
         .data_dir(&dir.path().join("w"))
         .args(&["--upstream".into(), upstream.url.clone()])
         .start();
-    wrong.wait_for(Duration::from_secs(30), "the refusal is logged", |n| {
-        n.stderr().contains("soft confirmation 1: hash")
-    });
+    wrong.wait_for_metric(
+        Duration::from_secs(30),
+        "ledgerd_sync_verification_failures_total",
+        &[("check", "hash")],
+        1,
+    );
+    // Which rules refused it is said in the log only.
     let log = wrong.stderr();
+    assert!(log.contains("soft confirmation 1: hash"), "{log}");
     assert!(log.contains("by the Kumquat rules"), "{log}");
     assert_eq!(
         call(&wrong.url, "ledger_getHeadSoftConfirmationHeight", "[]"),
