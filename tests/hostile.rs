@@ -61,8 +61,10 @@ fn a_fifty_mib_body_gets_413_and_is_never_buffered_whole() {
     let node = Ledgerd::builder().dev(PREFILL, 0).start();
     let anon_before = node.status_field("RssAnon");
     let n = 50 * 1024 * 1024;
-    let (mut s, sender) = common::http::post_huge_body(node.addr, n, Duration::from_secs(3));
+    // The sender's own write timeout is 5 s: it must end well before that.
+    let (mut s, sender) = common::http::post_huge_body(node.addr, n, Duration::from_secs(5));
     let a = read_answer(&mut BufReader::new(&mut s)).expect("413 answer");
+    let answered = Instant::now();
     assert_eq!(a.status, 413);
     assert_eq!(a.header("Content-Type"), Some("application/json"));
     assert_too_big(&a.body);
@@ -73,6 +75,13 @@ fn a_fifty_mib_body_gets_413_and_is_never_buffered_whole() {
         thread::sleep(Duration::from_millis(5));
     }
     let sent = sender.join().unwrap();
+    // The server resets the connection once it stops reading: the sender
+    // ends with an error, long before its own write timeout.
+    assert!(
+        answered.elapsed() < Duration::from_secs(3),
+        "the sender was left hanging for {:?}",
+        answered.elapsed()
+    );
     peak = peak.max(node.status_field("RssAnon"));
     assert!(
         sent < n,
@@ -163,49 +172,80 @@ fn a_client_that_asks_for_the_largest_range_and_never_reads_does_not_block_the_l
         "the server kept writing to a client that did not read ({got} bytes)"
     );
     assert_normal_request_fast(node.addr, 200);
+    // Small answers pipelined without reading: 2,000 requests fill the
+    // socket buffers both ways, and the loop still serves others.
+    let s2 = connect(node.addr);
+    let small = post(common::HEAD_HEIGHT.as_bytes()).repeat(2000);
+    let mut w = s2.try_clone().unwrap();
+    let writer = thread::spawn(move || {
+        let _ = w.set_write_timeout(Some(Duration::from_secs(3)));
+        let _ = w.write_all(&small);
+    });
+    thread::sleep(Duration::from_millis(500));
+    for _ in 0..3 {
+        assert_normal_request_fast(node.addr, 200);
+    }
+    let _ = writer.join();
+    drop(s2);
 }
 
+/// serde_json reads the envelope's members as raw values (an iterative
+/// scan, no recursion) and nothing deserialises a caller's nested value
+/// recursively, so depth costs no stack: an unclosed nest is `-32700`, a
+/// closed one is a batch whose element is not a request object (`-32600`),
+/// and nested params are `-32602`; at every depth up to 100,000.
 #[test]
-fn a_hundred_thousand_deep_array_is_answered_not_a_crash() {
+fn deep_nesting_up_to_a_hundred_thousand_levels_is_an_error_answer_not_a_crash() {
     let _one_at_a_time = common::one_at_a_time();
     let mut node = Ledgerd::builder().dev(PREFILL, 0).start();
-    let deep =
-        |open: &str, close: &str| format!("{}{}", open.repeat(100_000), close.repeat(100_000));
     let by_position = |params: &str| {
         format!(
             r#"{{"jsonrpc":"2.0","id":1,"method":"ledger_getSoftConfirmationByNumber","params":{params}}}"#
         )
     };
-    let cases: [(String, Value); 5] = [
-        // Unbalanced: not JSON.
-        ("[".repeat(100_000), json!(-32700)),
-        (r#"{"a":"#.repeat(50_000), json!(-32700)),
-        // Balanced: a batch of one element that is not a request object.
-        (deep("[", "]"), json!([-32600])),
-        // Deep params: the parameter is not a number.
-        (by_position(&deep("[", "]")), json!(-32602)),
-        (
-            by_position(&format!(
-                "[{}1{}]",
-                "{\"a\":".repeat(100_000),
-                "}".repeat(100_000)
-            )),
-            json!(-32602),
-        ),
-    ];
-    for (body, code) in cases {
-        let a = common::rpc(node.addr, body.as_bytes());
-        assert_eq!(a.status, 200);
-        let v = a.json();
-        let got = match &v {
-            Value::Array(items) => json!(items
-                .iter()
-                .map(|i| i["error"]["code"].clone())
-                .collect::<Vec<_>>()),
-            one => one["error"]["code"].clone(),
+    for depth in [129, 1000, 100_000] {
+        let nest = |open: &str, middle: &str, close: &str| {
+            format!("{}{middle}{}", open.repeat(depth), close.repeat(depth))
         };
-        assert_eq!(got, code, "{}", a.text());
-        assert_normal_request_fast(node.addr, PREFILL);
+        let cases: [(String, Value); 8] = [
+            // Unbalanced: not JSON.
+            ("[".repeat(depth), json!(-32700)),
+            (r#"{"a":"#.repeat(depth / 2), json!(-32700)),
+            // Objects without a value inside: not JSON.
+            (nest(r#"{"a":"#, "", "}"), json!(-32700)),
+            // Balanced: a batch of one element that is not a request object.
+            (nest("[", "", "]"), json!([-32600])),
+            // Balanced objects: not a request object.
+            (nest(r#"{"a":"#, "1", "}"), json!(-32600)),
+            // Deep params: the parameter is not a number.
+            (by_position(&nest("[", "", "]")), json!(-32602)),
+            (
+                by_position(&format!("[{}]", nest(r#"{"a":"#, "1", "}"))),
+                json!(-32602),
+            ),
+            // An unclosed nest in the id: not JSON.
+            (
+                format!(
+                    r#"{{"jsonrpc":"2.0","method":"x","id":{}"#,
+                    r#"{"a":"#.repeat(depth)
+                ),
+                json!(-32700),
+            ),
+        ];
+        for (body, code) in cases {
+            let a = common::rpc(node.addr, body.as_bytes());
+            assert_eq!(a.status, 200);
+            let v = a.json();
+            let got = match &v {
+                Value::Array(items) => json!(items
+                    .iter()
+                    .map(|i| i["error"]["code"].clone())
+                    .collect::<Vec<_>>()),
+                one => one["error"]["code"].clone(),
+            };
+            assert_eq!(got, code, "depth {depth}: {:.200}", a.text());
+            assert_normal_request_fast(node.addr, PREFILL);
+        }
     }
     assert!(node.alive());
 }

@@ -195,7 +195,20 @@ fn ids_of_every_json_number_string_and_null_are_echoed_byte_for_byte() {
             )),
             "id {id}: {text}"
         );
+        let text = rpc(node.addr, bad.as_bytes()).text();
+        assert!(
+            text.starts_with(&format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32601,"#
+            )),
+            "id {id}: {text}"
+        );
     }
+    // Whitespace around the id is not part of it.
+    let body = "{ \"id\" :\n \"a\"\t , \"jsonrpc\":\"2.0\",\"method\":\"ledger_getHeadSoftConfirmationHeight\" }";
+    assert_eq!(
+        rpc(node.addr, body.as_bytes()).text(),
+        format!(r#"{{"jsonrpc":"2.0","id":"a","result":{PREFILL}}}"#)
+    );
 }
 
 #[test]
@@ -262,12 +275,19 @@ fn params_by_position_and_by_name_give_the_same_answers() {
     )
     .json();
     assert_eq!(by_hash, block);
-    // Omitted params, for a method that takes none; extra positional ones are ignored.
-    let none = json!({"jsonrpc":"2.0","id":1,"method":"ledger_getHeadSoftConfirmationHeight"});
-    assert_eq!(
-        rpc(node.addr, none.to_string().as_bytes()).json()["result"],
-        PREFILL
-    );
+    // Omitted or empty params, for a method that takes none; extra
+    // positional ones, and members the envelope does not know, are ignored.
+    for none in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"ledger_getHeadSoftConfirmationHeight"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"ledger_getHeadSoftConfirmationHeight","params":{}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"ledger_getHeadSoftConfirmationHeight","params":[1,2],"extra":true}"#,
+    ] {
+        assert_eq!(
+            rpc(node.addr, none.as_bytes()).json()["result"],
+            PREFILL,
+            "{none}"
+        );
+    }
     let extra = call(
         "ledger_getSoftConfirmationByNumber",
         json!([4, "x", null]),
@@ -282,14 +302,20 @@ fn params_by_position_and_by_name_give_the_same_answers() {
 #[test]
 fn broken_json_and_non_utf8_are_parse_errors_with_id_null() {
     let node = Ledgerd::builder().dev(PREFILL, 0).start();
-    let bodies: [&[u8]; 7] = [
+    let bodies: [&[u8]; 13] = [
         b"{",
         br#"{"jsonrpc":"2.0","id":1,"method":"svc_syncStatus""#,
         br#"{"jsonrpc":"2.0","id":1,"method":"svc_syncStatus"} trailing"#,
         b"[1,]",
         b"\xff\xfe{}",
         b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"svc_\xc3\x28\"}",
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"\xff\",\"id\":1}",
         b"",
+        b"   ",
+        br#"{"jsonrpc":"2.0",}"#,
+        b"[1,2",
+        b"nul",
+        b"{} {}",
     ];
     for body in bodies {
         let a = rpc(node.addr, body);
@@ -302,8 +328,10 @@ fn broken_json_and_non_utf8_are_parse_errors_with_id_null() {
 #[test]
 fn json_that_is_not_an_object_or_array_is_invalid_request() {
     let node = Ledgerd::builder().dev(PREFILL, 0).start();
-    for body in ["1", "\"x\"", "null", "true", "-2.5"] {
-        assert_error(&rpc(node.addr, body.as_bytes()).json(), -32600, Value::Null);
+    for body in ["1", "\"x\"", "null", "true", "-2.5", " 2.5 "] {
+        let v = rpc(node.addr, body.as_bytes()).json();
+        assert_error(&v, -32600, Value::Null);
+        assert_eq!(v["error"]["message"], "Invalid request", "{body}");
     }
 }
 
@@ -345,9 +373,26 @@ fn wrong_jsonrpc_non_string_method_and_bad_params_are_invalid_request() {
         ),
     ];
     for (body, member) in cases {
+        // A readable id is echoed.
         let data = assert_error(&rpc(node.addr, body.as_bytes()).json(), -32600, json!(1));
         assert!(data.contains(member), "{body}: {data}");
     }
+    let v = rpc(
+        node.addr,
+        br#"{"jsonrpc":null,"id":1,"method":"svc_syncStatus"}"#,
+    )
+    .json();
+    assert_error(&v, -32600, json!(1));
+    // Invalid requests are answered even without an id (id null).
+    let v = rpc(node.addr, br#"{"jsonrpc":"2.0","method":1}"#).json();
+    assert_error(&v, -32600, Value::Null);
+    // Duplicate members: malformed, so no id is trusted.
+    let v = rpc(
+        node.addr,
+        br#"{"jsonrpc":"2.0","method":"a","method":"b","id":1}"#,
+    )
+    .json();
+    assert_error(&v, -32600, Value::Null);
 }
 
 #[test]
@@ -359,7 +404,11 @@ fn unknown_method_is_method_not_found_and_bad_params_invalid_params() {
     )
     .json();
     let data = assert_error(&v, -32601, json!(1));
-    assert!(data.contains("ledger_nope"), "{data}");
+    assert_eq!(v["error"]["message"], "Method not found");
+    assert!(
+        data.contains("ledger_nope") && data.contains("svc_syncStatus"),
+        "{data}"
+    );
     let v = rpc(
         node.addr,
         call("ledger_getSoftConfirmationByNumber", json!([-1]), json!(1)).as_bytes(),
