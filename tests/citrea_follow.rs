@@ -260,12 +260,7 @@ fn withheld_bodies_are_refused_saying_why_and_accepted_and_counted_with_the_flag
 
     // Default: refused, with the reason and the flag, and nothing of it stored.
     let strict = follower(&dir.path().join("strict"), &upstream.url, &[]);
-    strict.wait_for_metric(
-        Duration::from_secs(30),
-        "ledgerd_sync_verification_failures_total",
-        &[("check", "hash")],
-        1,
-    );
+    strict.wait_for_refusal(Duration::from_secs(30), "hash");
     // Which block, and what the operator can do, is said in the log only.
     let log = strict.stderr();
     assert!(log.contains("include_tx_body = false"), "{log}");
@@ -366,12 +361,7 @@ fn a_follower_with_the_fork_table_syncs_genesis_blocks_below_the_fork_and_kumqua
         &upstream.url,
         &["--sequencer-pubkey", &key],
     );
-    wrong.wait_for_metric(
-        Duration::from_secs(30),
-        "ledgerd_sync_verification_failures_total",
-        &[("check", "hash")],
-        1,
-    );
+    wrong.wait_for_refusal(Duration::from_secs(30), "hash");
     let log = wrong.stderr();
     assert!(log.contains("soft confirmation 1: hash"), "{log}");
     assert_eq!(
@@ -400,12 +390,7 @@ fn withheld_bodies_across_the_fork_are_accepted_on_links_below_it_and_signatures
         &upstream.url,
         &["--kumquat-height", "100", "--sequencer-pubkey", &key],
     );
-    strict.wait_for_metric(
-        Duration::from_secs(30),
-        "ledgerd_sync_verification_failures_total",
-        &[("check", "hash")],
-        1,
-    );
+    strict.wait_for_refusal(Duration::from_secs(30), "hash");
     let log = strict.stderr();
     assert!(log.contains("include_tx_body = false"), "{log}");
     assert!(

@@ -317,12 +317,7 @@ fn a_block_altered_in_transit_is_never_stored_and_the_follower_converges_once_it
     proxy.set(Tamper::BlockAt(250));
     let follower = follower_of(&f_dir, &proxy.url, 100);
     // Refused by its hash; which block, the stored head (249) says.
-    follower.wait_for_metric(
-        Duration::from_secs(30),
-        "ledgerd_sync_verification_failures_total",
-        &[("check", "hash")],
-        1,
-    );
+    follower.wait_for_refusal(Duration::from_secs(30), "hash");
     thread::sleep(Duration::from_millis(300));
     assert!(proxy.altered() >= 1);
     // The verified prefix is stored, nothing at or above the altered block.
@@ -358,12 +353,7 @@ fn a_commitment_with_an_altered_merkle_root_finalizes_nothing_until_it_is_answer
     let proxy = Proxy::start(&upstream.url);
     proxy.set(Tamper::MerkleRoots);
     let follower = follower_of(&f_dir, &proxy.url, 100);
-    follower.wait_for_metric(
-        Duration::from_secs(30),
-        "ledgerd_sync_verification_failures_total",
-        &[("check", "merkle_root")],
-        1,
-    );
+    follower.wait_for_refusal(Duration::from_secs(30), "merkle_root");
     thread::sleep(Duration::from_millis(300));
     assert!(proxy.altered() >= 1);
     let u = view(&upstream.url);

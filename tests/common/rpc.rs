@@ -270,6 +270,18 @@ impl Ledgerd {
         let what = format!("{} >= {at_least}", series(name, labels));
         self.wait_for_value(limit, &what, |n| n.metric(name, labels), |v| *v >= at_least);
     }
+
+    /// Waits (at most `limit`) until the sync has refused something its
+    /// source sent for failing `check` (`hash`, `merkle_root`, `receipt`...:
+    /// the labels of `ledgerd_sync_verification_failures_total`).
+    pub fn wait_for_refusal(&self, limit: Duration, check: &str) {
+        self.wait_for_metric(
+            limit,
+            "ledgerd_sync_verification_failures_total",
+            &[("check", check)],
+            1,
+        );
+    }
 }
 
 /// `ledger_getHeadSoftConfirmationHeight` of the node (or upstream) at `url`.
