@@ -443,13 +443,24 @@ fn a_forged_block_without_bodies_is_refused_even_with_the_flag() {
         &upstream.url,
         &["--allow-missing-tx-bodies"],
     );
-    f.wait_for(Duration::from_secs(30), "the refusal", |f| {
-        f.stderr().contains(&format!(
+    let refused = |f: &Ledgerd| {
+        let failed = |check| {
+            f.metric(
+                "ledgerd_sync_verification_failures_total",
+                &[("check", check)],
+            )
+        };
+        failed("signature") + failed("prev_hash")
+    };
+    f.wait_for(Duration::from_secs(30), "the refusal", |f| refused(f) >= 1);
+    // Which block was refused is said in the log only.
+    let log = f.stderr();
+    assert!(
+        log.contains(&format!(
             "check signature failed: soft confirmation {target}"
-        )) || f
-            .stderr()
-            .contains(&format!("soft confirmation {}: prevHash", target + 1))
-    });
+        )) || log.contains(&format!("soft confirmation {}: prevHash", target + 1)),
+        "{log}"
+    );
     let head = common::head(&f.url);
     assert!(
         head < target,
