@@ -13,26 +13,14 @@ mod common;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
-use std::process::{Command, Stdio};
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::http::{exchange, metric};
 use ledgerd::devnet::DevnetConfig;
 use ledgerd::Node;
-
-const CHROMIUM: &str = "/usr/bin/chromium";
-
-/// The browser; fails the test when it is missing.
-fn chromium() -> &'static str {
-    assert!(
-        Path::new(CHROMIUM).exists(),
-        "{CHROMIUM} is missing: this test runs a real browser. Install it \
-         (`apt-get install chromium`, as .ci/install does)"
-    );
-    CHROMIUM
-}
 
 /// Serves one HTML page on 127.0.0.1 (another origin than the node) until dropped.
 struct PageServer {
@@ -135,42 +123,10 @@ fetch("{node_url}/", {{
     )
 }
 
-/// Loads `url` in headless Chromium and returns the DOM after its scripts ran.
-fn dump_dom(chromium: &str, url: &str) -> String {
-    let profile = tempfile::tempdir().unwrap();
-    let mut child = Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-dev-shm-usage",
-            "--virtual-time-budget=10000",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .args(["--dump-dom", url])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start chromium");
-    // Bounded: a hung browser fails the test instead of hanging it.
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        if start.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            panic!("chromium did not finish within 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().unwrap();
-    String::from_utf8_lossy(&out.stdout).into_owned()
+/// Loads `url` in headless Chromium and returns the DOM after its scripts
+/// ran (10 s of page time; a missing chromium fails the test).
+fn dump_dom(url: &str) -> String {
+    common::browser::load(url, 10_000).dom
 }
 
 fn dev_node(dir: &Path, cors_origin: Option<&str>) -> Node {
@@ -202,12 +158,11 @@ fn preflights(node: &Node) -> u64 {
 #[test]
 #[ignore = "needs chromium: apt-get install chromium"]
 fn a_page_on_another_origin_reads_the_nodes_answer_with_fetch() {
-    let chromium = chromium();
     let dir = tempfile::tempdir().unwrap();
     let node = dev_node(dir.path(), None);
     let site = PageServer::start();
     site.serve(page(&node.url()));
-    let dom = dump_dom(chromium, &format!("{}/", site.origin()));
+    let dom = dump_dom(&format!("{}/", site.origin()));
     assert!(
         dom.contains(r#"<pre id="out">ANSWER {"jsonrpc":"2.0","id":7,"result":20}</pre>"#),
         "the DOM should show the node's answer:\n{dom}"
@@ -218,14 +173,13 @@ fn a_page_on_another_origin_reads_the_nodes_answer_with_fetch() {
 #[test]
 #[ignore = "needs chromium: apt-get install chromium"]
 fn cors_origin_lets_only_that_origin_read_answers() {
-    let chromium = chromium();
     let dir = tempfile::tempdir().unwrap();
     let site = PageServer::start();
 
     // The node allows some other origin: the browser refuses the answer.
     let node = dev_node(dir.path(), Some("https://explorer.example"));
     site.serve(page(&node.url()));
-    let dom = dump_dom(chromium, &format!("{}/", site.origin()));
+    let dom = dump_dom(&format!("{}/", site.origin()));
     assert!(
         dom.contains(r#"<pre id="out">FAILED TypeError"#),
         "fetch from a page on another origin must fail:\n{dom}"
@@ -236,7 +190,7 @@ fn cors_origin_lets_only_that_origin_read_answers() {
     // The node allows exactly the page's origin: the page reads the answer.
     let node = dev_node(dir.path(), Some(&site.origin()));
     site.serve(page(&node.url()));
-    let dom = dump_dom(chromium, &format!("{}/", site.origin()));
+    let dom = dump_dom(&format!("{}/", site.origin()));
     assert!(
         dom.contains(r#"<pre id="out">ANSWER {"jsonrpc":"2.0","id":7,"result":20}</pre>"#),
         "the allowed origin reads the answer:\n{dom}"

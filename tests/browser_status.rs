@@ -12,7 +12,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::browser::{self, Loaded, OpenPage};
 use common::http::{exchange, metric};
@@ -201,14 +201,12 @@ fn a_page_left_open_refreshes_every_second_and_a_half_with_one_batch_per_refresh
     let page = OpenPage::open(&format!("{}/", node.url()));
     // Past the first refreshes: the first few also read older DA slots
     // (up to 96, 24 a refresh) to fill the commitment and proof lists.
-    let start = Instant::now();
-    while counter(&node, health) < 6 {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "the page never read /health"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    common::wait_until_value(
+        Duration::from_secs(30),
+        "the page to read /health six times",
+        || counter(&node, health),
+        |n| *n >= 6,
+    );
     let (h0, r0) = (counter(&node, health), counter(&node, rpc));
     std::thread::sleep(Duration::from_secs(9));
     let (h1, r1) = (counter(&node, health), counter(&node, rpc));

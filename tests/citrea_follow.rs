@@ -60,7 +60,7 @@ fn last_proof_as_citrea(v: &Value) -> Value {
 }
 
 fn view(url: &str) -> View {
-    let head = num(&call(url, "ledger_getHeadSoftConfirmationHeight", "[]"));
+    let head = common::head(url);
     let mut blocks = Vec::new();
     let mut from = 1;
     while from <= head {
@@ -116,25 +116,17 @@ fn view(url: &str) -> View {
 fn follower(data: &std::path::Path, upstream: &str, extra: &[&str]) -> Ledgerd {
     let mut args = vec!["--upstream".to_string(), upstream.to_string()];
     args.extend(extra.iter().map(|s| s.to_string()));
-    Ledgerd::start_in(data, &args)
-}
-
-fn sync_status(url: &str) -> Value {
-    call(url, "svc_syncStatus", "[]")
+    Ledgerd::builder().data_dir(data).args(&args).start()
 }
 
 fn wait_synced(f: &Ledgerd, head: u64, l1: u64) {
     let synced = json!({"l1Status":{"Synced":l1},"l2Status":{"Synced":head}});
-    let start = std::time::Instant::now();
-    while sync_status(&f.url) != synced {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "the follower did not reach head {head} and slot {l1} in 60 s: {}\n{}",
-            sync_status(&f.url),
-            f.stderr()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    f.wait_for_value(
+        Duration::from_secs(60),
+        &format!("the follower to reach head {head} and slot {l1}"),
+        Ledgerd::sync_status,
+        |now| *now == synced,
+    );
 }
 
 fn get(url: &str, path: &str) -> String {
@@ -268,12 +260,10 @@ fn withheld_bodies_are_refused_saying_why_and_accepted_and_counted_with_the_flag
 
     // Default: refused, with the reason and the flag, and nothing of it stored.
     let strict = follower(&dir.path().join("strict"), &upstream.url, &[]);
-    strict.wait_for(
-        Duration::from_secs(30),
-        "the follower refuses the block",
-        |f| f.stderr().contains("include_tx_body = false"),
-    );
+    strict.wait_for_refusal(Duration::from_secs(30), "hash");
+    // Which block, and what the operator can do, is said in the log only.
     let log = strict.stderr();
+    assert!(log.contains("include_tx_body = false"), "{log}");
     assert!(
         log.contains(&format!("soft confirmation {first_with_txs}")),
         "{log}"
@@ -371,11 +361,9 @@ fn a_follower_with_the_fork_table_syncs_genesis_blocks_below_the_fork_and_kumqua
         &upstream.url,
         &["--sequencer-pubkey", &key],
     );
-    wrong.wait_for(
-        Duration::from_secs(30),
-        "the follower refuses block 1",
-        |f| f.stderr().contains("soft confirmation 1: hash"),
-    );
+    wrong.wait_for_refusal(Duration::from_secs(30), "hash");
+    let log = wrong.stderr();
+    assert!(log.contains("soft confirmation 1: hash"), "{log}");
     assert_eq!(
         num(&call(
             &wrong.url,
@@ -402,12 +390,13 @@ fn withheld_bodies_across_the_fork_are_accepted_on_links_below_it_and_signatures
         &upstream.url,
         &["--kumquat-height", "100", "--sequencer-pubkey", &key],
     );
-    strict.wait_for(Duration::from_secs(30), "the refusal", |f| {
-        f.stderr().contains("include_tx_body = false")
-    });
-    assert!(strict
-        .stderr()
-        .contains("on their links to the blocks around them"));
+    strict.wait_for_refusal(Duration::from_secs(30), "hash");
+    let log = strict.stderr();
+    assert!(log.contains("include_tx_body = false"), "{log}");
+    assert!(
+        log.contains("on their links to the blocks around them"),
+        "{log}"
+    );
     drop(strict);
     let f = follower(
         &dir.path().join("f"),
@@ -454,14 +443,25 @@ fn a_forged_block_without_bodies_is_refused_even_with_the_flag() {
         &upstream.url,
         &["--allow-missing-tx-bodies"],
     );
-    f.wait_for(Duration::from_secs(30), "the refusal", |f| {
-        f.stderr().contains(&format!(
+    let refused = |f: &Ledgerd| {
+        let failed = |check| {
+            f.metric(
+                "ledgerd_sync_verification_failures_total",
+                &[("check", check)],
+            )
+        };
+        failed("signature") + failed("prev_hash")
+    };
+    f.wait_for(Duration::from_secs(30), "the refusal", |f| refused(f) >= 1);
+    // Which block was refused is said in the log only.
+    let log = f.stderr();
+    assert!(
+        log.contains(&format!(
             "check signature failed: soft confirmation {target}"
-        )) || f
-            .stderr()
-            .contains(&format!("soft confirmation {}: prevHash", target + 1))
-    });
-    let head = num(&call(&f.url, "ledger_getHeadSoftConfirmationHeight", "[]"));
+        )) || log.contains(&format!("soft confirmation {}: prevHash", target + 1)),
+        "{log}"
+    );
+    let head = common::head(&f.url);
     assert!(
         head < target,
         "nothing at or above the forged block is stored (head {head})"
@@ -473,7 +473,11 @@ fn a_follower_of_a_ledgerd_with_wire_citrea_serves_what_it_serves() {
     // A ledgerd devnet answering in Citrea's shapes is followed like a
     // Citrea node: range limit 20 from Citrea's error text, proofs as arrays.
     let dir = tempfile::tempdir().unwrap();
-    let upstream = Ledgerd::devnet_in(&dir.path().join("up"), 300, &["--wire", "citrea"]);
+    let upstream = Ledgerd::builder()
+        .dev(300, 0)
+        .data_dir(&dir.path().join("up"))
+        .args(&["--wire", "citrea"])
+        .start();
     let f = follower(&dir.path().join("f"), &upstream.url, &["--wire", "citrea"]);
     let l1 = num(&call(&upstream.url, "ledger_getLastScannedL1Height", "[]"));
     wait_synced(&f, 300, l1);
@@ -495,11 +499,11 @@ fn a_follower_of_a_wire_citrea_devnet_keeps_every_proof_of_a_slot() {
     // Two proofs land on one slot of the upstream; Citrea's array carries
     // both, and the follower verifies and stores each, in order.
     let dir = tempfile::tempdir().unwrap();
-    let upstream = Ledgerd::devnet_in(
-        &dir.path().join("up"),
-        0,
-        &["--dev-proof-bytes", "16", "--wire", "citrea"],
-    );
+    let upstream = Ledgerd::builder()
+        .dev(0, 0)
+        .data_dir(&dir.path().join("up"))
+        .args(&["--dev-proof-bytes", "16", "--wire", "citrea"])
+        .start();
     let slot = common::rpc::two_proofs_on_one_slot(&upstream);
     let head = num(&call(
         &upstream.url,
@@ -539,7 +543,7 @@ fn a_follower_of_a_wire_citrea_devnet_keeps_every_proof_of_a_slot() {
 
 /// [`view`] for a ledgerd devnet (its first DA slot is 1000).
 fn view_from(url: &str, first_slot: u64) -> (Vec<Value>, Vec<Value>, Value) {
-    let head = num(&call(url, "ledger_getHeadSoftConfirmationHeight", "[]"));
+    let head = common::head(url);
     let statuses = batch(
         url,
         &(1..=head)
@@ -564,7 +568,10 @@ fn wire_citrea_answers_in_the_shapes_of_a_citrea_node() {
     // The same questions to the Citrea stand-in and to a ledgerd devnet with
     // --wire citrea: the answers have the same shapes (keys, types, case).
     let stand_in = CitreaUpstream::start(Options::default());
-    let node = Ledgerd::start_prefilled(300, &["--wire", "citrea"]);
+    let node = Ledgerd::builder()
+        .dev(300, 0)
+        .args(&["--wire", "citrea"])
+        .start();
     let ours = |m: &str, p: &str| node.post(&common::rpc::request(m, p));
     let theirs = |m: &str, p: &str| {
         post(
@@ -716,7 +723,7 @@ fn the_upstream_client_reads_the_sync_status_of_a_citrea_node_and_of_a_ledgerd()
     assert_eq!((got.l1.synced, got.l1.head), (l1, l1));
     assert_eq!((got.l2.synced, got.l2.head), (100, 100));
     // A ledgerd answers both names.
-    let node = Ledgerd::start_prefilled(40, &[]);
+    let node = Ledgerd::builder().dev(40, 0).start();
     let client = Upstream::new(UpstreamConfig::new(&node.url));
     let got = client.sync_status().unwrap();
     assert_eq!((got.l2.synced, got.l2.head), (40, 40));

@@ -21,17 +21,10 @@ use serde_json::{json, Value};
 
 /// A devnet node with no blocks, no timer and 16-byte proofs.
 fn devnet() -> Ledgerd {
-    Ledgerd::start_prefilled(0, &["--dev-proof-bytes", "16"])
-}
-
-fn head(node: &Ledgerd) -> u64 {
-    node.result("ledger_getHeadSoftConfirmationHeight", "[]")
-        .as_u64()
-        .expect("a height")
-}
-
-fn status(node: &Ledgerd, h: u64) -> Value {
-    node.result("ledger_getSoftConfirmationStatus", &format!("[{h}]"))
+    Ledgerd::builder()
+        .dev(0, 0)
+        .args(&["--dev-proof-bytes", "16"])
+        .start()
 }
 
 /// Turns both automatic rules off (checking the defaults they had).
@@ -43,17 +36,17 @@ fn explicit_only(node: &Ledgerd) {
 #[test]
 fn dev_mine_makes_blocks_now_and_answers_the_new_head() {
     let node = devnet();
-    assert_eq!(head(&node), 0);
+    assert_eq!(node.head(), 0);
     assert_eq!(node.result("dev_mine", "[]"), 1, "one block by default");
     assert_eq!(node.result("dev_mine", "[4]"), 5);
-    assert_eq!(head(&node), 5, "readable as soon as it is answered");
+    assert_eq!(node.head(), 5, "readable as soon as it is answered");
     assert_eq!(node.result("dev_mine", r#"{"blocks":"0x2"}"#), 7);
     assert_eq!(
         node.result("dev_mine", "[0]"),
         7,
         "0 blocks: the head as it is"
     );
-    assert_eq!(status(&node, 7), "Trusted");
+    assert_eq!(node.status(7), "Trusted");
     // In a batch, a read after dev_mine sees its blocks.
     let answers = node.post(
         r#"[{"jsonrpc":"2.0","id":1,"method":"dev_mine","params":[3]},
@@ -64,7 +57,7 @@ fn dev_mine_makes_blocks_now_and_answers_the_new_head() {
     // A notification mines too; it is not answered.
     let (code, text) = node.post_raw(r#"{"jsonrpc":"2.0","method":"dev_mine","params":[2]}"#);
     assert_eq!((code, text.as_str()), (200, ""));
-    assert_eq!(head(&node), 12);
+    assert_eq!(node.head(), 12);
     // The blocks are the chain's: linked, and the sync status follows.
     let b12 = node.result("ledger_getSoftConfirmationByNumber", "[12]");
     let b11 = node.result("ledger_getSoftConfirmationByNumber", "[11]");
@@ -111,7 +104,7 @@ fn dev_commit_finalizes_every_uncommitted_block_on_a_new_slot_then_answers_null(
         json!([c])
     );
     for h in 1..=5 {
-        assert_eq!(status(&node, h), "Finalized", "height {h}");
+        assert_eq!(node.status(h), "Finalized", "height {h}");
     }
     assert_eq!(
         node.result("dev_commit", "[]"),
@@ -133,7 +126,7 @@ fn dev_commit_finalizes_every_uncommitted_block_on_a_new_slot_then_answers_null(
         (Some(6), Some(7))
     );
     assert_eq!(c2["foundInL1"], slot + 1);
-    assert_eq!(status(&node, 7), "Finalized");
+    assert_eq!(node.status(7), "Finalized");
 }
 
 #[test]
@@ -188,11 +181,11 @@ fn dev_prove_proves_every_unproven_commitment_then_answers_null() {
     );
     assert_eq!(first["proof"]["proofOutput"]["lastL2Height"], 3, "{first}");
     for h in 1..=6 {
-        assert_eq!(status(&node, h), "Proven", "height {h}");
+        assert_eq!(node.status(h), "Proven", "height {h}");
     }
     assert_eq!(node.result("dev_prove", "[]"), Value::Null, "all proven");
     node.result("dev_mine", "[1]");
-    assert_eq!(status(&node, 7), "Trusted");
+    assert_eq!(node.status(7), "Trusted");
 }
 
 #[test]
@@ -219,12 +212,8 @@ fn automatic_commits_and_proofs_follow_their_settings() {
         assert_eq!(c["l2StartBlockNumber"], 4 * i as u64 + 1, "{c}");
         assert_eq!(c["l2EndBlockNumber"], 4 * i as u64 + 4, "{c}");
     }
-    assert_eq!(status(&node, 1), "Proven");
-    assert_eq!(
-        status(&node, 8),
-        "Proven",
-        "proven two commitments at a time"
-    );
+    assert_eq!(node.status(1), "Proven");
+    assert_eq!(node.status(8), "Proven", "proven two commitments at a time");
     // By Citrea's rule: a proof names the slot of its commitments (one
     // each here) and indexes that slot's list.
     let proof = node.result("ledger_getLastVerifiedBatchProof", "[]");
@@ -238,10 +227,10 @@ fn automatic_commits_and_proofs_follow_their_settings() {
     // Off: blocks mined now stay Trusted.
     assert_eq!(node.result("dev_setAutoCommit", "[0]"), 4);
     assert_eq!(node.result("dev_setAutoProve", "[0]"), 2);
-    let before = head(&node);
+    let before = node.head();
     node.result("dev_mine", "[30]");
-    assert_eq!(status(&node, before + 1), "Trusted");
-    assert_eq!(status(&node, before + 30), "Trusted");
+    assert_eq!(node.status(before + 1), "Trusted");
+    assert_eq!(node.status(before + 30), "Trusted");
 }
 
 #[test]
@@ -306,12 +295,12 @@ fn dev_set_block_interval_starts_and_stops_the_clock() {
     let node = devnet();
     assert_eq!(node.result("dev_setBlockInterval", "[20]"), 0);
     node.wait_for(Duration::from_secs(20), "blocks on the clock", |n| {
-        head(n) >= 3
+        n.head() >= 3
     });
     assert_eq!(node.result("dev_setBlockInterval", "[0]"), 20);
-    let stopped_at = head(&node);
+    let stopped_at = node.head();
     std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(head(&node), stopped_at, "no block without a timer");
+    assert_eq!(node.head(), stopped_at, "no block without a timer");
     assert_eq!(node.result("dev_mine", "[1]"), stopped_at + 1);
 }
 
@@ -338,19 +327,14 @@ fn bad_params_answer_32602_with_a_sentence_naming_the_parameter() {
         let data = e["data"].as_str().expect("data");
         assert!(data.contains(names), "{method}{params}: {data}");
     }
-    assert_eq!(head(&node), 0, "nothing was mined");
+    assert_eq!(node.head(), 0, "nothing was mined");
 }
 
 #[test]
 fn a_node_without_dev_answers_32601_saying_the_methods_need_dev() {
     let dir = tempfile::tempdir().expect("temp dir");
     let data = dir.path().join("data");
-    let node = Ledgerd::start_args(&[
-        "--bind",
-        "127.0.0.1:0",
-        "--data-dir",
-        data.to_str().unwrap(),
-    ]);
+    let node = Ledgerd::builder().data_dir(&data).start();
     for method in ledgerd::rpc::dev::NAMES {
         let e = node.error(method, "[1]");
         assert_eq!(e["code"], -32601, "{method}: {e}");
@@ -365,19 +349,15 @@ fn a_node_on_a_non_loopback_address_refuses_dev_calls_unless_allowed() {
     let dir = tempfile::tempdir().expect("temp dir");
     for (allow, name) in [(false, "refused"), (true, "allowed")] {
         let data = dir.path().join(name);
-        let mut args = vec![
-            "--dev",
-            "--dev-block-ms",
-            "0",
-            "--bind",
-            "0.0.0.0:0",
-            "--data-dir",
-            data.to_str().unwrap(),
-        ];
+        let mut args = vec!["--dev", "--dev-block-ms", "0"];
         if allow {
             args.push("--dev-allow-remote-control");
         }
-        let node = Ledgerd::start_args(&args);
+        let node = Ledgerd::builder()
+            .args(&args)
+            .bind("0.0.0.0:0")
+            .data_dir(&data)
+            .start();
         // Called on loopback: the refusal is about where the node listens.
         let url = format!("http://127.0.0.1:{}", node.port());
         let (code, text) = post_raw(&url, &request("dev_mine", "[1]"));
@@ -413,7 +393,10 @@ const SCRIPT: [&str; 12] = [
 ];
 
 fn run_script(seed: &str) -> Vec<String> {
-    let node = Ledgerd::start_prefilled(0, &["--dev-seed", seed, "--dev-proof-bytes", "64"]);
+    let node = Ledgerd::builder()
+        .dev(0, 0)
+        .args(&["--dev-seed", seed, "--dev-proof-bytes", "64"])
+        .start();
     let mut answers: Vec<String> = SCRIPT.iter().map(|body| node.post_raw(body).1).collect();
     answers.extend(
         every_answer(&node.url)
@@ -443,7 +426,7 @@ fn the_same_calls_from_the_same_seed_give_byte_identical_answers() {
 /// Waits until `follower` holds what `upstream` serves (head and DA scan).
 fn wait_converged(follower: &Ledgerd, upstream: &Ledgerd) {
     let want = (
-        head(upstream),
+        upstream.head(),
         upstream.result("ledger_getLastScannedL1Height", "[]"),
     );
     follower.wait_for(Duration::from_secs(30), "the follower to converge", |f| {
@@ -457,19 +440,19 @@ fn one_height_walks_trusted_finalized_proven_by_explicit_calls_and_a_follower_sh
     let node = devnet();
     explicit_only(&node);
     let dir = tempfile::tempdir().expect("temp dir");
-    let follower = Ledgerd::start_in(
-        &dir.path().join("follower"),
-        &["--upstream".to_string(), node.url.clone()],
-    );
+    let follower = Ledgerd::builder()
+        .data_dir(&dir.path().join("follower"))
+        .args(&["--upstream".to_string(), node.url.clone()])
+        .start();
     node.result("dev_mine", "[3]");
-    assert_eq!(status(&node, 2), "Trusted");
+    assert_eq!(node.status(2), "Trusted");
     wait_converged(&follower, &node);
-    assert_eq!(status(&follower, 2), "Trusted");
+    assert_eq!(follower.status(2), "Trusted");
 
     let c = node.result("dev_commit", "[]");
-    assert_eq!(status(&node, 2), "Finalized");
+    assert_eq!(node.status(2), "Finalized");
     wait_converged(&follower, &node);
-    assert_eq!(status(&follower, 2), "Finalized");
+    assert_eq!(follower.status(2), "Finalized");
     let slot = c["foundInL1"].as_u64().unwrap();
     let on_slot = format!("[{slot}]");
     assert_eq!(
@@ -478,17 +461,17 @@ fn one_height_walks_trusted_finalized_proven_by_explicit_calls_and_a_follower_sh
     );
 
     let p = node.result("dev_prove", "[]");
-    assert_eq!(status(&node, 2), "Proven");
+    assert_eq!(node.status(2), "Proven");
     // A follower learns a DA slot's hash from the blocks that point at it:
     // it checks the proof (which names the commitment's slot by hash) once
     // blocks point at the slots the two calls opened.
     assert_eq!(node.result("dev_mine", "[2]"), 5);
-    assert_eq!(status(&node, 5), "Trusted");
+    assert_eq!(node.status(5), "Trusted");
     wait_converged(&follower, &node);
-    assert_eq!(status(&follower, 2), "Proven");
+    assert_eq!(follower.status(2), "Proven");
     assert_eq!(follower.result("ledger_getLastVerifiedBatchProof", "[]"), p);
     for h in 1..=5 {
-        assert_eq!(status(&follower, h), status(&node, h), "height {h}");
+        assert_eq!(follower.status(h), node.status(h), "height {h}");
     }
 }
 
@@ -507,7 +490,7 @@ fn reads_on_other_connections_are_answered_while_a_large_mine_runs() {
     let mut during = Vec::new();
     let start = Instant::now();
     while mining.load(Ordering::SeqCst) && start.elapsed() < Duration::from_secs(120) {
-        let h = head(&node);
+        let h = node.head();
         if mining.load(Ordering::SeqCst) {
             during.push(h);
         }
@@ -521,14 +504,17 @@ fn reads_on_other_connections_are_answered_while_a_large_mine_runs() {
         during.len()
     );
     assert!(during.windows(2).all(|w| w[0] <= w[1]), "{during:?}");
-    assert_eq!(head(&node), 20000);
+    assert_eq!(node.head(), 20000);
 }
 
 #[test]
 fn the_curl_examples_in_docs_devnet_md_answer_as_shown() {
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/DEVNET.md"))
         .expect("docs/DEVNET.md");
-    let node = Ledgerd::start_prefilled(0, &["--dev-proof-bytes", "16"]);
+    let node = Ledgerd::builder()
+        .dev(0, 0)
+        .args(&["--dev-proof-bytes", "16"])
+        .start();
     let lines: Vec<&str> = doc.lines().collect();
     let mut checked = 0;
     for (i, line) in lines.iter().enumerate() {
@@ -619,14 +605,12 @@ fn node_devnet_calls_do_what_the_methods_do() {
         Some(Status::Proven)
     );
     assert_eq!(dev.set_block_interval(10), Ok(0));
-    let start = Instant::now();
-    while node.ledger().reader().unwrap().head_height().unwrap() < 6 {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "no block on the clock"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    common::wait_until_value(
+        Duration::from_secs(20),
+        "blocks on the clock (head 6)",
+        || node.ledger().reader().unwrap().head_height().unwrap(),
+        |h| *h >= 6,
+    );
     assert_eq!(dev.set_block_interval(0), Ok(10));
     let stopped_at = dev.mine(0).unwrap();
     std::thread::sleep(Duration::from_millis(100));

@@ -19,10 +19,8 @@ fn stderr(out: &std::process::Output) -> String {
 
 /// The head height of a data dir, read through a read-only server.
 fn head_of(dir: &Path) -> u64 {
-    let p = Ledgerd::serve_readonly(dir);
-    call(&p.url, "ledger_getHeadSoftConfirmationHeight", "[]")
-        .as_u64()
-        .unwrap()
+    let p = Ledgerd::builder().readonly().data_dir(dir).start();
+    p.head()
 }
 
 /// Replaces line `n` (from 1) of `text`.
@@ -54,7 +52,10 @@ fn export_then_import_into_an_empty_dir_answers_every_method_the_same() {
     // The same bytes come back out...
     assert_eq!(export(&b, &[]), fixture);
     // ...and both ledgers answer every method alike, byte for byte.
-    let (pa, pb) = (Ledgerd::serve_readonly(&a), Ledgerd::serve_readonly(&b));
+    let (pa, pb) = (
+        Ledgerd::builder().readonly().data_dir(&a).start(),
+        Ledgerd::builder().readonly().data_dir(&b).start(),
+    );
     let (ra, rb) = (every_answer(&pa.url), every_answer(&pb.url));
     assert!(ra.len() > 1000, "{}", ra.len());
     for ((qa, xa), (qb, xb)) in ra.iter().zip(&rb) {
@@ -151,7 +152,7 @@ fn a_block_that_breaks_a_chain_rule_fails_the_whole_import_unless_no_verify() {
 
     let out = import(&b, &tampered, &["--no-verify"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let p = Ledgerd::serve_readonly(&b);
+    let p = Ledgerd::builder().readonly().data_dir(&b).start();
     let sc = call(&p.url, "ledger_getSoftConfirmationByNumber", "[50]");
     assert_eq!(sc["timestamp"], 1, "stored as the file says");
 }
@@ -206,7 +207,7 @@ fn status_lines_are_checked_when_verified_and_applied_with_no_verify() {
 
     let out = import(&c, &claim, &["--no-verify"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let p = Ledgerd::serve_readonly(&c);
+    let p = Ledgerd::builder().readonly().data_dir(&c).start();
     assert_eq!(
         call(&p.url, "ledger_getSoftConfirmationStatus", "[3]"),
         "Proven"
@@ -251,7 +252,11 @@ fn import_and_export_flags_are_checked() {
 fn two_proofs_on_one_slot_survive_export_and_import_in_order() {
     let tmp = tempfile::tempdir().unwrap();
     let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
-    let node = Ledgerd::devnet_in(&a, 0, &["--dev-proof-bytes", "16"]);
+    let node = Ledgerd::builder()
+        .dev(0, 0)
+        .data_dir(&a)
+        .args(&["--dev-proof-bytes", "16"])
+        .start();
     let slot = common::rpc::two_proofs_on_one_slot(&node);
     assert!(node.stop().0.success());
 
@@ -277,16 +282,11 @@ fn two_proofs_on_one_slot_survive_export_and_import_in_order() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(export(&b, &[]), fixture);
     let serve = |dir: &Path| {
-        let dir = dir.to_str().unwrap();
-        Ledgerd::start_args(&[
-            "serve-readonly",
-            "--wire",
-            "citrea",
-            "--bind",
-            "127.0.0.1:0",
-            "--data-dir",
-            dir,
-        ])
+        Ledgerd::builder()
+            .readonly()
+            .args(&["--wire", "citrea"])
+            .data_dir(dir)
+            .start()
     };
     let (pa, pb) = (serve(&a), serve(&b));
     let on_slot = format!("[{slot}]");

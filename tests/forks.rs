@@ -8,13 +8,17 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{call, every_answer, export, run, Ledgerd};
+use common::{call, every_answer, export, run, wait_until_value, Ledgerd};
 use serde_json::{json, Value};
 
 const FORK: u64 = 50;
 
 fn devnet_across_the_fork(dir: &Path, prefill: u64) -> Ledgerd {
-    Ledgerd::devnet_in(dir, prefill, &["--kumquat-height", &FORK.to_string()])
+    Ledgerd::builder()
+        .dev(prefill, 0)
+        .data_dir(dir)
+        .args(&["--kumquat-height", &FORK.to_string()])
+        .start()
 }
 
 fn statuses(url: &str, heights: std::ops::RangeInclusive<u64>) -> Vec<String> {
@@ -88,7 +92,11 @@ fn every_status_is_reached_by_genesis_blocks_when_the_fork_is_near_the_head() {
     // With the fork just below the head, the Genesis side holds the newest
     // Trusted blocks too.
     let dir = tempfile::tempdir().unwrap();
-    let node = Ledgerd::devnet_in(&dir.path().join("up"), 300, &["--kumquat-height", "296"]);
+    let node = Ledgerd::builder()
+        .dev(300, 0)
+        .data_dir(&dir.path().join("up"))
+        .args(&["--kumquat-height", "296"])
+        .start();
     let s = statuses(&node.url, 1..=295);
     for status in ["Proven", "Finalized", "Trusted"] {
         assert!(
@@ -106,15 +114,15 @@ fn a_follower_with_the_same_fork_table_converges_and_one_without_stores_nothing(
     let dir = tempfile::tempdir().unwrap();
     let upstream = devnet_across_the_fork(&dir.path().join("up"), 300);
     let fork = FORK.to_string();
-    let follower = Ledgerd::start_in(
-        &dir.path().join("f"),
-        &[
+    let follower = Ledgerd::builder()
+        .data_dir(&dir.path().join("f"))
+        .args(&[
             "--upstream".into(),
             upstream.url.clone(),
             "--kumquat-height".into(),
             fork,
-        ],
-    );
+        ])
+        .start();
     let l1 = call(&upstream.url, "ledger_getLastScannedL1Height", "[]");
     let synced = json!({"l1Status":{"Synced":l1},"l2Status":{"Synced":300}});
     follower.wait_for(Duration::from_secs(60), "the follower converges", |f| {
@@ -128,14 +136,14 @@ fn a_follower_with_the_same_fork_table_converges_and_one_without_stores_nothing(
 
     // Without the fork table, block 1 is refused by the Kumquat rules and
     // nothing is stored.
-    let wrong = Ledgerd::start_in(
-        &dir.path().join("w"),
-        &["--upstream".into(), upstream.url.clone()],
-    );
-    wrong.wait_for(Duration::from_secs(30), "the refusal is logged", |n| {
-        n.stderr().contains("soft confirmation 1: hash")
-    });
+    let wrong = Ledgerd::builder()
+        .data_dir(&dir.path().join("w"))
+        .args(&["--upstream".into(), upstream.url.clone()])
+        .start();
+    wrong.wait_for_refusal(Duration::from_secs(30), "hash");
+    // Which rules refused it is said in the log only.
     let log = wrong.stderr();
+    assert!(log.contains("soft confirmation 1: hash"), "{log}");
     assert!(log.contains("by the Kumquat rules"), "{log}");
     assert_eq!(
         call(&wrong.url, "ledger_getHeadSoftConfirmationHeight", "[]"),
@@ -183,7 +191,11 @@ fn a_data_dir_refuses_another_fork_table_with_one_line_and_keeps_its_own() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--kumquat-height 50"), "{err}");
     // With its own table it continues the same chain.
-    let node = Ledgerd::devnet_in(&data, 120, &["--kumquat-height", "50"]);
+    let node = Ledgerd::builder()
+        .dev(120, 0)
+        .data_dir(&data)
+        .args(&["--kumquat-height", "50"])
+        .start();
     assert_eq!(
         call(&node.url, "ledger_getSoftConfirmationByNumber", "[100]")["hash"],
         head_hash
@@ -282,11 +294,10 @@ fn node_builders_take_the_fork_table_and_the_sequencer_key() {
             .unwrap()
     };
     let follower = follow(&dir.path().join("f"), key);
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
     let head = || follower.ledger().reader().unwrap().head_height().unwrap();
-    while head() < 120 && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until_value(Duration::from_secs(30), "the follower at 120", head, |h| {
+        *h >= 120
+    });
     assert_eq!(head(), 120);
     let hash_at = |node: &Node, h: u64| node.ledger().reader().unwrap().hash_at(h).unwrap();
     assert_eq!(hash_at(&follower, FORK - 1), hash_at(&upstream, FORK - 1));
@@ -302,13 +313,11 @@ fn node_builders_take_the_fork_table_and_the_sequencer_key() {
             .pub_key
             .load(std::sync::atomic::Ordering::Relaxed)
     };
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while refused() == 0 && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(
-        refused() > 0,
-        "the wrong key is counted as a pubKey failure"
+    wait_until_value(
+        Duration::from_secs(30),
+        "the wrong key to be counted as a pubKey failure",
+        refused,
+        |n| *n > 0,
     );
     assert_eq!(
         stranger.ledger().reader().unwrap().head_height().unwrap(),

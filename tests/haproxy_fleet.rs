@@ -26,7 +26,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::proxy::Proxy;
-use common::{devnet_args, free_port, Ledgerd};
+use common::{free_port, Ledgerd};
 use serde_json::{json, Value};
 
 const CFG: &str = include_str!("../scripts/haproxy/ledgerd.cfg");
@@ -128,19 +128,21 @@ impl Haproxy {
             stats: format!("http://127.0.0.1:{stats}/;csv"),
             dir,
         };
-        let end = Instant::now() + Duration::from_secs(15);
-        loop {
-            let up = h.in_rotation();
-            if up.len() == 3 && up.values().all(|&u| u) {
-                break;
-            }
-            assert!(
-                Instant::now() < end && matches!(h.child.try_wait(), Ok(None)),
-                "HAProxy did not put all three nodes in rotation ({up:?}):\n{}",
-                h.log()
-            );
-            thread::sleep(Duration::from_millis(50));
-        }
+        let all_up = |up: &BTreeMap<String, bool>| up.len() == 3 && up.values().all(|&u| u);
+        let (up, _) = common::poll_until(
+            Duration::from_secs(15),
+            || {
+                let running = matches!(h.child.try_wait(), Ok(None));
+                (h.in_rotation(), running)
+            },
+            |(up, running)| all_up(up) || !running,
+        )
+        .unwrap_or_else(|last| last);
+        assert!(
+            all_up(&up),
+            "HAProxy did not put all three nodes in rotation ({up:?}):\n{}",
+            h.log()
+        );
         h
     }
 
@@ -357,17 +359,26 @@ fn follower_args(upstream: &str) -> Vec<String> {
 fn a_fleet_behind_haproxy_loses_a_node_and_lags_another_without_losing_a_request() {
     let dir = tempfile::tempdir().expect("temp dir");
     let d = |name: &str| dir.path().join(name);
-    let dev = Ledgerd::start_in(&d("dev"), &devnet_args(200, BLOCK_MS));
+    let dev = Ledgerd::builder()
+        .dev(200, BLOCK_MS)
+        .data_dir(&d("dev"))
+        .start();
     let proxy = Proxy::start(&dev.url);
-    let n1 = Ledgerd::start_in(&d("n1"), &follower_args(&dev.url));
-    let n2 = Ledgerd::start_in(&d("n2"), &follower_args(&proxy.url));
-    let n3 = Ledgerd::start_in(&d("n3"), &follower_args(&dev.url));
+    let n1 = Ledgerd::builder()
+        .data_dir(&d("n1"))
+        .args(&follower_args(&dev.url))
+        .start();
+    let n2 = Ledgerd::builder()
+        .data_dir(&d("n2"))
+        .args(&follower_args(&proxy.url))
+        .start();
+    let n3 = Ledgerd::builder()
+        .data_dir(&d("n3"))
+        .args(&follower_args(&dev.url))
+        .start();
     for n in [&n1, &n2, &n3] {
         n.wait_for(Duration::from_secs(30), "the follower syncs", |n| {
-            n.result("ledger_getHeadSoftConfirmationHeight", "[]")
-                .as_u64()
-                .unwrap_or(0)
-                >= 200
+            n.head() >= 200
         });
     }
     let haproxy = Haproxy::start(&[&n1, &n2, &n3]);
@@ -394,11 +405,13 @@ fn a_fleet_behind_haproxy_loses_a_node_and_lags_another_without_losing_a_request
         proxy.hold_blocks();
         held = Some(started.elapsed());
         sleep_until(started, RESTART_AT);
-        n1 = Some(Ledgerd::start_in_at(
-            &d("n1"),
-            &format!("127.0.0.1:{n1_port}"),
-            &follower_args(&dev.url),
-        ));
+        n1 = Some(
+            Ledgerd::builder()
+                .data_dir(&d("n1"))
+                .bind(&format!("127.0.0.1:{n1_port}"))
+                .args(&follower_args(&dev.url))
+                .start(),
+        );
         restarted = Some(started.elapsed());
         sleep_until(started, RELEASE_AT);
         proxy.release();

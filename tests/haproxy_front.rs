@@ -94,7 +94,7 @@ fn start(cfg: &str) -> Front {
         Path::new(HAPROXY).exists(),
         "{HAPROXY} is missing: apt-get install haproxy"
     );
-    let node = Ledgerd::start(&[]);
+    let node = Ledgerd::builder().dev(PREFILL, 0).start();
     let dir = tempfile::tempdir().expect("haproxy dir");
     let (cfg, port) = adapt(cfg, node.addr);
     let path = dir.path().join("haproxy.cfg");

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use common::http::{long_header_line, many_headers};
 use common::{
-    assert_normal_request_fast, bounded, connect, post, raise_nofile_limit, read_answer, Ledgerd,
-    PREFILL,
+    assert_normal_request_fast, bounded, connect, post, raise_nofile_limit, read_answer,
+    wait_until_value, Ledgerd, PREFILL,
 };
 use serde_json::{json, Value};
 
@@ -28,7 +28,7 @@ fn assert_too_big(body: &[u8]) {
 #[test]
 fn a_petabyte_content_length_with_a_few_bytes_gets_413_and_the_node_lives() {
     let _one_at_a_time = common::one_at_a_time();
-    let mut node = Ledgerd::start(&[]);
+    let mut node = Ledgerd::builder().dev(PREFILL, 0).start();
     let threads_before = node.status_field("Threads");
     for _ in 0..10 {
         let mut s = connect(node.addr);
@@ -58,11 +58,13 @@ fn a_petabyte_content_length_with_a_few_bytes_gets_413_and_the_node_lives() {
 #[test]
 fn a_fifty_mib_body_gets_413_and_is_never_buffered_whole() {
     let _one_at_a_time = common::one_at_a_time();
-    let node = Ledgerd::start(&[]);
+    let node = Ledgerd::builder().dev(PREFILL, 0).start();
     let anon_before = node.status_field("RssAnon");
     let n = 50 * 1024 * 1024;
-    let (mut s, sender) = common::http::post_huge_body(node.addr, n, Duration::from_secs(3));
+    // The sender's own write timeout is 5 s: it must end well before that.
+    let (mut s, sender) = common::http::post_huge_body(node.addr, n, Duration::from_secs(5));
     let a = read_answer(&mut BufReader::new(&mut s)).expect("413 answer");
+    let answered = Instant::now();
     assert_eq!(a.status, 413);
     assert_eq!(a.header("Content-Type"), Some("application/json"));
     assert_too_big(&a.body);
@@ -73,6 +75,13 @@ fn a_fifty_mib_body_gets_413_and_is_never_buffered_whole() {
         thread::sleep(Duration::from_millis(5));
     }
     let sent = sender.join().unwrap();
+    // The server resets the connection once it stops reading: the sender
+    // ends with an error, long before its own write timeout.
+    assert!(
+        answered.elapsed() < Duration::from_secs(3),
+        "the sender was left hanging for {:?}",
+        answered.elapsed()
+    );
     peak = peak.max(node.status_field("RssAnon"));
     assert!(
         sent < n,
@@ -90,7 +99,10 @@ fn a_fifty_mib_body_gets_413_and_is_never_buffered_whole() {
 #[test]
 fn a_body_sent_one_byte_per_100_ms_does_not_stall_others_and_gets_408() {
     let _one_at_a_time = common::one_at_a_time();
-    let node = Ledgerd::start(&["--body-timeout-ms", "1500"]);
+    let node = Ledgerd::builder()
+        .dev(PREFILL, 0)
+        .args(&["--body-timeout-ms", "1500"])
+        .start();
     let mut s = connect(node.addr);
     s.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n")
         .unwrap();
@@ -116,7 +128,10 @@ fn a_body_sent_one_byte_per_100_ms_does_not_stall_others_and_gets_408() {
 #[test]
 fn a_client_that_asks_for_the_largest_range_and_never_reads_does_not_block_the_loop() {
     let _one_at_a_time = common::one_at_a_time();
-    let node = Ledgerd::start_prefilled(200, &["--write-timeout-ms", "1500"]);
+    let node = Ledgerd::builder()
+        .dev(200, 0)
+        .args(&["--write-timeout-ms", "1500"])
+        .start();
     let range =
         json!({"jsonrpc":"2.0","id":1,"method":"ledger_getSoftConfirmationRange","params":[1,1000]})
             .to_string();
@@ -157,49 +172,80 @@ fn a_client_that_asks_for_the_largest_range_and_never_reads_does_not_block_the_l
         "the server kept writing to a client that did not read ({got} bytes)"
     );
     assert_normal_request_fast(node.addr, 200);
+    // Small answers pipelined without reading: 2,000 requests fill the
+    // socket buffers both ways, and the loop still serves others.
+    let s2 = connect(node.addr);
+    let small = post(common::HEAD_HEIGHT.as_bytes()).repeat(2000);
+    let mut w = s2.try_clone().unwrap();
+    let writer = thread::spawn(move || {
+        let _ = w.set_write_timeout(Some(Duration::from_secs(3)));
+        let _ = w.write_all(&small);
+    });
+    thread::sleep(Duration::from_millis(500));
+    for _ in 0..3 {
+        assert_normal_request_fast(node.addr, 200);
+    }
+    let _ = writer.join();
+    drop(s2);
 }
 
+/// serde_json reads the envelope's members as raw values (an iterative
+/// scan, no recursion) and nothing deserialises a caller's nested value
+/// recursively, so depth costs no stack: an unclosed nest is `-32700`, a
+/// closed one is a batch whose element is not a request object (`-32600`),
+/// and nested params are `-32602`; at every depth up to 100,000.
 #[test]
-fn a_hundred_thousand_deep_array_is_answered_not_a_crash() {
+fn deep_nesting_up_to_a_hundred_thousand_levels_is_an_error_answer_not_a_crash() {
     let _one_at_a_time = common::one_at_a_time();
-    let mut node = Ledgerd::start(&[]);
-    let deep =
-        |open: &str, close: &str| format!("{}{}", open.repeat(100_000), close.repeat(100_000));
+    let mut node = Ledgerd::builder().dev(PREFILL, 0).start();
     let by_position = |params: &str| {
         format!(
             r#"{{"jsonrpc":"2.0","id":1,"method":"ledger_getSoftConfirmationByNumber","params":{params}}}"#
         )
     };
-    let cases: [(String, Value); 5] = [
-        // Unbalanced: not JSON.
-        ("[".repeat(100_000), json!(-32700)),
-        (r#"{"a":"#.repeat(50_000), json!(-32700)),
-        // Balanced: a batch of one element that is not a request object.
-        (deep("[", "]"), json!([-32600])),
-        // Deep params: the parameter is not a number.
-        (by_position(&deep("[", "]")), json!(-32602)),
-        (
-            by_position(&format!(
-                "[{}1{}]",
-                "{\"a\":".repeat(100_000),
-                "}".repeat(100_000)
-            )),
-            json!(-32602),
-        ),
-    ];
-    for (body, code) in cases {
-        let a = common::rpc(node.addr, body.as_bytes());
-        assert_eq!(a.status, 200);
-        let v = a.json();
-        let got = match &v {
-            Value::Array(items) => json!(items
-                .iter()
-                .map(|i| i["error"]["code"].clone())
-                .collect::<Vec<_>>()),
-            one => one["error"]["code"].clone(),
+    for depth in [129, 1000, 100_000] {
+        let nest = |open: &str, middle: &str, close: &str| {
+            format!("{}{middle}{}", open.repeat(depth), close.repeat(depth))
         };
-        assert_eq!(got, code, "{}", a.text());
-        assert_normal_request_fast(node.addr, PREFILL);
+        let cases: [(String, Value); 8] = [
+            // Unbalanced: not JSON.
+            ("[".repeat(depth), json!(-32700)),
+            (r#"{"a":"#.repeat(depth / 2), json!(-32700)),
+            // Objects without a value inside: not JSON.
+            (nest(r#"{"a":"#, "", "}"), json!(-32700)),
+            // Balanced: a batch of one element that is not a request object.
+            (nest("[", "", "]"), json!([-32600])),
+            // Balanced objects: not a request object.
+            (nest(r#"{"a":"#, "1", "}"), json!(-32600)),
+            // Deep params: the parameter is not a number.
+            (by_position(&nest("[", "", "]")), json!(-32602)),
+            (
+                by_position(&format!("[{}]", nest(r#"{"a":"#, "1", "}"))),
+                json!(-32602),
+            ),
+            // An unclosed nest in the id: not JSON.
+            (
+                format!(
+                    r#"{{"jsonrpc":"2.0","method":"x","id":{}"#,
+                    r#"{"a":"#.repeat(depth)
+                ),
+                json!(-32700),
+            ),
+        ];
+        for (body, code) in cases {
+            let a = common::rpc(node.addr, body.as_bytes());
+            assert_eq!(a.status, 200);
+            let v = a.json();
+            let got = match &v {
+                Value::Array(items) => json!(items
+                    .iter()
+                    .map(|i| i["error"]["code"].clone())
+                    .collect::<Vec<_>>()),
+                one => one["error"]["code"].clone(),
+            };
+            assert_eq!(got, code, "depth {depth}: {:.200}", a.text());
+            assert_normal_request_fast(node.addr, PREFILL);
+        }
     }
     assert!(node.alive());
 }
@@ -207,7 +253,7 @@ fn a_hundred_thousand_deep_array_is_answered_not_a_crash() {
 #[test]
 fn a_64_mib_header_line_and_100_000_headers_do_not_stall_the_loop() {
     let _one_at_a_time = common::one_at_a_time();
-    let mut node = Ledgerd::start(&[]);
+    let mut node = Ledgerd::builder().dev(PREFILL, 0).start();
     let addr = node.addr;
     let long = thread::spawn(move || long_header_line(addr, 64));
     let many = thread::spawn(move || many_headers(addr, 100_000));
@@ -231,7 +277,10 @@ fn a_64_mib_header_line_and_100_000_headers_do_not_stall_the_loop() {
 fn two_thousand_idle_connections_do_not_block_new_requests_and_are_closed_when_idle() {
     let _one_at_a_time = common::one_at_a_time();
     raise_nofile_limit();
-    let node = Ledgerd::start(&["--max-connections", "2100", "--idle-timeout-ms", "1500"]);
+    let node = Ledgerd::builder()
+        .dev(PREFILL, 0)
+        .args(&["--max-connections", "2100", "--idle-timeout-ms", "1500"])
+        .start();
     let mut idle = Vec::new();
     let started = Instant::now();
     for _ in 0..2000 {
@@ -273,7 +322,7 @@ fn two_thousand_idle_connections_do_not_block_new_requests_and_are_closed_when_i
 fn over_the_default_connection_cap_new_connections_get_503_then_close() {
     let _one_at_a_time = common::one_at_a_time();
     raise_nofile_limit();
-    let node = Ledgerd::start(&[]);
+    let node = Ledgerd::builder().dev(PREFILL, 0).start();
     let mut idle = Vec::new();
     for _ in 0..2000 {
         idle.push(TcpStream::connect(node.addr).expect("idle connect"));
@@ -301,19 +350,12 @@ fn over_the_default_connection_cap_new_connections_get_503_then_close() {
     assert_eq!(r.read_to_end(&mut rest).unwrap_or(0), 0, "closed after 503");
     // Once the idle connections go, normal service resumes.
     drop(idle);
-    let end = Instant::now() + Duration::from_secs(3);
-    loop {
-        let a = common::rpc(node.addr, common::HEAD_HEIGHT.as_bytes());
-        if a.status == 200 {
-            break;
-        }
-        assert!(
-            Instant::now() < end,
-            "still {} after the idle clients left",
-            a.status
-        );
-        thread::sleep(Duration::from_millis(100));
-    }
+    wait_until_value(
+        Duration::from_secs(3),
+        "a 200 after the idle clients left",
+        || common::rpc(node.addr, common::HEAD_HEIGHT.as_bytes()).status,
+        |status| *status == 200,
+    );
     assert_normal_request_fast(node.addr, PREFILL);
 }
 
@@ -381,7 +423,10 @@ fn keep_alive_client(addr: SocketAddr, run: Duration) -> ClientRun {
 #[test]
 fn sixty_four_keep_alive_clients_at_once_every_one_gets_answers() {
     let _one_at_a_time = common::one_at_a_time();
-    let node = Ledgerd::start(&["--max-requests-per-connection", "200"]);
+    let node = Ledgerd::builder()
+        .dev(PREFILL, 0)
+        .args(&["--max-requests-per-connection", "200"])
+        .start();
     let addr = node.addr;
     let clients: Vec<_> = (0..64)
         .map(|_| thread::spawn(move || keep_alive_client(addr, Duration::from_secs(3))))
@@ -419,7 +464,10 @@ fn sixty_four_keep_alive_clients_at_once_every_one_gets_answers() {
 #[test]
 fn an_idle_keep_alive_connection_is_closed_after_the_idle_timeout() {
     let _one_at_a_time = common::one_at_a_time();
-    let node = Ledgerd::start(&["--idle-timeout-ms", "500"]);
+    let node = Ledgerd::builder()
+        .dev(PREFILL, 0)
+        .args(&["--idle-timeout-ms", "500"])
+        .start();
     let mut s = connect(node.addr);
     s.write_all(&post(common::HEAD_HEIGHT.as_bytes())).unwrap();
     let mut r = BufReader::new(s.try_clone().unwrap());
@@ -449,12 +497,15 @@ fn a_burst_of_connections_that_never_close_is_answered_at_once() {
     // connection its pool queued behind the busy workers (tiny_http starts a pool thread only when none is idle) would
     // wait for the whole test. The node must get it a worker by itself.
     let _one_at_a_time = common::one_at_a_time();
-    let node = Ledgerd::start(&[
-        "--max-requests-per-connection",
-        "1000000",
-        "--idle-timeout-ms",
-        "60000",
-    ]);
+    let node = Ledgerd::builder()
+        .dev(PREFILL, 0)
+        .args(&[
+            "--max-requests-per-connection",
+            "1000000",
+            "--idle-timeout-ms",
+            "60000",
+        ])
+        .start();
     let addr = node.addr;
     let n = 64;
     let go = std::sync::Arc::new(std::sync::Barrier::new(n));

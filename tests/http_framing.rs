@@ -39,7 +39,7 @@ fn assert_refusal(a: &Answer, status: u16, header: &str, what: &str) {
 
 #[test]
 fn each_ambiguous_request_gets_one_answer_and_its_connection_is_closed() {
-    let mut node = Ledgerd::start(&[]);
+    let mut node = Ledgerd::builder().dev(PREFILL, 0).start();
     for case in cases() {
         let a = one_answer_then_closed(node.addr, &case.raw);
         assert_refusal(&a, case.status, case.header, case.what);
@@ -58,7 +58,7 @@ fn each_ambiguous_request_gets_one_answer_and_its_connection_is_closed() {
 
 #[test]
 fn a_content_length_tiny_http_reads_lazily_is_refused_without_waiting_for_the_body() {
-    let mut node = Ledgerd::start(&[]);
+    let mut node = Ledgerd::builder().dev(PREFILL, 0).start();
     // tiny_http takes the first, 2,000, and would wait for 2,000 bytes (and
     // ledgerd answer 408 after --body-timeout): the refusal comes at once.
     let started = Instant::now();
@@ -91,7 +91,7 @@ fn a_content_length_tiny_http_reads_lazily_is_refused_without_waiting_for_the_bo
 
 #[test]
 fn well_framed_requests_keep_their_connection_and_pipeline() {
-    let node = Ledgerd::start(&[]);
+    let node = Ledgerd::builder().dev(PREFILL, 0).start();
     let mut s = connect(node.addr);
     let mut raw = Vec::new();
     // Plain, leading zeros (still 1*DIGIT), chunked (any case), a body
@@ -134,7 +134,7 @@ fn well_framed_requests_keep_their_connection_and_pipeline() {
 /// connection; accepted ones are answered 200.
 #[test]
 fn every_framing_seed_gets_over_a_socket_what_the_check_decides() {
-    let node = Ledgerd::start(&[]);
+    let node = Ledgerd::builder().dev(PREFILL, 0).start();
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/http_framing");
     let mut seeds: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
@@ -215,7 +215,7 @@ fn connect_from(port: u16, to: SocketAddr) -> std::io::Result<std::net::TcpStrea
 /// after is another socket, and its requests are answered.
 #[test]
 fn a_new_connection_from_the_port_of_a_refused_one_is_served() {
-    let node = Ledgerd::start(&[]);
+    let node = Ledgerd::builder().dev(PREFILL, 0).start();
     for round in 0..3 {
         // A port of its own each round: the client closes the second
         // connection first, so its port then waits in TIME_WAIT.
@@ -230,17 +230,13 @@ fn a_new_connection_from_the_port_of_a_refused_one_is_served() {
         assert!(rest.is_empty(), "{:?}", String::from_utf8_lossy(&rest));
         drop(r);
         // At once, from the same port (the kernel may refuse it for a moment).
-        let end = Instant::now() + Duration::from_secs(5);
-        let mut s = loop {
-            match connect_from(port, node.addr) {
-                Ok(s) => break s,
-                Err(e) if Instant::now() < end => {
-                    eprintln!("round {round}: reconnect: {e}");
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                Err(e) => panic!("cannot reconnect from port {port}: {e}"),
-            }
-        };
+        let mut s = common::poll_until(
+            Duration::from_secs(5),
+            || connect_from(port, node.addr),
+            Result::is_ok,
+        )
+        .unwrap_or_else(|e| e)
+        .unwrap_or_else(|e| panic!("round {round}: cannot reconnect from port {port}: {e}"));
         s.write_all(&common::post(BODY.as_bytes())).unwrap();
         let a = read_answer(&mut BufReader::new(&mut s))
             .unwrap_or_else(|e| panic!("round {round}: no answer on the new connection: {e}"));

@@ -52,7 +52,10 @@ fn start(ledgerd_args: &[&str]) -> Front {
          as .ci/install does)",
         nginx_path().display()
     );
-    let node = Ledgerd::start(ledgerd_args);
+    let node = Ledgerd::builder()
+        .dev(PREFILL, 0)
+        .args(ledgerd_args)
+        .start();
     let prefix = tempfile::tempdir().expect("nginx prefix");
     let p = prefix.path().display().to_string();
     let port = free_port();
@@ -361,14 +364,12 @@ fn over_64_requests_at_once_from_one_address_get_503_from_nginx() {
     // machine that can take longer than a fixed pause, so ask until the
     // 65th is refused (each probe is a connection of its own, answered and
     // closed, so it never holds a slot itself).
-    let end = Instant::now() + Duration::from_secs(5);
-    let a = loop {
-        thread::sleep(Duration::from_millis(100));
-        let a = common::rpc(f.addr, common::HEAD_HEIGHT.as_bytes());
-        if a.status == 503 || Instant::now() > end {
-            break a;
-        }
-    };
+    let a = common::poll_until(
+        Duration::from_secs(5),
+        || common::rpc(f.addr, common::HEAD_HEIGHT.as_bytes()),
+        |a| a.status == 503,
+    )
+    .unwrap_or_else(|last| last);
     assert_eq!(a.status, 503, "{}", a.text());
     assert_json_error(&a.body, -32000);
     assert!(a.text().contains("64"), "{}", a.text());

@@ -8,10 +8,10 @@ mod common;
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::http::{metric, request as http};
-use common::{free_port, run_to_exit, Answer, Ledgerd};
+use common::{free_port, run_to_exit, Answer, Ledgerd, PREFILL};
 use ledgerd::config::Config;
 use ledgerd::devnet::DevnetConfig;
 use ledgerd::ledger::{Ledger, LedgerRead, OpenOptions};
@@ -44,14 +44,12 @@ fn dev_node(dir: &std::path::Path, prefill: u64, block_ms: u64) -> Node {
 
 /// Polls `/health` until it answers `status`, at most `limit`.
 fn wait_health(addr: SocketAddr, status: u16, limit: Duration) -> Answer {
-    let start = Instant::now();
-    loop {
-        let a = http(addr, "GET", "/health", &[], "");
-        if a.status == status || start.elapsed() > limit {
-            return a;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    common::poll_until(
+        limit,
+        || http(addr, "GET", "/health", &[], ""),
+        |a| a.status == status,
+    )
+    .unwrap_or_else(|last| last)
 }
 
 // ---- GET /: the status page ----
@@ -490,7 +488,7 @@ fn cors_origin_echoes_only_that_origin() {
 fn health_is_503_while_the_ledger_cannot_be_read_and_calls_say_why() {
     // A ledgerd process of its own: this process opens the same LMDB
     // environment, which LMDB forbids twice within one process.
-    let node = Ledgerd::start(&[]);
+    let node = Ledgerd::builder().dev(PREFILL, 0).start();
     assert_eq!(
         wait_health(node.addr, 200, Duration::from_secs(5)).status,
         200
@@ -553,22 +551,11 @@ fn health_is_503_while_the_ledger_cannot_be_read_and_calls_say_why() {
 #[test]
 fn the_binary_takes_the_ops_flags() {
     let dir = tempfile::tempdir().unwrap();
-    let data_dir = dir.path().to_str().unwrap();
-    let mut node = Ledgerd::start_args(&[
-        "--dev",
-        "--dev-prefill",
-        "5",
-        "--dev-block-ms",
-        "0",
-        "--health-max-lag-s",
-        "1",
-        "--cors-origin",
-        "http://a.test",
-        "--data-dir",
-        data_dir,
-        "--bind",
-        "127.0.0.1:0",
-    ]);
+    let mut node = Ledgerd::builder()
+        .dev(5, 0)
+        .args(&["--health-max-lag-s", "1", "--cors-origin", "http://a.test"])
+        .data_dir(dir.path())
+        .start();
     let a = http(
         node.addr,
         "GET",

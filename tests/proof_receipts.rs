@@ -360,19 +360,24 @@ const PREFILL: u64 = 300;
 fn a_devnet_follower_proves_on_fake_receipts_and_counts_them_and_a_named_network_follower_proves_nothing(
 ) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let upstream = Ledgerd::devnet_in(&dir.path().join("up"), PREFILL, &[]);
+    let upstream = Ledgerd::builder()
+        .dev(PREFILL, 0)
+        .data_dir(&dir.path().join("up"))
+        .start();
     let up = statuses(&upstream.url, PREFILL);
     assert!(up.contains(&json!("Proven")), "the devnet proves");
     // --dev-proof-bytes (default 2048) is the size of each receipt.
     let last = common::call(&upstream.url, "ledger_getLastVerifiedBatchProof", "[]");
     assert_eq!(last["proof"]["proof"].as_array().map(Vec::len), Some(2048));
-    let head = |url: &str| common::call(url, "ledger_getHeadSoftConfirmationHeight", "[]");
 
     // No network: the devnet's fakes prove, as they do on the devnet itself.
     let args = ["--upstream", &upstream.url].map(String::from);
-    let devnet_follower = Ledgerd::start_in(&dir.path().join("f1"), &args);
+    let devnet_follower = Ledgerd::builder()
+        .data_dir(&dir.path().join("f1"))
+        .args(&args)
+        .start();
     devnet_follower.wait_for(Duration::from_secs(60), "the same statuses", |f| {
-        head(&f.url) == json!(PREFILL) && statuses(&f.url, PREFILL) == up
+        f.head() == PREFILL && statuses(&f.url, PREFILL) == up
     });
     let fakes = fake_count_in_metrics(&devnet_follower.url);
     assert!(fakes > 0, "fakes counted in /metrics");
@@ -397,17 +402,23 @@ fn a_devnet_follower_proves_on_fake_receipts_and_counts_them_and_a_named_network
         &key,
     ]
     .map(String::from);
-    let testnet_follower = Ledgerd::start_in(&dir.path().join("f2"), &args);
-    testnet_follower.wait_for(Duration::from_secs(60), "the fake refused", |f| {
-        f.stderr().contains("check receipt failed: proof on slot")
-    });
+    let testnet_follower = Ledgerd::builder()
+        .data_dir(&dir.path().join("f2"))
+        .args(&args)
+        .start();
+    testnet_follower.wait_for_refusal(Duration::from_secs(60), "receipt");
+    // Why the receipt was refused is said in the log only.
     let stderr = testnet_follower.stderr();
+    assert!(
+        stderr.contains("check receipt failed: proof on slot"),
+        "{stderr}"
+    );
     assert!(
         stderr.contains("the receipt is a fake (InnerReceipt::Fake"),
         "{stderr}"
     );
     testnet_follower.wait_for(Duration::from_secs(30), "all blocks", |f| {
-        head(&f.url) == json!(PREFILL)
+        f.head() == PREFILL
     });
     let got = statuses(&testnet_follower.url, PREFILL);
     assert!(!got.contains(&json!("Proven")), "{got:?}");
@@ -427,26 +438,26 @@ fn a_devnet_follower_proves_on_fake_receipts_and_counts_them_and_a_named_network
 #[test]
 fn an_upstream_serving_non_receipt_bytes_beside_a_valid_proof_output_gets_nothing_proven() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let upstream = Ledgerd::devnet_in(&dir.path().join("up"), PREFILL, &[]);
+    let upstream = Ledgerd::builder()
+        .dev(PREFILL, 0)
+        .data_dir(&dir.path().join("up"))
+        .start();
     let proxy = Proxy::start(&upstream.url);
     proxy.set(Tamper::ProofBytes);
     let args = ["--upstream", &proxy.url].map(String::from);
-    let follower = Ledgerd::start_in(&dir.path().join("f"), &args);
-    follower.wait_for(Duration::from_secs(60), "the bytes refused", |f| {
-        f.stderr().contains("check receipt failed")
-    });
+    let follower = Ledgerd::builder()
+        .data_dir(&dir.path().join("f"))
+        .args(&args)
+        .start();
+    follower.wait_for_refusal(Duration::from_secs(60), "receipt");
     assert!(proxy.altered() >= 1);
+    // Why the bytes were refused is said in the log only.
     let stderr = follower.stderr();
     assert!(
         stderr.contains("the proof bytes are not a risc0 receipt"),
         "{stderr}"
     );
-    let got = statuses(
-        &follower.url,
-        common::call(&follower.url, "ledger_getHeadSoftConfirmationHeight", "[]")
-            .as_u64()
-            .unwrap_or(0),
-    );
+    let got = statuses(&follower.url, follower.head());
     assert!(!got.contains(&json!("Proven")), "{got:?}");
     let proof = common::call(&follower.url, "ledger_getLastVerifiedBatchProof", "[]");
     assert_eq!(proof, Value::Null, "no proof stored");

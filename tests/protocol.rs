@@ -30,7 +30,7 @@ fn assert_error(v: &Value, code: i64, id: Value) -> String {
 
 #[test]
 fn a_single_request_is_answered_as_json_whatever_its_content_type() {
-    let node = Ledgerd::start(&[]);
+    let node = Ledgerd::builder().dev(PREFILL, 0).start();
     let body = call("ledger_getHeadSoftConfirmationHeight", json!([]), json!(1));
     for content_type in ["application/json", "text/plain", ""] {
         let header = if content_type.is_empty() {
@@ -51,7 +51,7 @@ fn a_single_request_is_answered_as_json_whatever_its_content_type() {
 
 #[test]
 fn a_batch_answers_an_array_in_order_with_ids_matched() {
-    let node = Ledgerd::start(&[]);
+    let node = Ledgerd::builder().dev(PREFILL, 0).start();
     let body = format!(
         "[{},{},{},{}]",
         call(
@@ -80,7 +80,7 @@ fn a_batch_answers_an_array_in_order_with_ids_matched() {
 
 #[test]
 fn an_empty_batch_is_one_invalid_request_object_not_an_array() {
-    let node = Ledgerd::start(&[]);
+    let node = Ledgerd::builder().dev(PREFILL, 0).start();
     let a = rpc(node.addr, b"[]");
     assert_eq!(a.status, 200);
     let data = assert_error(&a.json(), -32600, Value::Null);
@@ -91,7 +91,7 @@ fn an_empty_batch_is_one_invalid_request_object_not_an_array() {
 
 #[test]
 fn each_invalid_batch_element_gets_its_own_invalid_request() {
-    let node = Ledgerd::start(&[]);
+    let node = Ledgerd::builder().dev(PREFILL, 0).start();
     let good = call("ledger_getHeadSoftConfirmationHeight", json!([]), json!(9));
     let body = format!(
         r#"[1, "x", null, [], {{}}, {{"jsonrpc":"1.0","id":5,"method":"svc_syncStatus"}}, {good}]"#
@@ -109,7 +109,10 @@ fn each_invalid_batch_element_gets_its_own_invalid_request() {
 
 #[test]
 fn a_batch_over_max_batch_is_one_batch_too_large_error() {
-    let node = Ledgerd::start(&["--max-batch", "3"]);
+    let node = Ledgerd::builder()
+        .dev(PREFILL, 0)
+        .args(&["--max-batch", "3"])
+        .start();
     let one = call("ledger_getHeadSoftConfirmationHeight", json!([]), json!(1));
     let at_limit = format!("[{one},{one},{one}]");
     assert_eq!(
@@ -131,7 +134,7 @@ fn a_batch_over_max_batch_is_one_batch_too_large_error() {
 
 #[test]
 fn notifications_get_no_response_object() {
-    let node = Ledgerd::start(&[]);
+    let node = Ledgerd::builder().dev(PREFILL, 0).start();
     let note = r#"{"jsonrpc":"2.0","method":"ledger_getHeadSoftConfirmationHeight","params":[]}"#;
     let failing_note = r#"{"jsonrpc":"2.0","method":"ledger_nope"}"#;
     for body in [
@@ -156,7 +159,7 @@ fn notifications_get_no_response_object() {
 
 #[test]
 fn ids_of_every_json_number_string_and_null_are_echoed_byte_for_byte() {
-    let node = Ledgerd::start(&[]);
+    let node = Ledgerd::builder().dev(PREFILL, 0).start();
     let ids = [
         "0",
         "-7",
@@ -192,12 +195,25 @@ fn ids_of_every_json_number_string_and_null_are_echoed_byte_for_byte() {
             )),
             "id {id}: {text}"
         );
+        let text = rpc(node.addr, bad.as_bytes()).text();
+        assert!(
+            text.starts_with(&format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32601,"#
+            )),
+            "id {id}: {text}"
+        );
     }
+    // Whitespace around the id is not part of it.
+    let body = "{ \"id\" :\n \"a\"\t , \"jsonrpc\":\"2.0\",\"method\":\"ledger_getHeadSoftConfirmationHeight\" }";
+    assert_eq!(
+        rpc(node.addr, body.as_bytes()).text(),
+        format!(r#"{{"jsonrpc":"2.0","id":"a","result":{PREFILL}}}"#)
+    );
 }
 
 #[test]
 fn ids_that_are_objects_arrays_or_booleans_are_invalid_with_id_null() {
-    let node = Ledgerd::start(&[]);
+    let node = Ledgerd::builder().dev(PREFILL, 0).start();
     for id in ["true", "false", "{}", "[1]", r#"{"a":1}"#] {
         let body = format!(r#"{{"jsonrpc":"2.0","method":"svc_syncStatus","id":{id}}}"#);
         let data = assert_error(&rpc(node.addr, body.as_bytes()).json(), -32600, Value::Null);
@@ -207,7 +223,7 @@ fn ids_that_are_objects_arrays_or_booleans_are_invalid_with_id_null() {
 
 #[test]
 fn params_by_position_and_by_name_give_the_same_answers() {
-    let node = Ledgerd::start(&[]);
+    let node = Ledgerd::builder().dev(PREFILL, 0).start();
     let pairs = [
         (
             "ledger_getSoftConfirmationByNumber",
@@ -259,12 +275,19 @@ fn params_by_position_and_by_name_give_the_same_answers() {
     )
     .json();
     assert_eq!(by_hash, block);
-    // Omitted params, for a method that takes none; extra positional ones are ignored.
-    let none = json!({"jsonrpc":"2.0","id":1,"method":"ledger_getHeadSoftConfirmationHeight"});
-    assert_eq!(
-        rpc(node.addr, none.to_string().as_bytes()).json()["result"],
-        PREFILL
-    );
+    // Omitted or empty params, for a method that takes none; extra
+    // positional ones, and members the envelope does not know, are ignored.
+    for none in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"ledger_getHeadSoftConfirmationHeight"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"ledger_getHeadSoftConfirmationHeight","params":{}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"ledger_getHeadSoftConfirmationHeight","params":[1,2],"extra":true}"#,
+    ] {
+        assert_eq!(
+            rpc(node.addr, none.as_bytes()).json()["result"],
+            PREFILL,
+            "{none}"
+        );
+    }
     let extra = call(
         "ledger_getSoftConfirmationByNumber",
         json!([4, "x", null]),
@@ -278,15 +301,21 @@ fn params_by_position_and_by_name_give_the_same_answers() {
 
 #[test]
 fn broken_json_and_non_utf8_are_parse_errors_with_id_null() {
-    let node = Ledgerd::start(&[]);
-    let bodies: [&[u8]; 7] = [
+    let node = Ledgerd::builder().dev(PREFILL, 0).start();
+    let bodies: [&[u8]; 13] = [
         b"{",
         br#"{"jsonrpc":"2.0","id":1,"method":"svc_syncStatus""#,
         br#"{"jsonrpc":"2.0","id":1,"method":"svc_syncStatus"} trailing"#,
         b"[1,]",
         b"\xff\xfe{}",
         b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"svc_\xc3\x28\"}",
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"\xff\",\"id\":1}",
         b"",
+        b"   ",
+        br#"{"jsonrpc":"2.0",}"#,
+        b"[1,2",
+        b"nul",
+        b"{} {}",
     ];
     for body in bodies {
         let a = rpc(node.addr, body);
@@ -298,15 +327,17 @@ fn broken_json_and_non_utf8_are_parse_errors_with_id_null() {
 
 #[test]
 fn json_that_is_not_an_object_or_array_is_invalid_request() {
-    let node = Ledgerd::start(&[]);
-    for body in ["1", "\"x\"", "null", "true", "-2.5"] {
-        assert_error(&rpc(node.addr, body.as_bytes()).json(), -32600, Value::Null);
+    let node = Ledgerd::builder().dev(PREFILL, 0).start();
+    for body in ["1", "\"x\"", "null", "true", "-2.5", " 2.5 "] {
+        let v = rpc(node.addr, body.as_bytes()).json();
+        assert_error(&v, -32600, Value::Null);
+        assert_eq!(v["error"]["message"], "Invalid request", "{body}");
     }
 }
 
 #[test]
 fn wrong_jsonrpc_non_string_method_and_bad_params_are_invalid_request() {
-    let node = Ledgerd::start(&[]);
+    let node = Ledgerd::builder().dev(PREFILL, 0).start();
     let cases = [
         (
             r#"{"jsonrpc":"1.0","id":1,"method":"svc_syncStatus"}"#,
@@ -342,21 +373,42 @@ fn wrong_jsonrpc_non_string_method_and_bad_params_are_invalid_request() {
         ),
     ];
     for (body, member) in cases {
+        // A readable id is echoed.
         let data = assert_error(&rpc(node.addr, body.as_bytes()).json(), -32600, json!(1));
         assert!(data.contains(member), "{body}: {data}");
     }
+    let v = rpc(
+        node.addr,
+        br#"{"jsonrpc":null,"id":1,"method":"svc_syncStatus"}"#,
+    )
+    .json();
+    assert_error(&v, -32600, json!(1));
+    // Invalid requests are answered even without an id (id null).
+    let v = rpc(node.addr, br#"{"jsonrpc":"2.0","method":1}"#).json();
+    assert_error(&v, -32600, Value::Null);
+    // Duplicate members: malformed, so no id is trusted.
+    let v = rpc(
+        node.addr,
+        br#"{"jsonrpc":"2.0","method":"a","method":"b","id":1}"#,
+    )
+    .json();
+    assert_error(&v, -32600, Value::Null);
 }
 
 #[test]
 fn unknown_method_is_method_not_found_and_bad_params_invalid_params() {
-    let node = Ledgerd::start(&[]);
+    let node = Ledgerd::builder().dev(PREFILL, 0).start();
     let v = rpc(
         node.addr,
         call("ledger_nope", json!([]), json!(1)).as_bytes(),
     )
     .json();
     let data = assert_error(&v, -32601, json!(1));
-    assert!(data.contains("ledger_nope"), "{data}");
+    assert_eq!(v["error"]["message"], "Method not found");
+    assert!(
+        data.contains("ledger_nope") && data.contains("svc_syncStatus"),
+        "{data}"
+    );
     let v = rpc(
         node.addr,
         call("ledger_getSoftConfirmationByNumber", json!([-1]), json!(1)).as_bytes(),
@@ -367,7 +419,7 @@ fn unknown_method_is_method_not_found_and_bad_params_invalid_params() {
 
 #[test]
 fn get_and_other_http_methods_answer_405() {
-    let node = Ledgerd::start(&[]);
+    let node = Ledgerd::builder().dev(PREFILL, 0).start();
     for raw in [
         "GET / HTTP/1.1\r\nHost: x\r\n\r\n",
         "GET /some/path HTTP/1.1\r\nHost: x\r\n\r\n",
@@ -385,7 +437,7 @@ fn get_and_other_http_methods_answer_405() {
 
 #[test]
 fn keep_alive_and_pipelined_requests_are_answered_in_order() {
-    let node = Ledgerd::start(&[]);
+    let node = Ledgerd::builder().dev(PREFILL, 0).start();
     let mut s = connect(node.addr);
     let mut pipelined = Vec::new();
     for i in 1..=5 {
@@ -406,7 +458,10 @@ fn keep_alive_and_pipelined_requests_are_answered_in_order() {
 
 #[test]
 fn a_body_over_max_body_is_413_with_request_too_big() {
-    let node = Ledgerd::start(&["--max-body", "2000"]);
+    let node = Ledgerd::builder()
+        .dev(PREFILL, 0)
+        .args(&["--max-body", "2000"])
+        .start();
     let pad = "x".repeat(3000);
     let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"svc_syncStatus","pad":"{pad}"}}"#);
     let a = rpc(node.addr, body.as_bytes());

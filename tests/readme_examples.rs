@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{devnet_args, Ledgerd};
+use common::Ledgerd;
 
 struct Example {
     /// `FILE line N`, for the failure message.
@@ -111,7 +111,7 @@ fn every_curl_example_in_the_docs_answers_as_shown() {
     assert!(count("docs/API.md") >= 30, "docs/API.md shows every method");
     let dir = tempfile::tempdir().expect("temp dir");
     // The docs say their answers come from this devnet.
-    let node = Ledgerd::start_in(dir.path(), &devnet_args(200, 0));
+    let node = Ledgerd::builder().dev(200, 0).data_dir(dir.path()).start();
     let mut wrong = Vec::new();
     for ex in docs.iter().flat_map(|(_, found)| found) {
         let (_, actual) = node.post_raw(&ex.body);

@@ -3,46 +3,26 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{call, call_raw, devnet_ledger, run, Ledgerd};
+use serde_json::Value;
 
-fn head(url: &str) -> u64 {
-    call(url, "ledger_getHeadSoftConfirmationHeight", "[]")
-        .as_u64()
-        .unwrap()
-}
+use common::{call, call_raw, devnet_ledger, head, run, wait_until_value, Ledgerd};
 
 #[test]
 fn a_replica_sees_the_writers_head_move_and_answers_like_it() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().to_str().unwrap();
-    let _writer = Ledgerd::start_args(&[
-        "--dev",
-        "--dev-prefill",
-        "20",
-        "--dev-block-ms",
-        "50",
-        "--bind",
-        "127.0.0.1:0",
-        "--data-dir",
-        dir,
-    ]);
+    let _writer = Ledgerd::builder().dev(20, 50).data_dir(tmp.path()).start();
     let writer = &_writer.url;
-    let replica =
-        Ledgerd::start_args(&["serve-readonly", "--bind", "127.0.0.1:0", "--data-dir", dir]);
+    let replica = Ledgerd::builder().readonly().data_dir(tmp.path()).start();
     let first = head(&replica.url);
     assert!(first >= 20, "{first}");
     // Blocks every 50 ms: within 3 s the replica must see several more.
-    let deadline = Instant::now() + Duration::from_secs(3);
-    let mut now = first;
-    while now < first + 5 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-        now = head(&replica.url);
-    }
-    assert!(
-        now >= first + 5,
-        "the replica's head stayed at {now} (from {first})"
+    let now = wait_until_value(
+        Duration::from_secs(3),
+        &format!("the replica's head to move on from {first} by 5"),
+        || replica.head(),
+        |now| *now >= first + 5,
     );
     // A stored block reads the same from both.
     for h in [1, first, now] {
@@ -54,17 +34,14 @@ fn a_replica_sees_the_writers_head_move_and_answers_like_it() {
     }
     // The replica's sync status comes from the ledger (looked at every
     // 100 ms): Synced at a stored head, reaching `now` shortly.
-    let deadline = Instant::now() + Duration::from_secs(2);
-    let status = loop {
-        let status = call(&replica.url, "svc_syncStatus", "[]");
-        let synced = status["l2Status"]["Synced"].as_u64().unwrap_or(0);
-        if synced >= now || Instant::now() > deadline {
-            break status;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let synced = status["l2Status"]["Synced"].as_u64().unwrap_or(0);
-    assert!(synced >= now, "{status}");
+    let synced_of = |status: &Value| status["l2Status"]["Synced"].as_u64().unwrap_or(0);
+    let status = wait_until_value(
+        Duration::from_secs(2),
+        &format!("the replica to say Synced at {now} or more"),
+        || replica.sync_status(),
+        |status| synced_of(status) >= now,
+    );
+    let synced = synced_of(&status);
     assert!(synced <= head(writer), "{status}");
     assert!(
         status["l1Status"]["Synced"].as_u64().unwrap_or(0) >= 1000,
@@ -106,9 +83,7 @@ fn a_replica_never_writes_the_ledger_and_stops_cleanly() {
         .modified()
         .unwrap();
 
-    let dir = tmp.path().to_str().unwrap();
-    let mut replica =
-        Ledgerd::start_args(&["serve-readonly", "--bind", "127.0.0.1:0", "--data-dir", dir]);
+    let mut replica = Ledgerd::builder().readonly().data_dir(tmp.path()).start();
     for h in 0..=101 {
         call_raw(
             &replica.url,
@@ -167,21 +142,17 @@ fn replicas_with_reuse_port_share_one_port() {
     let tmp = tempfile::tempdir().unwrap();
     devnet_ledger(tmp.path(), 30);
     let dir = tmp.path().to_str().unwrap();
-    let args = |bind: &str| {
-        vec![
-            "serve-readonly".to_string(),
-            "--reuse-port".into(),
-            "--bind".into(),
-            bind.to_string(),
-            "--data-dir".into(),
-            dir.to_string(),
-        ]
+    let replica = |bind: &str| {
+        Ledgerd::builder()
+            .readonly()
+            .arg("--reuse-port")
+            .bind(bind)
+            .data_dir(tmp.path())
+            .start()
     };
-    let a = args("127.0.0.1:0");
-    let mut one = Ledgerd::start_args(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut one = replica("127.0.0.1:0");
     let port = one.port();
-    let b = args(&format!("127.0.0.1:{port}"));
-    let two = Ledgerd::start_args(&b.iter().map(String::as_str).collect::<Vec<_>>());
+    let two = replica(&format!("127.0.0.1:{port}"));
     assert_eq!(two.port(), port);
     // Without --reuse-port the port is taken.
     let out = run(
@@ -221,7 +192,11 @@ fn a_config_file_sets_every_flag_and_the_command_line_overrides_it() {
     .unwrap();
     let conf = conf.to_str().unwrap();
     // bind from the file would fail (port 1); the command line wins.
-    let p = Ledgerd::start_args(&["serve-readonly", "--config", conf, "--bind", "127.0.0.1:0"]);
+    let p = Ledgerd::builder()
+        .readonly()
+        .args(&["--config", conf])
+        .data_dir_from_args()
+        .start();
     assert_eq!(head(&p.url), 30, "data-dir came from the file");
     let answer = call_raw(&p.url, "ledger_getSoftConfirmationRange", "[1,6]");
     assert!(
@@ -275,7 +250,7 @@ fn a_layout_2_data_dir_is_refused_read_only_and_answers_the_same_once_opened_rea
     let dir = tmp.path().join("ledger");
     devnet_ledger(&dir, 200);
     let before = {
-        let p = Ledgerd::serve_readonly(&dir);
+        let p = Ledgerd::builder().readonly().data_dir(&dir).start();
         common::every_answer(&p.url)
     };
     assert!(
@@ -307,7 +282,7 @@ fn a_layout_2_data_dir_is_refused_read_only_and_answers_the_same_once_opened_rea
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let p = Ledgerd::serve_readonly(&dir);
+    let p = Ledgerd::builder().readonly().data_dir(&dir).start();
     let after = common::every_answer(&p.url);
     assert_eq!(after.len(), before.len());
     for ((qa, xa), (qb, xb)) in before.iter().zip(&after) {

@@ -15,7 +15,11 @@ const PREFILL: u64 = 300;
 
 fn devnet(prefill: u64, extra: &[&str]) -> (tempfile::TempDir, Ledgerd) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let node = Ledgerd::devnet_in(dir.path(), prefill, extra);
+    let node = Ledgerd::builder()
+        .dev(prefill, 0)
+        .data_dir(dir.path())
+        .args(extra)
+        .start();
     (dir, node)
 }
 
@@ -534,7 +538,7 @@ fn every_not_found_and_error_row_of_the_contract_over_http() {
 fn an_empty_ledger_answers_null_and_zero() {
     let dir = tempfile::tempdir().expect("temp dir");
     // No chain source: it serves the (empty) stored ledger.
-    let node = Ledgerd::start_in(dir.path(), &[]);
+    let node = Ledgerd::builder().data_dir(dir.path()).start();
     assert!(node
         .result("ledger_getHeadSoftConfirmation", "[]")
         .is_null());
@@ -638,7 +642,7 @@ fn every_proof_of_a_slot_is_served_with_wire_citrea_and_the_last_one_with_wire_l
 
     // --wire ledgerd (the default) on the same ledger: the spec's one object,
     // the proof verified last on the slot, height inside; method 12 alike.
-    let ro = Ledgerd::serve_readonly(dir.path());
+    let ro = Ledgerd::builder().readonly().data_dir(dir.path()).start();
     let one = ro.result("ledger_getVerifiedBatchProofsBySlotHeight", &on_slot);
     let mut inner = list[1].clone();
     inner["height"] = slot.into();

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{call, run, Ledgerd};
+use common::{call, run, wait_until_value, Ledgerd};
 use curve25519_dalek::constants::ED25519_BASEPOINT_POINT;
 use curve25519_dalek::scalar::Scalar;
 use ed25519_dalek::{Signature, VerifyingKey};
@@ -17,7 +17,7 @@ use ledgerd::types::{SoftConfirmation, ZERO_HASH};
 use sha2::{Digest, Sha512};
 use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const BLOCKS: u64 = 100;
 const BAD: u64 = 60;
@@ -126,7 +126,7 @@ fn import_refuses_a_chain_with_a_signature_only_a_batch_would_take() {
         )),
         "{err}"
     );
-    let p = Ledgerd::serve_readonly(&bad);
+    let p = Ledgerd::builder().readonly().data_dir(&bad).start();
     assert_eq!(
         call(&p.url, "ledger_getHeadSoftConfirmationHeight", "[]"),
         0
@@ -147,7 +147,7 @@ fn import_refuses_a_chain_with_a_signature_only_a_batch_would_take() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let p = Ledgerd::serve_readonly(&good);
+    let p = Ledgerd::builder().readonly().data_dir(&good).start();
     assert_eq!(
         call(&p.url, "ledger_getHeadSoftConfirmationHeight", "[]"),
         BLOCKS
@@ -165,7 +165,7 @@ fn a_follower_stores_the_blocks_before_a_signature_only_a_batch_would_take_and_s
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let upstream = Ledgerd::serve_readonly(&up);
+    let upstream = Ledgerd::builder().readonly().data_dir(&up).start();
     assert_eq!(
         call(&upstream.url, "ledger_getHeadSoftConfirmationHeight", "[]"),
         BLOCKS
@@ -179,11 +179,12 @@ fn a_follower_stores_the_blocks_before_a_signature_only_a_batch_would_take_and_s
         .start()
         .unwrap();
     let refused = || follower.progress().failures.signature.load(Relaxed);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while refused() < 2 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(refused() >= 2, "refused {} times", refused());
+    wait_until_value(
+        Duration::from_secs(30),
+        "the bad block to be refused twice",
+        refused,
+        |n| *n >= 2,
+    );
     assert_eq!(
         follower.ledger().reader().unwrap().head_height().unwrap(),
         BAD - 1,

@@ -6,7 +6,8 @@
 //! fuzzer shares ([`rpc_check`]); a proxy that can hold an upstream's
 //! blocks back, alter its answers or slow them ([`proxy`]), and a stand-in
 //! for a Citrea v0.6 full node written from Citrea's source
-//! ([`citrea_upstream`]); a real regtest bitcoind ([`bitcoind`]).
+//! ([`citrea_upstream`]); a real regtest bitcoind ([`bitcoind`]); the one
+//! deadline loop, [`wait_until`] ([`wait`]).
 #![allow(dead_code)] // each test file uses a different part
 #![allow(unused_imports)]
 
@@ -20,16 +21,18 @@ pub mod proxy;
 pub mod rpc;
 pub mod rpc_check;
 pub mod smuggling;
+pub mod wait;
 
 pub use http::{connect, exchange, post, read_answer, rpc, Answer};
 pub use process::{
     bounded, devnet_args, free_port, nginx_path, raise_nofile_limit, run, run_to_exit, Ledgerd,
-    PREFILL,
+    LedgerdBuilder, PREFILL,
 };
 pub use rpc::{
-    assert_normal_request_fast, call, call_raw, devnet_ledger, every_answer, export, hash32,
-    post_raw, HEAD_HEIGHT,
+    assert_normal_request_fast, call, call_raw, devnet_ledger, every_answer, export, hash32, head,
+    post_raw, sync_status, HEAD_HEIGHT,
 };
+pub use wait::{poll_until, wait_until, wait_until_value};
 
 /// Holds the tests of one file to one at a time. The hostile-client tests
 /// each check that a normal request is answered within 100 ms while one bad

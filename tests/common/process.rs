@@ -14,17 +14,17 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_ledgerd");
 /// Heights the devnet writes before the node listens, unless a test asks for more.
 pub const PREFILL: u64 = 20;
 
-/// A running `ledgerd` server. Dropping it stops it (SIGTERM, then SIGKILL
-/// after 3 s), or kills it at once for [`Ledgerd::start_in`].
+/// A running `ledgerd` server, made by [`Ledgerd::builder`]. Dropping it
+/// kills it (SIGKILL, then waits for the exit): a test that wants a clean
+/// stop, its exit status or its last words calls [`Ledgerd::stop`].
 pub struct Ledgerd {
     child: Option<Child>,
     pub addr: SocketAddr,
     /// `http://HOST:PORT`, as the listening line says.
     pub url: String,
     pub data_dir: PathBuf,
-    /// Holds `stderr.log` (and `data` for [`Ledgerd::start`]).
+    /// Holds `stderr.log` (and `data`, the data dir when the test gave none).
     pub dir: tempfile::TempDir,
-    kill_on_drop: bool,
 }
 
 /// The flags for a devnet node with `prefill` blocks and `block_ms` between new ones.
@@ -38,96 +38,156 @@ pub fn devnet_args(prefill: u64, block_ms: u64) -> Vec<String> {
     ]
 }
 
-impl Ledgerd {
-    /// A devnet node with `prefill` blocks and no new ones, then `extra`
-    /// flags, on `data_dir` ([`Ledgerd::start_in`]: killed on drop).
-    pub fn devnet_in(data_dir: &Path, prefill: u64, extra: &[&str]) -> Ledgerd {
-        Ledgerd::devnet_in_at(data_dir, "127.0.0.1:0", prefill, extra)
+/// How to start a `ledgerd` server: `ledgerd [serve-readonly] [DEV FLAGS]
+/// ARGS --bind BIND --data-dir DIR` with `RUST_LOG=LEVEL`. Without calls:
+/// no chain flags, `--bind 127.0.0.1:0`, a fresh data dir in a temp dir,
+/// `RUST_LOG=info`.
+#[must_use = "a builder does nothing until .start()"]
+pub struct LedgerdBuilder {
+    readonly: bool,
+    dev: Option<(u64, u64)>,
+    args: Vec<OsString>,
+    bind: Option<String>,
+    data_dir: DataDir,
+    log: String,
+}
+
+/// Where the data dir comes from.
+enum DataDir {
+    /// `data` in the node's own temp dir.
+    Fresh,
+    /// A directory the test made (and may reopen after the node is gone).
+    At(PathBuf),
+    /// No `--data-dir` flag: the arguments name it (`--config FILE`).
+    FromArgs,
+}
+
+impl LedgerdBuilder {
+    /// A devnet: `--dev --dev-prefill PREFILL --dev-block-ms BLOCK_MS`
+    /// (`block_ms` 0: no new blocks unless asked for).
+    pub fn dev(mut self, prefill: u64, block_ms: u64) -> Self {
+        self.dev = Some((prefill, block_ms));
+        self
     }
 
-    /// [`Ledgerd::devnet_in`] listening on `bind` (`127.0.0.1:PORT`).
-    pub fn devnet_in_at(data_dir: &Path, bind: &str, prefill: u64, extra: &[&str]) -> Ledgerd {
-        let mut args = devnet_args(prefill, 0);
-        args.extend(extra.iter().map(|s| s.to_string()));
-        Ledgerd::start_in_at(data_dir, bind, &args)
+    /// `ledgerd serve-readonly`: a read-only server of a ledger another
+    /// process writes.
+    pub fn readonly(mut self) -> Self {
+        self.readonly = true;
+        self
+    }
+
+    /// One more flag (or flag value).
+    pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// More flags, after the devnet's.
+    pub fn args<S: Into<OsString> + Clone>(mut self, args: &[S]) -> Self {
+        self.args.extend(args.iter().cloned().map(Into::into));
+        self
+    }
+
+    /// Listen on `bind` (`127.0.0.1:PORT`), e.g. to bring a node back on
+    /// the port it had before it was killed. Default `127.0.0.1:0`.
+    pub fn bind(mut self, bind: &str) -> Self {
+        self.bind = Some(bind.to_string());
+        self
+    }
+
+    /// No `--bind` flag: the arguments give it (`--config FILE`).
+    pub fn bind_from_args(mut self) -> Self {
+        self.bind = None;
+        self
+    }
+
+    /// Use `dir` as the data dir (it outlives the node). Default: a fresh
+    /// one in the node's own temp dir.
+    pub fn data_dir(mut self, dir: &Path) -> Self {
+        self.data_dir = DataDir::At(dir.to_path_buf());
+        self
+    }
+
+    /// No `--data-dir` flag: the arguments name it (`--config FILE`).
+    pub fn data_dir_from_args(mut self) -> Self {
+        self.data_dir = DataDir::FromArgs;
+        self
+    }
+
+    /// `RUST_LOG=level` (default `info`, ledgerd's own default).
+    pub fn log(mut self, level: &str) -> Self {
+        self.log = level.to_string();
+        self
+    }
+
+    /// Starts it and waits for its listening line (at most 60 s: debug
+    /// builds prefill slowly); panics with its stderr if it does not come.
+    pub fn start(self) -> Ledgerd {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let loopback = self
+            .bind
+            .as_deref()
+            .is_some_and(|b| b.starts_with("127.0.0.1:"));
+        let mut all: Vec<OsString> = Vec::new();
+        if self.readonly {
+            all.push("serve-readonly".into());
+        }
+        if let Some((prefill, block_ms)) = self.dev {
+            all.extend(
+                devnet_args(prefill, block_ms)
+                    .into_iter()
+                    .map(OsString::from),
+            );
+        }
+        all.extend(self.args);
+        if let Some(bind) = self.bind {
+            all.extend(["--bind".into(), bind.into()]);
+        }
+        let data_dir = match self.data_dir {
+            DataDir::Fresh => dir.path().join("data"),
+            DataDir::At(d) => d,
+            DataDir::FromArgs => PathBuf::new(),
+        };
+        if !data_dir.as_os_str().is_empty() {
+            all.extend(["--data-dir".into(), data_dir.clone().into()]);
+        }
+        let node = Ledgerd::spawn(&all, &self.log, dir, data_dir);
+        if loopback {
+            assert!(node.url.starts_with("http://127.0.0.1:"), "{}", node.url);
+        }
+        node
     }
 }
 
 impl Ledgerd {
-    /// `ledgerd --dev --dev-prefill PREFILL --dev-block-ms 0 --bind 127.0.0.1:0 --data-dir TMP` + `extra`.
-    pub fn start(extra: &[&str]) -> Ledgerd {
-        Ledgerd::start_prefilled(PREFILL, extra)
+    /// The one way to start a server: see [`LedgerdBuilder`].
+    pub fn builder() -> LedgerdBuilder {
+        LedgerdBuilder {
+            readonly: false,
+            dev: None,
+            args: Vec::new(),
+            bind: Some("127.0.0.1:0".into()),
+            data_dir: DataDir::Fresh,
+            log: "info".into(),
+        }
     }
 
-    pub fn start_prefilled(prefill: u64, extra: &[&str]) -> Ledgerd {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let data_dir = dir.path().join("data");
-        let mut args: Vec<OsString> = devnet_args(prefill, 0)
-            .into_iter()
-            .map(OsString::from)
-            .collect();
-        args.extend(["--bind", "127.0.0.1:0", "--data-dir"].map(OsString::from));
-        args.push(data_dir.clone().into());
-        args.extend(extra.iter().map(OsString::from));
-        Ledgerd::spawn(&args, None, dir, data_dir, false)
-    }
-
-    /// Starts `ledgerd ARGS --bind 127.0.0.1:0 --data-dir DIR` with
-    /// `RUST_LOG=info`; killed (not stopped) on drop.
-    pub fn start_in(data_dir: &Path, args: &[String]) -> Ledgerd {
-        Ledgerd::start_in_at(data_dir, "127.0.0.1:0", args)
-    }
-
-    /// [`Ledgerd::start_in`] listening on `bind` (`127.0.0.1:PORT`), e.g. to
-    /// bring a node back on the port it had before it was killed.
-    pub fn start_in_at(data_dir: &Path, bind: &str, args: &[String]) -> Ledgerd {
-        Ledgerd::start_logging(data_dir, bind, args, "info")
-    }
-
-    /// [`Ledgerd::start_in_at`] with `RUST_LOG=level`.
-    pub fn start_logging(data_dir: &Path, bind: &str, args: &[String], level: &str) -> Ledgerd {
-        let mut all: Vec<OsString> = args.iter().map(OsString::from).collect();
-        all.extend(["--bind", bind, "--data-dir"].map(OsString::from));
-        all.push(data_dir.into());
-        let dir = tempfile::tempdir().expect("temp dir");
-        let node = Ledgerd::spawn(&all, Some(level), dir, data_dir.to_path_buf(), true);
-        assert!(node.url.starts_with("http://127.0.0.1:"), "{}", node.url);
-        node
-    }
-
-    /// `ledgerd serve-readonly --bind 127.0.0.1:0 --data-dir DIR`: a read-only
-    /// server of a ledger another process wrote.
-    pub fn serve_readonly(dir: &Path) -> Ledgerd {
-        let dir = dir.to_str().expect("a UTF-8 data dir");
-        Ledgerd::start_args(&["serve-readonly", "--bind", "127.0.0.1:0", "--data-dir", dir])
-    }
-
-    /// Starts `ledgerd ARGS` (exactly those) with `RUST_LOG=warn`.
-    pub fn start_args(args: &[&str]) -> Ledgerd {
-        let all: Vec<OsString> = args.iter().map(OsString::from).collect();
-        let dir = tempfile::tempdir().expect("temp dir");
-        let data_dir = dir.path().join("data");
-        Ledgerd::spawn(&all, Some("warn"), dir, data_dir, false)
-    }
-
-    /// Spawns `ledgerd ARGS` and waits for its listening line (at most 60 s:
-    /// debug builds prefill slowly).
+    /// Spawns `ledgerd ARGS` with `RUST_LOG=rust_log` and waits for its
+    /// listening line.
     fn spawn(
         args: &[OsString],
-        rust_log: Option<&str>,
+        rust_log: &str,
         dir: tempfile::TempDir,
         data_dir: PathBuf,
-        kill_on_drop: bool,
     ) -> Ledgerd {
         let log = std::fs::File::create(dir.path().join("stderr.log")).expect("log file");
         let mut cmd = Command::new(BIN);
         cmd.args(args)
+            .env("RUST_LOG", rust_log)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log));
-        if let Some(level) = rust_log {
-            cmd.env("RUST_LOG", level);
-        }
         let mut child = cmd.spawn().expect("start ledgerd");
         let stdout = child.stdout.take().expect("stdout is piped");
         let (tx, rx) = std::sync::mpsc::channel();
@@ -156,7 +216,6 @@ impl Ledgerd {
                 url,
                 data_dir,
                 dir,
-                kill_on_drop,
             },
             _ => {
                 let _ = child.kill();
@@ -251,15 +310,12 @@ impl Ledgerd {
 }
 
 impl Drop for Ledgerd {
+    /// Kills the process and waits for it: nothing a test asserts on
+    /// depends on a clean stop it did not ask for ([`Ledgerd::stop`]).
     fn drop(&mut self) {
-        let Some(mut child) = self.child.take() else {
-            return;
-        };
-        if self.kill_on_drop {
+        if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
-        } else {
-            terminate(&mut child, Duration::from_secs(3));
         }
     }
 }
@@ -293,13 +349,18 @@ pub fn replace_once(text: &mut String, from: &str, to: &str, file: &str) {
 /// text of `log` when `child` (`name`, a front such as nginx) exits first or
 /// takes longer.
 pub fn wait_accepting(child: &mut Child, name: &str, addr: SocketAddr, log: &Path) {
-    let end = Instant::now() + Duration::from_secs(5);
-    while std::net::TcpStream::connect(addr).is_err() {
-        if Instant::now() > end || !matches!(child.try_wait(), Ok(None)) {
-            let log = std::fs::read_to_string(log).unwrap_or_default();
-            panic!("{name} did not start on {addr}:\n{log}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    // Ok(true): accepting; Ok(false): not yet; Err: the child exited.
+    let accepting = super::wait::poll_until(
+        Duration::from_secs(5),
+        || match child.try_wait() {
+            Ok(None) => Ok(std::net::TcpStream::connect(addr).is_ok()),
+            _ => Err(()),
+        },
+        |state| *state != Ok(false),
+    );
+    if accepting != Ok(Ok(true)) {
+        let log = std::fs::read_to_string(log).unwrap_or_default();
+        panic!("{name} did not start on {addr}:\n{log}");
     }
 }
 

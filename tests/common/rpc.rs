@@ -3,12 +3,13 @@
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use super::http::{quick_rpc, NORMAL_WITHIN};
 use super::process::{run, Ledgerd};
+use super::wait::poll_until;
 
 pub const HEAD_HEIGHT: &str =
     r#"{"jsonrpc":"2.0","id":1,"method":"ledger_getHeadSoftConfirmationHeight","params":[]}"#;
@@ -213,14 +214,101 @@ impl Ledgerd {
         answer["error"].clone()
     }
 
-    /// Waits until `f` holds (polling every 20 ms), at most `limit`.
+    /// Waits until `f` holds (looking every 20 ms), at most `limit`; panics
+    /// with `what` and the node's stderr when it runs out.
     pub fn wait_for(&self, limit: Duration, what: &str, mut f: impl FnMut(&Ledgerd) -> bool) {
-        let start = Instant::now();
-        while !f(self) {
-            assert!(start.elapsed() < limit, "waited {limit:?} for {what}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        self.wait_for_value(limit, what, |n| f(n), |held| *held);
     }
+
+    /// Reads `probe` every 20 ms until `done` holds for the value (at most
+    /// `limit`) and returns it; panics with `what`, the last value read and
+    /// the node's stderr when it runs out.
+    pub fn wait_for_value<T: std::fmt::Debug>(
+        &self,
+        limit: Duration,
+        what: &str,
+        mut probe: impl FnMut(&Ledgerd) -> T,
+        done: impl Fn(&T) -> bool,
+    ) -> T {
+        poll_until(limit, || probe(self), done).unwrap_or_else(|last| {
+            panic!(
+                "waited {limit:?} for {what}; last seen: {last:?}; stderr:\n{}",
+                self.stderr()
+            )
+        })
+    }
+
+    /// `ledger_getHeadSoftConfirmationHeight`.
+    pub fn head(&self) -> u64 {
+        head(&self.url)
+    }
+
+    /// `ledger_getSoftConfirmationStatus` of height `h` (`"Trusted"`, ...).
+    pub fn status(&self, h: u64) -> Value {
+        self.result("ledger_getSoftConfirmationStatus", &format!("[{h}]"))
+    }
+
+    /// `svc_syncStatus`.
+    pub fn sync_status(&self) -> Value {
+        self.result("svc_syncStatus", "[]")
+    }
+
+    /// The value of the series `name{labels}` in `GET /metrics` (labels in
+    /// the order ledgerd writes them); panics when there is no such line.
+    pub fn metric(&self, name: &str, labels: &[(&str, &str)]) -> u64 {
+        metric(self.addr, name, labels)
+    }
+
+    /// Waits (at most `limit`) until the series `name{labels}` reaches `at_least`.
+    pub fn wait_for_metric(
+        &self,
+        limit: Duration,
+        name: &str,
+        labels: &[(&str, &str)],
+        at_least: u64,
+    ) {
+        let what = format!("{} >= {at_least}", series(name, labels));
+        self.wait_for_value(limit, &what, |n| n.metric(name, labels), |v| *v >= at_least);
+    }
+
+    /// Waits (at most `limit`) until the sync has refused something its
+    /// source sent for failing `check` (`hash`, `merkle_root`, `receipt`...:
+    /// the labels of `ledgerd_sync_verification_failures_total`).
+    pub fn wait_for_refusal(&self, limit: Duration, check: &str) {
+        self.wait_for_metric(
+            limit,
+            "ledgerd_sync_verification_failures_total",
+            &[("check", check)],
+            1,
+        );
+    }
+}
+
+/// `ledger_getHeadSoftConfirmationHeight` of the node (or upstream) at `url`.
+pub fn head(url: &str) -> u64 {
+    call(url, "ledger_getHeadSoftConfirmationHeight", "[]")
+        .as_u64()
+        .unwrap_or_else(|| panic!("{url}: the head is not a height"))
+}
+
+/// `svc_syncStatus` of the node at `url`.
+pub fn sync_status(url: &str) -> Value {
+    call(url, "svc_syncStatus", "[]")
+}
+
+/// `name{k="v",...}`, a series as /metrics writes it.
+pub fn series(name: &str, labels: &[(&str, &str)]) -> String {
+    if labels.is_empty() {
+        return name.to_string();
+    }
+    let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+    format!("{name}{{{}}}", labels.join(","))
+}
+
+/// The value of the series `name{labels}` in `GET /metrics` of the node at `addr`.
+pub fn metric(addr: SocketAddr, name: &str, labels: &[(&str, &str)]) -> u64 {
+    let text = super::http::request(addr, "GET", "/metrics", &[], "").text();
+    super::http::metric(&text, &series(name, labels))
 }
 
 /// A normal request on a fresh connection is answered correctly within
@@ -249,18 +337,7 @@ pub fn hash32(v: &Value) -> [u8; 32] {
 
 /// A devnet ledger with heights 1..=`prefill` in `dir` (the writer is stopped).
 pub fn devnet_ledger(dir: &Path, prefill: u64) {
-    let prefill = prefill.to_string();
-    let mut p = Ledgerd::start_args(&[
-        "--dev",
-        "--dev-prefill",
-        &prefill,
-        "--dev-block-ms",
-        "0",
-        "--bind",
-        "127.0.0.1:0",
-        "--data-dir",
-        dir.to_str().unwrap(),
-    ]);
+    let mut p = Ledgerd::builder().dev(prefill, 0).data_dir(dir).start();
     assert_eq!(p.stop_timed().0, Some(0));
 }
 
