@@ -31,7 +31,11 @@ fn devnet_on(node: &Bitcoind, data_dir: &Path, extra: &[&str]) -> Ledgerd {
         cookie.as_str(),
     ];
     args.extend_from_slice(extra);
-    Ledgerd::devnet_in(data_dir, 0, &args)
+    Ledgerd::builder()
+        .dev(0, 0)
+        .data_dir(data_dir)
+        .args(&args)
+        .start()
 }
 
 /// A hash as bitcoind prints it, in raw byte order (Citrea's daSlotHash).
