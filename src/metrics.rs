@@ -332,6 +332,7 @@ impl Metrics {
             ("merkle_root", &f.merkle_root),
             ("proof", &f.proof),
             ("receipt", &f.receipt),
+            ("da_slot", &f.da_slot),
             ("other", &f.other),
         ] {
             writeln!(

@@ -13,16 +13,61 @@ use super::progress::Progress;
 use super::verify::{self, CommitmentVerdict, ProofVerdict, VerifyError};
 use super::{DaSide, SyncError, Syncer};
 use crate::chain::ForkTable;
-use crate::ledger::{ChainTip, Ledger, LedgerRead, LedgerWriter};
+use crate::ledger::{ChainTip, Ledger, LedgerError, LedgerRead, LedgerWriter};
 use crate::proof::ReceiptRules;
 use crate::source::{L2Source, SourceError};
 use crate::stop::Stop;
-use crate::types::DaSlot;
+use crate::types::{DaSlot, Hash};
 
 impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
+    /// With a DA source that reads the chain itself: the last slot scanned
+    /// must still be the chain's block at its height. A chain that no longer
+    /// has it reorganized deeper than the finality depth; nothing is
+    /// scanned or stored until it has it again (`/health` says why).
+    pub(super) fn check_da_chain(&mut self) -> Result<(), SyncError> {
+        if !self.da.separate() {
+            return Ok(());
+        }
+        let Some((slot, stored)) = last_slot_hash(&self.ledger.reader()?)? else {
+            return Ok(());
+        };
+        let chain = self
+            .da
+            .source(&mut self.l2)
+            .block_hash(slot)
+            .map_err(SyncError::Da)?;
+        match chain {
+            Some(chain) if chain != stored => Err(SyncError::Reorg {
+                slot,
+                stored,
+                chain: Some(chain),
+            }),
+            // A restarted bitcoind may not have loaded that far yet.
+            _ => {
+                if self.progress.bitcoin.reorg().is_some() && chain.is_some() {
+                    log::info!("DA slot {slot} is the chain's block again: scanning resumes");
+                    self.progress.bitcoin.set_reorg(None);
+                }
+                Ok(())
+            }
+        }
+    }
+
     pub(super) fn sync_da(&mut self, stop: &Stop) -> Result<u64, SyncError> {
+        let separate = self.da.separate();
+        let da_error = |e: SourceError| {
+            if separate {
+                SyncError::Da(e)
+            } else {
+                SyncError::Source(e)
+            }
+        };
         self.store_genesis_root()?;
-        let da_head = self.da.source(&mut self.l2).last_scanned()?;
+        let da_head = self
+            .da
+            .source(&mut self.l2)
+            .last_scanned()
+            .map_err(da_error)?;
         self.progress.l1_source_head.fetch_max(da_head, Relaxed);
         self.progress.note_behind();
         let mut scanned = self.ledger.reader()?.last_scanned_l1()?;
@@ -78,8 +123,26 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
                 progress.l1_synced.load(Relaxed)
             );
         }
-        result.map(|()| sink.total)
+        result
+            .map_err(|e| match e {
+                SyncError::Source(e) => da_error(e),
+                other => other,
+            })
+            .map(|()| sink.total)
     }
+}
+
+/// The ledger's free meta entry holding the last scanned slot's number and
+/// hash (as the DA source gave it), for the deep-reorg check.
+const LAST_SLOT_HASH_KEY: &str = "last_scanned_slot_hash";
+
+/// The last scanned slot whose hash the DA source gave: (number, hash).
+pub(super) fn last_slot_hash(r: &impl LedgerRead) -> Result<Option<(u64, Hash)>, LedgerError> {
+    Ok(r.meta_bytes(LAST_SLOT_HASH_KEY)?.and_then(|b| {
+        let number = u64::from_be_bytes(b.get(..8)?.try_into().ok()?);
+        let hash: Hash = b.get(8..40)?.try_into().ok()?;
+        Some((number, hash))
+    }))
 }
 
 /// The DA side of a pass: checks each fetched slot's proofs and commitments
@@ -195,6 +258,9 @@ pub(super) fn apply_slot(
     }
     if let Some(hash) = &slot.hash {
         w.put_da_slot_hash(slot.number, hash)?;
+        let mut entry = slot.number.to_be_bytes().to_vec();
+        entry.extend_from_slice(hash);
+        w.set_meta_bytes(LAST_SLOT_HASH_KEY, &entry)?;
     }
     for (p, ranges) in slot.proofs.iter().zip(&proven) {
         w.apply_proof(slot.number, p, ranges)?;

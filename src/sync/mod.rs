@@ -38,6 +38,7 @@ use crate::chain::ForkTable;
 use crate::ledger::{Ledger, LedgerError, LedgerRead};
 use crate::proof::ReceiptRules;
 use crate::source::{DaSource, L2Source, SourceError};
+use crate::types::Hash;
 use crate::stop::Stop;
 use progress::Progress;
 use report::Reporter;
@@ -112,6 +113,11 @@ impl Default for SyncConfig {
 pub enum SyncError {
     /// The source could not answer.
     Source(SourceError),
+    /// The DA source of its own (bitcoind) could not answer.
+    Da(SourceError),
+    /// A DA slot already scanned is no longer the DA chain's block at its
+    /// height: the chain reorganized deeper than the finality depth.
+    Reorg { slot: u64, stored: Hash, chain: Option<Hash> },
     /// What the source sent broke a chain rule; nothing of it was stored.
     Verify(VerifyError),
     /// The ledger could not be read or written.
@@ -122,6 +128,24 @@ impl std::fmt::Display for SyncError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             SyncError::Source(e) => write!(f, "the chain source did not answer: {e}"),
+            SyncError::Da(e) => write!(f, "the DA source did not answer: {e}"),
+            SyncError::Reorg {
+                slot,
+                stored,
+                chain,
+            } => {
+                let chain = match chain {
+                    Some(h) => format!("block {}", crate::source::bitcoind::reveal::display_hash(h)),
+                    None => "no block".to_string(),
+                };
+                write!(
+                    f,
+                    "DA slot {slot} was scanned as block {}, but the chain now has {chain} there: \
+                     a reorganization deeper than the finality depth; nothing is rewritten, the \
+                     node waits for the chain to come back or for an operator",
+                    crate::source::bitcoind::reveal::display_hash(stored)
+                )
+            }
             SyncError::Verify(e) => write!(f, "rejected what the source sent: {e}"),
             SyncError::Ledger(e) => write!(f, "{e}"),
         }
@@ -182,6 +206,10 @@ pub struct Syncer<L: L2Source, D: DaSide<L> = SameSource> {
 pub trait DaSide<L>: Send {
     /// The DA source, which may be the L2 source itself.
     fn source<'a>(&'a mut self, l2: &'a mut L) -> &'a mut dyn DaSource;
+    /// Whether the DA source is not the L2 source (its failures are its own).
+    fn separate(&self) -> bool {
+        false
+    }
 }
 
 /// The L2 source serves the DA slots too (the devnet, an upstream node).
@@ -200,6 +228,9 @@ pub struct Separate<D>(pub D);
 impl<L, D: DaSource + Send> DaSide<L> for Separate<D> {
     fn source<'a>(&'a mut self, _l2: &'a mut L) -> &'a mut dyn DaSource {
         &mut self.0
+    }
+    fn separate(&self) -> bool {
+        true
     }
 }
 
@@ -347,6 +378,8 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
                 self.progress.upstream_errors.fetch_add(1, Relaxed);
                 self.progress.source_reachable.store(false, Relaxed);
             }
+            SyncError::Da(_) => {}
+            SyncError::Reorg { .. } => self.progress.bitcoin.set_reorg(Some(e.to_string())),
             SyncError::Verify(failed @ VerifyError::Failed { check, .. }) => {
                 let why = failed.to_string();
                 match check {
@@ -363,6 +396,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
                     Check::MerkleRoot | Check::CommitmentRange => &counters.merkle_root,
                     Check::Proof => &counters.proof,
                     Check::Receipt => &counters.receipt,
+                    Check::DaSlot => &counters.da_slot,
                 };
                 counter.fetch_add(1, Relaxed);
             }
@@ -377,7 +411,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         // check).
         let text = e.to_string();
         let state = match e {
-            SyncError::Source(s) => {
+            SyncError::Source(s) | SyncError::Da(s) => {
                 let (kind, what) = s.state();
                 format!("{kind:?} {what}")
             }
@@ -385,7 +419,10 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         };
         if self.last_failure.as_deref() != Some(state.as_str()) {
             match e {
-                SyncError::Source(_) => warn!("{text}; retrying with back-off"),
+                SyncError::Source(_) | SyncError::Da(_) => {
+                    warn!("{text}; retrying with back-off")
+                }
+                SyncError::Reorg { .. } => error!("{text}"),
                 _ => error!("{text}; nothing of it was stored; retrying with back-off"),
             }
             self.last_failure = Some(state);
@@ -394,6 +431,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
 
     /// One pass: L2 up to the source's head, then DA slots.
     pub fn step(&mut self, stop: &Stop) -> Result<StepReport, SyncError> {
+        self.check_da_chain()?;
         let blocks = self.sync_l2(stop)?;
         let slots = self.sync_da(stop)?;
         self.progress.note_behind();
