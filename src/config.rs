@@ -14,6 +14,8 @@ use std::time::Duration;
 
 use crate::chain::{ForkTable, Network};
 use crate::proof::ReceiptRules;
+use crate::source::bitcoind::Credentials;
+use crate::source::devnet::regtest::RegtestConfig;
 use crate::source::devnet::DevnetConfig;
 
 /// Everything `ledgerd` is told at start.
@@ -65,6 +67,63 @@ pub struct Config {
     pub write_timeout: Duration,
     /// `--max-requests-per-connection`: then the keep-alive connection is closed.
     pub max_requests_per_connection: u32,
+    /// `--bitcoin-rpc-user`, `--bitcoin-rpc-password` or `--bitcoin-rpc-cookie`:
+    /// how every bitcoind this node talks to is logged into.
+    pub bitcoin_auth: BitcoinAuth,
+}
+
+/// The bitcoind credential flags, shared by every flag that names a
+/// bitcoind (`--dev-bitcoin-rpc`): a user and password, or a cookie file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BitcoinAuth {
+    pub user: Option<String>,
+    pub password: Option<String>,
+    pub cookie: Option<PathBuf>,
+}
+
+impl BitcoinAuth {
+    /// Whether any credential flag was given.
+    pub fn given(&self) -> bool {
+        self.user.is_some() || self.password.is_some() || self.cookie.is_some()
+    }
+
+    /// The credentials for `flag` (the flag that names the bitcoind, for
+    /// messages): exactly one of a cookie file or a user and password.
+    pub fn credentials(&self, flag: &str) -> Result<Credentials, ConfigError> {
+        match (&self.user, &self.password, &self.cookie) {
+            (None, None, Some(path)) => Ok(Credentials::CookieFile(path.clone())),
+            (Some(user), Some(password), None) => Ok(Credentials::UserPassword {
+                user: user.clone(),
+                password: password.clone(),
+            }),
+            (None, None, None) => Err(ConfigError(format!(
+                "{flag} needs bitcoind's credentials: --bitcoin-rpc-cookie FILE (its \
+                 <datadir>/regtest/.cookie) or --bitcoin-rpc-user and --bitcoin-rpc-password"
+            ))),
+            (_, _, Some(_)) => Err(ConfigError(
+                "--bitcoin-rpc-cookie and --bitcoin-rpc-user/--bitcoin-rpc-password are two \
+                 ways to log in to bitcoind: give one"
+                    .into(),
+            )),
+            (Some(_), None, None) => Err(ConfigError(
+                "--bitcoin-rpc-user needs --bitcoin-rpc-password".into(),
+            )),
+            (None, Some(_), None) => Err(ConfigError(
+                "--bitcoin-rpc-password needs --bitcoin-rpc-user".into(),
+            )),
+        }
+    }
+}
+
+/// A bitcoind RPC URL (`flag` names it in the message).
+fn bitcoin_url(flag: &str, value: &str) -> Result<String, ConfigError> {
+    let host = value.strip_prefix("http://").unwrap_or("");
+    if host.is_empty() || host.starts_with('/') || host.contains(' ') {
+        return Err(ConfigError(format!(
+            "{flag} takes bitcoind's RPC URL, http://HOST:PORT (its -rpcport), not {value:?}"
+        )));
+    }
+    Ok(value.trim_end_matches('/').to_string())
 }
 
 impl Default for Config {
@@ -95,6 +154,7 @@ impl Default for Config {
             body_timeout: Duration::from_secs(5),
             write_timeout: Duration::from_secs(10),
             max_requests_per_connection: 1000,
+            bitcoin_auth: BitcoinAuth::default(),
         }
     }
 }
@@ -307,6 +367,16 @@ DEVNET:
     --dev-allow-remote-control
                               answer the dev_* methods (mine, commit, prove...) on a
                               non-loopback --bind too [default: loopback only]
+    --dev-bitcoin-rpc URL     DA slots are real blocks the devnet mines on this regtest
+                              bitcoind (http://HOST:PORT), its commitments and proofs
+                              published in Citrea's format; it must be the only miner
+                              [default: a simulated DA chain]
+
+BITCOIND CREDENTIALS (for every flag that names a bitcoind):
+    --bitcoin-rpc-cookie FILE bitcoind's cookie file (<datadir>/regtest/.cookie), read again
+                              when bitcoind restarts
+    --bitcoin-rpc-user USER, --bitcoin-rpc-password PASSWORD
+                              bitcoind's -rpcuser/-rpcpassword (or an -rpcauth entry)
 
 FOLLOWER:
     --sync-chunk N            blocks per range request (cut to the upstream's limit) [default: 100]
@@ -595,6 +665,18 @@ fn parse_into<I: IntoIterator<Item = String>>(
                 dev.proof_bytes = number(&flag, &value(&flag)?)?;
                 dev_flags.push(flag);
             }
+            "--dev-bitcoin-rpc" => {
+                dev.bitcoin = Some(RegtestConfig {
+                    url: bitcoin_url(&flag, &value(&flag)?)?,
+                    credentials: Credentials::None,
+                });
+                dev_flags.push(flag);
+            }
+            "--bitcoin-rpc-user" => config.bitcoin_auth.user = Some(value(&flag)?),
+            "--bitcoin-rpc-password" => config.bitcoin_auth.password = Some(value(&flag)?),
+            "--bitcoin-rpc-cookie" => {
+                config.bitcoin_auth.cookie = Some(PathBuf::from(value(&flag)?))
+            }
             "--upstream" => {
                 if extra.upstreams_from_file {
                     config.upstreams.clear();
@@ -724,7 +806,7 @@ fn parse_into<I: IntoIterator<Item = String>>(
 fn finish(state: State) -> Result<Command, ConfigError> {
     let State {
         mut config,
-        dev,
+        mut dev,
         dev_on,
         dev_flags,
         extra,
@@ -827,6 +909,18 @@ fn finish(state: State) -> Result<Command, ConfigError> {
         if let Some(flag) = dev_flags.first() {
             return Err(ConfigError(format!("{flag} only applies with --dev")));
         }
+    }
+    // One set of credential flags for every bitcoind this node talks to.
+    match &mut dev.bitcoin {
+        Some(b) => b.credentials = config.bitcoin_auth.credentials("--dev-bitcoin-rpc")?,
+        None if config.bitcoin_auth.given() => {
+            return Err(ConfigError(
+                "--bitcoin-rpc-user, --bitcoin-rpc-password and --bitcoin-rpc-cookie only \
+                 apply with --dev-bitcoin-rpc"
+                    .into(),
+            ))
+        }
+        None => {}
     }
     if dev_on {
         config.dev = Some(dev);
@@ -1057,6 +1151,62 @@ mod tests {
         );
     }
 
+    #[test]
+    fn dev_bitcoin_rpc_takes_one_set_of_the_shared_bitcoind_credentials() {
+        let c = run(&[
+            "--dev",
+            "--dev-bitcoin-rpc",
+            "http://127.0.0.1:18443/",
+            "--bitcoin-rpc-cookie",
+            "/d/regtest/.cookie",
+        ])
+        .unwrap();
+        let b = c.dev.unwrap().bitcoin.unwrap();
+        assert_eq!(b.url, "http://127.0.0.1:18443");
+        assert_eq!(
+            b.credentials,
+            Credentials::CookieFile("/d/regtest/.cookie".into())
+        );
+        let c = run(&[
+            "--dev",
+            "--dev-bitcoin-rpc=http://h:1",
+            "--bitcoin-rpc-user=u",
+            "--bitcoin-rpc-password=p",
+        ])
+        .unwrap();
+        assert_eq!(
+            c.dev.unwrap().bitcoin.unwrap().credentials,
+            Credentials::UserPassword {
+                user: "u".into(),
+                password: "p".into()
+            }
+        );
+        let e = run(&["--dev", "--dev-bitcoin-rpc", "http://h:1"]).unwrap_err();
+        assert!(e.0.contains("needs bitcoind's credentials"), "{e}");
+        let e = run(&[
+            "--dev",
+            "--dev-bitcoin-rpc=http://h:1",
+            "--bitcoin-rpc-user=u",
+        ])
+        .unwrap_err();
+        assert!(e.0.contains("needs --bitcoin-rpc-password"), "{e}");
+        let e = run(&[
+            "--dev",
+            "--dev-bitcoin-rpc=http://h:1",
+            "--bitcoin-rpc-cookie=c",
+            "--bitcoin-rpc-user=u",
+            "--bitcoin-rpc-password=p",
+        ])
+        .unwrap_err();
+        assert!(e.0.contains("give one"), "{e}");
+        let e = run(&["--dev", "--dev-bitcoin-rpc", "127.0.0.1:1"]).unwrap_err();
+        assert!(e.0.contains("http://HOST:PORT"), "{e}");
+        let e = run(&["--dev", "--bitcoin-rpc-cookie", "c"]).unwrap_err();
+        assert!(e.0.contains("only apply with --dev-bitcoin-rpc"), "{e}");
+        let e = run(&["--dev-bitcoin-rpc", "http://h:1"]).unwrap_err();
+        assert!(e.0.contains("only applies with --dev"), "{e}");
+    }
+
     /// A sample value for a flag in a config file.
     fn sample(flag: &str) -> &'static str {
         match flag {
@@ -1069,6 +1219,7 @@ mod tests {
             "network" => "testnet",
             "cors-origin" => "http://127.0.0.1:8080",
             "wire" => "citrea",
+            "dev-bitcoin-rpc" => "http://127.0.0.1:1",
             f if SWITCHES.contains(&f) => "true",
             _ => "5",
         }
@@ -1095,6 +1246,18 @@ mod tests {
             if flag.starts_with("dev-") {
                 text.push_str("dev = true\n");
             }
+            // A bitcoind flag needs its credentials; a credential, its bitcoind.
+            text.push_str(match flag {
+                "dev-bitcoin-rpc" => "bitcoin-rpc-cookie = /tmp/.cookie\n",
+                "bitcoin-rpc-user" => {
+                    "dev = true\ndev-bitcoin-rpc = http://127.0.0.1:1\nbitcoin-rpc-password = p\n"
+                }
+                "bitcoin-rpc-password" => {
+                    "dev = true\ndev-bitcoin-rpc = http://127.0.0.1:1\nbitcoin-rpc-user = u\n"
+                }
+                "bitcoin-rpc-cookie" => "dev = true\ndev-bitcoin-rpc = http://127.0.0.1:1\n",
+                _ => "",
+            });
             let args: &[&str] = if sub == Some("import") {
                 &["f.jsonl"]
             } else {

@@ -10,7 +10,7 @@
 //! is added before the block is hashed.
 
 use crate::chain::{block_hash, sha256, ForkTable, SequencerKey};
-use crate::source::devnet::schedule;
+use crate::source::devnet::schedule::{self, SlotRef};
 use crate::types::{Hash, SoftConfirmation};
 
 /// A small deterministic generator for the bytes of a block.
@@ -74,7 +74,8 @@ pub fn timestamp(h: u64, offset: i64) -> u64 {
 
 /// Makes blocks `first..=last` on top of `tip` = (height, hash, state root)
 /// of block `first - 1`, each by its fork's rules in `forks`; block
-/// `first + i` points at DA slot `slots[i]`. Hashes are chained in order
+/// `first + i` points at DA slot `slots[i]` (its height, hash and
+/// transactions commitment). Hashes are chained in order
 /// and blocks signed, all on the calling thread: the sync thread makes
 /// blocks on its fetch thread while it verifies the chunk before on
 /// another, which already keeps two cores busy during a `dev_mine`. More
@@ -86,7 +87,7 @@ pub fn make_blocks(
     forks: &ForkTable,
     tip: (u64, Hash, Hash),
     first: u64,
-    slots: &[u64],
+    slots: &[SlotRef],
     inputs: &Inputs,
 ) -> Vec<SoftConfirmation> {
     debug_assert_eq!(tip.0 + 1, first);
@@ -94,7 +95,7 @@ pub fn make_blocks(
     let (_, mut prev_hash, mut prev_root) = tip;
     let mut blocks = Vec::with_capacity(slots.len());
     for (h, slot) in (first..).zip(slots) {
-        let sc = unsigned_block(seed, forks, h, *slot, prev_hash, prev_root, pub_key, inputs);
+        let sc = unsigned_block(seed, forks, h, slot, prev_hash, prev_root, pub_key, inputs);
         prev_hash = sc.hash;
         prev_root = sc.state_root;
         blocks.push(sc);
@@ -110,7 +111,7 @@ fn unsigned_block(
     seed: u64,
     forks: &ForkTable,
     h: u64,
-    slot: u64,
+    slot: &SlotRef,
     prev_hash: Hash,
     prev_root: Hash,
     pub_key: [u8; 32],
@@ -136,9 +137,9 @@ fn unsigned_block(
     let random_fee = 2_500_000_000 + u128::from(rng.below(1_000_000));
     let mut sc = SoftConfirmation {
         l2_height: h,
-        da_slot_height: slot,
-        da_slot_hash: schedule::slot_hash(seed, slot),
-        da_slot_txs_commitment: schedule::slot_txs_commitment(seed, slot),
+        da_slot_height: slot.number,
+        da_slot_hash: slot.hash,
+        da_slot_txs_commitment: slot.txs_commitment,
         hash: [0; 32],
         prev_hash,
         txs,
@@ -162,8 +163,10 @@ mod tests {
     use super::*;
     use crate::chain::{verify_block_signature, Fork};
 
-    fn slots(first: u64, last: u64) -> Vec<u64> {
-        (first..=last).map(schedule::slot_of).collect()
+    fn slots(first: u64, last: u64) -> Vec<SlotRef> {
+        (first..=last)
+            .map(|h| schedule::simulated_slot(3, schedule::slot_of(h)))
+            .collect()
     }
 
     #[test]

@@ -284,7 +284,10 @@ impl DevExec for Exec<'_> {
                 DevOutcome::Number(previous)
             }
             Commit => {
-                let Some(slot) = devnet.commit_now() else {
+                let opened = devnet
+                    .commit_now()
+                    .map_err(|e| DevError::Failed(e.to_string()))?;
+                let Some(slot) = opened else {
                     return Ok(DevOutcome::Commitment(None));
                 };
                 self.settle()?;
@@ -302,7 +305,10 @@ impl DevExec for Exec<'_> {
                 DevOutcome::Commitment(Some(c))
             }
             Prove => {
-                let Some(slot) = devnet.prove_now() else {
+                let opened = devnet
+                    .prove_now()
+                    .map_err(|e| DevError::Failed(e.to_string()))?;
+                let Some(slot) = opened else {
                     return Ok(DevOutcome::Proof(None));
                 };
                 self.settle()?;

@@ -14,34 +14,38 @@
 //! receipt that size.
 
 use crate::chain::{merkle_root, Fork, ForkTable};
-use crate::ledger::LedgerRead;
 use crate::proof::{image_ids, journal, receipt};
 use crate::source::devnet::timeline::{ProofPlan, SlotPlan};
 use crate::source::devnet::{schedule, DevnetConfig};
 use crate::source::SourceError;
 use crate::types::{DaSlot, Hash, ProofOutput, SequencerCommitment, VerifiedBatchProof, ZERO_HASH};
 
-fn missing(what: &str, height: u64) -> SourceError {
+/// What making a slot reads: the hashes and state roots of blocks made
+/// (stored, or made in the batch being made), the hashes of DA slots, and
+/// the sequencer DA key a proof's output names.
+pub trait Known {
+    /// The hash of block `h` (>= 1).
+    fn hash(&self, h: u64) -> Result<Hash, SourceError>;
+    /// The state root after block `h` (>= 1).
+    fn state_root(&self, h: u64) -> Result<Hash, SourceError>;
+    /// The hash of DA slot `n`.
+    fn slot_hash(&self, n: u64) -> Result<Hash, SourceError>;
+    /// The sequencer's DA public key (33 bytes).
+    fn sequencer_da_key(&self) -> Vec<u8>;
+}
+
+/// Why a slot cannot be made yet.
+pub fn missing(what: &str, height: u64) -> SourceError {
     SourceError::bad_answer(format!(
         "devnet cannot make its DA slot yet: the {what} of height {height} is not stored"
     ))
 }
 
-fn hash_at(ledger: &impl LedgerRead, h: u64) -> Result<Hash, SourceError> {
-    ledger
-        .hash_at(h)
-        .map_err(|e| SourceError::unreachable("devnet cannot read the ledger", e))?
-        .ok_or_else(|| missing("hash", h))
-}
-
-fn state_root_at(ledger: &impl LedgerRead, h: u64, seed: u64) -> Result<Hash, SourceError> {
+fn state_root_at(known: &impl Known, h: u64, seed: u64) -> Result<Hash, SourceError> {
     if h == 0 {
         return Ok(schedule::genesis_state_root(seed));
     }
-    ledger
-        .state_root_at(h)
-        .map_err(|e| SourceError::unreachable("devnet cannot read the ledger", e))?
-        .ok_or_else(|| missing("state root", h))
+    known.state_root(h)
 }
 
 /// DA slot `number`, with what `plan` says lands on it (`None`: nothing).
@@ -49,17 +53,16 @@ pub fn make_slot(
     config: &DevnetConfig,
     forks: &ForkTable,
     pub_key: &[u8; 32],
-    ledger: &impl LedgerRead,
+    ledger: &impl Known,
     number: u64,
     plan: Option<&SlotPlan>,
 ) -> Result<DaSlot, SourceError> {
-    let seed = config.seed;
     let mut commitments = Vec::new();
     let mut proofs = Vec::new();
     if let Some(plan) = plan {
         for &(start, end) in &plan.commitments {
             let leaves = (start..=end)
-                .map(|h| hash_at(ledger, h))
+                .map(|h| ledger.hash(h))
                 .collect::<Result<Vec<Hash>, SourceError>>()?;
             let merkle_root = merkle_root(&leaves).unwrap_or(ZERO_HASH);
             commitments.push(SequencerCommitment {
@@ -75,7 +78,7 @@ pub fn make_slot(
     }
     Ok(DaSlot {
         number,
-        hash: Some(schedule::slot_hash(seed, number)),
+        hash: Some(ledger.slot_hash(number)?),
         commitments,
         proofs,
     })
@@ -85,7 +88,7 @@ fn make_proof(
     config: &DevnetConfig,
     forks: &ForkTable,
     pub_key: &[u8; 32],
-    ledger: &impl LedgerRead,
+    ledger: &impl Known,
     slot: u64,
     plan: &ProofPlan,
 ) -> Result<VerifiedBatchProof, SourceError> {
@@ -98,12 +101,12 @@ fn make_proof(
     let prev_hash = if start == 1 || genesis_era {
         ZERO_HASH
     } else {
-        hash_at(ledger, start - 1)?
+        ledger.hash(start - 1)?
     };
     let final_hash = if genesis_era {
         ZERO_HASH
     } else {
-        hash_at(ledger, end)?
+        ledger.hash(end)?
     };
     let entropy = schedule::proof_entropy(seed, slot);
     let state_diff: Vec<(Vec<u8>, Option<Vec<u8>>)> = (0..4u8)
@@ -124,31 +127,30 @@ fn make_proof(
         state_diff,
         // The slot its commitments landed on, and where they stand in
         // that slot's list sorted by start.
-        da_slot_hash: schedule::slot_hash(seed, plan.slot),
+        da_slot_hash: ledger.slot_hash(plan.slot)?,
         sequencer_commitments_range: (plan.first, plan.last),
         sequencer_public_key: pub_key.to_vec(),
-        sequencer_da_public_key: schedule::sequencer_da_public_key(seed),
+        sequencer_da_public_key: ledger.sequencer_da_key(),
         preproven_commitments: Vec::new(),
         last_l2_height: if genesis_era { 0 } else { end },
     };
     // The Genesis-era guest wrote the old journal layout, with two fields
     // the RPC does not show: the hash below the first height, and the DA
     // slot the commitments landed on with the one before it.
-    let old_layout = genesis_era.then(|| {
+    let old_layout = if genesis_era {
         let below = if start == 1 {
-            Ok(ZERO_HASH)
+            ZERO_HASH
         } else {
-            hash_at(ledger, start - 1)
+            ledger.hash(start - 1)?
         };
-        below.map(|below| {
-            let condition = journal::OldValidityCondition {
-                prev_hash: schedule::slot_hash(seed, plan.slot.saturating_sub(1)),
-                block_hash: schedule::slot_hash(seed, plan.slot),
-            };
-            (below, condition)
-        })
-    });
-    let old_layout = old_layout.transpose()?;
+        let condition = journal::OldValidityCondition {
+            prev_hash: ledger.slot_hash(plan.slot.saturating_sub(1))?,
+            block_hash: ledger.slot_hash(plan.slot)?,
+        };
+        Some((below, condition))
+    } else {
+        None
+    };
     let image = image_ids::batch_image(None, forks.fork_at(end))
         .map_err(|e| SourceError::bad_answer(format!("devnet cannot make a fake receipt: {e}")))?;
     let encode = |out: &ProofOutput| {

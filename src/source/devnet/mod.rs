@@ -19,10 +19,14 @@
 //! - [`timeline`]: which block points at which slot, and what lands on each.
 //! - [`control`]: `dev_*` calls and [`control::DevnetControl`]: mine, commit,
 //!   prove and inject now, run on the sync thread.
+//! - [`regtest`]: the DA chain as real regtest blocks (`--dev-bitcoin-rpc`):
+//!   each slot mined, its commitments and proofs published in Citrea's
+//!   format, and read back from bitcoind.
 
 pub mod block;
 pub mod control;
 pub mod da;
+pub mod regtest;
 pub mod schedule;
 pub mod timeline;
 
@@ -34,6 +38,8 @@ use crate::ledger::walk::LedgerWalk;
 use crate::ledger::{Ledger, LedgerError, LedgerRead};
 use crate::source::{DaSource, L2Source, SourceError};
 use crate::types::{DaSlot, Hash, SoftConfirmation};
+use regtest::{RegtestChain, RegtestConfig};
+use schedule::SlotRef;
 use timeline::{Committed, Stored, Timeline};
 
 /// Devnet settings, from the `--dev-*` flags.
@@ -51,6 +57,9 @@ pub struct DevnetConfig {
     /// `--dev-allow-remote-control`: answer `dev_*` calls on a node bound to
     /// an address other than loopback.
     pub allow_remote_control: bool,
+    /// `--dev-bitcoin-rpc`: DA slots are blocks the devnet mines on this
+    /// regtest bitcoind ([`regtest`]); `None`: a simulated DA chain.
+    pub bitcoin: Option<RegtestConfig>,
 }
 
 impl Default for DevnetConfig {
@@ -61,6 +70,7 @@ impl Default for DevnetConfig {
             block_ms: 1000,
             proof_bytes: 2048,
             allow_remote_control: false,
+            bitcoin: None,
         }
     }
 }
@@ -71,6 +81,8 @@ pub enum DevnetError {
     Ledger(LedgerError),
     /// The data dir holds another chain (another seed, or an upstream's).
     OtherChain(String),
+    /// The regtest bitcoind cannot be used (down, or not the devnet's chain).
+    Bitcoin(SourceError),
 }
 
 impl std::fmt::Display for DevnetError {
@@ -78,6 +90,7 @@ impl std::fmt::Display for DevnetError {
         match self {
             DevnetError::Ledger(e) => write!(f, "{e}"),
             DevnetError::OtherChain(why) => f.write_str(why),
+            DevnetError::Bitcoin(e) => write!(f, "{e}"),
         }
     }
 }
@@ -87,6 +100,12 @@ impl std::error::Error for DevnetError {}
 impl From<LedgerError> for DevnetError {
     fn from(e: LedgerError) -> Self {
         DevnetError::Ledger(e)
+    }
+}
+
+impl From<SourceError> for DevnetError {
+    fn from(e: SourceError) -> Self {
+        DevnetError::Bitcoin(e)
     }
 }
 
@@ -147,6 +166,13 @@ pub struct Devnet {
     timestamp_offset: i64,
     /// Every new block's l1FeeRate (`dev_setL1FeeRate`); `None`: random.
     l1_fee_rate: Option<u128>,
+    /// The regtest the DA slots are mined on (`--dev-bitcoin-rpc`).
+    chain: Option<RegtestChain>,
+    /// The DA slot height 1 points at.
+    genesis: u64,
+    /// A failed call left the timeline ahead of the ledger and the chain:
+    /// read both again before making anything.
+    dirty: bool,
 }
 
 impl Devnet {
@@ -161,6 +187,10 @@ impl Devnet {
         ledger: Arc<Ledger>,
     ) -> Result<Devnet, DevnetError> {
         let key = SequencerKey::from_secret(&schedule::sequencer_secret(config.seed));
+        let chain = match &config.bitcoin {
+            Some(b) => Some(RegtestChain::new(b, config.seed)?),
+            None => None,
+        };
         {
             let mut w = ledger.writer()?;
             match w.devnet_seed()? {
@@ -186,7 +216,22 @@ impl Devnet {
                 }
             }
         }
-        let restored = restore(&ledger, config.seed)?;
+        let first_block = ledger.reader()?.soft_confirmation(1)?;
+        let genesis = match (&first_block, &chain) {
+            (Some(sc), None)
+                if sc.da_slot_hash != schedule::slot_hash(config.seed, sc.da_slot_height) =>
+            {
+                return Err(DevnetError::OtherChain(format!(
+                    "the data dir {} holds a devnet whose DA slots are regtest blocks: \
+                     pass --dev-bitcoin-rpc with the bitcoind it ran on, or use another --data-dir",
+                    ledger.path().display()
+                )));
+            }
+            (Some(sc), _) => sc.da_slot_height,
+            (None, Some(chain)) => chain.start_fresh()?,
+            (None, None) => schedule::DA_GENESIS_SLOT,
+        };
+        let restored = restore(&ledger, config.seed, genesis, chain.as_ref())?;
         let clock = Clock {
             interval_ms: config.block_ms,
             base: restored.tip.0.max(config.prefill),
@@ -203,6 +248,9 @@ impl Devnet {
             timestamp_offset: restored.timestamp_offset,
             l1_fee_rate: None,
             config,
+            chain,
+            genesis,
+            dirty: false,
         })
     }
 
@@ -248,15 +296,149 @@ impl Devnet {
     }
 
     /// `dev_commit`: opens a DA slot with a commitment of every block made
-    /// and not yet committed; its number, or `None` when there is none.
-    pub fn commit_now(&mut self) -> Option<u64> {
-        self.timeline.commit_now(self.tip.0)
+    /// and not yet committed; its number, or `None` when there is none. On
+    /// a regtest the slot is mined at once (every block made must be stored).
+    pub fn commit_now(&mut self) -> Result<Option<u64>, SourceError> {
+        self.reload_if_dirty()?;
+        let before = self.timeline.tip();
+        let slot = self.timeline.commit_now(self.tip.0);
+        self.mine_opened(before, &[])?;
+        Ok(slot)
     }
 
     /// `dev_prove`: opens a DA slot with a proof of every commitment not yet
-    /// proven; its number, or `None` when there is none.
-    pub fn prove_now(&mut self) -> Option<u64> {
-        self.timeline.prove_now()
+    /// proven; its number, or `None` when there is none. On a regtest the
+    /// slots are mined at once.
+    pub fn prove_now(&mut self) -> Result<Option<u64>, SourceError> {
+        self.reload_if_dirty()?;
+        let before = self.timeline.tip();
+        let slot = self.timeline.prove_now();
+        self.mine_opened(before, &[])?;
+        Ok(slot)
+    }
+
+    /// The DA slot height 1 points at: [`schedule::DA_GENESIS_SLOT`], or on
+    /// a regtest the first block mined after the maturity blocks.
+    pub fn genesis_slot(&self) -> u64 {
+        self.genesis
+    }
+
+    /// What blocks pointing at slot `n` say about it.
+    fn slot_ref(&self, n: u64) -> Result<SlotRef, SourceError> {
+        match &self.chain {
+            Some(chain) => chain.slot_ref(n),
+            None => Ok(schedule::simulated_slot(self.config.seed, n)),
+        }
+    }
+
+    /// On a regtest: mines the slots the timeline opened above `before`,
+    /// each with what its plan puts on it; `recent` holds blocks made and
+    /// not stored yet. A failure leaves the devnet to be read again.
+    fn mine_opened(&mut self, before: u64, recent: &[SoftConfirmation]) -> Result<(), SourceError> {
+        let Some(chain) = &self.chain else {
+            return Ok(());
+        };
+        let pub_key = self.key.public_key();
+        for n in before + 1..=self.timeline.tip() {
+            let mined = (|| {
+                let reader = self.ledger.reader().map_err(Self::source_err)?;
+                let view = View {
+                    reader: &reader,
+                    recent,
+                    seed: self.config.seed,
+                    chain: Some(chain),
+                };
+                let plan = self.timeline.plan(n);
+                let slot = da::make_slot(&self.config, &self.forks, &pub_key, &view, n, plan)?;
+                drop(reader);
+                chain.mine_slot(n, &slot)
+            })();
+            if let Err(e) = mined {
+                self.dirty = true;
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the timeline again from the ledger (and the regtest), keeping
+    /// the automatic rules' settings.
+    fn reload(&mut self) -> Result<(), SourceError> {
+        let restored = restore(
+            &self.ledger,
+            self.config.seed,
+            self.genesis,
+            self.chain.as_ref(),
+        )?;
+        let (auto_commit, auto_prove) = (self.timeline.auto_commit, self.timeline.auto_prove);
+        self.tip = restored.tip;
+        self.timeline = Timeline::new(restored.timeline);
+        self.timeline.auto_commit = auto_commit;
+        self.timeline.auto_prove = auto_prove;
+        self.dirty = false;
+        Ok(())
+    }
+
+    fn reload_if_dirty(&mut self) -> Result<(), SourceError> {
+        if self.dirty {
+            self.reload()?;
+        }
+        Ok(())
+    }
+
+    /// Makes blocks `first..=to` on the tip; on a regtest, each slot the
+    /// timeline opens on the way is mined before the first block that
+    /// points at it is made (its commitments cover the blocks before).
+    fn make(&mut self, first: u64, to: u64) -> Result<Vec<SoftConfirmation>, SourceError> {
+        let mut made: Vec<SoftConfirmation> = Vec::new();
+        let mut pending: Vec<u64> = Vec::new();
+        for h in first..=to {
+            let before = self.timeline.tip();
+            let slot = self.timeline.next_block(h);
+            if self.chain.is_some() && self.timeline.tip() > before {
+                self.make_pending(&mut made, &mut pending)?;
+                self.mine_opened(before, &made)?;
+            }
+            pending.push(slot);
+        }
+        self.make_pending(&mut made, &mut pending)?;
+        Ok(made)
+    }
+
+    /// Makes the blocks after `made` (or the tip) that point at `pending`.
+    fn make_pending(
+        &self,
+        made: &mut Vec<SoftConfirmation>,
+        pending: &mut Vec<u64>,
+    ) -> Result<(), SourceError> {
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let tip = made
+            .last()
+            .map_or(self.tip, |b| (b.l2_height, b.hash, b.state_root));
+        let refs = pending
+            .iter()
+            .map(|n| self.slot_ref(*n))
+            .collect::<Result<Vec<SlotRef>, SourceError>>()?;
+        let inputs = block::Inputs {
+            at: self.queued.at,
+            txs: &self.queued.txs,
+            deposits: &self.queued.deposits,
+            timestamp_offset: self.timestamp_offset,
+            l1_fee_rate: self.l1_fee_rate,
+        };
+        made.extend(block::make_blocks(
+            &self.key,
+            self.config.seed,
+            &self.forks,
+            tip,
+            tip.0 + 1,
+            &refs,
+            &inputs,
+        ));
+        pending.clear();
+        Ok(())
     }
 
     /// The queue of the next block, started afresh once that block is made.
@@ -317,12 +499,101 @@ impl Devnet {
     }
 }
 
+/// What [`da::make_slot`] reads: the ledger, the blocks of the batch being
+/// made, and the DA chain's slot hashes.
+struct View<'a, R: LedgerRead> {
+    reader: &'a R,
+    /// Blocks made and not stored yet, in height order.
+    recent: &'a [SoftConfirmation],
+    seed: u64,
+    chain: Option<&'a RegtestChain>,
+}
+
+impl<R: LedgerRead> View<'_, R> {
+    fn recent(&self, h: u64) -> Option<&SoftConfirmation> {
+        let first = self.recent.first()?.l2_height;
+        self.recent
+            .get(usize::try_from(h.checked_sub(first)?).ok()?)
+    }
+}
+
+impl<R: LedgerRead> da::Known for View<'_, R> {
+    fn hash(&self, h: u64) -> Result<Hash, SourceError> {
+        if let Some(b) = self.recent(h) {
+            return Ok(b.hash);
+        }
+        self.reader
+            .hash_at(h)
+            .map_err(Devnet::source_err)?
+            .ok_or_else(|| da::missing("hash", h))
+    }
+
+    fn state_root(&self, h: u64) -> Result<Hash, SourceError> {
+        if let Some(b) = self.recent(h) {
+            return Ok(b.state_root);
+        }
+        self.reader
+            .state_root_at(h)
+            .map_err(Devnet::source_err)?
+            .ok_or_else(|| da::missing("state root", h))
+    }
+
+    fn slot_hash(&self, n: u64) -> Result<Hash, SourceError> {
+        match self.chain {
+            Some(chain) => Ok(chain.slot_ref(n)?.hash),
+            None => Ok(schedule::slot_hash(self.seed, n)),
+        }
+    }
+
+    fn sequencer_da_key(&self) -> Vec<u8> {
+        match self.chain {
+            Some(chain) => chain.sequencer_da_key(),
+            None => schedule::sequencer_da_public_key(self.seed),
+        }
+    }
+}
+
 /// Reads back where the stored chain stands: its head, the DA slots its
-/// newest blocks point at, and the commitments not yet proven. Slots the
-/// ledger has not scanned get their plans decided again (by the automatic
-/// rules) when the timeline is built.
-fn restore(ledger: &Ledger, seed: u64) -> Result<Restored, LedgerError> {
-    let r = ledger.reader()?;
+/// newest blocks point at, and the commitments not yet proven. On a
+/// simulated DA chain, slots the ledger has not scanned get their plans
+/// decided again (by the automatic rules) when the timeline is built; on a
+/// regtest they are already mined, and what they carry is read from it.
+fn restore(
+    ledger: &Ledger,
+    seed: u64,
+    genesis: u64,
+    chain: Option<&RegtestChain>,
+) -> Result<Restored, SourceError> {
+    let r = ledger.reader().map_err(Devnet::source_err)?;
+    restore_from(&r, seed, genesis, chain).map_err(|e| match e {
+        Restore::Ledger(e) => Devnet::source_err(e),
+        Restore::Source(e) => e,
+    })
+}
+
+enum Restore {
+    Ledger(LedgerError),
+    Source(SourceError),
+}
+
+impl From<LedgerError> for Restore {
+    fn from(e: LedgerError) -> Self {
+        Restore::Ledger(e)
+    }
+}
+
+impl From<SourceError> for Restore {
+    fn from(e: SourceError) -> Self {
+        Restore::Source(e)
+    }
+}
+
+fn restore_from(
+    r: &crate::ledger::LedgerReader<'_>,
+    seed: u64,
+    genesis: u64,
+    chain: Option<&RegtestChain>,
+) -> Result<Restored, Restore> {
     let head = r.head_height()?;
     let scanned = r.last_scanned_l1()?;
     let head_block = if head == 0 {
@@ -338,7 +609,7 @@ fn restore(ledger: &Ledger, seed: u64) -> Result<Restored, LedgerError> {
                 schedule::genesis_state_root(seed),
             ),
             0,
-            schedule::DA_GENESIS_SLOT,
+            genesis,
         ),
         Some(sc) => {
             let natural = block::timestamp(head, 0);
@@ -369,8 +640,8 @@ fn restore(ledger: &Ledger, seed: u64) -> Result<Restored, LedgerError> {
         h -= 1;
     }
     let on_pointer = recent.iter().filter(|(_, s)| *s == head_slot).count() as u64;
-    let first_unscanned = (scanned + 1).max(schedule::DA_GENESIS_SLOT);
-    let unscanned = (first_unscanned..=da_tip)
+    let first_unscanned = (scanned + 1).max(genesis);
+    let mut unscanned: Vec<u64> = (first_unscanned..=da_tip)
         .map(|slot| {
             recent
                 .iter()
@@ -394,6 +665,53 @@ fn restore(ledger: &Ledger, seed: u64) -> Result<Restored, LedgerError> {
             end: c.l2_end_block_number,
         });
     }
+    let mut committed_to = r.finalized_height()?;
+    let mut da_tip = da_tip;
+    if let Some(chain) = chain {
+        // Every regtest block from the first slot on is a devnet slot: the
+        // newest is the tip, and the unscanned ones carry what they carry.
+        let chain_tip = chain.tip()?;
+        if let Some(sc) = &head_block {
+            let on_chain = (chain_tip >= head_slot)
+                .then(|| chain.slot_ref(head_slot))
+                .transpose()?;
+            if on_chain.map(|s| s.hash) != Some(sc.da_slot_hash) {
+                return Err(Restore::Source(SourceError::bad_answer(format!(
+                    "the regtest at {} is not the one this devnet mined: its block {head_slot} \
+                     (tip {chain_tip}) is not the one height {head} points at; use that \
+                     bitcoind's datadir again, or another --data-dir",
+                    chain.url()
+                ))));
+            }
+        }
+        da_tip = chain_tip.max(head_slot);
+        unscanned.clear();
+        for slot in chain.read_slots(first_unscanned, da_tip)? {
+            for p in &slot.proofs {
+                let (first, last) = p.proof_output.sequencer_commitments_range;
+                let mut kept = Vec::with_capacity(unproven.len());
+                for c in unproven.drain(..) {
+                    let proven = (first..=last).contains(&c.pos)
+                        && chain.slot_ref(c.slot)?.hash == p.proof_output.da_slot_hash;
+                    if !proven {
+                        kept.push(c);
+                    }
+                }
+                unproven = kept;
+            }
+            let mut on_slot = slot.commitments.clone();
+            on_slot.sort_by_key(|c| c.l2_start_block_number);
+            for (pos, c) in on_slot.iter().enumerate() {
+                unproven.push(Committed {
+                    slot: slot.number,
+                    pos: pos as u64,
+                    start: c.l2_start_block_number,
+                    end: c.l2_end_block_number,
+                });
+                committed_to = committed_to.max(c.l2_end_block_number);
+            }
+        }
+    }
     Ok(Restored {
         tip,
         timestamp_offset,
@@ -401,7 +719,7 @@ fn restore(ledger: &Ledger, seed: u64) -> Result<Restored, LedgerError> {
             tip: da_tip,
             pointer: head_slot,
             on_pointer,
-            committed_to: r.finalized_height()?,
+            committed_to,
             unproven,
             unscanned,
         },
@@ -410,7 +728,7 @@ fn restore(ledger: &Ledger, seed: u64) -> Result<Restored, LedgerError> {
 
 impl L2Source for Devnet {
     fn first_slot(&mut self) -> Result<Option<u64>, SourceError> {
-        Ok(Some(schedule::DA_GENESIS_SLOT))
+        Ok(Some(self.genesis))
     }
 
     fn head(&mut self) -> Result<u64, SourceError> {
@@ -418,6 +736,7 @@ impl L2Source for Devnet {
     }
 
     fn blocks(&mut self, from: u64, to: u64) -> Result<Vec<SoftConfirmation>, SourceError> {
+        self.reload_if_dirty()?;
         let head = self.target_height();
         let to = to.min(head);
         if from > to {
@@ -438,31 +757,10 @@ impl L2Source for Devnet {
             drop(reader);
             // Made but not stored (the sync thread rejected them): make again
             // from the stored head, with the DA timeline as the ledger has it.
-            let restored = restore(&self.ledger, self.config.seed).map_err(Self::source_err)?;
-            let (auto_commit, auto_prove) = (self.timeline.auto_commit, self.timeline.auto_prove);
-            self.tip = restored.tip;
-            self.timeline = Timeline::new(restored.timeline);
-            self.timeline.auto_commit = auto_commit;
-            self.timeline.auto_prove = auto_prove;
+            self.reload()?;
         }
         let first = self.tip.0 + 1;
-        let slots: Vec<u64> = (first..=to).map(|h| self.timeline.next_block(h)).collect();
-        let inputs = block::Inputs {
-            at: self.queued.at,
-            txs: &self.queued.txs,
-            deposits: &self.queued.deposits,
-            timestamp_offset: self.timestamp_offset,
-            l1_fee_rate: self.l1_fee_rate,
-        };
-        let made = block::make_blocks(
-            &self.key,
-            self.config.seed,
-            &self.forks,
-            self.tip,
-            first,
-            &slots,
-            &inputs,
-        );
+        let made = self.make(first, to).inspect_err(|_| self.dirty = true)?;
         if let Some(last) = made.last() {
             self.tip = (last.l2_height, last.hash, last.state_root);
         }
@@ -479,9 +777,14 @@ impl DaSource for Devnet {
         // A slot's commitments and proof cover blocks made before it opened:
         // every slot up to the newest can be scanned once every block made
         // is stored; until then, the slots up to the stored head's.
+        self.reload_if_dirty()?;
         let reader = self.ledger.reader().map_err(Self::source_err)?;
         let scanned = reader.last_scanned_l1().map_err(Self::source_err)?;
         self.timeline.forget_below(scanned + 1);
+        if let Some(chain) = &self.chain {
+            // Proofs name slots up to a proof gap back (read again if older).
+            chain.forget_below(scanned.saturating_sub(4 * timeline::PROOF_GAP));
+        }
         let stored = reader.head_height().map_err(Self::source_err)?;
         if self.tip.0 == 0 || stored == 0 {
             return Ok(0);
@@ -500,12 +803,22 @@ impl DaSource for Devnet {
     }
 
     fn slots(&mut self, from: u64, to: u64) -> Result<Vec<DaSlot>, SourceError> {
+        // On a regtest, what is on chain, read as a follower reads it.
+        if let Some(chain) = &self.chain {
+            return chain.read_slots(from, to);
+        }
         let reader = self.ledger.reader().map_err(Self::source_err)?;
         let pub_key = self.key.public_key();
+        let view = View {
+            reader: &reader,
+            recent: &[],
+            seed: self.config.seed,
+            chain: None,
+        };
         (from..=to)
             .map(|n| {
                 let plan = self.timeline.plan(n);
-                da::make_slot(&self.config, &self.forks, &pub_key, &reader, n, plan)
+                da::make_slot(&self.config, &self.forks, &pub_key, &view, n, plan)
             })
             .collect()
     }
@@ -593,7 +906,7 @@ mod tests {
     }
 
     fn commit(s: &mut Syncer<Devnet>) -> u64 {
-        let slot = s.source_mut().commit_now().unwrap();
+        let slot = s.source_mut().commit_now().unwrap().unwrap();
         s.catch_up(&Stop::new()).unwrap();
         slot
     }

@@ -81,6 +81,32 @@ pub fn slot_txs_commitment(seed: u64, n: u64) -> Hash {
     derive("ledgerd-devnet/slot-txs", seed, n)
 }
 
+/// What a soft confirmation says about the DA slot it points at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotRef {
+    /// `daSlotHeight`.
+    pub number: u64,
+    /// `daSlotHash`.
+    pub hash: Hash,
+    /// `daSlotTxsCommitment`.
+    pub txs_commitment: Hash,
+}
+
+/// Slot `n` of the simulated DA chain: made-up hashes from the seed.
+pub fn simulated_slot(seed: u64, n: u64) -> SlotRef {
+    SlotRef {
+        number: n,
+        hash: slot_hash(seed, n),
+        txs_commitment: slot_txs_commitment(seed, n),
+    }
+}
+
+/// The secret key the devnet mines regtest coinbases to and funds its
+/// commit transactions from (`--dev-bitcoin-rpc`).
+pub fn regtest_funding_secret(seed: u64) -> Hash {
+    derive("ledgerd-devnet/regtest-funding", seed, 0)
+}
+
 /// Random bytes for block `h` (its txs, deposits and fee).
 pub fn block_entropy(seed: u64, h: u64) -> Hash {
     derive("ledgerd-devnet/block", seed, h)
