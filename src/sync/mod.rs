@@ -38,8 +38,8 @@ use crate::chain::ForkTable;
 use crate::ledger::{Ledger, LedgerError, LedgerRead};
 use crate::proof::ReceiptRules;
 use crate::source::{DaSource, L2Source, SourceError};
-use crate::types::Hash;
 use crate::stop::Stop;
+use crate::types::Hash;
 use progress::Progress;
 use report::Reporter;
 use verify::{BlockRules, Check, VerifyError};
@@ -117,7 +117,11 @@ pub enum SyncError {
     Da(SourceError),
     /// A DA slot already scanned is no longer the DA chain's block at its
     /// height: the chain reorganized deeper than the finality depth.
-    Reorg { slot: u64, stored: Hash, chain: Option<Hash> },
+    Reorg {
+        slot: u64,
+        stored: Hash,
+        chain: Option<Hash>,
+    },
     /// What the source sent broke a chain rule; nothing of it was stored.
     Verify(VerifyError),
     /// The ledger could not be read or written.
@@ -135,7 +139,9 @@ impl std::fmt::Display for SyncError {
                 chain,
             } => {
                 let chain = match chain {
-                    Some(h) => format!("block {}", crate::source::bitcoind::reveal::display_hash(h)),
+                    Some(h) => {
+                        format!("block {}", crate::source::bitcoind::reveal::display_hash(h))
+                    }
                     None => "no block".to_string(),
                 };
                 write!(

@@ -80,6 +80,8 @@ pub struct BitcoinProgress {
     pub url: OnceLock<String>,
     /// Whether the last call to bitcoind got an answer.
     pub reachable: AtomicBool,
+    /// Unix milliseconds of bitcoind's last answer (0: none yet).
+    pub ok_unix_ms: AtomicU64,
     /// Why the last call to bitcoind failed (`None` while it answers).
     pub problem: Mutex<Option<String>>,
     /// A scanned slot that is no longer the chain's block at its height
@@ -112,6 +114,7 @@ impl BitcoinProgress {
     /// Records an answer from bitcoind.
     pub fn answered(&self) {
         self.reachable.store(true, Relaxed);
+        self.ok_unix_ms.store(unix_ms(), Relaxed);
         if let Ok(mut p) = self.problem.lock() {
             *p = None;
         }

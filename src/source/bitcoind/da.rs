@@ -280,7 +280,12 @@ impl BitcoinDa {
         let decoded = receipt::decode(&bytes)
             .map_err(|e| ("receipt", format!("the bytes are not a risc0 receipt: {e}")))?;
         let output = journal::decode(decoded.journal())
-            .map_err(|e| ("journal", format!("the receipt's journal does not read: {e}")))?
+            .map_err(|e| {
+                (
+                    "journal",
+                    format!("the receipt's journal does not read: {e}"),
+                )
+            })?
             .proof_output();
         let key = self.config.sequencer_key.as_bytes();
         if output.sequencer_da_public_key != key {

@@ -35,7 +35,7 @@ pub mod reveal;
 pub mod rpc;
 pub mod signer;
 
-pub use da::{BitcoinDa, BitcoinDaConfig, DEFAULT_FINALITY_DEPTH};
 pub use block::{parse_block, BlockError, DaBlock, DaTx};
+pub use da::{BitcoinDa, BitcoinDaConfig, DEFAULT_FINALITY_DEPTH};
 pub use reader::{BlockReader, ReadError, ReaderOptions};
 pub use rpc::{BitcoinRpc, Credentials, RpcError, RpcOptions};
