@@ -48,7 +48,8 @@ fn state_root_at(known: &impl Known, h: u64, seed: u64) -> Result<Hash, SourceEr
     known.state_root(h)
 }
 
-/// DA slot `number`, with what `plan` says lands on it (`None`: nothing).
+/// DA slot `number`, with what `plan` says lands on it (`None`: nothing),
+/// and no hash yet.
 pub fn make_slot(
     config: &DevnetConfig,
     forks: &ForkTable,
@@ -76,9 +77,11 @@ pub fn make_slot(
             proofs.push(make_proof(config, forks, pub_key, ledger, number, p)?);
         }
     }
+    // The slot's own hash is the caller's: made up from the seed, or the
+    // regtest block's once it is mined.
     Ok(DaSlot {
         number,
-        hash: Some(ledger.slot_hash(number)?),
+        hash: None,
         commitments,
         proofs,
     })

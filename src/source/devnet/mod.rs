@@ -818,7 +818,9 @@ impl DaSource for Devnet {
         (from..=to)
             .map(|n| {
                 let plan = self.timeline.plan(n);
-                da::make_slot(&self.config, &self.forks, &pub_key, &view, n, plan)
+                let mut slot = da::make_slot(&self.config, &self.forks, &pub_key, &view, n, plan)?;
+                slot.hash = Some(schedule::slot_hash(self.config.seed, n));
+                Ok(slot)
             })
             .collect()
     }
