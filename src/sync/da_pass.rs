@@ -94,6 +94,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
             ledger,
             progress,
             scanned,
+            on_chain: separate,
             in_txn: 0,
             slots_per_commit: config.slots_per_commit.max(1),
             commit_every: config.commit_every,
@@ -155,6 +156,8 @@ struct DaSink<'a> {
     progress: &'a Progress,
     /// The newest slot applied (committed, or in the open transaction).
     scanned: u64,
+    /// Slots come from the DA chain itself: what fails a check is left out.
+    on_chain: bool,
     in_txn: u64,
     slots_per_commit: u64,
     /// How long a transaction stays open while no slots arrive.
@@ -181,7 +184,16 @@ impl Sink<Vec<DaSlot>> for DaSink<'_> {
                 ))
                 .into());
             }
-            if !apply_slot(w, slot, &self.forks, &self.receipts)? {
+            let mut skipped = Vec::new();
+            let applied = apply_slot(
+                w,
+                slot,
+                &self.forks,
+                &self.receipts,
+                self.on_chain.then_some(&mut skipped),
+            )?;
+            note_skipped(self.progress, slot.number, &mut skipped);
+            if !applied {
                 // A commitment over heights not stored yet, or a proof that
                 // names a slot no stored block points at yet: come back later.
                 return Ok(Flow::Stop);
@@ -222,26 +234,46 @@ impl Sink<Vec<DaSlot>> for DaSink<'_> {
 /// false (and writes nothing of the slot) when a commitment covers heights
 /// not stored yet, or a proof names a DA slot whose hash is not known yet:
 /// the slot is scanned again after the L2 chain catches up.
+///
+/// A commitment or proof that fails a check fails the slot, to be fetched
+/// again (an upstream may answer better next time), unless `skipped` is
+/// given: a slot read from the DA chain itself will not change, so what
+/// fails is left out (never stored) and listed there, and the rest applies.
 pub(super) fn apply_slot(
     w: &mut LedgerWriter<'_>,
     slot: &DaSlot,
     forks: &ForkTable,
     receipts: &ReceiptRules,
+    mut skipped: Option<&mut Vec<VerifyError>>,
 ) -> Result<bool, VerifyError> {
+    let mut skip = |e: VerifyError| -> Result<(), VerifyError> {
+        match (&mut skipped, e) {
+            (Some(list), e @ VerifyError::Failed { .. }) => {
+                list.push(e);
+                Ok(())
+            }
+            (_, e) => Err(e),
+        }
+    };
     let mut proven = Vec::with_capacity(slot.proofs.len());
     let mut fakes = 0;
     if !slot.proofs.is_empty() {
         let head_slot = w.head_slot()?;
         for p in &slot.proofs {
-            match verify::verify_proof(&*w, p, head_slot, forks)? {
-                ProofVerdict::Valid(ranges) => {
+            match verify::verify_proof(&*w, p, head_slot, forks) {
+                Ok(ProofVerdict::Valid(ranges)) => {
                     // Its bytes must prove its output (no ledger needed: LMDB
                     // readers do not wait for this write transaction).
-                    let checked = crate::proof::verify_proof_receipt(p, receipts, forks)?;
-                    fakes += u64::from(checked.is_fake());
-                    proven.push(ranges)
+                    match crate::proof::verify_proof_receipt(p, receipts, forks) {
+                        Ok(checked) => {
+                            fakes += u64::from(checked.is_fake());
+                            proven.push((p, ranges))
+                        }
+                        Err(e) => skip(e)?,
+                    }
                 }
-                ProofVerdict::NotYet => return Ok(false),
+                Ok(ProofVerdict::NotYet) => return Ok(false),
+                Err(e) => skip(e)?,
             }
         }
     }
@@ -250,10 +282,15 @@ pub(super) fn apply_slot(
     let mut sorted = slot.commitments.clone();
     sorted.sort_by_key(|c| c.l2_start_block_number);
     let mut finalized = w.finalized_height()?;
+    let mut refused = Vec::new();
     for c in &sorted {
-        match verify::verify_commitment(&*w, c, finalized)? {
-            CommitmentVerdict::Valid => finalized = finalized.max(c.l2_end_block_number),
-            CommitmentVerdict::NotYet => return Ok(false),
+        match verify::verify_commitment(&*w, c, finalized) {
+            Ok(CommitmentVerdict::Valid) => finalized = finalized.max(c.l2_end_block_number),
+            Ok(CommitmentVerdict::NotYet) => return Ok(false),
+            Err(e) => {
+                skip(e)?;
+                refused.push(*c);
+            }
         }
     }
     if let Some(hash) = &slot.hash {
@@ -262,10 +299,30 @@ pub(super) fn apply_slot(
         entry.extend_from_slice(hash);
         w.set_meta_bytes(LAST_SLOT_HASH_KEY, &entry)?;
     }
-    for (p, ranges) in slot.proofs.iter().zip(&proven) {
+    for (p, ranges) in &proven {
         w.apply_proof(slot.number, p, ranges)?;
     }
     crate::proof::count_fake_proofs(w, fakes)?;
-    w.apply_commitments(slot.number, &slot.commitments)?;
+    if refused.is_empty() {
+        w.apply_commitments(slot.number, &slot.commitments)?;
+    } else {
+        let kept: Vec<_> = slot
+            .commitments
+            .iter()
+            .filter(|c| !refused.contains(c))
+            .copied()
+            .collect();
+        w.apply_commitments(slot.number, &kept)?;
+    }
     Ok(true)
+}
+
+/// Logs and counts what [`apply_slot`] left out of slot `number`.
+pub(super) fn note_skipped(progress: &Progress, number: u64, skipped: &mut Vec<VerifyError>) {
+    for e in skipped.drain(..) {
+        if let VerifyError::Failed { check, .. } = &e {
+            super::failure_counter(&progress.failures, *check).fetch_add(1, Relaxed);
+        }
+        log::warn!("DA slot {number}: left out, never stored: {e}");
+    }
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use log::debug;
 
-use super::da_pass::apply_slot;
+use super::da_pass::{apply_slot, note_skipped};
 use super::fetch::{fetch_ahead, ChunkRanges, Flow, Reach, Sink};
 use super::progress::Progress;
 use super::verify::{self, BlockRules, Check, VerifyError};
@@ -64,6 +64,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
             stored_total: 0,
             txn: None,
             da_scanned: da_plan.map(|(next, _)| next - 1),
+            on_chain: da_side.separate(),
             da_in_txn: 0,
             rules: config.block_rules,
             verify_threads: config.verify_threads,
@@ -304,6 +305,8 @@ struct L2Sink<'a> {
     da_scanned: Option<u64>,
     /// DA slots in the open transaction.
     da_in_txn: u64,
+    /// Slots come from the DA chain itself: what fails a check is left out.
+    on_chain: bool,
     rules: BlockRules,
     /// Threads that check signatures ([`SyncConfig::verify_threads`]).
     verify_threads: usize,
@@ -320,8 +323,19 @@ impl L2Sink<'_> {
             return Ok(());
         };
         for slot in slots {
+            let mut skipped = Vec::new();
             let applied = slot.number == *scanned + 1
-                && matches!(apply_slot(w, slot, &self.forks, &self.receipts), Ok(true));
+                && matches!(
+                    apply_slot(
+                        w,
+                        slot,
+                        &self.forks,
+                        &self.receipts,
+                        self.on_chain.then_some(&mut skipped),
+                    ),
+                    Ok(true)
+                );
+            note_skipped(self.progress, slot.number, &mut skipped);
             if !applied {
                 self.da_scanned = None;
                 return Ok(());

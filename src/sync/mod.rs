@@ -181,6 +181,23 @@ impl From<VerifyError> for SyncError {
     }
 }
 
+/// The `/metrics` counter of a failed check.
+pub(super) fn failure_counter(
+    counters: &progress::FailureCounts,
+    check: Check,
+) -> &std::sync::atomic::AtomicU64 {
+    match check {
+        Check::PrevHash | Check::Height => &counters.prev_hash,
+        Check::Hash => &counters.hash,
+        Check::Signature => &counters.signature,
+        Check::PubKey => &counters.pub_key,
+        Check::MerkleRoot | Check::CommitmentRange => &counters.merkle_root,
+        Check::Proof => &counters.proof,
+        Check::Receipt => &counters.receipt,
+        Check::DaSlot => &counters.da_slot,
+    }
+}
+
 /// A commit of this many blocks (or slots) or more is part of a catch-up:
 /// the heap it used is handed back now and then ([`crate::memory`]).
 pub(super) const TRIM_AFTER: u64 = 100;
@@ -394,17 +411,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
                     }
                     _ => self.l2.rejected(&why),
                 }
-                let counter = match check {
-                    Check::PrevHash | Check::Height => &counters.prev_hash,
-                    Check::Hash => &counters.hash,
-                    Check::Signature => &counters.signature,
-                    Check::PubKey => &counters.pub_key,
-                    Check::MerkleRoot | Check::CommitmentRange => &counters.merkle_root,
-                    Check::Proof => &counters.proof,
-                    Check::Receipt => &counters.receipt,
-                    Check::DaSlot => &counters.da_slot,
-                };
-                counter.fetch_add(1, Relaxed);
+                failure_counter(counters, *check).fetch_add(1, Relaxed);
             }
             SyncError::Verify(VerifyError::Ledger(_)) | SyncError::Ledger(_) => {
                 counters.other.fetch_add(1, Relaxed);
