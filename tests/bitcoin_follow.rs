@@ -534,3 +534,49 @@ fn a_reorg_deeper_than_the_finality_depth_is_one_error_a_503_and_nothing_rewritt
     assert!(l1.get("Syncing").is_some(), "{l1}");
     let _ = bitcoin::BlockHash::all_zeros();
 }
+
+#[test]
+#[ignore = "needs bitcoind: scripts/bitcoind/build.sh"]
+fn l2_blocks_wait_for_the_bitcoin_block_they_name_and_are_refused_when_it_is_another() {
+    // A simulated devnet: its blocks name DA heights from 1000 on, with
+    // hashes of its own making, not regtest's.
+    let node = Bitcoind::start();
+    let dir = tempfile::tempdir().unwrap();
+    let devnet = Ledgerd::devnet_in(&dir.path().join("devnet"), 30, &[]);
+    let named = devnet.result("ledger_getSoftConfirmationByNumber", "[1]")["daSlotHeight"]
+        .as_u64()
+        .unwrap();
+    node.mine(named - 5);
+    let follower = follower_of(&devnet, &node, &dir.path().join("follower"), 1);
+    // The regtest does not have that height yet: the blocks wait, no failure.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        follower.result("ledger_getHeadSoftConfirmationHeight", "[]"),
+        0
+    );
+    let m = metrics(&follower);
+    assert!(
+        m.contains(r#"ledgerd_sync_verification_failures_total{check="da_slot"} 0"#),
+        "{m}"
+    );
+    // Now it has a block there, another than the one named: refused.
+    node.mine(10);
+    wait(Duration::from_secs(30), "the da_slot refusal", || {
+        metrics(&follower).lines().any(|l| {
+            l.starts_with(r#"ledgerd_sync_verification_failures_total{check="da_slot"}"#)
+                && !l.ends_with(" 0")
+        })
+    });
+    assert_eq!(
+        follower.result("ledger_getHeadSoftConfirmationHeight", "[]"),
+        0,
+        "nothing stored"
+    );
+    assert!(
+        follower
+            .stderr()
+            .contains("check da_slot failed: L2 block 1 names DA block"),
+        "{}",
+        follower.stderr()
+    );
+}
