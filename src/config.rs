@@ -442,8 +442,8 @@ BITCOIN DA (a follower, with --upstream; docs/BITCOIN.md):
     --bitcoin-finality-depth N
                               scan blocks with at least N confirmations [default: 30]
     --sequencer-da-pubkey HEX who signs sequencer commitments (33-byte compressed key)
-                              [default: the --network's, else Citrea's regtest key]
-    --prover-da-pubkey HEX    who signs proofs [default: the --network's, else regtest's]
+                              [default: the network's, else Citrea's regtest key]
+    --prover-da-pubkey HEX    who signs proofs [default: the network's, else regtest's]
 
 FOLLOWER:
     --sync-chunk N            blocks per range request (cut to the upstream's limit) [default: 100]
@@ -1454,7 +1454,9 @@ mod tests {
             "network" => "testnet",
             "cors-origin" => "http://127.0.0.1:8080",
             "wire" => "citrea",
-            "dev-bitcoin-rpc" => "http://127.0.0.1:1",
+            "dev-bitcoin-rpc" | "bitcoin-rpc" => "http://127.0.0.1:1",
+            "sequencer-da-pubkey" => keys::REGTEST.sequencer,
+            "prover-da-pubkey" => keys::REGTEST.prover,
             f if SWITCHES.contains(&f) => "true",
             _ => "5",
         }
@@ -1491,6 +1493,10 @@ mod tests {
                     "dev = true\ndev-bitcoin-rpc = http://127.0.0.1:1\nbitcoin-rpc-user = u\n"
                 }
                 "bitcoin-rpc-cookie" => "dev = true\ndev-bitcoin-rpc = http://127.0.0.1:1\n",
+                "bitcoin-rpc" => "upstream = http://u:1\nbitcoin-rpc-cookie = /tmp/.cookie\n",
+                "bitcoin-finality-depth" | "sequencer-da-pubkey" | "prover-da-pubkey" => {
+                    "upstream = http://u:1\nbitcoin-rpc = http://b:2\nbitcoin-rpc-cookie = c\n"
+                }
                 _ => "",
             });
             let args: &[&str] = if sub == Some("import") {
