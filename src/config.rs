@@ -435,7 +435,7 @@ BITCOIND CREDENTIALS (for every flag that names a bitcoind):
     --bitcoin-rpc-user USER, --bitcoin-rpc-password PASSWORD
                               bitcoind's -rpcuser/-rpcpassword (or an -rpcauth entry)
 
-BITCOIN DA (a follower, with --upstream; docs/BITCOIN.md):
+BITCOIN DA (a follower, beside --upstream URL; see docs/BITCOIN.md):
     --bitcoin-rpc URL         read the DA layer (commitments, proofs, the blocks L2 blocks
                               name) from this bitcoind (http://HOST:PORT, -txindex=1), not
                               from the upstream
