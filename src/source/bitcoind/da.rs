@@ -252,7 +252,7 @@ impl BitcoinDa {
                         continue;
                     }
                 };
-                match self.proof_of(bytes, block.height) {
+                match proof_from_receipt(bytes, block.height, &self.config.sequencer_key) {
                     Ok(p) => {
                         self.status().proofs_found.fetch_add(1, Relaxed);
                         slot.proofs.push(p);
@@ -269,40 +269,6 @@ impl BitcoinDa {
             }
         }
         Ok(slot)
-    }
-
-    /// Proof bytes (a risc0 receipt) as a proof whose output is its journal.
-    fn proof_of(
-        &self,
-        bytes: Vec<u8>,
-        height: u64,
-    ) -> Result<VerifiedBatchProof, (&'static str, String)> {
-        let decoded = receipt::decode(&bytes)
-            .map_err(|e| ("receipt", format!("the bytes are not a risc0 receipt: {e}")))?;
-        let output = journal::decode(decoded.journal())
-            .map_err(|e| {
-                (
-                    "journal",
-                    format!("the receipt's journal does not read: {e}"),
-                )
-            })?
-            .proof_output();
-        let key = self.config.sequencer_key.as_bytes();
-        if output.sequencer_da_public_key != key {
-            return Err((
-                "journal_key",
-                format!(
-                    "the journal names sequencer DA key {}, not {}",
-                    hex::encode(&output.sequencer_da_public_key),
-                    self.config.sequencer_key
-                ),
-            ));
-        }
-        Ok(VerifiedBatchProof {
-            proof: bytes,
-            proof_output: output,
-            height,
-        })
     }
 
     /// The transactions named by an aggregate, fetched by txid in one batch;
@@ -338,6 +304,43 @@ impl BitcoinDa {
             display_hash(txid)
         );
     }
+}
+
+/// Proof bytes from Bitcoin (a risc0 receipt) as a proof found on slot
+/// `height` whose output is the receipt's journal; refused (with the
+/// `/metrics` reason and why) when the bytes are no receipt, the journal does
+/// not read, or it names another sequencer DA key than `sequencer` (Citrea's
+/// full node checks the same). The sync thread then checks it against the
+/// chain and the receipt against the network's image.
+pub fn proof_from_receipt(
+    bytes: Vec<u8>,
+    height: u64,
+    sequencer: &DaPublicKey,
+) -> Result<VerifiedBatchProof, (&'static str, String)> {
+    let decoded = receipt::decode(&bytes)
+        .map_err(|e| ("receipt", format!("the bytes are not a risc0 receipt: {e}")))?;
+    let output = journal::decode(decoded.journal())
+        .map_err(|e| {
+            (
+                "journal",
+                format!("the receipt's journal does not read: {e}"),
+            )
+        })?
+        .proof_output();
+    if output.sequencer_da_public_key != sequencer.as_bytes() {
+        return Err((
+            "journal_key",
+            format!(
+                "the journal names sequencer DA key {}, not {sequencer}",
+                hex::encode(&output.sequencer_da_public_key),
+            ),
+        ));
+    }
+    Ok(VerifiedBatchProof {
+        proof: bytes,
+        proof_output: output,
+        height,
+    })
 }
 
 /// The `/metrics` reason of a refusal.
