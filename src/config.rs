@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use crate::chain::{ForkTable, Network};
 use crate::proof::ReceiptRules;
-use crate::source::bitcoind::Credentials;
+use crate::source::bitcoind::signer::DaPublicKey;
+use crate::source::bitcoind::{keys, Credentials, DEFAULT_FINALITY_DEPTH};
 use crate::source::devnet::regtest::RegtestConfig;
 use crate::source::devnet::DevnetConfig;
 
@@ -23,11 +24,9 @@ use crate::source::devnet::DevnetConfig;
 pub struct Config {
     pub bind: String,
     pub data_dir: PathBuf,
-    /// `--dev`: run the embedded devnet as the chain source.
-    pub dev: Option<DevnetConfig>,
-    /// `--upstream URL` (repeatable, or a comma list): follow another node;
-    /// the first is preferred, the others are fallbacks (`source::upstream::failover`).
-    pub upstreams: Vec<String>,
+    /// Where the chain comes from: `--dev`, `--upstream` (with
+    /// `--bitcoin-rpc`), or nothing.
+    pub source: SourceConfig,
     pub sync_chunk: u64,
     /// `--sync-concurrency`: range requests a follower keeps in flight.
     pub sync_concurrency: usize,
@@ -70,6 +69,65 @@ pub struct Config {
     /// `--bitcoin-rpc-user`, `--bitcoin-rpc-password` or `--bitcoin-rpc-cookie`:
     /// how every bitcoind this node talks to is logged into.
     pub bitcoin_auth: BitcoinAuth,
+}
+
+/// Where a node's chain comes from: one of these, picked by the flags.
+#[derive(Clone, Debug, Default)]
+pub enum SourceConfig {
+    /// `--dev`: the embedded devnet makes both layers.
+    Devnet(DevnetConfig),
+    /// `--upstream URL` (repeatable, or a comma list): another node serves
+    /// the L2 chain (the first preferred, the others fallbacks), and the DA
+    /// slots too unless `--bitcoin-rpc` reads them from Bitcoin.
+    Upstream {
+        urls: Vec<String>,
+        bitcoin: Option<BitcoinConfig>,
+    },
+    /// No chain source: the stored ledger is served as it is (also
+    /// `serve-readonly`).
+    #[default]
+    None,
+}
+
+impl SourceConfig {
+    /// The devnet's settings, with `--dev`.
+    pub fn devnet(&self) -> Option<&DevnetConfig> {
+        match self {
+            SourceConfig::Devnet(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// The upstream URLs (empty unless following upstreams).
+    pub fn upstreams(&self) -> &[String] {
+        match self {
+            SourceConfig::Upstream { urls, .. } => urls,
+            _ => &[],
+        }
+    }
+
+    /// The Bitcoin DA source, with `--bitcoin-rpc`.
+    pub fn bitcoin(&self) -> Option<&BitcoinConfig> {
+        match self {
+            SourceConfig::Upstream { bitcoin, .. } => bitcoin.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+/// `--bitcoin-rpc` and its flags: the DA layer read from Bitcoin Core.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BitcoinConfig {
+    /// bitcoind's RPC URL (`http://HOST:PORT`).
+    pub url: String,
+    /// The shared credential flags ([`BitcoinAuth`]).
+    pub credentials: Credentials,
+    /// `--bitcoin-finality-depth`: confirmations before a block is scanned.
+    pub finality_depth: u64,
+    /// `--sequencer-da-pubkey`, else the network's (regtest's without `--network`).
+    pub sequencer_key: DaPublicKey,
+    /// `--prover-da-pubkey`, else the network's (regtest's without `--network`).
+    pub prover_key: DaPublicKey,
 }
 
 /// The bitcoind credential flags, shared by every flag that names a
@@ -131,8 +189,7 @@ impl Default for Config {
         Config {
             bind: "127.0.0.1:12346".to_string(),
             data_dir: PathBuf::from("./ledgerd-data"),
-            dev: None,
-            upstreams: Vec::new(),
+            source: SourceConfig::None,
             sync_chunk: 100,
             sync_concurrency: 8,
             allow_missing_tx_bodies: false,
@@ -378,6 +435,16 @@ BITCOIND CREDENTIALS (for every flag that names a bitcoind):
     --bitcoin-rpc-user USER, --bitcoin-rpc-password PASSWORD
                               bitcoind's -rpcuser/-rpcpassword (or an -rpcauth entry)
 
+BITCOIN DA (a follower, beside --upstream URL; see docs/BITCOIN.md):
+    --bitcoin-rpc URL         read the DA layer (commitments, proofs, the blocks L2 blocks
+                              name) from this bitcoind (http://HOST:PORT, -txindex=1), not
+                              from the upstream
+    --bitcoin-finality-depth N
+                              scan blocks with at least N confirmations [default: 30]
+    --sequencer-da-pubkey HEX who signs sequencer commitments (33-byte compressed key)
+                              [default: the network's, else Citrea's regtest key]
+    --prover-da-pubkey HEX    who signs proofs [default: the network's, else regtest's]
+
 FOLLOWER:
     --sync-chunk N            blocks per range request (cut to the upstream's limit) [default: 100]
     --sync-concurrency N      range requests kept in flight at once [default: 8]
@@ -500,7 +567,29 @@ struct State {
     dev: DevnetConfig,
     dev_on: bool,
     dev_flags: Vec<String>,
+    upstreams: Vec<String>,
+    bitcoin: BitcoinFlags,
     extra: Extra,
+}
+
+/// `--bitcoin-rpc` and the flags that only apply with it, as given.
+#[derive(Default)]
+struct BitcoinFlags {
+    url: Option<String>,
+    finality_depth: Option<u64>,
+    sequencer_key: Option<DaPublicKey>,
+    prover_key: Option<DaPublicKey>,
+    /// The flags given that need `--bitcoin-rpc`.
+    given: Vec<String>,
+}
+
+fn da_pubkey(flag: &str, value: &str) -> Result<DaPublicKey, ConfigError> {
+    DaPublicKey::from_hex(value.trim_start_matches("0x")).map_err(|e| {
+        ConfigError(format!(
+            "{flag} takes a 33-byte compressed secp256k1 key as 66 hex digits (02... or 03...): \
+             {e}"
+        ))
+    })
 }
 
 /// Parses the arguments after the program name: an optional subcommand,
@@ -611,7 +700,7 @@ fn apply_file(state: &mut State, path: &std::path::Path, text: &str) -> Result<(
         })?;
         state.extra.given.truncate(mark);
     }
-    state.extra.upstreams_from_file = !state.config.upstreams.is_empty();
+    state.extra.upstreams_from_file = !state.upstreams.is_empty();
     Ok(())
 }
 
@@ -625,6 +714,8 @@ fn parse_into<I: IntoIterator<Item = String>>(
         dev,
         dev_on,
         dev_flags,
+        upstreams,
+        bitcoin,
         extra,
     } = state;
     let mut args = args.into_iter();
@@ -677,12 +768,32 @@ fn parse_into<I: IntoIterator<Item = String>>(
             "--bitcoin-rpc-cookie" => {
                 config.bitcoin_auth.cookie = Some(PathBuf::from(value(&flag)?))
             }
+            "--bitcoin-rpc" => bitcoin.url = Some(bitcoin_url(&flag, &value(&flag)?)?),
+            "--bitcoin-finality-depth" => {
+                let depth: u64 = number(&flag, &value(&flag)?)?;
+                if depth == 0 {
+                    return Err(ConfigError(
+                        "--bitcoin-finality-depth must be at least 1 (1: every block is final)"
+                            .into(),
+                    ));
+                }
+                bitcoin.finality_depth = Some(depth);
+                bitcoin.given.push(flag);
+            }
+            "--sequencer-da-pubkey" => {
+                bitcoin.sequencer_key = Some(da_pubkey(&flag, &value(&flag)?)?);
+                bitcoin.given.push(flag);
+            }
+            "--prover-da-pubkey" => {
+                bitcoin.prover_key = Some(da_pubkey(&flag, &value(&flag)?)?);
+                bitcoin.given.push(flag);
+            }
             "--upstream" => {
                 if extra.upstreams_from_file {
-                    config.upstreams.clear();
+                    upstreams.clear();
                     extra.upstreams_from_file = false;
                 }
-                upstream_urls(&mut config.upstreams, &value(&flag)?)?;
+                upstream_urls(upstreams, &value(&flag)?)?;
             }
             "--sync-chunk" => {
                 config.sync_chunk = number(&flag, &value(&flag)?)?;
@@ -809,6 +920,8 @@ fn finish(state: State) -> Result<Command, ConfigError> {
         mut dev,
         dev_on,
         dev_flags,
+        upstreams,
+        bitcoin,
         extra,
     } = state;
     let sub = extra.subcommand.unwrap_or("run");
@@ -883,7 +996,7 @@ fn finish(state: State) -> Result<Command, ConfigError> {
             }));
         }
         "serve-readonly" => {
-            if dev_on || !config.upstreams.is_empty() {
+            if dev_on || !upstreams.is_empty() {
                 return Err(ConfigError(
                     "serve-readonly has no chain source: it serves the ledger another ledgerd writes; drop --dev / --upstream".into(),
                 ));
@@ -892,7 +1005,7 @@ fn finish(state: State) -> Result<Command, ConfigError> {
         }
         _ => {}
     }
-    if dev_on && !config.upstreams.is_empty() {
+    if dev_on && !upstreams.is_empty() {
         return Err(ConfigError(
             "--dev and --upstream are two chain sources: choose one".into(),
         ));
@@ -910,21 +1023,76 @@ fn finish(state: State) -> Result<Command, ConfigError> {
             return Err(ConfigError(format!("{flag} only applies with --dev")));
         }
     }
+    if let Some(flag) = bitcoin.given.first().filter(|_| bitcoin.url.is_none()) {
+        return Err(ConfigError(format!(
+            "{flag} only applies with --bitcoin-rpc"
+        )));
+    }
+    if bitcoin.url.is_some() && upstreams.is_empty() {
+        return Err(ConfigError(
+            "--bitcoin-rpc reads the DA layer from Bitcoin; the L2 chain still comes from a \
+             sequencer or full node: give --upstream URL too (the devnet on a regtest takes \
+             --dev --dev-bitcoin-rpc URL)"
+                .into(),
+        ));
+    }
     // One set of credential flags for every bitcoind this node talks to.
-    match &mut dev.bitcoin {
-        Some(b) => b.credentials = config.bitcoin_auth.credentials("--dev-bitcoin-rpc")?,
-        None if config.bitcoin_auth.given() => {
+    match (&mut dev.bitcoin, &bitcoin.url) {
+        (Some(b), _) => b.credentials = config.bitcoin_auth.credentials("--dev-bitcoin-rpc")?,
+        (None, None) if config.bitcoin_auth.given() => {
             return Err(ConfigError(
                 "--bitcoin-rpc-user, --bitcoin-rpc-password and --bitcoin-rpc-cookie only \
-                 apply with --dev-bitcoin-rpc"
+                 apply with --bitcoin-rpc or --dev-bitcoin-rpc"
                     .into(),
             ))
         }
-        None => {}
+        _ => {}
     }
-    if dev_on {
-        config.dev = Some(dev);
-    }
+    let bitcoin = match bitcoin.url {
+        Some(url) => {
+            // Without --network: Citrea's regtest keys (the devnet's).
+            let preset = match config.network {
+                Some(n) => keys::for_network(&n.to_string()),
+                None => Some(keys::REGTEST),
+            };
+            let preset_key = |pick: fn(&keys::NetworkDaKeys) -> &'static str, flag: &str| {
+                preset
+                    .and_then(|k| DaPublicKey::from_hex(pick(&k)).ok())
+                    .ok_or_else(|| {
+                        ConfigError(format!(
+                            "--network {} has no DA keys in Citrea v0.6.2: give {flag}",
+                            config.network.map(|n| n.to_string()).unwrap_or_default()
+                        ))
+                    })
+            };
+            let sequencer_key = match bitcoin.sequencer_key {
+                Some(k) => k,
+                None => preset_key(|k| k.sequencer, "--sequencer-da-pubkey")?,
+            };
+            let prover_key = match bitcoin.prover_key {
+                Some(k) => k,
+                None => preset_key(|k| k.prover, "--prover-da-pubkey")?,
+            };
+            Some(BitcoinConfig {
+                credentials: config.bitcoin_auth.credentials("--bitcoin-rpc")?,
+                url,
+                finality_depth: bitcoin.finality_depth.unwrap_or(DEFAULT_FINALITY_DEPTH),
+                sequencer_key,
+                prover_key,
+            })
+        }
+        None => None,
+    };
+    config.source = if dev_on {
+        SourceConfig::Devnet(dev)
+    } else if !upstreams.is_empty() {
+        SourceConfig::Upstream {
+            urls: upstreams,
+            bitcoin,
+        }
+    } else {
+        SourceConfig::None
+    };
     Ok(Command::Run(Box::new(config)))
 }
 
@@ -965,7 +1133,7 @@ mod tests {
         );
         assert_eq!((c.wire, c.sync_concurrency), (Wire::Ledgerd, 8));
         assert!(!c.allow_missing_tx_bodies);
-        assert!(c.dev.is_none());
+        assert!(c.source.devnet().is_none());
     }
 
     #[test]
@@ -979,7 +1147,7 @@ mod tests {
             "9",
         ])
         .unwrap();
-        let d = c.dev.unwrap();
+        let d = c.source.devnet().unwrap();
         assert_eq!((d.prefill, d.block_ms, d.seed), (100, 0, 9));
     }
 
@@ -1045,8 +1213,11 @@ mod tests {
             "--upstream=http://b:2, https://c:3",
         ])
         .unwrap();
-        assert_eq!(c.upstreams, ["http://a:1", "http://b:2", "https://c:3"]);
-        assert!(run(&[]).unwrap().upstreams.is_empty());
+        assert_eq!(
+            c.source.upstreams(),
+            ["http://a:1", "http://b:2", "https://c:3"]
+        );
+        assert!(run(&[]).unwrap().source.upstreams().is_empty());
         let e = run(&["--upstream", "a:1"]).unwrap_err();
         assert!(e.0.contains("http:// or https:// URL"), "{e}");
         let e = run(&["--upstream", "http://a:1,"]).unwrap_err();
@@ -1059,13 +1230,13 @@ mod tests {
     fn the_command_lines_upstreams_replace_the_config_files() {
         let text = "upstream = http://a:1\nupstream = http://b:2\n";
         let c = run_with_file(text, &[]).unwrap();
-        assert_eq!(c.upstreams, ["http://a:1", "http://b:2"]);
+        assert_eq!(c.source.upstreams(), ["http://a:1", "http://b:2"]);
         let c = run_with_file(
             text,
             &["--upstream", "http://c:3", "--upstream", "http://a:1"],
         )
         .unwrap();
-        assert_eq!(c.upstreams, ["http://c:3", "http://a:1"]);
+        assert_eq!(c.source.upstreams(), ["http://c:3", "http://a:1"]);
     }
 
     #[test]
@@ -1105,17 +1276,17 @@ mod tests {
         let c = run_with_file(text, &[]).unwrap();
         assert_eq!(c.bind, "0.0.0.0:9000");
         assert_eq!(c.max_range(), 7);
-        assert_eq!(c.dev.as_ref().unwrap().seed, 3);
+        assert_eq!(c.source.devnet().unwrap().seed, 3);
         assert!(c.reuse_port);
         let c = run_with_file(text, &["--max-range", "9", "--bind=127.0.0.1:0"]).unwrap();
         assert_eq!((c.bind.as_str(), c.max_range()), ("127.0.0.1:0", 9));
         assert_eq!(
-            c.dev.unwrap().seed,
+            c.source.devnet().unwrap().seed,
             3,
             "what the command line leaves alone stays"
         );
         let c = run_with_file("dev = false\n", &[]).unwrap();
-        assert!(c.dev.is_none());
+        assert!(c.source.devnet().is_none());
         // One file for every command: keys of other commands are ignored.
         let shared = "data-dir = /srv/l\nreuse-port = true\nno-verify = true\n";
         assert!(!run_with_file(shared, &[]).unwrap().read_only);
@@ -1161,7 +1332,7 @@ mod tests {
             "/d/regtest/.cookie",
         ])
         .unwrap();
-        let b = c.dev.unwrap().bitcoin.unwrap();
+        let b = c.source.devnet().unwrap().bitcoin.clone().unwrap();
         assert_eq!(b.url, "http://127.0.0.1:18443");
         assert_eq!(
             b.credentials,
@@ -1175,7 +1346,13 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(
-            c.dev.unwrap().bitcoin.unwrap().credentials,
+            c.source
+                .devnet()
+                .unwrap()
+                .bitcoin
+                .clone()
+                .unwrap()
+                .credentials,
             Credentials::UserPassword {
                 user: "u".into(),
                 password: "p".into()
@@ -1202,9 +1379,67 @@ mod tests {
         let e = run(&["--dev", "--dev-bitcoin-rpc", "127.0.0.1:1"]).unwrap_err();
         assert!(e.0.contains("http://HOST:PORT"), "{e}");
         let e = run(&["--dev", "--bitcoin-rpc-cookie", "c"]).unwrap_err();
-        assert!(e.0.contains("only apply with --dev-bitcoin-rpc"), "{e}");
+        assert!(e.0.contains("or --dev-bitcoin-rpc"), "{e}");
         let e = run(&["--dev-bitcoin-rpc", "http://h:1"]).unwrap_err();
         assert!(e.0.contains("only applies with --dev"), "{e}");
+    }
+
+    #[test]
+    fn bitcoin_rpc_reads_the_da_layer_beside_an_upstream_with_the_networks_da_keys() {
+        let c = run(&[
+            "--upstream",
+            "http://u:1",
+            "--bitcoin-rpc",
+            "http://b:2",
+            "--bitcoin-rpc-cookie",
+            "/d/.cookie",
+        ])
+        .unwrap();
+        let b = c.source.bitcoin().unwrap();
+        assert_eq!(b.url, "http://b:2");
+        assert_eq!(b.credentials, Credentials::CookieFile("/d/.cookie".into()));
+        assert_eq!(b.finality_depth, 30);
+        // No --network: Citrea's regtest keys, which the devnet signs with.
+        assert_eq!(b.sequencer_key.to_string(), keys::REGTEST.sequencer);
+        assert_eq!(b.prover_key.to_string(), keys::REGTEST.prover);
+        assert_eq!(c.source.upstreams(), ["http://u:1"]);
+
+        let other = keys::DEVNET.prover;
+        let c = run(&[
+            "--network",
+            "testnet",
+            "--upstream=http://u:1",
+            "--bitcoin-rpc=http://b:2",
+            "--bitcoin-rpc-user=u",
+            "--bitcoin-rpc-password=p",
+            "--bitcoin-finality-depth=1",
+            "--prover-da-pubkey",
+            other,
+        ])
+        .unwrap();
+        let b = c.source.bitcoin().unwrap();
+        assert_eq!(b.finality_depth, 1);
+        assert_eq!(b.sequencer_key.to_string(), keys::TESTNET.sequencer);
+        assert_eq!(b.prover_key.to_string(), other);
+
+        let e = run(&["--bitcoin-rpc", "http://b:2", "--bitcoin-rpc-cookie", "c"]).unwrap_err();
+        assert!(e.0.contains("give --upstream URL too"), "{e}");
+        let e = run(&["--upstream", "http://u:1", "--bitcoin-rpc", "http://b:2"]).unwrap_err();
+        assert!(e.0.contains("needs bitcoind's credentials"), "{e}");
+        let e = run(&["--upstream", "http://u:1", "--bitcoin-finality-depth", "3"]).unwrap_err();
+        assert!(e.0.contains("only applies with --bitcoin-rpc"), "{e}");
+        let e = run(&["--bitcoin-finality-depth", "0"]).unwrap_err();
+        assert!(e.0.contains("at least 1"), "{e}");
+        let e = run(&["--sequencer-da-pubkey", "02ab"]).unwrap_err();
+        assert!(e.0.contains("66 hex digits"), "{e}");
+        let e = run(&[
+            "--network=mainnet",
+            "--upstream=http://u:1",
+            "--bitcoin-rpc=http://b:2",
+            "--bitcoin-rpc-cookie=c",
+        ])
+        .unwrap_err();
+        assert!(e.0.contains("has no DA keys"), "{e}");
     }
 
     /// A sample value for a flag in a config file.
@@ -1219,7 +1454,9 @@ mod tests {
             "network" => "testnet",
             "cors-origin" => "http://127.0.0.1:8080",
             "wire" => "citrea",
-            "dev-bitcoin-rpc" => "http://127.0.0.1:1",
+            "dev-bitcoin-rpc" | "bitcoin-rpc" => "http://127.0.0.1:1",
+            "sequencer-da-pubkey" => keys::REGTEST.sequencer,
+            "prover-da-pubkey" => keys::REGTEST.prover,
             f if SWITCHES.contains(&f) => "true",
             _ => "5",
         }
@@ -1256,6 +1493,10 @@ mod tests {
                     "dev = true\ndev-bitcoin-rpc = http://127.0.0.1:1\nbitcoin-rpc-user = u\n"
                 }
                 "bitcoin-rpc-cookie" => "dev = true\ndev-bitcoin-rpc = http://127.0.0.1:1\n",
+                "bitcoin-rpc" => "upstream = http://u:1\nbitcoin-rpc-cookie = /tmp/.cookie\n",
+                "bitcoin-finality-depth" | "sequencer-da-pubkey" | "prover-da-pubkey" => {
+                    "upstream = http://u:1\nbitcoin-rpc = http://b:2\nbitcoin-rpc-cookie = c\n"
+                }
                 _ => "",
             });
             let args: &[&str] = if sub == Some("import") {
@@ -1356,7 +1597,7 @@ mod tests {
         else {
             panic!("not a run")
         };
-        assert!(c.read_only && c.reuse_port && c.dev.is_none());
+        assert!(c.read_only && c.reuse_port && c.source.devnet().is_none());
         let e = parse(["serve", "--dev"].map(String::from)).unwrap_err();
         assert!(e.0.contains("unknown command \"serve\""), "{e}");
         let e = parse(["--from", "3"].map(String::from)).unwrap_err();

@@ -52,17 +52,30 @@ use crate::sync::progress::{unix_ms, Progress};
 pub enum SourceKind {
     /// `--dev`: the embedded devnet.
     Devnet,
-    /// `--upstream URL`: another node.
-    Upstream,
+    /// `--upstream URL`: another node; with `bitcoind`, the DA layer comes
+    /// from Bitcoin Core (`--bitcoin-rpc`), named as `"bitcoind"`.
+    Upstream { bitcoind: bool },
     /// Neither: the stored ledger is served as it is.
     None,
 }
 
 impl SourceKind {
+    /// The kind of a configured source.
+    pub fn of(source: &crate::config::SourceConfig) -> SourceKind {
+        use crate::config::SourceConfig;
+        match source {
+            SourceConfig::Devnet(_) => SourceKind::Devnet,
+            SourceConfig::Upstream { bitcoin, .. } => SourceKind::Upstream {
+                bitcoind: bitcoin.is_some(),
+            },
+            SourceConfig::None => SourceKind::None,
+        }
+    }
+
     fn name(self) -> &'static str {
         match self {
             SourceKind::Devnet => "devnet",
-            SourceKind::Upstream => "upstream",
+            SourceKind::Upstream { .. } => "upstream",
             SourceKind::None => "none",
         }
     }
@@ -161,6 +174,25 @@ impl Health {
         let last_block = p.last_block_unix_ms.load(Relaxed);
         let lag_s = self.max_lag_ms as f64 / 1000.0;
 
+        let bitcoin = &p.bitcoin;
+        let reads_bitcoin = matches!(self.source, SourceKind::Upstream { bitcoind: true });
+        if let (None, true, Some(reorg)) = (&problem, reads_bitcoin, bitcoin.reorg()) {
+            problem = Some(("reorg", reorg));
+        }
+        if problem.is_none() && reads_bitcoin && bitcoin.is_down() {
+            let ok_at = bitcoin.ok_unix_ms.load(Relaxed).max(self.started_ms);
+            let down = now.saturating_sub(ok_at);
+            if down > self.max_lag_ms {
+                problem = Some((
+                    "bitcoind",
+                    format!(
+                        "bitcoind has not answered for {:.1} s (limit {lag_s} s): {}",
+                        down as f64 / 1000.0,
+                        bitcoin.problem().unwrap_or_default()
+                    ),
+                ));
+            }
+        }
         if problem.is_none() && has_source {
             let ok_at = p.source_ok_unix_ms.load(Relaxed).max(self.started_ms);
             let behind_since = p.behind_since_unix_ms.load(Relaxed);
@@ -203,7 +235,7 @@ impl Health {
             // follower only: the devnet's head is this node's own, and its
             // sync thread commits every 100 ms however fast blocks come.
             let behind = l2_source.saturating_sub(l2_head);
-            let follower = self.source == SourceKind::Upstream;
+            let follower = matches!(self.source, SourceKind::Upstream { .. });
             if problem.is_none() && !live && follower && behind > self.max_behind {
                 problem = Some((
                     "behind",
@@ -260,6 +292,16 @@ impl Health {
         if let Some(upstream) = p.upstream() {
             body.extend_from_slice(b",\"upstream\":");
             crate::json::write_str(&mut body, upstream);
+        }
+        if let (true, Some(url)) = (reads_bitcoin, bitcoin.url.get()) {
+            body.extend_from_slice(b",\"bitcoind\":");
+            crate::json::write_str(&mut body, url);
+            body.extend_from_slice(b",\"bitcoindReachable\":");
+            body.extend_from_slice(if bitcoin.is_down() { b"false" } else { b"true" });
+            if let Some(why) = bitcoin.problem() {
+                body.extend_from_slice(b",\"bitcoindProblem\":");
+                crate::json::write_str(&mut body, &why);
+            }
         }
         num_after(
             &mut body,
@@ -331,7 +373,7 @@ mod tests {
 
     #[test]
     fn behind_with_nothing_stored_for_longer_than_the_limit_is_a_stall() {
-        let (mut h, p, _d) = health(SourceKind::Upstream, 1000);
+        let (mut h, p, _d) = health(SourceKind::Upstream { bitcoind: false }, 1000);
         h.started_ms -= 3_600_000;
         p.source_ok();
         p.l2_source_head.store(10, Relaxed);
@@ -365,7 +407,7 @@ mod tests {
     #[test]
     fn more_than_max_behind_blocks_below_the_source_is_unhealthy_and_says_so() {
         // The ledger is empty (head 0): the source's head is how far behind it is.
-        let (h, p, _d) = health(SourceKind::Upstream, 60_000);
+        let (h, p, _d) = health(SourceKind::Upstream { bitcoind: false }, 60_000);
         let h = h.max_behind(10);
         p.source_ok();
         p.l2_source_head.store(10, Relaxed);
@@ -385,7 +427,7 @@ mod tests {
         // Behind is not stuck: a watchdog's liveness check passes.
         assert_eq!(h.check_live().status, 200);
         // Without the limit (the default of `Health::new`), only stalls count.
-        let (h, p, _d) = health(SourceKind::Upstream, 60_000);
+        let (h, p, _d) = health(SourceKind::Upstream { bitcoind: false }, 60_000);
         p.source_ok();
         p.l2_source_head.store(5_000, Relaxed);
         assert_eq!(h.check().status, 200);
@@ -399,7 +441,7 @@ mod tests {
 
     #[test]
     fn a_follower_names_the_upstream_in_use() {
-        let (h, p, _d) = health(SourceKind::Upstream, 60_000);
+        let (h, p, _d) = health(SourceKind::Upstream { bitcoind: false }, 60_000);
         let _ = p
             .upstream_urls
             .set(vec!["http://a:1".into(), "http://b:2".into()]);
@@ -418,7 +460,7 @@ mod tests {
 
     #[test]
     fn an_unreachable_source_is_a_stall_only_after_the_limit() {
-        let (mut h, p, _d) = health(SourceKind::Upstream, 1000);
+        let (mut h, p, _d) = health(SourceKind::Upstream { bitcoind: false }, 1000);
         assert_eq!(h.check().status, 200, "just started");
         h.started_ms -= 5_000;
         let r = h.check();

@@ -317,6 +317,40 @@ impl Metrics {
                 progress.upstream_switches.load(Relaxed),
             )?;
         }
+        let bitcoin = &progress.bitcoin;
+        if bitcoin.url.get().is_some() {
+            gauge(
+                out,
+                "ledgerd_bitcoin_reachable",
+                "1 while bitcoind (--bitcoin-rpc) answers, 0 while it does not",
+                u64::from(!bitcoin.is_down()),
+            )?;
+            counter(
+                out,
+                "ledgerd_bitcoin_commitments_found_total",
+                "Sequencer commitments signed by the sequencer DA key found on Bitcoin since start",
+                bitcoin.commitments_found.load(Relaxed),
+            )?;
+            counter(
+                out,
+                "ledgerd_bitcoin_proofs_found_total",
+                "Proofs signed by the prover DA key found on Bitcoin since start",
+                bitcoin.proofs_found.load(Relaxed),
+            )?;
+            header(
+                out,
+                "ledgerd_bitcoin_reveals_refused_total",
+                "counter",
+                "Bitcoin transactions addressed to Citrea that were not taken, by reason",
+            )?;
+            for reason in crate::sync::progress::REFUSAL_REASONS {
+                writeln!(
+                    out,
+                    "ledgerd_bitcoin_reveals_refused_total{{reason=\"{reason}\"}} {}",
+                    bitcoin.refused_count(reason)
+                )?;
+            }
+        }
         header(
             out,
             "ledgerd_sync_verification_failures_total",
@@ -332,6 +366,7 @@ impl Metrics {
             ("merkle_root", &f.merkle_root),
             ("proof", &f.proof),
             ("receipt", &f.receipt),
+            ("da_slot", &f.da_slot),
             ("other", &f.other),
         ] {
             writeln!(

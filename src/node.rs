@@ -12,19 +12,20 @@ use std::thread::JoinHandle;
 use log::{error, info};
 
 use crate::chain::Network;
-use crate::config::Config;
+use crate::config::{BitcoinConfig, Config, SourceConfig};
 use crate::health::SourceKind;
 use crate::ledger::{Ledger, LedgerError, OpenOptions};
 use crate::routes::{Cors, Routes};
 use crate::rpc::{DevAccess, Rpc, RpcConfig};
 use crate::server::{Server, ServerConfig, ServerError, Stopper};
+use crate::source::bitcoind::{BitcoinDa, BitcoinDaConfig, BitcoinRpc, RpcOptions};
 use crate::source::devnet::control::{self, DevnetControl};
 use crate::source::devnet::{Devnet, DevnetConfig, DevnetError};
 use crate::source::upstream::failover::Upstreams;
 use crate::stop::Stop;
 use crate::sync::progress::Progress;
 use crate::sync::verify::BlockRules;
-use crate::sync::{SyncConfig, SyncError, Syncer};
+use crate::sync::{DaSide, Separate, SyncConfig, SyncError, Syncer};
 
 /// Why a node could not start.
 #[derive(Debug)]
@@ -93,13 +94,29 @@ impl NodeBuilder {
     }
     /// Runs the embedded devnet.
     pub fn dev(mut self, dev: DevnetConfig) -> Self {
-        self.config.dev = Some(dev);
+        self.config.source = SourceConfig::Devnet(dev);
         self
     }
     /// Follows another node instead of running the devnet; called again,
     /// adds a fallback (the first is preferred).
     pub fn upstream(mut self, url: &str) -> Self {
-        self.config.upstreams.push(url.to_string());
+        match &mut self.config.source {
+            SourceConfig::Upstream { urls, .. } => urls.push(url.to_string()),
+            other => {
+                *other = SourceConfig::Upstream {
+                    urls: vec![url.to_string()],
+                    bitcoin: None,
+                }
+            }
+        }
+        self
+    }
+    /// Reads the DA layer from this bitcoind instead of the upstream (as
+    /// `--bitcoin-rpc`; after [`NodeBuilder::upstream`]).
+    pub fn bitcoin(mut self, bitcoin: BitcoinConfig) -> Self {
+        if let SourceConfig::Upstream { bitcoin: b, .. } = &mut self.config.source {
+            *b = Some(bitcoin);
+        }
         self
     }
     pub fn bind(mut self, addr: &str) -> Self {
@@ -170,7 +187,7 @@ impl Node {
     }
 
     fn start(config: Config, stop: Arc<Stop>) -> Result<Node, NodeError> {
-        if config.dev.is_some() && config.network.is_some() {
+        if config.source.devnet().is_some() && config.network.is_some() {
             return Err(NodeError::Devnet(DevnetError::OtherChain(
                 "the devnet signs with its own key, not a network's: give it --kumquat-height instead of --network".into(),
             )));
@@ -184,7 +201,12 @@ impl Node {
         let mut threads = Vec::new();
         let mut devnet_control = None;
         let forks = config.forks();
-        if !config.read_only && (config.dev.is_some() || !config.upstreams.is_empty()) {
+        let source = if config.read_only {
+            &SourceConfig::None
+        } else {
+            &config.source
+        };
+        if !matches!(source, SourceConfig::None) {
             // The chain is verified (or made) by one fork table for its
             // whole life: refuse a data dir that holds another's.
             let mut w = ledger.writer()?;
@@ -192,103 +214,135 @@ impl Node {
             w.commit()?;
         }
 
-        if config.read_only {
-            // serve-readonly: no chain source; follow what another process writes.
-            crate::replica::refresh(&ledger, &progress)?;
-            let (l, p, s) = (ledger.clone(), progress.clone(), stop.clone());
-            threads.push(
-                std::thread::Builder::new()
-                    .name("replica".into())
-                    .spawn(move || crate::replica::follow(l, p, s, crate::replica::POLL))
-                    .map_err(NodeError::Thread)?,
-            );
-        } else if let Some(dev) = &config.dev {
-            let devnet = Devnet::open(dev.clone(), forks, ledger.clone())?;
-            let sync_config = SyncConfig {
-                // No more than a write transaction holds (see
-                // `SyncConfig::commit_blocks`).
-                chunk: 500,
-                verify_threads: 1,
-                poll: devnet_poll(dev),
-                sequencer_pubkey: Some(devnet.public_key()),
-                forks,
-                ..SyncConfig::default()
-            };
-            let mut syncer = Syncer::new(ledger.clone(), devnet, progress.clone(), sync_config);
-            let started = std::time::Instant::now();
-            syncer.catch_up(&stop)?;
-            if stop.is_stopped() {
-                return Err(NodeError::Stopped);
+        match source {
+            SourceConfig::None if config.read_only => {
+                // serve-readonly: no chain source; follow what another process writes.
+                crate::replica::refresh(&ledger, &progress)?;
+                let (l, p, s) = (ledger.clone(), progress.clone(), stop.clone());
+                threads.push(
+                    std::thread::Builder::new()
+                        .name("replica".into())
+                        .spawn(move || crate::replica::follow(l, p, s, crate::replica::POLL))
+                        .map_err(NodeError::Thread)?,
+                );
             }
-            // The heap the prefill used goes back before serving.
-            crate::memory::trim();
-            info!(
-                "devnet ready: head {} after {:.2?}",
-                progress
-                    .l2_synced
-                    .load(std::sync::atomic::Ordering::Relaxed),
-                started.elapsed()
-            );
-            let thread_stop = stop.clone();
-            let (control, jobs) = DevnetControl::channel();
-            devnet_control = Some(control);
-            threads.push(
-                std::thread::Builder::new()
-                    .name("sync".into())
-                    .spawn(move || control::run(syncer, jobs, &thread_stop))
-                    .map_err(NodeError::Thread)?,
-            );
-        } else if !config.upstreams.is_empty() {
-            let sync_config = SyncConfig {
-                chunk: config.sync_chunk,
-                sequencer_pubkey: config.sequencer_key(),
-                forks,
-                concurrency: config.sync_concurrency,
-                block_rules: BlockRules {
-                    allow_missing_tx_bodies: config.allow_missing_tx_bodies,
-                },
-                receipts: config.receipt_rules(),
-                ..SyncConfig::default()
-            };
-            // An upstream more than half the health limit behind the best
-            // one is passed over, so following it cannot make us unhealthy.
-            let (upstreams, watcher) = Upstreams::new(
-                &config.upstreams,
-                progress.clone(),
-                config.health_max_behind / 2,
-                sync_config.max_backoff,
-            );
-            let first = upstreams.in_use().to_string();
-            let syncer = Syncer::new(ledger.clone(), upstreams, progress.clone(), sync_config);
-            syncer.load_progress()?;
-            info!(
-                "following {first}: {forks}, sequencer key {}",
-                config
+            SourceConfig::None => {
+                info!("no chain source (--dev or --upstream): serving the stored ledger as it is");
+            }
+            SourceConfig::Devnet(dev) => {
+                let devnet = Devnet::open(dev.clone(), forks, ledger.clone())?;
+                let sync_config = SyncConfig {
+                    // No more than a write transaction holds (see
+                    // `SyncConfig::commit_blocks`).
+                    chunk: 500,
+                    verify_threads: 1,
+                    poll: devnet_poll(dev),
+                    sequencer_pubkey: Some(devnet.public_key()),
+                    forks,
+                    ..SyncConfig::default()
+                };
+                let mut syncer = Syncer::new(ledger.clone(), devnet, progress.clone(), sync_config);
+                let started = std::time::Instant::now();
+                syncer.catch_up(&stop)?;
+                if stop.is_stopped() {
+                    return Err(NodeError::Stopped);
+                }
+                // The heap the prefill used goes back before serving.
+                crate::memory::trim();
+                info!(
+                    "devnet ready: head {} after {:.2?}",
+                    progress
+                        .l2_synced
+                        .load(std::sync::atomic::Ordering::Relaxed),
+                    started.elapsed()
+                );
+                let thread_stop = stop.clone();
+                let (control, jobs) = DevnetControl::channel();
+                devnet_control = Some(control);
+                threads.push(
+                    std::thread::Builder::new()
+                        .name("sync".into())
+                        .spawn(move || control::run(syncer, jobs, &thread_stop))
+                        .map_err(NodeError::Thread)?,
+                );
+            }
+            SourceConfig::Upstream { urls, bitcoin } => {
+                let mut sync_config = SyncConfig {
+                    chunk: config.sync_chunk,
+                    sequencer_pubkey: config.sequencer_key(),
+                    forks,
+                    concurrency: config.sync_concurrency,
+                    block_rules: BlockRules {
+                        allow_missing_tx_bodies: config.allow_missing_tx_bodies,
+                    },
+                    receipts: config.receipt_rules(),
+                    ..SyncConfig::default()
+                };
+                if bitcoin.is_some() {
+                    // Bitcoin blocks come in batches of raw blocks (cheap,
+                    // several batches in flight): ask for many at once.
+                    sync_config.slots_per_fetch = 200;
+                }
+                // An upstream more than half the health limit behind the best
+                // one is passed over, so following it cannot make us unhealthy.
+                let (upstreams, watcher) = Upstreams::new(
+                    urls,
+                    progress.clone(),
+                    config.health_max_behind / 2,
+                    sync_config.max_backoff,
+                );
+                let first = upstreams.in_use().to_string();
+                let key_name = config
                     .sequencer_key()
                     .map(hex::encode)
-                    .unwrap_or_else(|| "of the first block".into())
-            );
-            if config.upstreams.len() > 1 {
-                let names = progress.upstream_urls.get().map(|u| u[1..].join(", "));
-                info!("fallback upstreams: {}", names.unwrap_or_default());
-            }
-            let thread_stop = stop.clone();
-            threads.push(
+                    .unwrap_or_else(|| "of the first block".into());
+                let sync = match bitcoin {
+                    None => {
+                        info!("following {first}: {forks}, sequencer key {key_name}");
+                        let syncer =
+                            Syncer::new(ledger.clone(), upstreams, progress.clone(), sync_config);
+                        spawn_sync(syncer, &stop)?
+                    }
+                    Some(b) => {
+                        let rpc =
+                            BitcoinRpc::new(&b.url, b.credentials.clone(), RpcOptions::default());
+                        let da = BitcoinDa::new(
+                            Arc::new(rpc),
+                            BitcoinDaConfig {
+                                finality_depth: b.finality_depth,
+                                ..BitcoinDaConfig::new(b.sequencer_key, b.prover_key)
+                            },
+                            progress.clone(),
+                        );
+                        info!(
+                            "following {first} (L2) and bitcoind {} (DA, {} confirmations, \
+                             sequencer DA key {}, prover DA key {}): {forks}, sequencer key {key_name}",
+                            b.url, b.finality_depth, b.sequencer_key, b.prover_key
+                        );
+                        let syncer = Syncer::with_da(
+                            ledger.clone(),
+                            upstreams,
+                            Separate(da),
+                            progress.clone(),
+                            sync_config,
+                        );
+                        spawn_sync(syncer, &stop)?
+                    }
+                };
+                threads.push(sync);
+                if urls.len() > 1 {
+                    let names = progress.upstream_urls.get().map(|u| u[1..].join(", "));
+                    info!("fallback upstreams: {}", names.unwrap_or_default());
+                }
+                // Not joined on shutdown: it touches no ledger, and a head
+                // request to an upstream that does not answer may hold it for
+                // its read timeout; it ends at its next look once stopped.
+                let thread_stop = stop.clone();
                 std::thread::Builder::new()
-                    .name("sync".into())
-                    .spawn(move || syncer.run(&thread_stop))
-                    .map_err(NodeError::Thread)?,
-            );
-            // Not joined on shutdown: it touches no ledger, and a head
-            // request to an upstream that does not answer may hold it for
-            // its read timeout; it ends at its next look once stopped.
-            let thread_stop = stop.clone();
-            std::thread::Builder::new()
-                .name("upstream-watch".into())
-                .spawn(move || watcher.run(&thread_stop))
-                .map_err(NodeError::Thread)?;
-        } else {
-            info!("no chain source (--dev or --upstream): serving the stored ledger as it is");
+                    .name("upstream-watch".into())
+                    .spawn(move || watcher.run(&thread_stop))
+                    .map_err(NodeError::Thread)?;
+            }
         }
 
         let server_config = ServerConfig {
@@ -313,7 +367,7 @@ impl Node {
         let addr = server.local_addr();
         let stopper = server.stopper();
         // dev_* calls change the chain: from this machine only, unless asked.
-        let dev_access = match (&devnet_control, &config.dev) {
+        let dev_access = match (&devnet_control, config.source.devnet()) {
             (Some(control), Some(dev)) if addr.ip().is_loopback() || dev.allow_remote_control => {
                 DevAccess::On(control.clone())
             }
@@ -332,13 +386,7 @@ impl Node {
             )
             .with_dev(dev_access),
         );
-        let source = if config.dev.is_some() {
-            SourceKind::Devnet
-        } else if !config.upstreams.is_empty() {
-            SourceKind::Upstream
-        } else {
-            SourceKind::None
-        };
+        let source = SourceKind::of(source);
         let cors = match &config.cors_origin {
             Some(origin) => Cors::Origin(origin.clone()),
             None => Cors::Any,
@@ -417,6 +465,20 @@ impl Drop for Node {
     fn drop(&mut self) {
         self.stop_and_join();
     }
+}
+
+/// Starts the sync thread of a follower.
+fn spawn_sync<L, D>(syncer: Syncer<L, D>, stop: &Arc<Stop>) -> Result<JoinHandle<()>, NodeError>
+where
+    L: crate::source::L2Source + Send + 'static,
+    D: DaSide<L> + 'static,
+{
+    syncer.load_progress()?;
+    let thread_stop = stop.clone();
+    std::thread::Builder::new()
+        .name("sync".into())
+        .spawn(move || syncer.run(&thread_stop))
+        .map_err(NodeError::Thread)
 }
 
 fn devnet_poll(dev: &DevnetConfig) -> std::time::Duration {

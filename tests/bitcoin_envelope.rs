@@ -52,6 +52,45 @@ fn prover() -> DaSecretKey {
 // --- Real data: a testnet4 proof reveal (Citrea test `issue_1686`) -------------------------------
 
 #[test]
+fn testnet4_proof_reveal_becomes_a_proof_whose_receipt_verifies_under_network_testnet() {
+    use ledgerd::chain::{ForkTable, Network};
+    use ledgerd::proof::{verify_proof_receipt, ReceiptRules};
+    use ledgerd::source::bitcoind::da::proof_from_receipt;
+    let tx = issue_1686_reveal();
+    let prover = keys::TESTNET.prover_key().unwrap();
+    let bytes = match reveal::read_light_client(&tx, &prover, body::MAX_PROOF_BYTES).unwrap() {
+        reveal::LightClientTx::Complete { proof } => proof,
+        other => panic!("a complete proof, not {other:?}"),
+    };
+    let sequencer = keys::TESTNET.sequencer_key().unwrap();
+    let proof = proof_from_receipt(bytes, 1234, &sequencer).expect("a receipt with a journal");
+    assert_eq!(proof.height, 1234);
+    assert_eq!(
+        proof.proof_output.sequencer_da_public_key,
+        sequencer.as_bytes().to_vec()
+    );
+    assert_eq!(proof.proof_output.last_l2_height, 0, "the old layout");
+    let testnet: Network = "testnet".parse().unwrap();
+    let rules = ReceiptRules {
+        network: Some(testnet),
+        allow_fake_proofs: false,
+    };
+    let forks: ForkTable = testnet.fork_table();
+    let checked = verify_proof_receipt(&proof, &rules, &forks).expect("verifies on testnet");
+    assert!(!checked.is_fake());
+    // The regtest sequencer DA key is not the one the journal names.
+    let regtest = keys::REGTEST.sequencer_key().unwrap();
+    let tx = issue_1686_reveal();
+    let reveal::LightClientTx::Complete { proof: bytes } =
+        reveal::read_light_client(&tx, &prover, body::MAX_PROOF_BYTES).unwrap()
+    else {
+        unreachable!()
+    };
+    let (reason, why) = proof_from_receipt(bytes, 1, &regtest).unwrap_err();
+    assert_eq!(reason, "journal_key", "{why}");
+}
+
+#[test]
 fn testnet4_proof_reveal_is_found_and_signed_by_the_testnet_prover_key() {
     let tx = issue_1686_reveal();
     assert!(Namespace::LightClient.matches(&envelope::wtxid_raw(&tx)));

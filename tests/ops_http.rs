@@ -258,7 +258,10 @@ fn health_is_503_when_every_block_fails_verification_and_metrics_count_the_check
     let dir = tempfile::tempdir().unwrap();
     let config = Config {
         data_dir: dir.path().to_path_buf(),
-        upstreams: vec![upstream.url()],
+        source: ledgerd::config::SourceConfig::Upstream {
+            urls: vec![upstream.url()],
+            bitcoin: None,
+        },
         // Not the devnet's sequencer: every block is refused.
         sequencer_pubkey: Some([7; 32]),
         health_max_lag: Duration::from_secs(1),

@@ -23,4 +23,4 @@ pub mod upstream;
 
 mod traits;
 
-pub use traits::{DaSource, L2Source, RangeFetch, SourceError, SourceErrorKind};
+pub use traits::{DaAnchor, DaSource, L2Source, RangeFetch, SourceError, SourceErrorKind};

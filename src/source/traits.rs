@@ -140,4 +140,27 @@ pub trait DaSource {
     fn parallel_slots(&self) -> Option<Box<dyn RangeFetch<Vec<DaSlot>>>> {
         None
     }
+    /// For a source that reads the DA chain itself (Bitcoin): the block at
+    /// each of `heights` (ascending, no repeats), `None` for a height the
+    /// chain does not have yet, so soft confirmations can be checked against
+    /// the blocks they name before they are stored. `Ok(None)` (the default):
+    /// the source cannot tell (an upstream node serves no DA blocks).
+    fn anchors(&mut self, _heights: &[u64]) -> Result<Option<Vec<Option<DaAnchor>>>, SourceError> {
+        Ok(None)
+    }
+    /// For a source that reads the DA chain itself: the hash of the chain's
+    /// block at `number` now (`None`: the chain is not that long, or the
+    /// source cannot tell), to check that a slot already scanned is still
+    /// on the chain.
+    fn block_hash(&mut self, _number: u64) -> Result<Option<Hash>, SourceError> {
+        Ok(None)
+    }
+}
+
+/// What a soft confirmation must point at: a DA block's hash (Citrea's
+/// `daSlotHash`, raw byte order) and its `daSlotTxsCommitment`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DaAnchor {
+    pub hash: Hash,
+    pub txs_commitment: Hash,
 }

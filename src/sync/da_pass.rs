@@ -13,16 +13,61 @@ use super::progress::Progress;
 use super::verify::{self, CommitmentVerdict, ProofVerdict, VerifyError};
 use super::{DaSide, SyncError, Syncer};
 use crate::chain::ForkTable;
-use crate::ledger::{ChainTip, Ledger, LedgerRead, LedgerWriter};
+use crate::ledger::{ChainTip, Ledger, LedgerError, LedgerRead, LedgerWriter};
 use crate::proof::ReceiptRules;
 use crate::source::{L2Source, SourceError};
 use crate::stop::Stop;
-use crate::types::DaSlot;
+use crate::types::{DaSlot, Hash};
 
 impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
+    /// With a DA source that reads the chain itself: the last slot scanned
+    /// must still be the chain's block at its height. A chain that no longer
+    /// has it reorganized deeper than the finality depth; nothing is
+    /// scanned or stored until it has it again (`/health` says why).
+    pub(super) fn check_da_chain(&mut self) -> Result<(), SyncError> {
+        if !self.da.separate() {
+            return Ok(());
+        }
+        let Some((slot, stored)) = last_slot_hash(&self.ledger.reader()?)? else {
+            return Ok(());
+        };
+        let chain = self
+            .da
+            .source(&mut self.l2)
+            .block_hash(slot)
+            .map_err(SyncError::Da)?;
+        match chain {
+            Some(chain) if chain != stored => Err(SyncError::Reorg {
+                slot,
+                stored,
+                chain: Some(chain),
+            }),
+            // A restarted bitcoind may not have loaded that far yet.
+            _ => {
+                if self.progress.bitcoin.reorg().is_some() && chain.is_some() {
+                    log::info!("DA slot {slot} is the chain's block again: scanning resumes");
+                    self.progress.bitcoin.set_reorg(None);
+                }
+                Ok(())
+            }
+        }
+    }
+
     pub(super) fn sync_da(&mut self, stop: &Stop) -> Result<u64, SyncError> {
+        let separate = self.da.separate();
+        let da_error = |e: SourceError| {
+            if separate {
+                SyncError::Da(e)
+            } else {
+                SyncError::Source(e)
+            }
+        };
         self.store_genesis_root()?;
-        let da_head = self.da.source(&mut self.l2).last_scanned()?;
+        let da_head = self
+            .da
+            .source(&mut self.l2)
+            .last_scanned()
+            .map_err(da_error)?;
         self.progress.l1_source_head.fetch_max(da_head, Relaxed);
         self.progress.note_behind();
         let mut scanned = self.ledger.reader()?.last_scanned_l1()?;
@@ -49,6 +94,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
             ledger,
             progress,
             scanned,
+            on_chain: separate,
             in_txn: 0,
             slots_per_commit: config.slots_per_commit.max(1),
             commit_every: config.commit_every,
@@ -79,8 +125,26 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
                 progress.l1_synced.load(Relaxed)
             );
         }
-        result.map(|()| sink.total)
+        result
+            .map_err(|e| match e {
+                SyncError::Source(e) => da_error(e),
+                other => other,
+            })
+            .map(|()| sink.total)
     }
+}
+
+/// The ledger's free meta entry holding the last scanned slot's number and
+/// hash (as the DA source gave it), for the deep-reorg check.
+const LAST_SLOT_HASH_KEY: &str = "last_scanned_slot_hash";
+
+/// The last scanned slot whose hash the DA source gave: (number, hash).
+pub(super) fn last_slot_hash(r: &impl LedgerRead) -> Result<Option<(u64, Hash)>, LedgerError> {
+    Ok(r.meta_bytes(LAST_SLOT_HASH_KEY)?.and_then(|b| {
+        let number = u64::from_be_bytes(b.get(..8)?.try_into().ok()?);
+        let hash: Hash = b.get(8..40)?.try_into().ok()?;
+        Some((number, hash))
+    }))
 }
 
 /// The DA side of a pass: checks each fetched slot's proofs and commitments
@@ -93,6 +157,8 @@ struct DaSink<'a> {
     progress: &'a Progress,
     /// The newest slot applied (committed, or in the open transaction).
     scanned: u64,
+    /// Slots come from the DA chain itself: what fails a check is left out.
+    on_chain: bool,
     in_txn: u64,
     slots_per_commit: u64,
     /// How long a transaction stays open while no slots arrive.
@@ -119,7 +185,16 @@ impl Sink<Vec<DaSlot>> for DaSink<'_> {
                 ))
                 .into());
             }
-            if !apply_slot(w, slot, &self.forks, &self.receipts)? {
+            let mut skipped = Vec::new();
+            let applied = apply_slot(
+                w,
+                slot,
+                &self.forks,
+                &self.receipts,
+                self.on_chain.then_some(&mut skipped),
+            )?;
+            note_skipped(self.progress, slot.number, &mut skipped);
+            if !applied {
                 // A commitment over heights not stored yet, or a proof that
                 // names a slot no stored block points at yet: come back later.
                 return Ok(Flow::Stop);
@@ -160,26 +235,46 @@ impl Sink<Vec<DaSlot>> for DaSink<'_> {
 /// false (and writes nothing of the slot) when a commitment covers heights
 /// not stored yet, or a proof names a DA slot whose hash is not known yet:
 /// the slot is scanned again after the L2 chain catches up.
+///
+/// A commitment or proof that fails a check fails the slot, to be fetched
+/// again (an upstream may answer better next time), unless `skipped` is
+/// given: a slot read from the DA chain itself will not change, so what
+/// fails is left out (never stored) and listed there, and the rest applies.
 pub(super) fn apply_slot(
     w: &mut LedgerWriter<'_>,
     slot: &DaSlot,
     forks: &ForkTable,
     receipts: &ReceiptRules,
+    mut skipped: Option<&mut Vec<VerifyError>>,
 ) -> Result<bool, VerifyError> {
+    let mut skip = |e: VerifyError| -> Result<(), VerifyError> {
+        match (&mut skipped, e) {
+            (Some(list), e @ VerifyError::Failed { .. }) => {
+                list.push(e);
+                Ok(())
+            }
+            (_, e) => Err(e),
+        }
+    };
     let mut proven = Vec::with_capacity(slot.proofs.len());
     let mut fakes = 0;
     if !slot.proofs.is_empty() {
         let head_slot = w.head_slot()?;
         for p in &slot.proofs {
-            match verify::verify_proof(&*w, p, head_slot, forks)? {
-                ProofVerdict::Valid(ranges) => {
+            match verify::verify_proof(&*w, p, head_slot, forks) {
+                Ok(ProofVerdict::Valid(ranges)) => {
                     // Its bytes must prove its output (no ledger needed: LMDB
                     // readers do not wait for this write transaction).
-                    let checked = crate::proof::verify_proof_receipt(p, receipts, forks)?;
-                    fakes += u64::from(checked.is_fake());
-                    proven.push(ranges)
+                    match crate::proof::verify_proof_receipt(p, receipts, forks) {
+                        Ok(checked) => {
+                            fakes += u64::from(checked.is_fake());
+                            proven.push((p, ranges))
+                        }
+                        Err(e) => skip(e)?,
+                    }
                 }
-                ProofVerdict::NotYet => return Ok(false),
+                Ok(ProofVerdict::NotYet) => return Ok(false),
+                Err(e) => skip(e)?,
             }
         }
     }
@@ -188,19 +283,47 @@ pub(super) fn apply_slot(
     let mut sorted = slot.commitments.clone();
     sorted.sort_by_key(|c| c.l2_start_block_number);
     let mut finalized = w.finalized_height()?;
+    let mut refused = Vec::new();
     for c in &sorted {
-        match verify::verify_commitment(&*w, c, finalized)? {
-            CommitmentVerdict::Valid => finalized = finalized.max(c.l2_end_block_number),
-            CommitmentVerdict::NotYet => return Ok(false),
+        match verify::verify_commitment(&*w, c, finalized) {
+            Ok(CommitmentVerdict::Valid) => finalized = finalized.max(c.l2_end_block_number),
+            Ok(CommitmentVerdict::NotYet) => return Ok(false),
+            Err(e) => {
+                skip(e)?;
+                refused.push(*c);
+            }
         }
     }
     if let Some(hash) = &slot.hash {
         w.put_da_slot_hash(slot.number, hash)?;
+        let mut entry = slot.number.to_be_bytes().to_vec();
+        entry.extend_from_slice(hash);
+        w.set_meta_bytes(LAST_SLOT_HASH_KEY, &entry)?;
     }
-    for (p, ranges) in slot.proofs.iter().zip(&proven) {
+    for (p, ranges) in &proven {
         w.apply_proof(slot.number, p, ranges)?;
     }
     crate::proof::count_fake_proofs(w, fakes)?;
-    w.apply_commitments(slot.number, &slot.commitments)?;
+    if refused.is_empty() {
+        w.apply_commitments(slot.number, &slot.commitments)?;
+    } else {
+        let kept: Vec<_> = slot
+            .commitments
+            .iter()
+            .filter(|c| !refused.contains(c))
+            .copied()
+            .collect();
+        w.apply_commitments(slot.number, &kept)?;
+    }
     Ok(true)
+}
+
+/// Logs and counts what [`apply_slot`] left out of slot `number`.
+pub(super) fn note_skipped(progress: &Progress, number: u64, skipped: &mut Vec<VerifyError>) {
+    for e in skipped.drain(..) {
+        if let VerifyError::Failed { check, .. } = &e {
+            super::failure_counter(&progress.failures, *check).fetch_add(1, Relaxed);
+        }
+        log::warn!("DA slot {number}: left out, never stored: {e}");
+    }
 }

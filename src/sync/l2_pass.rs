@@ -9,15 +9,15 @@ use std::time::{Duration, Instant};
 
 use log::debug;
 
-use super::da_pass::apply_slot;
+use super::da_pass::{apply_slot, note_skipped};
 use super::fetch::{fetch_ahead, ChunkRanges, Flow, Reach, Sink};
 use super::progress::Progress;
-use super::verify::{self, BlockRules};
+use super::verify::{self, BlockRules, Check, VerifyError};
 use super::{pipeline, DaSide, SyncError, Syncer};
 use crate::chain::ForkTable;
 use crate::ledger::{ChainTip, Ledger, LedgerRead, LedgerWriter};
 use crate::proof::ReceiptRules;
-use crate::source::L2Source;
+use crate::source::{DaAnchor, DaSource, L2Source, SourceError};
 use crate::stop::Stop;
 use crate::types::{DaSlot, SoftConfirmation};
 
@@ -64,6 +64,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
             stored_total: 0,
             txn: None,
             da_scanned: da_plan.map(|(next, _)| next - 1),
+            on_chain: da_side.separate(),
             da_in_txn: 0,
             rules: config.block_rules,
             verify_threads: config.verify_threads,
@@ -114,6 +115,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
                 }
                 None => l2.blocks(from, to)?,
             };
+            let anchors = anchors_for(da_side.source(l2), &blocks);
             let mut slots = Vec::new();
             if let (Some((next, da_head)), Some(last)) = (da.as_mut(), blocks.last()) {
                 let until = (*da_head).min(last.da_slot_height.saturating_sub(1));
@@ -159,7 +161,11 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
                     da = None;
                 }
             }
-            Ok(Fetched { blocks, slots })
+            Ok(Fetched {
+                blocks,
+                slots,
+                anchors,
+            })
         };
         let mut sources = (l2, da_side);
         let result = fetch_ahead(
@@ -199,10 +205,72 @@ fn consecutive_from(slots: &[DaSlot], from: u64) -> bool {
     !slots.is_empty() && slots.iter().zip(from..).all(|(s, n)| s.number == n)
 }
 
-/// A chunk of blocks, and the DA slots fetched along with it.
+/// The DA blocks a chunk's blocks point at, by height (`None`: not on the
+/// chain yet), when the DA source reads the chain itself; `Ok(None)` when it
+/// cannot tell.
+type Anchors = Result<Option<Vec<(u64, Option<DaAnchor>)>>, SourceError>;
+
+/// Asks the DA source for the blocks `blocks` point at.
+fn anchors_for(da: &mut dyn DaSource, blocks: &[SoftConfirmation]) -> Anchors {
+    if blocks.is_empty() {
+        return Ok(None);
+    }
+    let mut heights: Vec<u64> = blocks.iter().map(|b| b.da_slot_height).collect();
+    heights.sort_unstable();
+    heights.dedup();
+    Ok(da
+        .anchors(&heights)?
+        .map(|found| heights.into_iter().zip(found).collect()))
+}
+
+/// How many of `blocks` point at the DA chain's blocks as they are, and
+/// why the next one is not taken: `None` (all are, or the source cannot
+/// tell), `Some(Ok(()))` (it names a block the chain does not have yet:
+/// wait), `Some(Err(_))` (it names another block than the chain's).
+fn check_anchors(
+    blocks: &[SoftConfirmation],
+    anchors: Option<&[(u64, Option<DaAnchor>)]>,
+) -> (usize, Option<Result<(), VerifyError>>) {
+    let Some(anchors) = anchors else {
+        return (blocks.len(), None);
+    };
+    for (i, b) in blocks.iter().enumerate() {
+        let found = anchors
+            .binary_search_by_key(&b.da_slot_height, |(h, _)| *h)
+            .ok()
+            .and_then(|at| anchors[at].1);
+        let Some(a) = found else {
+            return (i, Some(Ok(())));
+        };
+        if a.hash != b.da_slot_hash || a.txs_commitment != b.da_slot_txs_commitment {
+            let what = format!(
+                "L2 block {} names DA block {} (txs commitment {}) at height {}; the chain has \
+                 block {} (txs commitment {}) there",
+                b.l2_height,
+                hex::encode(b.da_slot_hash),
+                hex::encode(b.da_slot_txs_commitment),
+                b.da_slot_height,
+                hex::encode(a.hash),
+                hex::encode(a.txs_commitment),
+            );
+            return (
+                i,
+                Some(Err(VerifyError::Failed {
+                    check: Check::DaSlot,
+                    what,
+                })),
+            );
+        }
+    }
+    (blocks.len(), None)
+}
+
+/// A chunk of blocks, the DA slots fetched along with it, and the DA blocks
+/// its blocks point at.
 struct Fetched {
     blocks: Vec<SoftConfirmation>,
     slots: Vec<DaSlot>,
+    anchors: Anchors,
 }
 
 impl Reach for Fetched {
@@ -237,6 +305,8 @@ struct L2Sink<'a> {
     da_scanned: Option<u64>,
     /// DA slots in the open transaction.
     da_in_txn: u64,
+    /// Slots come from the DA chain itself: what fails a check is left out.
+    on_chain: bool,
     rules: BlockRules,
     /// Threads that check signatures ([`SyncConfig::verify_threads`]).
     verify_threads: usize,
@@ -253,8 +323,19 @@ impl L2Sink<'_> {
             return Ok(());
         };
         for slot in slots {
+            let mut skipped = Vec::new();
             let applied = slot.number == *scanned + 1
-                && matches!(apply_slot(w, slot, &self.forks, &self.receipts), Ok(true));
+                && matches!(
+                    apply_slot(
+                        w,
+                        slot,
+                        &self.forks,
+                        &self.receipts,
+                        self.on_chain.then_some(&mut skipped),
+                    ),
+                    Ok(true)
+                );
+            note_skipped(self.progress, slot.number, &mut skipped);
             if !applied {
                 self.da_scanned = None;
                 return Ok(());
@@ -269,13 +350,30 @@ impl L2Sink<'_> {
 
 impl Sink<Fetched> for L2Sink<'_> {
     fn take(&mut self, fetched: Fetched) -> Result<Flow, SyncError> {
-        let Fetched { blocks, slots } = fetched;
+        let Fetched {
+            blocks,
+            slots,
+            anchors,
+        } = fetched;
         let Some(first) = blocks.first() else {
             return Ok(Flow::Stop);
         };
+        let anchors = anchors.map_err(SyncError::Da)?;
+        // Only blocks that point at the DA chain's blocks as they are.
+        let (anchored, not_anchored) = check_anchors(&blocks, anchors.as_deref());
+        if anchored == 0 {
+            if let Some(Err(e)) = not_anchored {
+                return Err(e.into());
+            }
+            debug!(
+                "L2 block {} names DA height {}, which the DA chain does not have yet: waiting",
+                first.l2_height, first.da_slot_height
+            );
+            return Ok(Flow::Stop);
+        }
         let key = *self.key.get_or_insert(first.pub_key);
         let verdict = verify::verify_blocks_on(
-            &blocks,
+            &blocks[..anchored],
             self.below,
             &key,
             &self.forks,
@@ -315,6 +413,18 @@ impl Sink<Fetched> for L2Sink<'_> {
         }
         if let Some(e) = failure {
             return Err(e.into());
+        }
+        match not_anchored {
+            Some(Err(e)) => return Err(e.into()),
+            Some(Ok(())) => {
+                debug!(
+                    "L2 block {} names a DA height the DA chain does not have yet: waiting",
+                    blocks[anchored].l2_height
+                );
+                self.take_slots(&slots)?;
+                return Ok(Flow::Stop);
+            }
+            None => {}
         }
         self.take_slots(&slots)?;
         let full = self.txn.as_ref().is_some_and(|(_, count, opened)| {

@@ -40,6 +40,7 @@ use crate::ledger::{Ledger, LedgerError, LedgerRead};
 use crate::proof::ReceiptRules;
 use crate::source::{DaSource, L2Source, SourceError};
 use crate::stop::Stop;
+use crate::types::Hash;
 use progress::Progress;
 use report::Reporter;
 use verify::{BlockRules, Check, VerifyError};
@@ -113,6 +114,15 @@ impl Default for SyncConfig {
 pub enum SyncError {
     /// The source could not answer.
     Source(SourceError),
+    /// The DA source of its own (bitcoind) could not answer.
+    Da(SourceError),
+    /// A DA slot already scanned is no longer the DA chain's block at its
+    /// height: the chain reorganized deeper than the finality depth.
+    Reorg {
+        slot: u64,
+        stored: Hash,
+        chain: Option<Hash>,
+    },
     /// What the source sent broke a chain rule; nothing of it was stored.
     Verify(VerifyError),
     /// The ledger could not be read or written.
@@ -123,6 +133,26 @@ impl std::fmt::Display for SyncError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             SyncError::Source(e) => write!(f, "the chain source did not answer: {e}"),
+            SyncError::Da(e) => write!(f, "the DA source did not answer: {e}"),
+            SyncError::Reorg {
+                slot,
+                stored,
+                chain,
+            } => {
+                let chain = match chain {
+                    Some(h) => {
+                        format!("block {}", crate::source::bitcoind::reveal::display_hash(h))
+                    }
+                    None => "no block".to_string(),
+                };
+                write!(
+                    f,
+                    "DA slot {slot} was scanned as block {}, but the chain now has {chain} there: \
+                     a reorganization deeper than the finality depth; nothing is rewritten, the \
+                     node waits for the chain to come back or for an operator",
+                    crate::source::bitcoind::reveal::display_hash(stored)
+                )
+            }
             SyncError::Verify(e) => write!(f, "rejected what the source sent: {e}"),
             SyncError::Ledger(e) => write!(f, "{e}"),
         }
@@ -149,6 +179,23 @@ impl From<VerifyError> for SyncError {
             VerifyError::Ledger(e) => SyncError::Ledger(e),
             other => SyncError::Verify(other),
         }
+    }
+}
+
+/// The `/metrics` counter of a failed check.
+pub(super) fn failure_counter(
+    counters: &progress::FailureCounts,
+    check: Check,
+) -> &std::sync::atomic::AtomicU64 {
+    match check {
+        Check::PrevHash | Check::Height => &counters.prev_hash,
+        Check::Hash => &counters.hash,
+        Check::Signature => &counters.signature,
+        Check::PubKey => &counters.pub_key,
+        Check::MerkleRoot | Check::CommitmentRange => &counters.merkle_root,
+        Check::Proof => &counters.proof,
+        Check::Receipt => &counters.receipt,
+        Check::DaSlot => &counters.da_slot,
     }
 }
 
@@ -183,6 +230,10 @@ pub struct Syncer<L: L2Source, D: DaSide<L> = SameSource> {
 pub trait DaSide<L>: Send {
     /// The DA source, which may be the L2 source itself.
     fn source<'a>(&'a mut self, l2: &'a mut L) -> &'a mut dyn DaSource;
+    /// Whether the DA source is not the L2 source (its failures are its own).
+    fn separate(&self) -> bool {
+        false
+    }
 }
 
 /// The L2 source serves the DA slots too (the devnet, an upstream node).
@@ -201,6 +252,9 @@ pub struct Separate<D>(pub D);
 impl<L, D: DaSource + Send> DaSide<L> for Separate<D> {
     fn source<'a>(&'a mut self, _l2: &'a mut L) -> &'a mut dyn DaSource {
         &mut self.0
+    }
+    fn separate(&self) -> bool {
+        true
     }
 }
 
@@ -346,6 +400,8 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
                 self.progress.upstream_errors.fetch_add(1, Relaxed);
                 self.progress.source_reachable.store(false, Relaxed);
             }
+            SyncError::Da(_) => {}
+            SyncError::Reorg { .. } => self.progress.bitcoin.set_reorg(Some(e.to_string())),
             SyncError::Verify(failed @ VerifyError::Failed { check, .. }) => {
                 let why = failed.to_string();
                 match check {
@@ -354,16 +410,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
                     }
                     _ => self.l2.rejected(&why),
                 }
-                let counter = match check {
-                    Check::PrevHash | Check::Height => &counters.prev_hash,
-                    Check::Hash => &counters.hash,
-                    Check::Signature => &counters.signature,
-                    Check::PubKey => &counters.pub_key,
-                    Check::MerkleRoot | Check::CommitmentRange => &counters.merkle_root,
-                    Check::Proof => &counters.proof,
-                    Check::Receipt => &counters.receipt,
-                };
-                counter.fetch_add(1, Relaxed);
+                failure_counter(counters, *check).fetch_add(1, Relaxed);
             }
             SyncError::Verify(VerifyError::Ledger(_)) | SyncError::Ledger(_) => {
                 counters.other.fetch_add(1, Relaxed);
@@ -376,7 +423,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         // check).
         let text = e.to_string();
         let state = match e {
-            SyncError::Source(s) => {
+            SyncError::Source(s) | SyncError::Da(s) => {
                 let (kind, what) = s.state();
                 format!("{kind:?} {what}")
             }
@@ -384,7 +431,10 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         };
         if self.last_failure.as_deref() != Some(state.as_str()) {
             match e {
-                SyncError::Source(_) => warn!("{text}; retrying with back-off"),
+                SyncError::Source(_) | SyncError::Da(_) => {
+                    warn!("{text}; retrying with back-off")
+                }
+                SyncError::Reorg { .. } => error!("{text}"),
                 _ => error!("{text}; nothing of it was stored; retrying with back-off"),
             }
             self.last_failure = Some(state);
@@ -393,6 +443,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
 
     /// One pass: L2 up to the source's head, then DA slots.
     pub fn step(&mut self, stop: &Stop) -> Result<StepReport, SyncError> {
+        self.check_da_chain()?;
         let blocks = self.sync_l2(stop)?;
         let slots = self.sync_da(stop)?;
         self.progress.note_behind();

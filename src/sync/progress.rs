@@ -5,7 +5,7 @@
 //! reader may see one layer updated before the other, never a torn number.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// One layer's progress: the head its source reported and how far the ledger has got.
@@ -53,6 +53,102 @@ pub struct Progress {
     pub upstream_in_use: AtomicUsize,
     /// Times the follower has moved to another upstream since start.
     pub upstream_switches: AtomicU64,
+    /// The Bitcoin DA source's state (`--bitcoin-rpc`; untouched without it).
+    pub bitcoin: BitcoinProgress,
+}
+
+/// Why a Bitcoin transaction that looked like Citrea's was not taken: the
+/// `reason` label of `ledgerd_bitcoin_reveals_refused_total`.
+pub const REFUSAL_REASONS: [&str; 11] = [
+    "signature",
+    "other_key",
+    "envelope",
+    "kind",
+    "brotli",
+    "bound",
+    "borsh",
+    "chunk",
+    "receipt",
+    "journal",
+    "journal_key",
+];
+
+/// A Bitcoin DA source's state, shared with `/health` and `/metrics`.
+#[derive(Debug, Default)]
+pub struct BitcoinProgress {
+    /// bitcoind's RPC URL (without credentials); set once at start.
+    pub url: OnceLock<String>,
+    /// Whether the last call to bitcoind got an answer.
+    pub reachable: AtomicBool,
+    /// Unix milliseconds of bitcoind's last answer (0: none yet).
+    pub ok_unix_ms: AtomicU64,
+    /// Why the last call to bitcoind failed (`None` while it answers).
+    pub problem: Mutex<Option<String>>,
+    /// A scanned slot that is no longer the chain's block at its height
+    /// (a reorg deeper than the finality depth): what was found. `/health`
+    /// answers 503 while it is set.
+    pub reorg: Mutex<Option<String>>,
+    /// Transactions refused, by [`REFUSAL_REASONS`] index.
+    pub refused: [AtomicU64; REFUSAL_REASONS.len()],
+    /// Sequencer commitments and proofs taken from Bitcoin since start.
+    pub commitments_found: AtomicU64,
+    pub proofs_found: AtomicU64,
+}
+
+impl BitcoinProgress {
+    /// Counts one refusal under `reason` (one of [`REFUSAL_REASONS`]).
+    pub fn refused(&self, reason: &str) {
+        if let Some(i) = REFUSAL_REASONS.iter().position(|r| *r == reason) {
+            self.refused[i].fetch_add(1, Relaxed);
+        }
+    }
+
+    /// How many were refused under `reason`.
+    pub fn refused_count(&self, reason: &str) -> u64 {
+        REFUSAL_REASONS
+            .iter()
+            .position(|r| *r == reason)
+            .map_or(0, |i| self.refused[i].load(Relaxed))
+    }
+
+    /// Records an answer from bitcoind.
+    pub fn answered(&self) {
+        self.reachable.store(true, Relaxed);
+        self.ok_unix_ms.store(unix_ms(), Relaxed);
+        if let Ok(mut p) = self.problem.lock() {
+            *p = None;
+        }
+    }
+
+    /// Records that bitcoind could not be asked, and why.
+    pub fn failed(&self, why: &str) {
+        self.reachable.store(false, Relaxed);
+        if let Ok(mut p) = self.problem.lock() {
+            *p = Some(why.to_string());
+        }
+    }
+
+    /// Whether this node reads Bitcoin and bitcoind does not answer now.
+    pub fn is_down(&self) -> bool {
+        self.url.get().is_some() && !self.reachable.load(Relaxed)
+    }
+
+    /// Why bitcoind does not answer, if it does not.
+    pub fn problem(&self) -> Option<String> {
+        self.problem.lock().ok().and_then(|p| p.clone())
+    }
+
+    /// The deep reorg found, if any.
+    pub fn reorg(&self) -> Option<String> {
+        self.reorg.lock().ok().and_then(|p| p.clone())
+    }
+
+    /// Sets (or clears) the deep reorg found.
+    pub fn set_reorg(&self, what: Option<String>) {
+        if let Ok(mut r) = self.reorg.lock() {
+            *r = what;
+        }
+    }
 }
 
 /// Verification failures by the check that failed.
@@ -65,6 +161,7 @@ pub struct FailureCounts {
     pub merkle_root: AtomicU64,
     pub proof: AtomicU64,
     pub receipt: AtomicU64,
+    pub da_slot: AtomicU64,
     pub other: AtomicU64,
 }
 
@@ -93,12 +190,22 @@ impl Progress {
         )
     }
 
-    /// L1 (DA): Synced while the ledger has scanned the newest slot the source reported.
+    /// L1 (DA): Synced while the ledger has scanned the newest slot the
+    /// source reported, and (reading Bitcoin) bitcoind answers and the
+    /// scanned chain is still Bitcoin's: a node that cannot see the chain
+    /// does not claim to be synced with it.
     pub fn l1_status(&self) -> LayerStatus {
-        layer(
+        let (head, synced) = (
             self.l1_source_head.load(Relaxed),
             self.l1_synced.load(Relaxed),
-        )
+        );
+        if self.bitcoin.is_down() || self.bitcoin.reorg().is_some() {
+            return LayerStatus::Syncing {
+                head: head.max(synced),
+                synced,
+            };
+        }
+        layer(head, synced)
     }
 
     /// Records that the ledger now holds L2 blocks up to `height`.

@@ -34,6 +34,9 @@ pub enum Check {
     Proof,
     /// A proof's bytes must be a receipt that proves its output ([`crate::proof`]).
     Receipt,
+    /// A block's `daSlotHash` and `daSlotTxsCommitment` must be those of the
+    /// DA chain's block at its `daSlotHeight` (with a Bitcoin DA source).
+    DaSlot,
 }
 
 impl Check {
@@ -49,6 +52,7 @@ impl Check {
             Check::MerkleRoot => "merkle_root",
             Check::Proof => "proof",
             Check::Receipt => "receipt",
+            Check::DaSlot => "da_slot",
         }
     }
 }

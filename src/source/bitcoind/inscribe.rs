@@ -252,6 +252,23 @@ pub fn inscribe(
     body: &[u8],
     options: &InscribeOptions,
 ) -> Result<Inscription, InscribeError> {
+    let prefix = kind.namespace().prefix();
+    inscribe_where(funding, da_key, kind, body, options, |w| {
+        w.starts_with(&prefix)
+    })
+}
+
+/// [`inscribe`], grinding until the reveal's raw wtxid satisfies `wanted`
+/// instead of starting with the kind's prefix (tests publish reveals with a
+/// wrong prefix this way).
+pub fn inscribe_where(
+    funding: &Funding,
+    da_key: &DaSecretKey,
+    kind: Kind,
+    body: &[u8],
+    options: &InscribeOptions,
+    wanted: impl Fn(&[u8; 32]) -> bool,
+) -> Result<Inscription, InscribeError> {
     if matches!(kind, Kind::SequencerCommitment | Kind::BatchProofMethodId) && body.len() > MAX_PUSH
     {
         return Err(InscribeError::BodyTooLarge {
@@ -328,14 +345,13 @@ pub fn inscribe(
 
     // The grind: each try signs with other BIP 340 auxiliary randomness (the try's number), so the
     // signature, and with it the wtxid, changes while the signed transaction does not.
-    let prefix = kind.namespace().prefix();
     for attempt in 0..options.max_tries {
         let mut aux = [0u8; 32];
         aux[..8].copy_from_slice(&attempt.to_le_bytes());
         let signature = secp.sign_schnorr_with_aux_rand(&message, &reveal_keypair, &aux);
         reveal.input[0].witness =
             Witness::from_slice(&[signature.as_ref(), script.as_bytes(), control.as_slice()]);
-        if wtxid_raw(&reveal).starts_with(&prefix) {
+        if wanted(&wtxid_raw(&reveal)) {
             sign_funding(&secp, &mut commit, funding)?;
             let change = change_sats.map(|amount_sats| Funding {
                 outpoint: OutPoint {

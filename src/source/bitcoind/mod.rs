@@ -21,9 +21,12 @@
 //! - [`reveal`]: the three above in one call per transaction, as the sync thread wants them, with
 //!   one typed refusal that says why a transaction was not taken.
 //! - [`keys`]: v0.6.2's sequencer and prover DA keys per network, and the regtest private keys.
+//! - [`da`]: all of the above as the follower's DA source (`--bitcoin-rpc`): slots with the
+//!   commitments and proofs Bitcoin carried, the blocks soft confirmations point at.
 //! - [`inscribe`]: the other direction, for the devnet: building Citrea-format commit/reveal pairs.
 pub mod block;
 pub mod body;
+pub mod da;
 pub mod envelope;
 pub mod inscribe;
 pub mod keys;
@@ -33,5 +36,6 @@ pub mod rpc;
 pub mod signer;
 
 pub use block::{parse_block, BlockError, DaBlock, DaTx};
+pub use da::{BitcoinDa, BitcoinDaConfig, DEFAULT_FINALITY_DEPTH};
 pub use reader::{BlockReader, ReadError, ReaderOptions};
 pub use rpc::{BitcoinRpc, Credentials, RpcError, RpcOptions};

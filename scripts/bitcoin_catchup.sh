@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Measures a follower catching up a regtest chain that carries Citrea
+# transactions, reading its DA layer from a local bitcoind (--bitcoin-rpc).
+#
+#   scripts/bitcoin_catchup.sh [EMPTY_BLOCKS] [QUERIES_PER_SECOND]   (defaults: 5000, 200)
+#
+# Builds release; starts a regtest bitcoind (scripts/bitcoind/build.sh's,
+# -txindex=1) and a devnet on it (--dev --dev-bitcoin-rpc) that mines 60 L2
+# blocks with commitments and proofs published as Citrea reveals; then
+# EMPTY_BLOCKS blocks of another miner; then 60 more L2 blocks with their
+# commitments and proofs. A follower (--upstream <devnet> --bitcoin-rpc
+# <regtest> --bitcoin-finality-depth 1) starts on an empty data dir and
+# catches up, while examples/catchup_probe.rs asks it queries at a steady
+# rate. Prints the Bitcoin blocks scanned per second (slots from L2 block 1's
+# daSlotHeight to the tip, over the time until both layers read Synced), the
+# query latencies (p50/p99/max) and the follower's largest RssAnon sampled
+# every 100 ms (/proc/PID/status).
+set -euo pipefail
+
+EMPTY=${1:-5000}
+RATE=${2:-200}
+cd "$(dirname "$0")/.."
+
+BITCOIND=${LEDGERD_BITCOIND:-${LEDGERD_TOOLS_DIR:-$HOME/.cache/ledgerd-tools}/bitcoind-0.4.1/bin/bitcoind}
+[ -x "$BITCOIND" ] || { echo "no bitcoind at $BITCOIND: run scripts/bitcoind/build.sh" >&2; exit 1; }
+cargo build --release --quiet --bin ledgerd --example catchup_probe
+BIN=target/release/ledgerd
+PROBE=target/release/examples/catchup_probe
+
+WORK=$(mktemp -d /tmp/ledgerd-btc-catchup.XXXXXX)
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+RPC_PORT=$(port)
+mkdir "$WORK/btc"
+"$BITCOIND" -regtest -txindex=1 -listen=0 -server -printtoconsole=0 -datadir="$WORK/btc" \
+  -rpcbind=127.0.0.1 -rpcallowip=127.0.0.1 -rpcport="$RPC_PORT" -port="$(port)" &
+PIDS+=($!)
+BTC=http://127.0.0.1:$RPC_PORT
+COOKIE=$WORK/btc/regtest/.cookie
+btc() {
+  curl -s --user "$(cat "$COOKIE")" -H 'content-type: application/json' \
+    -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"$1\",\"params\":$2}" "$BTC"
+}
+for _ in $(seq 100); do [ -f "$COOKIE" ] && btc getblockcount '[]' | grep -q '"result"' && break; sleep 0.2; done
+
+rpc() { curl -s -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"$2\",\"params\":$3}" "$1"; }
+
+# Starts ledgerd with the given args; sets URL from its first stdout line.
+start() {
+  local name=$1; shift
+  mkfifo "$WORK/$name.fifo"
+  "$BIN" "$@" --bind 127.0.0.1:0 >"$WORK/$name.fifo" 2>"$WORK/$name.log" &
+  PIDS+=($!)
+  exec {fd}<"$WORK/$name.fifo"
+  local line
+  if ! read -r -t 120 line <&"$fd"; then
+    echo "$name did not start:" >&2; cat "$WORK/$name.log" >&2; exit 1
+  fi
+  URL=${line#listening on }
+}
+
+start devnet --dev --dev-block-ms 0 --dev-bitcoin-rpc "$BTC" --bitcoin-rpc-cookie "$COOKIE" \
+  --data-dir "$WORK/devnet"
+DEVNET=$URL
+rpc "$DEVNET" dev_mine '[60]' >/dev/null
+rpc "$DEVNET" dev_commit '[]' >/dev/null
+rpc "$DEVNET" dev_prove '[]' >/dev/null
+
+btc generatetodescriptor "[$EMPTY, \"raw(51)\"]" >/dev/null
+# The devnet's first call after another miner's blocks may fail once.
+rpc "$DEVNET" dev_mine '[30]' >/dev/null
+rpc "$DEVNET" dev_mine '[30]' >/dev/null
+rpc "$DEVNET" dev_commit '[]' >/dev/null
+rpc "$DEVNET" dev_prove '[]' >/dev/null
+TIP=$(btc getblockcount '[]' | sed 's/.*"result":\([0-9]*\).*/\1/')
+FIRST=$(rpc "$DEVNET" ledger_getSoftConfirmationByNumber '[1]' | sed 's/.*"daSlotHeight":\([0-9]*\).*/\1/')
+HEAD=$(rpc "$DEVNET" ledger_getHeadSoftConfirmationHeight '[]' | sed 's/.*"result":\([0-9]*\).*/\1/')
+SLOTS=$((TIP - FIRST + 1))
+echo "regtest: tip $TIP; devnet: L2 head $HEAD, its first slot $FIRST: $SLOTS Bitcoin blocks to scan"
+
+start follower --upstream "$DEVNET" --bitcoin-rpc "$BTC" --bitcoin-rpc-cookie "$COOKIE" \
+  --bitcoin-finality-depth 1 --data-dir "$WORK/follower"
+FOLLOWER=$URL
+FPID=${PIDS[-1]}
+(
+  max=0
+  while kill -0 "$FPID" 2>/dev/null; do
+    kb=$(awk '/RssAnon/ {print $2}' "/proc/$FPID/status" 2>/dev/null || echo 0)
+    [ "${kb:-0}" -gt "$max" ] && max=$kb && echo "$max" >"$WORK/rss_max"
+    sleep 0.1
+  done
+) &
+PIDS+=($!)
+t0=$(date +%s.%N)
+"$PROBE" "$FOLLOWER" "$DEVNET" "$RATE" 300 | tee "$WORK/probe.out"
+t1=$(date +%s.%N)
+grep -q '^caught up' "$WORK/probe.out" || { echo "the follower did not catch up" >&2; tail "$WORK/follower.log" >&2; exit 1; }
+secs=$(sed -n 's/^caught up: .* in \([0-9.]*\) s .*/\1/p' "$WORK/probe.out")
+echo "Bitcoin blocks scanned: $SLOTS in $secs s = $(echo "$SLOTS / $secs" | bc) blocks/s" \
+  "(wall time from follower start: $(echo "$t1 - $t0" | bc) s)"
+echo "follower RssAnon: max $(cat "$WORK/rss_max" 2>/dev/null || echo '?') kB during catch-up," \
+  "$(awk '/RssAnon/ {print $2}' "/proc/$FPID/status") kB after"
+echo "follower statuses: $(rpc "$FOLLOWER" ledger_getSoftConfirmationStatus "[60]") at 60," \
+  "the devnet's $(rpc "$DEVNET" ledger_getSoftConfirmationStatus "[60]")"

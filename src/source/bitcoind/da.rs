@@ -1,0 +1,446 @@
+//! Bitcoin as a [`DaSource`]: the DA slots a follower scans, read from
+//! Bitcoin Core itself (`--bitcoin-rpc`).
+//!
+//! Each slot is one Bitcoin block with at least the finality depth of
+//! confirmations (`--bitcoin-finality-depth`, Citrea's 30: up to
+//! `getblockcount - 29`). Blocks are read raw and checked
+//! ([`super::reader`]: hashes, Merkle roots and wtxids recomputed), keeping
+//! only the transactions whose raw wtxid starts with one of Citrea's
+//! prefixes. Then, as Citrea v0.6.2's full node does:
+//!
+//! - namespace `0101`: sequencer commitments signed by the sequencer DA key;
+//! - namespace `0202`: proofs signed by the prover DA key, complete or as an
+//!   aggregate whose chunks are fetched by txid (`getrawtransaction`;
+//!   bitcoind runs with `-txindex=1`); the decompressed bytes are a risc0
+//!   receipt, and its journal is the proof's output. The sync thread then
+//!   checks each proof against the stored chain and its receipt against the
+//!   network's image, as for any source.
+//!
+//! A transaction that looks like ours but is not taken (a bad signature,
+//! another key, a kind we do not know, a body that does not decode or
+//! decodes past the bound, a missing chunk, a receipt or journal that does
+//! not read) is skipped: one WARN naming its txid, counted in `/metrics` by
+//! reason ([`crate::sync::progress::REFUSAL_REASONS`]). Wrong prefixes and
+//! scripts that are no envelope at all are routine and logged at debug.
+//!
+//! The source also serves the blocks soft confirmations point at
+//! ([`DaSource::anchors`]), cached per height once final, and the chain's
+//! hash at a height ([`DaSource::block_hash`]) for the deep-reorg check.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+use bitcoin::consensus::deserialize;
+use bitcoin::hashes::Hash as _;
+use bitcoin::{Transaction, Txid};
+use log::{debug, warn};
+
+use super::block::DaBlock;
+use super::body::{BodyError, MAX_PROOF_BYTES};
+use super::envelope::{EnvelopeError, Namespace};
+use super::reader::{BlockReader, ReadError, ReaderOptions};
+use super::reveal::{self, display_hash, LightClientTx, Refusal};
+use super::rpc::{BitcoinRpc, RpcError};
+use super::signer::{DaPublicKey, SignatureError};
+use crate::proof::{journal, receipt};
+use crate::source::{DaAnchor, DaSource, SourceError};
+use crate::sync::progress::{BitcoinProgress, Progress};
+use crate::types::{DaSlot, Hash, SequencerCommitment, VerifiedBatchProof};
+
+/// Citrea's `FINALITY_DEPTH`: a block is scanned once it has this many
+/// confirmations (itself included).
+pub const DEFAULT_FINALITY_DEPTH: u64 = 30;
+
+/// Anchors cached at most (final blocks only; about 100 bytes each).
+const ANCHOR_CACHE: usize = 20_000;
+
+/// How the Bitcoin DA source reads and whom it believes.
+#[derive(Clone, Debug)]
+pub struct BitcoinDaConfig {
+    /// Confirmations a block needs before it is scanned (at least 1).
+    pub finality_depth: u64,
+    /// Signs sequencer commitments (`--sequencer-da-pubkey`, else the network's).
+    pub sequencer_key: DaPublicKey,
+    /// Signs proofs (`--prover-da-pubkey`, else the network's).
+    pub prover_key: DaPublicKey,
+    /// Most bytes a proof may decompress to.
+    pub proof_bound: usize,
+    /// Heights per JSON-RPC batch and batches in flight.
+    pub batch: usize,
+    pub in_flight: usize,
+}
+
+impl BitcoinDaConfig {
+    /// Citrea's defaults with these keys.
+    pub fn new(sequencer_key: DaPublicKey, prover_key: DaPublicKey) -> Self {
+        BitcoinDaConfig {
+            finality_depth: DEFAULT_FINALITY_DEPTH,
+            sequencer_key,
+            prover_key,
+            proof_bound: MAX_PROOF_BYTES,
+            batch: 50,
+            in_flight: 2,
+        }
+    }
+}
+
+/// The DA side of a follower, read from Bitcoin Core (see the module docs).
+pub struct BitcoinDa {
+    rpc: Arc<BitcoinRpc>,
+    config: BitcoinDaConfig,
+    progress: Arc<Progress>,
+    /// Final blocks' anchors by height.
+    anchors: BTreeMap<u64, DaAnchor>,
+    /// The last `getblockcount` answer.
+    tip: u64,
+}
+
+impl BitcoinDa {
+    pub fn new(rpc: Arc<BitcoinRpc>, config: BitcoinDaConfig, progress: Arc<Progress>) -> Self {
+        let _ = progress.bitcoin.url.set(rpc.url().to_string());
+        BitcoinDa {
+            rpc,
+            config: BitcoinDaConfig {
+                finality_depth: config.finality_depth.max(1),
+                ..config
+            },
+            progress,
+            anchors: BTreeMap::new(),
+            tip: 0,
+        }
+    }
+
+    fn status(&self) -> &BitcoinProgress {
+        &self.progress.bitcoin
+    }
+
+    /// The newest final height for a tip.
+    fn final_height(&self, tip: u64) -> u64 {
+        tip.saturating_sub(self.config.finality_depth - 1)
+    }
+
+    fn reader(&self, filtered: bool) -> BlockReader<'_> {
+        BlockReader::new(
+            &self.rpc,
+            ReaderOptions {
+                batch: self.config.batch,
+                in_flight: self.config.in_flight,
+                wtxid_prefixes: filtered.then(|| {
+                    vec![
+                        Namespace::BatchProof.prefix().to_vec(),
+                        Namespace::LightClient.prefix().to_vec(),
+                    ]
+                }),
+            },
+        )
+    }
+
+    /// `getblockcount`, noting whether bitcoind answered.
+    fn block_count(&mut self) -> Result<u64, SourceError> {
+        let count = self.rpc.get_block_count().map_err(|e| self.rpc_error(e))?;
+        self.status().answered();
+        // A restarted bitcoind may count fewer blocks for a moment (it
+        // reconnects blocks while it loads): nothing to do but ask again.
+        if count < self.tip {
+            debug!("bitcoind now counts {count} blocks, {} before", self.tip);
+        }
+        self.tip = count;
+        Ok(count)
+    }
+
+    fn rpc_error(&self, e: RpcError) -> SourceError {
+        let what = format!("bitcoind at {}", self.rpc.url());
+        let err = match &e {
+            RpcError::Refused { code, .. } if !e.is_warming_up() => {
+                SourceError::refused(*code, format!("{what} refused a call"), Some(e.to_string()))
+            }
+            RpcError::BadAnswer { .. } | RpcError::TooLarge { .. } => {
+                SourceError::unreadable(format!("{what} sent an answer we cannot read"), &e)
+            }
+            _ => SourceError::unreachable(format!("{what} cannot be asked"), &e),
+        };
+        self.status().failed(&err.to_string());
+        err
+    }
+
+    fn read_error(&self, e: ReadError) -> SourceError {
+        match e {
+            ReadError::Rpc(e) => self.rpc_error(e),
+            other => {
+                self.status().answered();
+                SourceError::unreadable(
+                    format!("bitcoind at {} sent a block we refuse", self.rpc.url()),
+                    other,
+                )
+            }
+        }
+    }
+
+    fn remember(&mut self, block: &DaBlock) {
+        if block.height <= self.final_height(self.tip) {
+            self.anchors.insert(
+                block.height,
+                DaAnchor {
+                    hash: block.hash,
+                    txs_commitment: block.txs_commitment,
+                },
+            );
+            while self.anchors.len() > ANCHOR_CACHE {
+                self.anchors.pop_first();
+            }
+        }
+    }
+
+    /// One checked block as a DA slot: its commitments and proofs, each
+    /// transaction that is not taken skipped and counted.
+    fn slot_of(&self, block: &DaBlock) -> Result<DaSlot, SourceError> {
+        let mut slot = DaSlot {
+            number: block.height,
+            hash: Some(block.hash),
+            commitments: Vec::new(),
+            proofs: Vec::new(),
+        };
+        for tx in &block.txs {
+            if Namespace::BatchProof.matches(&tx.wtxid) {
+                match reveal::read_commitment(&tx.tx, &self.config.sequencer_key) {
+                    Ok(c) => {
+                        debug!(
+                            "bitcoin block {}: commitment {}..={} in {}",
+                            block.height,
+                            c.l2_start,
+                            c.l2_end,
+                            display_hash(&tx.txid)
+                        );
+                        self.status().commitments_found.fetch_add(1, Relaxed);
+                        slot.commitments.push(SequencerCommitment {
+                            found_in_l1: block.height,
+                            merkle_root: c.merkle_root,
+                            l2_start_block_number: c.l2_start,
+                            l2_end_block_number: c.l2_end,
+                        });
+                    }
+                    Err(r) => self.refuse(block.height, &tx.txid, "commitment", &r),
+                }
+            } else if Namespace::LightClient.matches(&tx.wtxid) {
+                let bytes = match reveal::read_light_client(
+                    &tx.tx,
+                    &self.config.prover_key,
+                    self.config.proof_bound,
+                ) {
+                    Ok(LightClientTx::Complete { proof }) => proof,
+                    Ok(LightClientTx::Aggregate { txids, wtxids }) => {
+                        let chunks = self.chunks(&txids)?;
+                        match reveal::read_chunked_proof(
+                            &txids,
+                            &wtxids,
+                            &chunks,
+                            self.config.proof_bound,
+                        ) {
+                            Ok(proof) => proof,
+                            Err(r) => {
+                                self.refuse(block.height, &tx.txid, "proof", &r);
+                                continue;
+                            }
+                        }
+                    }
+                    // Read through their aggregate; method ids change
+                    // nothing a full node serves.
+                    Ok(LightClientTx::Chunk | LightClientTx::MethodId(_)) => continue,
+                    Err(r) => {
+                        self.refuse(block.height, &tx.txid, "proof", &r);
+                        continue;
+                    }
+                };
+                match proof_from_receipt(bytes, block.height, &self.config.sequencer_key) {
+                    Ok(p) => {
+                        self.status().proofs_found.fetch_add(1, Relaxed);
+                        slot.proofs.push(p);
+                    }
+                    Err((reason, why)) => {
+                        self.status().refused(reason);
+                        warn!(
+                            "bitcoin block {} tx {}: proof not taken: {why}",
+                            block.height,
+                            display_hash(&tx.txid)
+                        );
+                    }
+                }
+            }
+        }
+        Ok(slot)
+    }
+
+    /// The transactions named by an aggregate, fetched by txid in one batch;
+    /// `None` for one bitcoind does not have (the aggregate is then refused
+    /// as missing a chunk). Fails only when bitcoind cannot be asked.
+    fn chunks(&self, txids: &[[u8; 32]]) -> Result<Vec<Option<Transaction>>, SourceError> {
+        let params = txids
+            .iter()
+            .map(|t| format!(r#"["{}",false]"#, Txid::from_byte_array(*t)));
+        let answers = self
+            .rpc
+            .batch_raw("getrawtransaction", params, |raw| {
+                let text: &str = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
+                let bytes = hex::decode(text).map_err(|e| format!("not hex: {e}"))?;
+                deserialize::<Transaction>(&bytes).map_err(|e| e.to_string())
+            })
+            .map_err(|e| self.rpc_error(e))?;
+        Ok(answers.into_iter().map(Result::ok).collect())
+    }
+
+    /// Logs and counts one transaction not taken.
+    fn refuse(&self, height: u64, txid: &[u8; 32], what: &str, r: &Refusal) {
+        if r.is_not_ours() {
+            debug!(
+                "bitcoin block {height} tx {}: not a {what}: {r}",
+                display_hash(txid)
+            );
+            return;
+        }
+        self.status().refused(reason_of(r));
+        warn!(
+            "bitcoin block {height} tx {}: {what} not taken: {r}",
+            display_hash(txid)
+        );
+    }
+}
+
+/// Proof bytes from Bitcoin (a risc0 receipt) as a proof found on slot
+/// `height` whose output is the receipt's journal; refused (with the
+/// `/metrics` reason and why) when the bytes are no receipt, the journal does
+/// not read, or it names another sequencer DA key than `sequencer` (Citrea's
+/// full node checks the same). The sync thread then checks it against the
+/// chain and the receipt against the network's image.
+pub fn proof_from_receipt(
+    bytes: Vec<u8>,
+    height: u64,
+    sequencer: &DaPublicKey,
+) -> Result<VerifiedBatchProof, (&'static str, String)> {
+    let decoded = receipt::decode(&bytes)
+        .map_err(|e| ("receipt", format!("the bytes are not a risc0 receipt: {e}")))?;
+    let output = journal::decode(decoded.journal())
+        .map_err(|e| {
+            (
+                "journal",
+                format!("the receipt's journal does not read: {e}"),
+            )
+        })?
+        .proof_output();
+    if output.sequencer_da_public_key != sequencer.as_bytes() {
+        return Err((
+            "journal_key",
+            format!(
+                "the journal names sequencer DA key {}, not {sequencer}",
+                hex::encode(&output.sequencer_da_public_key),
+            ),
+        ));
+    }
+    Ok(VerifiedBatchProof {
+        proof: bytes,
+        proof_output: output,
+        height,
+    })
+}
+
+/// The `/metrics` reason of a refusal.
+pub fn reason_of(r: &Refusal) -> &'static str {
+    match r {
+        Refusal::Envelope(EnvelopeError::UnknownKind { .. }) | Refusal::Kind { .. } => "kind",
+        Refusal::Envelope(_) => "envelope",
+        Refusal::Signature(SignatureError::OtherSigner { .. }) => "other_key",
+        Refusal::Signature(_) => "signature",
+        Refusal::Body(BodyError::Brotli(_)) => "brotli",
+        Refusal::Body(BodyError::TooLarge { .. }) => "bound",
+        Refusal::Body(_) => "borsh",
+        Refusal::BadAggregate { .. }
+        | Refusal::TooManyChunks { .. }
+        | Refusal::MissingChunk { .. }
+        | Refusal::ChunkMismatch { .. } => "chunk",
+    }
+}
+
+impl DaSource for BitcoinDa {
+    fn last_scanned(&mut self) -> Result<u64, SourceError> {
+        let count = self.block_count()?;
+        Ok(self.final_height(count))
+    }
+
+    fn slot(&mut self, number: u64) -> Result<DaSlot, SourceError> {
+        let mut slots = self.slots(number, number)?;
+        slots
+            .pop()
+            .ok_or_else(|| SourceError::bad_answer("bitcoind read no block"))
+    }
+
+    fn slots(&mut self, from: u64, to: u64) -> Result<Vec<DaSlot>, SourceError> {
+        let blocks = self
+            .reader(true)
+            .read_range(from..=to)
+            .map_err(|e| self.read_error(e))?;
+        self.status().answered();
+        let mut slots = Vec::with_capacity(blocks.len());
+        for block in &blocks {
+            self.remember(block);
+            slots.push(self.slot_of(block)?);
+        }
+        Ok(slots)
+    }
+
+    fn anchors(&mut self, heights: &[u64]) -> Result<Option<Vec<Option<DaAnchor>>>, SourceError> {
+        let missing: Vec<u64> = heights
+            .iter()
+            .copied()
+            .filter(|h| !self.anchors.contains_key(h))
+            .collect();
+        let mut fresh = BTreeMap::new();
+        if !missing.is_empty() {
+            let tip = self.block_count()?;
+            // Consecutive runs (a chunk of soft confirmations names a few
+            // neighbouring blocks), each read in one go.
+            let mut runs: Vec<(u64, u64)> = Vec::new();
+            for h in missing.into_iter().filter(|h| *h <= tip) {
+                match runs.last_mut() {
+                    Some((_, end)) if h <= *end + 8 => *end = h,
+                    _ => runs.push((h, h)),
+                }
+            }
+            for (from, to) in runs {
+                let blocks = self
+                    .reader(false)
+                    .read_range(from..=to)
+                    .map_err(|e| self.read_error(e))?;
+                for block in &blocks {
+                    self.remember(block);
+                    fresh.insert(
+                        block.height,
+                        DaAnchor {
+                            hash: block.hash,
+                            txs_commitment: block.txs_commitment,
+                        },
+                    );
+                }
+            }
+        }
+        Ok(Some(
+            heights
+                .iter()
+                .map(|h| self.anchors.get(h).or_else(|| fresh.get(h)).copied())
+                .collect(),
+        ))
+    }
+
+    fn block_hash(&mut self, number: u64) -> Result<Option<Hash>, SourceError> {
+        match self.rpc.get_block_hash(number) {
+            Ok(hash) => {
+                self.status().answered();
+                Ok(Some(hash.to_byte_array()))
+            }
+            Err(e) if e.is_height_out_of_range() => {
+                self.status().answered();
+                Ok(None)
+            }
+            Err(e) => Err(self.rpc_error(e)),
+        }
+    }
+}
