@@ -30,6 +30,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bitcoin::consensus::deserialize;
 use bitcoin::hashes::Hash as _;
@@ -85,6 +86,13 @@ impl BitcoinDaConfig {
     }
 }
 
+/// At most this many Bitcoin blocks a second while a follower catches up:
+/// 2,000 times Citrea's pace of one a second, four times the 500 a follower
+/// is asked to keep, and it leaves a small host's cores to the server loop
+/// (a bitcoind serving raw blocks at full speed competes with it for them,
+/// and reads served meanwhile lose their p99).
+pub const MAX_SCAN_RATE: u64 = 2_000;
+
 /// The DA side of a follower, read from Bitcoin Core (see the module docs).
 pub struct BitcoinDa {
     rpc: Arc<BitcoinRpc>,
@@ -94,6 +102,8 @@ pub struct BitcoinDa {
     anchors: BTreeMap<u64, DaAnchor>,
     /// The last `getblockcount` answer.
     tip: u64,
+    /// The scan's pace: since when, and blocks read since ([`MAX_SCAN_RATE`]).
+    pace: (Instant, u64),
 }
 
 impl BitcoinDa {
@@ -108,6 +118,25 @@ impl BitcoinDa {
             progress,
             anchors: BTreeMap::new(),
             tip: 0,
+            pace: (Instant::now(), 0),
+        }
+    }
+
+    /// Waits, after reading `read` blocks, as long as keeps the scan at
+    /// [`MAX_SCAN_RATE`]. A scan that fell a second behind that pace (a
+    /// caught-up follower reads a block now and then) starts it afresh.
+    fn keep_pace(&mut self, read: u64) {
+        let spent = |blocks: u64| Duration::from_secs_f64(blocks as f64 / MAX_SCAN_RATE as f64);
+        let now = Instant::now();
+        let (since, count) = &mut self.pace;
+        if now > *since + spent(*count) + Duration::from_secs(1) {
+            *since = now;
+            *count = 0;
+        }
+        *count += read;
+        let due = *since + spent(*count);
+        if due > now {
+            std::thread::sleep(due - now);
         }
     }
 
@@ -384,6 +413,7 @@ impl DaSource for BitcoinDa {
             self.remember(block);
             slots.push(self.slot_of(block)?);
         }
+        self.keep_pace(blocks.len() as u64);
         Ok(slots)
     }
 
