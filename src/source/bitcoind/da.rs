@@ -67,7 +67,9 @@ pub struct BitcoinDaConfig {
     pub prover_key: DaPublicKey,
     /// Most bytes a proof may decompress to.
     pub proof_bound: usize,
-    /// Heights per JSON-RPC batch and batches in flight.
+    /// Heights per JSON-RPC batch and batches in flight (10 and 1: short
+    /// bursts of bitcoind's work, which the server loop shares the cores
+    /// with; see [`MAX_SCAN_RATE`]).
     pub batch: usize,
     pub in_flight: usize,
 }
@@ -80,8 +82,8 @@ impl BitcoinDaConfig {
             sequencer_key,
             prover_key,
             proof_bound: MAX_PROOF_BYTES,
-            batch: 50,
-            in_flight: 2,
+            batch: 10,
+            in_flight: 1,
         }
     }
 }
