@@ -12,14 +12,12 @@ mod common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener};
-use std::path::Path;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::http::{exchange, metric};
-use ledgerd::devnet::DevnetConfig;
 use ledgerd::Node;
 
 /// Serves one HTML page on 127.0.0.1 (another origin than the node) until dropped.
@@ -129,21 +127,6 @@ fn dump_dom(url: &str) -> String {
     common::browser::load(url, 10_000).dom
 }
 
-fn dev_node(dir: &Path, cors_origin: Option<&str>) -> Node {
-    let mut b = Node::builder()
-        .data_dir(dir)
-        .dev(DevnetConfig {
-            prefill: 20,
-            block_ms: 0,
-            ..DevnetConfig::default()
-        })
-        .bind("127.0.0.1:0");
-    if let Some(origin) = cors_origin {
-        b = b.cors_origin(origin);
-    }
-    b.start().unwrap()
-}
-
 fn preflights(node: &Node) -> u64 {
     let a = exchange(
         node.local_addr(),
@@ -159,7 +142,7 @@ fn preflights(node: &Node) -> u64 {
 #[ignore = "needs chromium: apt-get install chromium"]
 fn a_page_on_another_origin_reads_the_nodes_answer_with_fetch() {
     let dir = tempfile::tempdir().unwrap();
-    let node = dev_node(dir.path(), None);
+    let node = common::browser::dev_node(dir.path(), 20, None);
     let site = PageServer::start();
     site.serve(page(&node.url()));
     let dom = dump_dom(&format!("{}/", site.origin()));
@@ -177,7 +160,7 @@ fn cors_origin_lets_only_that_origin_read_answers() {
     let site = PageServer::start();
 
     // The node allows some other origin: the browser refuses the answer.
-    let node = dev_node(dir.path(), Some("https://explorer.example"));
+    let node = common::browser::dev_node(dir.path(), 20, Some("https://explorer.example"));
     site.serve(page(&node.url()));
     let dom = dump_dom(&format!("{}/", site.origin()));
     assert!(
@@ -188,7 +171,7 @@ fn cors_origin_lets_only_that_origin_read_answers() {
     node.shutdown();
 
     // The node allows exactly the page's origin: the page reads the answer.
-    let node = dev_node(dir.path(), Some(&site.origin()));
+    let node = common::browser::dev_node(dir.path(), 20, Some(&site.origin()));
     site.serve(page(&node.url()));
     let dom = dump_dom(&format!("{}/", site.origin()));
     assert!(

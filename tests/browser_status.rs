@@ -16,23 +16,7 @@ use std::time::Duration;
 
 use common::browser::{self, Loaded, OpenPage};
 use common::http::{exchange, metric};
-use ledgerd::devnet::DevnetConfig;
 use ledgerd::Node;
-
-fn dev_node(dir: &std::path::Path, cors_origin: Option<&str>) -> Node {
-    let mut b = Node::builder()
-        .data_dir(dir)
-        .dev(DevnetConfig {
-            prefill: 0,
-            block_ms: 0,
-            ..DevnetConfig::default()
-        })
-        .bind("127.0.0.1:0");
-    if let Some(origin) = cors_origin {
-        b = b.cors_origin(origin);
-    }
-    b.start().unwrap()
-}
 
 /// A `dev_*` call over JSON-RPC, as a test harness would send it: its result.
 fn dev(node: &Node, method: &str, params: &str) -> serde_json::Value {
@@ -92,7 +76,7 @@ fn strip(dom: &str) -> (u64, u64, u64) {
 fn the_status_page_shows_the_head_and_the_strip_follows_dev_commit_and_dev_prove() {
     browser::chromium();
     let dir = tempfile::tempdir().unwrap();
-    let node = dev_node(dir.path(), None);
+    let node = common::browser::dev_node(dir.path(), 0, None);
     dev(&node, "dev_setAutoCommit", "[0]");
     dev(&node, "dev_setAutoProve", "[0]");
     assert_eq!(dev(&node, "dev_mine", "[40]"), 40);
@@ -173,7 +157,7 @@ fn the_status_page_reads_the_node_with_cors_origin_set() {
     browser::chromium();
     let dir = tempfile::tempdir().unwrap();
     // Another origin is allowed; the page is on the node's own origin.
-    let node = dev_node(dir.path(), Some("https://explorer.example"));
+    let node = common::browser::dev_node(dir.path(), 0, Some("https://explorer.example"));
     dev(&node, "dev_mine", "[3]");
     let dom = load(&node).dom;
     assert_eq!(attr_of(&dom, "head", "data-value"), "3", "{dom}");
@@ -194,7 +178,7 @@ fn counter(node: &Node, name: &str) -> u64 {
 fn a_page_left_open_refreshes_every_second_and_a_half_with_one_batch_per_refresh() {
     browser::chromium();
     let dir = tempfile::tempdir().unwrap();
-    let node = dev_node(dir.path(), None);
+    let node = common::browser::dev_node(dir.path(), 0, None);
     dev(&node, "dev_mine", "[100]");
     let health = r#"ledgerd_http_requests_total{route="health"}"#;
     let rpc = r#"ledgerd_http_requests_total{route="rpc"}"#;

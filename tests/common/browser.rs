@@ -133,3 +133,20 @@ impl Drop for OpenPage {
         super::process::terminate(&mut self.child, Duration::from_secs(5));
     }
 }
+
+/// An in-process devnet node on a free port for a page to call: `prefill`
+/// blocks, no new ones but those asked for, and `--cors-origin` if given.
+pub fn dev_node(dir: &Path, prefill: u64, cors_origin: Option<&str>) -> ledgerd::Node {
+    let mut b = ledgerd::Node::builder()
+        .data_dir(dir)
+        .dev(ledgerd::devnet::DevnetConfig {
+            prefill,
+            block_ms: 0,
+            ..ledgerd::devnet::DevnetConfig::default()
+        })
+        .bind("127.0.0.1:0");
+    if let Some(origin) = cors_origin {
+        b = b.cors_origin(origin);
+    }
+    b.start().unwrap()
+}
