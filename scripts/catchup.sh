@@ -28,7 +28,7 @@ set -euo pipefail
 
 BLOCKS=${1:-200000}
 RATE=${2:-200}
-WIRE=${WIRE:-seed}
+WIRE=${WIRE:-ledgerd}
 CONCURRENCY=${CONCURRENCY:-8}
 DELAY_MS=${DELAY_MS:-0}
 # Chain-rule flags given to both the upstream and the follower.
