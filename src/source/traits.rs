@@ -103,6 +103,13 @@ pub trait L2Source {
     fn slow(&self) -> bool {
         false
     }
+    /// At most this many blocks per sync pass (`None`, the default: up to
+    /// the head the pass started with). A source that makes its DA slots
+    /// along with its blocks (the devnet) sets it, so its slots are scanned
+    /// between passes, not all after one long one.
+    fn blocks_per_pass(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Fetches ranges (of blocks, or of DA slots) from any thread (see

@@ -60,6 +60,12 @@ pub struct DevnetConfig {
     /// `--dev-bitcoin-rpc`: DA slots are blocks the devnet mines on this
     /// regtest bitcoind ([`regtest`]); `None`: a simulated DA chain.
     pub bitcoin: Option<RegtestConfig>,
+    /// Blocks per sync pass ([`L2Source::blocks_per_pass`]). The timeline
+    /// keeps a slot's plan until the slot is scanned, and a pass scans only
+    /// the slots that existed when it started: a prefill of 1M blocks in
+    /// one pass held 125,000 plans (25 MB) until its end. 50,000 (the
+    /// default) is about 2 s of a prefill and 1 MB of plans.
+    pub blocks_per_pass: u64,
 }
 
 impl Default for DevnetConfig {
@@ -71,6 +77,7 @@ impl Default for DevnetConfig {
             proof_bytes: 2048,
             allow_remote_control: false,
             bitcoin: None,
+            blocks_per_pass: 50_000,
         }
     }
 }
@@ -770,6 +777,10 @@ impl L2Source for Devnet {
     fn genesis_state_root(&mut self) -> Result<Option<Hash>, SourceError> {
         Ok(Some(schedule::genesis_state_root(self.config.seed)))
     }
+
+    fn blocks_per_pass(&self) -> Option<u64> {
+        Some(self.config.blocks_per_pass)
+    }
 }
 
 impl DaSource for Devnet {
@@ -883,6 +894,35 @@ mod tests {
             r.all_proofs().unwrap(),
             r.last_scanned_l1().unwrap(),
         )
+    }
+
+    #[test]
+    fn a_prefill_scans_the_slots_of_each_pass_before_the_next_pass() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Arc::new(Ledger::open(dir.path(), &OpenOptions::default()).unwrap());
+        let config = DevnetConfig {
+            prefill: 301,
+            block_ms: 0,
+            blocks_per_pass: 100,
+            ..DevnetConfig::default()
+        };
+        let devnet = Devnet::open(config, ForkTable::default(), ledger.clone()).unwrap();
+        let sync = SyncConfig {
+            sequencer_pubkey: Some(devnet.public_key()),
+            ..SyncConfig::default()
+        };
+        let mut syncer = Syncer::new(ledger.clone(), devnet, Arc::new(Progress::default()), sync);
+        syncer.step(&Stop::new()).unwrap();
+        let r = ledger.reader().unwrap();
+        assert_eq!(r.head_height().unwrap(), 100);
+        // The slots those 100 blocks opened were scanned in the same step.
+        let slot_of_100 = r.soft_confirmation(100).unwrap().unwrap().da_slot_height;
+        assert!(r.last_scanned_l1().unwrap() >= slot_of_100 - 1);
+        drop(r);
+        syncer.catch_up(&Stop::new()).unwrap();
+        // In passes or not, the chain is the one a single pass makes.
+        let whole = prefilled(tempfile::tempdir().unwrap().path(), 301);
+        assert_eq!(da_view(&ledger), da_view(&whole));
     }
 
     #[test]
