@@ -12,6 +12,11 @@ use std::time::{Duration, Instant};
 
 use super::{Loop, LoopMsg, ServerError, Shared};
 
+/// The log target of this module's WARN lines: the module path they had
+/// before the supervisor left `server/mod.rs` (RUST_LOG filters and log
+/// readers name it).
+const LOG_TARGET: &str = "ledgerd::server";
+
 /// Least time between two rebuilds (a failing accept does not spin).
 pub(super) const REBUILD_MIN_GAP: Duration = Duration::from_millis(100);
 
@@ -58,7 +63,7 @@ impl Loop {
         let fresh = match start_tiny(&self.server.listener) {
             Ok(t) => Arc::new(t),
             Err(e) => {
-                log::warn!("{e}; retrying");
+                log::warn!(target: LOG_TARGET, "{e}; retrying");
                 self.rebuild_due = Some(Instant::now() + REBUILD_MIN_GAP);
                 return;
             }
@@ -83,7 +88,7 @@ impl Loop {
             .stack_size(64 * 1024)
             .spawn(move || forward(old, tx, shared, linger));
         if let Err(e) = spawned {
-            log::warn!("cannot start a forwarder thread: {e}");
+            log::warn!(target: LOG_TARGET, "cannot start a forwarder thread: {e}");
         }
     }
 }

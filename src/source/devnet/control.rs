@@ -18,6 +18,11 @@ use crate::stop::Stop;
 use crate::sync::{StepReport, Syncer};
 use crate::types::{SequencerCommitment, VerifiedBatchProof};
 
+/// The log target of this module's INFO lines: the module path
+/// they had before the sources moved under `source/` (RUST_LOG filters and
+/// log readers name it).
+const LOG_TARGET: &str = "ledgerd::devnet::control";
+
 /// The most blocks one `dev_mine` makes.
 pub const MAX_MINE: u64 = 1_000_000;
 
@@ -272,7 +277,7 @@ impl DevExec for Exec<'_> {
             Mine(n) => {
                 let goal = devnet.mine(n);
                 self.settle()?;
-                log::info!("dev_mine {n}: head {goal} after {:.2?}", started.elapsed());
+                log::info!(target: LOG_TARGET, "dev_mine {n}: head {goal} after {:.2?}", started.elapsed());
                 DevOutcome::Number(goal)
             }
             SetBlockInterval(ms) => {
@@ -298,6 +303,7 @@ impl DevExec for Exec<'_> {
                         DevError::Failed(format!("the commitment on DA slot {slot} was not stored"))
                     })?;
                 log::info!(
+                    target: LOG_TARGET,
                     "dev_commit: heights {}..={} on DA slot {slot}",
                     c.l2_start_block_number,
                     c.l2_end_block_number
@@ -321,6 +327,7 @@ impl DevExec for Exec<'_> {
                         DevError::Failed(format!("the proof on DA slot {slot} was not stored"))
                     })?;
                 log::info!(
+                    target: LOG_TARGET,
                     "dev_prove: up to height {} on DA slot {slot}",
                     p.proof_output.last_l2_height
                 );

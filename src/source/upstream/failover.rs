@@ -41,6 +41,11 @@ use crate::sync::backoff::Backoff;
 use crate::sync::progress::Progress;
 use crate::types::{DaSlot, Hash, SoftConfirmation};
 
+/// The log target of this module's INFO lines: the module path
+/// they had before the sources moved under `source/` (this was `sync/upstreams.rs`; RUST_LOG
+/// filters and log readers name it).
+const LOG_TARGET: &str = "ledgerd::sync::upstreams";
+
 /// How often the watcher asks every upstream for its head.
 pub const WATCH_EVERY: Duration = Duration::from_secs(1);
 
@@ -227,6 +232,7 @@ impl Upstreams {
 
     fn switch(&mut self, to: usize, why: &str) {
         info!(
+            target: LOG_TARGET,
             "upstream: now following {} ({why})",
             self.candidates[to].name
         );

@@ -37,6 +37,11 @@ use crate::types::{DaSlot, Hash, SoftConfirmation};
 use crate::wire;
 use pace::Pace;
 
+/// The log target of this module's INFO lines: the module path
+/// they had before the sources moved under `source/` (RUST_LOG filters and
+/// log readers name it).
+const LOG_TARGET: &str = "ledgerd::sync::upstream";
+
 /// The largest answer read from the upstream (a range of 1000 blocks with
 /// large transactions fits many times over).
 const MAX_ANSWER_BYTES: u64 = 256 << 20;
@@ -333,6 +338,7 @@ impl Upstream {
                     Some(limit) if code == -32001 && limit >= 1 && to - from + 1 > limit => {
                         if self.range_limit.swap(limit, Relaxed) != limit {
                             log::info!(
+                                target: LOG_TARGET,
                                 "upstream serves at most {limit} blocks per range; asking for that"
                             );
                         }
