@@ -154,17 +154,6 @@ struct WireProof {
     height: Option<u64>,
 }
 
-/// Method 11's answer in either shape: the seed's one object, or Citrea's
-/// array of `{proof, proofOutput}` without height.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum WireProofsOnSlot {
-    // First: serde would also read a one-element array as ledgerd's
-    // struct (a struct deserializes from a sequence of its fields).
-    Citrea(Vec<WireProofInner>),
-    Ledgerd(Box<WireProof>),
-}
-
 impl TryFrom<WireProofOutput> for ProofOutput {
     type Error = WireError;
 
@@ -265,15 +254,31 @@ pub fn verified_batch_proofs_on_slot(
     json: &str,
     slot: u64,
 ) -> Result<Vec<VerifiedBatchProof>, WireError> {
-    let item: Option<WireProofsOnSlot> = serde_json::from_str(json).map_err(|e| {
+    // Method 11's answer comes in two shapes: the seed's one object
+    // (`{"proof":{..}}`) and Citrea's array of `{proof, proofOutput}`. The
+    // first byte tells which, so each is parsed once (serde's untagged
+    // enums buffer the whole answer, 2 KB of proof bytes as numbers and
+    // all, then parse it again).
+    let shape_error = |e: serde_json::Error| {
         WireError(format!(
             "neither null, a proof object nor an array of proofs ({e})"
         ))
-    })?;
-    match item {
-        None => Ok(Vec::new()),
-        Some(WireProofsOnSlot::Ledgerd(p)) => {
-            let p = VerifiedBatchProof::try_from(*p)?;
+    };
+    match json.trim_start().as_bytes().first() {
+        Some(b'[') => {
+            let list: Vec<WireProofInner> = serde_json::from_str(json).map_err(shape_error)?;
+            list.into_iter()
+                .map(|p| match p.height {
+                    Some(h) if h != slot => Err(WireError(format!(
+                        "asked for the proofs of DA slot {slot}, got one of slot {h}"
+                    ))),
+                    _ => p.into_proof(slot),
+                })
+                .collect()
+        }
+        Some(b'{') => {
+            let p: WireProof = serde_json::from_str(json).map_err(shape_error)?;
+            let p = VerifiedBatchProof::try_from(p)?;
             if p.height != slot {
                 return Err(WireError(format!(
                     "asked for the proofs of DA slot {slot}, got one of slot {}",
@@ -282,15 +287,11 @@ pub fn verified_batch_proofs_on_slot(
             }
             Ok(vec![p])
         }
-        Some(WireProofsOnSlot::Citrea(list)) => list
-            .into_iter()
-            .map(|p| match p.height {
-                Some(h) if h != slot => Err(WireError(format!(
-                    "asked for the proofs of DA slot {slot}, got one of slot {h}"
-                ))),
-                _ => p.into_proof(slot),
-            })
-            .collect(),
+        // Anything else must be `null`: no proofs.
+        _ => {
+            serde_json::from_str::<()>(json).map_err(shape_error)?;
+            Ok(Vec::new())
+        }
     }
 }
 
