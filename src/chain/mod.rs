@@ -360,6 +360,31 @@ mod tests {
     }
 
     #[test]
+    fn signatures_checked_ahead_on_the_fetch_side_give_the_verdict_of_checking_them_all() {
+        use crate::sync::verify::{self, BlockRules};
+        let (forks, blocks) = vector_blocks();
+        let chain: Vec<SoftConfirmation> = blocks.into_iter().map(|(_, _, sc)| sc).collect();
+        let key = chain[0].pub_key;
+        let below = (0, crate::types::ZERO_HASH);
+        let rules = BlockRules::default();
+        assert_eq!(verify::signed_prefix(&chain, &forks, 1), chain.len());
+        for bad in 0..chain.len() {
+            let mut broken = chain.clone();
+            broken[bad].signature[40] ^= 1;
+            let prefix = verify::signed_prefix(&broken, &forks, 1);
+            assert_eq!(prefix, bad);
+            let all = verify::verify_blocks(&broken, below, &key, &forks, rules);
+            let after = verify::verify_blocks_after(&broken, below, &key, &forks, rules, 1, prefix);
+            assert_eq!(all.good, bad);
+            assert_eq!(after.good, all.good);
+            assert_eq!(
+                after.failure.map(|e| e.to_string()),
+                all.failure.map(|e| e.to_string())
+            );
+        }
+    }
+
+    #[test]
     fn merkle_roots_match_the_vectors() {
         let v = vectors();
         let cases = v["merkle"].as_array().unwrap();

@@ -108,6 +108,11 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         };
         // Slots fetched ahead of the blocks that let them be applied.
         let mut fetched_slots: VecDeque<DaSlot> = VecDeque::new();
+        // With signature threads to spare (an upstream, whose fetch thread
+        // mostly waits), the fetch side checks the signatures of what
+        // arrives, while the sync thread writes and commits what came
+        // before; the devnet's fetch thread is busy signing.
+        let presign = (config.verify_threads >= 2).then_some(config.forks);
         let fetch = move |(l2, da_side): &mut (&mut L, &mut D), (from, to): (u64, u64)| {
             let blocks = match pipeline.as_mut().map(|p| p.next_from(from)) {
                 Some(Ok(Some(blocks))) if !blocks.is_empty() => blocks,
@@ -166,10 +171,12 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
                     da = None;
                 }
             }
+            let presigned = presign.map_or(0, |forks| verify::signed_prefix(&blocks, &forks, 2));
             Ok(Fetched {
                 blocks,
                 slots,
                 anchors,
+                presigned,
             })
         };
         let mut sources = (l2, da_side);
@@ -276,6 +283,9 @@ struct Fetched {
     blocks: Vec<SoftConfirmation>,
     slots: Vec<DaSlot>,
     anchors: Anchors,
+    /// How many leading blocks' signatures the fetch side checked already
+    /// ([`verify::signed_prefix`]).
+    presigned: usize,
 }
 
 impl Reach for Fetched {
@@ -359,6 +369,7 @@ impl Sink<Fetched> for L2Sink<'_> {
             blocks,
             slots,
             anchors,
+            presigned,
         } = fetched;
         let Some(first) = blocks.first() else {
             return Ok(Flow::Stop);
@@ -377,13 +388,14 @@ impl Sink<Fetched> for L2Sink<'_> {
             return Ok(Flow::Stop);
         }
         let key = *self.key.get_or_insert(first.pub_key);
-        let verdict = verify::verify_blocks_on(
+        let verdict = verify::verify_blocks_after(
             &blocks[..anchored],
             self.below,
             &key,
             &self.forks,
             self.rules,
             self.verify_threads,
+            presigned,
         );
         let (good, failure) = (verdict.good, verdict.failure);
         if good > 0 {

@@ -285,7 +285,41 @@ pub fn verify_blocks_on(
     rules: BlockRules,
     threads: usize,
 ) -> BlocksVerdict {
-    const PARALLEL_MIN: usize = 64;
+    verify_blocks_after(blocks, below, sequencer, forks, rules, threads, 0)
+}
+
+/// How many leading `blocks` carry a signature that verifies under their
+/// own `pub_key`, over the message their fork signs ([`verify_blocks_on`]'s
+/// signature check, without the others), on `threads` threads. The sync
+/// thread's fetch side runs it on blocks as they arrive, so the signatures
+/// are checked while the sync thread writes and commits the chunks before.
+pub fn signed_prefix(blocks: &[SoftConfirmation], forks: &ForkTable, threads: usize) -> usize {
+    let messages: Vec<_> = blocks
+        .iter()
+        .map(|sc| signed_message(sc, forks.fork_at(sc.l2_height)))
+        .collect();
+    let items: Vec<_> = blocks
+        .iter()
+        .zip(&messages)
+        .map(|(sc, m)| (&sc.pub_key, m.as_ref(), &sc.signature))
+        .collect();
+    first_bad_signature_on(&items, threads).unwrap_or(items.len())
+}
+
+/// [`verify_blocks_on`] for blocks whose first `presigned` signatures
+/// verified already ([`signed_prefix`]): those are not checked again.
+/// Equivalent, as a signature's check depends only on the key, the message
+/// and the signature, and every block that passes the other checks carries
+/// `sequencer` as its key.
+pub fn verify_blocks_after(
+    blocks: &[SoftConfirmation],
+    below: (u64, Hash),
+    sequencer: &[u8; 32],
+    forks: &ForkTable,
+    rules: BlockRules,
+    threads: usize,
+    presigned: usize,
+) -> BlocksVerdict {
     let mut failure = None;
     let mut limit = blocks.len();
     let mut below = below;
@@ -320,7 +354,7 @@ pub fn verify_blocks_on(
         .iter()
         .map(|sc| signed_message(sc, forks.fork_at(sc.l2_height)))
         .collect();
-    let checked: Vec<usize> = (0..signed.len())
+    let checked: Vec<usize> = (presigned.min(signed.len())..signed.len())
         .filter(|i| unsigned.binary_search(i).is_err())
         .collect();
     let items: Vec<_> = checked
@@ -330,19 +364,7 @@ pub fn verify_blocks_on(
             (&sc.pub_key, messages[i].as_ref(), &sc.signature)
         })
         .collect();
-    let bad = if threads < 2 || items.len() < PARALLEL_MIN {
-        first_bad_signature(&items)
-    } else {
-        let (a, b) = items.split_at(items.len() / 2);
-        let (ra, rb) = std::thread::scope(|s| {
-            let ha = s.spawn(|| first_bad_signature(a));
-            let rb = first_bad_signature(b);
-            (ha.join(), rb)
-        });
-        // A panicked verifier proves nothing: treat its whole half as unverified.
-        let ra = ra.unwrap_or(Some(0));
-        ra.or(rb.map(|i| i + a.len()))
-    };
+    let bad = first_bad_signature_on(&items, threads);
     match bad.map(|j| checked[j]) {
         Some(i) => {
             let sc = &blocks[i];
@@ -365,6 +387,27 @@ pub fn verify_blocks_on(
         }
         None => verdict(limit, failure),
     }
+}
+
+/// [`first_bad_signature`] on `threads` threads (1: the calling thread
+/// only; more than 2 counts as 2; small lists stay on one).
+fn first_bad_signature_on(
+    items: &[(&[u8; 32], &[u8], &[u8; 64])],
+    threads: usize,
+) -> Option<usize> {
+    const PARALLEL_MIN: usize = 64;
+    if threads < 2 || items.len() < PARALLEL_MIN {
+        return first_bad_signature(items);
+    }
+    let (a, b) = items.split_at(items.len() / 2);
+    let (ra, rb) = std::thread::scope(|s| {
+        let ha = s.spawn(|| first_bad_signature(a));
+        let rb = first_bad_signature(b);
+        (ha.join(), rb)
+    });
+    // A panicked verifier proves nothing: treat its whole half as unverified.
+    let ra = ra.unwrap_or(Some(0));
+    ra.or(rb.map(|i| i + a.len()))
 }
 
 /// What a commitment check decided.
