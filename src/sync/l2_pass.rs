@@ -17,7 +17,7 @@ use super::{pipeline, DaSide, SyncError, Syncer};
 use crate::chain::ForkTable;
 use crate::ledger::{ChainTip, Ledger, LedgerRead, LedgerWriter};
 use crate::proof::ReceiptRules;
-use crate::source::{DaAnchor, DaSource, L2Source, SourceError};
+use crate::source::{DaAnchor, DaSource, L2Source, RangeFetch, SourceError};
 use crate::stop::Stop;
 use crate::types::{DaSlot, SoftConfirmation};
 
@@ -88,10 +88,25 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         let slots_per_fetch = config.slots_per_fetch.max(1);
         // Several range requests in flight when the source can take them
         // and there is more than one range to fetch.
+        // With signature threads to spare (an upstream, whose fetch threads
+        // mostly wait), the fetch side checks the signatures of what
+        // arrives (each pipeline worker its own answer), while the sync
+        // thread writes and commits what came before; the devnet's fetch
+        // thread is busy signing.
+        let presign = (config.verify_threads >= 2).then_some(config.forks);
         let mut pipeline = match l2.parallel() {
-            Some(fetcher) if config.concurrency > 1 && head - below.0 > chunk => Some(
-                pipeline::Pipeline::new(fetcher, head, config.concurrency, chunk)?,
-            ),
+            Some(fetcher) if config.concurrency > 1 && head - below.0 > chunk => {
+                let fetcher = Box::new(Presigning {
+                    blocks: fetcher,
+                    forks: presign,
+                });
+                Some(pipeline::Pipeline::new(
+                    fetcher,
+                    head,
+                    config.concurrency,
+                    chunk,
+                )?)
+            }
             _ => None,
         };
         // The DA slots that come with the blocks, likewise, when the blocks
@@ -108,22 +123,17 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         };
         // Slots fetched ahead of the blocks that let them be applied.
         let mut fetched_slots: VecDeque<DaSlot> = VecDeque::new();
-        // With signature threads to spare (an upstream, whose fetch thread
-        // mostly waits), the fetch side checks the signatures of what
-        // arrives, while the sync thread writes and commits what came
-        // before; the devnet's fetch thread is busy signing.
-        let presign = (config.verify_threads >= 2).then_some(config.forks);
         let fetch = move |(l2, da_side): &mut (&mut L, &mut D), (from, to): (u64, u64)| {
-            let blocks = match pipeline.as_mut().map(|p| p.next_from(from)) {
-                Some(Ok(Some(blocks))) if !blocks.is_empty() => blocks,
+            let (blocks, presigned) = match pipeline.as_mut().map(|p| p.next_from(from)) {
+                Some(Ok(Some((blocks, presigned)))) if !blocks.is_empty() => (blocks, presigned),
                 // A failure or an empty answer: the rest of this pass asks
                 // the plain way, so the source sees what went wrong (and can
                 // move to another upstream).
                 Some(_) => {
                     pipeline = None;
-                    l2.blocks(from, to)?
+                    (l2.blocks(from, to)?, None)
                 }
-                None => l2.blocks(from, to)?,
+                None => (l2.blocks(from, to)?, None),
             };
             let anchors = anchors_for(da_side.source(l2), &blocks);
             let mut slots = Vec::new();
@@ -171,7 +181,11 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
                     da = None;
                 }
             }
-            let presigned = presign.map_or(0, |forks| verify::signed_prefix(&blocks, &forks, 2));
+            let presigned = match (presigned, presign) {
+                (Some(n), _) => n,
+                (None, Some(forks)) => verify::signed_prefix(&blocks, &forks, 2),
+                (None, None) => 0,
+            };
             Ok(Fetched {
                 blocks,
                 slots,
@@ -286,6 +300,36 @@ struct Fetched {
     /// How many leading blocks' signatures the fetch side checked already
     /// ([`verify::signed_prefix`]).
     presigned: usize,
+}
+
+/// An upstream's block ranges, each with how many of its leading blocks'
+/// signatures verified ([`verify::signed_prefix`], checked on the pipeline
+/// worker that fetched it; `None` without `forks`).
+struct Presigning {
+    blocks: Box<dyn RangeFetch<Vec<SoftConfirmation>>>,
+    forks: Option<ForkTable>,
+}
+
+impl RangeFetch<(Vec<SoftConfirmation>, Option<usize>)> for Presigning {
+    fn fetch(
+        &self,
+        from: u64,
+        to: u64,
+    ) -> Result<(Vec<SoftConfirmation>, Option<usize>), SourceError> {
+        let blocks = self.blocks.fetch(from, to)?;
+        let presigned = self
+            .forks
+            .map(|forks| verify::signed_prefix(&blocks, &forks, 1));
+        Ok((blocks, presigned))
+    }
+
+    fn preferred_chunk(&self, wanted: u64) -> u64 {
+        self.blocks.preferred_chunk(wanted)
+    }
+
+    fn in_flight(&self, wanted: usize) -> usize {
+        self.blocks.in_flight(wanted)
+    }
 }
 
 impl Reach for Fetched {
