@@ -235,7 +235,10 @@ impl Node {
                     // No more than a write transaction holds (see
                     // `SyncConfig::commit_blocks`).
                     chunk: 500,
-                    verify_threads: 1,
+                    // While it prefills nothing is served yet: both cores
+                    // verify (the fetch thread signs meanwhile); then one
+                    // (see `SyncConfig::verify_threads`).
+                    verify_threads: 2,
                     poll: devnet_poll(dev),
                     sequencer_pubkey: Some(devnet.public_key()),
                     forks,
@@ -247,6 +250,7 @@ impl Node {
                 if stop.is_stopped() {
                     return Err(NodeError::Stopped);
                 }
+                syncer.set_verify_threads(1);
                 // The heap the prefill used goes back before serving.
                 crate::memory::trim();
                 info!(

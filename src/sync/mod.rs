@@ -334,6 +334,12 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         Ok(())
     }
 
+    /// Sets [`SyncConfig::verify_threads`] (the devnet prefills with 2, as
+    /// nothing is served yet, then makes blocks with 1).
+    pub fn set_verify_threads(&mut self, threads: usize) {
+        self.config.verify_threads = threads;
+    }
+
     /// The L2 source (for a devnet, the devnet itself).
     pub fn source_mut(&mut self) -> &mut L {
         &mut self.l2
