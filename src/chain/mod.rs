@@ -374,7 +374,7 @@ mod tests {
             let prefix = verify::signed_prefix(&broken, &forks, 1);
             assert_eq!(prefix, bad);
             let all = verify::verify_blocks(&broken, below, &key, &forks, rules);
-            let after = verify::verify_blocks_after(&broken, below, &key, &forks, rules, 1, prefix);
+            let after = verify::verify_blocks_on(&broken, below, &key, &forks, rules, 1, prefix);
             assert_eq!(all.good, bad);
             assert_eq!(after.good, all.good);
             assert_eq!(

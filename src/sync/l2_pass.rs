@@ -432,7 +432,7 @@ impl Sink<Fetched> for L2Sink<'_> {
             return Ok(Flow::Stop);
         }
         let key = *self.key.get_or_insert(first.pub_key);
-        let verdict = verify::verify_blocks_after(
+        let verdict = verify::verify_blocks_on(
             &blocks[..anchored],
             self.below,
             &key,

@@ -272,20 +272,7 @@ pub fn verify_blocks(
     forks: &ForkTable,
     rules: BlockRules,
 ) -> BlocksVerdict {
-    verify_blocks_on(blocks, below, sequencer, forks, rules, 2)
-}
-
-/// [`verify_blocks`] with the signatures checked on `threads` threads (1:
-/// all on the calling thread; more than 2 counts as 2).
-pub fn verify_blocks_on(
-    blocks: &[SoftConfirmation],
-    below: (u64, Hash),
-    sequencer: &[u8; 32],
-    forks: &ForkTable,
-    rules: BlockRules,
-    threads: usize,
-) -> BlocksVerdict {
-    verify_blocks_after(blocks, below, sequencer, forks, rules, threads, 0)
+    verify_blocks_on(blocks, below, sequencer, forks, rules, 2, 0)
 }
 
 /// How many leading `blocks` carry a signature that verifies under their
@@ -306,12 +293,13 @@ pub fn signed_prefix(blocks: &[SoftConfirmation], forks: &ForkTable, threads: us
     first_bad_signature_on(&items, threads).unwrap_or(items.len())
 }
 
-/// [`verify_blocks_on`] for blocks whose first `presigned` signatures
-/// verified already ([`signed_prefix`]): those are not checked again.
-/// Equivalent, as a signature's check depends only on the key, the message
-/// and the signature, and every block that passes the other checks carries
-/// `sequencer` as its key.
-pub fn verify_blocks_after(
+/// [`verify_blocks`] with the signatures checked on `threads` threads (1:
+/// all on the calling thread; more than 2 counts as 2), except the first
+/// `presigned`, which verified already ([`signed_prefix`]). Skipping them
+/// changes no verdict: a signature's check depends only on the key, the
+/// message and the signature, and every block that passes the other checks
+/// carries `sequencer` as its key.
+pub fn verify_blocks_on(
     blocks: &[SoftConfirmation],
     below: (u64, Hash),
     sequencer: &[u8; 32],

@@ -854,12 +854,21 @@ mod tests {
         prefill: u64,
         act: impl FnOnce(&mut Syncer<Devnet>),
     ) -> Arc<Ledger> {
-        let ledger = Arc::new(Ledger::open(dir, &OpenOptions::default()).unwrap());
         let config = DevnetConfig {
             prefill,
             block_ms: 0,
             ..DevnetConfig::default()
         };
+        acted_with(dir, config, act)
+    }
+
+    /// [`acted`] with a devnet of `config`.
+    fn acted_with(
+        dir: &std::path::Path,
+        config: DevnetConfig,
+        act: impl FnOnce(&mut Syncer<Devnet>),
+    ) -> Arc<Ledger> {
+        let ledger = Arc::new(Ledger::open(dir, &OpenOptions::default()).unwrap());
         let devnet = Devnet::open(config, ForkTable::default(), ledger.clone()).unwrap();
         let sync = SyncConfig {
             sequencer_pubkey: Some(devnet.public_key()),
@@ -899,27 +908,22 @@ mod tests {
     #[test]
     fn a_prefill_scans_the_slots_of_each_pass_before_the_next_pass() {
         let dir = tempfile::tempdir().unwrap();
-        let ledger = Arc::new(Ledger::open(dir.path(), &OpenOptions::default()).unwrap());
         let config = DevnetConfig {
             prefill: 301,
             block_ms: 0,
             blocks_per_pass: 100,
             ..DevnetConfig::default()
         };
-        let devnet = Devnet::open(config, ForkTable::default(), ledger.clone()).unwrap();
-        let sync = SyncConfig {
-            sequencer_pubkey: Some(devnet.public_key()),
-            ..SyncConfig::default()
-        };
-        let mut syncer = Syncer::new(ledger.clone(), devnet, Arc::new(Progress::default()), sync);
-        syncer.step(&Stop::new()).unwrap();
-        let r = ledger.reader().unwrap();
-        assert_eq!(r.head_height().unwrap(), 100);
-        // The slots those 100 blocks opened were scanned in the same step.
-        let slot_of_100 = r.soft_confirmation(100).unwrap().unwrap().da_slot_height;
-        assert!(r.last_scanned_l1().unwrap() >= slot_of_100 - 1);
-        drop(r);
-        syncer.catch_up(&Stop::new()).unwrap();
+        let ledger = acted_with(dir.path(), config, |syncer| {
+            syncer.step(&Stop::new()).unwrap();
+            let r = syncer.ledger().reader().unwrap();
+            assert_eq!(r.head_height().unwrap(), 100);
+            // The slots those 100 blocks opened were scanned in the same step.
+            let slot_of_100 = r.soft_confirmation(100).unwrap().unwrap().da_slot_height;
+            assert!(r.last_scanned_l1().unwrap() >= slot_of_100 - 1);
+            drop(r);
+            syncer.catch_up(&Stop::new()).unwrap();
+        });
         // In passes or not, the chain is the one a single pass makes.
         let whole = prefilled(tempfile::tempdir().unwrap().path(), 301);
         assert_eq!(da_view(&ledger), da_view(&whole));
