@@ -20,9 +20,14 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// Arenas malloc may create: one per core is plenty for a server that does
-/// its work on one thread and a sync thread with two verify threads.
-const ARENAS: i32 = 2;
+/// Arenas malloc may create (glibc's default is 8 per core). Each arena a
+/// catch-up's threads spread their work over keeps some of it: with 8, a
+/// follower served at 10.6 MB after a 1M catch-up (2.2x a fresh server).
+/// Fewer arenas are shared by more threads, which then wait for each
+/// other's malloc: with 2, a batch of 10 calls was answered at 0.77x the
+/// rate of the uncapped build (perf: malloc and futex wakes). 4 kept it
+/// within 6% and the follower within 2x (`scripts/memory.sh`, docs/PERFORMANCE.md).
+const ARENAS: i32 = 4;
 
 /// Sets the allocator's limits; call at start-up, before threads start.
 ///

@@ -232,9 +232,9 @@ impl Node {
             SourceConfig::Devnet(dev) => {
                 let devnet = Devnet::open(dev.clone(), forks, ledger.clone())?;
                 let sync_config = SyncConfig {
-                    // No more than a write transaction holds (see
+                    // A write transaction's worth (see
                     // `SyncConfig::commit_blocks`).
-                    chunk: 500,
+                    chunk: SyncConfig::default().commit_blocks,
                     // While it prefills nothing is served yet: both cores
                     // verify (the fetch thread signs meanwhile); then one
                     // (see `SyncConfig::verify_threads`).
