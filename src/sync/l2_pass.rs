@@ -86,14 +86,14 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         // pass, while the blocks are verified, instead of after.
         let mut da = da_plan;
         let slots_per_fetch = config.slots_per_fetch.max(1);
-        // Several range requests in flight when the source can take them
-        // and there is more than one range to fetch.
         // With signature threads to spare (an upstream, whose fetch threads
         // mostly wait), the fetch side checks the signatures of what
         // arrives (each pipeline worker its own answer), while the sync
         // thread writes and commits what came before; the devnet's fetch
         // thread is busy signing.
         let presign = (config.verify_threads >= 2).then_some(config.forks);
+        // Several range requests in flight when the source can take them
+        // and there is more than one range to fetch.
         let mut pipeline = match l2.parallel() {
             Some(fetcher) if config.concurrency > 1 && head - below.0 > chunk => {
                 let fetcher = Box::new(Presigning {
