@@ -89,8 +89,8 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         // With signature threads to spare (an upstream, whose fetch threads
         // mostly wait), the fetch side checks the signatures of what
         // arrives (each pipeline worker its own answer), while the sync
-        // thread writes and commits what came before; the devnet's fetch
-        // thread is busy signing.
+        // thread writes and commits what came before. (A serving devnet has
+        // one: its fetch thread is busy signing.)
         let presign = (config.verify_threads >= 2).then_some(config.forks);
         // Several range requests in flight when the source can take them
         // and there is more than one range to fetch.
