@@ -337,20 +337,19 @@ pub fn verify_blocks_on(
         failure,
         without_bodies: bodiless.iter().filter(|i| **i < good).count() as u64,
     };
-    let signed = &blocks[..limit];
-    let messages: Vec<_> = signed
-        .iter()
-        .map(|sc| signed_message(sc, forks.fork_at(sc.l2_height)))
-        .collect();
-    let checked: Vec<usize> = (presigned.min(signed.len())..signed.len())
+    // The messages of the signatures still to check only (a Genesis
+    // block's is its borsh bytes, built anew).
+    let checked: Vec<usize> = (presigned.min(limit)..limit)
         .filter(|i| unsigned.binary_search(i).is_err())
+        .collect();
+    let messages: Vec<_> = checked
+        .iter()
+        .map(|&i| signed_message(&blocks[i], forks.fork_at(blocks[i].l2_height)))
         .collect();
     let items: Vec<_> = checked
         .iter()
-        .map(|&i| {
-            let sc = &signed[i];
-            (&sc.pub_key, messages[i].as_ref(), &sc.signature)
-        })
+        .zip(&messages)
+        .map(|(&i, message)| (&blocks[i].pub_key, message.as_ref(), &blocks[i].signature))
         .collect();
     let bad = first_bad_signature_on(&items, threads);
     match bad.map(|j| checked[j]) {
