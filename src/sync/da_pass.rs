@@ -278,15 +278,13 @@ pub(super) fn apply_slot(
             }
         }
     }
-    // Checked in height order (a slot may list them in any order), stored
-    // in the order the source lists them.
-    let mut sorted = slot.commitments.clone();
-    sorted.sort_by_key(|c| c.l2_start_block_number);
-    let mut finalized = w.finalized_height()?;
+    // Each checked on its own against the stored chain (Citrea's rule: no
+    // order among them, gaps and repeats allowed), stored in the order the
+    // source lists them.
     let mut refused = Vec::new();
-    for c in &sorted {
-        match verify::verify_commitment(&*w, c, finalized) {
-            Ok(CommitmentVerdict::Valid) => finalized = finalized.max(c.l2_end_block_number),
+    for c in &slot.commitments {
+        match verify::verify_commitment(&*w, c) {
+            Ok(CommitmentVerdict::Valid) => {}
             Ok(CommitmentVerdict::NotYet) => return Ok(false),
             Err(e) => {
                 skip(e)?;
