@@ -39,6 +39,10 @@
 //!
 //! `blocksWithoutBodies` counts the stored blocks that were accepted without
 //! their transaction bodies (`--allow-missing-tx-bodies`; always 0 without it).
+//! With a chain source, `batchProofImages` says which batch-proof images
+//! proofs are held to (a devnet's, for its followers to pin) and
+//! `proofsOnUnpinnedImages` counts those accepted with none pinned;
+//! `waitingOn` names the refused record the DA scan waits on, if any.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
