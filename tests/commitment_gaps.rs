@@ -296,6 +296,15 @@ fn follower_of(up: &Ledgerd, node: &Bitcoind, dir: &Path) -> Ledgerd {
     Ledgerd::builder().data_dir(dir).args(&args).start()
 }
 
+fn health(n: &Ledgerd) -> Value {
+    let text = match ureq::get(&format!("{}/health", n.url)).call() {
+        Ok(r) => r.into_string().unwrap(),
+        Err(ureq::Error::Status(_, r)) => r.into_string().unwrap(),
+        Err(e) => panic!("/health: {e}"),
+    };
+    serde_json::from_str(&text).unwrap()
+}
+
 fn scanned(n: &Ledgerd) -> u64 {
     n.result("ledger_getLastScannedL1Height", "[]")
         .as_u64()
@@ -312,7 +321,7 @@ fn slot_hash(node: &Bitcoind, height: u64) -> String {
 /// Publishes 31..=66 signed by a stranger and 75..=86 signed by the
 /// sequencer (`between` runs in between, once the follower scanned the
 /// first), and checks what the follower makes of them.
-fn refused_then_after_the_gap(between: impl FnOnce(&mut Bitcoind)) {
+fn refused_then_after_the_gap(between: impl FnOnce(&mut Bitcoind, &Ledgerd)) {
     let mut node = Bitcoind::start();
     let dir = tempfile::tempdir().unwrap();
     let mut coins = fund(&node, 0x24, 2).into_iter();
@@ -343,7 +352,7 @@ fn refused_then_after_the_gap(between: impl FnOnce(&mut Bitcoind)) {
         1
     );
 
-    between(&mut node);
+    between(&mut node, &follower);
 
     let root = root_of(&devnet.url, AFTER_GAP);
     let after = publish(&node, &coins.next().unwrap(), &sequencer, AFTER_GAP, root);
@@ -367,17 +376,29 @@ fn refused_then_after_the_gap(between: impl FnOnce(&mut Bitcoind)) {
 #[ignore = "needs bitcoind: scripts/bitcoind/build.sh"]
 fn over_bitcoin_a_commitment_after_one_signed_by_another_key_is_finalized_and_the_gap_stays_trusted(
 ) {
-    refused_then_after_the_gap(|_| {});
+    refused_then_after_the_gap(|_, _| {});
 }
 
 #[test]
 #[ignore = "needs bitcoind: scripts/bitcoind/build.sh"]
 fn over_bitcoin_killed_and_restarted_between_the_two_commitments_the_one_after_the_gap_is_finalized(
 ) {
-    refused_then_after_the_gap(|node| {
+    refused_then_after_the_gap(|node, follower| {
         node.flush();
         node.kill9();
-        std::thread::sleep(Duration::from_millis(500));
+        wait(
+            Duration::from_secs(30),
+            "the follower to see bitcoind gone",
+            || {
+                let h = health(follower);
+                h["bitcoindReachable"] == false && h["l1Scanned"].as_u64() > Some(0)
+            },
+        );
         node.restart();
+        wait(
+            Duration::from_secs(30),
+            "the follower to see bitcoind again",
+            || health(follower)["bitcoindReachable"] == true,
+        );
     });
 }
