@@ -31,6 +31,7 @@
 mod apply;
 pub mod codec;
 mod migrate;
+pub mod rollback;
 pub mod tables;
 pub mod walk;
 
@@ -48,6 +49,7 @@ use lmdb::{
 use crate::chain::ForkTable;
 use crate::types::{Hash, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof};
 pub use apply::ChainTip;
+pub use rollback::Cut;
 use codec::DecodeError;
 use tables::{
     Commitments, DaSlots, Dbs, Meta, MetaKey, MetaValue, Proofs, ScByHashPrefix, SoftConfirmations,
