@@ -1045,24 +1045,23 @@ fn finish(state: State) -> Result<Command, ConfigError> {
             }));
         }
         "rollback" => {
-            let to = match (extra.to_l2, extra.to_l1) {
-                (Some(h), None) => RollbackTo::L2(h),
-                (None, Some(s)) => RollbackTo::L1(s),
-                (Some(_), Some(_)) => {
-                    return Err(ConfigError(
-                        "rollback takes one target: --to-l2 H (an L2 height) or --to-l1 S \
+            let to =
+                match (extra.to_l2, extra.to_l1) {
+                    (Some(h), None) => RollbackTo::L2(h),
+                    (None, Some(s)) => RollbackTo::L1(s),
+                    (Some(_), Some(_)) => {
+                        return Err(ConfigError(
+                            "rollback takes one target: --to-l2 H (an L2 height) or --to-l1 S \
                          (a DA slot), not both"
-                            .into(),
-                    ))
-                }
-                (None, None) => {
-                    return Err(ConfigError(
+                                .into(),
+                        ))
+                    }
+                    (None, None) => return Err(ConfigError(
                         "rollback needs a target: --to-l2 H keeps L2 heights up to H, --to-l1 S \
                          keeps DA slots up to S"
                             .into(),
-                    ))
-                }
-            };
+                    )),
+                };
             if !extra.data_dir_given {
                 return Err(ConfigError(
                     "rollback needs --data-dir DIR: the data dir of the stopped node to take back"
@@ -1712,9 +1711,15 @@ mod tests {
     #[test]
     fn rollback_takes_one_target_and_a_data_dir() {
         let parsed = |args: &[&str]| parse(args.iter().map(|s| s.to_string()));
-        let Command::Rollback(r) =
-            parsed(&["rollback", "--data-dir", "/d", "--to-l2", "100", "--dry-run"]).unwrap()
-        else {
+        let Command::Rollback(r) = parsed(&[
+            "rollback",
+            "--data-dir",
+            "/d",
+            "--to-l2",
+            "100",
+            "--dry-run",
+        ])
+        .unwrap() else {
             panic!("expected a rollback")
         };
         assert_eq!(
@@ -1732,7 +1737,16 @@ mod tests {
         assert_eq!((r.to, r.dry_run), (RollbackTo::L1(7), false));
         let e = parsed(&["rollback", "--data-dir", "/d"]).unwrap_err();
         assert!(e.0.contains("needs a target"), "{e}");
-        let e = parsed(&["rollback", "--data-dir", "/d", "--to-l2", "1", "--to-l1", "2"]).unwrap_err();
+        let e = parsed(&[
+            "rollback",
+            "--data-dir",
+            "/d",
+            "--to-l2",
+            "1",
+            "--to-l1",
+            "2",
+        ])
+        .unwrap_err();
         assert!(e.0.contains("not both"), "{e}");
         let e = parsed(&["rollback", "--to-l2", "1"]).unwrap_err();
         assert!(e.0.contains("needs --data-dir"), "{e}");

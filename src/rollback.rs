@@ -50,7 +50,10 @@ pub enum Target {
 pub enum RollbackError {
     Ledger(LedgerError),
     /// A process has the data dir open (pid, when the lock says it).
-    Running { dir: String, pid: Option<i32> },
+    Running {
+        dir: String,
+        pid: Option<i32>,
+    },
     /// A kept proof no longer names kept commitments (a ledger whose
     /// records disagree; nothing was written).
     Replay(String),
@@ -135,7 +138,9 @@ fn last_height_on_or_before(w: &impl LedgerRead, slot: u64) -> Result<u64, Ledge
     let (mut lo, mut hi) = (0u64, w.head_height()?);
     while lo < hi {
         let mid = lo + (hi - lo + 1) / 2;
-        let on = w.soft_confirmation(mid)?.map_or(u64::MAX, |sc| sc.da_slot_height);
+        let on = w
+            .soft_confirmation(mid)?
+            .map_or(u64::MAX, |sc| sc.da_slot_height);
         if on <= slot {
             lo = mid;
         } else {
@@ -164,7 +169,8 @@ pub fn plan(w: &impl LedgerWalk, target: Target) -> Result<Cut, LedgerError> {
             let pointed = if height == 0 {
                 0
             } else {
-                w.soft_confirmation(height)?.map_or(0, |sc| sc.da_slot_height)
+                w.soft_confirmation(height)?
+                    .map_or(0, |sc| sc.da_slot_height)
             };
             (height, pointed)
         }

@@ -73,8 +73,14 @@ fn view(n: &Ledgerd, first: u64, last: u64) -> Value {
     let slots: Vec<Value> = (first..=last)
         .map(|s| {
             json!([
-                n.result("ledger_getSequencerCommitmentsOnSlotByNumber", &format!("[{s}]")),
-                n.result("ledger_getVerifiedBatchProofsBySlotHeight", &format!("[{s}]"))
+                n.result(
+                    "ledger_getSequencerCommitmentsOnSlotByNumber",
+                    &format!("[{s}]")
+                ),
+                n.result(
+                    "ledger_getVerifiedBatchProofsBySlotHeight",
+                    &format!("[{s}]")
+                )
             ])
         })
         .collect();
@@ -96,7 +102,12 @@ fn a_follower_stopped_by_a_deep_reorg_rolled_back_to_l1_follows_the_new_chain() 
     let devnet = Ledgerd::builder()
         .dev(0, 0)
         .data_dir(&dir.path().join("devnet"))
-        .args(&["--dev-bitcoin-rpc", &node.url, "--bitcoin-rpc-cookie", &cookie])
+        .args(&[
+            "--dev-bitcoin-rpc",
+            &node.url,
+            "--bitcoin-rpc-cookie",
+            &cookie,
+        ])
         .start();
     assert_eq!(devnet.result("dev_mine", "[60]"), 60);
     devnet.result("dev_commit", "[]");
@@ -122,10 +133,14 @@ fn a_follower_stopped_by_a_deep_reorg_rolled_back_to_l1_follows_the_new_chain() 
     node.invalidate_block(&node.block_hash(fork));
     node.mine(15);
     let new_tip = node.block_count();
-    wait(Duration::from_secs(30), "health to report the reorg", || {
-        let (status, h) = health(&follower);
-        status == 503 && h["reason"] == "reorg"
-    });
+    wait(
+        Duration::from_secs(30),
+        "health to report the reorg",
+        || {
+            let (status, h) = health(&follower);
+            status == 503 && h["reason"] == "reorg"
+        },
+    );
     let (status, _) = follower.stop();
     assert!(status.success());
 
@@ -148,14 +163,19 @@ fn a_follower_stopped_by_a_deep_reorg_rolled_back_to_l1_follows_the_new_chain() 
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        stdout.contains(&format!("L2 head 66 -> 66, last scanned DA slot {} -> {shared}", tip - 2)),
+        stdout.contains(&format!(
+            "L2 head 66 -> 66, last scanned DA slot {} -> {shared}",
+            tip - 2
+        )),
         "{stdout}"
     );
 
     let follower = follower_of(&devnet, &node, &f_dir);
-    wait(Duration::from_secs(60), "the follower on the new chain", || {
-        scanned(&follower) == new_tip - 2 && health(&follower).0 == 200
-    });
+    wait(
+        Duration::from_secs(60),
+        "the follower on the new chain",
+        || scanned(&follower) == new_tip - 2 && health(&follower).0 == 200,
+    );
     assert_eq!(view(&follower, first, devnet_tip), before);
     assert_eq!(follower.status(60), "Proven");
     assert_eq!(follower.status(66), "Trusted");

@@ -54,7 +54,11 @@ fn dev_revert_brings_back_the_chain_every_status_and_the_devnets_state() {
 
     assert_eq!(node.result("dev_revert", "[0]"), true);
     assert_eq!(node.head(), 100);
-    assert_eq!(every_answer(&node.url), at_snapshot, "after the revert / at the snapshot");
+    assert_eq!(
+        every_answer(&node.url),
+        at_snapshot,
+        "after the revert / at the snapshot"
+    );
 
     // The same calls make the same chain: the clock, the DA schedule and
     // the queued transaction came back with it.
@@ -62,7 +66,11 @@ fn dev_revert_brings_back_the_chain_every_status_and_the_devnets_state() {
     let b101 = node.result("ledger_getSoftConfirmationByNumber", "[101]");
     let txs = b101["txs"].as_array().unwrap();
     assert_eq!(txs.last().unwrap(), "aa", "after the devnet's own: {b101}");
-    assert_eq!(every_answer(&node.url), after_script, "made again / made first");
+    assert_eq!(
+        every_answer(&node.url),
+        after_script,
+        "made again / made first"
+    );
 
     assert_eq!(
         node.result("dev_revert", "[0]"),
@@ -83,7 +91,11 @@ fn snapshots_taken_after_the_one_reverted_to_are_dropped_and_ids_are_not_reused(
     assert_eq!(node.head(), 20);
     assert_eq!(node.result("dev_revert", &format!("[{second}]")), false);
     assert_eq!(node.result("dev_snapshot", "[]"), 2);
-    assert_eq!(node.result("dev_revert", r#"{"id":"0x63"}"#), false, "never taken");
+    assert_eq!(
+        node.result("dev_revert", r#"{"id":"0x63"}"#),
+        false,
+        "never taken"
+    );
     let e = node.error("dev_revert", r#"["soon"]"#);
     assert_eq!(e["code"], -32602, "{e}");
     assert!(e["data"].as_str().unwrap().contains("id"), "{e}");
@@ -97,7 +109,11 @@ fn dev_reset_goes_back_to_the_prefill_chain_and_goes_on_as_a_fresh_node() {
     node.result("dev_snapshot", "[]");
     assert_eq!(node.result("dev_reset", "[]"), 30);
     assert_eq!(every_answer(&node.url), every_answer(&fresh.url));
-    assert_eq!(node.result("dev_revert", "[0]"), false, "reset drops snapshots");
+    assert_eq!(
+        node.result("dev_revert", "[0]"),
+        false,
+        "reset drops snapshots"
+    );
     script(&node);
     script(&fresh);
     assert_eq!(every_answer(&node.url), every_answer(&fresh.url));

@@ -100,11 +100,16 @@ fn to_l1_keeps_the_slots_up_to_s_and_the_blocks_that_point_at_them() {
     let out = rolled_back(&full, &["--to-l1", &slot.to_string()]);
     let server = Ledgerd::builder().readonly().data_dir(&full).start();
     let h = server.head();
-    assert!(h >= 180, "height 180 points at slot {slot} and stays: head {h}");
+    assert!(
+        h >= 180,
+        "height 180 points at slot {slot} and stays: head {h}"
+    );
     let next = server.result("ledger_getSoftConfirmationByNumber", &format!("[{}]", h));
     assert_eq!(next["daSlotHeight"].as_u64(), Some(slot), "{out}");
     assert_eq!(
-        server.result("ledger_getLastScannedL1Height", "[]").as_u64(),
+        server
+            .result("ledger_getLastScannedL1Height", "[]")
+            .as_u64(),
         Some(slot)
     );
     drop(server);
@@ -192,14 +197,21 @@ fn a_dry_run_prints_what_it_would_remove_and_changes_nothing() {
     let before = answers_of(&dir);
     let out = rolled_back(&dir, &["--to-l2", "50", "--dry-run"]);
     assert!(out.contains("dry run, nothing written"), "{out}");
-    assert!(out.contains("would remove: sc_by_hash_prefix 70, soft_confirmations 70, status 70"), "{out}");
+    assert!(
+        out.contains("would remove: sc_by_hash_prefix 70, soft_confirmations 70, status 70"),
+        "{out}"
+    );
     assert!(out.contains("statuses of heights 1..=50"), "{out}");
     assert_same_answers(&answers_of(&dir), &before, "after a dry run / before");
     let out = rollback(&dir, &["--to-l2", "50", "--to-l1", "3"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     let out = rollback(&top.path().join("none"), &["--to-l2", "5"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("no ledger there"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("no ledger there"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 /// A digest of everything a ledger holds that an answer can show: every
@@ -278,7 +290,13 @@ fn kill_9_during_a_rollback_of_100000_blocks_leaves_the_ledger_before_or_after()
         copy_ledger(&base, &trial);
         let wait = Duration::from_micros(next(&mut seed) % span);
         let mut child = Command::new(common::process::BIN)
-            .args(["rollback", "--data-dir", trial.to_str().unwrap(), "--to-l2", "1000"])
+            .args([
+                "rollback",
+                "--data-dir",
+                trial.to_str().unwrap(),
+                "--to-l2",
+                "1000",
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -291,7 +309,10 @@ fn kill_9_during_a_rollback_of_100000_blocks_leaves_the_ledger_before_or_after()
         if got == before {
             as_before += 1;
         } else {
-            assert_eq!(got, after, "round {round}: killed after {wait:?}, between before and after");
+            assert_eq!(
+                got, after,
+                "round {round}: killed after {wait:?}, between before and after"
+            );
             as_after += 1;
         }
         std::fs::remove_dir_all(&trial).unwrap();

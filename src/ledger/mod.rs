@@ -49,8 +49,8 @@ use lmdb::{
 use crate::chain::ForkTable;
 use crate::types::{Hash, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof};
 pub use apply::ChainTip;
-pub use rollback::Cut;
 use codec::DecodeError;
+pub use rollback::Cut;
 use tables::{
     Commitments, DaSlots, Dbs, Meta, MetaKey, MetaValue, Proofs, ScByHashPrefix, SoftConfirmations,
     StatusTable, Table, ValueTable,

@@ -63,11 +63,13 @@ fn keys_above<T: Table<Key = u64>>(
     let mut keys = Vec::new();
     for item in cursor.iter_from(T::key(&first)) {
         let (k, _) = item.map_err(lmdb_err(ctx))?;
-        keys.push(tables::decode_u64_key(k).ok_or_else(|| LedgerError::Corrupt {
-            table: T::NAME,
-            key: hex::encode(k),
-            reason: format!("key is {} bytes, not 8", k.len()),
-        })?);
+        keys.push(
+            tables::decode_u64_key(k).ok_or_else(|| LedgerError::Corrupt {
+                table: T::NAME,
+                key: hex::encode(k),
+                reason: format!("key is {} bytes, not 8", k.len()),
+            })?,
+        );
     }
     Ok(keys)
 }
@@ -78,7 +80,9 @@ impl LedgerWriter<'_> {
         let db = T::db(&self.ledger.dbs);
         match self.txn.del(db, &T::key(key), data) {
             Ok(()) | Err(lmdb::Error::NotFound) => Ok(()),
-            Err(e) => Err(lmdb_err(|| format!("deleting {} {}", T::NAME, T::show(key)))(e)),
+            Err(e) => Err(lmdb_err(|| {
+                format!("deleting {} {}", T::NAME, T::show(key))
+            })(e)),
         }
     }
 

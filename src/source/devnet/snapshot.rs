@@ -162,8 +162,8 @@ impl Devnet {
     /// Takes the ledger back to `target` in one write transaction.
     fn roll_back(&mut self, target: Target) -> Result<Reverted, SnapshotError> {
         let failed = |e: String| SnapshotError::Failed(e);
-        let report = rollback::rollback(&self.ledger, target, false)
-            .map_err(|e| failed(e.to_string()))?;
+        let report =
+            rollback::rollback(&self.ledger, target, false).map_err(|e| failed(e.to_string()))?;
         let r = self.ledger.reader().map_err(|e| failed(e.to_string()))?;
         let reverted = Reverted {
             height: r.head_height().map_err(|e| failed(e.to_string()))?,
