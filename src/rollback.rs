@@ -137,7 +137,7 @@ impl fmt::Display for Report {
 fn last_height_on_or_before(w: &impl LedgerRead, slot: u64) -> Result<u64, LedgerError> {
     let (mut lo, mut hi) = (0u64, w.head_height()?);
     while lo < hi {
-        let mid = lo + (hi - lo + 1) / 2;
+        let mid = lo + (hi - lo).div_ceil(2);
         let on = w
             .soft_confirmation(mid)?
             .map_or(u64::MAX, |sc| sc.da_slot_height);
