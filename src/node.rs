@@ -186,7 +186,8 @@ pub struct Node {
     threads: Vec<JoinHandle<()>>,
     devnet: Option<DevnetControl>,
     /// `--ephemeral`: the temporary data dir, removed when the node is
-    /// dropped (after the threads that use it are joined).
+    /// dropped (after the threads that use it are joined). Its ledger
+    /// commits without fsync (`OpenOptions::no_sync`): nothing outlives it.
     _ephemeral: Option<EphemeralDir>,
 }
 
@@ -252,6 +253,7 @@ impl Node {
         }
         let open = OpenOptions {
             read_only: config.read_only,
+            no_sync: ephemeral.is_some(),
             ..OpenOptions::default()
         };
         let ledger = Arc::new(Ledger::open(&config.data_dir, &open)?);
