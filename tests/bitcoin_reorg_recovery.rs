@@ -52,6 +52,15 @@ fn follower_of(up: &Ledgerd, node: &Bitcoind, dir: &Path) -> Ledgerd {
         .start()
 }
 
+/// A regtest address of another key than the burn address.
+fn other_address() -> String {
+    use bitcoin::secp256k1::{Secp256k1, SecretKey};
+    let secp = Secp256k1::signing_only();
+    let key = SecretKey::from_slice(&[0x43; 32]).expect("a valid key");
+    let public = bitcoin::CompressedPublicKey(key.public_key(&secp));
+    bitcoin::Address::p2wpkh(&public, bitcoin::Network::Regtest).to_string()
+}
+
 fn scanned(n: &Ledgerd) -> u64 {
     n.result("ledger_getLastScannedL1Height", "[]")
         .as_u64()
@@ -131,7 +140,9 @@ fn a_follower_stopped_by_a_deep_reorg_rolled_back_to_l1_follows_the_new_chain() 
     // Ten blocks back, deeper than 3: the last scanned block leaves the chain.
     let fork = tip - 10;
     node.invalidate_block(&node.block_hash(fork));
-    node.mine(15);
+    // Paid elsewhere: the same coinbase in the same second would make the
+    // invalidated block again.
+    node.generate_to_address(15, &other_address());
     let new_tip = node.block_count();
     wait(
         Duration::from_secs(30),
