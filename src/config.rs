@@ -458,7 +458,7 @@ DEVNET:
     --dev-seed S              the chain derives from this number [default: 1]
     --dev-proof-bytes N       bytes of each batch proof [default: 2048]
     --ephemeral               run on a new temporary data dir, removed when the node stops
-                              (for test harnesses; instead of --data-dir)
+                              (for test harnesses; not with --data-dir DIR)
     --dev-allow-remote-control
                               answer the dev_* methods (mine, commit, prove...) on a
                               non-loopback --bind too [default: loopback only]
@@ -1578,9 +1578,16 @@ mod tests {
             let sub = match flag {
                 "no-verify" => Some("import"),
                 "from" | "to" => Some("export"),
+                "to-l2" | "to-l1" | "dry-run" => Some("rollback"),
                 _ => None,
             };
             let mut text = format!("{flag} = {}\n", sample(flag));
+            if sub == Some("rollback") {
+                text.push_str("data-dir = /tmp/x\n");
+                if flag == "dry-run" {
+                    text.push_str("to-l2 = 5\n");
+                }
+            }
             if flag.starts_with("dev-") {
                 text.push_str("dev = true\n");
             }
