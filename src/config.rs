@@ -13,7 +13,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::chain::{ForkTable, Network};
-use crate::proof::ReceiptRules;
+use crate::proof::image_ids::{self, ImagePins};
+use crate::proof::ProofRules;
 use crate::source::bitcoind::signer::DaPublicKey;
 use crate::source::bitcoind::{keys, Credentials, DEFAULT_FINALITY_DEPTH};
 use crate::source::devnet::regtest::RegtestConfig;
@@ -34,6 +35,10 @@ pub struct Config {
     pub allow_missing_tx_bodies: bool,
     /// `--allow-fake-proofs`: fake risc0 receipts prove heights on a named network.
     pub allow_fake_proofs: bool,
+    /// `--batch-proof-image FORK=HEX` (repeatable): the batch-proof image
+    /// of each fork, for a chain without a network name (or a network
+    /// whose images Citrea does not ship).
+    pub batch_proof_images: ImagePins,
     /// `--sequencer-pubkey`: overrides the network's key.
     pub sequencer_pubkey: Option<[u8; 32]>,
     /// `--network`: a public Citrea network's fork table and sequencer key.
@@ -197,6 +202,7 @@ impl Default for Config {
             sync_concurrency: 8,
             allow_missing_tx_bodies: false,
             allow_fake_proofs: false,
+            batch_proof_images: ImagePins::default(),
             sequencer_pubkey: None,
             network: None,
             kumquat_height: None,
@@ -266,13 +272,17 @@ impl Config {
             .or_else(|| self.network.and_then(Network::sequencer_key))
     }
 
-    /// Which batch-proof receipts prove heights: `--network`'s images,
-    /// fakes only on a devnet or with `--allow-fake-proofs`.
-    pub fn receipt_rules(&self) -> ReceiptRules {
-        ReceiptRules {
-            network: self.network,
-            allow_fake_proofs: self.allow_fake_proofs,
-        }
+    /// Which batch-proof receipts prove heights: `--network`'s images, the
+    /// devnet's own, `--batch-proof-image` pins, or (none of these) the
+    /// image each receipt claims; fakes count except on a named network
+    /// without `--allow-fake-proofs`.
+    pub fn receipt_rules(&self) -> ProofRules {
+        ProofRules::new(
+            self.network,
+            self.batch_proof_images,
+            self.allow_fake_proofs,
+            matches!(self.source, SourceConfig::Devnet(_)),
+        )
     }
 
     /// Where [`Config::sequencer_key`] comes from, for messages: `testnet
@@ -317,8 +327,8 @@ pub struct ImportArgs {
     pub forks: ForkTable,
     /// `--sequencer-pubkey`, else the network's key.
     pub sequencer_pubkey: Option<[u8; 32]>,
-    /// `--network`'s batch-proof images; `--allow-fake-proofs`.
-    pub receipts: ReceiptRules,
+    /// `--network`'s batch-proof images or `--batch-proof-image`; `--allow-fake-proofs`.
+    pub receipts: ProofRules,
 }
 
 /// `ledgerd verify [--network N | --kumquat-height H] [--sequencer-pubkey K] FILE`.
@@ -334,13 +344,13 @@ pub struct VerifyArgs {
     pub sequencer_key_name: String,
 }
 
-/// `ledgerd verify-proof [--network N] [--allow-fake-proofs] FILE`.
+/// `ledgerd verify-proof [--network N] [--batch-proof-image FORK=HEX] [--allow-fake-proofs] FILE`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VerifyProofArgs {
     /// Proofs as the RPC answers them, or raw receipt bytes; `-` reads stdin.
     pub file: PathBuf,
-    /// `--network`'s images; `--allow-fake-proofs`.
-    pub receipts: ReceiptRules,
+    /// `--network`'s images or `--batch-proof-image`; `--allow-fake-proofs`.
+    pub receipts: ProofRules,
     /// `--network` / `--kumquat-height`: the fork of a new-layout journal.
     pub forks: ForkTable,
 }
@@ -440,7 +450,7 @@ USAGE:
     ledgerd verify [--network N | --kumquat-height H] [--sequencer-pubkey HEX] FILE
                                                       check soft confirmations (RPC answers;
                                                       `-` reads stdin): hashes, signatures, links
-    ledgerd verify-proof [--network N] [--allow-fake-proofs] FILE
+    ledgerd verify-proof [--network N] [--batch-proof-image FORK=HEX] [--allow-fake-proofs] FILE
                                                       check batch proofs (RPC answers or raw
                                                       receipt bytes): journal, receipt, image
     ledgerd rollback --data-dir DIR (--to-l2 H | --to-l1 S) [--dry-run]
@@ -499,8 +509,14 @@ CHAIN RULES (run, import, verify, verify-proof):
     --sequencer-pubkey HEX    the sequencer key blocks must carry
                               [default: the network's, else the key of block 1]
     --allow-fake-proofs       let fake risc0 receipts (RISC0_DEV_MODE's) prove heights on a
-                              named --network [default: only with no --network, a devnet]
-    Every batch proof's bytes must be a risc0 receipt of the network's batch-proof
+                              named --network [default: only with no --network, any chain]
+    --batch-proof-image FORK=HEX
+                              the batch-proof image ID (64 hex digits, as risc0 prints it)
+                              of fork genesis or kumquat, for a chain without --network
+                              (repeat for both forks) [default: the network's images; the
+                              devnet's own; else not pinned: each receipt's claimed image,
+                              counted in /health and /metrics]
+    Every batch proof's bytes must be a risc0 receipt of the chain's batch-proof
     image whose journal is its proofOutput.
     A data dir keeps the fork table it was started with and refuses another.
 
@@ -855,6 +871,10 @@ fn parse_into<I: IntoIterator<Item = String>>(
             }
             "--allow-missing-tx-bodies" => config.allow_missing_tx_bodies = true,
             "--allow-fake-proofs" => config.allow_fake_proofs = true,
+            "--batch-proof-image" => config
+                .batch_proof_images
+                .add(&value(&flag)?)
+                .map_err(ConfigError)?,
             "--wire" => {
                 config.wire = match value(&flag)?.as_str() {
                     "ledgerd" | "seed" => Wire::Ledgerd,
@@ -1000,6 +1020,26 @@ fn finish(state: State) -> Result<Command, ConfigError> {
             "{flag} does not apply to `ledgerd {sub}`; see ledgerd --help"
         )));
     }
+    if let Some(n) = config.network {
+        for fork in [crate::chain::Fork::Genesis, crate::chain::Fork::Kumquat] {
+            let (Some(pin), Ok(own)) = (
+                config.batch_proof_images.get(fork),
+                image_ids::batch_image(Some(n), fork),
+            ) else {
+                continue;
+            };
+            if pin != own.id {
+                return Err(ConfigError(format!(
+                    "{} {}={} is not {own} {}: --network {n} pins its own; drop the pin, or \
+                     --network for a chain without a name",
+                    image_ids::BATCH_PROOF_IMAGE,
+                    image_ids::fork_word(fork),
+                    hex::encode(pin),
+                    hex::encode(own.id)
+                )));
+            }
+        }
+    }
     match sub {
         "import" => {
             let file = extra.file.ok_or_else(|| {
@@ -1110,6 +1150,13 @@ fn finish(state: State) -> Result<Command, ConfigError> {
         return Err(ConfigError(
             "--dev and --upstream are two chain sources: choose one".into(),
         ));
+    }
+    if dev_on && !config.batch_proof_images.is_empty() {
+        return Err(ConfigError(format!(
+            "{} pins the images of a chain a follower reads; the devnet's proofs claim its own \
+             image (its /health shows it): drop the flag, or give it to the follower",
+            image_ids::BATCH_PROOF_IMAGE
+        )));
     }
     if dev_on {
         if let Some(n) = config.network {
@@ -1558,6 +1605,9 @@ mod tests {
             "dev-bitcoin-rpc" | "bitcoin-rpc" => "http://127.0.0.1:1",
             "sequencer-da-pubkey" => keys::REGTEST.sequencer,
             "prover-da-pubkey" => keys::REGTEST.prover,
+            "batch-proof-image" => {
+                "kumquat=50757c7c24e165267d92794e59aca4e57758f3ac87cd20c512894aed4b87d4ff"
+            }
             f if SWITCHES.contains(&f) => "true",
             _ => "5",
         }
@@ -1654,6 +1704,53 @@ mod tests {
         assert!(e.0.contains("--kumquat-height"), "{e}");
         let e = run(&["--kumquat-height", "x"]).unwrap_err();
         assert!(e.0.contains("--kumquat-height takes"), "{e}");
+    }
+
+    #[test]
+    fn batch_proof_image_pins_a_chain_without_a_name_and_the_devnet_and_a_network_keep_their_own() {
+        use crate::proof::image_ids::{TESTNET_BATCH_0, TESTNET_BATCH_1};
+        use crate::proof::Images;
+        let k = format!("kumquat={}", hex::encode(TESTNET_BATCH_1));
+        let g = format!("genesis={}", hex::encode(TESTNET_BATCH_0));
+        let c = run(&["--upstream", "http://x"]).unwrap();
+        assert_eq!(c.receipt_rules().images, Images::Unpinned);
+        let c = run(&["--upstream", "http://x", "--batch-proof-image", &k]).unwrap();
+        let pins = c.batch_proof_images;
+        assert_eq!((pins.kumquat, pins.genesis), (Some(TESTNET_BATCH_1), None));
+        assert_eq!(c.receipt_rules().images, Images::Pinned(pins));
+        let c = run(&[
+            "--upstream",
+            "http://x",
+            "--batch-proof-image",
+            &k,
+            &format!("--batch-proof-image={g}"),
+        ])
+        .unwrap();
+        assert_eq!(c.batch_proof_images.genesis, Some(TESTNET_BATCH_0));
+        assert_eq!(
+            run(&["--dev"]).unwrap().receipt_rules().images,
+            Images::Devnet
+        );
+        let e = run(&["--dev", "--batch-proof-image", &k]).unwrap_err();
+        assert!(
+            e.0.contains("the devnet's proofs claim its own image"),
+            "{e}"
+        );
+        // A network's own image may be repeated, not contradicted; nightly
+        // has none, so a pin fills it.
+        assert!(run(&["--network", "testnet", "--batch-proof-image", &k]).is_ok());
+        let e = run(&["--network", "devnet", "--batch-proof-image", &k]).unwrap_err();
+        assert!(e.0.contains("--network devnet pins its own"), "{e}");
+        let c = run(&["--network", "nightly", "--batch-proof-image", &k]).unwrap();
+        assert!(matches!(c.receipt_rules().images, Images::Network(_, p) if p.kumquat.is_some()));
+        let e = run(&["--batch-proof-image", "kumquat=12"]).unwrap_err();
+        assert!(e.0.contains("64 hex digits"), "{e}");
+        let Command::VerifyProof(v) =
+            parse(["verify-proof", "--batch-proof-image", &k, "-"].map(String::from)).unwrap()
+        else {
+            panic!("verify-proof")
+        };
+        assert_eq!(v.receipts.images, Images::Pinned(pins));
     }
 
     #[test]

@@ -107,6 +107,15 @@ fn import(args: &config::ImportArgs) -> ExitCode {
     match fixtures::import(&ledger, input, options) {
         Ok(report) => {
             println!("{report} in {}", args.data_dir.display());
+            if args.verify && report.proofs > 0 && !args.receipts.images_pinned() {
+                eprintln!(
+                    "ledgerd import: note: batch-proof images are not pinned (no --network, no \
+                     {flag}): the {} proofs were verified against the images their receipts \
+                     claim; pin them with {flag} FORK=HEX",
+                    report.proofs,
+                    flag = ledgerd::proof::image_ids::BATCH_PROOF_IMAGE
+                );
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

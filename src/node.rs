@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use log::{error, info};
+use log::{error, info, warn};
 
 use crate::chain::Network;
 use crate::config::{BitcoinConfig, Config, SourceConfig};
@@ -302,8 +302,11 @@ impl Node {
                     poll: devnet_poll(dev),
                     sequencer_pubkey: Some(devnet.public_key()),
                     forks,
+                    // Its own image (shown in /health for followers to pin).
+                    receipts: config.receipt_rules(),
                     ..SyncConfig::default()
                 };
+                let _ = progress.proof_rules.set(sync_config.receipts);
                 let mut syncer = Syncer::new(ledger.clone(), devnet, progress.clone(), sync_config);
                 let started = std::time::Instant::now();
                 syncer.catch_up(&stop)?;
@@ -342,6 +345,18 @@ impl Node {
                     receipts: config.receipt_rules(),
                     ..SyncConfig::default()
                 };
+                let _ = progress.proof_rules.set(sync_config.receipts);
+                if !sync_config.receipts.images_pinned() {
+                    warn!(
+                        "batch-proof images are not pinned (no --network, no {flag}): each \
+                         proof's receipt is verified against the image it claims, so a proof of \
+                         any program counts; pin the chain's guest images with {flag} \
+                         genesis=HEX and {flag} kumquat=HEX (a ledgerd devnet shows its own in \
+                         /health, batchProofImages); /health and /metrics count the proofs \
+                         accepted meanwhile",
+                        flag = crate::proof::image_ids::BATCH_PROOF_IMAGE
+                    );
+                }
                 if bitcoin.is_some() {
                     // Bitcoin blocks come in batches of raw blocks (cheap,
                     // several batches in flight): ask for many at once.

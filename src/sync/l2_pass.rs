@@ -16,7 +16,7 @@ use super::verify::{self, BlockRules, Check, VerifyError};
 use super::{pipeline, DaSide, SyncError, Syncer};
 use crate::chain::ForkTable;
 use crate::ledger::{ChainTip, Ledger, LedgerRead, LedgerWriter};
-use crate::proof::ReceiptRules;
+use crate::proof::ProofRules;
 use crate::source::{DaAnchor, DaSource, L2Source, RangeFetch, SourceError};
 use crate::stop::Stop;
 use crate::types::{DaSlot, SoftConfirmation};
@@ -366,7 +366,7 @@ struct L2Sink<'a> {
     key: Option<[u8; 32]>,
     /// Which fork's rules verify which height.
     forks: ForkTable,
-    receipts: ReceiptRules,
+    receipts: ProofRules,
     /// Whether the key is pinned in the ledger already.
     key_stored: bool,
     commit_blocks: u64,
