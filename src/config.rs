@@ -74,6 +74,9 @@ pub struct Config {
     /// `--bitcoin-rpc-user`, `--bitcoin-rpc-password` or `--bitcoin-rpc-cookie`:
     /// how every bitcoind this node talks to is logged into.
     pub bitcoin_auth: BitcoinAuth,
+    /// `--ephemeral`: run on a new temporary data dir, removed when the
+    /// node stops (`data_dir` is not used).
+    pub ephemeral: bool,
 }
 
 /// Where a node's chain comes from: one of these, picked by the flags.
@@ -218,6 +221,7 @@ impl Default for Config {
             write_timeout: Duration::from_secs(10),
             max_requests_per_connection: 1000,
             bitcoin_auth: BitcoinAuth::default(),
+            ephemeral: false,
         }
     }
 }
@@ -305,6 +309,8 @@ pub enum Command {
     Verify(VerifyArgs),
     /// `ledgerd verify-proof FILE` (`-` is stdin).
     VerifyProof(VerifyProofArgs),
+    /// `ledgerd rollback --data-dir DIR (--to-l2 H | --to-l1 S) [--dry-run]`.
+    Rollback(RollbackArgs),
     Help,
     Version,
 }
@@ -349,6 +355,25 @@ pub struct VerifyProofArgs {
     pub forks: ForkTable,
 }
 
+/// `ledgerd rollback --data-dir DIR (--to-l2 H | --to-l1 S) [--dry-run]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RollbackArgs {
+    pub data_dir: PathBuf,
+    /// Where the ledger goes back to.
+    pub to: RollbackTo,
+    /// `--dry-run`: print what would be removed, remove nothing.
+    pub dry_run: bool,
+}
+
+/// `--to-l2 H` or `--to-l1 S`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RollbackTo {
+    /// Keep L2 heights up to H (and the DA slots scanned while only they existed).
+    L2(u64),
+    /// Keep DA slots up to S (and the L2 blocks that point at them).
+    L1(u64),
+}
+
 /// `ledgerd export [--from A] [--to B] [--data-dir DIR]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExportArgs {
@@ -366,6 +391,11 @@ struct Extra {
     no_verify: bool,
     from: Option<u64>,
     to: Option<u64>,
+    to_l2: Option<u64>,
+    to_l1: Option<u64>,
+    dry_run: bool,
+    /// `--data-dir` was given (the config file's counts too).
+    data_dir_given: bool,
     /// Which flags were given (for "only applies to" errors).
     given: Vec<String>,
     /// The upstreams so far came from the config file: the command line's
@@ -373,18 +403,21 @@ struct Extra {
     upstreams_from_file: bool,
 }
 
-const SUBCOMMANDS: [&str; 6] = [
+const SUBCOMMANDS: [&str; 7] = [
     "run",
     "serve-readonly",
     "import",
     "export",
     "verify",
     "verify-proof",
+    "rollback",
 ];
 
 /// Config-file keys that are switches (`key = true|false`); every other key takes a value.
-const SWITCHES: [&str; 6] = [
+const SWITCHES: [&str; 8] = [
     "dev",
+    "dry-run",
+    "ephemeral",
     "no-verify",
     "reuse-port",
     "allow-missing-tx-bodies",
@@ -420,6 +453,9 @@ USAGE:
     ledgerd verify-proof [--network N] [--batch-proof-image FORK=HEX] [--allow-fake-proofs] FILE
                                                       check batch proofs (RPC answers or raw
                                                       receipt bytes): journal, receipt, image
+    ledgerd rollback --data-dir DIR (--to-l2 H | --to-l1 S) [--dry-run]
+                                                      take a stopped node's ledger back to L2
+                                                      height H or DA slot S (one transaction)
 
 CHAIN SOURCE (one of):
     --dev                     run the embedded devnet (a simulated sequencer and DA chain)
@@ -431,6 +467,8 @@ DEVNET:
     --dev-block-ms MS         then one new block every MS ms, 0 for none [default: 1000]
     --dev-seed S              the chain derives from this number [default: 1]
     --dev-proof-bytes N       bytes of each batch proof [default: 2048]
+    --ephemeral               run on a new temporary data dir, removed when the node stops
+                              (for test harnesses; not with --data-dir DIR)
     --dev-allow-remote-control
                               answer the dev_* methods (mine, commit, prove...) on a
                               non-loopback --bind too [default: loopback only]
@@ -500,6 +538,11 @@ SERVER:
 FIXTURES:
     --no-verify               import: store records without the chain-rule checks
     --from A, --to B          export: the heights to write [default: 1 to the head]
+
+ROLLBACK (on a stopped node's data dir; see docs/OPERATIONS.md):
+    --to-l2 H                 keep L2 heights 1..=H, drop the rest and what depends on it
+    --to-l1 S                 keep DA slots up to S, and the L2 blocks that point at them
+    --dry-run                 print what would be removed, remove nothing
 
     --config FILE             read flags from FILE: `key = value` lines, one per flag
                               (the flag without `--`; switches take true/false);
@@ -854,7 +897,26 @@ fn parse_into<I: IntoIterator<Item = String>>(
             }
             "--kumquat-height" => config.kumquat_height = Some(number(&flag, &value(&flag)?)?),
             "--bind" => config.bind = value(&flag)?,
-            "--data-dir" => config.data_dir = PathBuf::from(value(&flag)?),
+            "--data-dir" => {
+                config.data_dir = PathBuf::from(value(&flag)?);
+                extra.data_dir_given = true;
+            }
+            "--ephemeral" => {
+                config.ephemeral = true;
+                extra.given.push(flag);
+            }
+            "--to-l2" => {
+                extra.to_l2 = Some(number(&flag, &value(&flag)?)?);
+                extra.given.push(flag);
+            }
+            "--to-l1" => {
+                extra.to_l1 = Some(number(&flag, &value(&flag)?)?);
+                extra.given.push(flag);
+            }
+            "--dry-run" => {
+                extra.dry_run = true;
+                extra.given.push(flag);
+            }
             "--max-range" => config.max_range = Some(number(&flag, &value(&flag)?)?),
             "--max-batch" => config.max_batch = number(&flag, &value(&flag)?)?,
             "--max-body" => config.max_body = number(&flag, &value(&flag)?)?,
@@ -949,7 +1011,9 @@ fn finish(state: State) -> Result<Command, ConfigError> {
         "import" => &["--no-verify"],
         "export" => &["--from", "--to"],
         "verify" | "verify-proof" => &[],
-        _ => &["--reuse-port"],
+        "rollback" => &["--to-l2", "--to-l1", "--dry-run"],
+        "serve-readonly" => &["--reuse-port"],
+        _ => &["--reuse-port", "--ephemeral"],
     };
     if let Some(flag) = extra.given.iter().find(|f| !allowed.contains(&f.as_str())) {
         return Err(ConfigError(format!(
@@ -1020,6 +1084,36 @@ fn finish(state: State) -> Result<Command, ConfigError> {
                 forks: config.forks(),
             }));
         }
+        "rollback" => {
+            let to =
+                match (extra.to_l2, extra.to_l1) {
+                    (Some(h), None) => RollbackTo::L2(h),
+                    (None, Some(s)) => RollbackTo::L1(s),
+                    (Some(_), Some(_)) => {
+                        return Err(ConfigError(
+                            "rollback takes one target: --to-l2 H (an L2 height) or --to-l1 S \
+                         (a DA slot), not both"
+                                .into(),
+                        ))
+                    }
+                    (None, None) => return Err(ConfigError(
+                        "rollback needs a target: --to-l2 H keeps L2 heights up to H, --to-l1 S \
+                         keeps DA slots up to S"
+                            .into(),
+                    )),
+                };
+            if !extra.data_dir_given {
+                return Err(ConfigError(
+                    "rollback needs --data-dir DIR: the data dir of the stopped node to take back"
+                        .into(),
+                ));
+            }
+            return Ok(Command::Rollback(RollbackArgs {
+                data_dir: config.data_dir,
+                to,
+                dry_run: extra.dry_run,
+            }));
+        }
         "export" => {
             let from = extra.from.unwrap_or(1);
             if let Some(to) = extra.to {
@@ -1044,6 +1138,13 @@ fn finish(state: State) -> Result<Command, ConfigError> {
             config.read_only = true;
         }
         _ => {}
+    }
+    if config.ephemeral && extra.data_dir_given {
+        return Err(ConfigError(
+            "--ephemeral runs on a new temporary data dir, removed at exit: drop --data-dir (or \
+             --ephemeral, to keep the ledger)"
+                .into(),
+        ));
     }
     if dev_on && !upstreams.is_empty() {
         return Err(ConfigError(
@@ -1527,9 +1628,16 @@ mod tests {
             let sub = match flag {
                 "no-verify" => Some("import"),
                 "from" | "to" => Some("export"),
+                "to-l2" | "to-l1" | "dry-run" => Some("rollback"),
                 _ => None,
             };
             let mut text = format!("{flag} = {}\n", sample(flag));
+            if sub == Some("rollback") {
+                text.push_str("data-dir = /tmp/x\n");
+                if flag == "dry-run" {
+                    text.push_str("to-l2 = 5\n");
+                }
+            }
             if flag.starts_with("dev-") {
                 text.push_str("dev = true\n");
             }
@@ -1702,5 +1810,62 @@ mod tests {
             e.0.contains("--from does not apply to `ledgerd run`"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn rollback_takes_one_target_and_a_data_dir() {
+        let parsed = |args: &[&str]| parse(args.iter().map(|s| s.to_string()));
+        let Command::Rollback(r) = parsed(&[
+            "rollback",
+            "--data-dir",
+            "/d",
+            "--to-l2",
+            "100",
+            "--dry-run",
+        ])
+        .unwrap() else {
+            panic!("expected a rollback")
+        };
+        assert_eq!(
+            r,
+            RollbackArgs {
+                data_dir: PathBuf::from("/d"),
+                to: RollbackTo::L2(100),
+                dry_run: true
+            }
+        );
+        let Command::Rollback(r) = parsed(&["rollback", "--data-dir=/d", "--to-l1=7"]).unwrap()
+        else {
+            panic!("expected a rollback")
+        };
+        assert_eq!((r.to, r.dry_run), (RollbackTo::L1(7), false));
+        let e = parsed(&["rollback", "--data-dir", "/d"]).unwrap_err();
+        assert!(e.0.contains("needs a target"), "{e}");
+        let e = parsed(&[
+            "rollback",
+            "--data-dir",
+            "/d",
+            "--to-l2",
+            "1",
+            "--to-l1",
+            "2",
+        ])
+        .unwrap_err();
+        assert!(e.0.contains("not both"), "{e}");
+        let e = parsed(&["rollback", "--to-l2", "1"]).unwrap_err();
+        assert!(e.0.contains("needs --data-dir"), "{e}");
+        let e = parsed(&["--to-l2", "1"]).unwrap_err();
+        assert!(e.0.contains("does not apply to `ledgerd run`"), "{e}");
+    }
+
+    #[test]
+    fn ephemeral_runs_without_a_data_dir() {
+        let c = run(&["--dev", "--ephemeral"]).unwrap();
+        assert!(c.ephemeral);
+        assert!(!run(&["--dev"]).unwrap().ephemeral);
+        let e = run(&["--dev", "--ephemeral", "--data-dir", "/d"]).unwrap_err();
+        assert!(e.0.contains("drop --data-dir"), "{e}");
+        let e = parse(["serve-readonly", "--ephemeral"].map(String::from)).unwrap_err();
+        assert!(e.0.contains("does not apply"), "{e}");
     }
 }

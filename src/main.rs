@@ -43,6 +43,7 @@ fn main() -> ExitCode {
         Ok(Command::Export(args)) => return export(&args),
         Ok(Command::Verify(args)) => return verify(&args),
         Ok(Command::VerifyProof(args)) => return verify_proof(&args),
+        Ok(Command::Rollback(args)) => return rollback(&args),
         Err(e) => {
             eprintln!("ledgerd: {e}");
             return ExitCode::from(2);
@@ -119,6 +120,26 @@ fn import(args: &config::ImportArgs) -> ExitCode {
         }
         Err(e) => {
             eprintln!("ledgerd import: {name}: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `ledgerd rollback`: the report on stdout; exit 1 with a sentence when
+/// refused (a running node) or failed (nothing written).
+fn rollback(args: &config::RollbackArgs) -> ExitCode {
+    use ledgerd::rollback::{self, Target};
+    let target = match args.to {
+        config::RollbackTo::L2(h) => Target::L2(h),
+        config::RollbackTo::L1(s) => Target::L1(s),
+    };
+    match rollback::run(&args.data_dir, target, args.dry_run) {
+        Ok(report) => {
+            println!("{report}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ledgerd rollback: {e}");
             ExitCode::from(1)
         }
     }

@@ -26,11 +26,16 @@
 //! - `NO_READAHEAD`: lookups are random point reads; OS readahead would only
 //!   pull useless pages into memory once the ledger outgrows RAM.
 //! - Durable commits: no `NO_SYNC`, `MAP_ASYNC` or `WRITE_MAP`, so every
-//!   committed transaction survives `kill -9` and power loss.
+//!   committed transaction survives `kill -9` and power loss. The one
+//!   exception is a ledger nothing outlives: `--ephemeral`'s, removed when
+//!   the process stops ([`OpenOptions::no_sync`]); its commits still
+//!   survive a `kill -9` of the process (the OS has the pages), not a
+//!   power loss.
 
 mod apply;
 pub mod codec;
 mod migrate;
+pub mod rollback;
 pub mod tables;
 pub mod walk;
 
@@ -49,6 +54,7 @@ use crate::chain::ForkTable;
 use crate::types::{Hash, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof};
 pub use apply::ChainTip;
 use codec::DecodeError;
+pub use rollback::Cut;
 use tables::{
     Commitments, DaSlots, Dbs, Meta, MetaKey, MetaValue, Proofs, ScByHashPrefix, SoftConfirmations,
     StatusTable, Table, ValueTable,
@@ -176,12 +182,17 @@ pub struct OpenOptions {
     /// The LMDB map size: the most the ledger can grow to. Address space
     /// only; the file grows as data is written.
     pub map_size: usize,
+    /// Commit without waiting for the disk (`MDB_NOSYNC`): for a ledger
+    /// that is removed when the process stops (`--ephemeral`), where
+    /// surviving a power loss is of no use and every fsync only waits.
+    pub no_sync: bool,
 }
 
 impl Default for OpenOptions {
     fn default() -> Self {
         OpenOptions {
             read_only: false,
+            no_sync: false,
             map_size: if cfg!(target_pointer_width = "64") {
                 1 << 40 // 1 TiB
             } else {
@@ -233,6 +244,9 @@ impl Ledger {
         let mut flags = EnvironmentFlags::NO_TLS | EnvironmentFlags::NO_READAHEAD;
         if opts.read_only {
             flags |= EnvironmentFlags::READ_ONLY;
+        }
+        if opts.no_sync {
+            flags |= EnvironmentFlags::NO_SYNC;
         }
         let env = Environment::new()
             .set_flags(flags)

@@ -327,6 +327,21 @@ pub fn fake_proofs_stored(r: &impl LedgerRead) -> Result<u64, LedgerError> {
         .map_or(0, u64::from_be_bytes))
 }
 
+/// Whether `bytes` decode as a fake receipt (what `ledgerd rollback`
+/// counts again among the proofs it keeps).
+pub fn is_fake_receipt(bytes: &[u8]) -> bool {
+    receipt::decode(bytes).is_ok_and(|r| r.kind() == ReceiptKind::Fake)
+}
+
+/// Sets the count of stored proofs accepted on fake receipts (a rollback
+/// recounts the proofs it keeps).
+pub fn set_fake_proof_count(w: &mut LedgerWriter<'_>, n: u64) -> Result<(), LedgerError> {
+    if n == 0 && fake_proofs_stored(&*w)? == 0 {
+        return Ok(());
+    }
+    w.set_meta_bytes(FAKE_PROOFS_KEY, &n.to_be_bytes())
+}
+
 /// Adds `n` proofs accepted on fake receipts to the ledger's count, in the
 /// caller's write transaction (with the proofs themselves).
 pub fn count_fake_proofs(w: &mut LedgerWriter<'_>, n: u64) -> Result<(), LedgerError> {

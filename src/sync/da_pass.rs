@@ -13,6 +13,7 @@ use super::progress::Progress;
 use super::verify::{self, CommitmentVerdict, ProofVerdict, VerifyError};
 use super::{DaSide, SyncError, Syncer};
 use crate::chain::ForkTable;
+use crate::ledger::walk::LedgerWalk;
 use crate::ledger::{ChainTip, Ledger, LedgerError, LedgerRead, LedgerWriter};
 use crate::proof::ProofRules;
 use crate::source::{L2Source, SourceError};
@@ -147,6 +148,29 @@ pub(super) fn last_slot_hash(r: &impl LedgerRead) -> Result<Option<(u64, Hash)>,
         let hash: Hash = b.get(8..40)?.try_into().ok()?;
         Some((number, hash))
     }))
+}
+
+/// A rollback to DA slot `slot`: the last scanned slot's hash entry names
+/// `slot` (its recorded hash) when it named a later one; it goes when
+/// `slot`'s hash is not recorded.
+pub fn cut_last_slot_hash(w: &mut LedgerWriter<'_>, slot: u64) -> Result<(), LedgerError> {
+    match last_slot_hash(&*w)? {
+        Some((n, _)) if n > slot => {}
+        _ => return Ok(()),
+    }
+    let hash = w
+        .all_da_slots()?
+        .into_iter()
+        .find(|(n, _)| *n == slot)
+        .map(|(_, h)| h);
+    match hash {
+        Some(hash) if slot > 0 => {
+            let mut entry = slot.to_be_bytes().to_vec();
+            entry.extend_from_slice(&hash);
+            w.set_meta_bytes(LAST_SLOT_HASH_KEY, &entry)
+        }
+        _ => w.remove_meta_bytes(LAST_SLOT_HASH_KEY),
+    }
 }
 
 /// The DA side of a pass: checks each fetched slot's proofs and commitments

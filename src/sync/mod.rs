@@ -31,6 +31,8 @@ pub mod report;
 pub mod verify;
 pub mod waiting;
 
+pub use da_pass::cut_last_slot_hash;
+
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
@@ -356,6 +358,11 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
     /// The ledger it writes.
     pub fn ledger(&self) -> &Arc<Ledger> {
         &self.ledger
+    }
+
+    /// The progress it reports.
+    pub fn progress(&self) -> &Arc<Progress> {
+        &self.progress
     }
 
     /// Runs until stopped: step, sleep while caught up, back off on failure.
