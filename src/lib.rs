@@ -90,6 +90,7 @@ pub mod ledger;
 pub mod memory;
 pub mod metrics;
 pub mod node;
+pub mod ops_args;
 pub mod os;
 pub mod proof;
 pub mod replica;

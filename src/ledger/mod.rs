@@ -29,6 +29,7 @@
 //!   committed transaction survives `kill -9` and power loss.
 
 mod apply;
+pub mod args;
 pub mod codec;
 mod migrate;
 pub mod tables;
