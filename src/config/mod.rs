@@ -19,6 +19,34 @@
 //! [`resolve`] checks the flags against each other (which go together,
 //! which exclude each other) and builds the [`Command`] to run; [`print`]
 //! writes the effective configuration (`ledgerd config`, `--print-config`).
+//!
+//! # Adding a flag
+//!
+//! One field in the subsystem's `args.rs` struct (a new subsystem: a new
+//! `#[derive(clap::Args)]` struct with `#[command(next_help_heading =
+//! heading::X)]`, flattened into the commands that take it in [`cli`]):
+//!
+//! ```text
+//! /// One line of help, as --help shows it
+//! #[arg(long, value_name = "N", default_value_t = DEFAULT_X, value_parser = number::<u64>)]
+//! pub x: u64,
+//! ```
+//!
+//! `DEFAULT_X` is the constant the subsystem's own `Default` uses; a value
+//! parser's error is the end of a sentence after the flag's name ([`values`]);
+//! a repeatable flag is a `Vec<_>` (a TOML list); a switch is a `bool` with
+//! `value_parser = switch()`; a secret gets `hide_env_values = true` (masked
+//! by `ledgerd config`). The variable and the TOML key follow by themselves.
+//! Then: its use in [`resolve`] (into [`Config`], with any check against
+//! other flags), and a row in docs/OPERATIONS.md's flag table (a test holds
+//! the table, the help and the parser to the same flags).
+//!
+//! # Adding a command
+//!
+//! A variant of [`cli::Sub`] holding a `#[derive(clap::Args)]` struct of the
+//! flag structs it takes (`#[command(flatten)]`, with [`cli::FileArgs`]), an
+//! arm in [`resolve::finish`] that builds its [`Command`] variant, and the
+//! arm in `main` that runs it.
 
 pub mod cli;
 pub mod file;

@@ -1,5 +1,5 @@
 //! Value parsers shared by the subsystems' flags. Each error is the end of a
-//! sentence that [`super::ConfigError::from_clap`] starts with the flag's
+//! sentence that [`super::parse`] starts with the flag's
 //! name (`--max-range takes a non-negative whole number, not "x"`); one that
 //! starts with `--` is a whole sentence already.
 
