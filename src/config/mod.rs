@@ -12,12 +12,12 @@
 //!   (`LEDGERD_DATA_DIR`; [`cli::prepare`]);
 //! - its config-file key, the flag without `--`, at the top of the TOML file
 //!   or under the section named for its heading (`[ledger] data-dir = ...`;
-//!   [`file`]).
+//!   [`file`](mod@file)).
 //!
 //! The command line wins over the environment, the environment over the
 //! file, the file over the default. [`cli`] holds the commands ([`cli::Cli`]);
 //! [`resolve`] checks the flags against each other (which go together,
-//! which exclude each other) and builds the [`Command`] to run; [`print`]
+//! which exclude each other) and builds the [`Command`] to run; [`print`](mod@print)
 //! writes the effective configuration (`ledgerd config`, `--print-config`).
 //!
 //! # Adding a flag

@@ -25,7 +25,7 @@ pub struct BitcoinArgs {
     /// Who signs proofs [default: the network's, else regtest's]
     #[arg(long, value_name = "HEX", value_parser = da_pubkey)]
     pub prover_da_pubkey: Option<DaPublicKey>,
-    /// Bitcoind's cookie file (<datadir>/regtest/.cookie), read again when bitcoind restarts
+    /// Bitcoind's cookie file (DATADIR/regtest/.cookie), read again when bitcoind restarts
     #[arg(long, value_name = "FILE")]
     pub bitcoin_rpc_cookie: Option<PathBuf>,
     /// Bitcoind's -rpcuser (or an -rpcauth entry's), with a password
