@@ -59,7 +59,7 @@ pub enum Sub {
     /// Check soft confirmations (RPC answers; - reads stdin): hashes, signatures, links
     Verify(VerifyCmd),
     /// Check batch proofs (RPC answers or raw receipt bytes): journal, receipt, image
-    VerifyProof(VerifyProofCmd),
+    VerifyProof(VerifyCmd),
     /// Print run's effective configuration as TOML, each value with where it came from (--print-config does it for any command)
     Config(Box<RunCmd>),
 }
@@ -89,22 +89,10 @@ pub struct RunCmd {
     pub file_args: FileArgs,
 }
 
-/// `ledgerd verify FILE`.
+/// `ledgerd verify FILE` and `ledgerd verify-proof FILE`: an input and the chain rules.
 #[derive(clap::Args, Clone, Debug)]
 pub struct VerifyCmd {
-    /// Soft confirmations as the RPC answers them; - reads stdin
-    #[arg(value_name = "FILE")]
-    pub file: Option<PathBuf>,
-    #[command(flatten)]
-    pub chain: ChainArgs,
-    #[command(flatten)]
-    pub file_args: FileArgs,
-}
-
-/// `ledgerd verify-proof FILE`.
-#[derive(clap::Args, Clone, Debug)]
-pub struct VerifyProofCmd {
-    /// Proofs as the RPC answers them, or raw receipt bytes; - reads stdin
+    /// What a node answered (soft confirmations; proofs, or raw receipt bytes); - reads stdin
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
     #[command(flatten)]
