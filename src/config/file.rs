@@ -36,6 +36,8 @@ fn check_value(arg: &clap::Arg, value: &str) -> Result<(), clap::Error> {
 pub struct FileConfig {
     pub path: PathBuf,
     pub entries: Vec<Entry>,
+    /// What to tell the operator about the file (its older form), once.
+    pub warning: Option<String>,
 }
 
 /// One key of a config file.
@@ -69,16 +71,17 @@ pub fn read(path: &Path) -> Result<FileConfig, ConfigError> {
         ))
     })?;
     let at = |line: usize, key: &str, what: &str| at(path, line, key, what);
+    let mut warning = None;
     let entries = match toml_edit::Document::parse(text.as_str()) {
         Ok(doc) => toml_entries(&text, doc.as_table(), &at)?,
         Err(toml_error) => match legacy_entries(&text) {
             Some(entries) => {
-                log::warn!(
+                warning = Some(format!(
                     "config file {} is in the old `key = value` form, read as before; to make it \
                      TOML, quote its text values (bind = \"127.0.0.1:8080\") and write switches \
                      as true or false (`ledgerd config --config FILE` prints it as TOML)",
                     path.display()
-                );
+                ));
                 entries
             }
             None => {
@@ -91,6 +94,7 @@ pub fn read(path: &Path) -> Result<FileConfig, ConfigError> {
     Ok(FileConfig {
         path: path.to_path_buf(),
         entries,
+        warning,
     })
 }
 

@@ -418,6 +418,9 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, ConfigE
         None => None,
     };
     if let Some(file) = &file {
+        if let Some(warning) = &file.warning {
+            log::warn!("{warning}");
+        }
         cmd = file.apply(cmd)?;
     }
     let argv = std::iter::once("ledgerd".to_string()).chain(args.iter().cloned());
