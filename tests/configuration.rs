@@ -380,3 +380,22 @@ fn a_password_from_the_environment_or_a_file_stays_off_the_command_line_logs_and
     let (_, help, _) = ledgerd(&["--help"], &env);
     assert!(!help.contains(secret), "{help}");
 }
+
+#[test]
+fn a_bad_value_in_a_variable_names_the_variable() {
+    let env = [("LEDGERD_MAX_BATCH".to_string(), "lots".to_string())];
+    let (ok, out, err) = ledgerd(&["--dev"], &env);
+    assert!(!ok && out.is_empty());
+    assert_eq!(
+        err.trim(),
+        "ledgerd: LEDGERD_MAX_BATCH: --max-batch takes a non-negative whole number, not \"lots\""
+    );
+    // The command line wins, so the variable is not read.
+    let (ok, out, err) = ledgerd(&["config", "--max-batch", "4"], &env);
+    assert!(ok, "{err}");
+    assert!(out.contains("max-batch = 4 # flag --max-batch"), "{out}");
+    // A command without the flag does not read its variable.
+    let (ok, out, err) = ledgerd(&["export", "--print-config"], &env);
+    assert!(ok, "{err}");
+    assert!(!out.contains("max-batch"), "{out}");
+}

@@ -126,13 +126,23 @@ pub fn env_name(long: &str) -> String {
 /// config file's key) and a number value start with `-` (to be refused
 /// by its parser in words that name the flag).
 pub fn prepare(cmd: clap::Command) -> clap::Command {
-    with_env(cmd).mut_subcommands(with_env)
+    with_env(cmd, true).mut_subcommands(|c| with_env(c, true))
 }
 
-fn with_env(cmd: clap::Command) -> clap::Command {
+/// [`prepare`] for a command line that names its command: the flags of
+/// the bare form (`ledgerd [FLAGS]`, which is `run`) read no variables, so
+/// that a variable of `run` does not count for `import`.
+pub fn prepare_for_command(cmd: clap::Command) -> clap::Command {
+    with_env(cmd, false).mut_subcommands(|c| with_env(c, true))
+}
+
+fn with_env(cmd: clap::Command, env: bool) -> clap::Command {
     cmd.args_override_self(true)
         .allow_negative_numbers(true)
         .mut_args(|a| {
+            if !env {
+                return a;
+            }
             let setting = a
                 .get_long()
                 .filter(|l| !NOT_SETTINGS.contains(l) || *l == "config")

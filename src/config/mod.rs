@@ -407,12 +407,15 @@ fn all_longs(cmd: &clap::Command) -> Vec<String> {
 /// the config file (`--config FILE` or `LEDGERD_CONFIG`) beneath them.
 pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, ConfigError> {
     let args: Vec<String> = args.into_iter().collect();
-    let mut cmd = cli::prepare(cli::Cli::command());
-    let sub = args
+    let base = cli::Cli::command();
+    let named = args
         .first()
-        .filter(|a| cmd.find_subcommand(a.as_str()).is_some())
-        .map_or("run", String::as_str)
-        .to_string();
+        .filter(|a| base.find_subcommand(a.as_str()).is_some());
+    let sub = named.map_or("run", String::as_str).to_string();
+    let mut cmd = match named {
+        Some(_) => cli::prepare_for_command(base),
+        None => cli::prepare(base),
+    };
     let file = match config_path(&args) {
         Some(path) => Some(file::read(&path)?),
         None => None,
@@ -433,7 +436,11 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, ConfigE
                     Ok(Command::Help(e.render().to_string()))
                 }
                 ErrorKind::DisplayVersion => Ok(Command::Version),
-                _ => Err(ConfigError::from_clap(&e, &sub, &cmd)),
+                _ => Err(from_variable(
+                    &e,
+                    &args,
+                    ConfigError::from_clap(&e, &sub, &cmd),
+                )),
             };
         }
     };
@@ -452,6 +459,26 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, ConfigE
         )));
     }
     resolve::finish(parsed, &given)
+}
+
+/// A bad value that came from a variable, not the command line: the
+/// message names the variable first (`LEDGERD_MAX_BATCH: --max-batch takes ...`).
+fn from_variable(e: &clap::Error, args: &[String], error: ConfigError) -> ConfigError {
+    use clap::error::{ContextKind, ContextValue};
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
+        return error;
+    };
+    let flag = arg.split(' ').next().unwrap_or_default();
+    let on_command_line = args
+        .iter()
+        .any(|a| a == flag || a.starts_with(&format!("{flag}=")));
+    let var = cli::env_name(flag.trim_start_matches("--"));
+    match std::env::var_os(&var) {
+        Some(_) if !on_command_line && flag.starts_with("--") => {
+            ConfigError(format!("{var}: {}", error.0))
+        }
+        _ => error,
+    }
 }
 
 /// `--config FILE` on the command line (the last one), else `LEDGERD_CONFIG`.
