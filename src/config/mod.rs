@@ -335,9 +335,6 @@ impl std::fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-/// The commands, for messages.
-const COMMANDS: &str = "run, serve-readonly, import, export, verify, verify-proof, config";
-
 impl ConfigError {
     /// clap's error as one sentence in our words: the flag and what it
     /// takes. `sub` is the command being parsed; `cmd` the whole command
@@ -365,13 +362,13 @@ impl ConfigError {
             }
             ErrorKind::InvalidValue => format!("{flag} needs a value"),
             ErrorKind::InvalidSubcommand => {
-                unknown_command(&context(ContextKind::InvalidSubcommand))
+                unknown_command(&context(ContextKind::InvalidSubcommand), cmd)
             }
             ErrorKind::UnknownArgument if !flag.starts_with('-') => match sub {
                 "import" | "verify" | "verify-proof" => {
                     format!("{sub} takes one FILE; {flag:?} is a second one")
                 }
-                _ => unknown_command(&flag),
+                _ => unknown_command(&flag, cmd),
             },
             ErrorKind::UnknownArgument
                 if all_longs(cmd).iter().any(|l| format!("--{l}") == flag) =>
@@ -390,8 +387,16 @@ impl ConfigError {
     }
 }
 
-fn unknown_command(name: &str) -> String {
-    format!("unknown command {name:?}; the commands are {COMMANDS}; see ledgerd --help")
+fn unknown_command(name: &str, cmd: &clap::Command) -> String {
+    let commands: Vec<&str> = cmd
+        .get_subcommands()
+        .map(clap::Command::get_name)
+        .filter(|n| *n != "help")
+        .collect();
+    format!(
+        "unknown command {name:?}; the commands are {}; see ledgerd --help",
+        commands.join(", ")
+    )
 }
 
 /// Every long flag of `cmd` and its subcommands.
