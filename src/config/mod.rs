@@ -409,9 +409,27 @@ fn all_longs(cmd: &clap::Command) -> Vec<String> {
 }
 
 /// Parses the arguments after the program name, with the environment and
-/// the config file (`--config FILE` or `LEDGERD_CONFIG`) beneath them.
+/// the config file (`--config FILE` or `LEDGERD_CONFIG`) beneath them; logs
+/// what the operator should know about the file (its older form).
 pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, ConfigError> {
-    let args: Vec<String> = args.into_iter().collect();
+    let (command, warnings) = parse_with_warnings(args);
+    for warning in warnings {
+        log::warn!("{warning}");
+    }
+    command
+}
+
+/// [`parse`], the warnings returned instead of logged (for a caller whose
+/// logger depends on the configuration).
+pub fn parse_with_warnings<I: IntoIterator<Item = String>>(
+    args: I,
+) -> (Result<Command, ConfigError>, Vec<String>) {
+    let mut warnings = Vec::new();
+    let command = parse_into(args.into_iter().collect(), &mut warnings);
+    (command, warnings)
+}
+
+fn parse_into(args: Vec<String>, warnings: &mut Vec<String>) -> Result<Command, ConfigError> {
     let base = cli::Cli::command();
     let named = args
         .first()
@@ -426,9 +444,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, ConfigE
         None => None,
     };
     if let Some(file) = &file {
-        if let Some(warning) = &file.warning {
-            log::warn!("{warning}");
-        }
+        warnings.extend(file.warning.clone());
         cmd = file.apply(cmd)?;
     }
     let argv = std::iter::once("ledgerd".to_string()).chain(args.iter().cloned());
