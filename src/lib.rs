@@ -53,7 +53,9 @@
 //! # Module map
 //!
 //! - [`node`]: a running node (ledger + sync thread + server); `Node::builder()`.
-//! - [`config`]: the command line.
+//! - [`config`]: the configuration: the commands, flags, `LEDGERD_*` variables and TOML config
+//!   files into a [`config::Config`]; each subsystem's flags live beside it (`server::args`, ...).
+//! - [`ops_args`]: the operations flags (`/health` limits, CORS).
 //! - [`server`]: the HTTP transport: one tiny_http loop thread, hardened against bad clients;
 //!   [`server::framing`] refuses requests whose body length is ambiguous (request smuggling).
 //! - [`routes`]: which part answers which HTTP request (JSON-RPC, health, metrics, CORS).
@@ -92,6 +94,7 @@ pub mod ledger;
 pub mod memory;
 pub mod metrics;
 pub mod node;
+pub mod ops_args;
 pub mod os;
 pub mod proof;
 pub mod replica;

@@ -31,8 +31,12 @@ fn main() -> ExitCode {
 
     let config = match config::parse(std::env::args().skip(1)) {
         Ok(Command::Run(config)) => config,
-        Ok(Command::Help) => {
-            print!("{}", config::USAGE);
+        Ok(Command::Help(text)) => {
+            print!("{text}");
+            return ExitCode::SUCCESS;
+        }
+        Ok(Command::PrintConfig(text)) => {
+            print!("{text}");
             return ExitCode::SUCCESS;
         }
         Ok(Command::Version) => {

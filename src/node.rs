@@ -17,7 +17,7 @@ use crate::health::SourceKind;
 use crate::ledger::{Ledger, LedgerError, OpenOptions};
 use crate::routes::{Cors, Routes};
 use crate::rpc::{DevAccess, Rpc, RpcConfig};
-use crate::server::{Server, ServerConfig, ServerError, Stopper};
+use crate::server::{Server, ServerError, Stopper};
 use crate::source::bitcoind::{BitcoinDa, BitcoinDaConfig, BitcoinRpc, RpcOptions};
 use crate::source::devnet::control::{self, DevnetControl};
 use crate::source::devnet::{Devnet, DevnetConfig, DevnetError};
@@ -424,16 +424,7 @@ impl Node {
             }
         }
 
-        let server_config = ServerConfig {
-            max_body: config.max_body,
-            max_connections: config.max_connections,
-            idle_timeout: config.idle_timeout,
-            body_timeout: config.body_timeout,
-            write_timeout: config.write_timeout,
-            max_requests_per_connection: config.max_requests_per_connection,
-            reuse_port: config.reuse_port,
-        };
-        let server = match Server::bind(&config.bind, server_config) {
+        let server = match Server::bind(&config.bind, config.server.clone()) {
             Ok(s) => s,
             Err(e) => {
                 stop.stop();

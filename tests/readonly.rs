@@ -181,11 +181,11 @@ fn replicas_with_reuse_port_share_one_port() {
 fn a_config_file_sets_every_flag_and_the_command_line_overrides_it() {
     let tmp = tempfile::tempdir().unwrap();
     devnet_ledger(&tmp.path().join("ledger"), 30);
-    let conf = tmp.path().join("ledgerd.conf");
+    let conf = tmp.path().join("ledgerd.toml");
     std::fs::write(
         &conf,
         format!(
-            "# replica settings\ndata-dir = \"{}\"\nbind = 127.0.0.1:1\nmax-range = 5\nreuse-port = false\n",
+            "# replica settings\ndata-dir = \"{}\"\n[server]\nbind = \"127.0.0.1:1\"\nmax-range = 5\nreuse-port = false\n",
             tmp.path().join("ledger").display()
         ),
     )
@@ -205,12 +205,12 @@ fn a_config_file_sets_every_flag_and_the_command_line_overrides_it() {
     );
     assert!(!call(&p.url, "ledger_getSoftConfirmationRange", "[1,5]").is_null());
 
-    let bad = tmp.path().join("bad.conf");
-    std::fs::write(&bad, "bind = 127.0.0.1:0\nmax-batch = lots\n").unwrap();
+    let bad = tmp.path().join("bad.toml");
+    std::fs::write(&bad, "bind = \"127.0.0.1:0\"\nmax-batch = \"lots\"\n").unwrap();
     let out = run(&["serve-readonly", "--config", bad.to_str().unwrap()], None);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("bad.conf line 2, key max-batch"), "{err}");
+    assert!(err.contains("bad.toml line 2, key max-batch"), "{err}");
 }
 
 /// Turns a data dir this build wrote into what layout version 2 wrote: each

@@ -25,6 +25,7 @@
 //! checked strictly (ed25519-dalek's `verify_strict`, as Citrea does).
 //! Test vectors made without this module are in `tests/data/chain_vectors.json`.
 
+pub mod args;
 pub mod forks;
 mod strict;
 

@@ -33,6 +33,7 @@
 //!   power loss.
 
 mod apply;
+pub mod args;
 pub mod codec;
 mod migrate;
 pub mod rollback;

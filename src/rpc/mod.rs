@@ -21,6 +21,7 @@
 //! Errors are [`RpcError`]s; a ledger failure becomes `-32603` for that one
 //! request and the server keeps serving.
 
+pub mod args;
 pub mod commitments;
 pub mod counters;
 pub mod dev;
@@ -35,10 +36,10 @@ use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
-pub use crate::config::Wire;
 use crate::ledger::{Ledger, LedgerReader};
 use crate::source::devnet::control::{DevExec, DevnetControl};
 use crate::sync::progress::Progress;
+pub use args::Wire;
 use envelope::{Body, Call, Entry};
 pub use error::RpcError;
 use params::Params;
@@ -75,8 +76,8 @@ pub struct RpcConfig {
 impl Default for RpcConfig {
     fn default() -> RpcConfig {
         RpcConfig {
-            max_range: 1000,
-            max_batch: 50,
+            max_range: Wire::Ledgerd.default_max_range(),
+            max_batch: args::DEFAULT_MAX_BATCH,
             wire: Wire::Ledgerd,
         }
     }

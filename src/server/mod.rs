@@ -61,6 +61,7 @@
 //! rebuilding tiny_http's accept thread; tracker.rs: the connection tracker
 //! thread; logging.rs: quieting tiny_http's own log lines.
 
+pub mod args;
 mod body;
 mod closed;
 mod deferred;
@@ -115,12 +116,12 @@ pub struct ServerConfig {
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
-            max_body: 10 * 1024 * 1024,
-            max_connections: 100,
-            idle_timeout: Duration::from_secs(10),
-            body_timeout: Duration::from_secs(5),
-            write_timeout: Duration::from_secs(10),
-            max_requests_per_connection: 1000,
+            max_body: args::DEFAULT_MAX_BODY,
+            max_connections: args::DEFAULT_MAX_CONNECTIONS,
+            idle_timeout: Duration::from_millis(args::DEFAULT_IDLE_TIMEOUT_MS),
+            body_timeout: Duration::from_millis(args::DEFAULT_BODY_TIMEOUT_MS),
+            write_timeout: Duration::from_millis(args::DEFAULT_WRITE_TIMEOUT_MS),
+            max_requests_per_connection: args::DEFAULT_MAX_REQUESTS_PER_CONNECTION,
             reuse_port: false,
         }
     }

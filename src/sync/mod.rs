@@ -21,6 +21,7 @@
 //! - [`report`]: the few INFO lines an operator reads (caught up, fell
 //!   behind, a summary at most every 30 s); per-chunk progress is DEBUG.
 
+pub mod args;
 pub mod backoff;
 mod da_pass;
 mod fetch;
@@ -97,7 +98,7 @@ pub struct SyncConfig {
 impl Default for SyncConfig {
     fn default() -> Self {
         SyncConfig {
-            chunk: 100,
+            chunk: args::DEFAULT_SYNC_CHUNK,
             slots_per_commit: 512,
             slots_per_fetch: 16,
             poll: Duration::from_millis(200),
@@ -108,7 +109,7 @@ impl Default for SyncConfig {
             prefetch: 4,
             commit_blocks: 300,
             commit_every: Duration::from_millis(100),
-            concurrency: 8,
+            concurrency: args::DEFAULT_SYNC_CONCURRENCY,
             block_rules: BlockRules::default(),
             verify_threads: 2,
         }

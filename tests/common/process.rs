@@ -50,6 +50,7 @@ pub struct LedgerdBuilder {
     bind: Option<String>,
     data_dir: DataDir,
     log: String,
+    env: Vec<(String, String)>,
 }
 
 /// Where the data dir comes from.
@@ -115,6 +116,12 @@ impl LedgerdBuilder {
         self
     }
 
+    /// One more environment variable (`LEDGERD_BIND`, ...).
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.to_string(), value.to_string()));
+        self
+    }
+
     /// `RUST_LOG=level` (default `info`, ledgerd's own default).
     pub fn log(mut self, level: &str) -> Self {
         self.log = level.to_string();
@@ -152,7 +159,7 @@ impl LedgerdBuilder {
         if !data_dir.as_os_str().is_empty() {
             all.extend(["--data-dir".into(), data_dir.clone().into()]);
         }
-        let node = Ledgerd::spawn(&all, &self.log, dir, data_dir);
+        let node = Ledgerd::spawn(&all, &self.env, &self.log, dir, data_dir);
         if loopback {
             assert!(node.url.starts_with("http://127.0.0.1:"), "{}", node.url);
         }
@@ -170,6 +177,7 @@ impl Ledgerd {
             bind: Some("127.0.0.1:0".into()),
             data_dir: DataDir::Fresh,
             log: "info".into(),
+            env: Vec::new(),
         }
     }
 
@@ -177,6 +185,7 @@ impl Ledgerd {
     /// listening line.
     fn spawn(
         args: &[OsString],
+        env: &[(String, String)],
         rust_log: &str,
         dir: tempfile::TempDir,
         data_dir: PathBuf,
@@ -184,6 +193,7 @@ impl Ledgerd {
         let log = std::fs::File::create(dir.path().join("stderr.log")).expect("log file");
         let mut cmd = Command::new(BIN);
         cmd.args(args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .env("RUST_LOG", rust_log)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -24,6 +24,7 @@
 //! - [`da`]: all of the above as the follower's DA source (`--bitcoin-rpc`): slots with the
 //!   commitments and proofs Bitcoin carried, the blocks soft confirmations point at.
 //! - [`inscribe`]: the other direction, for the devnet: building Citrea-format commit/reveal pairs.
+pub mod args;
 pub mod block;
 pub mod body;
 pub mod da;

@@ -38,8 +38,8 @@ pub const RPC_IN_WARMUP: i64 = -28;
 /// Bitcoin Core's code for an unknown block hash or txid.
 pub const RPC_INVALID_ADDRESS_OR_KEY: i64 = -5;
 
-/// How the client proves who it is to bitcoind.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How the client proves who it is to bitcoind. Its `Debug` shows no password.
+#[derive(Clone, PartialEq, Eq)]
 pub enum Credentials {
     /// No `Authorization` header (a bitcoind behind a proxy that adds one).
     None,
@@ -48,6 +48,20 @@ pub enum Credentials {
     /// The `.cookie` file bitcoind writes at start (`__cookie__:<hex>`),
     /// read again whenever bitcoind answers 401.
     CookieFile(PathBuf),
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Credentials::None => f.write_str("None"),
+            Credentials::UserPassword { user, .. } => f
+                .debug_struct("UserPassword")
+                .field("user", user)
+                .field("password", &"********")
+                .finish(),
+            Credentials::CookieFile(path) => f.debug_tuple("CookieFile").field(path).finish(),
+        }
+    }
 }
 
 /// Limits for every request.

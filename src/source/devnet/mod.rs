@@ -23,6 +23,7 @@
 //!   each slot mined, its commitments and proofs published in Citrea's
 //!   format, and read back from bitcoind.
 
+pub mod args;
 pub mod block;
 pub mod control;
 pub mod da;
@@ -72,10 +73,10 @@ pub struct DevnetConfig {
 impl Default for DevnetConfig {
     fn default() -> Self {
         DevnetConfig {
-            seed: 1,
-            prefill: 0,
-            block_ms: 1000,
-            proof_bytes: 2048,
+            seed: args::DEFAULT_SEED,
+            prefill: args::DEFAULT_PREFILL,
+            block_ms: args::DEFAULT_BLOCK_MS,
+            proof_bytes: args::DEFAULT_PROOF_BYTES,
             allow_remote_control: false,
             bitcoin: None,
             blocks_per_pass: 50_000,

@@ -24,6 +24,7 @@
 //! Each request waits at most [`Pace::timeout`]: the configured read
 //! timeout, or longer for an upstream seen to answer slower.
 
+pub mod args;
 pub mod failover;
 pub mod pace;
 

@@ -1,0 +1,105 @@
+//! `ledgerd config` / `--print-config`: the effective configuration as
+//! TOML, grouped in the sections a config file takes, each value followed
+//! by where it came from (defaults commented out, so that the output read
+//! as a config file sets what was set). Secrets (the flags whose variable
+//! `--help` hides) are masked.
+
+use std::fmt::Write;
+
+use clap::parser::ValueSource;
+
+use super::cli::{env_name, NOT_SETTINGS};
+use super::file::FileConfig;
+use super::heading;
+
+/// The configuration `cmd` parsed into `matches`, as TOML.
+pub fn effective(
+    cmd: &clap::Command,
+    matches: &clap::ArgMatches,
+    file: Option<&FileConfig>,
+) -> String {
+    let mut out = format!(
+        "# ledgerd {}: the effective configuration (flag > environment > config file > default)\n",
+        cmd.get_name()
+    );
+    let mut sections: Vec<(String, Vec<&clap::Arg>)> = Vec::new();
+    for arg in cmd.get_arguments() {
+        let Some(long) = arg.get_long() else { continue };
+        if NOT_SETTINGS.contains(&long) {
+            continue;
+        }
+        let section = heading::section(arg.get_help_heading().unwrap_or(""));
+        match sections.iter_mut().find(|(s, _)| *s == section) {
+            Some((_, args)) => args.push(arg),
+            None => sections.push((section, vec![arg])),
+        }
+    }
+    for (section, args) in sections {
+        let _ = write!(out, "\n[{section}]\n");
+        for arg in args {
+            out.push_str(&line(arg, matches, file));
+        }
+    }
+    out
+}
+
+/// `key = value # source`, or `# key: not set`.
+fn line(arg: &clap::Arg, matches: &clap::ArgMatches, file: Option<&FileConfig>) -> String {
+    let long = arg.get_long().unwrap_or_default();
+    let id = arg.get_id().as_str();
+    let raw: Vec<String> = matches
+        .get_raw(id)
+        .map(|v| v.map(|s| s.to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    let source = match (matches.value_source(id), file.and_then(|f| f.get(long))) {
+        (Some(ValueSource::CommandLine), _) => format!("flag --{long}"),
+        (Some(ValueSource::EnvVariable), _) => format!("env {}", env_name(long)),
+        (Some(ValueSource::DefaultValue), Some(e)) => {
+            format!(
+                "file {} line {}",
+                file.map_or_else(Default::default, |f| f.path.display().to_string()),
+                e.line
+            )
+        }
+        (Some(ValueSource::DefaultValue), None) => "default".to_string(),
+        _ => return format!("# {long}: not set\n"),
+    };
+    let secret = arg.is_hide_env_values_set();
+    let value = |v: &String| {
+        if secret {
+            "\"********\"".to_string()
+        } else if matches!(arg.get_action(), clap::ArgAction::SetTrue) {
+            matches.get_flag(id).to_string()
+        } else if !v.is_empty() && v.len() < 19 && v.bytes().all(|b| b.is_ascii_digit()) {
+            v.clone()
+        } else {
+            quote(v)
+        }
+    };
+    let value = if matches!(arg.get_action(), clap::ArgAction::Append) {
+        format!("[{}]", raw.iter().map(value).collect::<Vec<_>>().join(", "))
+    } else {
+        raw.last().map(value).unwrap_or_default()
+    };
+    // A default is shown commented out: the output, as a config file, sets
+    // what was set, and no more.
+    let comment = if source == "default" { "# " } else { "" };
+    format!("{comment}{long} = {value} # {source}\n")
+}
+
+/// A TOML basic string.
+fn quote(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                let _ = write!(out, "\\u{:04X}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}

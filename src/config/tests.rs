@@ -1,0 +1,922 @@
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::*;
+use crate::chain::ForkTable;
+use crate::source::bitcoind::keys;
+
+fn run(args: &[&str]) -> Result<Config, ConfigError> {
+    match parse(args.iter().map(|s| s.to_string()))? {
+        Command::Run(c) => Ok(*c),
+        other => panic!("expected a run, got {other:?}"),
+    }
+}
+
+#[test]
+fn sequencer_pubkey_reads_hex_as_every_other_input_does() {
+    let key = "52f41a5076498d1ae8bdfa57d19e91e3c2c94b6de21985d099cd48cfa7aef174";
+    for form in [
+        key.to_string(),
+        format!("0x{key}"),
+        format!("0X{}", key.to_uppercase()),
+    ] {
+        let c = run(&["--sequencer-pubkey", &form]).unwrap();
+        assert_eq!(c.sequencer_pubkey.map(hex::encode).as_deref(), Some(key));
+    }
+    let e = run(&["--sequencer-pubkey", "0x52f4"]).unwrap_err();
+    assert!(
+        e.0.contains("--sequencer-pubkey takes 64 hex digits"),
+        "{e}"
+    );
+}
+
+#[test]
+fn defaults_match_the_documented_ones() {
+    let c = run(&[]).unwrap();
+    assert_eq!(c.bind, "127.0.0.1:12346");
+    assert_eq!(c.data_dir, PathBuf::from("./ledgerd-data"));
+    assert_eq!(
+        (c.max_range(), c.max_batch, c.server.max_body),
+        (1000, 50, 10 << 20)
+    );
+    assert_eq!(
+        (c.wire, c.sync_concurrency, c.sync_chunk),
+        (Wire::Ledgerd, 8, 100)
+    );
+    assert_eq!(c.server.idle_timeout, Duration::from_secs(10));
+    assert_eq!(c.server.body_timeout, Duration::from_secs(5));
+    assert_eq!(c.server.max_requests_per_connection, 1000);
+    assert!(!c.allow_missing_tx_bodies);
+    assert!(c.source.devnet().is_none());
+}
+
+#[test]
+fn the_parsers_defaults_are_the_subsystems_own() {
+    let c = run(&[]).unwrap();
+    let d = Config::default();
+    assert_eq!(
+        (
+            c.bind,
+            c.data_dir,
+            c.sync_chunk,
+            c.sync_concurrency,
+            c.max_batch
+        ),
+        (
+            d.bind,
+            d.data_dir,
+            d.sync_chunk,
+            d.sync_concurrency,
+            d.max_batch
+        )
+    );
+    assert_eq!(format!("{:?}", c.server), format!("{:?}", d.server));
+    assert_eq!(
+        (c.health_max_lag, c.health_max_behind),
+        (d.health_max_lag, d.health_max_behind)
+    );
+    let c = run(&["--dev"]).unwrap();
+    let dev = c.source.devnet().unwrap();
+    let default = DevnetConfig::default();
+    assert_eq!(
+        (dev.seed, dev.prefill, dev.block_ms, dev.proof_bytes),
+        (
+            default.seed,
+            default.prefill,
+            default.block_ms,
+            default.proof_bytes
+        )
+    );
+}
+
+#[test]
+fn dev_flags_take_values_in_both_spellings() {
+    let c = run(&[
+        "--dev",
+        "--dev-prefill",
+        "100",
+        "--dev-block-ms=0",
+        "--dev-seed",
+        "9",
+    ])
+    .unwrap();
+    let d = c.source.devnet().unwrap();
+    assert_eq!((d.prefill, d.block_ms, d.seed), (100, 0, 9));
+    let c = run(&["run", "--dev", "--dev-seed", "4"]).unwrap();
+    assert_eq!(
+        c.source.devnet().unwrap().seed,
+        4,
+        "`run` is the default command"
+    );
+}
+
+#[test]
+fn a_flag_given_twice_takes_its_last_value() {
+    let c = run(&["--bind", "127.0.0.1:1", "--bind=127.0.0.1:2"]).unwrap();
+    assert_eq!(c.bind, "127.0.0.1:2");
+}
+
+#[test]
+fn ops_flags_parse_and_check_their_values() {
+    let c = run(&[]).unwrap();
+    assert_eq!(c.health_max_lag, Duration::from_secs(60));
+    assert_eq!(c.cors_origin, None);
+    let c = run(&[
+        "--health-max-lag-s",
+        "5",
+        "--cors-origin",
+        "http://127.0.0.1:8080",
+    ])
+    .unwrap();
+    assert_eq!(c.health_max_lag, Duration::from_secs(5));
+    assert_eq!(c.cors_origin.as_deref(), Some("http://127.0.0.1:8080"));
+    assert_eq!(run(&["--cors-origin=*"]).unwrap().cors_origin, None);
+    let e = run(&["--cors-origin", "explorer.example/x"]).unwrap_err();
+    assert!(e.0.starts_with("--cors-origin takes an origin"), "{e}");
+    let e = run(&["--health-max-lag-s", "0"]).unwrap_err();
+    assert_eq!(e.0, "--health-max-lag-s must be at least 1");
+}
+
+#[test]
+fn wire_citrea_serves_20_block_ranges_unless_max_range_says_otherwise() {
+    let c = run(&["--wire", "citrea"]).unwrap();
+    assert_eq!((c.wire, c.max_range()), (Wire::Citrea, 20));
+    let c = run(&["--wire=citrea", "--max-range", "50"]).unwrap();
+    assert_eq!(c.max_range(), 50);
+    assert_eq!(run(&["--wire", "seed"]).unwrap().wire, Wire::Ledgerd);
+    let e = run(&["--wire", "json"]).unwrap_err();
+    assert!(e.0.contains("--wire takes ledgerd"), "{e}");
+    let c = run(&[
+        "--upstream",
+        "http://x",
+        "--sync-concurrency",
+        "3",
+        "--allow-missing-tx-bodies",
+    ])
+    .unwrap();
+    assert_eq!((c.sync_concurrency, c.allow_missing_tx_bodies), (3, true));
+    let e = run(&["--sync-concurrency", "0"]).unwrap_err();
+    assert!(e.0.contains("--sync-concurrency takes 1 to 64"), "{e}");
+    let e = run(&["--sync-chunk", "0"]).unwrap_err();
+    assert_eq!(e.0, "--sync-chunk must be at least 1");
+}
+
+#[test]
+fn bad_values_name_the_flag() {
+    let e = run(&["--max-range", "-1"]).unwrap_err();
+    assert!(e.0.contains("--max-range"), "{e}");
+    let e = run(&["--max-range", "x"]).unwrap_err();
+    assert_eq!(
+        e.0,
+        "--max-range takes a non-negative whole number, not \"x\""
+    );
+    let e = run(&["--dev-prefill", "5"]).unwrap_err();
+    assert_eq!(e.0, "--dev-prefill only applies with --dev");
+    let e = run(&["--frobnicate"]).unwrap_err();
+    assert_eq!(e.0, "unknown argument \"--frobnicate\"; see ledgerd --help");
+    let e = run(&["--dev", "--upstream", "http://x"]).unwrap_err();
+    assert!(e.0.contains("choose one"), "{e}");
+    let e = run(&["--bind"]).unwrap_err();
+    assert_eq!(e.0, "--bind needs a value");
+}
+
+#[test]
+fn upstreams_are_listed_in_order_by_repeating_the_flag_or_a_comma_list() {
+    let c = run(&[
+        "--upstream",
+        "http://a:1",
+        "--upstream=http://b:2, https://c:3",
+    ])
+    .unwrap();
+    assert_eq!(
+        c.source.upstreams(),
+        ["http://a:1", "http://b:2", "https://c:3"]
+    );
+    assert!(run(&[]).unwrap().source.upstreams().is_empty());
+    let e = run(&["--upstream", "a:1"]).unwrap_err();
+    assert!(
+        e.0.contains("--upstream takes an http:// or https:// URL"),
+        "{e}"
+    );
+    let e = run(&["--upstream", "http://a:1,"]).unwrap_err();
+    assert!(e.0.contains("not \"\""), "{e}");
+    let e = run(&["--upstream", "http://a:1", "--upstream", "http://a:1"]).unwrap_err();
+    assert!(e.0.contains("given twice"), "{e}");
+}
+
+#[test]
+fn health_max_behind_defaults_to_100_blocks() {
+    assert_eq!(run(&[]).unwrap().health_max_behind, 100);
+    assert_eq!(
+        run(&["--health-max-behind", "7"])
+            .unwrap()
+            .health_max_behind,
+        7
+    );
+    let e = run(&["--health-max-behind", "x"]).unwrap_err();
+    assert!(e.0.contains("--health-max-behind"), "{e}");
+}
+
+fn with_file(sub: Option<&str>, text: &str, args: &[&str]) -> Result<Command, ConfigError> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledgerd.toml");
+    std::fs::write(&path, text).unwrap();
+    let mut all: Vec<String> = sub.iter().map(|s| s.to_string()).collect();
+    all.push("--config".into());
+    all.push(path.display().to_string());
+    all.extend(args.iter().map(|s| s.to_string()));
+    parse(all)
+}
+
+fn run_with_file(text: &str, args: &[&str]) -> Result<Config, ConfigError> {
+    match with_file(None, text, args)? {
+        Command::Run(c) => Ok(*c),
+        other => panic!("expected a run, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_config_file_sets_flags_and_the_command_line_overrides_it() {
+    let text = "# ledgerd\n\nbind = \"0.0.0.0:9000\"\nmax-range = 7\ndev = true\n\
+                [devnet]\ndev-seed = 3\n[server]\nreuse-port = true\n";
+    let c = run_with_file(text, &[]).unwrap();
+    assert_eq!(c.bind, "0.0.0.0:9000");
+    assert_eq!(c.max_range(), 7);
+    assert_eq!(c.source.devnet().unwrap().seed, 3);
+    assert!(c.server.reuse_port);
+    let c = run_with_file(text, &["--max-range", "9", "--bind=127.0.0.1:0"]).unwrap();
+    assert_eq!((c.bind.as_str(), c.max_range()), ("127.0.0.1:0", 9));
+    assert_eq!(
+        c.source.devnet().unwrap().seed,
+        3,
+        "what the command line leaves alone stays"
+    );
+    let c = run_with_file("dev = false\n", &[]).unwrap();
+    assert!(c.source.devnet().is_none());
+    // One file for every command: keys of other commands are ignored.
+    let shared = "data-dir = \"/srv/l\"\nreuse-port = true\nno-verify = true\n";
+    assert!(!run_with_file(shared, &[]).unwrap().read_only);
+    let Ok(Command::Import(i)) = with_file(Some("import"), shared, &["f.jsonl"]) else {
+        panic!("not an import")
+    };
+    assert_eq!((i.data_dir.to_str(), i.verify), (Some("/srv/l"), false));
+}
+
+#[test]
+fn the_command_lines_upstreams_replace_the_config_files() {
+    let text = "upstream = [\"http://a:1\", \"http://b:2\"]\n";
+    let c = run_with_file(text, &[]).unwrap();
+    assert_eq!(c.source.upstreams(), ["http://a:1", "http://b:2"]);
+    let c = run_with_file(
+        text,
+        &["--upstream", "http://c:3", "--upstream", "http://a:1"],
+    )
+    .unwrap();
+    assert_eq!(c.source.upstreams(), ["http://c:3", "http://a:1"]);
+}
+
+#[test]
+fn config_file_errors_name_the_file_line_and_key() {
+    let e = run_with_file("bind = \"127.0.0.1:0\"\nmax-range = \"many\"\n", &[]).unwrap_err();
+    assert!(e.0.contains("ledgerd.toml line 2, key max-range:"), "{e}");
+    assert!(
+        e.0.contains("--max-range takes a non-negative whole number"),
+        "{e}"
+    );
+    let e = run_with_file("\n\nfrobnicate = 1\n", &[]).unwrap_err();
+    assert!(e.0.contains("line 3, key frobnicate: unknown key"), "{e}");
+    let e = run_with_file(
+        "[server]\nbind = \"127.0.0.1:0\"\n\n[devnet]\nwire = \"citrea\"\n",
+        &[],
+    )
+    .unwrap_err();
+    assert!(
+        e.0.contains("line 5, key wire: is not a setting of [devnet]; write it under [server]"),
+        "{e}"
+    );
+    let e = run_with_file("[server]\nmax-range 5\n", &[]).unwrap_err();
+    assert!(e.0.contains("ledgerd.toml line 2: not TOML"), "{e}");
+    let e = run_with_file("dev = \"yes\"\n", &[]).unwrap_err();
+    assert!(
+        e.0.contains("key dev: is a switch: write true or false, not \"yes\""),
+        "{e}"
+    );
+    let e = run_with_file("bind = [\"a\", \"b\"]\n", &[]).unwrap_err();
+    assert!(e.0.contains("key bind: takes one value, not a list"), "{e}");
+    let e = run_with_file("config = \"x\"\n", &[]).unwrap_err();
+    assert!(e.0.contains("key config: not a setting"), "{e}");
+    let e = run_with_file("dev-seed = 4\n", &[]).unwrap_err();
+    assert!(e.0.contains("--dev-seed only applies with --dev"), "{e}");
+    let e = parse(["--config".to_string(), "/nonexistent/ledgerd.toml".into()]).unwrap_err();
+    assert!(
+        e.0.contains("config file /nonexistent/ledgerd.toml cannot be read"),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_old_key_value_file_is_still_read() {
+    let text = "# old\nbind = 0.0.0.0:9000\nmax-range = \"7\"\ndev = true\ndev-seed=3\n\
+                upstream-less = \n";
+    let e = run_with_file(text, &[]).unwrap_err();
+    assert!(
+        e.0.contains("line 6, key upstream-less: unknown key"),
+        "{e}"
+    );
+    let text = "bind = 0.0.0.0:9000\nmax-range = \"7\"\ndev = true\ndev-seed=3\n";
+    let c = run_with_file(text, &[]).unwrap();
+    assert_eq!((c.bind.as_str(), c.max_range()), ("0.0.0.0:9000", 7));
+    assert_eq!(c.source.devnet().unwrap().seed, 3);
+    let two = "upstream = http://a:1\nupstream = http://b:2\n";
+    let c = run_with_file(two, &[]).unwrap();
+    assert_eq!(c.source.upstreams(), ["http://a:1", "http://b:2"]);
+    let e = run_with_file("bind = 127.0.0.1:0\nmax-batch = lots\n", &[]).unwrap_err();
+    assert!(
+        e.0.contains("line 2, key max-batch: --max-batch takes"),
+        "{e}"
+    );
+}
+
+#[test]
+fn dev_bitcoin_rpc_takes_one_set_of_the_shared_bitcoind_credentials() {
+    let c = run(&[
+        "--dev",
+        "--dev-bitcoin-rpc",
+        "http://127.0.0.1:18443/",
+        "--bitcoin-rpc-cookie",
+        "/d/regtest/.cookie",
+    ])
+    .unwrap();
+    let b = c.source.devnet().unwrap().bitcoin.clone().unwrap();
+    assert_eq!(b.url, "http://127.0.0.1:18443");
+    assert_eq!(
+        b.credentials,
+        Credentials::CookieFile("/d/regtest/.cookie".into())
+    );
+    let c = run(&[
+        "--dev",
+        "--dev-bitcoin-rpc=http://h:1",
+        "--bitcoin-rpc-user=u",
+        "--bitcoin-rpc-password=p",
+    ])
+    .unwrap();
+    assert_eq!(
+        c.source
+            .devnet()
+            .unwrap()
+            .bitcoin
+            .clone()
+            .unwrap()
+            .credentials,
+        Credentials::UserPassword {
+            user: "u".into(),
+            password: "p".into()
+        }
+    );
+    let e = run(&["--dev", "--dev-bitcoin-rpc", "http://h:1"]).unwrap_err();
+    assert!(e.0.contains("needs bitcoind's credentials"), "{e}");
+    let e = run(&[
+        "--dev",
+        "--dev-bitcoin-rpc=http://h:1",
+        "--bitcoin-rpc-user=u",
+    ])
+    .unwrap_err();
+    assert!(e.0.contains("needs --bitcoin-rpc-password"), "{e}");
+    let e = run(&[
+        "--dev",
+        "--dev-bitcoin-rpc=http://h:1",
+        "--bitcoin-rpc-cookie=c",
+        "--bitcoin-rpc-user=u",
+        "--bitcoin-rpc-password=p",
+    ])
+    .unwrap_err();
+    assert!(e.0.contains("give one"), "{e}");
+    let e = run(&["--dev", "--dev-bitcoin-rpc", "127.0.0.1:1"]).unwrap_err();
+    assert!(
+        e.0.contains("--dev-bitcoin-rpc takes bitcoind's RPC URL, http://HOST:PORT"),
+        "{e}"
+    );
+    let e = run(&["--dev", "--bitcoin-rpc-cookie", "c"]).unwrap_err();
+    assert!(e.0.contains("or --dev-bitcoin-rpc"), "{e}");
+    let e = run(&["--dev-bitcoin-rpc", "http://h:1"]).unwrap_err();
+    assert!(e.0.contains("only applies with --dev"), "{e}");
+}
+
+#[test]
+fn the_password_can_come_from_a_file_and_not_also_from_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pw");
+    std::fs::write(&file, "s3cret\n").unwrap();
+    let file = file.to_str().unwrap();
+    let c = run(&[
+        "--dev",
+        "--dev-bitcoin-rpc=http://h:1",
+        "--bitcoin-rpc-user=u",
+        "--bitcoin-rpc-password-file",
+        file,
+    ])
+    .unwrap();
+    let credentials = c
+        .source
+        .devnet()
+        .unwrap()
+        .bitcoin
+        .clone()
+        .unwrap()
+        .credentials;
+    assert_eq!(
+        credentials,
+        Credentials::UserPassword {
+            user: "u".into(),
+            password: "s3cret".into()
+        }
+    );
+    assert!(
+        !format!("{credentials:?}").contains("s3cret"),
+        "Debug masks it"
+    );
+    let e = run(&[
+        "--dev",
+        "--dev-bitcoin-rpc=http://h:1",
+        "--bitcoin-rpc-user=u",
+        "--bitcoin-rpc-password=p",
+        "--bitcoin-rpc-password-file",
+        file,
+    ])
+    .unwrap_err();
+    assert!(e.0.contains("give one"), "{e}");
+    let e = run(&[
+        "--dev",
+        "--dev-bitcoin-rpc=http://h:1",
+        "--bitcoin-rpc-user=u",
+        "--bitcoin-rpc-password-file=/nonexistent/pw",
+    ])
+    .unwrap_err();
+    assert!(
+        e.0.contains("--bitcoin-rpc-password-file /nonexistent/pw cannot be read"),
+        "{e}"
+    );
+}
+
+#[test]
+fn bitcoin_rpc_reads_the_da_layer_beside_an_upstream_with_the_networks_da_keys() {
+    let c = run(&[
+        "--upstream",
+        "http://u:1",
+        "--bitcoin-rpc",
+        "http://b:2",
+        "--bitcoin-rpc-cookie",
+        "/d/.cookie",
+    ])
+    .unwrap();
+    let b = c.source.bitcoin().unwrap();
+    assert_eq!(b.url, "http://b:2");
+    assert_eq!(b.credentials, Credentials::CookieFile("/d/.cookie".into()));
+    assert_eq!(b.finality_depth, 30);
+    // No --network: Citrea's regtest keys, which the devnet signs with.
+    assert_eq!(b.sequencer_key.to_string(), keys::REGTEST.sequencer);
+    assert_eq!(b.prover_key.to_string(), keys::REGTEST.prover);
+    assert_eq!(c.source.upstreams(), ["http://u:1"]);
+
+    let other = keys::DEVNET.prover;
+    let c = run(&[
+        "--network",
+        "testnet",
+        "--upstream=http://u:1",
+        "--bitcoin-rpc=http://b:2",
+        "--bitcoin-rpc-user=u",
+        "--bitcoin-rpc-password=p",
+        "--bitcoin-finality-depth=1",
+        "--prover-da-pubkey",
+        other,
+    ])
+    .unwrap();
+    let b = c.source.bitcoin().unwrap();
+    assert_eq!(b.finality_depth, 1);
+    assert_eq!(b.sequencer_key.to_string(), keys::TESTNET.sequencer);
+    assert_eq!(b.prover_key.to_string(), other);
+
+    let e = run(&["--bitcoin-rpc", "http://b:2", "--bitcoin-rpc-cookie", "c"]).unwrap_err();
+    assert!(e.0.contains("give --upstream URL too"), "{e}");
+    let e = run(&["--upstream", "http://u:1", "--bitcoin-rpc", "http://b:2"]).unwrap_err();
+    assert!(e.0.contains("needs bitcoind's credentials"), "{e}");
+    let e = run(&["--upstream", "http://u:1", "--bitcoin-finality-depth", "3"]).unwrap_err();
+    assert!(e.0.contains("only applies with --bitcoin-rpc"), "{e}");
+    let e = run(&["--bitcoin-finality-depth", "0"]).unwrap_err();
+    assert!(e.0.contains("at least 1"), "{e}");
+    let e = run(&["--sequencer-da-pubkey", "02ab"]).unwrap_err();
+    assert!(e.0.contains("66 hex digits"), "{e}");
+    let e = run(&[
+        "--network=mainnet",
+        "--upstream=http://u:1",
+        "--bitcoin-rpc=http://b:2",
+        "--bitcoin-rpc-cookie=c",
+    ])
+    .unwrap_err();
+    assert!(e.0.contains("has no DA keys"), "{e}");
+}
+
+/// A value every setting takes, and what else it needs.
+fn sample(flag: &str) -> (&'static str, &'static str) {
+    let with_rpc =
+        "upstream = \"http://u:1\"\nbitcoin-rpc = \"http://b:2\"\nbitcoin-rpc-cookie = \"c\"\n";
+    let dev_rpc = "dev = true\ndev-bitcoin-rpc = \"http://127.0.0.1:1\"\n";
+    match flag {
+        "bind" => ("\"127.0.0.1:0\"", ""),
+        "data-dir" => ("\"/tmp/x\"", ""),
+        "upstream" => ("[\"http://127.0.0.1:1\"]", ""),
+        "sequencer-pubkey" => (
+            "\"92c5f7b9205a71b792b99c372c49d4d5256bb0d4a6db095520586d4330a15503\"",
+            "",
+        ),
+        "network" => ("\"testnet\"", ""),
+        "cors-origin" => ("\"http://127.0.0.1:8080\"", ""),
+        "wire" => ("\"citrea\"", ""),
+        "batch-proof-image" => (
+            "[\"kumquat=50757c7c24e165267d92794e59aca4e57758f3ac87cd20c512894aed4b87d4ff\"]",
+            "",
+        ),
+        "to-l2" | "to-l1" => ("5", "data-dir = \"/tmp/x\"\n"),
+        "dry-run" => ("true", "data-dir = \"/tmp/x\"\nto-l2 = 5\n"),
+        "dev-bitcoin-rpc" => (
+            "\"http://127.0.0.1:1\"",
+            "dev = true\nbitcoin-rpc-cookie = \"c\"\n",
+        ),
+        "bitcoin-rpc" => (
+            "\"http://127.0.0.1:1\"",
+            "upstream = \"http://u:1\"\nbitcoin-rpc-cookie = \"c\"\n",
+        ),
+        "bitcoin-rpc-user" => (
+            "\"u\"",
+            "bitcoin-rpc-password = \"p\"\ndev = true\ndev-bitcoin-rpc = \"http://h:1\"\n",
+        ),
+        "bitcoin-rpc-password" => (
+            "\"p\"",
+            "bitcoin-rpc-user = \"u\"\ndev = true\ndev-bitcoin-rpc = \"http://h:1\"\n",
+        ),
+        "bitcoin-rpc-password-file" => (
+            concat!("\"", env!("CARGO_MANIFEST_DIR"), "/Cargo.toml\""),
+            "",
+        ),
+        "bitcoin-rpc-cookie" => ("\"c\"", dev_rpc),
+        "bitcoin-finality-depth" => ("5", with_rpc),
+        "sequencer-da-pubkey" => (
+            "\"02588d202afcc1ee4ab5254c7847ec25b9a135bbda0f2bc69ee1a714749fd77dc9\"",
+            with_rpc,
+        ),
+        "prover-da-pubkey" => (
+            "\"03eedab888e45f3bdc3ec9918c491c11e5cf7af0a91f38b97fbc1e135ae4056601\"",
+            with_rpc,
+        ),
+        f if f.starts_with("dev-") => ("5", "dev = true\n"),
+        _ => ("5", ""),
+    }
+}
+
+#[test]
+fn every_setting_of_every_command_is_a_config_file_key_and_a_variable() {
+    let cmd = cli::prepare(<cli::Cli as clap::CommandFactory>::command());
+    let mut seen = 0;
+    for sub in cmd.get_subcommands() {
+        for arg in sub.get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            if cli::NOT_SETTINGS.contains(&long) {
+                continue;
+            }
+            assert_eq!(
+                arg.get_env().and_then(|e| e.to_str()),
+                Some(cli::env_name(long).as_str()),
+                "--{long}'s variable"
+            );
+            // A switch is set by `true`; a value by its sample.
+            let (value, needs) = match arg.get_action() {
+                clap::ArgAction::SetTrue => ("true", sample(long).1),
+                _ => sample(long),
+            };
+            let needs = if long == "bitcoin-rpc-password-file" {
+                "bitcoin-rpc-user = \"u\"\ndev = true\ndev-bitcoin-rpc = \"http://h:1\"\n"
+            } else {
+                needs
+            };
+            let name = sub.get_name();
+            // A rollback needs its target and its data dir whatever else is set.
+            let needs = match (name, long) {
+                ("rollback", "data-dir") => "to-l2 = 5\n",
+                ("rollback", "to-l2" | "to-l1" | "dry-run") => needs,
+                ("rollback", _) => "data-dir = \"/tmp/x\"\nto-l2 = 5\n",
+                _ => needs,
+            };
+            let text = format!("{long} = {value}\n{needs}");
+            let args: &[&str] = match name {
+                "import" | "verify" | "verify-proof" => &["f", "--print-config"],
+                _ => &["--print-config"],
+            };
+            let printed = match with_file(Some(name), &text, args) {
+                Ok(Command::PrintConfig(text)) => text,
+                other => panic!("{name} --{long}: {other:?}"),
+            };
+            let line = printed
+                .lines()
+                .find(|l| l.starts_with(&format!("{long} = ")))
+                .unwrap_or_else(|| panic!("{name} --{long}:\n{printed}"));
+            assert!(line.contains("# file "), "{name} --{long}: {line}");
+            // And the command takes it so set (the cross-flag checks pass).
+            let args: Vec<&str> = args
+                .iter()
+                .copied()
+                .filter(|a| *a != "--print-config")
+                .collect();
+            if name == "serve-readonly" {
+                continue; // it refuses a chain source's flags, by design
+            }
+            let taken = with_file(Some(name), &text, &args);
+            assert!(taken.is_ok(), "{name} --{long}: {taken:?}");
+            seen += 1;
+        }
+    }
+    assert!(seen > 60, "{seen} settings over the commands");
+}
+
+#[test]
+fn print_config_says_where_each_value_came_from_and_masks_the_password() {
+    let text = "[server]\nbind = \"127.0.0.1:0\"\n";
+    let Ok(Command::PrintConfig(out)) = with_file(
+        Some("config"),
+        text,
+        &[
+            "--max-batch",
+            "7",
+            "--dev",
+            "--dev-bitcoin-rpc=http://h:1",
+            "--bitcoin-rpc-user=u",
+            "--bitcoin-rpc-password=hunter2",
+        ],
+    ) else {
+        panic!("not a print")
+    };
+    assert!(
+        out.contains("\n[server]\nbind = \"127.0.0.1:0\" # file "),
+        "{out}"
+    );
+    assert!(out.contains("max-batch = 7 # flag --max-batch\n"), "{out}");
+    assert!(
+        out.contains("\n# max-connections = 100 # default\n"),
+        "{out}"
+    );
+    assert!(out.contains("dev = true # flag --dev\n"), "{out}");
+    assert!(
+        out.contains("bitcoin-rpc-password = \"********\" # flag"),
+        "{out}"
+    );
+    assert!(out.contains("# network: not set\n"), "{out}");
+    assert!(!out.contains("hunter2"), "{out}");
+    // What it prints is a config file that sets the same (the password aside).
+    let printed: String = out
+        .lines()
+        .filter(|l| !l.contains("bitcoin"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let again = run_with_file(&printed, &[]).unwrap();
+    assert_eq!((again.bind.as_str(), again.max_batch), ("127.0.0.1:0", 7));
+    assert!(again.source.devnet().is_some());
+}
+
+#[test]
+fn network_and_kumquat_height_make_the_fork_table_and_the_key() {
+    let c = run(&[]).unwrap();
+    assert_eq!(c.forks(), ForkTable::KUMQUAT_ONLY);
+    assert_eq!(c.sequencer_key(), None);
+    assert_eq!(c.sequencer_key_name(), "key of the first block");
+    let c = run(&["--upstream", "http://x", "--network", "testnet"]).unwrap();
+    assert_eq!(c.forks(), ForkTable::kumquat_from(5_546_000));
+    assert_eq!(c.sequencer_key(), Network::Testnet.sequencer_key());
+    assert_eq!(c.sequencer_key_name(), "testnet key");
+    // --kumquat-height and --sequencer-pubkey override the network's.
+    let key = "92c5f7b9205a71b792b99c372c49d4d5256bb0d4a6db095520586d4330a15503";
+    let c = run(&[
+        "--network=devnet",
+        "--kumquat-height",
+        "7",
+        "--sequencer-pubkey",
+        key,
+    ])
+    .unwrap();
+    assert_eq!(c.forks(), ForkTable::kumquat_from(7));
+    assert_eq!(c.sequencer_key().map(hex::encode).as_deref(), Some(key));
+    assert_eq!(c.sequencer_key_name(), "--sequencer-pubkey key");
+    // Mainnet: Kumquat from 0, and no key in v0.6.2: the first block's.
+    let c = run(&["--network", "mainnet"]).unwrap();
+    assert_eq!(
+        (c.forks(), c.sequencer_key()),
+        (ForkTable::KUMQUAT_ONLY, None)
+    );
+    let c = run(&["--dev", "--kumquat-height", "50"]).unwrap();
+    assert_eq!(c.forks().fork_at(49), crate::chain::Fork::Genesis);
+    let e = run(&["--network", "signet"]).unwrap_err();
+    assert!(e.0.contains("--network: unknown network \"signet\""), "{e}");
+    let e = run(&["--dev", "--network", "testnet"]).unwrap_err();
+    assert!(e.0.contains("--kumquat-height"), "{e}");
+    let e = run(&["--kumquat-height", "x"]).unwrap_err();
+    assert!(e.0.contains("--kumquat-height takes"), "{e}");
+}
+
+#[test]
+fn import_and_verify_take_the_chain_rule_flags() {
+    let Command::Import(i) =
+        parse(["import", "f.jsonl", "--network", "testnet"].map(String::from)).unwrap()
+    else {
+        panic!("not an import")
+    };
+    assert_eq!(i.forks, ForkTable::kumquat_from(5_546_000));
+    assert_eq!(i.sequencer_pubkey, Network::Testnet.sequencer_key());
+    let Command::Verify(v) =
+        parse(["verify", "--kumquat-height", "3", "-"].map(String::from)).unwrap()
+    else {
+        panic!("not a verify")
+    };
+    assert_eq!(v.file, PathBuf::from("-"));
+    assert_eq!(
+        (v.forks, v.sequencer_key),
+        (ForkTable::kumquat_from(3), None)
+    );
+    let e = parse(["verify"].map(String::from)).unwrap_err();
+    assert!(e.0.contains("verify needs a FILE"), "{e}");
+    let e = parse(["verify", "a", "b"].map(String::from)).unwrap_err();
+    assert!(e.0.contains("verify takes one FILE"), "{e}");
+    let e = parse(["verify", "-", "--no-verify"].map(String::from)).unwrap_err();
+    assert!(
+        e.0.contains("--no-verify does not apply to `ledgerd verify`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn subcommands_take_their_own_flags() {
+    let Command::Import(i) =
+        parse(["import", "-", "--no-verify", "--data-dir", "d"].map(String::from)).unwrap()
+    else {
+        panic!("not an import")
+    };
+    assert_eq!(
+        (i.file.to_str(), i.verify, i.data_dir.to_str()),
+        (Some("-"), false, Some("d"))
+    );
+    let Command::Export(x) = parse(["export", "--to", "9"].map(String::from)).unwrap() else {
+        panic!("not an export")
+    };
+    assert_eq!((x.from, x.to), (1, Some(9)));
+    let Command::Run(c) = parse(["serve-readonly", "--reuse-port"].map(String::from)).unwrap()
+    else {
+        panic!("not a run")
+    };
+    assert!(c.read_only && c.server.reuse_port && c.source.devnet().is_none());
+    let e = parse(["serve", "--dev"].map(String::from)).unwrap_err();
+    assert!(e.0.contains("unknown command \"serve\""), "{e}");
+    let e = parse(["--from", "3"].map(String::from)).unwrap_err();
+    assert!(
+        e.0.contains("--from does not apply to `ledgerd run`"),
+        "{e}"
+    );
+    let e = parse(["export", "--dev"].map(String::from)).unwrap_err();
+    assert!(
+        e.0.contains("--dev does not apply to `ledgerd export`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn help_and_version_are_commands_of_their_own() {
+    let Command::Help(text) = parse(["--help".to_string()]).unwrap() else {
+        panic!("not help")
+    };
+    for part in [
+        "Chain source:",
+        "Devnet:",
+        "Server:",
+        "--data-dir <DIR>",
+        "[default: 127.0.0.1:12346]",
+        "[env: LEDGERD_BIND=]",
+        "serve-readonly",
+    ] {
+        assert!(text.contains(part), "{part}:\n{text}");
+    }
+    assert!(matches!(parse(["-V".to_string()]), Ok(Command::Version)));
+}
+
+#[test]
+fn batch_proof_image_pins_a_chain_without_a_name_and_the_devnet_and_a_network_keep_their_own() {
+    use crate::proof::image_ids::{TESTNET_BATCH_0, TESTNET_BATCH_1};
+    use crate::proof::Images;
+    let k = format!("kumquat={}", hex::encode(TESTNET_BATCH_1));
+    let g = format!("genesis={}", hex::encode(TESTNET_BATCH_0));
+    let c = run(&["--upstream", "http://x"]).unwrap();
+    assert_eq!(c.receipt_rules().images, Images::Unpinned);
+    let c = run(&["--upstream", "http://x", "--batch-proof-image", &k]).unwrap();
+    let pins = c.batch_proof_images;
+    assert_eq!((pins.kumquat, pins.genesis), (Some(TESTNET_BATCH_1), None));
+    assert_eq!(c.receipt_rules().images, Images::Pinned(pins));
+    let c = run(&[
+        "--upstream",
+        "http://x",
+        "--batch-proof-image",
+        &k,
+        &format!("--batch-proof-image={g}"),
+    ])
+    .unwrap();
+    assert_eq!(c.batch_proof_images.genesis, Some(TESTNET_BATCH_0));
+    // A comma list (as the variable gives it) pins both too.
+    let c = run(&[
+        "--upstream",
+        "http://x",
+        "--batch-proof-image",
+        &format!("{k},{g}"),
+    ])
+    .unwrap();
+    assert_eq!(
+        (c.batch_proof_images.kumquat, c.batch_proof_images.genesis),
+        (Some(TESTNET_BATCH_1), Some(TESTNET_BATCH_0))
+    );
+    assert_eq!(
+        run(&["--dev"]).unwrap().receipt_rules().images,
+        Images::Devnet
+    );
+    let e = run(&["--dev", "--batch-proof-image", &k]).unwrap_err();
+    assert!(
+        e.0.contains("the devnet's proofs claim its own image"),
+        "{e}"
+    );
+    // A network's own image may be repeated, not contradicted; nightly
+    // has none, so a pin fills it.
+    assert!(run(&["--network", "testnet", "--batch-proof-image", &k]).is_ok());
+    let e = run(&["--network", "devnet", "--batch-proof-image", &k]).unwrap_err();
+    assert!(e.0.contains("--network devnet pins its own"), "{e}");
+    let c = run(&["--network", "nightly", "--batch-proof-image", &k]).unwrap();
+    assert!(matches!(c.receipt_rules().images, Images::Network(_, p) if p.kumquat.is_some()));
+    let e = run(&["--batch-proof-image", "kumquat=12"]).unwrap_err();
+    assert!(e.0.contains("64 hex digits"), "{e}");
+    let other = format!("kumquat={}", hex::encode(TESTNET_BATCH_0));
+    let e = run(&["--batch-proof-image", &k, "--batch-proof-image", &other]).unwrap_err();
+    assert!(e.0.contains("pins the kumquat image twice"), "{e}");
+    let Command::VerifyProof(v) =
+        parse(["verify-proof", "--batch-proof-image", &k, "-"].map(String::from)).unwrap()
+    else {
+        panic!("verify-proof")
+    };
+    assert_eq!(v.receipts.images, Images::Pinned(pins));
+}
+
+#[test]
+fn rollback_takes_one_target_and_a_data_dir() {
+    let parsed = |args: &[&str]| parse(args.iter().map(|s| s.to_string()));
+    let Command::Rollback(r) = parsed(&[
+        "rollback",
+        "--data-dir",
+        "/d",
+        "--to-l2",
+        "100",
+        "--dry-run",
+    ])
+    .unwrap() else {
+        panic!("expected a rollback")
+    };
+    assert_eq!(
+        r,
+        RollbackArgs {
+            data_dir: PathBuf::from("/d"),
+            to: RollbackTo::L2(100),
+            dry_run: true
+        }
+    );
+    let Command::Rollback(r) = parsed(&["rollback", "--data-dir=/d", "--to-l1=7"]).unwrap() else {
+        panic!("expected a rollback")
+    };
+    assert_eq!((r.to, r.dry_run), (RollbackTo::L1(7), false));
+    let e = parsed(&["rollback", "--data-dir", "/d"]).unwrap_err();
+    assert!(e.0.contains("needs a target"), "{e}");
+    let e = parsed(&[
+        "rollback",
+        "--data-dir",
+        "/d",
+        "--to-l2",
+        "1",
+        "--to-l1",
+        "2",
+    ])
+    .unwrap_err();
+    assert!(e.0.contains("not both"), "{e}");
+    let e = parsed(&["rollback", "--to-l2", "1"]).unwrap_err();
+    assert!(e.0.contains("needs --data-dir"), "{e}");
+    let e = parsed(&["--to-l2", "1"]).unwrap_err();
+    assert!(e.0.contains("does not apply to `ledgerd run`"), "{e}");
+}
+
+#[test]
+fn ephemeral_runs_without_a_data_dir() {
+    let c = run(&["--dev", "--ephemeral"]).unwrap();
+    assert!(c.ephemeral);
+    assert!(!run(&["--dev"]).unwrap().ephemeral);
+    let e = run(&["--dev", "--ephemeral", "--data-dir", "/d"]).unwrap_err();
+    assert!(e.0.contains("drop --data-dir"), "{e}");
+    let e = parse(["serve-readonly", "--ephemeral"].map(String::from)).unwrap_err();
+    assert!(e.0.contains("does not apply"), "{e}");
+}

@@ -1,0 +1,45 @@
+//! `--upstream` (`[chain-source]` in a config file): the nodes a follower
+//! follows, the first preferred.
+
+use crate::config::heading;
+use crate::config::values::is_http_url;
+
+#[derive(clap::Args, Clone, Debug)]
+#[command(next_help_heading = heading::CHAIN_SOURCE)]
+pub struct UpstreamArgs {
+    /// Follow another node's L2 chain and DA view over JSON-RPC; give it again (or a comma list) for fallbacks, the first preferred
+    #[arg(long, value_name = "URL", value_parser = urls)]
+    pub upstream: Vec<String>,
+}
+
+impl UpstreamArgs {
+    /// Every URL once, in order (the flag's values may be comma lists).
+    pub fn urls(&self) -> Result<Vec<String>, String> {
+        let mut list: Vec<String> = Vec::new();
+        for url in self
+            .upstream
+            .iter()
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+        {
+            if list.iter().any(|u| u == url) {
+                return Err(format!(
+                    "--upstream {url} is given twice; each upstream once, the preferred first"
+                ));
+            }
+            list.push(url.to_string());
+        }
+        Ok(list)
+    }
+}
+
+/// One `--upstream` value: a URL or a comma list of them.
+fn urls(value: &str) -> Result<String, String> {
+    match value.split(',').map(str::trim).find(|u| !is_http_url(u)) {
+        Some(bad) => Err(format!(
+            "takes an http:// or https:// URL of a node's JSON-RPC (several as a comma list, \
+             or the flag again), not {bad:?}"
+        )),
+        None => Ok(value.to_string()),
+    }
+}
