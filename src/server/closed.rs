@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use super::socket::{FdTable, Which};
+use super::fds::{FdTable, Which};
 
 /// A connection the loop has closed (or is closing) after an answer.
 struct Closed {

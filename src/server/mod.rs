@@ -28,7 +28,7 @@
 //! - **Closing** a connection (fairness cap, 503, 413, 400, stuck client) is
 //!   done with shutdown(2) on the socket found through /proc/self/fd while its
 //!   request still holds it open, through our own duplicate of its fd
-//!   (`socket::HeldSocket`): neither its peer address nor its fd number may
+//!   (`fds::HeldSocket`): neither its peer address nor its fd number may
 //!   name the same connection a moment later. The write side is shut before
 //!   the answer's writer is released, so nothing tiny_http writes after it
 //!   (its own 400 for garbage that followed, a dropped request's 500) can
@@ -36,7 +36,7 @@
 //!   pipelined behind the closing answer: the loop remembers the closed
 //!   socket (closed.rs) and drops such requests unanswered and unhandled.
 //!   While it does, the peer address may also name a new connection from
-//!   the same port, so closes pick sockets by inode (`socket::Which`).
+//!   the same port, so closes pick sockets by inode (`fds::Which`).
 //! - **Counting** connections: a tracker thread (tracker.rs) rescans
 //!   /proc/self/fd (at most every 10 ms while requests arrive, else every
 //!   500 ms) and counts distinct peers of sockets bound to our address.
@@ -56,7 +56,8 @@
 //!
 //! mod.rs: the loop (read, dispatch, write); body.rs: reading and refusing
 //! bodies; write.rs: writing answers; framing.rs: RFC 9112 framing checks;
-//! socket.rs: socket options and /proc/self/fd; closed.rs: the memory of
+//! socket.rs: the listening socket's options; fds.rs: the /proc/self/fd
+//! scanner and shutting a client's sockets; closed.rs: the memory of
 //! closed connections; deferred.rs: answers given later; supervisor.rs:
 //! rebuilding tiny_http's accept thread; tracker.rs: the connection tracker
 //! thread; logging.rs: quieting tiny_http's own log lines.
@@ -64,6 +65,7 @@
 mod body;
 mod closed;
 mod deferred;
+mod fds;
 pub mod framing;
 mod logging;
 mod socket;
@@ -76,14 +78,14 @@ pub use socket::set_nodelay_on_listener;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::net::{Shutdown, SocketAddr, TcpListener, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use body::{BodyResult, Reject};
-use socket::HeldSocket;
+use fds::HeldSocket;
 use write::{DateCache, Inline, OffLoop};
 
 use closed::ClosedConns;
@@ -375,7 +377,7 @@ impl Server {
             out: Vec::with_capacity(2048),
             date: DateCache::new(),
             last_prune: Instant::now(),
-            fds: socket::FdTable::default(),
+            fds: fds::FdTable::default(),
             last_rebuild: None,
             rebuild_due: None,
             deferred: HashMap::new(),
@@ -385,15 +387,8 @@ impl Server {
         };
         lp.run(handler);
         // Refuse new connections now, not whenever tiny_http's accept thread
-        // closes its copy of the listening socket: on Linux, shutdown(2) of a
-        // listening socket closes it for every fd that shares it.
-        // SAFETY: the fd is a valid socket owned by `lp.server.listener`.
-        unsafe {
-            libc::shutdown(
-                std::os::unix::io::AsRawFd::as_raw_fd(&lp.server.listener),
-                libc::SHUT_RDWR,
-            );
-        }
+        // closes its copy of the listening socket.
+        socket::stop_listening(&lp.server.listener);
         Ok(())
     }
 }
@@ -406,7 +401,7 @@ struct Loop {
     date: DateCache,
     last_prune: Instant,
     /// The loop's own fd cache, for finding the socket of a connection it closes.
-    fds: socket::FdTable,
+    fds: fds::FdTable,
     last_rebuild: Option<Instant>,
     rebuild_due: Option<Instant>,
     /// Requests whose answers come later, by [`Later`] id.
@@ -942,7 +937,7 @@ impl Loop {
                     // Shut before `writer` is released: whatever tiny_http
                     // writes next on this connection goes nowhere.
                     for s in &sockets {
-                        s.shutdown(libc::SHUT_WR);
+                        s.shutdown(Shutdown::Write);
                     }
                     self.closed
                         .mark(peer, sockets.iter().map(|s| s.inode()).collect());
@@ -968,7 +963,7 @@ impl Loop {
                 };
                 // After a failed write, close by address only if the address
                 // names no connection closed before (see the inline case).
-                let close_on_failure = matches!(which, socket::Which::All);
+                let close_on_failure = matches!(which, fds::Which::All);
                 let head = std::mem::replace(&mut self.out, Vec::with_capacity(2048));
                 let body = if send_body { resp.body } else { Vec::new() };
                 write::spawn_off_loop(OffLoop {
@@ -982,12 +977,12 @@ impl Loop {
                         let sockets = match held {
                             Some(sockets) => sockets,
                             None if !ok && close_on_failure => {
-                                socket::FdTable::default().hold_sockets_of(local, peer)
+                                fds::FdTable::default().hold_sockets_of(local, peer)
                             }
                             None => return,
                         };
                         for s in &sockets {
-                            s.shutdown(libc::SHUT_WR);
+                            s.shutdown(Shutdown::Write);
                         }
                         let _ = close_tx.send(sockets);
                     }),
@@ -1015,7 +1010,7 @@ impl Loop {
     ) {
         let which = match rq.remote_addr() {
             Some(peer) => self.closed.which(*peer),
-            None => socket::Which::All,
+            None => fds::Which::All,
         };
         self.reject_which(rq, resp, unread, pending, which);
     }
@@ -1027,7 +1022,7 @@ impl Loop {
         resp: HttpResponse,
         unread: u64,
         pending: Arc<AtomicU32>,
-        which: socket::Which,
+        which: fds::Which,
     ) {
         // The reject thread closes the connection; requests tiny_http
         // parsed behind this one are dropped. Its sockets are found now,
@@ -1043,7 +1038,7 @@ impl Loop {
                 .map(|(_, ino)| ino)
                 .collect();
             if !inodes.is_empty() {
-                which = socket::Which::Only(inodes.clone());
+                which = fds::Which::Only(inodes.clone());
             }
             self.closed.mark(peer, inodes);
         }
