@@ -122,26 +122,42 @@ pub fn decode(bytes: &[u8]) -> Result<Journal, JournalError> {
     }
 }
 
-/// A proof output the circuit could not have written: a commitments range
-/// or a position past u32.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EncodeError(pub String);
+/// A proof output the circuit could not have written (a commitments range
+/// past u32), or a journal borsh could not write.
+#[derive(Debug)]
+pub enum EncodeError {
+    /// `sequencerCommitmentsRange` with an end past the circuit's u32.
+    RangePastU32(u64, u64),
+    /// borsh's own failure (writing into a Vec cannot fail; kept typed).
+    Borsh(std::io::Error),
+}
 
 impl fmt::Display for EncodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            EncodeError::RangePastU32(a, b) => write!(
+                f,
+                "sequencerCommitmentsRange [{a}, {b}] does not fit the circuit's (u32, u32)"
+            ),
+            EncodeError::Borsh(e) => write!(f, "borsh could not write the journal: {e}"),
+        }
     }
 }
 
-impl std::error::Error for EncodeError {}
+impl std::error::Error for EncodeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            EncodeError::RangePastU32(..) => None,
+            EncodeError::Borsh(e) => Some(e),
+        }
+    }
+}
 
 fn range_u32(out: &ProofOutput) -> Result<(u32, u32), EncodeError> {
     let (a, b) = out.sequencer_commitments_range;
     match (u32::try_from(a), u32::try_from(b)) {
         (Ok(a), Ok(b)) => Ok((a, b)),
-        _ => Err(EncodeError(format!(
-            "sequencerCommitmentsRange [{a}, {b}] does not fit the circuit's (u32, u32)"
-        ))),
+        _ => Err(EncodeError::RangePastU32(a, b)),
     }
 }
 
@@ -189,7 +205,7 @@ pub fn encode(
         }
     };
     // Writing into a Vec cannot fail; keep the error typed all the same.
-    bytes.map_err(|e| EncodeError(format!("borsh could not write the journal: {e}")))
+    bytes.map_err(EncodeError::Borsh)
 }
 
 impl Journal {
@@ -481,6 +497,14 @@ mod tests {
     fn a_range_past_u32_cannot_be_a_journal() {
         let mut out = output();
         out.sequencer_commitments_range = (0, u64::from(u32::MAX) + 1);
-        assert!(encode(&out, None).is_err());
+        let e = encode(&out, None).unwrap_err();
+        assert!(
+            matches!(e, EncodeError::RangePastU32(0, 4_294_967_296)),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "sequencerCommitmentsRange [0, 4294967296] does not fit the circuit's (u32, u32)"
+        );
     }
 }
