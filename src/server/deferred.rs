@@ -11,7 +11,7 @@ use std::sync::mpsc::Sender;
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
-use super::{json_error, HttpResponse, Loop, LoopMsg, Shared};
+use super::{json_error, Exchange, HttpResponse, Loop, LoopMsg, Shared};
 
 /// Lets a handler keep the request it is handling and answer it later
 /// (see [`super::Handler::handle_deferrable`]).
@@ -100,8 +100,13 @@ impl Loop {
         d.pending.fetch_sub(1, Ordering::AcqRel);
         let max = self.server.config.max_requests_per_connection;
         let close = self.conns.get(&d.peer).is_some_and(|c| c.requests >= max);
-        self.respond(
-            d.rq, response, d.peer, close, d.pending, d.is_head, d.started, d.path,
-        );
+        let ex = Exchange {
+            peer: d.peer,
+            pending: d.pending,
+            is_head: d.is_head,
+            started: d.started,
+            path: d.path,
+        };
+        self.respond(d.rq, response, close, ex);
     }
 }

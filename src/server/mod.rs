@@ -54,7 +54,8 @@
 //!
 //! # Files
 //!
-//! mod.rs: the loop (read, dispatch, write); body.rs: reading and refusing
+//! mod.rs: the loop (read, dispatch, write); api.rs: the public types (limits,
+//! request, answer, handler, counters, errors); body.rs: reading and refusing
 //! bodies; write.rs: writing answers; framing.rs: RFC 9112 framing checks;
 //! socket.rs: the listening socket's options; fds.rs: the /proc/self/fd
 //! scanner and shutting a client's sockets; closed.rs: the memory of
@@ -62,6 +63,7 @@
 //! rebuilding tiny_http's accept thread; tracker.rs: the connection tracker
 //! thread; logging.rs: quieting tiny_http's own log lines.
 
+mod api;
 mod body;
 mod closed;
 mod deferred;
@@ -77,9 +79,8 @@ pub use logging::QuietAcceptTimeouts;
 pub use socket::set_nodelay_on_listener;
 
 use std::collections::HashMap;
-use std::fmt;
-use std::net::{Shutdown, SocketAddr, TcpListener, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -94,149 +95,7 @@ pub use deferred::{Defer, Later};
 use supervisor::{start_tiny, REBUILD_MIN_GAP};
 use tracker::Tracker;
 
-/// Transport limits.
-#[derive(Debug, Clone)]
-pub struct ServerConfig {
-    /// Largest accepted request body (default 10 MiB).
-    pub max_body: usize,
-    /// Concurrent connections; a new connection over it is answered 503 and closed (default 100).
-    pub max_connections: usize,
-    /// Keep-alive idle time and per-read timeout (default 10 s).
-    pub idle_timeout: Duration,
-    /// The whole body must arrive within this (default 5 s).
-    pub body_timeout: Duration,
-    /// Longest time spent writing one response off the loop (default 10 s).
-    pub write_timeout: Duration,
-    /// After this many requests a keep-alive connection is closed (default 1000).
-    pub max_requests_per_connection: u32,
-    /// Set SO_REUSEPORT before binding, so several processes share one port
-    /// and the kernel spreads connections over them (default false).
-    pub reuse_port: bool,
-}
-
-impl Default for ServerConfig {
-    fn default() -> Self {
-        ServerConfig {
-            max_body: 10 * 1024 * 1024,
-            max_connections: 100,
-            idle_timeout: Duration::from_secs(10),
-            body_timeout: Duration::from_secs(5),
-            write_timeout: Duration::from_secs(10),
-            max_requests_per_connection: 1000,
-            reuse_port: false,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HttpMethod {
-    Get,
-    Post,
-    Options,
-    Head,
-    Other,
-}
-
-impl HttpMethod {
-    fn as_str(self) -> &'static str {
-        match self {
-            HttpMethod::Get => "GET",
-            HttpMethod::Post => "POST",
-            HttpMethod::Options => "OPTIONS",
-            HttpMethod::Head => "HEAD",
-            HttpMethod::Other => "OTHER",
-        }
-    }
-}
-
-#[derive(Debug)]
-pub struct HttpRequest<'a> {
-    pub method: HttpMethod,
-    pub path: &'a str,
-    pub body: &'a [u8],
-    pub origin: Option<&'a str>,
-    /// The `Accept` header: which answer types the client takes (a browser
-    /// lists `text/html`).
-    pub accept: Option<&'a str>,
-}
-
-#[derive(Debug, Clone)]
-pub struct HttpResponse {
-    pub status: u16,
-    pub content_type: &'static str,
-    pub body: Vec<u8>,
-    pub headers: Vec<(&'static str, String)>,
-}
-
-pub trait Handler {
-    fn handle(&mut self, request: &HttpRequest<'_>) -> HttpResponse;
-    /// The answer for a body over max_body (the handler writes the JSON-RPC -32007 error; status must be 413).
-    fn too_large(&mut self, limit: usize) -> HttpResponse;
-    /// [`Handler::handle`], or `None` after taking [`Defer::later`]: the
-    /// request is then answered when that [`Later`] is, from any thread,
-    /// while the loop serves other connections.
-    fn handle_deferrable(
-        &mut self,
-        request: &HttpRequest<'_>,
-        _defer: &mut Defer<'_>,
-    ) -> Option<HttpResponse> {
-        Some(self.handle(request))
-    }
-}
-
-/// Counters shared with other threads (metrics).
-#[derive(Debug, Default)]
-pub struct Stats {
-    /// Open client connections: distinct peers of sockets bound to our address,
-    /// from a /proc/self/fd scan at most 10 ms old under load (500 ms when idle).
-    pub open_connections: AtomicUsize,
-    /// Requests received.
-    pub requests: AtomicU64,
-    /// Times tiny_http's accept thread ended and a new server was built.
-    pub accept_restarts: AtomicU64,
-    /// Connections whose tiny_http objects were leaked to avoid a huge drain.
-    pub leaked_connections: AtomicUsize,
-    /// Throw-away connections opened to get a stranded connection a tiny_http
-    /// worker (see `STRANDED_AFTER`).
-    pub pool_kicks: AtomicU64,
-}
-
-#[derive(Debug)]
-pub enum ServerError {
-    /// The address could not be bound or configured.
-    Listen {
-        addr: String,
-        source: std::io::Error,
-    },
-    /// tiny_http could not start on the listener.
-    Start(String),
-}
-
-impl fmt::Display for ServerError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ServerError::Listen { addr, source } => {
-                let why = match source.kind() {
-                    std::io::ErrorKind::AddrInUse => "address in use".to_string(),
-                    std::io::ErrorKind::AddrNotAvailable => "address not available".to_string(),
-                    std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
-                    _ => source.to_string(),
-                };
-                write!(f, "cannot listen on {addr}: {why}")
-            }
-            ServerError::Start(why) => write!(f, "cannot start the HTTP server: {why}"),
-        }
-    }
-}
-
-impl std::error::Error for ServerError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ServerError::Listen { source, .. } => Some(source),
-            ServerError::Start(_) => None,
-        }
-    }
-}
+pub use api::{Handler, HttpMethod, HttpRequest, HttpResponse, ServerConfig, ServerError, Stats};
 
 struct Shared {
     current: Mutex<Arc<tiny_http::Server>>,
@@ -410,6 +269,19 @@ struct Loop {
     /// Connections closed after an answer: requests tiny_http still hands
     /// over from them are dropped (closed.rs).
     closed: ClosedConns,
+}
+
+/// What answering a request needs to know of it beside the request and
+/// the answer: its connection, and what its log line and its body need.
+pub(super) struct Exchange {
+    pub(super) peer: SocketAddr,
+    /// Off-loop work on the connection (`Conn::pending`).
+    pub(super) pending: Arc<AtomicU32>,
+    /// A HEAD request: the answer is sent without its body.
+    pub(super) is_head: bool,
+    pub(super) started: Instant,
+    /// The path, for the debug log line (`None`: no line).
+    pub(super) path: Option<String>,
 }
 
 const UNSPECIFIED: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
@@ -635,7 +507,18 @@ impl Loop {
                     self.body_buf.clear();
                     let _ = rq.as_reader().read_to_end(&mut self.body_buf);
                     let is_head = method_of(rq.method()) == HttpMethod::Head;
-                    self.respond(rq, resp, peer, true, pending, is_head, started, None);
+                    self.respond(
+                        rq,
+                        resp,
+                        true,
+                        Exchange {
+                            peer,
+                            pending,
+                            is_head,
+                            started,
+                            path: None,
+                        },
+                    );
                 }
                 BodyKind::TooLarge(n) => self.reject(rq, resp, n as u64, pending),
                 BodyKind::Lazy(n) => self.reject(rq, resp, n.unwrap_or(0) as u64, pending),
@@ -720,7 +603,6 @@ impl Loop {
 
     /// Answers a request whose framing is ambiguous (framing.rs) and closes
     /// its connection, without reading its body.
-    #[allow(clippy::too_many_arguments)]
     fn refuse(
         &mut self,
         rq: tiny_http::Request,
@@ -751,7 +633,18 @@ impl Loop {
             // dropped). An ordinary answer with `Connection: close`.
             BodyKind::Ready | BodyKind::Lazy(None) => {
                 let is_head = method == HttpMethod::Head;
-                self.respond(rq, resp, peer, true, pending, is_head, started, None)
+                self.respond(
+                    rq,
+                    resp,
+                    true,
+                    Exchange {
+                        peer,
+                        pending,
+                        is_head,
+                        started,
+                        path: None,
+                    },
+                )
             }
             // tiny_http took a Content-Length and reads that many bytes
             // lazily: the 413 path, which never lets it drain them (its
@@ -872,30 +765,25 @@ impl Loop {
         }
         let max = self.server.config.max_requests_per_connection;
         let close = self.conns.get(&peer).is_some_and(|c| c.requests >= max);
-        self.respond(
-            rq,
-            resp,
+        let is_head = method == HttpMethod::Head;
+        let ex = Exchange {
             peer,
-            close,
             pending,
-            method == HttpMethod::Head,
+            is_head,
             started,
             path,
-        );
+        };
+        self.respond(rq, resp, close, ex);
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn respond(
-        &mut self,
-        rq: tiny_http::Request,
-        resp: HttpResponse,
-        peer: SocketAddr,
-        close: bool,
-        pending: Arc<AtomicU32>,
-        is_head: bool,
-        started: Instant,
-        path: Option<String>,
-    ) {
+    fn respond(&mut self, rq: tiny_http::Request, resp: HttpResponse, close: bool, ex: Exchange) {
+        let Exchange {
+            peer,
+            pending,
+            is_head,
+            started,
+            path,
+        } = ex;
         let method = method_of(rq.method());
         let send_body = write::has_body(is_head, resp.status);
         self.out.clear();
@@ -931,17 +819,10 @@ impl Loop {
                 let failed_after_close =
                     !close && matches!(outcome, Inline::Failed) && self.closed.contains(&peer);
                 if (close || matches!(outcome, Inline::Failed)) && !failed_after_close {
-                    // Found while `writer` still holds the socket open.
-                    let which = self.closed.which(peer);
-                    let sockets = self.fds.hold_sockets_which(self.server.local, peer, &which);
-                    // Shut before `writer` is released: whatever tiny_http
-                    // writes next on this connection goes nowhere.
-                    for s in &sockets {
-                        s.shutdown(Shutdown::Write);
-                    }
+                    // Shut before `writer` is released.
+                    let ends = (self.server.local, peer);
                     self.closed
-                        .mark(peer, sockets.iter().map(|s| s.inode()).collect());
-                    let _ = self.server.close_tx.send(sockets);
+                        .close_now(&mut self.fds, ends, &self.server.close_tx);
                     // A new connection from the same port starts its count afresh.
                     self.conns.remove(&peer);
                 }
@@ -950,20 +831,10 @@ impl Loop {
             Inline::Partial(skip) => {
                 pending.fetch_add(1, Ordering::AcqRel);
                 let close_tx = self.server.close_tx.clone();
-                let local = self.server.local;
-                // Held now, while the request surely holds the socket open.
-                let which = self.closed.which(peer);
-                let held = if close {
-                    let sockets = self.fds.hold_sockets_which(local, peer, &which);
+                let ends = (self.server.local, peer);
+                let before_release =
                     self.closed
-                        .mark(peer, sockets.iter().map(|s| s.inode()).collect());
-                    Some(sockets)
-                } else {
-                    None
-                };
-                // After a failed write, close by address only if the address
-                // names no connection closed before (see the inline case).
-                let close_on_failure = matches!(which, fds::Which::All);
+                        .close_after_write(&mut self.fds, ends, close, close_tx);
                 let head = std::mem::replace(&mut self.out, Vec::with_capacity(2048));
                 let body = if send_body { resp.body } else { Vec::new() };
                 write::spawn_off_loop(OffLoop {
@@ -973,19 +844,7 @@ impl Loop {
                     skip,
                     deadline: self.server.config.write_timeout,
                     pending,
-                    before_release: Box::new(move |ok| {
-                        let sockets = match held {
-                            Some(sockets) => sockets,
-                            None if !ok && close_on_failure => {
-                                fds::FdTable::default().hold_sockets_of(local, peer)
-                            }
-                            None => return,
-                        };
-                        for s in &sockets {
-                            s.shutdown(Shutdown::Write);
-                        }
-                        let _ = close_tx.send(sockets);
-                    }),
+                    before_release,
                 });
             }
         }
