@@ -284,6 +284,24 @@ pub(super) struct Exchange {
     pub(super) path: Option<String>,
 }
 
+impl Exchange {
+    /// An exchange without a debug log line (answers the loop makes itself).
+    fn unlogged(
+        peer: SocketAddr,
+        pending: Arc<AtomicU32>,
+        is_head: bool,
+        started: Instant,
+    ) -> Self {
+        Exchange {
+            peer,
+            pending,
+            is_head,
+            started,
+            path: None,
+        }
+    }
+}
+
 const UNSPECIFIED: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
     std::net::Ipv4Addr::UNSPECIFIED,
     0,
@@ -507,18 +525,8 @@ impl Loop {
                     self.body_buf.clear();
                     let _ = rq.as_reader().read_to_end(&mut self.body_buf);
                     let is_head = method_of(rq.method()) == HttpMethod::Head;
-                    self.respond(
-                        rq,
-                        resp,
-                        true,
-                        Exchange {
-                            peer,
-                            pending,
-                            is_head,
-                            started,
-                            path: None,
-                        },
-                    );
+                    let ex = Exchange::unlogged(peer, pending, is_head, started);
+                    self.respond(rq, resp, true, ex);
                 }
                 BodyKind::TooLarge(n) => self.reject(rq, resp, n as u64, pending),
                 BodyKind::Lazy(n) => self.reject(rq, resp, n.unwrap_or(0) as u64, pending),
@@ -633,18 +641,8 @@ impl Loop {
             // dropped). An ordinary answer with `Connection: close`.
             BodyKind::Ready | BodyKind::Lazy(None) => {
                 let is_head = method == HttpMethod::Head;
-                self.respond(
-                    rq,
-                    resp,
-                    true,
-                    Exchange {
-                        peer,
-                        pending,
-                        is_head,
-                        started,
-                        path: None,
-                    },
-                )
+                let ex = Exchange::unlogged(peer, pending, is_head, started);
+                self.respond(rq, resp, true, ex)
             }
             // tiny_http took a Content-Length and reads that many bytes
             // lazily: the 413 path, which never lets it drain them (its
@@ -733,6 +731,13 @@ impl Loop {
         } else {
             None
         };
+        let ex = Exchange {
+            peer,
+            pending,
+            is_head: method == HttpMethod::Head,
+            started,
+            path,
+        };
         let resp = match answered {
             Some(resp) => resp,
             None if taken => {
@@ -740,18 +745,8 @@ impl Loop {
                 // other request meanwhile (tiny_http holds it back), and
                 // nothing is written inline on it.
                 self.next_deferred += 1;
-                pending.fetch_add(1, Ordering::AcqRel);
-                self.deferred.insert(
-                    id,
-                    Deferred {
-                        rq,
-                        peer,
-                        pending,
-                        is_head: method == HttpMethod::Head,
-                        started,
-                        path,
-                    },
-                );
+                ex.pending.fetch_add(1, Ordering::AcqRel);
+                self.deferred.insert(id, Deferred { rq, ex });
                 return;
             }
             None => json_error(
@@ -765,14 +760,6 @@ impl Loop {
         }
         let max = self.server.config.max_requests_per_connection;
         let close = self.conns.get(&peer).is_some_and(|c| c.requests >= max);
-        let is_head = method == HttpMethod::Head;
-        let ex = Exchange {
-            peer,
-            pending,
-            is_head,
-            started,
-            path,
-        };
         self.respond(rq, resp, close, ex);
     }
 
