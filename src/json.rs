@@ -198,15 +198,34 @@ fn key(out: &mut Vec<u8>, k: &str) {
     out.extend_from_slice(b"\":");
 }
 
-fn hex_list(out: &mut Vec<u8>, items: &[Vec<u8>]) {
-    out.push(b'[');
-    for (i, item) in items.iter().enumerate() {
+/// Writes `open`, the items separated by commas (each by `write_item`), then `close`.
+fn write_separated<T>(
+    out: &mut Vec<u8>,
+    (open, close): (u8, u8),
+    items: impl IntoIterator<Item = T>,
+    mut write_item: impl FnMut(&mut Vec<u8>, T),
+) {
+    out.push(open);
+    for (i, item) in items.into_iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        write_hex(out, item);
+        write_item(out, item);
     }
-    out.push(b']');
+    out.push(close);
+}
+
+/// Writes a JSON array: `[`, the items separated by commas, `]`.
+pub fn write_list<T>(
+    out: &mut Vec<u8>,
+    items: impl IntoIterator<Item = T>,
+    write_item: impl FnMut(&mut Vec<u8>, T),
+) {
+    write_separated(out, (b'[', b']'), items, write_item);
+}
+
+fn hex_list(out: &mut Vec<u8>, items: &[Vec<u8>]) {
+    write_list(out, items, |out, item| write_hex(out, item));
 }
 
 /// Writes a soft confirmation object (fields in the spec's order).
@@ -280,14 +299,7 @@ pub fn write_commitment(out: &mut Vec<u8>, c: &SequencerCommitment) {
 
 /// Writes a list of sequencer commitments.
 pub fn write_commitments(out: &mut Vec<u8>, items: &[SequencerCommitment]) {
-    out.push(b'[');
-    for (i, c) in items.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write_commitment(out, c);
-    }
-    out.push(b']');
+    write_list(out, items, write_commitment);
 }
 
 /// Writes a verified batch proof:
@@ -301,14 +313,7 @@ pub fn write_verified_batch_proof(out: &mut Vec<u8>, p: &VerifiedBatchProof) {
 /// Writes Citrea's `ledger_getVerifiedBatchProofsBySlotHeight` answer for a
 /// slot with proofs: `[{"proof":[..],"proofOutput":{..}}]` (no height).
 pub fn write_citrea_proofs_on_slot(out: &mut Vec<u8>, proofs: &[VerifiedBatchProof]) {
-    out.push(b'[');
-    for (i, p) in proofs.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write_proof_and_output(out, p, false);
-    }
-    out.push(b']');
+    write_list(out, proofs, |out, p| write_proof_and_output(out, p, false));
 }
 
 /// Writes Citrea's `ledger_getLastVerifiedBatchProof` answer:
@@ -344,29 +349,21 @@ fn write_proof_and_output(out: &mut Vec<u8>, p: &VerifiedBatchProof, with_height
     write_hex(out, &o.final_soft_confirmation_hash);
     out.push(b',');
     key(out, "stateDiff");
-    out.push(b'{');
-    for (i, (k, v)) in o.state_diff.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
+    write_separated(out, (b'{', b'}'), &o.state_diff, |out, (k, v)| {
         write_hex(out, k);
         out.push(b':');
         match v {
             Some(v) => write_hex(out, v),
             None => write_null(out),
         }
-    }
-    out.push(b'}');
+    });
     out.push(b',');
     key(out, "daSlotHash");
     write_hex(out, &o.da_slot_hash);
     out.push(b',');
     key(out, "sequencerCommitmentsRange");
-    out.push(b'[');
-    write_u64(out, o.sequencer_commitments_range.0);
-    out.push(b',');
-    write_u64(out, o.sequencer_commitments_range.1);
-    out.push(b']');
+    let (first, last) = o.sequencer_commitments_range;
+    write_list(out, [first, last], write_u64);
     out.push(b',');
     key(out, "sequencerPublicKey");
     write_hex(out, &o.sequencer_public_key);
@@ -375,14 +372,7 @@ fn write_proof_and_output(out: &mut Vec<u8>, p: &VerifiedBatchProof, with_height
     write_hex(out, &o.sequencer_da_public_key);
     out.push(b',');
     key(out, "preprovenCommitments");
-    out.push(b'[');
-    for (i, n) in o.preproven_commitments.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write_u64(out, *n);
-    }
-    out.push(b']');
+    write_list(out, &o.preproven_commitments, |out, n| write_u64(out, *n));
     out.push(b',');
     key(out, "lastL2Height");
     write_u64(out, o.last_l2_height);
@@ -624,26 +614,6 @@ mod tests {
                 }
             )),
             r#"{"l1Status":{"Synced":5},"l2Status":{"Syncing":{"headBlockNumber":10,"syncedBlockNumber":4}}}"#
-        );
-    }
-
-    /// Micro-benchmark: `cargo test --release --lib json::tests::bench -- --ignored --nocapture`.
-    #[test]
-    #[ignore]
-    fn bench_one_megabyte_proof() {
-        let p = sample_proof(1 << 20);
-        let mut out = Vec::new();
-        let runs = 50;
-        let start = std::time::Instant::now();
-        for _ in 0..runs {
-            out.clear();
-            write_verified_batch_proof(&mut out, &p);
-        }
-        let each = start.elapsed() / runs;
-        println!(
-            "1 MiB proof -> {} bytes of JSON in {:?} per write",
-            out.len(),
-            each
         );
     }
 }

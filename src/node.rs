@@ -52,7 +52,20 @@ impl std::fmt::Display for NodeError {
     }
 }
 
-impl std::error::Error for NodeError {}
+impl std::error::Error for NodeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            // These print their inner error's sentence as their own: its
+            // cause is theirs too.
+            NodeError::Ledger(e) => e.source(),
+            NodeError::Devnet(e) => e.source(),
+            NodeError::Server(e) => e.source(),
+            NodeError::Sync(e) => Some(e),
+            NodeError::Thread(e) => Some(e),
+            NodeError::Stopped => None,
+        }
+    }
+}
 
 impl From<LedgerError> for NodeError {
     fn from(e: LedgerError) -> Self {

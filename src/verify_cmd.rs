@@ -190,7 +190,7 @@ fn collect(
     }
     let kind: Kind = serde_json::from_str(value.get()).map_err(|e| not_a_block(e.to_string()))?;
     if kind.l2_height.is_some() {
-        let sc = wire::soft_confirmation(value.get()).map_err(|e| not_a_block(e.0))?;
+        let sc = wire::soft_confirmation(value.get()).map_err(|e| not_a_block(e.to_string()))?;
         blocks.push(Some(sc));
         return Ok(());
     }

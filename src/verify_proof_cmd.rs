@@ -29,17 +29,64 @@ pub struct VerifyProofOptions {
     pub forks: ForkTable,
 }
 
-/// Input that holds no proof to check.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InputError(pub String);
+/// Input that holds no proof to check (or a report that cannot be written).
+#[derive(Debug)]
+pub enum InputError {
+    /// `"proof"` is a string but not hex.
+    ProofNotHex(hex::FromHexError),
+    /// `"proof"` is an array, but not of whole numbers 0-255.
+    ProofNotBytes,
+    /// `"proof"` is neither an array nor a string.
+    ProofNotArrayOrHex,
+    /// An item that is not an object.
+    NotAnObject,
+    /// An object without `"proof"`.
+    NoProof,
+    /// A `"proofOutput"` that is not one.
+    ProofOutput(crate::wire::WireError),
+    /// No bytes at all.
+    Empty,
+    /// An empty JSON array.
+    NoProofs,
+    /// A `null` answer.
+    Null,
+    /// Writing the report failed.
+    Report(std::io::Error),
+}
 
 impl fmt::Display for InputError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            InputError::ProofNotHex(e) => write!(f, "\"proof\" is a string but not hex ({e})"),
+            InputError::ProofNotBytes => {
+                f.write_str("\"proof\" is an array but not of bytes (whole numbers 0-255)")
+            }
+            InputError::ProofNotArrayOrHex => {
+                f.write_str("\"proof\" must be an array of bytes or a hex string")
+            }
+            InputError::NotAnObject => {
+                f.write_str("a proof must be an object with \"proof\" (and \"proofOutput\")")
+            }
+            InputError::NoProof => f.write_str("the object has no \"proof\""),
+            InputError::ProofOutput(e) => write!(f, "\"proofOutput\" cannot be read: {e}"),
+            InputError::Empty => f.write_str("the input is empty"),
+            InputError::NoProofs => f.write_str("the array holds no proofs"),
+            InputError::Null => f.write_str("the answer is null: no proof"),
+            InputError::Report(e) => write!(f, "cannot write the report: {e}"),
+        }
     }
 }
 
-impl std::error::Error for InputError {}
+impl std::error::Error for InputError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            InputError::ProofNotHex(e) => Some(e),
+            InputError::ProofOutput(e) => Some(e),
+            InputError::Report(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// One proof from the input: its bytes and the output given beside them.
 #[derive(Debug)]
@@ -52,30 +99,23 @@ fn proof_bytes(v: &Value) -> Result<Vec<u8>, InputError> {
     match v {
         Value::String(s) => {
             let digits = s.strip_prefix("0x").unwrap_or(s);
-            hex::decode(digits)
-                .map_err(|e| InputError(format!("\"proof\" is a string but not hex ({e})")))
+            hex::decode(digits).map_err(InputError::ProofNotHex)
         }
         Value::Array(items) => items
             .iter()
             .map(|x| x.as_u64().and_then(|n| u8::try_from(n).ok()))
             .collect::<Option<Vec<u8>>>()
-            .ok_or_else(|| {
-                InputError("\"proof\" is an array but not of bytes (whole numbers 0-255)".into())
-            }),
-        _ => Err(InputError(
-            "\"proof\" must be an array of bytes or a hex string".into(),
-        )),
+            .ok_or(InputError::ProofNotBytes),
+        _ => Err(InputError::ProofNotArrayOrHex),
     }
 }
 
 fn one(v: &Value) -> Result<Given, InputError> {
     let Some(obj) = v.as_object() else {
-        return Err(InputError(
-            "a proof must be an object with \"proof\" (and \"proofOutput\")".into(),
-        ));
+        return Err(InputError::NotAnObject);
     };
     let Some(proof) = obj.get("proof") else {
-        return Err(InputError("the object has no \"proof\"".into()));
+        return Err(InputError::NoProof);
     };
     // ledgerd's shape: {"proof":{"proof":..,"proofOutput":..,"height":n}}.
     if proof.is_object() {
@@ -83,10 +123,9 @@ fn one(v: &Value) -> Result<Given, InputError> {
     }
     let output = match obj.get("proofOutput") {
         None | Some(Value::Null) => None,
-        Some(o) => Some(
-            crate::wire::proof_output(&o.to_string())
-                .map_err(|e| InputError(format!("\"proofOutput\" cannot be read: {e}")))?,
-        ),
+        Some(o) => {
+            Some(crate::wire::proof_output(&o.to_string()).map_err(InputError::ProofOutput)?)
+        }
     };
     Ok(Given {
         bytes: proof_bytes(proof)?,
@@ -104,7 +143,7 @@ fn read(input: &[u8]) -> Result<Vec<Given>, InputError> {
     };
     let Some(mut v) = json else {
         if input.is_empty() {
-            return Err(InputError("the input is empty".into()));
+            return Err(InputError::Empty);
         }
         return Ok(vec![Given {
             bytes: input.to_vec(),
@@ -117,11 +156,11 @@ fn read(input: &[u8]) -> Result<Vec<Given>, InputError> {
     match &v {
         Value::Array(items) => {
             if items.is_empty() {
-                return Err(InputError("the array holds no proofs".into()));
+                return Err(InputError::NoProofs);
             }
             items.iter().map(one).collect()
         }
-        Value::Null => Err(InputError("the answer is null: no proof".into())),
+        Value::Null => Err(InputError::Null),
         _ => Ok(vec![one(&v)?]),
     }
 }
@@ -277,7 +316,7 @@ pub fn run(
     let proofs = read(input)?;
     let mut refused = 0;
     for (i, given) in proofs.iter().enumerate() {
-        let io = |e: std::io::Error| InputError(format!("cannot write the report: {e}"));
+        let io = InputError::Report;
         writeln!(
             out,
             "proof {} of {}: {} bytes",
@@ -291,4 +330,42 @@ pub fn run(
         }
     }
     Ok(refused)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_without_a_proof_says_which_case_it_is() {
+        let no_proof = |input: &str| read(input.as_bytes()).unwrap_err();
+        assert!(matches!(no_proof(""), InputError::Empty));
+        assert!(matches!(no_proof(r#"{"result":null}"#), InputError::Null));
+        assert!(matches!(no_proof("[]"), InputError::NoProofs));
+        assert!(matches!(no_proof("[7]"), InputError::NotAnObject));
+        assert!(matches!(no_proof(r#"{"x":1}"#), InputError::NoProof));
+        assert!(matches!(
+            no_proof(r#"{"proof":[256]}"#),
+            InputError::ProofNotBytes
+        ));
+        assert!(matches!(
+            no_proof(r#"{"proof":7}"#),
+            InputError::ProofNotArrayOrHex
+        ));
+        let e = no_proof(r#"{"proof":"0xzz"}"#);
+        assert!(matches!(e, InputError::ProofNotHex(_)), "{e:?}");
+        assert!(
+            e.to_string()
+                .starts_with("\"proof\" is a string but not hex ("),
+            "{e}"
+        );
+        assert!(std::error::Error::source(&e).is_some());
+        let e = no_proof(r#"{"proof":[1],"proofOutput":{}}"#);
+        assert!(matches!(e, InputError::ProofOutput(_)), "{e:?}");
+        assert!(
+            e.to_string()
+                .starts_with("\"proofOutput\" cannot be read: "),
+            "{e}"
+        );
+    }
 }

@@ -9,33 +9,91 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
-use crate::hexstr;
+use crate::hexstr::{self, HexError};
 use crate::types::{Hash, ProofOutput, SequencerCommitment, SoftConfirmation, VerifiedBatchProof};
 
-/// A JSON value that was not the shape of an RPC record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WireError(pub String);
+/// A JSON value that was not the shape of an RPC record. Each case prints
+/// the sentence a person reads; a caller can also tell them apart.
+#[derive(Debug)]
+pub enum WireError {
+    /// Not JSON, or not the record's shape (serde's own sentence).
+    Json(serde_json::Error),
+    /// A hex field that does not decode to what the field holds.
+    Hex {
+        /// The field's name as the JSON spells it.
+        field: String,
+        /// What is wrong with its text.
+        error: HexError,
+    },
+    /// A verified proof that says nothing of the DA slot it was verified on.
+    NoProofHeight,
+    /// Method 11's answer in none of its shapes (`null`, one object, an array).
+    NotProofsShape(serde_json::Error),
+    /// A proof of another DA slot than the one asked for.
+    OtherSlot {
+        /// The slot asked for.
+        asked: u64,
+        /// The slot of the proof in the answer.
+        got: u64,
+    },
+    /// A status text that is none of the statuses.
+    NotAStatus(String),
+}
 
 impl std::fmt::Display for WireError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            WireError::Json(e) => write!(f, "{e}"),
+            WireError::Hex { field, error } => write!(f, "{field} {error}"),
+            WireError::NoProofHeight => {
+                f.write_str("the proof has no height (the DA slot it was verified on)")
+            }
+            WireError::NotProofsShape(e) => write!(
+                f,
+                "neither null, a proof object nor an array of proofs ({e})"
+            ),
+            WireError::OtherSlot { asked, got } => write!(
+                f,
+                "asked for the proofs of DA slot {asked}, got one of slot {got}"
+            ),
+            WireError::NotAStatus(s) => write!(
+                f,
+                "{s:?} is not a status (Trusted, Finalized, Proven, in either case)"
+            ),
+        }
     }
 }
 
-impl std::error::Error for WireError {}
+impl std::error::Error for WireError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            // Json's sentence is serde's own: it is not the error's cause too.
+            WireError::Hex { error, .. } => Some(error),
+            WireError::NotProofsShape(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 impl From<serde_json::Error> for WireError {
     fn from(e: serde_json::Error) -> Self {
-        WireError(e.to_string())
+        WireError::Json(e)
+    }
+}
+
+fn hex_error(field: &str) -> impl FnOnce(HexError) -> WireError + '_ {
+    move |error| WireError::Hex {
+        field: field.to_owned(),
+        error,
     }
 }
 
 fn hex_bytes(field: &str, s: &str) -> Result<Vec<u8>, WireError> {
-    hexstr::decode(s).map_err(|e| WireError(format!("{field} {e}")))
+    hexstr::decode(s).map_err(hex_error(field))
 }
 
 fn hex_array<const N: usize>(field: &str, s: &str) -> Result<[u8; N], WireError> {
-    hexstr::decode_array(s).map_err(|e| WireError(format!("{field} {e}")))
+    hexstr::decode_array(s).map_err(hex_error(field))
 }
 
 fn hex_list(field: &str, items: &[Cow<'_, str>]) -> Result<Vec<Vec<u8>>, WireError> {
@@ -207,9 +265,11 @@ impl TryFrom<WireProof> for VerifiedBatchProof {
     type Error = WireError;
 
     fn try_from(w: WireProof) -> Result<Self, WireError> {
-        let height = w.proof.height.or(w.height).ok_or_else(|| {
-            WireError("the proof has no height (the DA slot it was verified on)".into())
-        })?;
+        let height = w
+            .proof
+            .height
+            .or(w.height)
+            .ok_or(WireError::NoProofHeight)?;
         w.proof.into_proof(height)
     }
 }
@@ -259,19 +319,13 @@ pub fn verified_batch_proofs_on_slot(
     // first byte tells which, so each is parsed once (serde's untagged
     // enums buffer the whole answer, 2 KB of proof bytes as numbers and
     // all, then parse it again).
-    let shape_error = |e: serde_json::Error| {
-        WireError(format!(
-            "neither null, a proof object nor an array of proofs ({e})"
-        ))
-    };
+    let shape_error = WireError::NotProofsShape;
     match json.trim_start().as_bytes().first() {
         Some(b'[') => {
             let list: Vec<WireProofInner> = serde_json::from_str(json).map_err(shape_error)?;
             list.into_iter()
                 .map(|p| match p.height {
-                    Some(h) if h != slot => Err(WireError(format!(
-                        "asked for the proofs of DA slot {slot}, got one of slot {h}"
-                    ))),
+                    Some(got) if got != slot => Err(WireError::OtherSlot { asked: slot, got }),
                     _ => p.into_proof(slot),
                 })
                 .collect()
@@ -280,10 +334,10 @@ pub fn verified_batch_proofs_on_slot(
             let p: WireProof = serde_json::from_str(json).map_err(shape_error)?;
             let p = VerifiedBatchProof::try_from(p)?;
             if p.height != slot {
-                return Err(WireError(format!(
-                    "asked for the proofs of DA slot {slot}, got one of slot {}",
-                    p.height
-                )));
+                return Err(WireError::OtherSlot {
+                    asked: slot,
+                    got: p.height,
+                });
             }
             Ok(vec![p])
         }
@@ -303,11 +357,7 @@ pub fn status(json: &str) -> Result<Option<crate::types::Status>, WireError> {
         None => Ok(None),
         Some(s) => crate::types::Status::from_wire(&s)
             .map(Some)
-            .ok_or_else(|| {
-                WireError(format!(
-                    "{s:?} is not a status (Trusted, Finalized, Proven, in either case)"
-                ))
-            }),
+            .ok_or(WireError::NotAStatus(s)),
     }
 }
 
@@ -385,7 +435,11 @@ mod tests {
         assert_eq!((got[0].height, got[0].proof.clone()), (7, vec![1, 2]));
         assert_eq!(got[0].proof_output.preproven_commitments, vec![2]);
         let e = verified_batch_proofs_on_slot(&seed, 8).unwrap_err();
-        assert!(e.0.contains("got one of slot 7"), "{e}");
+        assert!(e.to_string().contains("got one of slot 7"), "{e}");
+        assert!(
+            matches!(e, WireError::OtherSlot { asked: 8, got: 7 }),
+            "{e:?}"
+        );
 
         let citrea = format!(
             r#"[{{"proof":[1],"proofOutput":{OUTPUT}}},{{"proof":[2],"proofOutput":{OUTPUT}}}]"#
@@ -411,10 +465,9 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(a.height, 5);
         let none = format!(r#"{{"proof":{{"proof":[1],"proofOutput":{OUTPUT}}}}}"#);
-        assert!(verified_batch_proof(&none)
-            .unwrap_err()
-            .0
-            .contains("no height"));
+        let e = verified_batch_proof(&none).unwrap_err();
+        assert!(e.to_string().contains("no height"), "{e}");
+        assert!(matches!(e, WireError::NoProofHeight), "{e:?}");
     }
 
     #[test]
@@ -440,10 +493,12 @@ mod tests {
     fn hex_errors_name_the_field() {
         assert_eq!(hex_bytes("f", "0x00aBff").unwrap(), vec![0x00, 0xab, 0xff]);
         let e = hex_bytes("txs", "abc").unwrap_err();
-        assert!(e.0.contains("odd number of digits"), "{e}");
+        assert!(e.to_string().contains("odd number of digits"), "{e}");
         let e = hex_bytes("txs", "0x12g4").unwrap_err();
-        assert!(e.0.contains("'g' at position 2"), "{e}");
+        assert!(e.to_string().contains("'g' at position 2"), "{e}");
         let e = hex_array::<32>("hash", "00ff").unwrap_err();
-        assert_eq!(e.0, "hash must be 32 bytes, got 2");
+        assert_eq!(e.to_string(), "hash must be 32 bytes, got 2");
+        let source = std::error::Error::source(&e).map(|s| s.to_string());
+        assert_eq!(source.as_deref(), Some("must be 32 bytes, got 2"));
     }
 }

@@ -122,26 +122,63 @@ pub fn decode(bytes: &[u8]) -> Result<Journal, JournalError> {
     }
 }
 
-/// A proof output the circuit could not have written: a commitments range
-/// or a position past u32.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EncodeError(pub String);
+/// A proof output the circuit could not have written (a commitments range
+/// past u32), or a journal borsh could not write.
+#[derive(Debug)]
+pub enum EncodeError {
+    /// `sequencerCommitmentsRange` with an end past the circuit's u32.
+    RangePastU32(u64, u64),
+    /// borsh's own failure (writing into a Vec cannot fail; kept typed).
+    Borsh(std::io::Error),
+}
 
 impl fmt::Display for EncodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            EncodeError::RangePastU32(a, b) => write!(
+                f,
+                "sequencerCommitmentsRange [{a}, {b}] does not fit the circuit's (u32, u32)"
+            ),
+            EncodeError::Borsh(e) => write!(f, "borsh could not write the journal: {e}"),
+        }
     }
 }
 
-impl std::error::Error for EncodeError {}
+impl std::error::Error for EncodeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            EncodeError::RangePastU32(..) => None,
+            EncodeError::Borsh(e) => Some(e),
+        }
+    }
+}
+
+/// A `$T` literal whose fields shared by both journal layouts and
+/// [`ProofOutput`] are copied from `$o` (written once here for the four
+/// conversions: each layout from a `ProofOutput` and back), with the
+/// commitments range and the state diff given converted, and the fields of
+/// `$T`'s own after them.
+macro_rules! with_shared_fields {
+    ($T:ident from $o:expr; range: $range:expr, diff: $diff:expr, $($own:tt)*) => {
+        $T {
+            initial_state_root: $o.initial_state_root,
+            final_state_root: $o.final_state_root,
+            state_diff: $diff,
+            da_slot_hash: $o.da_slot_hash,
+            sequencer_commitments_range: $range,
+            sequencer_public_key: $o.sequencer_public_key.clone(),
+            sequencer_da_public_key: $o.sequencer_da_public_key.clone(),
+            preproven_commitments: $o.preproven_commitments.clone(),
+            $($own)*
+        }
+    };
+}
 
 fn range_u32(out: &ProofOutput) -> Result<(u32, u32), EncodeError> {
     let (a, b) = out.sequencer_commitments_range;
     match (u32::try_from(a), u32::try_from(b)) {
         (Ok(a), Ok(b)) => Ok((a, b)),
-        _ => Err(EncodeError(format!(
-            "sequencerCommitmentsRange [{a}, {b}] does not fit the circuit's (u32, u32)"
-        ))),
+        _ => Err(EncodeError::RangePastU32(a, b)),
     }
 }
 
@@ -159,37 +196,21 @@ pub fn encode(
 ) -> Result<Vec<u8>, EncodeError> {
     let range = range_u32(out)?;
     let bytes = match genesis_era {
-        None => borsh::to_vec(&BatchProofCircuitOutput {
-            initial_state_root: out.initial_state_root,
-            final_state_root: out.final_state_root,
+        None => borsh::to_vec(&with_shared_fields!(
+            BatchProofCircuitOutput from out; range: range, diff: diff_map(out),
             prev_soft_confirmation_hash: out.prev_soft_confirmation_hash,
             final_soft_confirmation_hash: out.final_soft_confirmation_hash,
-            state_diff: diff_map(out),
-            da_slot_hash: out.da_slot_hash,
-            sequencer_commitments_range: range,
-            sequencer_public_key: out.sequencer_public_key.clone(),
-            sequencer_da_public_key: out.sequencer_da_public_key.clone(),
             last_l2_height: out.last_l2_height,
-            preproven_commitments: out.preproven_commitments.clone(),
-        }),
-        Some((initial_batch_hash, validity_condition)) => {
-            borsh::to_vec(&OldBatchProofCircuitOutput {
-                initial_state_root: out.initial_state_root,
-                final_state_root: out.final_state_root,
-                initial_batch_hash,
-                state_diff: diff_map(out),
-                da_slot_hash: out.da_slot_hash,
-                sequencer_commitments_range: range,
-                sequencer_public_key: out.sequencer_public_key.clone(),
-                sequencer_da_public_key: out.sequencer_da_public_key.clone(),
-                validity_condition,
-                last_active_spec_id: SpecId::Genesis,
-                preproven_commitments: out.preproven_commitments.clone(),
-            })
-        }
+        )),
+        Some((initial_batch_hash, validity_condition)) => borsh::to_vec(&with_shared_fields!(
+            OldBatchProofCircuitOutput from out; range: range, diff: diff_map(out),
+            initial_batch_hash,
+            validity_condition,
+            last_active_spec_id: SpecId::Genesis,
+        )),
     };
     // Writing into a Vec cannot fail; keep the error typed all the same.
-    bytes.map_err(|e| EncodeError(format!("borsh could not write the journal: {e}")))
+    bytes.map_err(EncodeError::Borsh)
 }
 
 impl Journal {
@@ -204,39 +225,24 @@ impl Journal {
     /// The output as a full node serves it: an old-layout journal with zero
     /// prev/final soft-confirmation hashes and lastL2Height 0.
     pub fn proof_output(&self) -> ProofOutput {
+        let widen = |(first, last): (u32, u32)| (u64::from(first), u64::from(last));
         match self {
-            Journal::New(o) => ProofOutput {
-                initial_state_root: o.initial_state_root,
-                final_state_root: o.final_state_root,
+            Journal::New(o) => with_shared_fields!(
+                ProofOutput from o;
+                range: widen(o.sequencer_commitments_range),
+                diff: o.state_diff.clone().into_iter().collect(),
                 prev_soft_confirmation_hash: o.prev_soft_confirmation_hash,
                 final_soft_confirmation_hash: o.final_soft_confirmation_hash,
-                state_diff: o.state_diff.clone().into_iter().collect(),
-                da_slot_hash: o.da_slot_hash,
-                sequencer_commitments_range: (
-                    u64::from(o.sequencer_commitments_range.0),
-                    u64::from(o.sequencer_commitments_range.1),
-                ),
-                sequencer_public_key: o.sequencer_public_key.clone(),
-                sequencer_da_public_key: o.sequencer_da_public_key.clone(),
-                preproven_commitments: o.preproven_commitments.clone(),
                 last_l2_height: o.last_l2_height,
-            },
-            Journal::Old(o) => ProofOutput {
-                initial_state_root: o.initial_state_root,
-                final_state_root: o.final_state_root,
+            ),
+            Journal::Old(o) => with_shared_fields!(
+                ProofOutput from o;
+                range: widen(o.sequencer_commitments_range),
+                diff: o.state_diff.clone().into_iter().collect(),
                 prev_soft_confirmation_hash: ZERO_HASH,
                 final_soft_confirmation_hash: ZERO_HASH,
-                state_diff: o.state_diff.clone().into_iter().collect(),
-                da_slot_hash: o.da_slot_hash,
-                sequencer_commitments_range: (
-                    u64::from(o.sequencer_commitments_range.0),
-                    u64::from(o.sequencer_commitments_range.1),
-                ),
-                sequencer_public_key: o.sequencer_public_key.clone(),
-                sequencer_da_public_key: o.sequencer_da_public_key.clone(),
-                preproven_commitments: o.preproven_commitments.clone(),
                 last_l2_height: 0,
-            },
+            ),
         }
     }
 }
@@ -271,13 +277,7 @@ fn diff_text(diff: &[(Vec<u8>, Option<Vec<u8>>)]) -> String {
 /// as a map (the wire lists it by key; so does borsh), and a difference
 /// names the first key that differs.
 pub fn first_difference(journal: &ProofOutput, given: &ProofOutput) -> Option<FieldMismatch> {
-    let hash = |field, j: &Hash, g: &Hash| {
-        (j != g).then(|| FieldMismatch {
-            field,
-            journal: hex::encode(j),
-            given: hex::encode(g),
-        })
-    };
+    // Hashes and keys alike: hex.
     let bytes = |field, j: &[u8], g: &[u8]| {
         (j != g).then(|| FieldMismatch {
             field,
@@ -292,34 +292,34 @@ pub fn first_difference(journal: &ProofOutput, given: &ProofOutput) -> Option<Fi
             given: g,
         })
     };
-    hash(
+    bytes(
         "initialStateRoot",
         &journal.initial_state_root,
         &given.initial_state_root,
     )
     .or_else(|| {
-        hash(
+        bytes(
             "finalStateRoot",
             &journal.final_state_root,
             &given.final_state_root,
         )
     })
     .or_else(|| {
-        hash(
+        bytes(
             "prevSoftConfirmationHash",
             &journal.prev_soft_confirmation_hash,
             &given.prev_soft_confirmation_hash,
         )
     })
     .or_else(|| {
-        hash(
+        bytes(
             "finalSoftConfirmationHash",
             &journal.final_soft_confirmation_hash,
             &given.final_soft_confirmation_hash,
         )
     })
     .or_else(|| state_diff_difference(&journal.state_diff, &given.state_diff))
-    .or_else(|| hash("daSlotHash", &journal.da_slot_hash, &given.da_slot_hash))
+    .or_else(|| bytes("daSlotHash", &journal.da_slot_hash, &given.da_slot_hash))
     .or_else(|| {
         let (j, g) = (
             journal.sequencer_commitments_range,
@@ -481,6 +481,14 @@ mod tests {
     fn a_range_past_u32_cannot_be_a_journal() {
         let mut out = output();
         out.sequencer_commitments_range = (0, u64::from(u32::MAX) + 1);
-        assert!(encode(&out, None).is_err());
+        let e = encode(&out, None).unwrap_err();
+        assert!(
+            matches!(e, EncodeError::RangePastU32(0, 4_294_967_296)),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "sequencerCommitmentsRange [0, 4294967296] does not fit the circuit's (u32, u32)"
+        );
     }
 }

@@ -99,14 +99,9 @@ impl Request {
                 let items = reader.soft_confirmation_range(start, end)?;
                 // Always end-start+1 items: null at every height not stored.
                 let count = (end - start + 1) as usize;
-                out.push(b'[');
-                for i in 0..count {
-                    if i > 0 {
-                        out.push(b',');
-                    }
+                json::write_list(out, 0..count, |out, i| {
                     json::write_opt_soft_confirmation(out, items.get(i).and_then(Option::as_ref));
-                }
-                out.push(b']');
+                });
             }
             Request::Status(height) => {
                 let head = reader.head_height()?;

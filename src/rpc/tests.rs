@@ -522,27 +522,3 @@ fn arbitrary_bytes_never_panic() {
         }
     }
 }
-
-/// Micro-benchmark of a whole request for a 1 MiB proof (LMDB read, decode,
-/// JSON): `cargo test --release --lib rpc::tests::bench -- --ignored --nocapture`.
-#[test]
-#[ignore]
-fn bench_one_megabyte_proof_request() {
-    let n = node();
-    {
-        let mut w = n.ledger.writer().expect("writer");
-        w.put_proof(6, &proof(6, 1 << 20)).expect("proof");
-        w.commit().expect("commit");
-    }
-    let body = req("ledger_getVerifiedBatchProofsBySlotHeight", json!([6]));
-    let runs = 50;
-    let start = std::time::Instant::now();
-    let mut len = 0;
-    for _ in 0..runs {
-        len = n.rpc.handle(body.as_bytes()).map_or(0, |out| out.len());
-    }
-    println!(
-        "1 MiB proof request -> {len} bytes in {:?} per request",
-        start.elapsed() / runs
-    );
-}

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use tiny_http::{Header, Request};
 
-use super::socket;
+use super::fds;
 use super::Stats;
 
 /// Bodies whose unread remainder is above this are never dropped (see module doc).
@@ -121,7 +121,7 @@ pub(crate) struct Reject {
     pub unread: u64,
     pub local: SocketAddr,
     /// Which of the peer's sockets are this request's connection.
-    pub which: socket::Which,
+    pub which: fds::Which,
     pub pending: Arc<AtomicU32>,
     pub stats: Arc<Stats>,
 }
@@ -143,7 +143,7 @@ pub(crate) fn reject(rq: Request, r: Reject) {
         let _ = stream.write_all(&r.body);
         let _ = stream.flush();
         if let Some(peer) = peer {
-            socket::shutdown_peer(r.local, peer, &r.which, false, true);
+            fds::shutdown_peer(r.local, peer, &r.which, false, true);
         }
         if r.unread > SAFE_DROP {
             // Reading could hit end-of-file and dropping would drain: both make
@@ -151,7 +151,7 @@ pub(crate) fn reject(rq: Request, r: Reject) {
             // connection thread waiting for it) but close the sockets.
             std::thread::sleep(LINGER);
             if let Some(peer) = peer {
-                socket::close_leaked_peer(r.local, peer, &r.which);
+                fds::close_leaked_peer(r.local, peer, &r.which);
             }
             r.stats.leaked_connections.fetch_add(1, Ordering::Relaxed);
             std::mem::forget(stream);
@@ -177,10 +177,10 @@ pub(crate) fn reject(rq: Request, r: Reject) {
                 // sending: reset the connection on close, so it learns at
                 // once instead of stalling on a zero window until the
                 // kernel drops the orphaned socket (~60 s).
-                socket::reset_on_close(r.local, peer, &r.which);
+                fds::reset_on_close(r.local, peer, &r.which);
             }
             // The rest of the drain on drop then ends at once.
-            socket::shutdown_peer(r.local, peer, &r.which, true, false);
+            fds::shutdown_peer(r.local, peer, &r.which, true, false);
         }
         drop(stream);
         r.pending.fetch_sub(1, Ordering::Release);

@@ -8,10 +8,26 @@
 //! [`ClosedConns::which`] before closing a peer's sockets by address.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{Shutdown, SocketAddr};
+use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
-use super::socket::{FdTable, Which};
+use super::fds::{FdTable, HeldSocket, Which};
+
+/// Sends FIN after what is queued on each socket: whatever tiny_http writes
+/// next on the connection goes nowhere. The tracker (`close_tx`) finishes
+/// the close.
+fn shut_and_hand_over(sockets: Vec<HeldSocket>, close_tx: &Sender<Vec<HeldSocket>>) {
+    for s in &sockets {
+        s.shutdown(Shutdown::Write);
+    }
+    // The tracker is gone only when the server stops: nothing left to finish.
+    let _ = close_tx.send(sockets);
+}
+
+fn inodes(sockets: &[HeldSocket]) -> Vec<u64> {
+    sockets.iter().map(|s| s.inode()).collect()
+}
 
 /// A connection the loop has closed (or is closing) after an answer.
 struct Closed {
@@ -98,6 +114,54 @@ impl ClosedConns {
     }
 
     /// Remembers that `peer`'s connection (these sockets) is being closed.
+    /// Closes the connection of an answer written on the loop, before its
+    /// writer is released: its sockets (those [`ClosedConns::which`] allows)
+    /// are found in /proc/self/fd while the writer still holds them open,
+    /// shut, remembered as closed, and handed to the tracker.
+    pub(super) fn close_now(
+        &mut self,
+        fds: &mut FdTable,
+        (local, peer): (SocketAddr, SocketAddr),
+        close_tx: &Sender<Vec<HeldSocket>>,
+    ) {
+        let which = self.which(peer);
+        let sockets = fds.hold_sockets_which(local, peer, &which);
+        self.mark(peer, inodes(&sockets));
+        shut_and_hand_over(sockets, close_tx);
+    }
+
+    /// The close an off-loop writer runs before it releases the connection
+    /// (`OffLoop::before_release`, told whether the answer went out whole).
+    /// With `close`, the sockets are held now, while the request surely
+    /// holds the socket open, and remembered as closed. Without, they are
+    /// closed only after a failed write, and by address only if the address
+    /// names no connection closed before (see `is_after_close`).
+    pub(super) fn close_after_write(
+        &mut self,
+        fds: &mut FdTable,
+        (local, peer): (SocketAddr, SocketAddr),
+        close: bool,
+        close_tx: Sender<Vec<HeldSocket>>,
+    ) -> Box<dyn FnOnce(bool) + Send> {
+        let which = self.which(peer);
+        let held = if close {
+            let sockets = fds.hold_sockets_which(local, peer, &which);
+            self.mark(peer, inodes(&sockets));
+            Some(sockets)
+        } else {
+            None
+        };
+        let close_on_failure = matches!(which, Which::All);
+        Box::new(move |ok| {
+            let sockets = match held {
+                Some(sockets) => sockets,
+                None if !ok && close_on_failure => FdTable::default().hold_sockets_of(local, peer),
+                None => return,
+            };
+            shut_and_hand_over(sockets, &close_tx);
+        })
+    }
+
     pub(super) fn mark(&mut self, peer: SocketAddr, inodes: Vec<u64>) {
         if inodes.is_empty() {
             return;

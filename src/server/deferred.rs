@@ -5,13 +5,11 @@
 //! its channel (with a wake-up). tiny_http queues no other request of that
 //! connection meanwhile (one request per connection at a time).
 
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Weak};
-use std::time::Instant;
 
-use super::{json_error, HttpResponse, Loop, LoopMsg, Shared};
+use super::{json_error, Exchange, HttpResponse, Loop, LoopMsg, Shared};
 
 /// Lets a handler keep the request it is handling and answer it later
 /// (see [`super::Handler::handle_deferrable`]).
@@ -83,11 +81,8 @@ impl Drop for Later {
 /// A request kept by the loop until its [`Later`] is answered.
 pub(super) struct Deferred {
     pub(super) rq: tiny_http::Request,
-    pub(super) peer: SocketAddr,
-    pub(super) pending: Arc<AtomicU32>,
-    pub(super) is_head: bool,
-    pub(super) started: Instant,
-    pub(super) path: Option<String>,
+    /// Its connection, and what its answer's writing needs to know.
+    pub(super) ex: Exchange,
 }
 
 impl Loop {
@@ -97,11 +92,12 @@ impl Loop {
         let Some(d) = self.deferred.remove(&id) else {
             return;
         };
-        d.pending.fetch_sub(1, Ordering::AcqRel);
+        d.ex.pending.fetch_sub(1, Ordering::AcqRel);
         let max = self.server.config.max_requests_per_connection;
-        let close = self.conns.get(&d.peer).is_some_and(|c| c.requests >= max);
-        self.respond(
-            d.rq, response, d.peer, close, d.pending, d.is_head, d.started, d.path,
-        );
+        let close = self
+            .conns
+            .get(&d.ex.peer)
+            .is_some_and(|c| c.requests >= max);
+        self.respond(d.rq, response, close, d.ex);
     }
 }

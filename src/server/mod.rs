@@ -28,7 +28,7 @@
 //! - **Closing** a connection (fairness cap, 503, 413, 400, stuck client) is
 //!   done with shutdown(2) on the socket found through /proc/self/fd while its
 //!   request still holds it open, through our own duplicate of its fd
-//!   (`socket::HeldSocket`): neither its peer address nor its fd number may
+//!   (`fds::HeldSocket`): neither its peer address nor its fd number may
 //!   name the same connection a moment later. The write side is shut before
 //!   the answer's writer is released, so nothing tiny_http writes after it
 //!   (its own 400 for garbage that followed, a dropped request's 500) can
@@ -36,7 +36,7 @@
 //!   pipelined behind the closing answer: the loop remembers the closed
 //!   socket (closed.rs) and drops such requests unanswered and unhandled.
 //!   While it does, the peer address may also name a new connection from
-//!   the same port, so closes pick sockets by inode (`socket::Which`).
+//!   the same port, so closes pick sockets by inode (`fds::Which`).
 //! - **Counting** connections: a tracker thread (tracker.rs) rescans
 //!   /proc/self/fd (at most every 10 ms while requests arrive, else every
 //!   500 ms) and counts distinct peers of sockets bound to our address.
@@ -54,17 +54,21 @@
 //!
 //! # Files
 //!
-//! mod.rs: the loop (read, dispatch, write); body.rs: reading and refusing
+//! mod.rs: the loop (read, dispatch, write); api.rs: the public types (limits,
+//! request, answer, handler, counters, errors); body.rs: reading and refusing
 //! bodies; write.rs: writing answers; framing.rs: RFC 9112 framing checks;
-//! socket.rs: socket options and /proc/self/fd; closed.rs: the memory of
+//! socket.rs: the listening socket's options; fds.rs: the /proc/self/fd
+//! scanner and shutting a client's sockets; closed.rs: the memory of
 //! closed connections; deferred.rs: answers given later; supervisor.rs:
 //! rebuilding tiny_http's accept thread; tracker.rs: the connection tracker
 //! thread; logging.rs: quieting tiny_http's own log lines.
 
+mod api;
 pub mod args;
 mod body;
 mod closed;
 mod deferred;
+mod fds;
 pub mod framing;
 mod logging;
 mod socket;
@@ -76,15 +80,14 @@ pub use logging::QuietAcceptTimeouts;
 pub use socket::set_nodelay_on_listener;
 
 use std::collections::HashMap;
-use std::fmt;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use body::{BodyResult, Reject};
-use socket::HeldSocket;
+use fds::HeldSocket;
 use write::{DateCache, Inline, OffLoop};
 
 use closed::ClosedConns;
@@ -93,149 +96,7 @@ pub use deferred::{Defer, Later};
 use supervisor::{start_tiny, REBUILD_MIN_GAP};
 use tracker::Tracker;
 
-/// Transport limits.
-#[derive(Debug, Clone)]
-pub struct ServerConfig {
-    /// Largest accepted request body (default 10 MiB).
-    pub max_body: usize,
-    /// Concurrent connections; a new connection over it is answered 503 and closed (default 100).
-    pub max_connections: usize,
-    /// Keep-alive idle time and per-read timeout (default 10 s).
-    pub idle_timeout: Duration,
-    /// The whole body must arrive within this (default 5 s).
-    pub body_timeout: Duration,
-    /// Longest time spent writing one response off the loop (default 10 s).
-    pub write_timeout: Duration,
-    /// After this many requests a keep-alive connection is closed (default 1000).
-    pub max_requests_per_connection: u32,
-    /// Set SO_REUSEPORT before binding, so several processes share one port
-    /// and the kernel spreads connections over them (default false).
-    pub reuse_port: bool,
-}
-
-impl Default for ServerConfig {
-    fn default() -> Self {
-        ServerConfig {
-            max_body: args::DEFAULT_MAX_BODY,
-            max_connections: args::DEFAULT_MAX_CONNECTIONS,
-            idle_timeout: Duration::from_millis(args::DEFAULT_IDLE_TIMEOUT_MS),
-            body_timeout: Duration::from_millis(args::DEFAULT_BODY_TIMEOUT_MS),
-            write_timeout: Duration::from_millis(args::DEFAULT_WRITE_TIMEOUT_MS),
-            max_requests_per_connection: args::DEFAULT_MAX_REQUESTS_PER_CONNECTION,
-            reuse_port: false,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HttpMethod {
-    Get,
-    Post,
-    Options,
-    Head,
-    Other,
-}
-
-impl HttpMethod {
-    fn as_str(self) -> &'static str {
-        match self {
-            HttpMethod::Get => "GET",
-            HttpMethod::Post => "POST",
-            HttpMethod::Options => "OPTIONS",
-            HttpMethod::Head => "HEAD",
-            HttpMethod::Other => "OTHER",
-        }
-    }
-}
-
-#[derive(Debug)]
-pub struct HttpRequest<'a> {
-    pub method: HttpMethod,
-    pub path: &'a str,
-    pub body: &'a [u8],
-    pub origin: Option<&'a str>,
-    /// The `Accept` header: which answer types the client takes (a browser
-    /// lists `text/html`).
-    pub accept: Option<&'a str>,
-}
-
-#[derive(Debug, Clone)]
-pub struct HttpResponse {
-    pub status: u16,
-    pub content_type: &'static str,
-    pub body: Vec<u8>,
-    pub headers: Vec<(&'static str, String)>,
-}
-
-pub trait Handler {
-    fn handle(&mut self, request: &HttpRequest<'_>) -> HttpResponse;
-    /// The answer for a body over max_body (the handler writes the JSON-RPC -32007 error; status must be 413).
-    fn too_large(&mut self, limit: usize) -> HttpResponse;
-    /// [`Handler::handle`], or `None` after taking [`Defer::later`]: the
-    /// request is then answered when that [`Later`] is, from any thread,
-    /// while the loop serves other connections.
-    fn handle_deferrable(
-        &mut self,
-        request: &HttpRequest<'_>,
-        _defer: &mut Defer<'_>,
-    ) -> Option<HttpResponse> {
-        Some(self.handle(request))
-    }
-}
-
-/// Counters shared with other threads (metrics).
-#[derive(Debug, Default)]
-pub struct Stats {
-    /// Open client connections: distinct peers of sockets bound to our address,
-    /// from a /proc/self/fd scan at most 10 ms old under load (500 ms when idle).
-    pub open_connections: AtomicUsize,
-    /// Requests received.
-    pub requests: AtomicU64,
-    /// Times tiny_http's accept thread ended and a new server was built.
-    pub accept_restarts: AtomicU64,
-    /// Connections whose tiny_http objects were leaked to avoid a huge drain.
-    pub leaked_connections: AtomicUsize,
-    /// Throw-away connections opened to get a stranded connection a tiny_http
-    /// worker (see `STRANDED_AFTER`).
-    pub pool_kicks: AtomicU64,
-}
-
-#[derive(Debug)]
-pub enum ServerError {
-    /// The address could not be bound or configured.
-    Listen {
-        addr: String,
-        source: std::io::Error,
-    },
-    /// tiny_http could not start on the listener.
-    Start(String),
-}
-
-impl fmt::Display for ServerError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ServerError::Listen { addr, source } => {
-                let why = match source.kind() {
-                    std::io::ErrorKind::AddrInUse => "address in use".to_string(),
-                    std::io::ErrorKind::AddrNotAvailable => "address not available".to_string(),
-                    std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
-                    _ => source.to_string(),
-                };
-                write!(f, "cannot listen on {addr}: {why}")
-            }
-            ServerError::Start(why) => write!(f, "cannot start the HTTP server: {why}"),
-        }
-    }
-}
-
-impl std::error::Error for ServerError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ServerError::Listen { source, .. } => Some(source),
-            ServerError::Start(_) => None,
-        }
-    }
-}
+pub use api::{Handler, HttpMethod, HttpRequest, HttpResponse, ServerConfig, ServerError, Stats};
 
 struct Shared {
     current: Mutex<Arc<tiny_http::Server>>,
@@ -376,7 +237,7 @@ impl Server {
             out: Vec::with_capacity(2048),
             date: DateCache::new(),
             last_prune: Instant::now(),
-            fds: socket::FdTable::default(),
+            fds: fds::FdTable::default(),
             last_rebuild: None,
             rebuild_due: None,
             deferred: HashMap::new(),
@@ -386,15 +247,8 @@ impl Server {
         };
         lp.run(handler);
         // Refuse new connections now, not whenever tiny_http's accept thread
-        // closes its copy of the listening socket: on Linux, shutdown(2) of a
-        // listening socket closes it for every fd that shares it.
-        // SAFETY: the fd is a valid socket owned by `lp.server.listener`.
-        unsafe {
-            libc::shutdown(
-                std::os::unix::io::AsRawFd::as_raw_fd(&lp.server.listener),
-                libc::SHUT_RDWR,
-            );
-        }
+        // closes its copy of the listening socket.
+        socket::stop_listening(&lp.server.listener);
         Ok(())
     }
 }
@@ -407,7 +261,7 @@ struct Loop {
     date: DateCache,
     last_prune: Instant,
     /// The loop's own fd cache, for finding the socket of a connection it closes.
-    fds: socket::FdTable,
+    fds: fds::FdTable,
     last_rebuild: Option<Instant>,
     rebuild_due: Option<Instant>,
     /// Requests whose answers come later, by [`Later`] id.
@@ -416,6 +270,37 @@ struct Loop {
     /// Connections closed after an answer: requests tiny_http still hands
     /// over from them are dropped (closed.rs).
     closed: ClosedConns,
+}
+
+/// What answering a request needs to know of it beside the request and
+/// the answer: its connection, and what its log line and its body need.
+pub(super) struct Exchange {
+    pub(super) peer: SocketAddr,
+    /// Off-loop work on the connection (`Conn::pending`).
+    pub(super) pending: Arc<AtomicU32>,
+    /// A HEAD request: the answer is sent without its body.
+    pub(super) is_head: bool,
+    pub(super) started: Instant,
+    /// The path, for the debug log line (`None`: no line).
+    pub(super) path: Option<String>,
+}
+
+impl Exchange {
+    /// An exchange without a debug log line (answers the loop makes itself).
+    fn unlogged(
+        peer: SocketAddr,
+        pending: Arc<AtomicU32>,
+        is_head: bool,
+        started: Instant,
+    ) -> Self {
+        Exchange {
+            peer,
+            pending,
+            is_head,
+            started,
+            path: None,
+        }
+    }
 }
 
 const UNSPECIFIED: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
@@ -641,7 +526,8 @@ impl Loop {
                     self.body_buf.clear();
                     let _ = rq.as_reader().read_to_end(&mut self.body_buf);
                     let is_head = method_of(rq.method()) == HttpMethod::Head;
-                    self.respond(rq, resp, peer, true, pending, is_head, started, None);
+                    let ex = Exchange::unlogged(peer, pending, is_head, started);
+                    self.respond(rq, resp, true, ex);
                 }
                 BodyKind::TooLarge(n) => self.reject(rq, resp, n as u64, pending),
                 BodyKind::Lazy(n) => self.reject(rq, resp, n.unwrap_or(0) as u64, pending),
@@ -726,7 +612,6 @@ impl Loop {
 
     /// Answers a request whose framing is ambiguous (framing.rs) and closes
     /// its connection, without reading its body.
-    #[allow(clippy::too_many_arguments)]
     fn refuse(
         &mut self,
         rq: tiny_http::Request,
@@ -757,7 +642,8 @@ impl Loop {
             // dropped). An ordinary answer with `Connection: close`.
             BodyKind::Ready | BodyKind::Lazy(None) => {
                 let is_head = method == HttpMethod::Head;
-                self.respond(rq, resp, peer, true, pending, is_head, started, None)
+                let ex = Exchange::unlogged(peer, pending, is_head, started);
+                self.respond(rq, resp, true, ex)
             }
             // tiny_http took a Content-Length and reads that many bytes
             // lazily: the 413 path, which never lets it drain them (its
@@ -846,6 +732,13 @@ impl Loop {
         } else {
             None
         };
+        let ex = Exchange {
+            peer,
+            pending,
+            is_head: method == HttpMethod::Head,
+            started,
+            path,
+        };
         let resp = match answered {
             Some(resp) => resp,
             None if taken => {
@@ -853,18 +746,8 @@ impl Loop {
                 // other request meanwhile (tiny_http holds it back), and
                 // nothing is written inline on it.
                 self.next_deferred += 1;
-                pending.fetch_add(1, Ordering::AcqRel);
-                self.deferred.insert(
-                    id,
-                    Deferred {
-                        rq,
-                        peer,
-                        pending,
-                        is_head: method == HttpMethod::Head,
-                        started,
-                        path,
-                    },
-                );
+                ex.pending.fetch_add(1, Ordering::AcqRel);
+                self.deferred.insert(id, Deferred { rq, ex });
                 return;
             }
             None => json_error(
@@ -878,30 +761,17 @@ impl Loop {
         }
         let max = self.server.config.max_requests_per_connection;
         let close = self.conns.get(&peer).is_some_and(|c| c.requests >= max);
-        self.respond(
-            rq,
-            resp,
-            peer,
-            close,
-            pending,
-            method == HttpMethod::Head,
-            started,
-            path,
-        );
+        self.respond(rq, resp, close, ex);
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn respond(
-        &mut self,
-        rq: tiny_http::Request,
-        resp: HttpResponse,
-        peer: SocketAddr,
-        close: bool,
-        pending: Arc<AtomicU32>,
-        is_head: bool,
-        started: Instant,
-        path: Option<String>,
-    ) {
+    fn respond(&mut self, rq: tiny_http::Request, resp: HttpResponse, close: bool, ex: Exchange) {
+        let Exchange {
+            peer,
+            pending,
+            is_head,
+            started,
+            path,
+        } = ex;
         let method = method_of(rq.method());
         let send_body = write::has_body(is_head, resp.status);
         self.out.clear();
@@ -937,17 +807,10 @@ impl Loop {
                 let failed_after_close =
                     !close && matches!(outcome, Inline::Failed) && self.closed.contains(&peer);
                 if (close || matches!(outcome, Inline::Failed)) && !failed_after_close {
-                    // Found while `writer` still holds the socket open.
-                    let which = self.closed.which(peer);
-                    let sockets = self.fds.hold_sockets_which(self.server.local, peer, &which);
-                    // Shut before `writer` is released: whatever tiny_http
-                    // writes next on this connection goes nowhere.
-                    for s in &sockets {
-                        s.shutdown(libc::SHUT_WR);
-                    }
+                    // Shut before `writer` is released.
+                    let ends = (self.server.local, peer);
                     self.closed
-                        .mark(peer, sockets.iter().map(|s| s.inode()).collect());
-                    let _ = self.server.close_tx.send(sockets);
+                        .close_now(&mut self.fds, ends, &self.server.close_tx);
                     // A new connection from the same port starts its count afresh.
                     self.conns.remove(&peer);
                 }
@@ -956,20 +819,10 @@ impl Loop {
             Inline::Partial(skip) => {
                 pending.fetch_add(1, Ordering::AcqRel);
                 let close_tx = self.server.close_tx.clone();
-                let local = self.server.local;
-                // Held now, while the request surely holds the socket open.
-                let which = self.closed.which(peer);
-                let held = if close {
-                    let sockets = self.fds.hold_sockets_which(local, peer, &which);
+                let ends = (self.server.local, peer);
+                let before_release =
                     self.closed
-                        .mark(peer, sockets.iter().map(|s| s.inode()).collect());
-                    Some(sockets)
-                } else {
-                    None
-                };
-                // After a failed write, close by address only if the address
-                // names no connection closed before (see the inline case).
-                let close_on_failure = matches!(which, socket::Which::All);
+                        .close_after_write(&mut self.fds, ends, close, close_tx);
                 let head = std::mem::replace(&mut self.out, Vec::with_capacity(2048));
                 let body = if send_body { resp.body } else { Vec::new() };
                 write::spawn_off_loop(OffLoop {
@@ -979,19 +832,7 @@ impl Loop {
                     skip,
                     deadline: self.server.config.write_timeout,
                     pending,
-                    before_release: Box::new(move |ok| {
-                        let sockets = match held {
-                            Some(sockets) => sockets,
-                            None if !ok && close_on_failure => {
-                                socket::FdTable::default().hold_sockets_of(local, peer)
-                            }
-                            None => return,
-                        };
-                        for s in &sockets {
-                            s.shutdown(libc::SHUT_WR);
-                        }
-                        let _ = close_tx.send(sockets);
-                    }),
+                    before_release,
                 });
             }
         }
@@ -1016,7 +857,7 @@ impl Loop {
     ) {
         let which = match rq.remote_addr() {
             Some(peer) => self.closed.which(*peer),
-            None => socket::Which::All,
+            None => fds::Which::All,
         };
         self.reject_which(rq, resp, unread, pending, which);
     }
@@ -1028,7 +869,7 @@ impl Loop {
         resp: HttpResponse,
         unread: u64,
         pending: Arc<AtomicU32>,
-        which: socket::Which,
+        which: fds::Which,
     ) {
         // The reject thread closes the connection; requests tiny_http
         // parsed behind this one are dropped. Its sockets are found now,
@@ -1044,7 +885,7 @@ impl Loop {
                 .map(|(_, ino)| ino)
                 .collect();
             if !inodes.is_empty() {
-                which = socket::Which::Only(inodes.clone());
+                which = fds::Which::Only(inodes.clone());
             }
             self.closed.mark(peer, inodes);
         }

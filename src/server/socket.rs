@@ -1,46 +1,22 @@
-//! Socket-level helpers: listener options, the fd limit, and finding the file
-//! descriptors tiny_http holds for one client so that the server can shut a
-//! connection down (tiny_http has no API to close a connection).
+//! The listening socket: its options (accept queue, timeouts that Linux
+//! copies into every accepted socket), binding with SO_REUSEPORT, and the
+//! open-files limit. The sockets tiny_http accepts are found and shut by
+//! [`super::fds`].
 
-use std::collections::HashMap;
 use std::io;
-use std::mem;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
-use std::os::unix::io::{AsRawFd, FromRawFd, OwnedFd};
+use std::net::{Shutdown, SocketAddr, TcpListener};
 use std::time::Duration;
 
-fn setsockopt<T>(fd: i32, level: i32, name: i32, value: &T) -> io::Result<()> {
-    // SAFETY: `value` points to a live T of the given size for the duration of the call.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            name,
-            value as *const T as *const libc::c_void,
-            mem::size_of::<T>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
+use socket2::{Domain, SockRef, Socket, Type};
 
-fn timeval(d: Duration) -> libc::timeval {
-    let d = if d.is_zero() {
-        Duration::from_micros(1)
-    } else {
-        d
-    };
-    libc::timeval {
-        tv_sec: d.as_secs() as libc::time_t,
-        tv_usec: d.subsec_micros() as libc::suseconds_t,
-    }
+/// A timeout as SO_RCVTIMEO/SO_SNDTIMEO take it: zero would mean "never", so
+/// it becomes the shortest timeout there is.
+fn timeout(d: Duration) -> Option<Duration> {
+    Some(d.max(Duration::from_micros(1)))
 }
 
 /// The accept queue asked for (see `configure_listener`).
-const LISTEN_BACKLOG: libc::c_int = 4096;
+const LISTEN_BACKLOG: i32 = 4096;
 
 /// Options set on the listening socket. Linux copies them into every accepted
 /// socket, which is the only way to reach tiny_http's sockets before it uses them.
@@ -49,127 +25,56 @@ pub(crate) fn configure_listener(
     read_timeout: Duration,
     send_timeout: Duration,
 ) -> io::Result<()> {
-    let fd = listener.as_raw_fd();
+    let socket = SockRef::from(listener);
     // A longer accept queue than std's 128 (the kernel caps it at
     // net.core.somaxconn): tiny_http starts a thread per connection, and
     // when a burst of connections outruns that, a full queue drops SYNs and
     // each dropped client waits a 1 s retransmit (2,000 connections at once
-    // took 10 s with 128, well under 1 s with 4096).
-    // SAFETY: listen(2) on our own listening socket; calling it again only
-    // changes the backlog.
-    if unsafe { libc::listen(fd, LISTEN_BACKLOG) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let one: libc::c_int = 1;
-    setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, &one)?;
+    // took 10 s with 128, well under 1 s with 4096). Calling listen(2) again
+    // on a listening socket only changes the backlog.
+    socket.listen(LISTEN_BACKLOG)?;
+    socket.set_tcp_nodelay(true)?;
     // Per-read timeout of accepted sockets (idle keep-alive, slow headers, slow
     // bodies). It also makes accept() time out: see `Supervisor` in mod.rs.
-    setsockopt(
-        fd,
-        libc::SOL_SOCKET,
-        libc::SO_RCVTIMEO,
-        &timeval(read_timeout),
-    )?;
+    socket.set_read_timeout(timeout(read_timeout))?;
     // Per-send() timeout of accepted sockets: bounds how long one send() may
     // block the loop; off-loop writers retry until their own deadline.
-    setsockopt(
-        fd,
-        libc::SOL_SOCKET,
-        libc::SO_SNDTIMEO,
-        &timeval(send_timeout),
-    )?;
+    socket.set_write_timeout(timeout(send_timeout))?;
     Ok(())
 }
 
 /// Binds a listener with SO_REUSEADDR and SO_REUSEPORT set (the first
 /// address that binds wins), so other processes can bind the same port.
 pub(crate) fn bind_reuse_port(addrs: &[SocketAddr]) -> io::Result<TcpListener> {
-    use std::os::unix::io::FromRawFd;
     let mut last = io::Error::new(io::ErrorKind::InvalidInput, "no address to bind");
     for addr in addrs {
-        let (family, storage, len) = to_sockaddr(addr);
-        // SAFETY: plain socket syscalls; the fd is owned by the TcpListener
-        // built from it, or closed here on failure.
-        unsafe {
-            let fd = libc::socket(family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
-            if fd < 0 {
-                last = io::Error::last_os_error();
-                continue;
-            }
-            let one: libc::c_int = 1;
-            let bound = setsockopt(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, &one)
-                .and_then(|_| setsockopt(fd, libc::SOL_SOCKET, libc::SO_REUSEPORT, &one))
-                .and_then(|_| {
-                    if libc::bind(fd, &storage as *const _ as *const libc::sockaddr, len) != 0
-                        || libc::listen(fd, 1024) != 0
-                    {
-                        Err(io::Error::last_os_error())
-                    } else {
-                        Ok(())
-                    }
-                });
-            match bound {
-                Ok(()) => return Ok(TcpListener::from_raw_fd(fd)),
-                Err(e) => {
-                    libc::close(fd);
-                    last = e;
-                }
-            }
+        // The socket is close-on-exec, and closed when dropped on failure.
+        let bound = Socket::new(Domain::for_address(*addr), Type::STREAM, None).and_then(|s| {
+            s.set_reuse_address(true)?;
+            s.set_reuse_port(true)?;
+            s.bind(&(*addr).into())?;
+            s.listen(1024)?;
+            Ok(s)
+        });
+        match bound {
+            Ok(socket) => return Ok(socket.into()),
+            Err(e) => last = e,
         }
     }
     Err(last)
 }
 
-fn to_sockaddr(addr: &SocketAddr) -> (libc::c_int, libc::sockaddr_storage, libc::socklen_t) {
-    // SAFETY: an all-zero sockaddr_storage is valid; the family-specific
-    // struct written into it fits (sockaddr_storage is the largest).
-    let mut ss: libc::sockaddr_storage = unsafe { mem::zeroed() };
-    match addr {
-        SocketAddr::V4(a) => {
-            let sin = libc::sockaddr_in {
-                sin_family: libc::AF_INET as libc::sa_family_t,
-                sin_port: a.port().to_be(),
-                sin_addr: libc::in_addr {
-                    s_addr: u32::from(*a.ip()).to_be(),
-                },
-                sin_zero: [0; 8],
-            };
-            unsafe { std::ptr::write(&mut ss as *mut _ as *mut libc::sockaddr_in, sin) };
-            (
-                libc::AF_INET,
-                ss,
-                mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-            )
-        }
-        SocketAddr::V6(a) => {
-            let sin6 = libc::sockaddr_in6 {
-                sin6_family: libc::AF_INET6 as libc::sa_family_t,
-                sin6_port: a.port().to_be(),
-                sin6_flowinfo: a.flowinfo(),
-                sin6_addr: libc::in6_addr {
-                    s6_addr: a.ip().octets(),
-                },
-                sin6_scope_id: a.scope_id(),
-            };
-            unsafe { std::ptr::write(&mut ss as *mut _ as *mut libc::sockaddr_in6, sin6) };
-            (
-                libc::AF_INET6,
-                ss,
-                mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
-            )
-        }
-    }
+/// Closes the listening socket for every fd that shares it (on Linux,
+/// shutdown(2) of a listening socket does that), so new connections are
+/// refused now, not whenever tiny_http's accept thread drops its copy.
+pub(crate) fn stop_listening(listener: &TcpListener) {
+    // A failure leaves nothing to do: the socket closes with its last fd.
+    let _ = SockRef::from(listener).shutdown(Shutdown::Both);
 }
 
 /// TCP_NODELAY only (used by the baseline example, so the comparison is fair).
 pub fn set_nodelay_on_listener(listener: &TcpListener) -> io::Result<()> {
-    let one: libc::c_int = 1;
-    setsockopt(
-        listener.as_raw_fd(),
-        libc::IPPROTO_TCP,
-        libc::TCP_NODELAY,
-        &one,
-    )
+    SockRef::from(listener).set_tcp_nodelay(true)
 }
 
 /// Raises the soft RLIMIT_NOFILE to the hard limit; returns the new soft limit.
@@ -193,448 +98,4 @@ pub(crate) fn raise_nofile_limit() -> io::Result<u64> {
     #[allow(clippy::unnecessary_cast)] // rlim_t is not u64 everywhere
     let cur = lim.rlim_cur as u64;
     Ok(cur)
-}
-
-fn to_socket_addr(ss: &libc::sockaddr_storage) -> Option<SocketAddr> {
-    match ss.ss_family as i32 {
-        libc::AF_INET => {
-            // SAFETY: the family says this storage holds a sockaddr_in.
-            let a: &libc::sockaddr_in = unsafe { &*(ss as *const _ as *const libc::sockaddr_in) };
-            let ip = Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr));
-            Some(SocketAddr::new(IpAddr::V4(ip), u16::from_be(a.sin_port)))
-        }
-        libc::AF_INET6 => {
-            // SAFETY: the family says this storage holds a sockaddr_in6.
-            let a: &libc::sockaddr_in6 = unsafe { &*(ss as *const _ as *const libc::sockaddr_in6) };
-            let ip = Ipv6Addr::from(a.sin6_addr.s6_addr);
-            Some(SocketAddr::new(IpAddr::V6(ip), u16::from_be(a.sin6_port)))
-        }
-        _ => None,
-    }
-}
-
-fn sock_name(fd: i32, peer: bool) -> Option<SocketAddr> {
-    // SAFETY: zeroed sockaddr_storage is a valid out-buffer for get{sock,peer}name.
-    let mut ss: libc::sockaddr_storage = unsafe { mem::zeroed() };
-    let mut len = mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-    let p = &mut ss as *mut _ as *mut libc::sockaddr;
-    let rc = unsafe {
-        if peer {
-            libc::getpeername(fd, p, &mut len)
-        } else {
-            libc::getsockname(fd, p, &mut len)
-        }
-    };
-    if rc == 0 {
-        to_socket_addr(&ss)
-    } else {
-        None
-    }
-}
-
-fn open_fds() -> Vec<i32> {
-    let mut fds = Vec::new();
-    if let Ok(dir) = std::fs::read_dir("/proc/self/fd") {
-        for entry in dir.flatten() {
-            if let Some(fd) = entry.file_name().to_str().and_then(|s| s.parse().ok()) {
-                fds.push(fd);
-            }
-        }
-    }
-    fds
-}
-
-/// One open socket as (fd, inode): the inode tells it apart from a later
-/// socket that is given the same fd number.
-pub(crate) type Socket = (i32, u64);
-
-/// Which sockets of a peer an operation may touch. A peer address names one
-/// connection only while that connection is open: once the server has closed
-/// one (the loop remembers its socket inodes), a new connection from the same
-/// address and port may exist next to what is left of the old one.
-#[derive(Debug, Clone, Default)]
-pub(crate) enum Which {
-    /// Every socket whose peer is the address.
-    #[default]
-    All,
-    /// Those of the address, except these inodes (a closed connection).
-    Except(Vec<u64>),
-    /// Exactly the sockets with these inodes, whatever their peer (the
-    /// closed connection itself: its peer address may no longer be readable).
-    Only(Vec<u64>),
-}
-
-/// (inode, is socket) of an fd, or None if it is closed.
-fn fd_inode(fd: i32) -> Option<(u64, bool)> {
-    // SAFETY: fstat on an integer fd; a stale fd just fails.
-    let mut st: libc::stat = unsafe { mem::zeroed() };
-    if unsafe { libc::fstat(fd, &mut st) } != 0 {
-        return None;
-    }
-    Some((
-        st.st_ino as u64,
-        st.st_mode & libc::S_IFMT == libc::S_IFSOCK,
-    ))
-}
-
-/// Accepted sockets of our listener, found by scanning /proc/self/fd.
-/// An fd -> (inode, peer) cache keeps a rescan at one fstat per open fd.
-#[derive(Default)]
-pub(crate) struct FdTable {
-    cache: HashMap<i32, (u64, Option<SocketAddr>)>,
-}
-
-impl FdTable {
-    /// Rescans; returns the number of distinct peers connected to `local`.
-    pub(crate) fn scan(&mut self, local: SocketAddr) -> usize {
-        let fds = open_fds();
-        let mut fresh = HashMap::with_capacity(fds.len());
-        for fd in fds {
-            let Some((ino, is_sock)) = fd_inode(fd) else {
-                continue;
-            };
-            let peer = match self.cache.get(&fd) {
-                Some(&(cached_ino, peer)) if cached_ino == ino => peer,
-                _ if is_sock && sock_name(fd, false) == Some(local) => sock_name(fd, true),
-                _ => None,
-            };
-            fresh.insert(fd, (ino, peer));
-        }
-        self.cache = fresh;
-        self.peers().len()
-    }
-
-    /// Sorted distinct peers of the last scan.
-    pub(crate) fn peers(&self) -> Vec<SocketAddr> {
-        let mut peers: Vec<SocketAddr> = self.cache.values().filter_map(|v| v.1).collect();
-        peers.sort_unstable();
-        peers.dedup();
-        peers
-    }
-
-    /// The sockets of `peer` as (fd, inode), rescanned now. Call it while
-    /// the connection is still held open (its request or writer alive): the
-    /// peer address then names exactly one connection. Later, the address
-    /// alone may name a new one (loopback clients reuse a port as soon as the
-    /// old connection is in TIME_WAIT), and the fd number may be a new
-    /// connection's: act on the result through [`HeldSocket`].
-    pub(crate) fn sockets_of(&mut self, local: SocketAddr, peer: SocketAddr) -> Vec<Socket> {
-        self.scan(local);
-        self.cache
-            .iter()
-            .filter(|(_, v)| v.1 == Some(peer))
-            .map(|(fd, v)| (*fd, v.0))
-            .filter(|(fd, _)| sock_name(*fd, true) == Some(peer))
-            .collect()
-    }
-
-    /// [`FdTable::sockets_of`], narrowed by `which`.
-    pub(crate) fn sockets_which(
-        &mut self,
-        local: SocketAddr,
-        peer: SocketAddr,
-        which: &Which,
-    ) -> Vec<Socket> {
-        match which {
-            Which::All => self.sockets_of(local, peer),
-            Which::Except(closed) => {
-                let mut found = self.sockets_of(local, peer);
-                found.retain(|(_, ino)| !closed.contains(ino));
-                found
-            }
-            Which::Only(inodes) => {
-                self.scan(local);
-                self.cache
-                    .iter()
-                    .filter(|(_, v)| inodes.contains(&v.0))
-                    .map(|(fd, v)| (*fd, v.0))
-                    // Sockets only: a file on another filesystem may have
-                    // the same inode number.
-                    .filter(|(fd, ino)| fd_inode(*fd) == Some((*ino, true)))
-                    .collect()
-            }
-        }
-    }
-
-    /// Whether an open fd (as of the last scan) is a socket with one of `inodes`.
-    pub(crate) fn has_any(&self, inodes: &[u64]) -> bool {
-        self.cache
-            .iter()
-            .any(|(fd, v)| inodes.contains(&v.0) && fd_inode(*fd) == Some((v.0, true)))
-    }
-
-    /// The sockets of `peer`, each held by a duplicate fd (see [`HeldSocket`]).
-    /// Call it while the connection is still held open (its request or
-    /// writer alive), so the peer address names exactly this connection.
-    pub(crate) fn hold_sockets_of(
-        &mut self,
-        local: SocketAddr,
-        peer: SocketAddr,
-    ) -> Vec<HeldSocket> {
-        self.hold_sockets_which(local, peer, &Which::All)
-    }
-
-    /// [`FdTable::hold_sockets_of`], narrowed by `which`.
-    pub(crate) fn hold_sockets_which(
-        &mut self,
-        local: SocketAddr,
-        peer: SocketAddr,
-        which: &Which,
-    ) -> Vec<HeldSocket> {
-        let mut inodes = std::collections::HashSet::new();
-        self.sockets_which(local, peer, which)
-            .into_iter()
-            .filter(|(_, ino)| inodes.insert(*ino))
-            .filter_map(|(fd, ino)| HeldSocket::hold(fd, ino))
-            .collect()
-    }
-
-    /// Sockets of our listener (one fd each) whose receive queue holds bytes
-    /// that no one has read yet.
-    pub(crate) fn unread(&self) -> Vec<Socket> {
-        let mut seen = std::collections::HashSet::new();
-        self.cache
-            .iter()
-            .filter(|(_, (ino, peer))| peer.is_some() && seen.insert(*ino))
-            .filter(|(fd, _)| has_unread_bytes(**fd))
-            .map(|(fd, (ino, _))| (*fd, *ino))
-            .collect()
-    }
-
-    /// The fds (tiny_http keeps two per connection) whose peer is `peer`,
-    /// narrowed by `which`. Each is re-checked (getpeername, or its inode for
-    /// [`Which::Only`]), so a reused fd number is not hit.
-    pub(crate) fn fds_of(
-        &mut self,
-        local: SocketAddr,
-        peer: SocketAddr,
-        which: &Which,
-    ) -> Vec<i32> {
-        self.sockets_which(local, peer, which)
-            .into_iter()
-            .map(|(fd, _)| fd)
-            .collect()
-    }
-}
-
-/// Whether bytes wait unread in the receive queue of socket `fd` (FIONREAD).
-fn has_unread_bytes(fd: i32) -> bool {
-    let mut n: libc::c_int = 0;
-    // SAFETY: FIONREAD writes one int; a stale fd just fails.
-    unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) == 0 && n > 0 }
-}
-
-/// Whether `socket`'s fd still is that socket and has bytes waiting unread.
-/// (A stale answer costs at most one needless throw-away connection.)
-pub(crate) fn still_unread(socket: Socket) -> bool {
-    fd_inode(socket.0) == Some((socket.1, true)) && has_unread_bytes(socket.0)
-}
-
-/// One accepted socket, held open by our own duplicate of its fd.
-///
-/// A shutdown through a raw fd number can reach the wrong connection: between
-/// checking which socket an fd is and calling shutdown(2), tiny_http may close
-/// that fd and accept a new connection that is given the same number (seen in
-/// CI under load: a fresh connection got a FIN 0.3 ms after it opened). A
-/// duplicate is ours alone, so it names the same socket until we drop it.
-#[derive(Debug)]
-pub(crate) struct HeldSocket(OwnedFd, u64);
-
-impl HeldSocket {
-    /// Duplicates `fd` if it still is the socket with inode `ino` (checked on
-    /// the duplicate, which no one else can close or reuse).
-    pub(crate) fn hold(fd: i32, ino: u64) -> Option<HeldSocket> {
-        // SAFETY: F_DUPFD_CLOEXEC returns a new fd that we then own; a stale
-        // `fd` just fails.
-        let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
-        if dup < 0 {
-            return None;
-        }
-        // SAFETY: `dup` is a fresh fd owned by nothing else.
-        let owned = unsafe { OwnedFd::from_raw_fd(dup) };
-        (fd_inode(dup) == Some((ino, true))).then_some(HeldSocket(owned, ino))
-    }
-
-    /// The socket's inode: what tells this connection apart from a later
-    /// one from the same peer address.
-    pub(crate) fn inode(&self) -> u64 {
-        self.1
-    }
-
-    /// shutdown(2) with `how` (libc::SHUT_WR, SHUT_RD, SHUT_RDWR).
-    pub(crate) fn shutdown(&self, how: i32) {
-        // SAFETY: shutdown on an fd we own; it does not release the fd.
-        unsafe { libc::shutdown(self.0.as_raw_fd(), how) };
-    }
-}
-
-/// shutdown(2) every socket of one client: `write` sends FIN after the queued
-/// response, `read` makes tiny_http's next read return end-of-file (it then
-/// drops the connection and closes its fds). Returns how many sockets were found.
-pub(crate) fn shutdown_peer(
-    local: SocketAddr,
-    peer: SocketAddr,
-    which: &Which,
-    read: bool,
-    write: bool,
-) -> usize {
-    let how = match (read, write) {
-        (true, true) => libc::SHUT_RDWR,
-        (true, false) => libc::SHUT_RD,
-        (false, true) => libc::SHUT_WR,
-        (false, false) => return 0,
-    };
-    let sockets = FdTable::default().hold_sockets_which(local, peer, which);
-    for socket in &sockets {
-        socket.shutdown(how);
-    }
-    sockets.len()
-}
-
-/// Closes the fds of a connection whose tiny_http objects were deliberately
-/// leaked (see `body::dispose`): nothing else will ever close them, so their
-/// numbers cannot be given to another connection meanwhile (the reason the
-/// other helpers go through [`HeldSocket`]).
-pub(crate) fn close_leaked_peer(local: SocketAddr, peer: SocketAddr, which: &Which) -> usize {
-    let fds = FdTable::default().fds_of(local, peer, which);
-    for fd in &fds {
-        // SAFETY: only fds owned by leaked (never dropped) objects reach here.
-        unsafe {
-            libc::shutdown(*fd, libc::SHUT_RDWR);
-            libc::close(*fd);
-        }
-    }
-    fds.len()
-}
-
-/// SO_LINGER {on, 0} on every socket of one client: the close that follows
-/// sends a reset instead of a FIN. Returns how many sockets were found.
-pub(crate) fn reset_on_close(local: SocketAddr, peer: SocketAddr, which: &Which) -> usize {
-    let linger = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
-    let sockets = FdTable::default().hold_sockets_which(local, peer, which);
-    for socket in &sockets {
-        let _ = setsockopt(
-            socket.0.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            &linger,
-        );
-    }
-    sockets.len()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::io::{Read, Write};
-    use std::net::TcpStream;
-    use std::os::unix::io::FromRawFd;
-
-    /// A client socket bound to `port` (SO_REUSEADDR) and connected to `to`.
-    fn connect_from(port: u16, to: SocketAddr) -> io::Result<TcpStream> {
-        // SAFETY: plain socket calls on a fresh fd that TcpStream then owns.
-        unsafe {
-            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
-            if fd < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            let stream = TcpStream::from_raw_fd(fd);
-            setsockopt(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, &1i32)?;
-            let mut me: libc::sockaddr_in = mem::zeroed();
-            me.sin_family = libc::AF_INET as libc::sa_family_t;
-            me.sin_port = port.to_be();
-            me.sin_addr.s_addr = u32::from(Ipv4Addr::LOCALHOST).to_be();
-            let len = mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-            if libc::bind(fd, &me as *const _ as *const libc::sockaddr, len) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            let mut them = me;
-            them.sin_port = to.port().to_be();
-            if libc::connect(fd, &them as *const _ as *const libc::sockaddr, len) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            Ok(stream)
-        }
-    }
-
-    #[test]
-    fn a_held_socket_never_reaches_a_new_connection_from_the_same_port_or_fd() {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let local = listener.local_addr().unwrap();
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-
-        let mut first = connect_from(port, local).unwrap();
-        let (served, peer) = listener.accept().unwrap();
-        let old_fd = served.as_raw_fd();
-        let held = FdTable::default().hold_sockets_of(local, peer);
-        assert_eq!(held.len(), 1, "{held:?}");
-        // The close as the server makes it: FIN first, so the client may
-        // reuse its port at once; then the owner (tiny_http) closes its fd.
-        held[0].shutdown(libc::SHUT_WR);
-        let mut rest = Vec::new();
-        first.read_to_end(&mut rest).unwrap();
-        drop(first);
-        drop(served);
-
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        let mut second = loop {
-            match connect_from(port, local) {
-                Ok(s) => break s,
-                Err(_) if std::time::Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                Err(e) => panic!("cannot reconnect from port {port}: {e}"),
-            }
-        };
-        let (mut served2, peer2) = listener.accept().unwrap();
-        // The premise: the new connection has the old one's peer address (and
-        // usually the old fd number), so a close by address or by number
-        // would hit it.
-        assert_eq!(peer2, peer);
-        eprintln!(
-            "old fd {old_fd}, new fd {} (same number: {})",
-            served2.as_raw_fd(),
-            served2.as_raw_fd() == old_fd
-        );
-
-        // The second stage of the old connection's close, then its end.
-        held[0].shutdown(libc::SHUT_RDWR);
-        drop(held);
-        served2.write_all(b"still open").unwrap();
-        let mut got = [0u8; 10];
-        second.read_exact(&mut got).unwrap();
-        assert_eq!(&got, b"still open");
-
-        // Holding the new connection does reach it.
-        let now = FdTable::default().hold_sockets_of(local, peer);
-        assert_eq!(now.len(), 1, "{now:?}");
-        now[0].shutdown(libc::SHUT_WR);
-        let mut rest = Vec::new();
-        second.read_to_end(&mut rest).unwrap();
-        assert!(rest.is_empty(), "{rest:?}");
-    }
-
-    #[test]
-    fn holding_a_socket_by_a_stale_fd_number_is_refused() {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let local = listener.local_addr().unwrap();
-        let _client = std::net::TcpStream::connect(local).unwrap();
-        let (served, _) = listener.accept().unwrap();
-        let fd = served.as_raw_fd();
-        let (ino, is_sock) = fd_inode(fd).unwrap();
-        assert!(is_sock);
-        assert!(HeldSocket::hold(fd, ino).is_some());
-        // The same fd number with another inode (a socket that took the
-        // number over) is not held.
-        assert!(HeldSocket::hold(fd, ino + 1).is_none());
-        drop(served);
-        assert!(HeldSocket::hold(fd, ino).is_none(), "a closed fd was held");
-    }
 }

@@ -6,7 +6,7 @@
 //!   requests arrive, else every 500 ms) and counts distinct peers of
 //!   sockets bound to our address.
 //! - **Closing**: shutdown(SHUT_WR) at once, shutdown(SHUT_RD) a moment
-//!   later, on sockets the loop holds (`socket::HeldSocket`).
+//!   later, on sockets the loop holds (`fds::HeldSocket`).
 //! - **Stranded connections**: tiny_http's pool can queue a new connection
 //!   behind busy workers (docs/DESIGN.md). The tracker sees its request
 //!   bytes wait unread (FIONREAD) and opens a throw-away connection, which
@@ -14,13 +14,13 @@
 //!   ([`STRANDED_AFTER`]).
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{Shutdown, SocketAddr};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use super::socket::{self, HeldSocket, Socket};
+use super::fds::{self, HeldSocket, Socket};
 use super::{Shared, Stats};
 
 /// Counts connections and closes the ones the loop asks to close.
@@ -62,7 +62,7 @@ const KICKS_PER_SECOND: u32 = 100;
 
 impl Tracker {
     pub(super) fn run(self) {
-        let mut table = socket::FdTable::default();
+        let mut table = fds::FdTable::default();
         let mut last_scan = Instant::now() - Duration::from_secs(1);
         let mut last_requests = u64::MAX;
         // Sockets half-closed (SHUT_WR) and when to close their read side.
@@ -106,13 +106,13 @@ impl Tracker {
             };
             // Closing acts on sockets we hold (our own fds): no scan needed.
             for socket in closing {
-                socket.shutdown(libc::SHUT_WR);
+                socket.shutdown(Shutdown::Write);
                 second.push((now + CLOSE_LINGER, socket));
             }
             // Dropping each closes our duplicate; tiny_http closes its fds
             // once its read returns end-of-file.
             for socket in due_rd {
-                socket.shutdown(libc::SHUT_RD);
+                socket.shutdown(Shutdown::Read);
             }
             // Requests arrived since the last wake-up: wake at the busy pace.
             busy = requests != last_seen;
@@ -176,7 +176,7 @@ impl Kicker {
             .unread
             .keys()
             .copied()
-            .filter(|s| socket::still_unread(*s))
+            .filter(|s| fds::still_unread(*s))
             .collect();
         self.update(now, still, stats);
     }
