@@ -93,6 +93,8 @@ pub struct BitcoinProgress {
     /// Sequencer commitments and proofs taken from Bitcoin since start.
     pub commitments_found: AtomicU64,
     pub proofs_found: AtomicU64,
+    /// The P2P source's peers (`--bitcoin-peer`; empty without it).
+    pub peers: crate::source::p2p::PeersStatus,
 }
 
 impl BitcoinProgress {
