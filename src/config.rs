@@ -115,13 +115,18 @@ impl SourceConfig {
     }
 }
 
-/// `--bitcoin-rpc` and its flags: the DA layer read from Bitcoin Core.
+/// `--bitcoin-rpc` or `--bitcoin-peer` and their flags: the DA layer read
+/// from Bitcoin Core's RPC, from Bitcoin's P2P network, or both.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BitcoinConfig {
-    /// bitcoind's RPC URL (`http://HOST:PORT`).
-    pub url: String,
-    /// The shared credential flags ([`BitcoinAuth`]).
+    /// bitcoind's RPC URL (`http://HOST:PORT`); `None`: peers only.
+    pub url: Option<String>,
+    /// The shared credential flags ([`BitcoinAuth`]; [`Credentials::None`]
+    /// without `--bitcoin-rpc`).
     pub credentials: Credentials,
+    /// `--bitcoin-peer HOST:PORT` (repeatable): Bitcoin nodes to read
+    /// headers and blocks from over the P2P protocol.
+    pub peers: Vec<String>,
     /// `--bitcoin-finality-depth`: confirmations before a block is scanned.
     pub finality_depth: u64,
     /// `--sequencer-da-pubkey`, else the network's (regtest's without `--network`).
@@ -171,6 +176,21 @@ impl BitcoinAuth {
             )),
         }
     }
+}
+
+/// A Bitcoin peer's `HOST:PORT` (`flag` names it in the message).
+fn bitcoin_peer(flag: &str, value: &str) -> Result<String, ConfigError> {
+    let valid = match value.rsplit_once(':') {
+        Some((host, port)) => !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0),
+        None => false,
+    };
+    if !valid || value.contains("://") {
+        return Err(ConfigError(format!(
+            "{flag} takes a Bitcoin node's P2P address, HOST:PORT (its -port, e.g. \
+             127.0.0.1:18444 on regtest), not {value:?}"
+        )));
+    }
+    Ok(value.to_string())
 }
 
 /// A bitcoind RPC URL (`flag` names it in the message).
@@ -436,9 +456,10 @@ BITCOIND CREDENTIALS (for every flag that names a bitcoind):
                               bitcoind's -rpcuser/-rpcpassword (or an -rpcauth entry)
 
 BITCOIN DA (a follower, beside --upstream URL; see docs/BITCOIN.md):
-    --bitcoin-rpc URL         read the DA layer (commitments, proofs, the blocks L2 blocks
-                              name) from this bitcoind (http://HOST:PORT, -txindex=1), not
-                              from the upstream
+    --bitcoin-peer HOST:PORT  read the DA layer (commitments, proofs, the blocks L2 blocks
+                              name) from this Bitcoin node over the P2P protocol, not from
+                              the upstream; repeatable (blocks spread over the peers)
+    --bitcoin-rpc URL         read it from this bitcoind's RPC (http://HOST:PORT)
     --bitcoin-finality-depth N
                               scan blocks with at least N confirmations [default: 30]
     --sequencer-da-pubkey HEX who signs sequencer commitments (33-byte compressed key)
@@ -576,6 +597,7 @@ struct State {
 #[derive(Default)]
 struct BitcoinFlags {
     url: Option<String>,
+    peers: Vec<String>,
     finality_depth: Option<u64>,
     sequencer_key: Option<DaPublicKey>,
     prover_key: Option<DaPublicKey>,
@@ -769,6 +791,7 @@ fn parse_into<I: IntoIterator<Item = String>>(
                 config.bitcoin_auth.cookie = Some(PathBuf::from(value(&flag)?))
             }
             "--bitcoin-rpc" => bitcoin.url = Some(bitcoin_url(&flag, &value(&flag)?)?),
+            "--bitcoin-peer" => bitcoin.peers.push(bitcoin_peer(&flag, &value(&flag)?)?),
             "--bitcoin-finality-depth" => {
                 let depth: u64 = number(&flag, &value(&flag)?)?;
                 if depth == 0 {
@@ -1023,18 +1046,23 @@ fn finish(state: State) -> Result<Command, ConfigError> {
             return Err(ConfigError(format!("{flag} only applies with --dev")));
         }
     }
-    if let Some(flag) = bitcoin.given.first().filter(|_| bitcoin.url.is_none()) {
+    let reads_bitcoin = bitcoin.url.is_some() || !bitcoin.peers.is_empty();
+    if let Some(flag) = bitcoin.given.first().filter(|_| !reads_bitcoin) {
         return Err(ConfigError(format!(
-            "{flag} only applies with --bitcoin-rpc"
+            "{flag} only applies with --bitcoin-rpc or --bitcoin-peer"
         )));
     }
-    if bitcoin.url.is_some() && upstreams.is_empty() {
-        return Err(ConfigError(
-            "--bitcoin-rpc reads the DA layer from Bitcoin; the L2 chain still comes from a \
+    if reads_bitcoin && upstreams.is_empty() {
+        let flag = if bitcoin.url.is_some() {
+            "--bitcoin-rpc"
+        } else {
+            "--bitcoin-peer"
+        };
+        return Err(ConfigError(format!(
+            "{flag} reads the DA layer from Bitcoin; the L2 chain still comes from a \
              sequencer or full node: give --upstream URL too (the devnet on a regtest takes \
              --dev --dev-bitcoin-rpc URL)"
-                .into(),
-        ));
+        )));
     }
     // One set of credential flags for every bitcoind this node talks to.
     match (&mut dev.bitcoin, &bitcoin.url) {
@@ -1048,8 +1076,8 @@ fn finish(state: State) -> Result<Command, ConfigError> {
         }
         _ => {}
     }
-    let bitcoin = match bitcoin.url {
-        Some(url) => {
+    let bitcoin = match reads_bitcoin {
+        true => {
             // Without --network: Citrea's regtest keys (the devnet's).
             let preset = match config.network {
                 Some(n) => keys::for_network(&n.to_string()),
@@ -1073,15 +1101,20 @@ fn finish(state: State) -> Result<Command, ConfigError> {
                 Some(k) => k,
                 None => preset_key(|k| k.prover, "--prover-da-pubkey")?,
             };
+            let credentials = match bitcoin.url {
+                Some(_) => config.bitcoin_auth.credentials("--bitcoin-rpc")?,
+                None => Credentials::None,
+            };
             Some(BitcoinConfig {
-                credentials: config.bitcoin_auth.credentials("--bitcoin-rpc")?,
-                url,
+                credentials,
+                url: bitcoin.url,
+                peers: bitcoin.peers,
                 finality_depth: bitcoin.finality_depth.unwrap_or(DEFAULT_FINALITY_DEPTH),
                 sequencer_key,
                 prover_key,
             })
         }
-        None => None,
+        false => None,
     };
     config.source = if dev_on {
         SourceConfig::Devnet(dev)
@@ -1333,7 +1366,7 @@ mod tests {
         ])
         .unwrap();
         let b = c.source.devnet().unwrap().bitcoin.clone().unwrap();
-        assert_eq!(b.url, "http://127.0.0.1:18443");
+        assert_eq!(b.url.as_deref(), Some("http://127.0.0.1:18443"));
         assert_eq!(
             b.credentials,
             Credentials::CookieFile("/d/regtest/.cookie".into())
@@ -1385,6 +1418,44 @@ mod tests {
     }
 
     #[test]
+    fn bitcoin_peer_is_repeatable_needs_no_credentials_and_takes_host_and_port() {
+        let c = run(&[
+            "--upstream",
+            "http://u:1",
+            "--bitcoin-peer",
+            "127.0.0.1:18444",
+            "--bitcoin-peer=node.example:8333",
+            "--bitcoin-finality-depth=1",
+        ])
+        .unwrap();
+        let b = c.source.bitcoin().unwrap();
+        assert_eq!(b.url, None);
+        assert_eq!(b.peers, ["127.0.0.1:18444", "node.example:8333"]);
+        assert_eq!(b.credentials, Credentials::None);
+        assert_eq!(b.finality_depth, 1);
+        // Beside bitcoind's RPC too.
+        let c = run(&[
+            "--upstream=http://u:1",
+            "--bitcoin-peer=127.0.0.1:18444",
+            "--bitcoin-rpc=http://b:2",
+            "--bitcoin-rpc-cookie=c",
+        ])
+        .unwrap();
+        let b = c.source.bitcoin().unwrap();
+        assert_eq!((b.url.as_deref(), b.peers.len()), (Some("http://b:2"), 1));
+
+        for bad in ["127.0.0.1", "http://127.0.0.1:18444", ":18444", "h:0", "h:x"] {
+            let e = run(&["--upstream=http://u:1", "--bitcoin-peer", bad]).unwrap_err();
+            assert!(e.0.contains("HOST:PORT"), "{bad}: {e}");
+        }
+        let e = run(&["--bitcoin-peer", "127.0.0.1:18444"]).unwrap_err();
+        assert!(e.0.contains("--bitcoin-peer reads the DA layer"), "{e}");
+        let e = run(&["--upstream=http://u:1", "--bitcoin-peer=h:1", "--bitcoin-rpc-cookie=c"])
+            .unwrap_err();
+        assert!(e.0.contains("only apply with --bitcoin-rpc"), "{e}");
+    }
+
+    #[test]
     fn bitcoin_rpc_reads_the_da_layer_beside_an_upstream_with_the_networks_da_keys() {
         let c = run(&[
             "--upstream",
@@ -1396,7 +1467,7 @@ mod tests {
         ])
         .unwrap();
         let b = c.source.bitcoin().unwrap();
-        assert_eq!(b.url, "http://b:2");
+        assert_eq!(b.url.as_deref(), Some("http://b:2"));
         assert_eq!(b.credentials, Credentials::CookieFile("/d/.cookie".into()));
         assert_eq!(b.finality_depth, 30);
         // No --network: Citrea's regtest keys, which the devnet signs with.
@@ -1455,6 +1526,7 @@ mod tests {
             "cors-origin" => "http://127.0.0.1:8080",
             "wire" => "citrea",
             "dev-bitcoin-rpc" | "bitcoin-rpc" => "http://127.0.0.1:1",
+            "bitcoin-peer" => "127.0.0.1:18444",
             "sequencer-da-pubkey" => keys::REGTEST.sequencer,
             "prover-da-pubkey" => keys::REGTEST.prover,
             f if SWITCHES.contains(&f) => "true",
@@ -1494,6 +1566,7 @@ mod tests {
                 }
                 "bitcoin-rpc-cookie" => "dev = true\ndev-bitcoin-rpc = http://127.0.0.1:1\n",
                 "bitcoin-rpc" => "upstream = http://u:1\nbitcoin-rpc-cookie = /tmp/.cookie\n",
+                "bitcoin-peer" => "upstream = http://u:1\n",
                 "bitcoin-finality-depth" | "sequencer-da-pubkey" | "prover-da-pubkey" => {
                     "upstream = http://u:1\nbitcoin-rpc = http://b:2\nbitcoin-rpc-cookie = c\n"
                 }

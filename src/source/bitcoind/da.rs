@@ -6,22 +6,17 @@
 //! `getblockcount - 29`). Blocks are read raw and checked
 //! ([`super::reader`]: hashes, Merkle roots and wtxids recomputed), keeping
 //! only the transactions whose raw wtxid starts with one of Citrea's
-//! prefixes. Then, as Citrea v0.6.2's full node does:
+//! prefixes, and scanned for Citrea's commitments and proofs as Citrea
+//! v0.6.2's full node does ([`super::scan`], shared with the P2P source):
+//! chunked proofs are put together from the chunks found in scanned blocks,
+//! so bitcoind needs no `-txindex`. The decompressed bytes of a proof are a
+//! risc0 receipt, and its journal is the proof's output. The sync thread
+//! then checks each proof against the stored chain and its receipt against
+//! the network's image, as for any source.
 //!
-//! - namespace `0101`: sequencer commitments signed by the sequencer DA key;
-//! - namespace `0202`: proofs signed by the prover DA key, complete or as an
-//!   aggregate whose chunks are fetched by txid (`getrawtransaction`;
-//!   bitcoind runs with `-txindex=1`); the decompressed bytes are a risc0
-//!   receipt, and its journal is the proof's output. The sync thread then
-//!   checks each proof against the stored chain and its receipt against the
-//!   network's image, as for any source.
-//!
-//! A transaction that looks like ours but is not taken (a bad signature,
-//! another key, a kind we do not know, a body that does not decode or
-//! decodes past the bound, a missing chunk, a receipt or journal that does
-//! not read) is skipped: one WARN naming its txid, counted in `/metrics` by
-//! reason ([`crate::sync::progress::REFUSAL_REASONS`]). Wrong prefixes and
-//! scripts that are no envelope at all are routine and logged at debug.
+//! A transaction that looks like ours but is not taken is skipped: one WARN
+//! naming its txid, counted in `/metrics` by reason
+//! ([`crate::sync::progress::REFUSAL_REASONS`]).
 //!
 //! The source also serves the blocks soft confirmations point at
 //! ([`DaSource::anchors`]), cached per height once final, and the chain's
@@ -32,22 +27,21 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bitcoin::consensus::deserialize;
 use bitcoin::hashes::Hash as _;
-use bitcoin::{Transaction, Txid};
-use log::{debug, warn};
+use log::debug;
 
 use super::block::DaBlock;
 use super::body::{BodyError, MAX_PROOF_BYTES};
 use super::envelope::{EnvelopeError, Namespace};
 use super::reader::{BlockReader, ReadError, ReaderOptions};
-use super::reveal::{self, display_hash, LightClientTx, Refusal};
+use super::reveal::Refusal;
+use super::scan::SlotScanner;
 use super::rpc::{BitcoinRpc, RpcError};
 use super::signer::{DaPublicKey, SignatureError};
 use crate::proof::{journal, receipt};
 use crate::source::{DaAnchor, DaSource, SourceError};
 use crate::sync::progress::{BitcoinProgress, Progress};
-use crate::types::{DaSlot, Hash, SequencerCommitment, VerifiedBatchProof};
+use crate::types::{DaSlot, Hash, VerifiedBatchProof};
 
 /// Citrea's `FINALITY_DEPTH`: a block is scanned once it has this many
 /// confirmations (itself included).
@@ -106,17 +100,21 @@ pub struct BitcoinDa {
     tip: u64,
     /// The scan's pace: since when, and blocks read since ([`MAX_SCAN_RATE`]).
     pace: (Instant, u64),
+    /// Blocks into slots, chunks remembered.
+    scanner: SlotScanner,
 }
 
 impl BitcoinDa {
     pub fn new(rpc: Arc<BitcoinRpc>, config: BitcoinDaConfig, progress: Arc<Progress>) -> Self {
         let _ = progress.bitcoin.url.set(rpc.url().to_string());
+        let config = BitcoinDaConfig {
+            finality_depth: config.finality_depth.max(1),
+            ..config
+        };
         BitcoinDa {
             rpc,
-            config: BitcoinDaConfig {
-                finality_depth: config.finality_depth.max(1),
-                ..config
-            },
+            scanner: SlotScanner::new(config.clone(), progress.clone()),
+            config,
             progress,
             anchors: BTreeMap::new(),
             tip: 0,
@@ -222,119 +220,6 @@ impl BitcoinDa {
             }
         }
     }
-
-    /// One checked block as a DA slot: its commitments and proofs, each
-    /// transaction that is not taken skipped and counted.
-    fn slot_of(&self, block: &DaBlock) -> Result<DaSlot, SourceError> {
-        let mut slot = DaSlot {
-            number: block.height,
-            hash: Some(block.hash),
-            commitments: Vec::new(),
-            proofs: Vec::new(),
-        };
-        for tx in &block.txs {
-            if Namespace::BatchProof.matches(&tx.wtxid) {
-                match reveal::read_commitment(&tx.tx, &self.config.sequencer_key) {
-                    Ok(c) => {
-                        debug!(
-                            "bitcoin block {}: commitment {}..={} in {}",
-                            block.height,
-                            c.l2_start,
-                            c.l2_end,
-                            display_hash(&tx.txid)
-                        );
-                        self.status().commitments_found.fetch_add(1, Relaxed);
-                        slot.commitments.push(SequencerCommitment {
-                            found_in_l1: block.height,
-                            merkle_root: c.merkle_root,
-                            l2_start_block_number: c.l2_start,
-                            l2_end_block_number: c.l2_end,
-                        });
-                    }
-                    Err(r) => self.refuse(block.height, &tx.txid, "commitment", &r),
-                }
-            } else if Namespace::LightClient.matches(&tx.wtxid) {
-                let bytes = match reveal::read_light_client(
-                    &tx.tx,
-                    &self.config.prover_key,
-                    self.config.proof_bound,
-                ) {
-                    Ok(LightClientTx::Complete { proof }) => proof,
-                    Ok(LightClientTx::Aggregate { txids, wtxids }) => {
-                        let chunks = self.chunks(&txids)?;
-                        match reveal::read_chunked_proof(
-                            &txids,
-                            &wtxids,
-                            &chunks,
-                            self.config.proof_bound,
-                        ) {
-                            Ok(proof) => proof,
-                            Err(r) => {
-                                self.refuse(block.height, &tx.txid, "proof", &r);
-                                continue;
-                            }
-                        }
-                    }
-                    // Read through their aggregate; method ids change
-                    // nothing a full node serves.
-                    Ok(LightClientTx::Chunk | LightClientTx::MethodId(_)) => continue,
-                    Err(r) => {
-                        self.refuse(block.height, &tx.txid, "proof", &r);
-                        continue;
-                    }
-                };
-                match proof_from_receipt(bytes, block.height, &self.config.sequencer_key) {
-                    Ok(p) => {
-                        self.status().proofs_found.fetch_add(1, Relaxed);
-                        slot.proofs.push(p);
-                    }
-                    Err((reason, why)) => {
-                        self.status().refused(reason);
-                        warn!(
-                            "bitcoin block {} tx {}: proof not taken: {why}",
-                            block.height,
-                            display_hash(&tx.txid)
-                        );
-                    }
-                }
-            }
-        }
-        Ok(slot)
-    }
-
-    /// The transactions named by an aggregate, fetched by txid in one batch;
-    /// `None` for one bitcoind does not have (the aggregate is then refused
-    /// as missing a chunk). Fails only when bitcoind cannot be asked.
-    fn chunks(&self, txids: &[[u8; 32]]) -> Result<Vec<Option<Transaction>>, SourceError> {
-        let params = txids
-            .iter()
-            .map(|t| format!(r#"["{}",false]"#, Txid::from_byte_array(*t)));
-        let answers = self
-            .rpc
-            .batch_raw("getrawtransaction", params, |raw| {
-                let text: &str = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
-                let bytes = hex::decode(text).map_err(|e| format!("not hex: {e}"))?;
-                deserialize::<Transaction>(&bytes).map_err(|e| e.to_string())
-            })
-            .map_err(|e| self.rpc_error(e))?;
-        Ok(answers.into_iter().map(Result::ok).collect())
-    }
-
-    /// Logs and counts one transaction not taken.
-    fn refuse(&self, height: u64, txid: &[u8; 32], what: &str, r: &Refusal) {
-        if r.is_not_ours() {
-            debug!(
-                "bitcoin block {height} tx {}: not a {what}: {r}",
-                display_hash(txid)
-            );
-            return;
-        }
-        self.status().refused(reason_of(r));
-        warn!(
-            "bitcoin block {height} tx {}: {what} not taken: {r}",
-            display_hash(txid)
-        );
-    }
 }
 
 /// Proof bytes from Bitcoin (a risc0 receipt) as a proof found on slot
@@ -413,7 +298,7 @@ impl DaSource for BitcoinDa {
         let mut slots = Vec::with_capacity(blocks.len());
         for block in &blocks {
             self.remember(block);
-            slots.push(self.slot_of(block)?);
+            slots.push(self.scanner.slot_of(block));
         }
         self.keep_pace(blocks.len() as u64);
         Ok(slots)

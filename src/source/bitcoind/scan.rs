@@ -1,0 +1,197 @@
+//! A checked Bitcoin block scanned for Citrea's transactions: the one place
+//! both Bitcoin sources (bitcoind's RPC, the P2P network) turn a block into
+//! a DA slot.
+//!
+//! As Citrea v0.6.2's full node: namespace `0101` holds sequencer
+//! commitments signed by the sequencer DA key; namespace `0202` proofs
+//! signed by the prover DA key, complete or chunked. A chunked proof is a
+//! run of chunk transactions and then an aggregate that names them by txid
+//! and wtxid; the chunks are taken from the blocks scanned before (and the
+//! aggregate's own block), remembered until their aggregate comes, so
+//! neither source needs bitcoind's transaction index. A transaction that is
+//! not taken is skipped: one WARN naming its txid, counted in `/metrics` by
+//! reason; wrong prefixes and scripts that are no envelope at all are
+//! routine and logged at debug.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+use bitcoin::Transaction;
+use log::{debug, warn};
+
+use super::block::DaBlock;
+use super::da::{proof_from_receipt, reason_of, BitcoinDaConfig};
+use super::envelope::Namespace;
+use super::reveal::{self, display_hash, LightClientTx, Refusal};
+use crate::sync::progress::{BitcoinProgress, Progress};
+use crate::types::{DaSlot, Hash, SequencerCommitment};
+
+/// Chunks remembered at most: a chunk is up to ~400 KB, and a proof of the
+/// largest size a receipt may decompress to needs fewer than this many.
+pub const MAX_CHUNKS_REMEMBERED: usize = 64;
+
+/// Turns checked blocks into DA slots (module docs).
+pub struct SlotScanner {
+    config: BitcoinDaConfig,
+    progress: Arc<Progress>,
+    /// Chunk transactions seen in scanned blocks, by txid (raw byte order),
+    /// with the height they were found at. Kept after their aggregate was
+    /// read (a slot may be scanned again: a pass that gave up, a reorg), up
+    /// to [`MAX_CHUNKS_REMEMBERED`], the earliest found forgotten first.
+    chunks: BTreeMap<Hash, (u64, Transaction)>,
+}
+
+impl SlotScanner {
+    pub fn new(config: BitcoinDaConfig, progress: Arc<Progress>) -> Self {
+        SlotScanner {
+            config,
+            progress,
+            chunks: BTreeMap::new(),
+        }
+    }
+
+    /// Who signs what, and the proof bound.
+    pub fn config(&self) -> &BitcoinDaConfig {
+        &self.config
+    }
+
+    fn status(&self) -> &BitcoinProgress {
+        &self.progress.bitcoin
+    }
+
+    /// Chunks remembered now.
+    pub fn chunks_remembered(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// One checked block as a DA slot: its commitments and proofs, each
+    /// transaction that is not taken skipped and counted.
+    pub fn slot_of(&mut self, block: &DaBlock) -> DaSlot {
+        let mut slot = DaSlot {
+            number: block.height,
+            hash: Some(block.hash),
+            commitments: Vec::new(),
+            proofs: Vec::new(),
+        };
+        for tx in &block.txs {
+            if Namespace::BatchProof.matches(&tx.wtxid) {
+                match reveal::read_commitment(&tx.tx, &self.config.sequencer_key) {
+                    Ok(c) => {
+                        debug!(
+                            "bitcoin block {}: commitment {}..={} in {}",
+                            block.height,
+                            c.l2_start,
+                            c.l2_end,
+                            display_hash(&tx.txid)
+                        );
+                        self.status().commitments_found.fetch_add(1, Relaxed);
+                        slot.commitments.push(SequencerCommitment {
+                            found_in_l1: block.height,
+                            merkle_root: c.merkle_root,
+                            l2_start_block_number: c.l2_start,
+                            l2_end_block_number: c.l2_end,
+                        });
+                    }
+                    Err(r) => self.refuse(block.height, &tx.txid, "commitment", &r),
+                }
+            } else if Namespace::LightClient.matches(&tx.wtxid) {
+                let bytes = match reveal::read_light_client(
+                    &tx.tx,
+                    &self.config.prover_key,
+                    self.config.proof_bound,
+                ) {
+                    Ok(LightClientTx::Complete { proof }) => proof,
+                    Ok(LightClientTx::Aggregate { txids, wtxids }) => {
+                        let chunks: Vec<Option<Transaction>> = txids
+                            .iter()
+                            .map(|t| self.chunks.get(t).map(|(_, tx)| tx.clone()))
+                            .collect();
+                        match reveal::read_chunked_proof(
+                            &txids,
+                            &wtxids,
+                            &chunks,
+                            self.config.proof_bound,
+                        ) {
+                            Ok(proof) => proof,
+                            Err(r) => {
+                                self.refuse(block.height, &tx.txid, "proof", &r);
+                                continue;
+                            }
+                        }
+                    }
+                    Ok(LightClientTx::Chunk) => {
+                        self.remember_chunk(block.height, tx.txid, &tx.tx);
+                        continue;
+                    }
+                    // Method ids change nothing a full node serves.
+                    Ok(LightClientTx::MethodId(_)) => continue,
+                    Err(r) => {
+                        self.refuse(block.height, &tx.txid, "proof", &r);
+                        continue;
+                    }
+                };
+                match proof_from_receipt(bytes, block.height, &self.config.sequencer_key) {
+                    Ok(p) => {
+                        self.status().proofs_found.fetch_add(1, Relaxed);
+                        slot.proofs.push(p);
+                    }
+                    Err((reason, why)) => {
+                        self.status().refused(reason);
+                        warn!(
+                            "bitcoin block {} tx {}: proof not taken: {why}",
+                            block.height,
+                            display_hash(&tx.txid)
+                        );
+                    }
+                }
+            }
+        }
+        slot
+    }
+
+    /// Keeps a chunk for its aggregate; past [`MAX_CHUNKS_REMEMBERED`], the
+    /// one found earliest is forgotten (an aggregate that names it later is
+    /// refused as missing a chunk).
+    fn remember_chunk(&mut self, height: u64, txid: Hash, tx: &Transaction) {
+        debug!(
+            "bitcoin block {height}: proof chunk {} remembered",
+            display_hash(&txid)
+        );
+        self.chunks.insert(txid, (height, tx.clone()));
+        while self.chunks.len() > MAX_CHUNKS_REMEMBERED {
+            let oldest = self
+                .chunks
+                .iter()
+                .min_by_key(|(_, (h, _))| *h)
+                .map(|(t, _)| *t);
+            match oldest {
+                Some(t) => {
+                    self.chunks.remove(&t);
+                }
+                None => break,
+            }
+        }
+    }
+
+    /// Forgets chunks found above `height` (their blocks left the chain).
+    pub fn forget_above(&mut self, height: u64) {
+        self.chunks.retain(|_, (h, _)| *h <= height);
+    }
+
+    /// Logs and counts one transaction not taken.
+    fn refuse(&self, height: u64, txid: &[u8; 32], what: &str, r: &Refusal) {
+        if r.is_not_ours() {
+            debug!(
+                "bitcoin block {height} tx {}: not a {what}: {r}",
+                display_hash(txid)
+            );
+            return;
+        }
+        self.status().refused(reason_of(r));
+        warn!(
+            "bitcoin block {height} tx {}: {what} not taken: {r}",
+            display_hash(txid)
+        );
+    }
+}
