@@ -29,6 +29,7 @@
 //!   committed transaction survives `kill -9` and power loss.
 
 mod apply;
+pub mod bitcoin_headers;
 pub mod codec;
 mod migrate;
 pub mod tables;
@@ -48,6 +49,7 @@ use lmdb::{
 use crate::chain::ForkTable;
 use crate::types::{Hash, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof};
 pub use apply::ChainTip;
+pub use bitcoin_headers::{BitcoinHeaderRead, StoredHeader};
 use codec::DecodeError;
 use tables::{
     Commitments, DaSlots, Dbs, Meta, MetaKey, MetaValue, Proofs, ScByHashPrefix, SoftConfirmations,
@@ -266,6 +268,10 @@ impl Ledger {
             da_slots: db(DaSlots::NAME, DaSlots::FLAGS)?,
             proofs: db(Proofs::NAME, Proofs::FLAGS)?,
             meta,
+            bitcoin_headers: db(
+                tables::BitcoinHeaders::NAME,
+                tables::BitcoinHeaders::FLAGS,
+            )?,
         };
         let ledger = Ledger {
             env,

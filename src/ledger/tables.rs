@@ -38,10 +38,11 @@ pub struct Dbs {
     pub(crate) da_slots: Database,
     pub(crate) proofs: Database,
     pub(crate) meta: Database,
+    pub(crate) bitcoin_headers: Database,
 }
 
 /// Every table name, in the order `Ledger::open` opens them.
-pub(crate) const ALL: [&str; 7] = [
+pub(crate) const ALL: [&str; 8] = [
     SoftConfirmations::NAME,
     ScByHashPrefix::NAME,
     StatusTable::NAME,
@@ -49,6 +50,7 @@ pub(crate) const ALL: [&str; 7] = [
     DaSlots::NAME,
     Proofs::NAME,
     Meta::NAME,
+    BitcoinHeaders::NAME,
 ];
 
 /// A typed table: its name, its handle and its key codec.
@@ -202,6 +204,21 @@ u64_table!(
     proofs
 );
 
+u64_table!(
+    /// `bitcoin_headers`: Bitcoin height -> the best chain's header there
+    /// (80 bytes) and the chain's total work up to it (32 bytes, big-endian).
+    BitcoinHeaders,
+    "bitcoin_headers",
+    bitcoin_headers
+);
+
+values!(
+    BitcoinHeaders,
+    super::StoredHeader,
+    |v| codec::encode_bitcoin_header(v),
+    codec::decode_bitcoin_header
+);
+
 values!(
     ScByHashPrefix,
     u64,
@@ -333,8 +350,9 @@ pub(crate) const META_DEVNET_SEED: MetaKey<u64> = MetaKey::new("user.devnet_seed
 /// The current layout version. 2: the block hash index is
 /// `sc_by_hash_prefix` (8-byte prefix keys, duplicates) instead of
 /// `sc_by_hash` (32-byte keys). 3: a `proofs` value is the list of every
-/// proof verified on the slot, not the latest one alone.
-pub(crate) const FORMAT_VERSION: u64 = 3;
+/// proof verified on the slot, not the latest one alone. 4: the
+/// `bitcoin_headers` table (created empty by the upgrade).
+pub(crate) const FORMAT_VERSION: u64 = 4;
 
 /// The oldest layout version `Ledger::open` upgrades in place (see
 /// `migrate.rs`); older ones are refused.
