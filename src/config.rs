@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::chain::{ForkTable, Network};
+use crate::headers::BitcoinChain;
 use crate::proof::ReceiptRules;
 use crate::source::bitcoind::signer::DaPublicKey;
 use crate::source::bitcoind::{keys, Credentials, DEFAULT_FINALITY_DEPTH};
@@ -128,6 +129,8 @@ pub struct BitcoinConfig {
     pub sequencer_key: DaPublicKey,
     /// `--prover-da-pubkey`, else the network's (regtest's without `--network`).
     pub prover_key: DaPublicKey,
+    /// `--bitcoin-chain`, else the one `--network` reads.
+    pub chain: BitcoinChain,
 }
 
 /// The bitcoind credential flags, shared by every flag that names a
@@ -295,6 +298,8 @@ pub enum Command {
     Verify(VerifyArgs),
     /// `ledgerd verify-proof FILE` (`-` is stdin).
     VerifyProof(VerifyProofArgs),
+    /// `ledgerd verify-headers --bitcoin-chain C [--start-height H] FILE`.
+    VerifyHeaders(VerifyHeadersArgs),
     Help,
     Version,
 }
@@ -339,6 +344,17 @@ pub struct VerifyProofArgs {
     pub forks: ForkTable,
 }
 
+/// `ledgerd verify-headers [--bitcoin-chain C] [--start-height H] FILE`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifyHeadersArgs {
+    /// Raw 80-byte headers or hex lines; `-` reads stdin.
+    pub file: PathBuf,
+    /// `--bitcoin-chain`, else the one `--network` reads.
+    pub chain: BitcoinChain,
+    /// `--start-height`: the first header's height (`None`: genesis).
+    pub start_height: Option<u64>,
+}
+
 /// `ledgerd export [--from A] [--to B] [--data-dir DIR]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExportArgs {
@@ -356,6 +372,7 @@ struct Extra {
     no_verify: bool,
     from: Option<u64>,
     to: Option<u64>,
+    start_height: Option<u64>,
     /// Which flags were given (for "only applies to" errors).
     given: Vec<String>,
     /// The upstreams so far came from the config file: the command line's
@@ -363,13 +380,14 @@ struct Extra {
     upstreams_from_file: bool,
 }
 
-const SUBCOMMANDS: [&str; 6] = [
+const SUBCOMMANDS: [&str; 7] = [
     "run",
     "serve-readonly",
     "import",
     "export",
     "verify",
     "verify-proof",
+    "verify-headers",
 ];
 
 /// Config-file keys that are switches (`key = true|false`); every other key takes a value.
@@ -410,6 +428,9 @@ USAGE:
     ledgerd verify-proof [--network N] [--allow-fake-proofs] FILE
                                                       check batch proofs (RPC answers or raw
                                                       receipt bytes): journal, receipt, image
+    ledgerd verify-headers [--bitcoin-chain C] [--start-height H] FILE
+                                                      check Bitcoin headers (raw 80-byte or hex
+                                                      lines) by Bitcoin Core's rules
 
 CHAIN SOURCE (one of):
     --dev                     run the embedded devnet (a simulated sequencer and DA chain)
@@ -439,6 +460,10 @@ BITCOIN DA (a follower, beside --upstream URL; see docs/BITCOIN.md):
     --bitcoin-rpc URL         read the DA layer (commitments, proofs, the blocks L2 blocks
                               name) from this bitcoind (http://HOST:PORT, -txindex=1), not
                               from the upstream
+    --bitcoin-chain main|testnet4|signet|regtest
+                              the Bitcoin network (genesis, header rules); bitcoind must be on
+                              it [default: --network's: testnet -> testnet4, devnet -> signet,
+                              mainnet -> main, nightly or none -> regtest]
     --bitcoin-finality-depth N
                               scan blocks with at least N confirmations [default: 30]
     --sequencer-da-pubkey HEX who signs sequencer commitments (33-byte compressed key)
@@ -576,11 +601,19 @@ struct State {
 #[derive(Default)]
 struct BitcoinFlags {
     url: Option<String>,
+    chain: Option<BitcoinChain>,
     finality_depth: Option<u64>,
     sequencer_key: Option<DaPublicKey>,
     prover_key: Option<DaPublicKey>,
     /// The flags given that need `--bitcoin-rpc`.
     given: Vec<String>,
+}
+
+/// `--bitcoin-chain`, else the chain `--network` reads (none: regtest).
+fn bitcoin_chain(given: Option<BitcoinChain>, network: Option<Network>) -> BitcoinChain {
+    given.unwrap_or_else(|| {
+        BitcoinChain::of_citrea_network(network.map(|n| n.name()))
+    })
 }
 
 fn da_pubkey(flag: &str, value: &str) -> Result<DaPublicKey, ConfigError> {
@@ -769,6 +802,17 @@ fn parse_into<I: IntoIterator<Item = String>>(
                 config.bitcoin_auth.cookie = Some(PathBuf::from(value(&flag)?))
             }
             "--bitcoin-rpc" => bitcoin.url = Some(bitcoin_url(&flag, &value(&flag)?)?),
+            "--bitcoin-chain" => {
+                bitcoin.chain = Some(
+                    value(&flag)?
+                        .parse()
+                        .map_err(|e| ConfigError(format!("--bitcoin-chain: {e}")))?,
+                );
+            }
+            "--start-height" => {
+                extra.start_height = Some(number(&flag, &value(&flag)?)?);
+                extra.given.push(flag);
+            }
             "--bitcoin-finality-depth" => {
                 let depth: u64 = number(&flag, &value(&flag)?)?;
                 if depth == 0 {
@@ -887,7 +931,10 @@ fn parse_into<I: IntoIterator<Item = String>>(
             }
             other
                 if (other == "-" || !other.starts_with('-'))
-                    && matches!(extra.subcommand, Some("import" | "verify" | "verify-proof")) =>
+                    && matches!(
+                        extra.subcommand,
+                        Some("import" | "verify" | "verify-proof" | "verify-headers")
+                    ) =>
             {
                 if extra.file.is_some() {
                     return Err(ConfigError(format!(
@@ -929,6 +976,7 @@ fn finish(state: State) -> Result<Command, ConfigError> {
         "import" => &["--no-verify"],
         "export" => &["--from", "--to"],
         "verify" | "verify-proof" => &[],
+        "verify-headers" => &["--start-height"],
         _ => &["--reuse-port"],
     };
     if let Some(flag) = extra.given.iter().find(|f| !allowed.contains(&f.as_str())) {
@@ -980,6 +1028,19 @@ fn finish(state: State) -> Result<Command, ConfigError> {
                 forks: config.forks(),
             }));
         }
+        "verify-headers" => {
+            let file = extra.file.ok_or_else(|| {
+                ConfigError(
+                    "verify-headers needs a FILE of Bitcoin headers: raw 80-byte headers back to                      back, or hex, one header per line (`-` reads stdin)"
+                        .into(),
+                )
+            })?;
+            return Ok(Command::VerifyHeaders(VerifyHeadersArgs {
+                file,
+                chain: bitcoin_chain(bitcoin.chain, config.network),
+                start_height: extra.start_height,
+            }));
+        }
         "export" => {
             let from = extra.from.unwrap_or(1);
             if let Some(to) = extra.to {
@@ -1022,6 +1083,12 @@ fn finish(state: State) -> Result<Command, ConfigError> {
         if let Some(flag) = dev_flags.first() {
             return Err(ConfigError(format!("{flag} only applies with --dev")));
         }
+    }
+    if bitcoin.chain.is_some() && bitcoin.url.is_none() {
+        return Err(ConfigError(
+            "--bitcoin-chain only applies with --bitcoin-rpc (or to `ledgerd verify-headers`)"
+                .into(),
+        ));
     }
     if let Some(flag) = bitcoin.given.first().filter(|_| bitcoin.url.is_none()) {
         return Err(ConfigError(format!(
@@ -1075,6 +1142,7 @@ fn finish(state: State) -> Result<Command, ConfigError> {
             };
             Some(BitcoinConfig {
                 credentials: config.bitcoin_auth.credentials("--bitcoin-rpc")?,
+                chain: bitcoin_chain(bitcoin.chain, config.network),
                 url,
                 finality_depth: bitcoin.finality_depth.unwrap_or(DEFAULT_FINALITY_DEPTH),
                 sequencer_key,
@@ -1457,6 +1525,7 @@ mod tests {
             "dev-bitcoin-rpc" | "bitcoin-rpc" => "http://127.0.0.1:1",
             "sequencer-da-pubkey" => keys::REGTEST.sequencer,
             "prover-da-pubkey" => keys::REGTEST.prover,
+            "bitcoin-chain" => "testnet4",
             f if SWITCHES.contains(&f) => "true",
             _ => "5",
         }
@@ -1477,6 +1546,7 @@ mod tests {
             let sub = match flag {
                 "no-verify" => Some("import"),
                 "from" | "to" => Some("export"),
+                "start-height" => Some("verify-headers"),
                 _ => None,
             };
             let mut text = format!("{flag} = {}\n", sample(flag));
@@ -1494,12 +1564,15 @@ mod tests {
                 }
                 "bitcoin-rpc-cookie" => "dev = true\ndev-bitcoin-rpc = http://127.0.0.1:1\n",
                 "bitcoin-rpc" => "upstream = http://u:1\nbitcoin-rpc-cookie = /tmp/.cookie\n",
-                "bitcoin-finality-depth" | "sequencer-da-pubkey" | "prover-da-pubkey" => {
+                "bitcoin-finality-depth"
+                | "sequencer-da-pubkey"
+                | "prover-da-pubkey"
+                | "bitcoin-chain" => {
                     "upstream = http://u:1\nbitcoin-rpc = http://b:2\nbitcoin-rpc-cookie = c\n"
                 }
                 _ => "",
             });
-            let args: &[&str] = if sub == Some("import") {
+            let args: &[&str] = if matches!(sub, Some("import" | "verify-headers")) {
                 &["f.jsonl"]
             } else {
                 &[]
