@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::chain::{ForkTable, Network};
+use crate::headers::BitcoinChain;
 use crate::proof::ReceiptRules;
 use crate::source::bitcoind::signer::DaPublicKey;
 use crate::source::bitcoind::{keys, Credentials, DEFAULT_FINALITY_DEPTH};
@@ -133,6 +134,8 @@ pub struct BitcoinConfig {
     pub sequencer_key: DaPublicKey,
     /// `--prover-da-pubkey`, else the network's (regtest's without `--network`).
     pub prover_key: DaPublicKey,
+    /// `--bitcoin-chain`, else the one `--network` reads.
+    pub chain: BitcoinChain,
 }
 
 /// The bitcoind credential flags, shared by every flag that names a
@@ -315,6 +318,8 @@ pub enum Command {
     Verify(VerifyArgs),
     /// `ledgerd verify-proof FILE` (`-` is stdin).
     VerifyProof(VerifyProofArgs),
+    /// `ledgerd verify-headers --bitcoin-chain C [--start-height H] FILE`.
+    VerifyHeaders(VerifyHeadersArgs),
     Help,
     Version,
 }
@@ -359,6 +364,17 @@ pub struct VerifyProofArgs {
     pub forks: ForkTable,
 }
 
+/// `ledgerd verify-headers [--bitcoin-chain C] [--start-height H] FILE`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifyHeadersArgs {
+    /// Raw 80-byte headers or hex lines; `-` reads stdin.
+    pub file: PathBuf,
+    /// `--bitcoin-chain`, else the one `--network` reads.
+    pub chain: BitcoinChain,
+    /// `--start-height`: the first header's height (`None`: genesis).
+    pub start_height: Option<u64>,
+}
+
 /// `ledgerd export [--from A] [--to B] [--data-dir DIR]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExportArgs {
@@ -376,6 +392,7 @@ struct Extra {
     no_verify: bool,
     from: Option<u64>,
     to: Option<u64>,
+    start_height: Option<u64>,
     /// Which flags were given (for "only applies to" errors).
     given: Vec<String>,
     /// The upstreams so far came from the config file: the command line's
@@ -383,13 +400,14 @@ struct Extra {
     upstreams_from_file: bool,
 }
 
-const SUBCOMMANDS: [&str; 6] = [
+const SUBCOMMANDS: [&str; 7] = [
     "run",
     "serve-readonly",
     "import",
     "export",
     "verify",
     "verify-proof",
+    "verify-headers",
 ];
 
 /// Config-file keys that are switches (`key = true|false`); every other key takes a value.
@@ -430,6 +448,9 @@ USAGE:
     ledgerd verify-proof [--network N] [--allow-fake-proofs] FILE
                                                       check batch proofs (RPC answers or raw
                                                       receipt bytes): journal, receipt, image
+    ledgerd verify-headers [--bitcoin-chain C] [--start-height H] FILE
+                                                      check Bitcoin headers (raw 80-byte or hex
+                                                      lines) by Bitcoin Core's rules
 
 CHAIN SOURCE (one of):
     --dev                     run the embedded devnet (a simulated sequencer and DA chain)
@@ -460,6 +481,10 @@ BITCOIN DA (a follower, beside --upstream URL; see docs/BITCOIN.md):
                               name) from this Bitcoin node over the P2P protocol, not from
                               the upstream; repeatable (blocks spread over the peers)
     --bitcoin-rpc URL         read it from this bitcoind's RPC (http://HOST:PORT)
+    --bitcoin-chain main|testnet4|signet|regtest
+                              the Bitcoin network (genesis, header rules); bitcoind must be on
+                              it [default: --network's: testnet -> testnet4, devnet -> signet,
+                              mainnet -> main, nightly or none -> regtest]
     --bitcoin-finality-depth N
                               scan blocks with at least N confirmations [default: 30]
     --sequencer-da-pubkey HEX who signs sequencer commitments (33-byte compressed key)
@@ -598,11 +623,19 @@ struct State {
 struct BitcoinFlags {
     url: Option<String>,
     peers: Vec<String>,
+    chain: Option<BitcoinChain>,
     finality_depth: Option<u64>,
     sequencer_key: Option<DaPublicKey>,
     prover_key: Option<DaPublicKey>,
     /// The flags given that need `--bitcoin-rpc`.
     given: Vec<String>,
+}
+
+/// `--bitcoin-chain`, else the chain `--network` reads (none: regtest).
+fn bitcoin_chain(given: Option<BitcoinChain>, network: Option<Network>) -> BitcoinChain {
+    given.unwrap_or_else(|| {
+        BitcoinChain::of_citrea_network(network.map(|n| n.name()))
+    })
 }
 
 fn da_pubkey(flag: &str, value: &str) -> Result<DaPublicKey, ConfigError> {
@@ -792,6 +825,17 @@ fn parse_into<I: IntoIterator<Item = String>>(
             }
             "--bitcoin-rpc" => bitcoin.url = Some(bitcoin_url(&flag, &value(&flag)?)?),
             "--bitcoin-peer" => bitcoin.peers.push(bitcoin_peer(&flag, &value(&flag)?)?),
+            "--bitcoin-chain" => {
+                bitcoin.chain = Some(
+                    value(&flag)?
+                        .parse()
+                        .map_err(|e| ConfigError(format!("--bitcoin-chain: {e}")))?,
+                );
+            }
+            "--start-height" => {
+                extra.start_height = Some(number(&flag, &value(&flag)?)?);
+                extra.given.push(flag);
+            }
             "--bitcoin-finality-depth" => {
                 let depth: u64 = number(&flag, &value(&flag)?)?;
                 if depth == 0 {
@@ -910,7 +954,10 @@ fn parse_into<I: IntoIterator<Item = String>>(
             }
             other
                 if (other == "-" || !other.starts_with('-'))
-                    && matches!(extra.subcommand, Some("import" | "verify" | "verify-proof")) =>
+                    && matches!(
+                        extra.subcommand,
+                        Some("import" | "verify" | "verify-proof" | "verify-headers")
+                    ) =>
             {
                 if extra.file.is_some() {
                     return Err(ConfigError(format!(
@@ -952,6 +999,7 @@ fn finish(state: State) -> Result<Command, ConfigError> {
         "import" => &["--no-verify"],
         "export" => &["--from", "--to"],
         "verify" | "verify-proof" => &[],
+        "verify-headers" => &["--start-height"],
         _ => &["--reuse-port"],
     };
     if let Some(flag) = extra.given.iter().find(|f| !allowed.contains(&f.as_str())) {
@@ -1003,6 +1051,19 @@ fn finish(state: State) -> Result<Command, ConfigError> {
                 forks: config.forks(),
             }));
         }
+        "verify-headers" => {
+            let file = extra.file.ok_or_else(|| {
+                ConfigError(
+                    "verify-headers needs a FILE of Bitcoin headers: raw 80-byte headers back to                      back, or hex, one header per line (`-` reads stdin)"
+                        .into(),
+                )
+            })?;
+            return Ok(Command::VerifyHeaders(VerifyHeadersArgs {
+                file,
+                chain: bitcoin_chain(bitcoin.chain, config.network),
+                start_height: extra.start_height,
+            }));
+        }
         "export" => {
             let from = extra.from.unwrap_or(1);
             if let Some(to) = extra.to {
@@ -1047,6 +1108,13 @@ fn finish(state: State) -> Result<Command, ConfigError> {
         }
     }
     let reads_bitcoin = bitcoin.url.is_some() || !bitcoin.peers.is_empty();
+    if bitcoin.chain.is_some() && !reads_bitcoin {
+        return Err(ConfigError(
+            "--bitcoin-chain only applies with --bitcoin-rpc or --bitcoin-peer (or to `ledgerd \
+             verify-headers`)"
+                .into(),
+        ));
+    }
     if let Some(flag) = bitcoin.given.first().filter(|_| !reads_bitcoin) {
         return Err(ConfigError(format!(
             "{flag} only applies with --bitcoin-rpc or --bitcoin-peer"
@@ -1107,6 +1175,7 @@ fn finish(state: State) -> Result<Command, ConfigError> {
             };
             Some(BitcoinConfig {
                 credentials,
+                chain: bitcoin_chain(bitcoin.chain, config.network),
                 url: bitcoin.url,
                 peers: bitcoin.peers,
                 finality_depth: bitcoin.finality_depth.unwrap_or(DEFAULT_FINALITY_DEPTH),
@@ -1529,6 +1598,7 @@ mod tests {
             "bitcoin-peer" => "127.0.0.1:18444",
             "sequencer-da-pubkey" => keys::REGTEST.sequencer,
             "prover-da-pubkey" => keys::REGTEST.prover,
+            "bitcoin-chain" => "testnet4",
             f if SWITCHES.contains(&f) => "true",
             _ => "5",
         }
@@ -1549,6 +1619,7 @@ mod tests {
             let sub = match flag {
                 "no-verify" => Some("import"),
                 "from" | "to" => Some("export"),
+                "start-height" => Some("verify-headers"),
                 _ => None,
             };
             let mut text = format!("{flag} = {}\n", sample(flag));
@@ -1567,12 +1638,15 @@ mod tests {
                 "bitcoin-rpc-cookie" => "dev = true\ndev-bitcoin-rpc = http://127.0.0.1:1\n",
                 "bitcoin-rpc" => "upstream = http://u:1\nbitcoin-rpc-cookie = /tmp/.cookie\n",
                 "bitcoin-peer" => "upstream = http://u:1\n",
-                "bitcoin-finality-depth" | "sequencer-da-pubkey" | "prover-da-pubkey" => {
+                "bitcoin-finality-depth"
+                | "sequencer-da-pubkey"
+                | "prover-da-pubkey"
+                | "bitcoin-chain" => {
                     "upstream = http://u:1\nbitcoin-rpc = http://b:2\nbitcoin-rpc-cookie = c\n"
                 }
                 _ => "",
             });
-            let args: &[&str] = if sub == Some("import") {
+            let args: &[&str] = if matches!(sub, Some("import" | "verify-headers")) {
                 &["f.jsonl"]
             } else {
                 &[]

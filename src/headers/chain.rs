@@ -444,20 +444,19 @@ impl HeaderChain {
             fork_height,
         };
         let mut checked = Checked::default();
-        rules::check_contextual(self.params, prev_height, header, hash, &view, now, &mut checked)
-            .and_then(|()| {
-                for rule in [Rule::Bits, Rule::MedianTimePast, Rule::Timewarp, Rule::TimeTooNew, Rule::Version] {
-                    if !checked.has(rule) {
-                        return Err(HeaderError {
-                            height,
-                            hash,
-                            rule,
-                            detail: "the headers this rule needs are no longer held".into(),
-                        });
-                    }
-                }
-                Ok(())
-            })?;
+        rules::check_contextual(self.params, prev_height, header, hash, &view, now, &mut checked)?;
+        if checked.missing != 0 {
+            let rule = Rule::ALL
+                .into_iter()
+                .find(|r| checked.lacks(*r))
+                .unwrap_or(Rule::Bits);
+            return Err(HeaderError {
+                height,
+                hash,
+                rule,
+                detail: "the headers this rule needs are no longer held (a fork too deep)".into(),
+            });
+        }
         Ok((height, parent_work))
     }
 

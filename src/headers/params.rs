@@ -66,11 +66,12 @@ impl BitcoinChain {
     }
 
     /// The chain of a Citrea network name (`--network`): testnet reads
-    /// testnet4, devnet signet, and nightly (or none) regtest.
+    /// testnet4, devnet signet, mainnet main, and nightly (or none) regtest.
     pub fn of_citrea_network(network: Option<&str>) -> BitcoinChain {
         match network {
             Some("testnet") => BitcoinChain::Testnet4,
             Some("devnet") => BitcoinChain::Signet,
+            Some("mainnet") => BitcoinChain::Main,
             _ => BitcoinChain::Regtest,
         }
     }

@@ -140,17 +140,28 @@ impl fmt::Display for HeaderError {
 
 impl std::error::Error for HeaderError {}
 
-/// Which rules a header was checked by: bit `Rule::index()` set when
-/// checked (and passed; a failure is an error instead).
+/// Which rules a header was checked by (and passed: a failure is an error
+/// instead), and which it was not for lack of context. A rule that does
+/// not apply at a height (BIP94's timewarp rule off a period's first
+/// header) is in neither.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Checked(pub u16);
+pub struct Checked {
+    pub passed: u16,
+    pub missing: u16,
+}
 
 impl Checked {
     pub fn set(&mut self, rule: Rule) {
-        self.0 |= 1 << rule.index();
+        self.passed |= 1 << rule.index();
+    }
+    pub fn lack(&mut self, rule: Rule) {
+        self.missing |= 1 << rule.index();
     }
     pub fn has(self, rule: Rule) -> bool {
-        self.0 & (1 << rule.index()) != 0
+        self.passed & (1 << rule.index()) != 0
+    }
+    pub fn lacks(self, rule: Rule) -> bool {
+        self.missing & (1 << rule.index()) != 0
     }
 }
 
@@ -301,6 +312,8 @@ pub fn check_contextual(
             ));
         }
         checked.set(Rule::Bits);
+    } else {
+        checked.lack(Rule::Bits);
     }
     if let Some(mtp) = median_time_past(prev_height, ancestors) {
         if i64::from(time) <= mtp {
@@ -310,6 +323,8 @@ pub fn check_contextual(
             ));
         }
         checked.set(Rule::MedianTimePast);
+    } else {
+        checked.lack(Rule::MedianTimePast);
     }
     if params.enforce_bip94 && height % params.interval() == 0 {
         if let Some(prev) = ancestors.at(prev_height) {
@@ -324,9 +339,9 @@ pub fn check_contextual(
                 ));
             }
             checked.set(Rule::Timewarp);
+        } else {
+            checked.lack(Rule::Timewarp);
         }
-    } else {
-        checked.set(Rule::Timewarp);
     }
     if i64::from(time) > now + MAX_FUTURE_BLOCK_TIME {
         return Err(fail(
