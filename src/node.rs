@@ -18,7 +18,9 @@ use crate::ledger::{Ledger, LedgerError, OpenOptions};
 use crate::routes::{Cors, Routes};
 use crate::rpc::{DevAccess, Rpc, RpcConfig};
 use crate::server::{Server, ServerConfig, ServerError, Stopper};
+use crate::headers::{HeaderChain, HeaderStoreError, DEFAULT_KEEP};
 use crate::source::bitcoind::{BitcoinDa, BitcoinDaConfig, BitcoinRpc, RpcOptions};
+use crate::source::p2p::{PeerOptions, PeerSet, PeersDa};
 use crate::source::devnet::control::{self, DevnetControl};
 use crate::source::devnet::{Devnet, DevnetConfig, DevnetError};
 use crate::source::upstream::failover::Upstreams;
@@ -35,6 +37,8 @@ pub enum NodeError {
     Sync(SyncError),
     Server(ServerError),
     Thread(std::io::Error),
+    /// The stored Bitcoin header chain cannot be loaded.
+    Headers(HeaderStoreError),
     /// Stopped (Ctrl-C) before it was ready.
     Stopped,
 }
@@ -47,6 +51,7 @@ impl std::fmt::Display for NodeError {
             NodeError::Sync(e) => write!(f, "the devnet prefill failed: {e}"),
             NodeError::Server(e) => write!(f, "{e}"),
             NodeError::Thread(e) => write!(f, "cannot start a thread: {e}"),
+            NodeError::Headers(e) => write!(f, "{e}"),
             NodeError::Stopped => f.write_str("stopped before the node was ready"),
         }
     }
@@ -307,9 +312,45 @@ impl Node {
                             Syncer::new(ledger.clone(), upstreams, progress.clone(), sync_config);
                         spawn_sync(syncer, &stop)?
                     }
+                    Some(b) if !b.peers.is_empty() => {
+                        let magic = bitcoin::p2p::Magic::from(b.chain.network());
+                        let peers = PeerSet::new(&b.peers, PeerOptions::new(magic), progress.clone());
+                        let chain = HeaderChain::open(b.chain, ledger.clone(), DEFAULT_KEEP)
+                            .map_err(NodeError::Headers)?;
+                        info!(
+                            "following {first} (L2) and Bitcoin {} from peers {} (DA, {} \
+                             confirmations, header tip {} at height {}, sequencer DA key {}, \
+                             prover DA key {}): {forks}, sequencer key {key_name}",
+                            b.chain.name(),
+                            b.peers.join(", "),
+                            b.finality_depth,
+                            chain.tip().hash,
+                            chain.tip().height,
+                            b.sequencer_key,
+                            b.prover_key
+                        );
+                        let da = PeersDa::new(
+                            peers,
+                            chain,
+                            BitcoinDaConfig {
+                                finality_depth: b.finality_depth,
+                                ..BitcoinDaConfig::new(b.sequencer_key, b.prover_key)
+                            },
+                            progress.clone(),
+                        );
+                        let syncer = Syncer::with_da(
+                            ledger.clone(),
+                            upstreams,
+                            Separate(da),
+                            progress.clone(),
+                            sync_config,
+                        );
+                        spawn_sync(syncer, &stop)?
+                    }
                     Some(b) => {
+                        let url = b.url.clone().unwrap_or_default();
                         let rpc =
-                            BitcoinRpc::new(&b.url, b.credentials.clone(), RpcOptions::default());
+                            BitcoinRpc::new(&url, b.credentials.clone(), RpcOptions::default());
                         let da = BitcoinDa::new(
                             Arc::new(rpc),
                             BitcoinDaConfig {
@@ -321,7 +362,7 @@ impl Node {
                         info!(
                             "following {first} (L2) and bitcoind {} (DA, {} confirmations, \
                              sequencer DA key {}, prover DA key {}): {forks}, sequencer key {key_name}",
-                            b.url, b.finality_depth, b.sequencer_key, b.prover_key
+                            url, b.finality_depth, b.sequencer_key, b.prover_key
                         );
                         let syncer = Syncer::with_da(
                             ledger.clone(),

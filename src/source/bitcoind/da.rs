@@ -25,7 +25,6 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use bitcoin::hashes::Hash as _;
 use log::debug;
@@ -35,7 +34,7 @@ use super::body::{BodyError, MAX_PROOF_BYTES};
 use super::envelope::{EnvelopeError, Namespace};
 use super::reader::{BlockReader, ReadError, ReaderOptions};
 use super::reveal::Refusal;
-use super::scan::SlotScanner;
+use super::scan::{ScanPace, SlotScanner};
 use super::rpc::{BitcoinRpc, RpcError};
 use super::signer::{DaPublicKey, SignatureError};
 use crate::proof::{journal, receipt};
@@ -98,8 +97,8 @@ pub struct BitcoinDa {
     anchors: BTreeMap<u64, DaAnchor>,
     /// The last `getblockcount` answer.
     tip: u64,
-    /// The scan's pace: since when, and blocks read since ([`MAX_SCAN_RATE`]).
-    pace: (Instant, u64),
+    /// The scan's pace ([`MAX_SCAN_RATE`]).
+    pace: ScanPace,
     /// Blocks into slots, chunks remembered.
     scanner: SlotScanner,
 }
@@ -118,25 +117,7 @@ impl BitcoinDa {
             progress,
             anchors: BTreeMap::new(),
             tip: 0,
-            pace: (Instant::now(), 0),
-        }
-    }
-
-    /// Waits, after reading `read` blocks, as long as keeps the scan at
-    /// [`MAX_SCAN_RATE`]. A scan that fell a second behind that pace (a
-    /// caught-up follower reads a block now and then) starts it afresh.
-    fn keep_pace(&mut self, read: u64) {
-        let spent = |blocks: u64| Duration::from_secs_f64(blocks as f64 / MAX_SCAN_RATE as f64);
-        let now = Instant::now();
-        let (since, count) = &mut self.pace;
-        if now > *since + spent(*count) + Duration::from_secs(1) {
-            *since = now;
-            *count = 0;
-        }
-        *count += read;
-        let due = *since + spent(*count);
-        if due > now {
-            std::thread::sleep(due - now);
+            pace: ScanPace::new(),
         }
     }
 
@@ -300,7 +281,7 @@ impl DaSource for BitcoinDa {
             self.remember(block);
             slots.push(self.scanner.slot_of(block));
         }
-        self.keep_pace(blocks.len() as u64);
+        self.pace.keep(blocks.len() as u64);
         Ok(slots)
     }
 

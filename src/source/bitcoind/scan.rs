@@ -16,12 +16,13 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bitcoin::Transaction;
 use log::{debug, warn};
 
 use super::block::DaBlock;
-use super::da::{proof_from_receipt, reason_of, BitcoinDaConfig};
+use super::da::{proof_from_receipt, reason_of, BitcoinDaConfig, MAX_SCAN_RATE};
 use super::envelope::Namespace;
 use super::reveal::{self, display_hash, LightClientTx, Refusal};
 use crate::sync::progress::{BitcoinProgress, Progress};
@@ -193,5 +194,46 @@ impl SlotScanner {
             "bitcoin block {height} tx {}: {what} not taken: {r}",
             display_hash(txid)
         );
+    }
+}
+
+/// A catch-up's pace: at most [`MAX_SCAN_RATE`] blocks a second, whichever
+/// source reads them.
+#[derive(Debug)]
+pub struct ScanPace {
+    /// Since when, and blocks read since.
+    since: Instant,
+    count: u64,
+}
+
+impl Default for ScanPace {
+    fn default() -> Self {
+        ScanPace::new()
+    }
+}
+
+impl ScanPace {
+    pub fn new() -> Self {
+        ScanPace {
+            since: Instant::now(),
+            count: 0,
+        }
+    }
+
+    /// Waits, after reading `read` blocks, as long as keeps the scan at
+    /// [`MAX_SCAN_RATE`]. A scan that fell a second behind that pace (a
+    /// caught-up follower reads a block now and then) starts it afresh.
+    pub fn keep(&mut self, read: u64) {
+        let spent = |blocks: u64| Duration::from_secs_f64(blocks as f64 / MAX_SCAN_RATE as f64);
+        let now = Instant::now();
+        if now > self.since + spent(self.count) + Duration::from_secs(1) {
+            self.since = now;
+            self.count = 0;
+        }
+        self.count += read;
+        let due = self.since + spent(self.count);
+        if due > now {
+            std::thread::sleep(due - now);
+        }
     }
 }

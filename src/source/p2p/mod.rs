@@ -10,15 +10,19 @@
 //! - [`peers`]: the peers given: back-off, drops by reason, block downloads
 //!   spread over them, several blocks in flight each.
 //! - [`status`]: what `/health` and `/metrics` show of them.
+//! - [`da`]: all of the above as the follower's DA source: the header chain
+//!   kept by Core's rules, the blocks of the most-work chain scanned.
 //!
 //! Peers are not trusted: every header they send passes the header-chain
 //! rules before it is stored, and every block must match its header (its
 //! hash, Merkle root and witness commitment: [`crate::source::bitcoind::block`]).
+pub mod da;
 pub mod framing;
 pub mod peer;
 pub mod peers;
 pub mod status;
 
+pub use da::PeersDa;
 pub use peer::{Peer, PeerError, PeerOptions};
 pub use peers::PeerSet;
 pub use status::{PeersStatus, DROP_REASONS};

@@ -187,6 +187,45 @@ impl PeerSet {
         }
     }
 
+    /// Asks every connected peer the same thing at once (a thread each, so
+    /// one that stalls costs one bound): each peer's index and answer. The
+    /// caller decides what a failure means ([`PeerSet::fail`]).
+    pub fn ask_all<R: Send>(
+        &mut self,
+        ask: impl Fn(&mut Peer) -> Result<R, PeerError> + Sync,
+    ) -> Vec<(usize, Result<R, PeerError>)> {
+        let mut taken: Vec<(usize, Peer)> = (0..self.slots.len())
+            .filter_map(|i| self.slots[i].conn.take().map(|p| (i, p)))
+            .collect();
+        let answers: Vec<Result<R, PeerError>> = if taken.len() == 1 {
+            vec![ask(&mut taken[0].1)]
+        } else {
+            let ask = &ask;
+            std::thread::scope(|s| {
+                let handles: Vec<_> = taken
+                    .iter_mut()
+                    .map(|(_, peer)| s.spawn(move || ask(peer)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| {
+                            Err(PeerError::misbehaved("other", "the asking thread panicked"))
+                        })
+                    })
+                    .collect()
+            })
+        };
+        taken
+            .into_iter()
+            .zip(answers)
+            .map(|((i, peer), answer)| {
+                self.slots[i].conn = Some(peer);
+                (i, answer)
+            })
+            .collect()
+    }
+
     /// The blocks `wanted` (height, hash) from the usable connected peers,
     /// each passed through `check` (which names what is wrong with a block
     /// that does not match its header), in the order asked. Fails when no
