@@ -23,7 +23,6 @@
 //! hash at a height ([`DaSource::block_hash`]) for the deep-reorg check.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use bitcoin::hashes::Hash as _;

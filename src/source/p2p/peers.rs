@@ -242,9 +242,12 @@ impl PeerSet {
                 break;
             }
             self.connect_due();
-            let workers: Vec<(usize, Peer)> = (0..self.slots.len())
-                .filter(|i| self.slots[*i].usable)
-                .filter_map(|i| self.slots[i].conn.take().map(|p| (i, p)))
+            let workers: Vec<(usize, Peer)> = self
+                .slots
+                .iter_mut()
+                .enumerate()
+                .filter(|(_, s)| s.usable)
+                .filter_map(|(i, s)| s.conn.take().map(|p| (i, p)))
                 .collect();
             if workers.is_empty() {
                 return Err(self.none_usable());
