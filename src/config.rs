@@ -1435,7 +1435,7 @@ mod tests {
         ])
         .unwrap();
         let b = c.source.devnet().unwrap().bitcoin.clone().unwrap();
-        assert_eq!(b.url.as_deref(), Some("http://127.0.0.1:18443"));
+        assert_eq!(b.url, "http://127.0.0.1:18443");
         assert_eq!(
             b.credentials,
             Credentials::CookieFile("/d/regtest/.cookie".into())

@@ -372,7 +372,7 @@ pub fn locator_heights(tip: u64) -> Vec<u64> {
         }
         h = h.saturating_sub(step);
         if heights.len() > 10 {
-            step *= 2;
+            step = step.saturating_mul(2);
         }
     }
     heights
