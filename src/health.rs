@@ -89,6 +89,28 @@ fn num_after(body: &mut Vec<u8>, name: &str, v: u64) {
     crate::json::write_u64(body, v);
 }
 
+/// `"bitcoinHeaders":{...}`: the verified header chain the scan follows.
+fn write_headers(body: &mut Vec<u8>, h: &crate::sync::progress::HeaderProgress) {
+    let (Some(chain), Some(tip)) = (h.chain.get(), h.tip()) else {
+        return;
+    };
+    body.extend_from_slice(b",\"bitcoinHeaders\":{\"chain\":");
+    crate::json::write_str(body, chain);
+    num_after(body, "height", h.height.load(Relaxed));
+    body.extend_from_slice(b",\"hash\":");
+    crate::json::write_str(body, &tip.hash);
+    body.extend_from_slice(b",\"chainwork\":");
+    crate::json::write_str(body, &tip.chainwork);
+    body.extend_from_slice(b",\"minimumChainworkMet\":");
+    body.extend_from_slice(if h.min_work_met.load(Relaxed) {
+        b"true"
+    } else {
+        b"false"
+    });
+    num_after(body, "verified", h.verified.load(Relaxed));
+    body.push(b'}');
+}
+
 /// The health check: reads the ledger and the sync progress on each call.
 pub struct Health {
     ledger: Arc<Ledger>,
@@ -335,6 +357,7 @@ impl Health {
                 body.extend_from_slice(b",\"bitcoindProblem\":");
                 crate::json::write_str(&mut body, &why);
             }
+            write_headers(&mut body, &bitcoin.headers);
         }
         num_after(
             &mut body,

@@ -350,6 +350,38 @@ impl Metrics {
                     bitcoin.refused_count(reason)
                 )?;
             }
+            let headers = &bitcoin.headers;
+            if let Some(tip) = headers.tip() {
+                gauge(
+                    out,
+                    "ledgerd_bitcoin_header_height",
+                    "Height of the best verified Bitcoin header (the most-work chain the scan follows)",
+                    headers.height.load(Relaxed),
+                )?;
+                counter(
+                    out,
+                    "ledgerd_bitcoin_headers_verified_total",
+                    "Bitcoin headers checked by Bitcoin Core's header rules since start",
+                    headers.verified.load(Relaxed),
+                )?;
+                header(
+                    out,
+                    "ledgerd_bitcoin_header_chainwork_log2",
+                    "gauge",
+                    "log2 of the best header chain's total work",
+                )?;
+                writeln!(
+                    out,
+                    "ledgerd_bitcoin_header_chainwork_log2 {:.6}",
+                    tip.chainwork_log2
+                )?;
+                gauge(
+                    out,
+                    "ledgerd_bitcoin_header_min_chainwork_met",
+                    "1 once the best header chain has the network's minimum chainwork (below it nothing is scanned)",
+                    u64::from(headers.min_work_met.load(Relaxed)),
+                )?;
+            }
             if bitcoin.peers.any() {
                 let peers = bitcoin.peers.snapshot();
                 gauge(

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use log::{error, info};
+use log::{error, info, warn};
 
 use crate::chain::Network;
 use crate::config::{BitcoinConfig, Config, SourceConfig};
@@ -18,7 +18,8 @@ use crate::ledger::{Ledger, LedgerError, OpenOptions};
 use crate::routes::{Cors, Routes};
 use crate::rpc::{DevAccess, Rpc, RpcConfig};
 use crate::server::{Server, ServerConfig, ServerError, Stopper};
-use crate::headers::{HeaderChain, HeaderStoreError, DEFAULT_KEEP};
+use crate::headers::HeaderChain;
+use crate::source::bitcoind::da::ChainCheckError;
 use crate::source::bitcoind::{BitcoinDa, BitcoinDaConfig, BitcoinRpc, RpcOptions};
 use crate::source::p2p::{PeerOptions, PeerSet, PeersDa};
 use crate::source::devnet::control::{self, DevnetControl};
@@ -37,8 +38,9 @@ pub enum NodeError {
     Sync(SyncError),
     Server(ServerError),
     Thread(std::io::Error),
-    /// The stored Bitcoin header chain cannot be loaded.
-    Headers(HeaderStoreError),
+    /// The Bitcoin source cannot be used: another network, or another
+    /// chain's headers in the ledger (a sentence that says so).
+    Bitcoin(String),
     /// Stopped (Ctrl-C) before it was ready.
     Stopped,
 }
@@ -51,7 +53,7 @@ impl std::fmt::Display for NodeError {
             NodeError::Sync(e) => write!(f, "the devnet prefill failed: {e}"),
             NodeError::Server(e) => write!(f, "{e}"),
             NodeError::Thread(e) => write!(f, "cannot start a thread: {e}"),
-            NodeError::Headers(e) => write!(f, "{e}"),
+            NodeError::Bitcoin(e) => f.write_str(e),
             NodeError::Stopped => f.write_str("stopped before the node was ready"),
         }
     }
@@ -315,8 +317,8 @@ impl Node {
                     Some(b) if !b.peers.is_empty() => {
                         let magic = bitcoin::p2p::Magic::from(b.chain.network());
                         let peers = PeerSet::new(&b.peers, PeerOptions::new(magic), progress.clone());
-                        let chain = HeaderChain::open(b.chain, ledger.clone(), DEFAULT_KEEP)
-                            .map_err(NodeError::Headers)?;
+                        let chain = HeaderChain::open(b.chain, ledger.clone(), 0)
+                            .map_err(|e| NodeError::Bitcoin(e.to_string()))?;
                         info!(
                             "following {first} (L2) and Bitcoin {} from peers {} (DA, {} \
                              confirmations, header tip {} at height {}, sequencer DA key {}, \
@@ -351,18 +353,40 @@ impl Node {
                         let url = b.url.clone().unwrap_or_default();
                         let rpc =
                             BitcoinRpc::new(&url, b.credentials.clone(), RpcOptions::default());
-                        let da = BitcoinDa::new(
+                        let headers = HeaderChain::open(b.chain, ledger.clone(), 0)
+                            .map_err(|e| NodeError::Bitcoin(e.to_string()))?;
+                        let mut da = BitcoinDa::new(
                             Arc::new(rpc),
                             BitcoinDaConfig {
                                 finality_depth: b.finality_depth,
                                 ..BitcoinDaConfig::new(b.sequencer_key, b.prover_key)
                             },
                             progress.clone(),
-                        );
+                            headers,
+                        )
+                        .with_stop(stop.clone());
+                        match da.check_chain() {
+                            Ok(()) => {}
+                            Err(ChainCheckError::OtherChain(why)) => {
+                                return Err(NodeError::Bitcoin(why))
+                            }
+                            // Checked again at its first answer.
+                            Err(ChainCheckError::Unreachable(e)) => {
+                                warn!("{e}: its network is checked once it answers")
+                            }
+                        }
+                        let tip = da.headers().tip();
                         info!(
-                            "following {first} (L2) and bitcoind {} (DA, {} confirmations, \
-                             sequencer DA key {}, prover DA key {}): {forks}, sequencer key {key_name}",
-                            url, b.finality_depth, b.sequencer_key, b.prover_key
+                            "following {first} (L2) and bitcoind {} (DA on {}, {} confirmations, \
+                             sequencer DA key {}, prover DA key {}): {forks}, sequencer key {key_name}; \
+                             Bitcoin headers stored up to height {} ({})",
+                            url,
+                            b.chain,
+                            b.finality_depth,
+                            b.sequencer_key,
+                            b.prover_key,
+                            tip.height,
+                            tip.hash
                         );
                         let syncer = Syncer::with_da(
                             ledger.clone(),

@@ -1,9 +1,18 @@
 //! Bitcoin as a [`DaSource`]: the DA slots a follower scans, read from
 //! Bitcoin Core itself (`--bitcoin-rpc`).
 //!
-//! Each slot is one Bitcoin block with at least the finality depth of
-//! confirmations (`--bitcoin-finality-depth`, Citrea's 30: up to
-//! `getblockcount - 29`). Blocks are read raw and checked
+//! Nothing about the chain is taken on bitcoind's word. At start bitcoind
+//! must be on `--bitcoin-chain`'s network. Its headers are read first
+//! (`getblockhash`, then batched `getblockheader HASH false`, from where
+//! its chain meets the one stored) and checked by Bitcoin Core's rules into
+//! the ledger's header chain ([`crate::headers::HeaderChain`]), which
+//! follows the most work; only a chain with the network's minimum
+//! chainwork is scanned.
+//!
+//! Each slot is one block of that header chain with at least the finality
+//! depth of confirmations (`--bitcoin-finality-depth`, Citrea's 30: up to
+//! the header tip - 29), asked of bitcoind by its hash. Blocks are read raw
+//! and checked
 //! ([`super::reader`]: hashes, Merkle roots and wtxids recomputed), keeping
 //! only the transactions whose raw wtxid starts with one of Citrea's
 //! prefixes, and scanned for Citrea's commitments and proofs as Citrea
@@ -26,7 +35,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bitcoin::hashes::Hash as _;
-use log::debug;
+use log::{debug, info};
 
 use super::block::DaBlock;
 use super::body::{BodyError, MAX_PROOF_BYTES};
@@ -36,8 +45,10 @@ use super::reveal::Refusal;
 use super::scan::{ScanPace, SlotScanner};
 use super::rpc::{BitcoinRpc, RpcError};
 use super::signer::{DaPublicKey, SignatureError};
+use crate::headers::{unix_now, HeaderChain};
 use crate::proof::{journal, receipt};
 use crate::source::{DaAnchor, DaSource, SourceError};
+use crate::stop::Stop;
 use crate::sync::progress::{BitcoinProgress, Progress};
 use crate::types::{DaSlot, Hash, VerifiedBatchProof};
 
@@ -47,6 +58,9 @@ pub const DEFAULT_FINALITY_DEPTH: u64 = 30;
 
 /// Anchors cached at most (final blocks only; about 100 bytes each).
 const ANCHOR_CACHE: usize = 20_000;
+
+/// Headers asked of bitcoind per batch (Core's `getheaders` answers 2,000).
+pub const HEADERS_PER_BATCH: u64 = 2_000;
 
 /// How the Bitcoin DA source reads and whom it believes.
 #[derive(Clone, Debug)]
@@ -100,24 +114,238 @@ pub struct BitcoinDa {
     pace: ScanPace,
     /// Blocks into slots, chunks remembered.
     scanner: SlotScanner,
+    /// The verified header chain the scan follows.
+    headers: HeaderChain,
+    /// Whether bitcoind was found on the header chain's network.
+    chain_checked: bool,
+    /// A long header sync ends early once this is set.
+    stop: Arc<Stop>,
+}
+
+/// Why bitcoind's network could not be confirmed.
+#[derive(Debug)]
+pub enum ChainCheckError {
+    /// bitcoind is on another network: a sentence that says so.
+    OtherChain(String),
+    /// bitcoind could not be asked.
+    Unreachable(SourceError),
+}
+
+impl std::fmt::Display for ChainCheckError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ChainCheckError::OtherChain(s) => f.write_str(s),
+            ChainCheckError::Unreachable(e) => e.fmt(f),
+        }
+    }
 }
 
 impl BitcoinDa {
-    pub fn new(rpc: Arc<BitcoinRpc>, config: BitcoinDaConfig, progress: Arc<Progress>) -> Self {
+    /// The DA source over `rpc`, following `headers` (opened on the
+    /// ledger, or in memory in tests).
+    pub fn new(
+        rpc: Arc<BitcoinRpc>,
+        config: BitcoinDaConfig,
+        progress: Arc<Progress>,
+        headers: HeaderChain,
+    ) -> Self {
         let _ = progress.bitcoin.url.set(rpc.url().to_string());
-        let config = BitcoinDaConfig {
-            finality_depth: config.finality_depth.max(1),
-            ..config
-        };
+        progress.bitcoin.headers.note(&headers);
         BitcoinDa {
+            headers,
+            chain_checked: false,
+            stop: Arc::new(Stop::new()),
             rpc,
             scanner: SlotScanner::new(config.clone(), progress.clone()),
-            config,
+            config: BitcoinDaConfig {
+                finality_depth: config.finality_depth.max(1),
+                ..config
+            },
             progress,
             anchors: BTreeMap::new(),
             tip: 0,
             pace: ScanPace::new(),
         }
+    }
+
+    /// Ends a long header sync early once `stop` is set.
+    pub fn with_stop(mut self, stop: Arc<Stop>) -> Self {
+        self.stop = stop;
+        self
+    }
+
+    /// The verified header chain.
+    pub fn headers(&self) -> &HeaderChain {
+        &self.headers
+    }
+
+    /// Asks bitcoind which network it is on (`getblockchaininfo`): it
+    /// must be the header chain's.
+    pub fn check_chain(&mut self) -> Result<(), ChainCheckError> {
+        let name = match self.rpc.get_chain_name() {
+            Ok(n) => n,
+            Err(e) => return Err(ChainCheckError::Unreachable(self.rpc_error(e))),
+        };
+        self.status().answered();
+        let want = self.headers.chain();
+        if name != want.name() {
+            let sentence = format!(
+                "bitcoind at {} is on the {name} network, not {want} (--bitcoin-chain {want},                  or the chain --network reads): point --bitcoin-rpc at a {want} bitcoind, or                  give --bitcoin-chain {}",
+                self.rpc.url(),
+                if name == "test" { "of its network (testnet3 is not supported)".to_string() } else { name.clone() }
+            );
+            self.status().failed(&sentence);
+            return Err(ChainCheckError::OtherChain(sentence));
+        }
+        self.chain_checked = true;
+        Ok(())
+    }
+
+    /// The highest height where bitcoind's chain and the stored best chain
+    /// have the same block, at most `from` (they share genesis at least).
+    fn common_height(&mut self, from: u64) -> Result<u64, SourceError> {
+        let same = |me: &mut Self, h: u64| -> Result<bool, SourceError> {
+            let theirs = me.rpc.get_block_hash(h).map_err(|e| me.rpc_error(e))?;
+            let ours = me.headers.hash_at(h).map_err(|e| {
+                SourceError::unreadable("the stored Bitcoin headers cannot be read", e)
+            })?;
+            Ok(ours == Some(theirs))
+        };
+        if same(self, from)? {
+            return Ok(from);
+        }
+        // Back in doubling steps to a shared block, then halve the gap.
+        let (mut bad, mut step) = (from, 1u64);
+        let mut good = loop {
+            let h = bad.saturating_sub(step);
+            if same(self, h)? {
+                break h;
+            }
+            if h == 0 {
+                return Err(SourceError::bad_answer(format!(
+                    "bitcoind at {} has another genesis block than {}'s",
+                    self.rpc.url(),
+                    self.headers.chain()
+                )));
+            }
+            bad = h;
+            step *= 2;
+        };
+        while bad - good > 1 {
+            let mid = good + (bad - good) / 2;
+            if same(self, mid)? {
+                good = mid;
+            } else {
+                bad = mid;
+            }
+        }
+        Ok(good)
+    }
+
+    /// Reads bitcoind's headers the header chain lacks, from where the two
+    /// chains meet up to bitcoind's tip, checks them by Bitcoin Core's rules
+    /// and stores them; the headers added.
+    pub fn sync_headers(&mut self) -> Result<u64, SourceError> {
+        if !self.chain_checked {
+            match self.check_chain() {
+                Ok(()) => {}
+                Err(ChainCheckError::Unreachable(e)) => return Err(e),
+                Err(ChainCheckError::OtherChain(s)) => return Err(SourceError::bad_answer(s)),
+            }
+        }
+        let count = self.block_count()?;
+        let ours = self.headers.tip().height;
+        let mut next = self.common_height(ours.min(count))? + 1;
+        let mut added = 0u64;
+        while next <= count && !self.stop.is_stopped() {
+            let to = (next + HEADERS_PER_BATCH - 1).min(count);
+            let hashes = self
+                .rpc
+                .get_block_hashes(next..to + 1)
+                .map_err(|e| self.rpc_error(e))?;
+            let headers = self
+                .rpc
+                .get_block_headers(&hashes)
+                .map_err(|e| self.rpc_error(e))?;
+            self.status().answered();
+            if let Some((i, h)) = headers
+                .iter()
+                .zip(&hashes)
+                .enumerate()
+                .find(|(_, (h, hash))| h.block_hash() != **hash)
+            {
+                let err = SourceError::bad_answer(format!(
+                    "bitcoind at {} answered header {} for block {} at height {}",
+                    self.rpc.url(),
+                    h.0.block_hash(),
+                    h.1,
+                    next + i as u64
+                ));
+                self.status().failed(&err.to_string());
+                return Err(err);
+            }
+            let result = self.headers.accept(&headers, unix_now());
+            self.headers.save().map_err(|e| {
+                SourceError::unreadable("the Bitcoin headers cannot be stored", e)
+            })?;
+            self.status().headers.note(&self.headers);
+            match result {
+                Ok(a) => {
+                    added += a.added as u64;
+                    if let Some(r) = a.reorg {
+                        info!(
+                            "the Bitcoin header chain moved to a branch with more work: it forks \
+                             after height {} (the tip was {} {})",
+                            r.fork_height, r.old_tip.0, r.old_tip.1
+                        );
+                    }
+                }
+                Err(e) => {
+                    let err = SourceError::unreadable(
+                        format!(
+                            "bitcoind at {} sent a header that breaks Bitcoin's rules",
+                            self.rpc.url()
+                        ),
+                        &e,
+                    );
+                    self.status().failed(&err.to_string());
+                    return Err(err);
+                }
+            }
+            next = to + 1;
+        }
+        if added > 0 {
+            debug!(
+                "bitcoin headers: {added} verified, best {} at height {}",
+                self.headers.tip().hash,
+                self.headers.tip().height
+            );
+        }
+        Ok(added)
+    }
+
+    /// The best chain's hashes at `from..=to` (all held: `to` is at most
+    /// the tip).
+    fn chain_hashes(&self, from: u64, to: u64) -> Result<Vec<bitcoin::BlockHash>, SourceError> {
+        let mut out = Vec::with_capacity((to + 1 - from) as usize);
+        for h in from..=to {
+            match self.headers.hash_at(h) {
+                Ok(Some(hash)) => out.push(hash),
+                Ok(None) => {
+                    return Err(SourceError::bad_answer(format!(
+                        "the Bitcoin header chain has no block at height {h} (its tip is {})",
+                        self.headers.tip().height
+                    )))
+                }
+                Err(e) => {
+                    return Err(SourceError::unreadable(
+                        "the stored Bitcoin headers cannot be read",
+                        e,
+                    ))
+                }
+            }
+        }
+        Ok(out)
     }
 
     fn status(&self) -> &BitcoinProgress {
@@ -187,7 +415,7 @@ impl BitcoinDa {
     }
 
     fn remember(&mut self, block: &DaBlock) {
-        if block.height <= self.final_height(self.tip) {
+        if block.height <= self.final_height(self.headers.tip().height) {
             self.anchors.insert(
                 block.height,
                 DaAnchor {
@@ -258,8 +486,18 @@ pub fn reason_of(r: &Refusal) -> &'static str {
 
 impl DaSource for BitcoinDa {
     fn last_scanned(&mut self) -> Result<u64, SourceError> {
-        let count = self.block_count()?;
-        Ok(self.final_height(count))
+        self.sync_headers()?;
+        if !self.headers.meets_min_chainwork() {
+            let why = format!(
+                "the best Bitcoin header chain (height {}) has less work than {}'s minimum \
+                 chainwork: nothing is scanned until it has it",
+                self.headers.tip().height,
+                self.headers.chain()
+            );
+            debug!("{why}");
+            return Ok(0);
+        }
+        Ok(self.final_height(self.headers.tip().height))
     }
 
     fn slot(&mut self, number: u64) -> Result<DaSlot, SourceError> {
@@ -270,9 +508,10 @@ impl DaSource for BitcoinDa {
     }
 
     fn slots(&mut self, from: u64, to: u64) -> Result<Vec<DaSlot>, SourceError> {
+        let hashes = self.chain_hashes(from, to)?;
         let blocks = self
             .reader(true)
-            .read_range(from..=to)
+            .read_hashes(from, &hashes)
             .map_err(|e| self.read_error(e))?;
         self.status().answered();
         let mut slots = Vec::with_capacity(blocks.len());
@@ -292,7 +531,7 @@ impl DaSource for BitcoinDa {
             .collect();
         let mut fresh = BTreeMap::new();
         if !missing.is_empty() {
-            let tip = self.block_count()?;
+            let tip = self.headers.tip().height;
             // Consecutive runs (a chunk of soft confirmations names a few
             // neighbouring blocks), each read in one go.
             let mut runs: Vec<(u64, u64)> = Vec::new();
@@ -303,9 +542,10 @@ impl DaSource for BitcoinDa {
                 }
             }
             for (from, to) in runs {
+                let hashes = self.chain_hashes(from, to)?;
                 let blocks = self
                     .reader(false)
-                    .read_range(from..=to)
+                    .read_hashes(from, &hashes)
                     .map_err(|e| self.read_error(e))?;
                 for block in &blocks {
                     self.remember(block);
@@ -327,17 +567,13 @@ impl DaSource for BitcoinDa {
         ))
     }
 
+    /// The best header chain's block at `number` (headers synced first, so
+    /// a reorg bitcoind made shows here).
     fn block_hash(&mut self, number: u64) -> Result<Option<Hash>, SourceError> {
-        match self.rpc.get_block_hash(number) {
-            Ok(hash) => {
-                self.status().answered();
-                Ok(Some(hash.to_byte_array()))
-            }
-            Err(e) if e.is_height_out_of_range() => {
-                self.status().answered();
-                Ok(None)
-            }
-            Err(e) => Err(self.rpc_error(e)),
-        }
+        self.sync_headers()?;
+        self.headers
+            .hash_at(number)
+            .map(|h| h.map(|h| h.to_byte_array()))
+            .map_err(|e| SourceError::unreadable("the stored Bitcoin headers cannot be read", e))
     }
 }

@@ -73,6 +73,7 @@ impl PeersDa {
             .bitcoin
             .url
             .set(format!("p2p {}", names.join(", ")));
+        progress.bitcoin.headers.note(&chain);
         PeersDa {
             peers,
             chain,
@@ -139,7 +140,7 @@ impl PeersDa {
         self.chain.save().map_err(|e| {
             SourceError::unreadable("the Bitcoin header chain cannot be stored", e)
         })?;
-        note_headers(&self.progress, &self.chain);
+        self.progress.bitcoin.headers.note(&self.chain);
         Ok(())
     }
 
@@ -340,8 +341,3 @@ impl DaSource for PeersDa {
     }
 }
 
-/// Publishes the header chain's tip for `/health`, `/metrics` and the
-/// status page.
-fn note_headers(progress: &Progress, chain: &HeaderChain) {
-    let _ = (progress, chain);
-}
