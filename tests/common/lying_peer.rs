@@ -13,7 +13,6 @@ use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use bitcoin::block::Header;
 use bitcoin::consensus::{deserialize, encode::Decodable, serialize};
@@ -135,28 +134,17 @@ fn send(stream: &mut TcpStream, message: NetworkMessage) -> std::io::Result<()> 
 }
 
 fn serve(stream: TcpStream, lie: Lie, chain: &Snapshot, stop: &AtomicBool) -> Result<(), String> {
-    stream
-        .set_read_timeout(Some(Duration::from_millis(500)))
-        .map_err(|e| e.to_string())?;
     let mut writer = stream.try_clone().map_err(|e| e.to_string())?;
     let mut reader = BufReader::new(stream);
     let fork = lie_headers(lie, chain);
     loop {
+        // Blocking reads: the thread ends when the client hangs up.
+        let message = RawNetworkMessage::consensus_decode(&mut reader)
+            .map_err(|e| e.to_string())?
+            .into_payload();
         if stop.load(Ordering::Relaxed) {
             return Ok(());
         }
-        let message = match RawNetworkMessage::consensus_decode(&mut reader) {
-            Ok(m) => m.into_payload(),
-            Err(bitcoin::consensus::encode::Error::Io(e))
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                continue
-            }
-            Err(e) => return Err(e.to_string()),
-        };
         let out = match (lie, message) {
             (_, NetworkMessage::Version(theirs)) => {
                 let local = writer.local_addr().unwrap();
