@@ -395,3 +395,146 @@ mod tests {
         assert!(locator_heights(u64::MAX).len() <= 101);
     }
 }
+
+#[cfg(test)]
+mod wire_tests {
+    //! One `Peer` against a stand-in peer on a local socket that speaks the
+    //! protocol as Bitcoin Core does, or breaks it on purpose.
+    use std::io::Write;
+    use std::net::TcpListener;
+
+    use bitcoin::consensus::serialize;
+    use bitcoin::p2p::message::RawNetworkMessage;
+
+    use super::*;
+    use crate::source::p2p::framing::{read_message, MAX_PAYLOAD};
+
+    /// What the stand-in does after reading our version.
+    #[derive(Clone, Copy)]
+    enum Then {
+        /// version (NETWORK | WITNESS) and verack; then a ping and the headers asked for.
+        Honest,
+        /// version without NODE_WITNESS.
+        NoWitness,
+        /// handshake, then a message announcing a payload over the cap.
+        Oversized,
+        /// handshake, then nothing.
+        Silent,
+    }
+
+    fn stand_in(then: Then) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut r = s.try_clone().unwrap();
+            let send = |s: &mut TcpStream, m: NetworkMessage| {
+                s.write_all(&serialize(&RawNetworkMessage::new(Magic::REGTEST, m)))
+                    .unwrap()
+            };
+            let NetworkMessage::Version(ours) = read_message(&mut r, Magic::REGTEST).unwrap()
+            else {
+                panic!("not a version first")
+            };
+            assert_eq!(ours.version, PROTOCOL_VERSION);
+            assert_eq!(ours.services, ServiceFlags::NONE);
+            assert!(!ours.relay);
+            let services = match then {
+                Then::NoWitness => ServiceFlags::NETWORK,
+                _ => ServiceFlags::NETWORK | ServiceFlags::WITNESS,
+            };
+            let local = s.local_addr().unwrap();
+            let mut v = VersionMessage::new(
+                services,
+                0,
+                Address::new(&local, ServiceFlags::NONE),
+                Address::new(&local, ServiceFlags::NONE),
+                1,
+                "/stand-in/".into(),
+                7,
+            );
+            v.version = PROTOCOL_VERSION;
+            send(&mut s, NetworkMessage::Version(v));
+            send(&mut s, NetworkMessage::Verack);
+            match then {
+                Then::Honest => {
+                    assert_eq!(
+                        read_message(&mut r, Magic::REGTEST).unwrap(),
+                        NetworkMessage::Verack
+                    );
+                    let NetworkMessage::GetHeaders(m) =
+                        read_message(&mut r, Magic::REGTEST).unwrap()
+                    else {
+                        panic!("not a getheaders")
+                    };
+                    send(&mut s, NetworkMessage::Ping(42));
+                    assert_eq!(
+                        read_message(&mut r, Magic::REGTEST).unwrap(),
+                        NetworkMessage::Pong(42)
+                    );
+                    let genesis =
+                        bitcoin::blockdata::constants::genesis_block(bitcoin::Network::Regtest);
+                    assert_eq!(m.locator_hashes, vec![genesis.block_hash()]);
+                    send(&mut s, NetworkMessage::Headers(vec![genesis.header]));
+                }
+                Then::Oversized => {
+                    let mut raw = serialize(&RawNetworkMessage::new(
+                        Magic::REGTEST,
+                        NetworkMessage::Headers(vec![]),
+                    ));
+                    raw[16..20].copy_from_slice(&(MAX_PAYLOAD as u32 + 1).to_le_bytes());
+                    s.write_all(&raw).unwrap();
+                }
+                Then::NoWitness | Then::Silent => {}
+            }
+            // Hold the connection open until the peer hangs up.
+            let _ = read_message(&mut r, Magic::REGTEST);
+            let _ = read_message(&mut r, Magic::REGTEST);
+        });
+        addr
+    }
+
+    fn options() -> PeerOptions {
+        PeerOptions {
+            stall: Duration::from_millis(500),
+            ..PeerOptions::new(Magic::REGTEST)
+        }
+    }
+
+    #[test]
+    fn the_handshake_then_headers_with_a_ping_answered_while_waiting() {
+        let mut peer = Peer::connect(&stand_in(Then::Honest), options()).unwrap();
+        assert_eq!(peer.start_height, 7);
+        assert_eq!(peer.user_agent, "/stand-in/");
+        let genesis = bitcoin::blockdata::constants::genesis_block(bitcoin::Network::Regtest);
+        let headers = peer.get_headers(vec![genesis.block_hash()]).unwrap();
+        assert_eq!(headers, vec![genesis.header]);
+    }
+
+    #[test]
+    fn a_peer_without_witness_blocks_is_refused_at_the_handshake() {
+        let err = Peer::connect(&stand_in(Then::NoWitness), options()).unwrap_err();
+        assert_eq!(err.reason(), "protocol", "{err}");
+        assert!(err.to_string().contains("NODE_WITNESS"), "{err}");
+    }
+
+    #[test]
+    fn a_message_over_the_cap_drops_the_peer_as_oversized() {
+        let mut peer = Peer::connect(&stand_in(Then::Oversized), options()).unwrap();
+        let err = peer.get_headers(vec![BlockHash::all_zeros()]).unwrap_err();
+        assert_eq!(err.reason(), "oversized", "{err}");
+    }
+
+    #[test]
+    fn a_peer_that_answers_nothing_is_stalled_within_the_bound() {
+        let mut peer = Peer::connect(&stand_in(Then::Silent), options()).unwrap();
+        let started = Instant::now();
+        let err = peer.get_headers(vec![BlockHash::all_zeros()]).unwrap_err();
+        assert_eq!(err.reason(), "stalled", "{err}");
+        let took = started.elapsed();
+        assert!(
+            took >= Duration::from_millis(450) && took < Duration::from_secs(5),
+            "{took:?}"
+        );
+    }
+}
