@@ -113,7 +113,7 @@ pub struct HeaderProgress {
 }
 
 /// The best header, as `/health` shows it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct HeaderTip {
     /// Display order (as bitcoind prints it).
     pub hash: String,
