@@ -307,7 +307,7 @@ impl HeaderChain {
             if height == 0 || out.len() >= MAX_LOCATOR - 1 {
                 break;
             }
-            if out.len() >= 10 {
+            if out.len() > 10 {
                 step *= 2;
             }
             height = height.saturating_sub(step);

@@ -39,6 +39,12 @@ fn extend(prev: &Header, n: usize, salt: u8) -> Vec<Header> {
     out
 }
 
+fn work(n: u64) -> Work {
+    let mut be = [0u8; 32];
+    be[24..].copy_from_slice(&n.to_be_bytes());
+    Work::from_be_bytes(be)
+}
+
 fn genesis() -> Header {
     BitcoinChain::Regtest.genesis()
 }
@@ -52,7 +58,7 @@ fn a_chain_from_genesis_is_accepted_with_its_chainwork_summed() {
     assert_eq!(c.tip().height, 300);
     assert_eq!(c.tip().hash, headers[299].block_hash());
     // Each regtest header is worth 2 (target 0x7fffff << 232).
-    assert_eq!(c.best_chainwork(), Work::from(602u64));
+    assert_eq!(c.best_chainwork(), work(602));
     assert_eq!(c.hash_at(150).unwrap(), Some(headers[149].block_hash()));
     assert_eq!(c.hash_at(301).unwrap(), None);
     assert!(c.meets_min_chainwork());
@@ -165,7 +171,7 @@ fn the_best_chain_is_stored_and_read_back_with_only_the_tail_in_memory() {
     let mut c = HeaderChain::open(BitcoinChain::Regtest, ledger.clone(), 0).unwrap();
     let tip = headers.len() as u64;
     assert_eq!(c.tip().height, tip);
-    assert_eq!(c.best_chainwork(), Work::from(2 * (tip + 1)));
+    assert_eq!(c.best_chainwork(), work(2 * (tip + 1)));
     assert_eq!(c.hash_at(0).unwrap(), Some(genesis().block_hash()));
     assert_eq!(c.hash_at(1234).unwrap(), Some(headers[1233].block_hash()));
     // It goes on from where it was.
