@@ -357,6 +357,8 @@ impl Health {
                 body.extend_from_slice(b",\"bitcoindProblem\":");
                 crate::json::write_str(&mut body, &why);
             }
+        }
+        if reads_bitcoin {
             write_headers(&mut body, &bitcoin.headers);
         }
         num_after(

@@ -224,6 +224,8 @@ fn a_follower_with_only_peers_ends_with_the_same_answers_as_the_bitcoind_rpc_fol
     assert_eq!(h["bitcoinPeersConnected"], 1, "{h}");
     assert_eq!(h["bitcoinPeers"][0]["addr"], node.p2p_addr().as_str());
     assert!(h.get("bitcoind").is_none(), "no bitcoind RPC: {h}");
+    assert_eq!(h["bitcoinHeaders"]["height"], tip, "{h}");
+    assert_eq!(h["bitcoinHeaders"]["chain"], "regtest", "{h}");
     let m = metrics(&by_peers);
     assert_eq!(metric(&m, "ledgerd_bitcoin_peers_connected"), 1, "{m}");
     let fetched = metric(
