@@ -28,9 +28,11 @@ use super::reveal::{self, display_hash, LightClientTx, Refusal};
 use crate::sync::progress::{BitcoinProgress, Progress};
 use crate::types::{DaSlot, Hash, SequencerCommitment};
 
-/// Chunks remembered at most: a chunk is up to ~400 KB, and a proof of the
-/// largest size a receipt may decompress to needs fewer than this many.
-pub const MAX_CHUNKS_REMEMBERED: usize = 64;
+/// Bytes of chunk transactions remembered at most: chunk parts are not
+/// signed, so anyone can publish them; the earliest found are forgotten
+/// past this (8 MiB: a Citrea proof is split into chunks of about 400 KB
+/// after compression, and ledgerd refuses any that expands past 8 MiB).
+pub const MAX_CHUNK_BYTES: usize = 8 << 20;
 
 /// Turns checked blocks into DA slots (module docs).
 pub struct SlotScanner {
@@ -39,8 +41,10 @@ pub struct SlotScanner {
     /// Chunk transactions seen in scanned blocks, by txid (raw byte order),
     /// with the height they were found at. Kept after their aggregate was
     /// read (a slot may be scanned again: a pass that gave up, a reorg), up
-    /// to [`MAX_CHUNKS_REMEMBERED`], the earliest found forgotten first.
+    /// to [`MAX_CHUNK_BYTES`], the earliest found forgotten first.
     chunks: BTreeMap<Hash, (u64, Transaction)>,
+    /// Their serialized size in all.
+    chunk_bytes: usize,
 }
 
 impl SlotScanner {
@@ -49,6 +53,7 @@ impl SlotScanner {
             config,
             progress,
             chunks: BTreeMap::new(),
+            chunk_bytes: 0,
         }
     }
 
@@ -151,25 +156,26 @@ impl SlotScanner {
         slot
     }
 
-    /// Keeps a chunk for its aggregate; past [`MAX_CHUNKS_REMEMBERED`], the
-    /// one found earliest is forgotten (an aggregate that names it later is
+    /// Keeps a chunk for its aggregate; past [`MAX_CHUNK_BYTES`], the ones
+    /// found earliest are forgotten (an aggregate that names one later is
     /// refused as missing a chunk).
     fn remember_chunk(&mut self, height: u64, txid: Hash, tx: &Transaction) {
         debug!(
             "bitcoin block {height}: proof chunk {} remembered",
             display_hash(&txid)
         );
-        self.chunks.insert(txid, (height, tx.clone()));
-        while self.chunks.len() > MAX_CHUNKS_REMEMBERED {
+        if let Some((_, old)) = self.chunks.insert(txid, (height, tx.clone())) {
+            self.chunk_bytes -= old.total_size();
+        }
+        self.chunk_bytes += tx.total_size();
+        while self.chunk_bytes > MAX_CHUNK_BYTES {
             let oldest = self
                 .chunks
                 .iter()
                 .min_by_key(|(_, (h, _))| *h)
                 .map(|(t, _)| *t);
-            match oldest {
-                Some(t) => {
-                    self.chunks.remove(&t);
-                }
+            match oldest.and_then(|t| self.chunks.remove(&t)) {
+                Some((_, old)) => self.chunk_bytes -= old.total_size(),
                 None => break,
             }
         }
@@ -177,7 +183,15 @@ impl SlotScanner {
 
     /// Forgets chunks found above `height` (their blocks left the chain).
     pub fn forget_above(&mut self, height: u64) {
-        self.chunks.retain(|_, (h, _)| *h <= height);
+        let mut bytes = 0;
+        self.chunks.retain(|_, (h, tx)| {
+            let keep = *h <= height;
+            if keep {
+                bytes += tx.total_size();
+            }
+            keep
+        });
+        self.chunk_bytes = bytes;
     }
 
     /// Logs and counts one transaction not taken.
