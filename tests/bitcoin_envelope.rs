@@ -1120,3 +1120,62 @@ fn keys_from_hex_refuse_what_is_not_a_key() {
     assert!(DaPublicKey::from_hex("zz").is_err());
     assert!(DaSecretKey::from_hex(&"00".repeat(32)).is_err());
 }
+
+/// A block at `height` holding `txs` (after a coinbase stand-in) as the scanner sees it: the
+/// checks a real block passes are `block.rs`'s; here only the scan is under test.
+fn scanned_block(height: u64, txs: &[&Transaction]) -> ledgerd::source::bitcoind::DaBlock {
+    use ledgerd::source::bitcoind::DaTx;
+    let header = bitcoin::blockdata::constants::genesis_block(bitcoin::Network::Regtest).header;
+    ledgerd::source::bitcoind::DaBlock {
+        height,
+        hash: [height as u8; 32],
+        header,
+        txs: txs
+            .iter()
+            .map(|tx| DaTx {
+                txid: envelope::txid_raw(tx),
+                wtxid: envelope::wtxid_raw(tx),
+                tx: (*tx).clone(),
+            })
+            .collect(),
+        tx_count: txs.len() + 1,
+        txs_commitment: [0; 32],
+    }
+}
+
+#[test]
+fn a_chunked_proof_is_put_together_from_chunks_scanned_in_earlier_blocks_without_any_txindex() {
+    use ledgerd::source::bitcoind::scan::SlotScanner;
+    use ledgerd::source::bitcoind::BitcoinDaConfig;
+    use ledgerd::sync::progress::Progress;
+    let built = &BUILT.chunked;
+    let config = BitcoinDaConfig::new(
+        keys::REGTEST.sequencer_key().unwrap(),
+        keys::REGTEST.prover_key().unwrap(),
+    );
+    let chunks: Vec<&Transaction> = built.chunks.iter().map(|c| &c.reveal).collect();
+
+    // The chunks in two earlier blocks, the aggregate later: the proof's bytes are put together
+    // (they are noise, not a risc0 receipt, so the proof is then refused as "receipt", not as a
+    // missing "chunk").
+    let progress = std::sync::Arc::new(Progress::default());
+    let mut scanner = SlotScanner::new(config.clone(), progress.clone());
+    let first = scanner.slot_of(&scanned_block(10, &chunks[..1]));
+    let second = scanner.slot_of(&scanned_block(11, &chunks[1..]));
+    assert!(first.proofs.is_empty() && second.proofs.is_empty());
+    assert_eq!(scanner.chunks_remembered(), 3);
+    let slot = scanner.slot_of(&scanned_block(12, &[&built.main.reveal]));
+    assert!(slot.proofs.is_empty());
+    assert_eq!(progress.bitcoin.refused_count("receipt"), 1);
+    assert_eq!(progress.bitcoin.refused_count("chunk"), 0);
+    // The aggregate's block scanned again (a pass that gave up): the chunks are still there.
+    scanner.slot_of(&scanned_block(12, &[&built.main.reveal]));
+    assert_eq!(progress.bitcoin.refused_count("receipt"), 2);
+
+    // A scanner that never saw the chunks refuses the aggregate as missing one.
+    let progress = std::sync::Arc::new(Progress::default());
+    let mut fresh = SlotScanner::new(config, progress.clone());
+    fresh.slot_of(&scanned_block(12, &[&built.main.reveal]));
+    assert_eq!(progress.bitcoin.refused_count("chunk"), 1);
+    assert_eq!(progress.bitcoin.refused_count("receipt"), 0);
+}
