@@ -339,7 +339,8 @@ impl Node {
                                 ..BitcoinDaConfig::new(b.sequencer_key, b.prover_key)
                             },
                             progress.clone(),
-                        );
+                        )
+                        .with_chunks_in(ledger.clone());
                         let syncer = Syncer::with_da(
                             ledger.clone(),
                             upstreams,
@@ -364,7 +365,8 @@ impl Node {
                             progress.clone(),
                             headers,
                         )
-                        .with_stop(stop.clone());
+                        .with_stop(stop.clone())
+                        .with_chunks_in(ledger.clone());
                         match da.check_chain() {
                             Ok(()) => {}
                             Err(ChainCheckError::OtherChain(why)) => {

@@ -1179,3 +1179,46 @@ fn a_chunked_proof_is_put_together_from_chunks_scanned_in_earlier_blocks_without
     assert_eq!(progress.bitcoin.refused_count("chunk"), 1);
     assert_eq!(progress.bitcoin.refused_count("receipt"), 0);
 }
+
+#[test]
+fn chunks_stored_with_their_slots_let_a_restarted_scanner_put_the_proof_together() {
+    use ledgerd::ledger::{BitcoinChunkRead, Ledger, OpenOptions};
+    use ledgerd::source::bitcoind::scan::SlotScanner;
+    use ledgerd::source::bitcoind::BitcoinDaConfig;
+    use ledgerd::sync::progress::Progress;
+    use std::sync::Arc;
+    let built = &BUILT.chunked;
+    let config = BitcoinDaConfig::new(
+        keys::REGTEST.sequencer_key().unwrap(),
+        keys::REGTEST.prover_key().unwrap(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = Arc::new(Ledger::open(dir.path(), &OpenOptions::default()).unwrap());
+    let chunks: Vec<&Transaction> = built.chunks.iter().map(|c| &c.reveal).collect();
+
+    // Before the restart: the chunks' slot lists them, and the sync thread stores them with it.
+    let mut before = SlotScanner::new(config.clone(), Arc::new(Progress::default()));
+    before.set_ledger(ledger.clone());
+    let slot = before.slot_of(&scanned_block(10, &chunks));
+    assert_eq!(slot.chunks.found.len(), 3);
+    assert!(slot.chunks.used.is_empty());
+    let mut w = ledger.writer().unwrap();
+    for (txid, raw) in &slot.chunks.found {
+        w.put_bitcoin_chunk(txid, slot.number, raw).unwrap();
+    }
+    w.commit().unwrap();
+    drop(before);
+
+    // After it: a new scanner with nothing in memory finds them in the ledger.
+    let progress = Arc::new(Progress::default());
+    let mut after = SlotScanner::new(config, progress.clone());
+    after.set_ledger(ledger.clone());
+    assert_eq!(after.chunks_remembered(), 0);
+    let slot = after.slot_of(&scanned_block(11, &[&built.main.reveal]));
+    assert_eq!(progress.bitcoin.refused_count("chunk"), 0);
+    assert_eq!(progress.bitcoin.refused_count("receipt"), 1, "put together, then no receipt");
+    let named: Vec<[u8; 32]> = chunks.iter().map(|t| envelope::txid_raw(t)).collect();
+    assert_eq!(slot.chunks.used, named);
+    let r = ledger.reader().unwrap();
+    assert_eq!(r.bitcoin_chunk(&named[0]).unwrap().unwrap().0, 10);
+}

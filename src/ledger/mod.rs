@@ -29,6 +29,7 @@
 //!   committed transaction survives `kill -9` and power loss.
 
 mod apply;
+pub mod bitcoin_chunks;
 pub mod bitcoin_headers;
 pub mod codec;
 mod migrate;
@@ -49,6 +50,7 @@ use lmdb::{
 use crate::chain::ForkTable;
 use crate::types::{Hash, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof};
 pub use apply::ChainTip;
+pub use bitcoin_chunks::BitcoinChunkRead;
 pub use bitcoin_headers::{BitcoinHeaderRead, StoredHeader};
 use codec::DecodeError;
 use tables::{
@@ -272,6 +274,7 @@ impl Ledger {
                 tables::BitcoinHeaders::NAME,
                 tables::BitcoinHeaders::FLAGS,
             )?,
+            bitcoin_chunks: db(tables::BitcoinChunks::NAME, tables::BitcoinChunks::FLAGS)?,
         };
         let ledger = Ledger {
             env,

@@ -814,6 +814,7 @@ fn dump(ledger: &Ledger) -> Vec<(&'static str, Entries)> {
         (Proofs::NAME, d.proofs),
         (Meta::NAME, d.meta),
         (tables::BitcoinHeaders::NAME, d.bitcoin_headers),
+        (tables::BitcoinChunks::NAME, d.bitcoin_chunks),
     ]
     .into_iter()
     .map(|(name, db)| {
@@ -1007,7 +1008,11 @@ fn a_version_2_proof_that_does_not_decode_stops_the_upgrade_and_changes_nothing(
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("upgrading the data dir from layout version 2 to 4 failed, and it was left as it was: stored verified batch proof list of DA slot 800002 is corrupt"),
+        e.contains(&format!(
+            "upgrading the data dir from layout version 2 to {} failed, and it was left as it \
+             was: stored verified batch proof list of DA slot 800002 is corrupt",
+            tables::FORMAT_VERSION
+        )),
         "{e}"
     );
     // The first slot's value was not rewritten either: one transaction.
@@ -1051,7 +1056,10 @@ fn a_version_3_data_dir_gets_the_empty_bitcoin_headers_table_and_nothing_else_ch
     assert!(e.contains("layout version 3"), "{e}");
     let ledger = open(dir.path());
     let r = ledger.reader().unwrap();
-    assert_eq!(meta(&r, tables::META_FORMAT).unwrap(), Some(4));
+    assert_eq!(
+        meta(&r, tables::META_FORMAT).unwrap(),
+        Some(tables::FORMAT_VERSION)
+    );
     assert_eq!(r.head_height().unwrap(), 5);
     assert_eq!(r.bitcoin_header_tip().unwrap(), None);
     drop(r);

@@ -168,6 +168,13 @@ impl BitcoinDa {
         }
     }
 
+    /// Proof chunks found on applied slots are read back from `ledger`
+    /// (see [`super::scan`]).
+    pub fn with_chunks_in(mut self, ledger: Arc<crate::ledger::Ledger>) -> Self {
+        self.scanner.set_ledger(ledger);
+        self
+    }
+
     /// Ends a long header sync early once `stop` is set.
     pub fn with_stop(mut self, stop: Arc<Stop>) -> Self {
         self.stop = stop;

@@ -7,8 +7,11 @@
 //! signed by the prover DA key, complete or chunked. A chunked proof is a
 //! run of chunk transactions and then an aggregate that names them by txid
 //! and wtxid; the chunks are taken from the blocks scanned before (and the
-//! aggregate's own block), remembered until their aggregate comes, so
-//! neither source needs bitcoind's transaction index. A transaction that is
+//! aggregate's own block, earlier in it), remembered for their aggregate
+//! (in memory, and in the ledger's `bitcoin_chunks` table with the slot
+//! they were found on, until the slot of their aggregate is applied), so
+//! neither source needs bitcoind's transaction index and a restart between
+//! the chunks and their aggregate loses nothing. A transaction that is
 //! not taken is skipped: one WARN naming its txid, counted in `/metrics` by
 //! reason; wrong prefixes and scripts that are no envelope at all are
 //! routine and logged at debug.
@@ -18,6 +21,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bitcoin::consensus::{deserialize, serialize};
 use bitcoin::Transaction;
 use log::{debug, warn};
 
@@ -25,6 +29,7 @@ use super::block::DaBlock;
 use super::da::{proof_from_receipt, reason_of, BitcoinDaConfig, MAX_SCAN_RATE};
 use super::envelope::Namespace;
 use super::reveal::{self, display_hash, LightClientTx, Refusal};
+use crate::ledger::{BitcoinChunkRead, Ledger};
 use crate::sync::progress::{BitcoinProgress, Progress};
 use crate::types::{DaSlot, Hash, SequencerCommitment};
 
@@ -45,6 +50,10 @@ pub struct SlotScanner {
     chunks: BTreeMap<Hash, (u64, Transaction)>,
     /// Their serialized size in all.
     chunk_bytes: usize,
+    /// Where chunks found on slots already applied are kept (the sync
+    /// thread stores each slot's [`crate::types::DaSlot::chunks`]): read
+    /// when an aggregate names a chunk not in memory (after a restart).
+    ledger: Option<Arc<Ledger>>,
 }
 
 impl SlotScanner {
@@ -54,6 +63,30 @@ impl SlotScanner {
             progress,
             chunks: BTreeMap::new(),
             chunk_bytes: 0,
+            ledger: None,
+        }
+    }
+
+    /// Chunks not in memory are looked up in `ledger` too.
+    pub fn set_ledger(&mut self, ledger: Arc<Ledger>) {
+        self.ledger = Some(ledger);
+    }
+
+    /// Chunk `txid`: from memory, else from the ledger (a chunk stored
+    /// there that does not decode counts as missing).
+    fn chunk(&self, txid: &Hash) -> Option<Transaction> {
+        if let Some((_, tx)) = self.chunks.get(txid) {
+            return Some(tx.clone());
+        }
+        let ledger = self.ledger.as_ref()?;
+        let stored = ledger.reader().and_then(|r| r.bitcoin_chunk(txid));
+        match stored {
+            Ok(Some((_, raw))) => deserialize(&raw).ok(),
+            Ok(None) => None,
+            Err(e) => {
+                warn!("the proof chunks stored cannot be read: {e}");
+                None
+            }
         }
     }
 
@@ -79,6 +112,7 @@ impl SlotScanner {
             hash: Some(block.hash),
             commitments: Vec::new(),
             proofs: Vec::new(),
+            chunks: Default::default(),
         };
         for tx in &block.txs {
             if Namespace::BatchProof.matches(&tx.wtxid) {
@@ -109,17 +143,18 @@ impl SlotScanner {
                 ) {
                     Ok(LightClientTx::Complete { proof }) => proof,
                     Ok(LightClientTx::Aggregate { txids, wtxids }) => {
-                        let chunks: Vec<Option<Transaction>> = txids
-                            .iter()
-                            .map(|t| self.chunks.get(t).map(|(_, tx)| tx.clone()))
-                            .collect();
+                        let chunks: Vec<Option<Transaction>> =
+                            txids.iter().map(|t| self.chunk(t)).collect();
                         match reveal::read_chunked_proof(
                             &txids,
                             &wtxids,
                             &chunks,
                             self.config.proof_bound,
                         ) {
-                            Ok(proof) => proof,
+                            Ok(proof) => {
+                                slot.chunks.used.extend_from_slice(&txids);
+                                proof
+                            }
                             Err(r) => {
                                 self.refuse(block.height, &tx.txid, "proof", &r);
                                 continue;
@@ -128,6 +163,7 @@ impl SlotScanner {
                     }
                     Ok(LightClientTx::Chunk) => {
                         self.remember_chunk(block.height, tx.txid, &tx.tx);
+                        slot.chunks.found.push((tx.txid, serialize(&tx.tx)));
                         continue;
                     }
                     // Method ids change nothing a full node serves.

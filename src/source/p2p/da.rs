@@ -85,6 +85,13 @@ impl PeersDa {
         }
     }
 
+    /// Proof chunks found on applied slots are read back from `ledger`
+    /// (see [`crate::source::bitcoind::scan`]).
+    pub fn with_chunks_in(mut self, ledger: Arc<crate::ledger::Ledger>) -> Self {
+        self.scanner.set_ledger(ledger);
+        self
+    }
+
     /// The header chain followed.
     pub fn chain(&self) -> &HeaderChain {
         &self.chain

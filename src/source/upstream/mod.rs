@@ -424,6 +424,7 @@ impl Upstream {
                 hash: None,
                 commitments,
                 proofs,
+                chunks: Default::default(),
             });
         }
         Ok(slots)
