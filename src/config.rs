@@ -483,7 +483,7 @@ BITCOIN DA (a follower, beside --upstream URL; see docs/BITCOIN.md):
     --bitcoin-rpc URL         read it from this bitcoind's RPC (http://HOST:PORT)
     --bitcoin-chain main|testnet4|signet|regtest
                               the Bitcoin network (genesis, header rules); bitcoind must be on
-                              it [default: --network's: testnet -> testnet4, devnet -> signet,
+                              it [default: the one --network names: testnet -> testnet4, devnet -> signet,
                               mainnet -> main, nightly or none -> regtest]
     --bitcoin-finality-depth N
                               scan blocks with at least N confirmations [default: 30]
