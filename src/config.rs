@@ -633,9 +633,7 @@ struct BitcoinFlags {
 
 /// `--bitcoin-chain`, else the chain `--network` reads (none: regtest).
 fn bitcoin_chain(given: Option<BitcoinChain>, network: Option<Network>) -> BitcoinChain {
-    given.unwrap_or_else(|| {
-        BitcoinChain::of_citrea_network(network.map(|n| n.name()))
-    })
+    given.unwrap_or_else(|| BitcoinChain::of_citrea_network(network.map(|n| n.name())))
 }
 
 fn da_pubkey(flag: &str, value: &str) -> Result<DaPublicKey, ConfigError> {
@@ -1513,14 +1511,24 @@ mod tests {
         let b = c.source.bitcoin().unwrap();
         assert_eq!((b.url.as_deref(), b.peers.len()), (Some("http://b:2"), 1));
 
-        for bad in ["127.0.0.1", "http://127.0.0.1:18444", ":18444", "h:0", "h:x"] {
+        for bad in [
+            "127.0.0.1",
+            "http://127.0.0.1:18444",
+            ":18444",
+            "h:0",
+            "h:x",
+        ] {
             let e = run(&["--upstream=http://u:1", "--bitcoin-peer", bad]).unwrap_err();
             assert!(e.0.contains("HOST:PORT"), "{bad}: {e}");
         }
         let e = run(&["--bitcoin-peer", "127.0.0.1:18444"]).unwrap_err();
         assert!(e.0.contains("--bitcoin-peer reads the DA layer"), "{e}");
-        let e = run(&["--upstream=http://u:1", "--bitcoin-peer=h:1", "--bitcoin-rpc-cookie=c"])
-            .unwrap_err();
+        let e = run(&[
+            "--upstream=http://u:1",
+            "--bitcoin-peer=h:1",
+            "--bitcoin-rpc-cookie=c",
+        ])
+        .unwrap_err();
         assert!(e.0.contains("only apply with --bitcoin-rpc"), "{e}");
     }
 

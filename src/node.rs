@@ -13,17 +13,17 @@ use log::{error, info, warn};
 
 use crate::chain::Network;
 use crate::config::{BitcoinConfig, Config, SourceConfig};
+use crate::headers::HeaderChain;
 use crate::health::SourceKind;
 use crate::ledger::{Ledger, LedgerError, OpenOptions};
 use crate::routes::{Cors, Routes};
 use crate::rpc::{DevAccess, Rpc, RpcConfig};
 use crate::server::{Server, ServerConfig, ServerError, Stopper};
-use crate::headers::HeaderChain;
 use crate::source::bitcoind::da::ChainCheckError;
 use crate::source::bitcoind::{BitcoinDa, BitcoinDaConfig, BitcoinRpc, RpcOptions};
-use crate::source::p2p::{PeerOptions, PeerSet, PeersDa};
 use crate::source::devnet::control::{self, DevnetControl};
 use crate::source::devnet::{Devnet, DevnetConfig, DevnetError};
+use crate::source::p2p::{PeerOptions, PeerSet, PeersDa};
 use crate::source::upstream::failover::Upstreams;
 use crate::stop::Stop;
 use crate::sync::progress::Progress;
@@ -316,7 +316,8 @@ impl Node {
                     }
                     Some(b) if !b.peers.is_empty() => {
                         let magic = bitcoin::p2p::Magic::from(b.chain.network());
-                        let peers = PeerSet::new(&b.peers, PeerOptions::new(magic), progress.clone());
+                        let peers =
+                            PeerSet::new(&b.peers, PeerOptions::new(magic), progress.clone());
                         let chain = HeaderChain::open(b.chain, ledger.clone(), 0)
                             .map_err(|e| NodeError::Bitcoin(e.to_string()))?;
                         info!(

@@ -1216,7 +1216,11 @@ fn chunks_stored_with_their_slots_let_a_restarted_scanner_put_the_proof_together
     assert_eq!(after.chunks_remembered(), 0);
     let slot = after.slot_of(&scanned_block(11, &[&built.main.reveal]));
     assert_eq!(progress.bitcoin.refused_count("chunk"), 0);
-    assert_eq!(progress.bitcoin.refused_count("receipt"), 1, "put together, then no receipt");
+    assert_eq!(
+        progress.bitcoin.refused_count("receipt"),
+        1,
+        "put together, then no receipt"
+    );
     let named: Vec<[u8; 32]> = chunks.iter().map(|t| envelope::txid_raw(t)).collect();
     assert_eq!(slot.chunks.used, named);
     let r = ledger.reader().unwrap();

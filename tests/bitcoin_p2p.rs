@@ -206,9 +206,11 @@ fn a_follower_with_only_peers_ends_with_the_same_answers_as_the_bitcoind_rpc_fol
     let by_peers = peers_follower(&devnet, &[node.p2p_addr()], &dir.path().join("peers"));
     let by_rpc = rpc_follower(&devnet, &node, &dir.path().join("rpc"));
     let tip = node.block_count();
-    wait(Duration::from_secs(90), "both followers to catch up", || {
-        caught_up(&by_peers, tip, 66) && caught_up(&by_rpc, tip, 66)
-    });
+    wait(
+        Duration::from_secs(90),
+        "both followers to catch up",
+        || caught_up(&by_peers, tip, 66) && caught_up(&by_rpc, tip, 66),
+    );
     let theirs = view(&devnet, first);
     let ours = view(&by_peers, first);
     assert_eq!(ours["blocks"][59][2], "Proven", "{}", ours["blocks"][59]);
@@ -236,7 +238,11 @@ fn a_follower_with_only_peers_ends_with_the_same_answers_as_the_bitcoind_rpc_fol
         ),
     );
     assert!(fetched >= tip - first, "{m}");
-    assert_eq!(metric(&m, "ledgerd_bitcoin_commitments_found_total"), 4, "{m}");
+    assert_eq!(
+        metric(&m, "ledgerd_bitcoin_commitments_found_total"),
+        4,
+        "{m}"
+    );
 }
 
 #[test]

@@ -270,10 +270,7 @@ impl Ledger {
             da_slots: db(DaSlots::NAME, DaSlots::FLAGS)?,
             proofs: db(Proofs::NAME, Proofs::FLAGS)?,
             meta,
-            bitcoin_headers: db(
-                tables::BitcoinHeaders::NAME,
-                tables::BitcoinHeaders::FLAGS,
-            )?,
+            bitcoin_headers: db(tables::BitcoinHeaders::NAME, tables::BitcoinHeaders::FLAGS)?,
             bitcoin_chunks: db(tables::BitcoinChunks::NAME, tables::BitcoinChunks::FLAGS)?,
         };
         let ledger = Ledger {

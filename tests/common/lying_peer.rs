@@ -58,11 +58,12 @@ impl Snapshot {
 
     /// The headers after the first locator hash this chain has (genesis at worst).
     fn after(&self, locator: &[BlockHash]) -> Vec<Header> {
-        let from = locator
+        let from = locator.iter().find_map(|h| self.height_of(h)).unwrap_or(0);
+        self.headers[from + 1..]
             .iter()
-            .find_map(|h| self.height_of(h))
-            .unwrap_or(0);
-        self.headers[from + 1..].iter().take(2000).copied().collect()
+            .take(2000)
+            .copied()
+            .collect()
     }
 }
 

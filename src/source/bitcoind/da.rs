@@ -42,8 +42,8 @@ use super::body::{BodyError, MAX_PROOF_BYTES};
 use super::envelope::{EnvelopeError, Namespace};
 use super::reader::{BlockReader, ReadError, ReaderOptions};
 use super::reveal::Refusal;
-use super::scan::{ScanPace, SlotScanner};
 use super::rpc::{BitcoinRpc, RpcError};
+use super::scan::{ScanPace, SlotScanner};
 use super::signer::{DaPublicKey, SignatureError};
 use crate::headers::{unix_now, HeaderChain};
 use crate::proof::{journal, receipt};
@@ -292,9 +292,9 @@ impl BitcoinDa {
                 return Err(err);
             }
             let result = self.headers.accept(&headers, unix_now());
-            self.headers.save().map_err(|e| {
-                SourceError::unreadable("the Bitcoin headers cannot be stored", e)
-            })?;
+            self.headers
+                .save()
+                .map_err(|e| SourceError::unreadable("the Bitcoin headers cannot be stored", e))?;
             self.status().headers.note(&self.headers);
             match result {
                 Ok(a) => {

@@ -68,7 +68,9 @@ impl PeersDa {
         config: BitcoinDaConfig,
         progress: Arc<Progress>,
     ) -> Self {
-        let names: Vec<String> = (0..peers.len()).map(|i| peers.addr(i).to_string()).collect();
+        let names: Vec<String> = (0..peers.len())
+            .map(|i| peers.addr(i).to_string())
+            .collect();
         let _ = progress
             .bitcoin
             .url
@@ -126,9 +128,7 @@ impl PeersDa {
             let locator = self.chain.locator().map_err(|e| {
                 SourceError::unreadable("the Bitcoin header chain cannot be read", e)
             })?;
-            let answers = self
-                .peers
-                .ask_all(|peer| peer.get_headers(locator.clone()));
+            let answers = self.peers.ask_all(|peer| peer.get_headers(locator.clone()));
             let tip_before = self.chain.tip().hash;
             let mut full = false;
             for (i, answer) in answers {
@@ -144,9 +144,9 @@ impl PeersDa {
                 break;
             }
         }
-        self.chain.save().map_err(|e| {
-            SourceError::unreadable("the Bitcoin header chain cannot be stored", e)
-        })?;
+        self.chain
+            .save()
+            .map_err(|e| SourceError::unreadable("the Bitcoin header chain cannot be stored", e))?;
         self.progress.bitcoin.headers.note(&self.chain);
         Ok(())
     }
@@ -198,7 +198,10 @@ impl PeersDa {
                 i,
                 &PeerError::misbehaved(
                     "bad_header",
-                    format!("it sent a header that breaks a rule ({}): {e}", e.rule.name()),
+                    format!(
+                        "it sent a header that breaks a rule ({}): {e}",
+                        e.rule.name()
+                    ),
                 ),
             ),
         }
@@ -347,4 +350,3 @@ impl DaSource for PeersDa {
             .map_err(|e| SourceError::unreadable("the Bitcoin header chain cannot be read", e))
     }
 }
-

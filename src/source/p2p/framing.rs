@@ -130,16 +130,13 @@ pub fn read_message(r: &mut impl Read, magic: Magic) -> Result<NetworkMessage, F
         return Ok(NetworkMessage::Block(block));
     }
     let mut whole = (&header[..]).chain(&payload[..]);
-    let raw = RawNetworkMessage::consensus_decode_from_finite_reader(&mut whole).map_err(malformed)?;
+    let raw =
+        RawNetworkMessage::consensus_decode_from_finite_reader(&mut whole).map_err(malformed)?;
     Ok(raw.into_payload())
 }
 
 /// Writes one message of network `magic`.
-pub fn write_message(
-    w: &mut impl Write,
-    magic: Magic,
-    message: NetworkMessage,
-) -> io::Result<()> {
+pub fn write_message(w: &mut impl Write, magic: Magic, message: NetworkMessage) -> io::Result<()> {
     let bytes = bitcoin::consensus::serialize(&RawNetworkMessage::new(magic, message));
     w.write_all(&bytes)?;
     w.flush()
@@ -160,8 +157,14 @@ mod tests {
         write_message(&mut wire, Magic::REGTEST, NetworkMessage::Ping(7)).unwrap();
         write_message(&mut wire, Magic::REGTEST, NetworkMessage::Verack).unwrap();
         let mut r = &wire[..];
-        assert_eq!(read_message(&mut r, Magic::REGTEST).unwrap(), NetworkMessage::Ping(7));
-        assert_eq!(read_message(&mut r, Magic::REGTEST).unwrap(), NetworkMessage::Verack);
+        assert_eq!(
+            read_message(&mut r, Magic::REGTEST).unwrap(),
+            NetworkMessage::Ping(7)
+        );
+        assert_eq!(
+            read_message(&mut r, Magic::REGTEST).unwrap(),
+            NetworkMessage::Verack
+        );
         assert!(r.is_empty());
     }
 
@@ -180,7 +183,10 @@ mod tests {
         // No payload follows: the error must come from the header alone.
         wire.truncate(HEADER_LEN);
         let err = read_message(&mut &wire[..], Magic::REGTEST).unwrap_err();
-        assert!(matches!(err, FrameError::TooLarge { len, .. } if len == 4_000_001), "{err}");
+        assert!(
+            matches!(err, FrameError::TooLarge { len, .. } if len == 4_000_001),
+            "{err}"
+        );
         assert_eq!(err.reason(), "oversized");
     }
 

@@ -109,7 +109,10 @@ impl PeerSet {
                     .into_iter()
                     .map(|(i, h)| {
                         let r = h.join().unwrap_or_else(|_| {
-                            Err(PeerError::misbehaved("other", "the connecting thread panicked"))
+                            Err(PeerError::misbehaved(
+                                "other",
+                                "the connecting thread panicked",
+                            ))
                         });
                         (i, r)
                     })
@@ -280,7 +283,9 @@ impl PeerSet {
         let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
         results
             .into_iter()
-            .map(|r| r.ok_or_else(|| SourceError::bad_answer("a block asked of the peers is missing")))
+            .map(|r| {
+                r.ok_or_else(|| SourceError::bad_answer("a block asked of the peers is missing"))
+            })
             .collect()
     }
 
