@@ -315,6 +315,13 @@ impl Node {
                         spawn_sync(syncer, &stop)?
                     }
                     Some(b) if !b.peers.is_empty() => {
+                        if let Some(url) = &b.url {
+                            warn!(
+                                "--bitcoin-rpc {url} is not read beside --bitcoin-peer: headers \
+                                 and blocks come from the peers (bitcoind can be one of them, \
+                                 by its P2P port)"
+                            );
+                        }
                         let magic = bitcoin::p2p::Magic::from(b.chain.network());
                         let peers =
                             PeerSet::new(&b.peers, PeerOptions::new(magic), progress.clone());
