@@ -216,3 +216,36 @@ fn a_file_from_genesis_checks_every_rule_and_starts_at_the_networks_genesis() {
     let (code, _, _) = cli(&[], &bytes);
     assert_eq!(code, Some(0));
 }
+
+/// The verifier's ancestors without its walk-back shortcut.
+struct Walk<'a>(&'a Verifier);
+
+impl rules::Ancestors for Walk<'_> {
+    fn at(&self, height: u64) -> Option<rules::Past> {
+        self.0.at(height)
+    }
+}
+
+#[test]
+fn the_tracked_walk_back_gives_the_bits_the_walk_gives_on_every_testnet4_header() {
+    use rules::Ancestors as _;
+    let params = BitcoinChain::Testnet4.params();
+    let mut v = Verifier::new(BitcoinChain::Testnet4, Some(40310), NOW);
+    let mut raw80 = [0u8; 80];
+    let (mut same, mut checked) = (0, 0);
+    for line in TESTNET4.lines() {
+        hex::decode_to_slice(line.trim(), &mut raw80).unwrap();
+        let header = verify::header_from_bytes(&raw80);
+        let prev = v.next_height() - 1;
+        if v.next_height() > 40310 {
+            let fast = next_bits(params, prev, header.time, &v);
+            let slow = next_bits(params, prev, header.time, &Walk(&v));
+            assert_eq!(fast, slow, "height {}", prev + 1);
+            same += 1;
+            checked += usize::from(fast.is_some());
+        }
+        v.push(&raw80).unwrap();
+    }
+    assert_eq!(same, 2036);
+    assert_eq!(checked, 2034);
+}

@@ -118,6 +118,7 @@ pub struct HeaderChain {
     verified: u64,
     /// The work of the last bits seen (a division saved per header).
     work_of: (u32, Work),
+    pow_limit: bitcoin::pow::Target,
 }
 
 impl HeaderChain {
@@ -199,6 +200,7 @@ impl HeaderChain {
             saved_tip: None,
             verified: 0,
             work_of: (0, Work::from_be_bytes([0; 32])),
+            pow_limit: params.pow_limit(),
         }
     }
 
@@ -392,9 +394,9 @@ impl HeaderChain {
                     branch.push(e.clone());
                 }
                 None => {
-                    let height = branch.last().map_or(0, |e: &Entry| e.height);
+                    // Its height is unknown: the one it would have on the tip.
                     return Err(HeaderError {
-                        height: height.saturating_sub(1),
+                        height: self.tip().height + 1,
                         hash,
                         rule: Rule::Link,
                         detail: format!(
@@ -432,7 +434,7 @@ impl HeaderChain {
         let (prev_height, parent_work) = (parent.height, parent.chainwork);
         let height = prev_height + 1;
         let bits = header.bits.to_consensus();
-        rules::check_pow(hash, bits, self.params).map_err(|detail| HeaderError {
+        rules::check_pow_with(hash, bits, self.params, self.pow_limit).map_err(|detail| HeaderError {
             height,
             hash,
             rule: Rule::ProofOfWork,

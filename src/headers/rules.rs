@@ -52,6 +52,21 @@ impl Past {
 /// The headers below the one checked, by height (`None`: not held).
 pub trait Ancestors {
     fn at(&self, height: u64) -> Option<Past>;
+
+    /// Testnet's walk-back from `prev_height`: the bits of the last header
+    /// at or below it that is genesis, a period's first header, or not at
+    /// the pow limit (`None`: a header the walk needs is not held). A
+    /// holder that tracks this as headers arrive answers without walking.
+    fn last_real_bits(&self, prev_height: u64, params: &ChainParams) -> Option<u32> {
+        let interval = params.interval();
+        let mut h = prev_height;
+        let mut at = self.at(h)?;
+        while h > 0 && h % interval != 0 && at.bits == params.pow_limit_bits {
+            h -= 1;
+            at = self.at(h)?;
+        }
+        Some(at.bits)
+    }
 }
 
 /// Each header rule, by Bitcoin Core's reject reason.
@@ -166,8 +181,8 @@ impl Checked {
 }
 
 /// `DeriveTarget`: the target `bits` encode, or `None` when it is negative,
-/// zero, overflows 256 bits or is easier than the pow limit.
-pub fn derive_target(bits: u32, params: &ChainParams) -> Option<Target> {
+/// zero, overflows 256 bits or is easier than `pow_limit`.
+pub fn derive_target(bits: u32, pow_limit: Target) -> Option<Target> {
     let size = bits >> 24;
     let word = bits & 0x007f_ffff;
     let negative = word != 0 && bits & 0x0080_0000 != 0;
@@ -177,7 +192,7 @@ pub fn derive_target(bits: u32, params: &ChainParams) -> Option<Target> {
         return None;
     }
     let target = Target::from_compact(CompactTarget::from_consensus(bits));
-    if target == Target::ZERO || target > params.pow_limit() {
+    if target == Target::ZERO || target > pow_limit {
         return None;
     }
     Some(target)
@@ -185,7 +200,17 @@ pub fn derive_target(bits: u32, params: &ChainParams) -> Option<Target> {
 
 /// `CheckProofOfWorkImpl`: `hash` meets the target of `bits`.
 pub fn check_pow(hash: BlockHash, bits: u32, params: &ChainParams) -> Result<(), String> {
-    match derive_target(bits, params) {
+    check_pow_with(hash, bits, params, params.pow_limit())
+}
+
+/// [`check_pow`] with the network's pow limit already decoded.
+pub fn check_pow_with(
+    hash: BlockHash,
+    bits: u32,
+    params: &ChainParams,
+    pow_limit: Target,
+) -> Result<(), String> {
+    match derive_target(bits, pow_limit) {
         None => Err(format!(
             "bits {bits:#010x} encode no valid target for {} (negative, zero, overflowing or \
              easier than the pow limit {:#010x})",
@@ -219,13 +244,7 @@ pub fn next_bits(
             }
             // Else the last bits that were not the pow limit's, stopping at
             // a period's first header or genesis.
-            let mut h = prev_height;
-            let mut at = prev;
-            while h > 0 && h % interval != 0 && at.bits == params.pow_limit_bits {
-                h -= 1;
-                at = ancestors.at(h)?;
-            }
-            return Some(at.bits);
+            return ancestors.last_real_bits(prev_height, params);
         }
         return Some(prev.bits);
     }
