@@ -70,9 +70,11 @@ impl fmt::Display for InputError {
 
 impl std::error::Error for InputError {}
 
-/// Which format `bytes` are in.
+/// Which format `bytes` are in: hex when the first 4 KiB are hex digits
+/// and line ends (a raw header has zero bytes in its hashes long before);
+/// a hex file with a bad character further on is refused at its line.
 pub fn detect(bytes: &[u8]) -> Format {
-    let text = bytes
+    let text = bytes[..bytes.len().min(4096)]
         .iter()
         .all(|b| b.is_ascii_hexdigit() || b.is_ascii_whitespace());
     if text && !bytes.is_empty() {
@@ -102,14 +104,26 @@ pub fn for_each_header(
             }
         }
         Format::Hex => {
-            for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
-                let line = line.trim_ascii();
+            let mut at = 0;
+            let mut i = 0;
+            while at < bytes.len() {
+                i += 1;
+                // Most lines are 160 digits and a line end: no scan needed.
+                let end = match bytes.get(at + 160) {
+                    Some(b'\n') => at + 160,
+                    _ => bytes[at..]
+                        .iter()
+                        .position(|b| *b == b'\n')
+                        .map_or(bytes.len(), |p| at + p),
+                };
+                let line = bytes[at..end].trim_ascii();
+                at = end + 1;
                 if line.is_empty() {
                     continue;
                 }
                 let mut raw = [0u8; 80];
                 decode_hex_80(line, &mut raw).map_err(|reason| InputError::BadLine {
-                    line: i + 1,
+                    line: i,
                     reason,
                 })?;
                 if !each(&raw) {
