@@ -52,13 +52,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 fn mine(prev: &Header, i: u64) -> Header {
     let params = BitcoinChain::Regtest.params();
     let mut h = Header {
-            version: Version::from_consensus(0x2000_0000),
-            prev_blockhash: prev.block_hash(),
-            merkle_root: TxMerkleNode::from_byte_array([(i % 251) as u8; 32]),
-            time: prev.time + 60,
-            bits: prev.bits,
-            nonce: 0,
-        };
+        version: Version::from_consensus(0x2000_0000),
+        prev_blockhash: prev.block_hash(),
+        merkle_root: TxMerkleNode::from_byte_array([(i % 251) as u8; 32]),
+        time: prev.time + 60,
+        bits: prev.bits,
+        nonce: 0,
+    };
     while rules::check_pow(h.block_hash(), params.pow_limit_bits, params).is_err() {
         h.nonce += 1;
     }

@@ -18,7 +18,9 @@ use std::time::Instant;
 use ledgerd::headers::{BitcoinChain, HeaderChain};
 use ledgerd::ledger::{Ledger, OpenOptions};
 use ledgerd::source::bitcoind::da::HEADERS_PER_BATCH;
-use ledgerd::source::bitcoind::{keys, BitcoinDa, BitcoinDaConfig, BitcoinRpc, Credentials, RpcOptions};
+use ledgerd::source::bitcoind::{
+    keys, BitcoinDa, BitcoinDaConfig, BitcoinRpc, Credentials, RpcOptions,
+};
 use ledgerd::sync::progress::Progress;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -55,10 +57,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let dir = std::path::Path::new(&args[3]).join(format!("run{run}"));
         let ledger = Arc::new(Ledger::open(&dir, &OpenOptions::default())?);
         let headers = HeaderChain::open(BitcoinChain::Regtest, ledger.clone(), 0)?;
-        let config = BitcoinDaConfig::new(
-            keys::REGTEST.sequencer_key()?,
-            keys::REGTEST.prover_key()?,
-        );
+        let config =
+            BitcoinDaConfig::new(keys::REGTEST.sequencer_key()?, keys::REGTEST.prover_key()?);
         let mut da = BitcoinDa::new(rpc(), config, Arc::new(Progress::default()), headers);
         let started = Instant::now();
         let added = da.sync_headers()?;

@@ -611,9 +611,7 @@ struct BitcoinFlags {
 
 /// `--bitcoin-chain`, else the chain `--network` reads (none: regtest).
 fn bitcoin_chain(given: Option<BitcoinChain>, network: Option<Network>) -> BitcoinChain {
-    given.unwrap_or_else(|| {
-        BitcoinChain::of_citrea_network(network.map(|n| n.name()))
-    })
+    given.unwrap_or_else(|| BitcoinChain::of_citrea_network(network.map(|n| n.name())))
 }
 
 fn da_pubkey(flag: &str, value: &str) -> Result<DaPublicKey, ConfigError> {

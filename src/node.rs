@@ -13,12 +13,12 @@ use log::{error, info, warn};
 
 use crate::chain::Network;
 use crate::config::{BitcoinConfig, Config, SourceConfig};
+use crate::headers::HeaderChain;
 use crate::health::SourceKind;
 use crate::ledger::{Ledger, LedgerError, OpenOptions};
 use crate::routes::{Cors, Routes};
 use crate::rpc::{DevAccess, Rpc, RpcConfig};
 use crate::server::{Server, ServerConfig, ServerError, Stopper};
-use crate::headers::HeaderChain;
 use crate::source::bitcoind::da::ChainCheckError;
 use crate::source::bitcoind::{BitcoinDa, BitcoinDaConfig, BitcoinRpc, RpcOptions};
 use crate::source::devnet::control::{self, DevnetControl};

@@ -14,7 +14,9 @@ use std::sync::Arc;
 use common::bitcoind::Bitcoind;
 use ledgerd::headers::{BitcoinChain, HeaderChain};
 use ledgerd::ledger::{BitcoinHeaderRead, Ledger, OpenOptions};
-use ledgerd::source::bitcoind::{keys, BitcoinDa, BitcoinDaConfig, BitcoinRpc, Credentials, RpcOptions};
+use ledgerd::source::bitcoind::{
+    keys, BitcoinDa, BitcoinDaConfig, BitcoinRpc, Credentials, RpcOptions,
+};
 use ledgerd::source::DaSource;
 use ledgerd::sync::progress::Progress;
 

@@ -69,9 +69,15 @@ pub struct Reorg {
 pub enum HeaderStoreError {
     Ledger(LedgerError),
     /// The ledger holds the headers of another network.
-    OtherChain { chain: BitcoinChain, genesis: BlockHash },
+    OtherChain {
+        chain: BitcoinChain,
+        genesis: BlockHash,
+    },
     /// A stored header does not follow the one below it, or fails to decode.
-    Corrupt { height: u64, reason: String },
+    Corrupt {
+        height: u64,
+        reason: String,
+    },
 }
 
 impl std::fmt::Display for HeaderStoreError {
@@ -84,7 +90,10 @@ impl std::fmt::Display for HeaderStoreError {
                  not {chain}'s: use the --bitcoin-chain it was made with, or another --data-dir"
             ),
             HeaderStoreError::Corrupt { height, reason } => {
-                write!(f, "the stored Bitcoin header at height {height} is unusable: {reason}")
+                write!(
+                    f,
+                    "the stored Bitcoin header at height {height} is unusable: {reason}"
+                )
             }
         }
     }
@@ -144,10 +153,12 @@ impl HeaderChain {
         let stored: Vec<StoredHeader> = match tip {
             None => Vec::new(),
             Some(tip) => {
-                let genesis = r.bitcoin_header(0)?.ok_or_else(|| HeaderStoreError::Corrupt {
-                    height: 0,
-                    reason: "the genesis header is missing".into(),
-                })?;
+                let genesis = r
+                    .bitcoin_header(0)?
+                    .ok_or_else(|| HeaderStoreError::Corrupt {
+                        height: 0,
+                        reason: "the genesis header is missing".into(),
+                    })?;
                 let hash = genesis.header.block_hash();
                 if hash != params.genesis_block_hash() {
                     return Err(HeaderStoreError::OtherChain {
@@ -380,7 +391,11 @@ impl HeaderChain {
 
     /// The side-branch entries from the best chain up to `header`'s parent
     /// (ascending), and the height where they leave the best chain.
-    fn branch_to(&self, header: &Header, hash: BlockHash) -> Result<(Vec<Entry>, u64), HeaderError> {
+    fn branch_to(
+        &self,
+        header: &Header,
+        hash: BlockHash,
+    ) -> Result<(Vec<Entry>, u64), HeaderError> {
         let mut branch = Vec::new();
         let mut prev = header.prev_blockhash;
         loop {
@@ -434,11 +449,13 @@ impl HeaderChain {
         let (prev_height, parent_work) = (parent.height, parent.chainwork);
         let height = prev_height + 1;
         let bits = header.bits.to_consensus();
-        rules::check_pow_with(hash, bits, self.params, self.pow_limit).map_err(|detail| HeaderError {
-            height,
-            hash,
-            rule: Rule::ProofOfWork,
-            detail,
+        rules::check_pow_with(hash, bits, self.params, self.pow_limit).map_err(|detail| {
+            HeaderError {
+                height,
+                hash,
+                rule: Rule::ProofOfWork,
+                detail,
+            }
         })?;
         let view = View {
             chain: self,
@@ -446,7 +463,15 @@ impl HeaderChain {
             fork_height,
         };
         let mut checked = Checked::default();
-        rules::check_contextual(self.params, prev_height, header, hash, &view, now, &mut checked)?;
+        rules::check_contextual(
+            self.params,
+            prev_height,
+            header,
+            hash,
+            &view,
+            now,
+            &mut checked,
+        )?;
         if checked.missing != 0 {
             let rule = Rule::ALL
                 .into_iter()
@@ -463,7 +488,10 @@ impl HeaderChain {
     }
 
     fn push_best(&mut self, entry: Entry) {
-        self.dirty_from = Some(self.dirty_from.map_or(entry.height, |d| d.min(entry.height)));
+        self.dirty_from = Some(
+            self.dirty_from
+                .map_or(entry.height, |d| d.min(entry.height)),
+        );
         self.index.insert(entry.hash, entry.height);
         self.best.push_back(entry);
     }

@@ -254,8 +254,16 @@ mod tests {
         for chain in BitcoinChain::ALL {
             let p = chain.params();
             assert_eq!(p.chain, chain);
-            assert_eq!(p.genesis_block_hash().to_string(), p.genesis_hash, "{chain}");
-            assert_eq!(chain.genesis().bits.to_consensus(), p.pow_limit_bits, "{chain}");
+            assert_eq!(
+                p.genesis_block_hash().to_string(),
+                p.genesis_hash,
+                "{chain}"
+            );
+            assert_eq!(
+                chain.genesis().bits.to_consensus(),
+                p.pow_limit_bits,
+                "{chain}"
+            );
         }
     }
 
@@ -272,7 +280,11 @@ mod tests {
         for chain in BitcoinChain::ALL {
             let p = chain.params();
             assert_eq!(p.pow_limit_hex.len(), 64, "{chain}");
-            assert_eq!(p.pow_limit().to_compact_lossy().to_consensus(), p.pow_limit_bits, "{chain}");
+            assert_eq!(
+                p.pow_limit().to_compact_lossy().to_consensus(),
+                p.pow_limit_bits,
+                "{chain}"
+            );
         }
         // Regtest's powLimit lies above its compact form's expansion.
         let compact = Target::from_compact(CompactTarget::from_consensus(REGTEST.pow_limit_bits));

@@ -1,15 +1,15 @@
 //! Bitcoin Core's header rules, one function each, over whatever context
 //! the caller holds ([`Ancestors`]: the time and bits of the headers below).
 //!
-//! - [`next_bits`]: `GetNextWorkRequired` / `CalculateNextWorkRequired`
+//! - [`next_bits`][]: `GetNextWorkRequired` / `CalculateNextWorkRequired`
 //!   (`src/pow.cpp`): the retarget every interval with the 4x clamps,
 //!   testnet's 20-minute rule and its walk-back, BIP94's period-first bits,
 //!   regtest's no-retarget.
-//! - [`derive_target`]: `DeriveTarget` / `CheckProofOfWorkImpl`: a compact
+//! - [`derive_target`][]: `DeriveTarget` / `CheckProofOfWorkImpl`: a compact
 //!   target that is negative, zero, overflowing or above the pow limit is
 //!   refused; the hash must be at most the target.
-//! - [`median_time_past`]: `GetMedianTimePast` over the last 11.
-//! - [`check_contextual`]: `ContextualCheckBlockHeader`
+//! - [`median_time_past`][]: `GetMedianTimePast` over the last 11.
+//! - [`check_contextual`][]: `ContextualCheckBlockHeader`
 //!   (`src/validation.cpp`): bits exactly (as a u32), time above the
 //!   median time past, BIP94's timewarp rule at a period's first block, at
 //!   most two hours ahead of the clock, the version floors of BIP34/66/65.
@@ -61,7 +61,7 @@ pub trait Ancestors {
         let interval = params.interval();
         let mut h = prev_height;
         let mut at = self.at(h)?;
-        while h > 0 && h % interval != 0 && at.bits == params.pow_limit_bits {
+        while h > 0 && !h.is_multiple_of(interval) && at.bits == params.pow_limit_bits {
             h -= 1;
             at = self.at(h)?;
         }
@@ -147,7 +147,11 @@ impl fmt::Display for HeaderError {
         write!(
             f,
             "header {} at height {} breaks {} ({}): {}",
-            self.hash, self.height, self.rule, self.rule.name(), self.detail
+            self.hash,
+            self.height,
+            self.rule,
+            self.rule.name(),
+            self.detail
         )?;
         Ok(())
     }
@@ -235,7 +239,7 @@ pub fn next_bits(
     let interval = params.interval();
     let height = prev_height + 1;
     let prev = ancestors.at(prev_height)?;
-    if height % interval != 0 {
+    if !height.is_multiple_of(interval) {
         if params.allow_min_difficulty {
             // Testnet: a header more than 20 minutes after its parent must
             // carry the pow limit.
@@ -327,7 +331,10 @@ pub fn check_contextual(
         if bits != want {
             return Err(fail(
                 Rule::Bits,
-                format!("its bits are {bits:#010x}, the difficulty rules of {} demand {want:#010x}", params.chain),
+                format!(
+                    "its bits are {bits:#010x}, the difficulty rules of {} demand {want:#010x}",
+                    params.chain
+                ),
             ));
         }
         checked.set(Rule::Bits);
@@ -345,7 +352,7 @@ pub fn check_contextual(
     } else {
         checked.lack(Rule::MedianTimePast);
     }
-    if params.enforce_bip94 && height % params.interval() == 0 {
+    if params.enforce_bip94 && height.is_multiple_of(params.interval()) {
         if let Some(prev) = ancestors.at(prev_height) {
             if i64::from(time) < i64::from(prev.time) - MAX_TIMEWARP {
                 return Err(fail(

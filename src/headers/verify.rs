@@ -92,7 +92,7 @@ pub fn for_each_header(
 ) -> Result<(), InputError> {
     match format {
         Format::Raw => {
-            if bytes.len() % 80 != 0 {
+            if !bytes.len().is_multiple_of(80) {
                 return Err(InputError::RawLength(bytes.len()));
             }
             for chunk in bytes.chunks_exact(80) {
@@ -122,10 +122,8 @@ pub fn for_each_header(
                     continue;
                 }
                 let mut raw = [0u8; 80];
-                decode_hex_80(line, &mut raw).map_err(|reason| InputError::BadLine {
-                    line: i,
-                    reason,
-                })?;
+                decode_hex_80(line, &mut raw)
+                    .map_err(|reason| InputError::BadLine { line: i, reason })?;
                 if !each(&raw) {
                     break;
                 }
@@ -164,7 +162,10 @@ fn decode_hex_80(line: &[u8], out: &mut [u8; 80]) -> Result<(), String> {
         *o = (hi << 4) | (lo & 0x0f);
     }
     if bad & 0xf0 != 0 {
-        let at = line.iter().position(|c| HEX[*c as usize] == 0xff).unwrap_or(0);
+        let at = line
+            .iter()
+            .position(|c| HEX[*c as usize] == 0xff)
+            .unwrap_or(0);
         return Err(format!("character {} is not a hex digit", at + 1));
     }
     Ok(())
@@ -255,7 +256,10 @@ impl Verifier {
             if hash != want {
                 return Err(fail(
                     Rule::Genesis,
-                    format!("the first header is not {}'s genesis {want}", self.params.chain),
+                    format!(
+                        "the first header is not {}'s genesis {want}",
+                        self.params.chain
+                    ),
                 ));
             }
             checked.set(Rule::Genesis);
@@ -274,8 +278,13 @@ impl Verifier {
             None if height > 0 => checked.lack(Rule::Link),
             None => {}
         }
-        rules::check_pow_with(hash, header.bits.to_consensus(), self.params, self.pow_limit)
-            .map_err(|d| fail(Rule::ProofOfWork, d))?;
+        rules::check_pow_with(
+            hash,
+            header.bits.to_consensus(),
+            self.params,
+            self.pow_limit,
+        )
+        .map_err(|d| fail(Rule::ProofOfWork, d))?;
         checked.set(Rule::ProofOfWork);
         if height > 0 {
             rules::check_contextual(
@@ -298,7 +307,7 @@ impl Verifier {
         let past = Past::of(&header);
         self.ring[(height & RING_MASK) as usize] = past;
         if height == 0
-            || height % self.params.interval() == 0
+            || height.is_multiple_of(self.params.interval())
             || past.bits != self.params.pow_limit_bits
         {
             self.last_real = Some(past.bits);
@@ -338,7 +347,7 @@ impl Ancestors for Verifier {
         let interval = params.interval();
         let mut h = prev_height;
         let mut at = self.at(h)?;
-        while h > 0 && h % interval != 0 && at.bits == params.pow_limit_bits {
+        while h > 0 && !h.is_multiple_of(interval) && at.bits == params.pow_limit_bits {
             h -= 1;
             at = self.at(h)?;
         }
@@ -388,7 +397,14 @@ impl fmt::Display for Outcome {
             }
         }
         if let Some(e) = &self.failure {
-            write!(f, "\nFAILED at height {}: {} ({}): {}", e.height, rule_sentence(e.rule), e.rule.name(), e.detail)?;
+            write!(
+                f,
+                "\nFAILED at height {}: {} ({}): {}",
+                e.height,
+                rule_sentence(e.rule),
+                e.rule.name(),
+                e.detail
+            )?;
             write!(f, "\n  header {}", e.hash)?;
         }
         Ok(())

@@ -34,13 +34,15 @@ pub trait BitcoinHeaderRead: Access + Sized {
             .open_ro_cursor(BitcoinHeaders::db(self.dbs()))
             .map_err(lmdb_err(ctx))?;
         match cursor.get(None, None, MDB_LAST) {
-            Ok((Some(k), _)) => tables::decode_u64_key(k)
-                .map(Some)
-                .ok_or_else(|| LedgerError::Corrupt {
-                    table: BitcoinHeaders::NAME,
-                    key: hex::encode(k),
-                    reason: format!("key is {} bytes, not 8", k.len()),
-                }),
+            Ok((Some(k), _)) => {
+                tables::decode_u64_key(k)
+                    .map(Some)
+                    .ok_or_else(|| LedgerError::Corrupt {
+                        table: BitcoinHeaders::NAME,
+                        key: hex::encode(k),
+                        reason: format!("key is {} bytes, not 8", k.len()),
+                    })
+            }
             Ok((None, _)) | Err(lmdb::Error::NotFound) => Ok(None),
             Err(e) => Err(lmdb_err(ctx)(e)),
         }
@@ -72,8 +74,7 @@ pub trait BitcoinHeaderRead: Access + Sized {
             if height > to {
                 break;
             }
-            let s =
-                BitcoinHeaders::decode(v).map_err(|e| corrupt::<BitcoinHeaders>(&height, e))?;
+            let s = BitcoinHeaders::decode(v).map_err(|e| corrupt::<BitcoinHeaders>(&height, e))?;
             out.push(StoredHeader { height, ..s });
         }
         Ok(out)
@@ -112,7 +113,9 @@ impl LedgerWriter<'_> {
             match self.txn.del(db, &BitcoinHeaders::key(&h), None) {
                 Ok(()) | Err(lmdb::Error::NotFound) => {}
                 Err(e) => {
-                    return Err(lmdb_err(|| format!("removing {} {h}", BitcoinHeaders::NAME))(e))
+                    return Err(lmdb_err(|| {
+                        format!("removing {} {h}", BitcoinHeaders::NAME)
+                    })(e))
                 }
             }
         }

@@ -44,11 +44,7 @@ pub(super) fn upgrade(ledger: &Ledger, from: u64) -> Result<(), LedgerError> {
             ),
         });
     }
-    let rewritten = if from == 2 {
-        proofs_2_to_3(&mut w)?
-    } else {
-        0
-    };
+    let rewritten = if from == 2 { proofs_2_to_3(&mut w)? } else { 0 };
     w.put_meta(tables::META_FORMAT, &tables::FORMAT_VERSION)?;
     w.commit()?;
     log::info!(

@@ -268,10 +268,7 @@ impl Ledger {
             da_slots: db(DaSlots::NAME, DaSlots::FLAGS)?,
             proofs: db(Proofs::NAME, Proofs::FLAGS)?,
             meta,
-            bitcoin_headers: db(
-                tables::BitcoinHeaders::NAME,
-                tables::BitcoinHeaders::FLAGS,
-            )?,
+            bitcoin_headers: db(tables::BitcoinHeaders::NAME, tables::BitcoinHeaders::FLAGS)?,
         };
         let ledger = Ledger {
             env,

@@ -1038,8 +1038,13 @@ fn a_version_3_data_dir_gets_the_empty_bitcoin_headers_table_and_nothing_else_ch
         let mut txn = env.begin_rw_txn().unwrap();
         // SAFETY: no other handle of this environment is open.
         unsafe { txn.drop_db(headers).unwrap() };
-        txn.put(meta_db, &"format", &codec::encode_u64(3), WriteFlags::empty())
-            .unwrap();
+        txn.put(
+            meta_db,
+            &"format",
+            &codec::encode_u64(3),
+            WriteFlags::empty(),
+        )
+        .unwrap();
         txn.commit().unwrap();
         assert!(env.open_db(Some(tables::BitcoinHeaders::NAME)).is_err());
     }

@@ -136,7 +136,11 @@ impl HeaderProgress {
         let trimmed = work.trim_start_matches('0');
         let shown = HeaderTip {
             hash: tip.hash.to_string(),
-            chainwork: if trimmed.is_empty() { "0".into() } else { trimmed.into() },
+            chainwork: if trimmed.is_empty() {
+                "0".into()
+            } else {
+                trimmed.into()
+            },
             chainwork_log2: tip.chainwork.log2(),
         };
         if let Ok(mut t) = self.tip.lock() {

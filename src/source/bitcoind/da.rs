@@ -290,9 +290,9 @@ impl BitcoinDa {
                 return Err(err);
             }
             let result = self.headers.accept(&headers, unix_now());
-            self.headers.save().map_err(|e| {
-                SourceError::unreadable("the Bitcoin headers cannot be stored", e)
-            })?;
+            self.headers
+                .save()
+                .map_err(|e| SourceError::unreadable("the Bitcoin headers cannot be stored", e))?;
             self.status().headers.note(&self.headers);
             match result {
                 Ok(a) => {
