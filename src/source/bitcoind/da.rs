@@ -194,10 +194,16 @@ impl BitcoinDa {
         self.status().answered();
         let want = self.headers.chain();
         if name != want.name() {
+            let instead = match name.parse::<crate::headers::BitcoinChain>() {
+                Ok(other) if name != "bitcoin" && name != "mainnet" => {
+                    format!(", or give --bitcoin-chain {other}")
+                }
+                _ => format!(" (ledgerd does not follow {name})"),
+            };
             let sentence = format!(
-                "bitcoind at {} is on the {name} network, not {want} (--bitcoin-chain {want},                  or the chain --network reads): point --bitcoin-rpc at a {want} bitcoind, or                  give --bitcoin-chain {}",
-                self.rpc.url(),
-                if name == "test" { "of its network (testnet3 is not supported)".to_string() } else { name.clone() }
+                "bitcoind at {} is on the {name} network, not {want} (--bitcoin-chain, or the \
+                 chain --network reads): point --bitcoin-rpc at a {want} bitcoind{instead}",
+                self.rpc.url()
             );
             self.status().failed(&sentence);
             return Err(ChainCheckError::OtherChain(sentence));
