@@ -673,6 +673,10 @@ impl DaSource for BitcoinDa {
             .collect();
         let mut fresh = BTreeMap::new();
         if !missing.is_empty() {
+            if missing.iter().any(|h| *h > self.headers.tip().height) {
+                // Named blocks beyond the header tip: bitcoind may have them.
+                self.sync_headers()?;
+            }
             let tip = self.headers.tip().height;
             // Consecutive runs (a chunk of soft confirmations names a few
             // neighbouring blocks), each read in one go.
