@@ -483,8 +483,8 @@ BITCOIN DA (a follower, beside --upstream URL; see docs/BITCOIN.md):
     --bitcoin-rpc URL         read it from this bitcoind's RPC (http://HOST:PORT)
     --bitcoin-chain main|testnet4|signet|regtest
                               the Bitcoin network (genesis, header rules); bitcoind must be on
-                              it [default: the one --network names: testnet -> testnet4, devnet -> signet,
-                              mainnet -> main, nightly or none -> regtest]
+                              it [default: the one --network reads: testnet -> testnet4,
+                              devnet -> signet, mainnet -> main, nightly or none -> regtest]
     --bitcoin-finality-depth N
                               scan blocks with at least N confirmations [default: 30]
     --sequencer-da-pubkey HEX who signs sequencer commitments (33-byte compressed key)
@@ -1205,6 +1205,68 @@ mod tests {
             Command::Run(c) => Ok(*c),
             other => panic!("expected a run, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn bitcoin_chain_defaults_to_the_networks_and_applies_with_bitcoin_rpc() {
+        let chain_of = |extra: &[&str]| {
+            let mut args = vec![
+                "--upstream",
+                "http://u:1",
+                "--bitcoin-rpc",
+                "http://b:2",
+                "--bitcoin-rpc-cookie",
+                "c",
+            ];
+            args.extend_from_slice(extra);
+            run(&args).map(|c| c.source.bitcoin().map(|b| b.chain))
+        };
+        assert_eq!(chain_of(&[]).unwrap(), Some(BitcoinChain::Regtest));
+        assert_eq!(
+            chain_of(&["--network", "testnet"]).unwrap(),
+            Some(BitcoinChain::Testnet4)
+        );
+        assert_eq!(
+            chain_of(&["--network", "devnet"]).unwrap(),
+            Some(BitcoinChain::Signet)
+        );
+        assert_eq!(
+            chain_of(&["--network", "testnet", "--bitcoin-chain", "signet"]).unwrap(),
+            Some(BitcoinChain::Signet)
+        );
+        let e = chain_of(&["--bitcoin-chain", "testnet3"]).unwrap_err();
+        assert!(e.0.contains("main, testnet4, signet or regtest"), "{e}");
+        let e = run(&["--upstream", "http://u:1", "--bitcoin-chain", "main"]).unwrap_err();
+        assert!(e.0.contains("only applies with --bitcoin-rpc"), "{e}");
+    }
+
+    #[test]
+    fn verify_headers_takes_a_file_a_chain_and_a_start_height() {
+        let parsed = parse(
+            [
+                "verify-headers",
+                "--bitcoin-chain",
+                "main",
+                "--start-height",
+                "40310",
+                "h.txt",
+            ]
+            .iter()
+            .map(|s| s.to_string()),
+        )
+        .unwrap();
+        match parsed {
+            Command::VerifyHeaders(a) => {
+                assert_eq!(a.chain, BitcoinChain::Main);
+                assert_eq!(a.start_height, Some(40310));
+                assert_eq!(a.file, PathBuf::from("h.txt"));
+            }
+            other => panic!("{other:?}"),
+        }
+        let e = parse(["verify-headers"].iter().map(|s| s.to_string())).unwrap_err();
+        assert!(e.0.contains("verify-headers needs a FILE"), "{e}");
+        let e = run(&["--start-height", "5"]).unwrap_err();
+        assert!(e.0.contains("does not apply"), "{e}");
     }
 
     #[test]

@@ -63,8 +63,8 @@ fn citreas_three_real_header_files_pass_by_their_networks_rules() {
 
 #[test]
 fn the_mainnet_file_checks_its_retarget_at_42336_and_not_the_one_at_40320() {
-    let v = verify::verify_bytes(MAIN_OLD.as_bytes(), BitcoinChain::Main, Some(40310), NOW)
-        .unwrap();
+    let v =
+        verify::verify_bytes(MAIN_OLD.as_bytes(), BitcoinChain::Main, Some(40310), NOW).unwrap();
     assert!(v.passed());
     let bits = Rule::Bits.index();
     // Not checked: 40310 (no parent in the file) and 40320 (its period
@@ -136,8 +136,8 @@ fn a_file_with_a_header_taken_out_is_refused_at_the_gap() {
 fn the_wrong_start_height_is_refused_where_the_bits_change() {
     // One too high: the real retarget (40320) lands on 40321, which must
     // keep its parent's bits.
-    let v = verify::verify_bytes(MAIN_OLD.as_bytes(), BitcoinChain::Main, Some(40311), NOW)
-        .unwrap();
+    let v =
+        verify::verify_bytes(MAIN_OLD.as_bytes(), BitcoinChain::Main, Some(40311), NOW).unwrap();
     let e = v.failure.expect("refused");
     assert_eq!((e.rule, e.height), (Rule::Bits, 40321));
 }
@@ -205,7 +205,10 @@ fn a_file_from_genesis_checks_every_rule_and_starts_at_the_networks_genesis() {
         .collect();
     let (code, out, err) = cli(&["--bitcoin-chain", "regtest"], &bytes);
     assert_eq!(code, Some(0), "{out}{err}");
-    assert!(out.contains("301 headers of regtest (heights 0..=300"), "{out}");
+    assert!(
+        out.contains("301 headers of regtest (heights 0..=300"),
+        "{out}"
+    );
     assert!(!out.contains("not checked"), "{out}");
     // The same file is not testnet4's: its first header is no genesis there.
     let (code, out, _) = cli(&["--bitcoin-chain", "testnet4"], &bytes);
@@ -215,4 +218,36 @@ fn a_file_from_genesis_checks_every_rule_and_starts_at_the_networks_genesis() {
     // --network picks the chain: none (regtest) here.
     let (code, _, _) = cli(&[], &bytes);
     assert_eq!(code, Some(0));
+}
+
+/// The verifier's ancestors without its walk-back shortcut.
+struct Walk<'a>(&'a Verifier);
+
+impl rules::Ancestors for Walk<'_> {
+    fn at(&self, height: u64) -> Option<rules::Past> {
+        self.0.at(height)
+    }
+}
+
+#[test]
+fn the_tracked_walk_back_gives_the_bits_the_walk_gives_on_every_testnet4_header() {
+    let params = BitcoinChain::Testnet4.params();
+    let mut v = Verifier::new(BitcoinChain::Testnet4, Some(40310), NOW);
+    let mut raw80 = [0u8; 80];
+    let (mut same, mut checked) = (0, 0);
+    for line in TESTNET4.lines() {
+        hex::decode_to_slice(line.trim(), &mut raw80).unwrap();
+        let header = verify::header_from_bytes(&raw80);
+        let prev = v.next_height() - 1;
+        if v.next_height() > 40310 {
+            let fast = next_bits(params, prev, header.time, &v);
+            let slow = next_bits(params, prev, header.time, &Walk(&v));
+            assert_eq!(fast, slow, "height {}", prev + 1);
+            same += 1;
+            checked += usize::from(fast.is_some());
+        }
+        v.push(&raw80).unwrap();
+    }
+    assert_eq!(same, 2036);
+    assert_eq!(checked, 2034);
 }

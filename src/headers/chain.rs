@@ -69,9 +69,15 @@ pub struct Reorg {
 pub enum HeaderStoreError {
     Ledger(LedgerError),
     /// The ledger holds the headers of another network.
-    OtherChain { chain: BitcoinChain, genesis: BlockHash },
+    OtherChain {
+        chain: BitcoinChain,
+        genesis: BlockHash,
+    },
     /// A stored header does not follow the one below it, or fails to decode.
-    Corrupt { height: u64, reason: String },
+    Corrupt {
+        height: u64,
+        reason: String,
+    },
 }
 
 impl std::fmt::Display for HeaderStoreError {
@@ -84,7 +90,10 @@ impl std::fmt::Display for HeaderStoreError {
                  not {chain}'s: use the --bitcoin-chain it was made with, or another --data-dir"
             ),
             HeaderStoreError::Corrupt { height, reason } => {
-                write!(f, "the stored Bitcoin header at height {height} is unusable: {reason}")
+                write!(
+                    f,
+                    "the stored Bitcoin header at height {height} is unusable: {reason}"
+                )
             }
         }
     }
@@ -118,6 +127,7 @@ pub struct HeaderChain {
     verified: u64,
     /// The work of the last bits seen (a division saved per header).
     work_of: (u32, Work),
+    pow_limit: bitcoin::pow::Target,
 }
 
 impl HeaderChain {
@@ -143,10 +153,12 @@ impl HeaderChain {
         let stored: Vec<StoredHeader> = match tip {
             None => Vec::new(),
             Some(tip) => {
-                let genesis = r.bitcoin_header(0)?.ok_or_else(|| HeaderStoreError::Corrupt {
-                    height: 0,
-                    reason: "the genesis header is missing".into(),
-                })?;
+                let genesis = r
+                    .bitcoin_header(0)?
+                    .ok_or_else(|| HeaderStoreError::Corrupt {
+                        height: 0,
+                        reason: "the genesis header is missing".into(),
+                    })?;
                 let hash = genesis.header.block_hash();
                 if hash != params.genesis_block_hash() {
                     return Err(HeaderStoreError::OtherChain {
@@ -199,6 +211,7 @@ impl HeaderChain {
             saved_tip: None,
             verified: 0,
             work_of: (0, Work::from_be_bytes([0; 32])),
+            pow_limit: params.pow_limit(),
         }
     }
 
@@ -378,7 +391,11 @@ impl HeaderChain {
 
     /// The side-branch entries from the best chain up to `header`'s parent
     /// (ascending), and the height where they leave the best chain.
-    fn branch_to(&self, header: &Header, hash: BlockHash) -> Result<(Vec<Entry>, u64), HeaderError> {
+    fn branch_to(
+        &self,
+        header: &Header,
+        hash: BlockHash,
+    ) -> Result<(Vec<Entry>, u64), HeaderError> {
         let mut branch = Vec::new();
         let mut prev = header.prev_blockhash;
         loop {
@@ -392,9 +409,9 @@ impl HeaderChain {
                     branch.push(e.clone());
                 }
                 None => {
-                    let height = branch.last().map_or(0, |e: &Entry| e.height);
+                    // Its height is unknown: the one it would have on the tip.
                     return Err(HeaderError {
-                        height: height.saturating_sub(1),
+                        height: self.tip().height + 1,
                         hash,
                         rule: Rule::Link,
                         detail: format!(
@@ -432,11 +449,13 @@ impl HeaderChain {
         let (prev_height, parent_work) = (parent.height, parent.chainwork);
         let height = prev_height + 1;
         let bits = header.bits.to_consensus();
-        rules::check_pow(hash, bits, self.params).map_err(|detail| HeaderError {
-            height,
-            hash,
-            rule: Rule::ProofOfWork,
-            detail,
+        rules::check_pow_with(hash, bits, self.params, self.pow_limit).map_err(|detail| {
+            HeaderError {
+                height,
+                hash,
+                rule: Rule::ProofOfWork,
+                detail,
+            }
         })?;
         let view = View {
             chain: self,
@@ -444,7 +463,15 @@ impl HeaderChain {
             fork_height,
         };
         let mut checked = Checked::default();
-        rules::check_contextual(self.params, prev_height, header, hash, &view, now, &mut checked)?;
+        rules::check_contextual(
+            self.params,
+            prev_height,
+            header,
+            hash,
+            &view,
+            now,
+            &mut checked,
+        )?;
         if checked.missing != 0 {
             let rule = Rule::ALL
                 .into_iter()
@@ -461,7 +488,10 @@ impl HeaderChain {
     }
 
     fn push_best(&mut self, entry: Entry) {
-        self.dirty_from = Some(self.dirty_from.map_or(entry.height, |d| d.min(entry.height)));
+        self.dirty_from = Some(
+            self.dirty_from
+                .map_or(entry.height, |d| d.min(entry.height)),
+        );
         self.index.insert(entry.hash, entry.height);
         self.best.push_back(entry);
     }

@@ -109,7 +109,9 @@ pub struct ChainParams {
     pub default_port: u16,
     /// The genesis block's hash, as Core asserts it.
     pub genesis_hash: &'static str,
-    /// `powLimit` in compact form: the easiest target a header may carry.
+    /// `powLimit`, big-endian hex: the easiest target a header may carry.
+    pub pow_limit_hex: &'static str,
+    /// `powLimit` in compact form (the bits of a 20-minute block).
     pub pow_limit_bits: u32,
     /// `nMinimumChainWork`, big-endian hex: a chain with less total work
     /// is never followed.
@@ -139,9 +141,15 @@ impl ChainParams {
         (self.target_timespan / self.target_spacing) as u64
     }
 
-    /// The pow limit as a target.
+    /// The pow limit as a target (Core's `powLimit`, which may lie above
+    /// what its compact form expands to).
     pub fn pow_limit(&self) -> Target {
-        Target::from_compact(CompactTarget::from_consensus(self.pow_limit_bits))
+        let mut bytes = [0u8; 32];
+        // A constant of this file: 64 hex digits (checked by a test).
+        if hex::decode_to_slice(self.pow_limit_hex, &mut bytes).is_err() {
+            return Target::from_compact(CompactTarget::from_consensus(self.pow_limit_bits));
+        }
+        Target::from_be_bytes(bytes)
     }
 
     /// `nMinimumChainWork`.
@@ -166,6 +174,7 @@ pub static MAIN: ChainParams = ChainParams {
     magic: [0xf9, 0xbe, 0xb4, 0xd9],
     default_port: 8333,
     genesis_hash: "000000000019d6689c085ae165831e934ff763ae46a2a6c172b3f1b60a8ce26f",
+    pow_limit_hex: "00000000ffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
     pow_limit_bits: 0x1d00ffff,
     min_chainwork: "0000000000000000000000000000000000000001128750f82f4c366153a3a030",
     target_timespan: 14 * 24 * 60 * 60,
@@ -184,6 +193,7 @@ pub static TESTNET4: ChainParams = ChainParams {
     magic: [0x1c, 0x16, 0x3f, 0x28],
     default_port: 48333,
     genesis_hash: "00000000da84f2bafbbc53dee25a72ae507ff4914b867c565be350b0da8bf043",
+    pow_limit_hex: "00000000ffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
     pow_limit_bits: 0x1d00ffff,
     min_chainwork: "0000000000000000000000000000000000000000000009a0fe15d0177d086304",
     target_timespan: 14 * 24 * 60 * 60,
@@ -203,6 +213,7 @@ pub static SIGNET: ChainParams = ChainParams {
     magic: [0x0a, 0x03, 0xcf, 0x40],
     default_port: 38333,
     genesis_hash: "00000008819873e925422c1ff0f99f7cc9bbb232af63a077a480a3633bee1ef6",
+    pow_limit_hex: "00000377ae000000000000000000000000000000000000000000000000000000",
     pow_limit_bits: 0x1e0377ae,
     min_chainwork: "00000000000000000000000000000000000000000000000000000b463ea0a4b8",
     target_timespan: 14 * 24 * 60 * 60,
@@ -221,6 +232,7 @@ pub static REGTEST: ChainParams = ChainParams {
     magic: [0xfa, 0xbf, 0xb5, 0xda],
     default_port: 18444,
     genesis_hash: "0f9188f13cb7b2c71f2a335e3a4fc328bf5beb436012afca590b1a11466e2206",
+    pow_limit_hex: "7fffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
     pow_limit_bits: 0x207fffff,
     min_chainwork: "0000000000000000000000000000000000000000000000000000000000000000",
     target_timespan: 24 * 60 * 60,
@@ -242,8 +254,16 @@ mod tests {
         for chain in BitcoinChain::ALL {
             let p = chain.params();
             assert_eq!(p.chain, chain);
-            assert_eq!(p.genesis_block_hash().to_string(), p.genesis_hash, "{chain}");
-            assert_eq!(chain.genesis().bits.to_consensus(), p.pow_limit_bits, "{chain}");
+            assert_eq!(
+                p.genesis_block_hash().to_string(),
+                p.genesis_hash,
+                "{chain}"
+            );
+            assert_eq!(
+                chain.genesis().bits.to_consensus(),
+                p.pow_limit_bits,
+                "{chain}"
+            );
         }
     }
 
@@ -253,6 +273,22 @@ mod tests {
             let magic = bitcoin::p2p::Magic::from(chain.network());
             assert_eq!(magic.to_bytes(), chain.params().magic, "{chain}");
         }
+    }
+
+    #[test]
+    fn pow_limits_are_cores_and_their_compact_forms_match() {
+        for chain in BitcoinChain::ALL {
+            let p = chain.params();
+            assert_eq!(p.pow_limit_hex.len(), 64, "{chain}");
+            assert_eq!(
+                p.pow_limit().to_compact_lossy().to_consensus(),
+                p.pow_limit_bits,
+                "{chain}"
+            );
+        }
+        // Regtest's powLimit lies above its compact form's expansion.
+        let compact = Target::from_compact(CompactTarget::from_consensus(REGTEST.pow_limit_bits));
+        assert!(REGTEST.pow_limit() > compact);
     }
 
     #[test]

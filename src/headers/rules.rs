@@ -1,15 +1,15 @@
 //! Bitcoin Core's header rules, one function each, over whatever context
 //! the caller holds ([`Ancestors`]: the time and bits of the headers below).
 //!
-//! - [`next_bits`]: `GetNextWorkRequired` / `CalculateNextWorkRequired`
+//! - [`next_bits`][]: `GetNextWorkRequired` / `CalculateNextWorkRequired`
 //!   (`src/pow.cpp`): the retarget every interval with the 4x clamps,
 //!   testnet's 20-minute rule and its walk-back, BIP94's period-first bits,
 //!   regtest's no-retarget.
-//! - [`derive_target`]: `DeriveTarget` / `CheckProofOfWorkImpl`: a compact
+//! - [`derive_target`][]: `DeriveTarget` / `CheckProofOfWorkImpl`: a compact
 //!   target that is negative, zero, overflowing or above the pow limit is
 //!   refused; the hash must be at most the target.
-//! - [`median_time_past`]: `GetMedianTimePast` over the last 11.
-//! - [`check_contextual`]: `ContextualCheckBlockHeader`
+//! - [`median_time_past`][]: `GetMedianTimePast` over the last 11.
+//! - [`check_contextual`][]: `ContextualCheckBlockHeader`
 //!   (`src/validation.cpp`): bits exactly (as a u32), time above the
 //!   median time past, BIP94's timewarp rule at a period's first block, at
 //!   most two hours ahead of the clock, the version floors of BIP34/66/65.
@@ -52,6 +52,21 @@ impl Past {
 /// The headers below the one checked, by height (`None`: not held).
 pub trait Ancestors {
     fn at(&self, height: u64) -> Option<Past>;
+
+    /// Testnet's walk-back from `prev_height`: the bits of the last header
+    /// at or below it that is genesis, a period's first header, or not at
+    /// the pow limit (`None`: a header the walk needs is not held). A
+    /// holder that tracks this as headers arrive answers without walking.
+    fn last_real_bits(&self, prev_height: u64, params: &ChainParams) -> Option<u32> {
+        let interval = params.interval();
+        let mut h = prev_height;
+        let mut at = self.at(h)?;
+        while h > 0 && !h.is_multiple_of(interval) && at.bits == params.pow_limit_bits {
+            h -= 1;
+            at = self.at(h)?;
+        }
+        Some(at.bits)
+    }
 }
 
 /// Each header rule, by Bitcoin Core's reject reason.
@@ -132,7 +147,11 @@ impl fmt::Display for HeaderError {
         write!(
             f,
             "header {} at height {} breaks {} ({}): {}",
-            self.hash, self.height, self.rule, self.rule.name(), self.detail
+            self.hash,
+            self.height,
+            self.rule,
+            self.rule.name(),
+            self.detail
         )?;
         Ok(())
     }
@@ -166,8 +185,8 @@ impl Checked {
 }
 
 /// `DeriveTarget`: the target `bits` encode, or `None` when it is negative,
-/// zero, overflows 256 bits or is easier than the pow limit.
-pub fn derive_target(bits: u32, params: &ChainParams) -> Option<Target> {
+/// zero, overflows 256 bits or is easier than `pow_limit`.
+pub fn derive_target(bits: u32, pow_limit: Target) -> Option<Target> {
     let size = bits >> 24;
     let word = bits & 0x007f_ffff;
     let negative = word != 0 && bits & 0x0080_0000 != 0;
@@ -177,7 +196,7 @@ pub fn derive_target(bits: u32, params: &ChainParams) -> Option<Target> {
         return None;
     }
     let target = Target::from_compact(CompactTarget::from_consensus(bits));
-    if target == Target::ZERO || target > params.pow_limit() {
+    if target == Target::ZERO || target > pow_limit {
         return None;
     }
     Some(target)
@@ -185,7 +204,17 @@ pub fn derive_target(bits: u32, params: &ChainParams) -> Option<Target> {
 
 /// `CheckProofOfWorkImpl`: `hash` meets the target of `bits`.
 pub fn check_pow(hash: BlockHash, bits: u32, params: &ChainParams) -> Result<(), String> {
-    match derive_target(bits, params) {
+    check_pow_with(hash, bits, params, params.pow_limit())
+}
+
+/// [`check_pow`] with the network's pow limit already decoded.
+pub fn check_pow_with(
+    hash: BlockHash,
+    bits: u32,
+    params: &ChainParams,
+    pow_limit: Target,
+) -> Result<(), String> {
+    match derive_target(bits, pow_limit) {
         None => Err(format!(
             "bits {bits:#010x} encode no valid target for {} (negative, zero, overflowing or \
              easier than the pow limit {:#010x})",
@@ -210,7 +239,7 @@ pub fn next_bits(
     let interval = params.interval();
     let height = prev_height + 1;
     let prev = ancestors.at(prev_height)?;
-    if height % interval != 0 {
+    if !height.is_multiple_of(interval) {
         if params.allow_min_difficulty {
             // Testnet: a header more than 20 minutes after its parent must
             // carry the pow limit.
@@ -219,13 +248,7 @@ pub fn next_bits(
             }
             // Else the last bits that were not the pow limit's, stopping at
             // a period's first header or genesis.
-            let mut h = prev_height;
-            let mut at = prev;
-            while h > 0 && h % interval != 0 && at.bits == params.pow_limit_bits {
-                h -= 1;
-                at = ancestors.at(h)?;
-            }
-            return Some(at.bits);
+            return ancestors.last_real_bits(prev_height, params);
         }
         return Some(prev.bits);
     }
@@ -308,7 +331,10 @@ pub fn check_contextual(
         if bits != want {
             return Err(fail(
                 Rule::Bits,
-                format!("its bits are {bits:#010x}, the difficulty rules of {} demand {want:#010x}", params.chain),
+                format!(
+                    "its bits are {bits:#010x}, the difficulty rules of {} demand {want:#010x}",
+                    params.chain
+                ),
             ));
         }
         checked.set(Rule::Bits);
@@ -326,7 +352,7 @@ pub fn check_contextual(
     } else {
         checked.lack(Rule::MedianTimePast);
     }
-    if params.enforce_bip94 && height % params.interval() == 0 {
+    if params.enforce_bip94 && height.is_multiple_of(params.interval()) {
         if let Some(prev) = ancestors.at(prev_height) {
             if i64::from(time) < i64::from(prev.time) - MAX_TIMEWARP {
                 return Err(fail(

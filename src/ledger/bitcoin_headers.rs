@@ -85,9 +85,21 @@ impl<A: Access + Sized> BitcoinHeaderRead for A {}
 
 impl LedgerWriter<'_> {
     /// Stores the best chain's header at its height (replacing one there).
+    /// Above the stored tip it is appended, which keeps LMDB's pages full
+    /// (an ordinary insert splits them in half).
     pub fn put_bitcoin_header(&mut self, h: &StoredHeader) -> Result<(), LedgerError> {
         let value = BitcoinHeaders::encode(h);
-        self.put::<BitcoinHeaders>(&h.height, &value, WriteFlags::empty())
+        let db = BitcoinHeaders::db(self.dbs());
+        let key = BitcoinHeaders::key(&h.height);
+        match self.txn.put(db, &key, &value, WriteFlags::APPEND) {
+            Ok(()) => Ok(()),
+            Err(lmdb::Error::KeyExist) => {
+                self.put::<BitcoinHeaders>(&h.height, &value, WriteFlags::empty())
+            }
+            Err(e) => Err(lmdb_err(|| {
+                format!("writing {} {}", BitcoinHeaders::NAME, h.height)
+            })(e)),
+        }
     }
 
     /// Removes the stored headers above `height` (a reorg to a shorter

@@ -347,6 +347,7 @@ impl Ledger {
             (DaSlots::NAME, dbs.da_slots),
             (Proofs::NAME, dbs.proofs),
             (Meta::NAME, dbs.meta),
+            (tables::BitcoinHeaders::NAME, dbs.bitcoin_headers),
         ];
         let mut tables = Vec::with_capacity(handles.len());
         let mut page_size = 0;

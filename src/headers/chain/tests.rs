@@ -189,7 +189,10 @@ fn the_best_chain_is_stored_and_read_back_with_only_the_tail_in_memory() {
     c.save().unwrap();
     let reopened = HeaderChain::open(BitcoinChain::Regtest, ledger.clone(), 0).unwrap();
     assert_eq!(reopened.tip().hash, fork[9].block_hash());
-    assert_eq!(reopened.hash_at(tip - 4).unwrap(), Some(fork[0].block_hash()));
+    assert_eq!(
+        reopened.hash_at(tip - 4).unwrap(),
+        Some(fork[0].block_hash())
+    );
 }
 
 #[test]

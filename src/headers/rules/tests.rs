@@ -71,7 +71,11 @@ fn bad_targets_fail_as_in_bitcoin_cores_pow_tests() {
         hex::decode_to_slice(c["hash_be"].as_str().expect("hash"), &mut hash).expect("hex");
         hash.reverse();
         let hash = BlockHash::from_byte_array(hash);
-        assert!(check_pow(hash, hex_u32(&c["bits"]), &MAIN).is_err(), "{}", c["case"]);
+        assert!(
+            check_pow(hash, hex_u32(&c["bits"]), &MAIN).is_err(),
+            "{}",
+            c["case"]
+        );
     }
     // The same checks pass what is valid: genesis under its own bits.
     let genesis = BitcoinChain::Main.genesis();
@@ -91,8 +95,14 @@ fn off_a_retarget_mainnet_keeps_the_parents_bits() {
     let mut map = Map::default();
     map.put(100, 1_000_000, 0x1c05a3f4);
     // Whatever the time: no 20-minute rule on main.
-    assert_eq!(next_bits(&MAIN, 100, 1_000_000 + 3600, &map), Some(0x1c05a3f4));
-    assert_eq!(next_bits(&SIGNET, 100, 1_000_000 + 3600, &map), Some(0x1c05a3f4));
+    assert_eq!(
+        next_bits(&MAIN, 100, 1_000_000 + 3600, &map),
+        Some(0x1c05a3f4)
+    );
+    assert_eq!(
+        next_bits(&SIGNET, 100, 1_000_000 + 3600, &map),
+        Some(0x1c05a3f4)
+    );
 }
 
 #[test]
@@ -100,9 +110,15 @@ fn testnet_twenty_minute_rule_demands_the_pow_limit_after_twenty_minutes() {
     let limit = TESTNET4.pow_limit_bits;
     let mut map = Map::default();
     map.put(5000, 1_000_000, 0x1949d95f);
-    assert_eq!(next_bits(&TESTNET4, 5000, 1_000_000 + 1201, &map), Some(limit));
+    assert_eq!(
+        next_bits(&TESTNET4, 5000, 1_000_000 + 1201, &map),
+        Some(limit)
+    );
     // At exactly 20 minutes the rule does not apply: the real bits.
-    assert_eq!(next_bits(&TESTNET4, 5000, 1_000_000 + 1200, &map), Some(0x1949d95f));
+    assert_eq!(
+        next_bits(&TESTNET4, 5000, 1_000_000 + 1200, &map),
+        Some(0x1949d95f)
+    );
 }
 
 #[test]
@@ -112,10 +128,15 @@ fn testnet_walks_back_over_pow_limit_headers_to_the_last_real_bits() {
     map.put(5000, 1_000_000, 0x1949d95f)
         .put(5001, 1_002_000, limit)
         .put(5002, 1_004_000, limit);
-    assert_eq!(next_bits(&TESTNET4, 5002, 1_004_100, &map), Some(0x1949d95f));
+    assert_eq!(
+        next_bits(&TESTNET4, 5002, 1_004_100, &map),
+        Some(0x1949d95f)
+    );
     // Without the header the walk needs, the rule is not checked.
     let mut short = Map::default();
-    short.put(5001, 1_002_000, limit).put(5002, 1_004_000, limit);
+    short
+        .put(5001, 1_002_000, limit)
+        .put(5002, 1_004_000, limit);
     assert_eq!(next_bits(&TESTNET4, 5002, 1_004_100, &short), None);
     // The walk stops at a period's first header, even at the pow limit.
     let mut boundary = Map::default();
@@ -123,7 +144,10 @@ fn testnet_walks_back_over_pow_limit_headers_to_the_last_real_bits() {
         .put(4031, 900_000, 0x1949d95f)
         .put(4032, 1_000_000, limit)
         .put(4033, 1_002_000, limit);
-    assert_eq!(next_bits(&TESTNET4, 4033, 1_002_100, &boundary), Some(limit));
+    assert_eq!(
+        next_bits(&TESTNET4, 4033, 1_002_100, &boundary),
+        Some(limit)
+    );
 }
 
 #[test]
@@ -148,10 +172,19 @@ fn bip94_retargets_from_the_periods_first_bits() {
 fn retarget_clamps_at_four_times_and_a_quarter() {
     let base = 0x1c05a3f4;
     let two_weeks = 14 * 24 * 3600;
-    assert_eq!(retarget(&MAIN, base, two_weeks * 10), retarget(&MAIN, base, two_weeks * 4));
-    assert_eq!(retarget(&MAIN, base, 1), retarget(&MAIN, base, two_weeks / 4));
+    assert_eq!(
+        retarget(&MAIN, base, two_weeks * 10),
+        retarget(&MAIN, base, two_weeks * 4)
+    );
+    assert_eq!(
+        retarget(&MAIN, base, 1),
+        retarget(&MAIN, base, two_weeks / 4)
+    );
     // Time going backwards counts as the quarter (Core's int64 arithmetic).
-    assert_eq!(retarget(&MAIN, base, -5000), retarget(&MAIN, base, two_weeks / 4));
+    assert_eq!(
+        retarget(&MAIN, base, -5000),
+        retarget(&MAIN, base, two_weeks / 4)
+    );
     assert_ne!(retarget(&MAIN, base, two_weeks * 2), base);
 }
 
@@ -216,13 +249,27 @@ fn contextual(
 fn bits_must_be_the_same_u32_not_only_the_same_target() {
     let map = eleven(500_000, 1_500_000_000, 0x1d00ff00);
     let now = 1_500_000_000 + 600;
-    assert!(contextual(&MAIN, 500_000, &header(4, now as u32, 0x1d00ff00), &map, now).is_ok());
+    assert!(contextual(
+        &MAIN,
+        500_000,
+        &header(4, now as u32, 0x1d00ff00),
+        &map,
+        now
+    )
+    .is_ok());
     // 0x1e0000ff encodes the same target as 0x1d00ff00.
     assert_eq!(
         Target::from_compact(CompactTarget::from_consensus(0x1e0000ff)),
         Target::from_compact(CompactTarget::from_consensus(0x1d00ff00))
     );
-    let e = contextual(&MAIN, 500_000, &header(4, now as u32, 0x1e0000ff), &map, now).unwrap_err();
+    let e = contextual(
+        &MAIN,
+        500_000,
+        &header(4, now as u32, 0x1e0000ff),
+        &map,
+        now,
+    )
+    .unwrap_err();
     assert_eq!(e.rule, Rule::Bits);
     assert_eq!(e.height, 500_001);
     assert!(e.to_string().contains("0x1e0000ff"), "{e}");
@@ -298,7 +345,14 @@ fn rules_without_their_context_are_not_checked_not_passed() {
     let limit = TESTNET4.pow_limit_bits;
     let mut map = Map::default();
     map.put(5001, 1_002_000, limit);
-    let checked = contextual(&TESTNET4, 5001, &header(4, 1_002_100, limit), &map, 1_002_100).unwrap();
+    let checked = contextual(
+        &TESTNET4,
+        5001,
+        &header(4, 1_002_100, limit),
+        &map,
+        1_002_100,
+    )
+    .unwrap();
     assert!(checked.lacks(Rule::Bits) && !checked.has(Rule::Bits));
     assert!(checked.lacks(Rule::MedianTimePast));
     assert!(checked.has(Rule::TimeTooNew) && checked.has(Rule::Version));

@@ -196,10 +196,16 @@ impl BitcoinDa {
         self.status().answered();
         let want = self.headers.chain();
         if name != want.name() {
+            let instead = match name.parse::<crate::headers::BitcoinChain>() {
+                Ok(other) if name != "bitcoin" && name != "mainnet" => {
+                    format!(", or give --bitcoin-chain {other}")
+                }
+                _ => format!(" (ledgerd does not follow {name})"),
+            };
             let sentence = format!(
-                "bitcoind at {} is on the {name} network, not {want} (--bitcoin-chain {want},                  or the chain --network reads): point --bitcoin-rpc at a {want} bitcoind, or                  give --bitcoin-chain {}",
-                self.rpc.url(),
-                if name == "test" { "of its network (testnet3 is not supported)".to_string() } else { name.clone() }
+                "bitcoind at {} is on the {name} network, not {want} (--bitcoin-chain, or the \
+                 chain --network reads): point --bitcoin-rpc at a {want} bitcoind{instead}",
+                self.rpc.url()
             );
             self.status().failed(&sentence);
             return Err(ChainCheckError::OtherChain(sentence));
@@ -538,6 +544,10 @@ impl DaSource for BitcoinDa {
             .collect();
         let mut fresh = BTreeMap::new();
         if !missing.is_empty() {
+            if missing.iter().any(|h| *h > self.headers.tip().height) {
+                // Named blocks beyond the header tip: bitcoind may have them.
+                self.sync_headers()?;
+            }
             let tip = self.headers.tip().height;
             // Consecutive runs (a chunk of soft confirmations names a few
             // neighbouring blocks), each read in one go.
