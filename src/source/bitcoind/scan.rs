@@ -217,19 +217,6 @@ impl SlotScanner {
         }
     }
 
-    /// Forgets chunks found above `height` (their blocks left the chain).
-    pub fn forget_above(&mut self, height: u64) {
-        let mut bytes = 0;
-        self.chunks.retain(|_, (h, tx)| {
-            let keep = *h <= height;
-            if keep {
-                bytes += tx.total_size();
-            }
-            keep
-        });
-        self.chunk_bytes = bytes;
-    }
-
     /// Logs and counts one transaction not taken.
     fn refuse(&self, height: u64, txid: &[u8; 32], what: &str, r: &Refusal) {
         if r.is_not_ours() {
