@@ -7,12 +7,12 @@
 //! that doubles with each failure in a row (1 s up to [`MAX_BACKOFF`]); a
 //! peer that delivers something checked starts afresh.
 //!
-//! [`PeerSet::fetch_blocks`] gives each usable peer a thread of its own for
+//! [`PeerSet::fetch_blocks`] gives each connected peer a thread of its own for
 //! the download: each takes heights from one shared queue, keeping up to
 //! [`WINDOW`] blocks in flight, and checks each block as it arrives (on its
 //! own thread, so peers' blocks are hashed in parallel). A peer that fails
 //! mid-download puts the blocks it had in flight back on the queue, for the
-//! others; the download ends when every block came, or fails when no usable
+//! others; the download ends when every block came, or fails when no
 //! peer is left.
 
 use std::collections::VecDeque;
@@ -39,9 +39,6 @@ struct Slot {
     failures: u32,
     /// Not tried again before this.
     retry_at: Instant,
-    /// Whether its blocks may be asked for: false while the peer is known to
-    /// be on a chain with less work than the best one.
-    usable: bool,
 }
 
 /// The peers (module docs).
@@ -63,7 +60,6 @@ impl PeerSet {
                     conn: None,
                     failures: 0,
                     retry_at: now,
-                    usable: true,
                 })
                 .collect(),
             options,
@@ -127,7 +123,6 @@ impl PeerSet {
                         );
                         self.progress.bitcoin.peers.connected_now(i);
                         self.slots[i].conn = Some(peer);
-                        self.slots[i].usable = true;
                     }
                     Err(e) => self.fail(i, &e),
                 }
@@ -151,13 +146,6 @@ impl PeerSet {
     /// Peer `index`'s connection, if it is connected.
     pub fn peer(&mut self, index: usize) -> Option<&mut Peer> {
         self.slots.get_mut(index).and_then(|s| s.conn.as_mut())
-    }
-
-    /// Marks whether peer `index`'s blocks may be asked for (see [`Slot::usable`]).
-    pub fn set_usable(&mut self, index: usize, usable: bool) {
-        if let Some(s) = self.slots.get_mut(index) {
-            s.usable = usable;
-        }
     }
 
     /// Peer `index` delivered something checked: its back-off starts afresh.
@@ -229,10 +217,11 @@ impl PeerSet {
             .collect()
     }
 
-    /// The blocks `wanted` (height, hash) from the usable connected peers,
+    /// The blocks `wanted` (height, hash) from the connected peers (a peer
+    /// on a chain with less work was dropped when its headers showed it),
     /// each passed through `check` (which names what is wrong with a block
     /// that does not match its header), in the order asked. Fails when no
-    /// usable peer is left with blocks still missing.
+    /// peer is left with blocks still missing.
     pub fn fetch_blocks<T: Send>(
         &mut self,
         wanted: &[(u64, BlockHash)],
@@ -249,7 +238,6 @@ impl PeerSet {
                 .slots
                 .iter_mut()
                 .enumerate()
-                .filter(|(_, s)| s.usable)
                 .filter_map(|(i, s)| s.conn.take().map(|p| (i, p)))
                 .collect();
             if workers.is_empty() {
