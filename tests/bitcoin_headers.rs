@@ -131,3 +131,72 @@ fn a_bitcoind_on_another_network_is_refused_at_start_with_a_sentence() {
     let mut da = da_on(&node, ledger, Arc::new(Progress::default()));
     da.check_chain().unwrap();
 }
+
+#[test]
+#[ignore = "needs bitcoind: scripts/bitcoind/build.sh"]
+fn a_follower_shows_its_header_chain_in_health_and_metrics() {
+    use std::time::{Duration, Instant};
+    let node = Bitcoind::start();
+    node.mine(250);
+    let dir = tempfile::tempdir().unwrap();
+    // An upstream whose DA view is simulated: the follower's L2 blocks wait
+    // for Bitcoin blocks the regtest lacks, while its headers sync.
+    let upstream = common::Ledgerd::builder()
+        .dev(5, 0)
+        .data_dir(&dir.path().join("up"))
+        .start();
+    let cookie = node.cookie_path().display().to_string();
+    let follower = common::Ledgerd::builder()
+        .data_dir(&dir.path().join("follower"))
+        .args(&[
+            "--upstream",
+            &upstream.url,
+            "--bitcoin-rpc",
+            &node.url,
+            "--bitcoin-rpc-cookie",
+            &cookie,
+            "--bitcoin-chain",
+            "regtest",
+        ])
+        .start();
+    let health = || -> serde_json::Value {
+        let text = match ureq::get(&format!("{}/health", follower.url)).call() {
+            Ok(r) => r.into_string().unwrap(),
+            Err(ureq::Error::Status(_, r)) => r.into_string().unwrap(),
+            Err(e) => panic!("/health: {e}"),
+        };
+        serde_json::from_str(&text).unwrap()
+    };
+    let started = Instant::now();
+    while health()["bitcoinHeaders"]["height"] != 250 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "headers not synced: {}",
+            health()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let h = health()["bitcoinHeaders"].clone();
+    assert_eq!(h["chain"], "regtest", "{h}");
+    assert_eq!(h["hash"], node.block_hash(250), "{h}");
+    assert_eq!(h["chainwork"], format!("{:x}", 2 * 251), "{h}");
+    assert_eq!(h["minimumChainworkMet"], true, "{h}");
+    assert_eq!(h["verified"], 250, "{h}");
+    let metrics = ureq::get(&format!("{}/metrics", follower.url))
+        .call()
+        .unwrap()
+        .into_string()
+        .unwrap();
+    assert!(
+        metrics.contains("\nledgerd_bitcoin_header_height 250\n"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("\nledgerd_bitcoin_headers_verified_total 250\n"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("\nledgerd_bitcoin_header_min_chainwork_met 1\n"),
+        "{metrics}"
+    );
+}
