@@ -209,6 +209,8 @@ fn first_slot(devnet: &Ledgerd) -> u64 {
 #[test]
 #[ignore = "needs bitcoind: scripts/bitcoind/build.sh"]
 fn a_follower_with_only_peers_ends_with_the_same_answers_as_the_bitcoind_rpc_follower() {
+    // Each starts a bitcoind, a devnet and followers: one at a time on a small host.
+    let _one = common::one_at_a_time();
     let node = p2p_node();
     let dir = tempfile::tempdir().unwrap();
     let devnet = busy_devnet(&node, &dir.path().join("devnet"));
@@ -261,6 +263,8 @@ fn a_follower_with_only_peers_ends_with_the_same_answers_as_the_bitcoind_rpc_fol
 #[test]
 #[ignore = "needs bitcoind: scripts/bitcoind/build.sh"]
 fn lying_peers_beside_an_honest_one_change_nothing_and_are_dropped_by_reason() {
+    // Each starts a bitcoind, a devnet and followers: one at a time on a small host.
+    let _one = common::one_at_a_time();
     let node = p2p_node();
     let dir = tempfile::tempdir().unwrap();
     let devnet = busy_devnet(&node, &dir.path().join("devnet"));
@@ -339,6 +343,8 @@ fn lying_peers_beside_an_honest_one_change_nothing_and_are_dropped_by_reason() {
 #[test]
 #[ignore = "needs bitcoind: scripts/bitcoind/build.sh"]
 fn bitcoind_killed_and_restarted_mid_scan_is_named_by_health_and_the_peer_scan_resumes() {
+    // Each starts a bitcoind, a devnet and followers: one at a time on a small host.
+    let _one = common::one_at_a_time();
     let mut node = p2p_node();
     let dir = tempfile::tempdir().unwrap();
     let devnet = busy_devnet(&node, &dir.path().join("devnet"));
@@ -386,6 +392,8 @@ fn bitcoind_killed_and_restarted_mid_scan_is_named_by_health_and_the_peer_scan_r
 #[test]
 #[ignore = "needs bitcoind: scripts/bitcoind/build.sh"]
 fn a_peers_follower_killed_mid_scan_ends_with_the_same_answers_after_a_restart() {
+    // Each starts a bitcoind, a devnet and followers: one at a time on a small host.
+    let _one = common::one_at_a_time();
     let node = p2p_node();
     let dir = tempfile::tempdir().unwrap();
     let devnet = busy_devnet(&node, &dir.path().join("devnet"));
