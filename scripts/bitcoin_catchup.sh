@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Measures a follower catching up a regtest chain that carries Citrea
-# transactions, reading its DA layer from a local bitcoind (--bitcoin-rpc).
+# transactions, reading its DA layer from a local bitcoind: over its RPC
+# (--bitcoin-rpc), or with SOURCE=p2p over Bitcoin's P2P protocol from it as
+# the one peer (--bitcoin-peer, no RPC).
 #
-#   scripts/bitcoin_catchup.sh [EMPTY_BLOCKS] [QUERIES_PER_SECOND]   (defaults: 5000, 200)
+#   [SOURCE=rpc|p2p] scripts/bitcoin_catchup.sh [EMPTY_BLOCKS] [QUERIES_PER_SECOND]
+#   (defaults: rpc, 5000, 200)
 #
 # Builds release; starts a regtest bitcoind (scripts/bitcoind/build.sh's,
 # -txindex=1) and a devnet on it (--dev --dev-bitcoin-rpc) that mines 60 L2
@@ -19,6 +22,8 @@ set -euo pipefail
 
 EMPTY=${1:-5000}
 RATE=${2:-200}
+SOURCE=${SOURCE:-rpc}
+case "$SOURCE" in rpc|p2p) ;; *) echo "SOURCE is rpc or p2p, not $SOURCE" >&2; exit 2;; esac
 cd "$(dirname "$0")/.."
 
 BITCOIND=${LEDGERD_BITCOIND:-${LEDGERD_TOOLS_DIR:-$HOME/.cache/ledgerd-tools}/bitcoind-0.4.1/bin/bitcoind}
@@ -38,9 +43,11 @@ trap cleanup EXIT
 
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 RPC_PORT=$(port)
+P2P_PORT=$(port)
 mkdir "$WORK/btc"
-"$BITCOIND" -regtest -txindex=1 -listen=0 -server -printtoconsole=0 -datadir="$WORK/btc" \
-  -rpcbind=127.0.0.1 -rpcallowip=127.0.0.1 -rpcport="$RPC_PORT" -port="$(port)" &
+if [ "$SOURCE" = p2p ]; then LISTEN=(-listen=1 "-bind=127.0.0.1:$P2P_PORT"); else LISTEN=(-listen=0); fi
+"$BITCOIND" -regtest -txindex=1 "${LISTEN[@]}" -server -printtoconsole=0 -datadir="$WORK/btc" \
+  -rpcbind=127.0.0.1 -rpcallowip=127.0.0.1 -rpcport="$RPC_PORT" -port="$P2P_PORT" &
 PIDS+=($!)
 BTC=http://127.0.0.1:$RPC_PORT
 COOKIE=$WORK/btc/regtest/.cookie
@@ -85,7 +92,12 @@ HEAD=$(rpc "$DEVNET" ledger_getHeadSoftConfirmationHeight '[]' | sed 's/.*"resul
 SLOTS=$((TIP - FIRST + 1))
 echo "regtest: tip $TIP; devnet: L2 head $HEAD, its first slot $FIRST: $SLOTS Bitcoin blocks to scan"
 
-start follower --upstream "$DEVNET" --bitcoin-rpc "$BTC" --bitcoin-rpc-cookie "$COOKIE" \
+if [ "$SOURCE" = p2p ]; then
+  DA=(--bitcoin-peer "127.0.0.1:$P2P_PORT")
+else
+  DA=(--bitcoin-rpc "$BTC" --bitcoin-rpc-cookie "$COOKIE")
+fi
+start follower --upstream "$DEVNET" "${DA[@]}" \
   --bitcoin-finality-depth 1 --data-dir "$WORK/follower"
 FOLLOWER=$URL
 FPID=${PIDS[-1]}
@@ -103,6 +115,7 @@ t0=$(date +%s.%N)
 t1=$(date +%s.%N)
 grep -q '^caught up' "$WORK/probe.out" || { echo "the follower did not catch up" >&2; tail "$WORK/follower.log" >&2; exit 1; }
 secs=$(sed -n 's/^caught up: .* in \([0-9.]*\) s .*/\1/p' "$WORK/probe.out")
+echo "source: $SOURCE"
 echo "Bitcoin blocks scanned: $SLOTS in $secs s = $(echo "$SLOTS / $secs" | bc) blocks/s" \
   "(wall time from follower start: $(echo "$t1 - $t0" | bc) s)"
 echo "follower RssAnon: max $(cat "$WORK/rss_max" 2>/dev/null || echo '?') kB during catch-up," \

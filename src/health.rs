@@ -122,6 +122,28 @@ fn write_images(body: &mut Vec<u8>, rules: &crate::proof::ProofRules) {
     body.push(b'}');
 }
 
+/// `"bitcoinHeaders":{...}`: the verified header chain the scan follows.
+fn write_headers(body: &mut Vec<u8>, h: &crate::sync::progress::HeaderProgress) {
+    let (Some(chain), Some(tip)) = (h.chain.get(), h.tip()) else {
+        return;
+    };
+    body.extend_from_slice(b",\"bitcoinHeaders\":{\"chain\":");
+    crate::json::write_str(body, chain);
+    num_after(body, "height", h.height.load(Relaxed));
+    body.extend_from_slice(b",\"hash\":");
+    crate::json::write_str(body, &tip.hash);
+    body.extend_from_slice(b",\"chainwork\":");
+    crate::json::write_str(body, &tip.chainwork);
+    body.extend_from_slice(b",\"minimumChainworkMet\":");
+    body.extend_from_slice(if h.min_work_met.load(Relaxed) {
+        b"true"
+    } else {
+        b"false"
+    });
+    num_after(body, "verified", h.verified.load(Relaxed));
+    body.push(b'}');
+}
+
 /// The health check: reads the ledger and the sync progress on each call.
 pub struct Health {
     ledger: Arc<Ledger>,
@@ -219,10 +241,15 @@ impl Health {
             let ok_at = bitcoin.ok_unix_ms.load(Relaxed).max(self.started_ms);
             let down = now.saturating_sub(ok_at);
             if down > self.max_lag_ms {
+                let (reason, who) = if bitcoin.peers.any() {
+                    ("bitcoin_peers", "no Bitcoin peer has")
+                } else {
+                    ("bitcoind", "bitcoind has not")
+                };
                 problem = Some((
-                    "bitcoind",
+                    reason,
                     format!(
-                        "bitcoind has not answered for {:.1} s (limit {lag_s} s): {}",
+                        "{who} answered for {:.1} s (limit {lag_s} s): {}",
                         down as f64 / 1000.0,
                         bitcoin.problem().unwrap_or_default()
                     ),
@@ -351,7 +378,35 @@ impl Health {
             body.extend_from_slice(b",\"upstream\":");
             crate::json::write_str(&mut body, upstream);
         }
-        if let (true, Some(url)) = (reads_bitcoin, bitcoin.url.get()) {
+        if reads_bitcoin && bitcoin.peers.any() {
+            let peers = bitcoin.peers.snapshot();
+            num_after(
+                &mut body,
+                "bitcoinPeersConnected",
+                peers.iter().filter(|p| p.connected).count() as u64,
+            );
+            body.extend_from_slice(b",\"bitcoinPeers\":[");
+            for (i, peer) in peers.iter().enumerate() {
+                if i > 0 {
+                    body.push(b',');
+                }
+                body.extend_from_slice(b"{\"addr\":");
+                crate::json::write_str(&mut body, &peer.addr);
+                body.extend_from_slice(b",\"connected\":");
+                body.extend_from_slice(if peer.connected { b"true" } else { b"false" });
+                num_after(&mut body, "blocksFetched", peer.blocks_fetched);
+                if let Some(why) = &peer.problem {
+                    body.extend_from_slice(b",\"problem\":");
+                    crate::json::write_str(&mut body, why);
+                }
+                body.push(b'}');
+            }
+            body.push(b']');
+            if let Some(why) = bitcoin.problem() {
+                body.extend_from_slice(b",\"bitcoinProblem\":");
+                crate::json::write_str(&mut body, &why);
+            }
+        } else if let (true, Some(url)) = (reads_bitcoin, bitcoin.url.get()) {
             body.extend_from_slice(b",\"bitcoind\":");
             crate::json::write_str(&mut body, url);
             body.extend_from_slice(b",\"bitcoindReachable\":");
@@ -360,6 +415,9 @@ impl Health {
                 body.extend_from_slice(b",\"bitcoindProblem\":");
                 crate::json::write_str(&mut body, &why);
             }
+        }
+        if reads_bitcoin {
+            write_headers(&mut body, &bitcoin.headers);
         }
         num_after(
             &mut body,

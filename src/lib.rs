@@ -64,6 +64,8 @@
 //! - [`rpc`]: JSON-RPC 2.0: the envelope, then one module per method family.
 //! - [`json`]: the JSON writer for answers (no intermediate values);
 //!   [`hexstr`]: reading hex strings (every hex input goes through it).
+//! - [`headers`]: Bitcoin's header chain by Bitcoin Core's rules (main, testnet4, signet,
+//!   regtest): the most-work chain the DA scan follows, stored in the ledger.
 //! - [`ledger`]: all LMDB code: tables, codecs, the reader and the writer.
 //! - [`source`]: the chain sources, one home each: [`source::devnet`] (the embedded devnet, which
 //!   makes blocks; [`devnet::control`]: `dev_*` calls and [`Node::devnet`] drive it),
@@ -87,6 +89,7 @@
 pub mod chain;
 pub mod config;
 pub mod fixtures;
+pub mod headers;
 pub mod health;
 pub mod hexstr;
 pub mod json;

@@ -48,6 +48,7 @@ fn main() -> ExitCode {
         Ok(Command::Verify(args)) => return verify(&args),
         Ok(Command::VerifyProof(args)) => return verify_proof(&args),
         Ok(Command::Rollback(args)) => return rollback(&args),
+        Ok(Command::VerifyHeaders(args)) => return verify_headers(&args),
         Err(e) => {
             eprintln!("ledgerd: {e}");
             return ExitCode::from(2);
@@ -252,6 +253,49 @@ fn verify_proof(args: &config::VerifyProofArgs) -> ExitCode {
         }
         Err(e) => {
             eprintln!("ledgerd verify-proof: {name}: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `ledgerd verify-headers FILE`: the report on stdout; exit 0 only when
+/// every check made passed, 1 when a header failed one, 2 when the input
+/// cannot be read.
+fn verify_headers(args: &config::VerifyHeadersArgs) -> ExitCode {
+    use ledgerd::headers::{unix_now, verify};
+    let name = args.file.display().to_string();
+    let bytes = if name == "-" {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes).map(|_| bytes)
+    } else {
+        std::fs::read(&args.file)
+    };
+    let bytes = match bytes {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("ledgerd verify-headers: cannot read {name}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let started = std::time::Instant::now();
+    match verify::verify_bytes(&bytes, args.chain, args.start_height, unix_now()) {
+        Ok(outcome) => {
+            let secs = started.elapsed().as_secs_f64();
+            println!("{outcome}");
+            let count = outcome.verifier.count();
+            eprintln!(
+                "ledgerd verify-headers: {name}: {count} headers in {:.3} s ({:.0} headers/s)",
+                secs,
+                count as f64 / secs.max(1e-9)
+            );
+            if outcome.passed() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            eprintln!("ledgerd verify-headers: {name}: {e}");
             ExitCode::from(2)
         }
     }

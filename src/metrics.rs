@@ -341,7 +341,7 @@ impl Metrics {
             gauge(
                 out,
                 "ledgerd_bitcoin_reachable",
-                "1 while bitcoind (--bitcoin-rpc) answers, 0 while it does not",
+                "1 while bitcoind (--bitcoin-rpc) or a Bitcoin peer (--bitcoin-peer) answers, 0 while none does",
                 u64::from(!bitcoin.is_down()),
             )?;
             counter(
@@ -368,6 +368,74 @@ impl Metrics {
                     "ledgerd_bitcoin_reveals_refused_total{{reason=\"{reason}\"}} {}",
                     bitcoin.refused_count(reason)
                 )?;
+            }
+            let headers = &bitcoin.headers;
+            if let Some(tip) = headers.tip() {
+                gauge(
+                    out,
+                    "ledgerd_bitcoin_header_height",
+                    "Height of the best verified Bitcoin header (the most-work chain the scan follows)",
+                    headers.height.load(Relaxed),
+                )?;
+                counter(
+                    out,
+                    "ledgerd_bitcoin_headers_verified_total",
+                    "Bitcoin headers checked by Bitcoin Core's header rules since start",
+                    headers.verified.load(Relaxed),
+                )?;
+                header(
+                    out,
+                    "ledgerd_bitcoin_header_chainwork_log2",
+                    "gauge",
+                    "log2 of the best header chain's total work",
+                )?;
+                writeln!(
+                    out,
+                    "ledgerd_bitcoin_header_chainwork_log2 {:.6}",
+                    tip.chainwork_log2
+                )?;
+                gauge(
+                    out,
+                    "ledgerd_bitcoin_header_min_chainwork_met",
+                    "1 once the best header chain has the network's minimum chainwork (below it nothing is scanned)",
+                    u64::from(headers.min_work_met.load(Relaxed)),
+                )?;
+            }
+            if bitcoin.peers.any() {
+                let peers = bitcoin.peers.snapshot();
+                gauge(
+                    out,
+                    "ledgerd_bitcoin_peers_connected",
+                    "Bitcoin peers (--bitcoin-peer) connected now",
+                    peers.iter().filter(|p| p.connected).count() as u64,
+                )?;
+                header(
+                    out,
+                    "ledgerd_bitcoin_peers_dropped_total",
+                    "counter",
+                    "Bitcoin peers disconnected since start, by reason",
+                )?;
+                for reason in crate::source::p2p::DROP_REASONS {
+                    writeln!(
+                        out,
+                        "ledgerd_bitcoin_peers_dropped_total{{reason=\"{reason}\"}} {}",
+                        bitcoin.peers.dropped_count(reason)
+                    )?;
+                }
+                header(
+                    out,
+                    "ledgerd_bitcoin_peer_blocks_fetched_total",
+                    "counter",
+                    "Bitcoin blocks each peer sent that passed their checks, since start",
+                )?;
+                for peer in &peers {
+                    writeln!(
+                        out,
+                        "ledgerd_bitcoin_peer_blocks_fetched_total{{peer=\"{}\"}} {}",
+                        label_value(&peer.addr),
+                        peer.blocks_fetched
+                    )?;
+                }
             }
         }
         header(

@@ -13,14 +13,17 @@ use log::{error, info, warn};
 
 use crate::chain::Network;
 use crate::config::{BitcoinConfig, Config, SourceConfig};
+use crate::headers::HeaderChain;
 use crate::health::SourceKind;
 use crate::ledger::{Ledger, LedgerError, OpenOptions};
 use crate::routes::{Cors, Routes};
 use crate::rpc::{DevAccess, Rpc, RpcConfig};
 use crate::server::{Server, ServerError, Stopper};
+use crate::source::bitcoind::da::ChainCheckError;
 use crate::source::bitcoind::{BitcoinDa, BitcoinDaConfig, BitcoinRpc, RpcOptions};
 use crate::source::devnet::control::{self, DevnetControl};
 use crate::source::devnet::{Devnet, DevnetConfig, DevnetError};
+use crate::source::p2p::{PeerOptions, PeerSet, PeersDa};
 use crate::source::upstream::failover::Upstreams;
 use crate::stop::Stop;
 use crate::sync::progress::Progress;
@@ -35,6 +38,9 @@ pub enum NodeError {
     Sync(SyncError),
     Server(ServerError),
     Thread(std::io::Error),
+    /// The Bitcoin source cannot be used: another network, or another
+    /// chain's headers in the ledger (a sentence that says so).
+    Bitcoin(String),
     /// Stopped (Ctrl-C) before it was ready.
     Stopped,
 }
@@ -47,6 +53,7 @@ impl std::fmt::Display for NodeError {
             NodeError::Sync(e) => write!(f, "the devnet prefill failed: {e}"),
             NodeError::Server(e) => write!(f, "{e}"),
             NodeError::Thread(e) => write!(f, "cannot start a thread: {e}"),
+            NodeError::Bitcoin(e) => f.write_str(e),
             NodeError::Stopped => f.write_str("stopped before the node was ready"),
         }
     }
@@ -62,7 +69,7 @@ impl std::error::Error for NodeError {
             NodeError::Server(e) => e.source(),
             NodeError::Sync(e) => Some(e),
             NodeError::Thread(e) => Some(e),
-            NodeError::Stopped => None,
+            NodeError::Bitcoin(_) | NodeError::Stopped => None,
         }
     }
 }
@@ -395,21 +402,89 @@ impl Node {
                             Syncer::new(ledger.clone(), upstreams, progress.clone(), sync_config);
                         spawn_sync(syncer, &stop)?
                     }
+                    Some(b) if !b.peers.is_empty() => {
+                        if let Some(url) = &b.url {
+                            warn!(
+                                "--bitcoin-rpc {url} is not read beside --bitcoin-peer: headers \
+                                 and blocks come from the peers (bitcoind can be one of them, \
+                                 by its P2P port)"
+                            );
+                        }
+                        let magic = bitcoin::p2p::Magic::from(b.chain.network());
+                        let peers =
+                            PeerSet::new(&b.peers, PeerOptions::new(magic), progress.clone());
+                        let chain = HeaderChain::open(b.chain, ledger.clone(), 0)
+                            .map_err(|e| NodeError::Bitcoin(e.to_string()))?;
+                        info!(
+                            "following {first} (L2) and Bitcoin {} from peers {} (DA, {} \
+                             confirmations, header tip {} at height {}, sequencer DA key {}, \
+                             prover DA key {}): {forks}, sequencer key {key_name}",
+                            b.chain.name(),
+                            b.peers.join(", "),
+                            b.finality_depth,
+                            chain.tip().hash,
+                            chain.tip().height,
+                            b.sequencer_key,
+                            b.prover_key
+                        );
+                        let da = PeersDa::new(
+                            peers,
+                            chain,
+                            BitcoinDaConfig {
+                                finality_depth: b.finality_depth,
+                                ..BitcoinDaConfig::new(b.sequencer_key, b.prover_key)
+                            },
+                            progress.clone(),
+                        )
+                        .with_chunks_in(ledger.clone());
+                        let syncer = Syncer::with_da(
+                            ledger.clone(),
+                            upstreams,
+                            Separate(da),
+                            progress.clone(),
+                            sync_config,
+                        );
+                        spawn_sync(syncer, &stop)?
+                    }
                     Some(b) => {
+                        let url = b.url.clone().unwrap_or_default();
                         let rpc =
-                            BitcoinRpc::new(&b.url, b.credentials.clone(), RpcOptions::default());
-                        let da = BitcoinDa::new(
+                            BitcoinRpc::new(&url, b.credentials.clone(), RpcOptions::default());
+                        let headers = HeaderChain::open(b.chain, ledger.clone(), 0)
+                            .map_err(|e| NodeError::Bitcoin(e.to_string()))?;
+                        let mut da = BitcoinDa::new(
                             Arc::new(rpc),
                             BitcoinDaConfig {
                                 finality_depth: b.finality_depth,
                                 ..BitcoinDaConfig::new(b.sequencer_key, b.prover_key)
                             },
                             progress.clone(),
-                        );
+                            headers,
+                        )
+                        .with_stop(stop.clone())
+                        .with_chunks_in(ledger.clone());
+                        match da.check_chain() {
+                            Ok(()) => {}
+                            Err(ChainCheckError::OtherChain(why)) => {
+                                return Err(NodeError::Bitcoin(why))
+                            }
+                            // Checked again at its first answer.
+                            Err(ChainCheckError::Unreachable(e)) => {
+                                warn!("{e}: its network is checked once it answers")
+                            }
+                        }
+                        let tip = da.headers().tip();
                         info!(
-                            "following {first} (L2) and bitcoind {} (DA, {} confirmations, \
-                             sequencer DA key {}, prover DA key {}): {forks}, sequencer key {key_name}",
-                            b.url, b.finality_depth, b.sequencer_key, b.prover_key
+                            "following {first} (L2) and bitcoind {} (DA on {}, {} confirmations, \
+                             sequencer DA key {}, prover DA key {}): {forks}, sequencer key {key_name}; \
+                             Bitcoin headers stored up to height {} ({})",
+                            url,
+                            b.chain,
+                            b.finality_depth,
+                            b.sequencer_key,
+                            b.prover_key,
+                            tip.height,
+                            tip.hash
                         );
                         let syncer = Syncer::with_da(
                             ledger.clone(),

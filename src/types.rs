@@ -146,4 +146,18 @@ pub struct DaSlot {
     pub commitments: Vec<SequencerCommitment>,
     /// In the order the source lists them (Citrea may verify several on one slot).
     pub proofs: Vec<VerifiedBatchProof>,
+    /// Proof chunks this slot's block carried, and the chunks an aggregate
+    /// on it used (a source that reads Bitcoin itself; empty otherwise):
+    /// stored and forgotten with the slot.
+    pub chunks: ChunkChanges,
+}
+
+/// What a DA slot changes in the remembered proof chunks (see
+/// [`DaSlot::chunks`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ChunkChanges {
+    /// Chunk transactions found on the slot: txid (raw byte order) and raw bytes.
+    pub found: Vec<(Hash, Vec<u8>)>,
+    /// Chunks an aggregate on the slot put together into a proof, by txid.
+    pub used: Vec<Hash>,
 }

@@ -1120,3 +1120,109 @@ fn keys_from_hex_refuse_what_is_not_a_key() {
     assert!(DaPublicKey::from_hex("zz").is_err());
     assert!(DaSecretKey::from_hex(&"00".repeat(32)).is_err());
 }
+
+/// A block at `height` holding `txs` (after a coinbase stand-in) as the scanner sees it: the
+/// checks a real block passes are `block.rs`'s; here only the scan is under test.
+fn scanned_block(height: u64, txs: &[&Transaction]) -> ledgerd::source::bitcoind::DaBlock {
+    use ledgerd::source::bitcoind::DaTx;
+    let header = bitcoin::blockdata::constants::genesis_block(bitcoin::Network::Regtest).header;
+    ledgerd::source::bitcoind::DaBlock {
+        height,
+        hash: [height as u8; 32],
+        header,
+        txs: txs
+            .iter()
+            .map(|tx| DaTx {
+                txid: envelope::txid_raw(tx),
+                wtxid: envelope::wtxid_raw(tx),
+                tx: (*tx).clone(),
+            })
+            .collect(),
+        tx_count: txs.len() + 1,
+        txs_commitment: [0; 32],
+    }
+}
+
+#[test]
+fn a_chunked_proof_is_put_together_from_chunks_scanned_in_earlier_blocks_without_any_txindex() {
+    use ledgerd::source::bitcoind::scan::SlotScanner;
+    use ledgerd::source::bitcoind::BitcoinDaConfig;
+    use ledgerd::sync::progress::Progress;
+    let built = &BUILT.chunked;
+    let config = BitcoinDaConfig::new(
+        keys::REGTEST.sequencer_key().unwrap(),
+        keys::REGTEST.prover_key().unwrap(),
+    );
+    let chunks: Vec<&Transaction> = built.chunks.iter().map(|c| &c.reveal).collect();
+
+    // The chunks in two earlier blocks, the aggregate later: the proof's bytes are put together
+    // (they are noise, not a risc0 receipt, so the proof is then refused as "receipt", not as a
+    // missing "chunk").
+    let progress = std::sync::Arc::new(Progress::default());
+    let mut scanner = SlotScanner::new(config.clone(), progress.clone());
+    let first = scanner.slot_of(&scanned_block(10, &chunks[..1]));
+    let second = scanner.slot_of(&scanned_block(11, &chunks[1..]));
+    assert!(first.proofs.is_empty() && second.proofs.is_empty());
+    assert_eq!(scanner.chunks_remembered(), 3);
+    let slot = scanner.slot_of(&scanned_block(12, &[&built.main.reveal]));
+    assert!(slot.proofs.is_empty());
+    assert_eq!(progress.bitcoin.refused_count("receipt"), 1);
+    assert_eq!(progress.bitcoin.refused_count("chunk"), 0);
+    // The aggregate's block scanned again (a pass that gave up): the chunks are still there.
+    scanner.slot_of(&scanned_block(12, &[&built.main.reveal]));
+    assert_eq!(progress.bitcoin.refused_count("receipt"), 2);
+
+    // A scanner that never saw the chunks refuses the aggregate as missing one.
+    let progress = std::sync::Arc::new(Progress::default());
+    let mut fresh = SlotScanner::new(config, progress.clone());
+    fresh.slot_of(&scanned_block(12, &[&built.main.reveal]));
+    assert_eq!(progress.bitcoin.refused_count("chunk"), 1);
+    assert_eq!(progress.bitcoin.refused_count("receipt"), 0);
+}
+
+#[test]
+fn chunks_stored_with_their_slots_let_a_restarted_scanner_put_the_proof_together() {
+    use ledgerd::ledger::{BitcoinChunkRead, Ledger, OpenOptions};
+    use ledgerd::source::bitcoind::scan::SlotScanner;
+    use ledgerd::source::bitcoind::BitcoinDaConfig;
+    use ledgerd::sync::progress::Progress;
+    use std::sync::Arc;
+    let built = &BUILT.chunked;
+    let config = BitcoinDaConfig::new(
+        keys::REGTEST.sequencer_key().unwrap(),
+        keys::REGTEST.prover_key().unwrap(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = Arc::new(Ledger::open(dir.path(), &OpenOptions::default()).unwrap());
+    let chunks: Vec<&Transaction> = built.chunks.iter().map(|c| &c.reveal).collect();
+
+    // Before the restart: the chunks' slot lists them, and the sync thread stores them with it.
+    let mut before = SlotScanner::new(config.clone(), Arc::new(Progress::default()));
+    before.set_ledger(ledger.clone());
+    let slot = before.slot_of(&scanned_block(10, &chunks));
+    assert_eq!(slot.chunks.found.len(), 3);
+    assert!(slot.chunks.used.is_empty());
+    let mut w = ledger.writer().unwrap();
+    for (txid, raw) in &slot.chunks.found {
+        w.put_bitcoin_chunk(txid, slot.number, raw).unwrap();
+    }
+    w.commit().unwrap();
+    drop(before);
+
+    // After it: a new scanner with nothing in memory finds them in the ledger.
+    let progress = Arc::new(Progress::default());
+    let mut after = SlotScanner::new(config, progress.clone());
+    after.set_ledger(ledger.clone());
+    assert_eq!(after.chunks_remembered(), 0);
+    let slot = after.slot_of(&scanned_block(11, &[&built.main.reveal]));
+    assert_eq!(progress.bitcoin.refused_count("chunk"), 0);
+    assert_eq!(
+        progress.bitcoin.refused_count("receipt"),
+        1,
+        "put together, then no receipt"
+    );
+    let named: Vec<[u8; 32]> = chunks.iter().map(|t| envelope::txid_raw(t)).collect();
+    assert_eq!(slot.chunks.used, named);
+    let r = ledger.reader().unwrap();
+    assert_eq!(r.bitcoin_chunk(&named[0]).unwrap().unwrap().0, 10);
+}

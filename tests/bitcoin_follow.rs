@@ -106,7 +106,8 @@ fn regtest_da(node: &Bitcoind, progress: Arc<Progress>, depth: u64) -> BitcoinDa
             keys::REGTEST.prover_key().unwrap(),
         )
     };
-    BitcoinDa::new(rpc_of(node), config, progress)
+    let headers = ledgerd::headers::HeaderChain::in_memory(ledgerd::headers::BitcoinChain::Regtest);
+    BitcoinDa::new(rpc_of(node), config, progress, headers)
 }
 
 #[test]

@@ -60,6 +60,8 @@ pub enum Sub {
     Verify(VerifyCmd),
     /// Check batch proofs (RPC answers or raw receipt bytes): journal, receipt, image
     VerifyProof(VerifyCmd),
+    /// Check Bitcoin headers (raw 80-byte or hex lines) by Bitcoin Core's rules
+    VerifyHeaders(crate::headers::args::VerifyHeadersCmd),
     /// Take a stopped node's ledger (--data-dir DIR) back to L2 height H or DA slot S, in one transaction
     Rollback(RollbackCmd),
     /// Print run's effective configuration as TOML, each value with where it came from (--print-config does it for any command)

@@ -61,6 +61,7 @@ use clap::{CommandFactory, FromArgMatches};
 
 use crate::chain::args::ChainArgs;
 use crate::chain::{ForkTable, Network};
+use crate::headers::BitcoinChain;
 use crate::proof::image_ids::ImagePins;
 use crate::proof::ProofRules;
 use crate::server::ServerConfig;
@@ -83,6 +84,7 @@ pub mod heading {
     pub const OPERATIONS: &str = "Operations";
     pub const FIXTURES: &str = "Fixtures";
     pub const ROLLBACK: &str = "Rollback";
+    pub const HEADERS: &str = "Headers";
     pub const CONFIGURATION: &str = "Configuration";
 
     /// The config-file section of a heading: `Chain source` -> `chain-source`.
@@ -185,10 +187,16 @@ impl SourceConfig {
 /// `--bitcoin-rpc` and its flags: the DA layer read from Bitcoin Core.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BitcoinConfig {
-    /// bitcoind's RPC URL (`http://HOST:PORT`).
-    pub url: String,
-    /// From the shared credential flags (`--bitcoin-rpc-cookie`, ...).
+    /// bitcoind's RPC URL (`http://HOST:PORT`); `None`: peers only.
+    pub url: Option<String>,
+    /// From the shared credential flags (`--bitcoin-rpc-cookie`, ...);
+    /// [`Credentials::None`] without `--bitcoin-rpc`.
     pub credentials: Credentials,
+    /// `--bitcoin-peer HOST:PORT` (repeatable): Bitcoin nodes to read
+    /// headers and blocks from over the P2P protocol.
+    pub peers: Vec<String>,
+    /// `--bitcoin-chain`, else the one `--network` reads.
+    pub chain: BitcoinChain,
     /// `--bitcoin-finality-depth`: confirmations before a block is scanned.
     pub finality_depth: u64,
     /// `--sequencer-da-pubkey`, else the network's (regtest's without `--network`).
@@ -287,6 +295,8 @@ pub enum Command {
     VerifyProof(VerifyProofArgs),
     /// `ledgerd rollback --data-dir DIR (--to-l2 H | --to-l1 S) [--dry-run]`.
     Rollback(RollbackArgs),
+    /// `ledgerd verify-headers --bitcoin-chain C [--start-height H] FILE`.
+    VerifyHeaders(VerifyHeadersArgs),
     /// `--help`: the text to print.
     Help(String),
     Version,
@@ -332,6 +342,17 @@ pub struct VerifyProofArgs {
     pub receipts: ProofRules,
     /// `--network` / `--kumquat-height`: the fork of a new-layout journal.
     pub forks: ForkTable,
+}
+
+/// `ledgerd verify-headers [--bitcoin-chain C] [--start-height H] FILE`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifyHeadersArgs {
+    /// Raw 80-byte headers or hex lines; `-` reads stdin.
+    pub file: PathBuf,
+    /// `--bitcoin-chain` (regtest when not given).
+    pub chain: BitcoinChain,
+    /// `--start-height`: the first header's height (`None`: genesis).
+    pub start_height: Option<u64>,
 }
 
 /// `ledgerd rollback --data-dir DIR (--to-l2 H | --to-l1 S) [--dry-run]`.

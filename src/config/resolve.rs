@@ -11,7 +11,7 @@ use super::cli::{Cli, RunCmd, Sub};
 use super::file::FileConfig;
 use super::{
     BitcoinConfig, Command, Config, ConfigError, ExportArgs, ImportArgs, RollbackArgs, RollbackTo,
-    SourceConfig, VerifyArgs, VerifyProofArgs,
+    SourceConfig, VerifyArgs, VerifyHeadersArgs, VerifyProofArgs,
 };
 use crate::proof::image_ids::BATCH_PROOF_IMAGE;
 use crate::source::bitcoind::keys;
@@ -94,6 +94,17 @@ pub fn finish(cli: Cli, given: &Given) -> Result<Command, ConfigError> {
             })?,
             receipts: v.chain.receipt_rules(false).map_err(ConfigError)?,
             forks: v.chain.forks(),
+        })),
+        Some(Sub::VerifyHeaders(v)) => Ok(Command::VerifyHeaders(VerifyHeadersArgs {
+            file: v.file.ok_or_else(|| {
+                ConfigError(
+                    "verify-headers needs a FILE of Bitcoin headers: raw 80-byte headers back to \
+                     back, or hex, one header per line (`-` reads stdin)"
+                        .into(),
+                )
+            })?,
+            chain: v.chain.chain(None),
+            start_height: v.start_height,
         })),
         Some(Sub::Rollback(r)) => {
             let to =
@@ -188,25 +199,36 @@ fn run(r: RunCmd, read_only: bool, given: &Given) -> Result<Command, ConfigError
         return Err(ConfigError(format!("{flag} only applies with --dev")));
     }
     let bitcoin = &r.bitcoin;
-    if bitcoin.bitcoin_rpc.is_none() {
-        let only_with_rpc = [
+    let reads_bitcoin = bitcoin.reads_bitcoin();
+    if !reads_bitcoin {
+        if given.0.contains("bitcoin-chain") {
+            return Err(ConfigError(
+                "--bitcoin-chain only applies with --bitcoin-rpc or --bitcoin-peer (or to \
+                 `ledgerd verify-headers`)"
+                    .into(),
+            ));
+        }
+        let only_with_bitcoin = [
             "bitcoin-finality-depth",
             "sequencer-da-pubkey",
             "prover-da-pubkey",
         ];
-        if let Some(flag) = only_with_rpc.iter().find(|f| given.0.contains(**f)) {
+        if let Some(flag) = only_with_bitcoin.iter().find(|f| given.0.contains(**f)) {
             return Err(ConfigError(format!(
-                "--{flag} only applies with --bitcoin-rpc"
+                "--{flag} only applies with --bitcoin-rpc or --bitcoin-peer"
             )));
         }
     }
-    if bitcoin.bitcoin_rpc.is_some() && urls.is_empty() {
-        return Err(ConfigError(
-            "--bitcoin-rpc reads the DA layer from Bitcoin; the L2 chain still comes from a \
-             sequencer or full node: give --upstream URL too (the devnet on a regtest takes \
-             --dev --dev-bitcoin-rpc URL)"
-                .into(),
-        ));
+    if reads_bitcoin && urls.is_empty() {
+        let flag = match bitcoin.bitcoin_rpc {
+            Some(_) => "--bitcoin-rpc",
+            None => "--bitcoin-peer",
+        };
+        return Err(ConfigError(format!(
+            "{flag} reads the DA layer from Bitcoin; the L2 chain still comes from a sequencer or \
+             full node: give --upstream URL too (the devnet on a regtest takes --dev \
+             --dev-bitcoin-rpc URL)"
+        )));
     }
     // One set of credential flags for every bitcoind this node talks to.
     let mut dev = r.dev.devnet_config();
@@ -221,9 +243,9 @@ fn run(r: RunCmd, read_only: bool, given: &Given) -> Result<Command, ConfigError
         }
         _ => {}
     }
-    let bitcoin_config = match &bitcoin.bitcoin_rpc {
-        Some(url) => Some(bitcoin_config(url, bitcoin, r.chain.network)?),
-        None => None,
+    let bitcoin_config = match reads_bitcoin {
+        true => Some(bitcoin_config(bitcoin, r.chain.network)?),
+        false => None,
     };
     let source = if dev_on {
         SourceConfig::Devnet(dev)
@@ -262,7 +284,6 @@ fn run(r: RunCmd, read_only: bool, given: &Given) -> Result<Command, ConfigError
 /// `--bitcoin-rpc`'s settings; the DA keys default to the network's
 /// (Citrea's regtest keys, the devnet's, without `--network`).
 fn bitcoin_config(
-    url: &str,
     b: &crate::source::bitcoind::args::BitcoinArgs,
     network: Option<crate::chain::Network>,
 ) -> Result<BitcoinConfig, ConfigError> {
@@ -288,9 +309,15 @@ fn bitcoin_config(
         Some(k) => k,
         None => preset_key(|k| k.prover, "--prover-da-pubkey")?,
     };
+    let credentials = match b.bitcoin_rpc {
+        Some(_) => b.credentials("--bitcoin-rpc")?,
+        None => crate::source::bitcoind::Credentials::None,
+    };
     Ok(BitcoinConfig {
-        credentials: b.credentials("--bitcoin-rpc")?,
-        url: url.to_string(),
+        credentials,
+        url: b.bitcoin_rpc.clone(),
+        peers: b.peers(),
+        chain: b.chain.chain(network.map(|n| n.name())),
         finality_depth: b.bitcoin_finality_depth,
         sequencer_key,
         prover_key,

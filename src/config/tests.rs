@@ -470,7 +470,7 @@ fn bitcoin_rpc_reads_the_da_layer_beside_an_upstream_with_the_networks_da_keys()
     ])
     .unwrap();
     let b = c.source.bitcoin().unwrap();
-    assert_eq!(b.url, "http://b:2");
+    assert_eq!(b.url.as_deref(), Some("http://b:2"));
     assert_eq!(b.credentials, Credentials::CookieFile("/d/.cookie".into()));
     assert_eq!(b.finality_depth, 30);
     // No --network: Citrea's regtest keys, which the devnet signs with.
@@ -537,6 +537,8 @@ fn sample(flag: &str) -> (&'static str, &'static str) {
             "",
         ),
         "to-l2" | "to-l1" => ("5", "data-dir = \"/tmp/x\"\n"),
+        "bitcoin-peer" => ("[\"127.0.0.1:18444\"]", "upstream = \"http://u:1\"\n"),
+        "bitcoin-chain" => ("\"testnet4\"", with_rpc),
         "dry-run" => ("true", "data-dir = \"/tmp/x\"\nto-l2 = 5\n"),
         "dev-bitcoin-rpc" => (
             "\"http://127.0.0.1:1\"",
@@ -608,7 +610,7 @@ fn every_setting_of_every_command_is_a_config_file_key_and_a_variable() {
             };
             let text = format!("{long} = {value}\n{needs}");
             let args: &[&str] = match name {
-                "import" | "verify" | "verify-proof" => &["f", "--print-config"],
+                "import" | "verify" | "verify-proof" | "verify-headers" => &["f", "--print-config"],
                 _ => &["--print-config"],
             };
             let printed = match with_file(Some(name), &text, args) {
@@ -919,4 +921,127 @@ fn ephemeral_runs_without_a_data_dir() {
     assert!(e.0.contains("drop --data-dir"), "{e}");
     let e = parse(["serve-readonly", "--ephemeral"].map(String::from)).unwrap_err();
     assert!(e.0.contains("does not apply"), "{e}");
+}
+
+#[test]
+fn bitcoin_chain_defaults_to_the_networks_and_applies_with_bitcoin_rpc() {
+    use crate::headers::BitcoinChain;
+    let chain_of = |extra: &[&str]| {
+        let mut args = vec![
+            "--upstream",
+            "http://u:1",
+            "--bitcoin-rpc",
+            "http://b:2",
+            "--bitcoin-rpc-cookie",
+            "c",
+        ];
+        args.extend_from_slice(extra);
+        run(&args).map(|c| c.source.bitcoin().map(|b| b.chain))
+    };
+    assert_eq!(chain_of(&[]).unwrap(), Some(BitcoinChain::Regtest));
+    assert_eq!(
+        chain_of(&["--network", "testnet"]).unwrap(),
+        Some(BitcoinChain::Testnet4)
+    );
+    assert_eq!(
+        chain_of(&["--network", "devnet"]).unwrap(),
+        Some(BitcoinChain::Signet)
+    );
+    assert_eq!(
+        chain_of(&["--network", "testnet", "--bitcoin-chain", "signet"]).unwrap(),
+        Some(BitcoinChain::Signet)
+    );
+    let e = chain_of(&["--bitcoin-chain", "testnet3"]).unwrap_err();
+    assert!(e.0.contains("main, testnet4, signet or regtest"), "{e}");
+    let e = run(&["--upstream", "http://u:1", "--bitcoin-chain", "main"]).unwrap_err();
+    assert!(e.0.contains("only applies with --bitcoin-rpc"), "{e}");
+}
+
+#[test]
+fn verify_headers_takes_a_file_a_chain_and_a_start_height() {
+    use crate::headers::BitcoinChain;
+    let parsed = parse(
+        [
+            "verify-headers",
+            "--bitcoin-chain",
+            "main",
+            "--start-height",
+            "40310",
+            "h.txt",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    )
+    .unwrap();
+    match parsed {
+        Command::VerifyHeaders(a) => {
+            assert_eq!(a.chain, BitcoinChain::Main);
+            assert_eq!(a.start_height, Some(40310));
+            assert_eq!(a.file, PathBuf::from("h.txt"));
+        }
+        other => panic!("{other:?}"),
+    }
+    let e = parse(["verify-headers"].iter().map(|s| s.to_string())).unwrap_err();
+    assert!(e.0.contains("verify-headers needs a FILE"), "{e}");
+    let e = run(&["--start-height", "5"]).unwrap_err();
+    assert!(e.0.contains("does not apply"), "{e}");
+}
+
+#[test]
+fn bitcoin_peer_is_repeatable_needs_no_credentials_and_takes_host_and_port() {
+    use crate::source::bitcoind::Credentials;
+    let c = run(&[
+        "--upstream",
+        "http://u:1",
+        "--bitcoin-peer",
+        "127.0.0.1:18444",
+        "--bitcoin-peer=node.example:8333",
+        "--bitcoin-finality-depth=1",
+    ])
+    .unwrap();
+    let b = c.source.bitcoin().unwrap();
+    assert_eq!(b.url, None);
+    assert_eq!(b.peers, ["127.0.0.1:18444", "node.example:8333"]);
+    assert_eq!(b.credentials, Credentials::None);
+    assert_eq!(b.finality_depth, 1);
+    // A comma list, as the variable gives it.
+    let c = run(&[
+        "--upstream=http://u:1",
+        "--bitcoin-peer=127.0.0.1:18444,node.example:8333",
+    ])
+    .unwrap();
+    assert_eq!(
+        c.source.bitcoin().unwrap().peers,
+        ["127.0.0.1:18444", "node.example:8333"]
+    );
+    // Beside bitcoind's RPC too.
+    let c = run(&[
+        "--upstream=http://u:1",
+        "--bitcoin-peer=127.0.0.1:18444",
+        "--bitcoin-rpc=http://b:2",
+        "--bitcoin-rpc-cookie=c",
+    ])
+    .unwrap();
+    let b = c.source.bitcoin().unwrap();
+    assert_eq!((b.url.as_deref(), b.peers.len()), (Some("http://b:2"), 1));
+
+    for bad in [
+        "127.0.0.1",
+        "http://127.0.0.1:18444",
+        ":18444",
+        "h:0",
+        "h:x",
+    ] {
+        let e = run(&["--upstream=http://u:1", "--bitcoin-peer", bad]).unwrap_err();
+        assert!(e.0.contains("HOST:PORT"), "{bad}: {e}");
+    }
+    let e = run(&["--bitcoin-peer", "127.0.0.1:18444"]).unwrap_err();
+    assert!(e.0.contains("--bitcoin-peer reads the DA layer"), "{e}");
+    let e = run(&[
+        "--upstream=http://u:1",
+        "--bitcoin-peer=h:1",
+        "--bitcoin-rpc-cookie=c",
+    ])
+    .unwrap_err();
+    assert!(e.0.contains("only apply with --bitcoin-rpc"), "{e}");
 }

@@ -582,6 +582,35 @@ pub fn decode_status(bytes: &[u8]) -> Result<Status, DecodeError> {
     }
 }
 
+/// A `bitcoin_headers` value: the 80-byte header as Bitcoin encodes it,
+/// then the chainwork, 32 bytes big-endian.
+pub fn encode_bitcoin_header(v: &super::StoredHeader) -> [u8; 112] {
+    let mut out = [0u8; 112];
+    let header = bitcoin::consensus::serialize(&v.header);
+    out[..80].copy_from_slice(&header);
+    out[80..].copy_from_slice(&v.chainwork.to_be_bytes());
+    out
+}
+
+/// The inverse of [`encode_bitcoin_header`]; the height is the key's.
+pub fn decode_bitcoin_header(bytes: &[u8]) -> Result<super::StoredHeader, DecodeError> {
+    if bytes.len() != 112 {
+        return Err(DecodeError(format!(
+            "a Bitcoin header entry is 112 bytes, this one {}",
+            bytes.len()
+        )));
+    }
+    let header: bitcoin::block::Header = bitcoin::consensus::deserialize(&bytes[..80])
+        .map_err(|e| DecodeError(format!("the header does not decode: {e}")))?;
+    let mut work = [0u8; 32];
+    work.copy_from_slice(&bytes[80..]);
+    Ok(super::StoredHeader {
+        height: 0,
+        header,
+        chainwork: bitcoin::pow::Work::from_be_bytes(work),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

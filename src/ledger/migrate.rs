@@ -9,6 +9,10 @@
 //! its slot were overwritten by version 2 and cannot be recovered). Nothing
 //! else changed between the two versions.
 //!
+//! 3 -> 4: the `bitcoin_headers` table (the verified Bitcoin header chain)
+//! is new. `Ledger::open` creates it, empty, before the upgrade runs;
+//! nothing else changed, so the upgrade only records the new version.
+//!
 //! The whole upgrade is one write transaction, the new version number
 //! included: a crash or an error leaves the dir exactly as it was, still
 //! version 2, and the next read-write open tries again.
@@ -28,17 +32,19 @@ pub(super) fn upgrade(ledger: &Ledger, from: u64) -> Result<(), LedgerError> {
     if stored == Some(tables::FORMAT_VERSION) {
         return Ok(());
     }
-    if stored != Some(from) || from != 2 {
+    if stored != Some(from) || !(tables::OLDEST_MIGRATED..tables::FORMAT_VERSION).contains(&from) {
         return Err(LedgerError::Corrupt {
             table: tables::Meta::NAME,
             key: format!("{:?}", tables::META_FORMAT.name),
             reason: format!(
                 "the layout version is {stored:?}, not {from} as it was a moment ago, \
-                 and this build upgrades only version 2"
+                 and this build upgrades only versions {} to {}",
+                tables::OLDEST_MIGRATED,
+                tables::FORMAT_VERSION - 1
             ),
         });
     }
-    let rewritten = proofs_2_to_3(&mut w)?;
+    let rewritten = if from == 2 { proofs_2_to_3(&mut w)? } else { 0 };
     w.put_meta(tables::META_FORMAT, &tables::FORMAT_VERSION)?;
     w.commit()?;
     log::info!(

@@ -34,6 +34,8 @@
 
 mod apply;
 pub mod args;
+pub mod bitcoin_chunks;
+pub mod bitcoin_headers;
 pub mod codec;
 mod migrate;
 pub mod rollback;
@@ -54,6 +56,8 @@ use lmdb::{
 use crate::chain::ForkTable;
 use crate::types::{Hash, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof};
 pub use apply::ChainTip;
+pub use bitcoin_chunks::BitcoinChunkRead;
+pub use bitcoin_headers::{BitcoinHeaderRead, StoredHeader};
 use codec::DecodeError;
 pub use rollback::Cut;
 use tables::{
@@ -281,6 +285,8 @@ impl Ledger {
             da_slots: db(DaSlots::NAME, DaSlots::FLAGS)?,
             proofs: db(Proofs::NAME, Proofs::FLAGS)?,
             meta,
+            bitcoin_headers: db(tables::BitcoinHeaders::NAME, tables::BitcoinHeaders::FLAGS)?,
+            bitcoin_chunks: db(tables::BitcoinChunks::NAME, tables::BitcoinChunks::FLAGS)?,
         };
         let ledger = Ledger {
             env,
@@ -356,6 +362,7 @@ impl Ledger {
             (DaSlots::NAME, dbs.da_slots),
             (Proofs::NAME, dbs.proofs),
             (Meta::NAME, dbs.meta),
+            (tables::BitcoinHeaders::NAME, dbs.bitcoin_headers),
         ];
         let mut tables = Vec::with_capacity(handles.len());
         let mut page_size = 0;

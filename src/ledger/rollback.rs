@@ -14,8 +14,8 @@ use std::collections::HashSet;
 use lmdb::{Cursor, Transaction};
 
 use super::tables::{
-    self, Commitments, DaSlots, Meta, Proofs, ScByHashPrefix, SoftConfirmations, StatusTable,
-    Table, ValueTable,
+    self, BitcoinChunks, BitcoinHeaders, Commitments, DaSlots, Meta, Proofs, ScByHashPrefix,
+    SoftConfirmations, StatusTable, Table, ValueTable,
 };
 use super::walk::LedgerWalk;
 use super::{corrupt, lmdb_err, LedgerError, LedgerRead, LedgerWriter};
@@ -37,15 +37,50 @@ pub type Step = fn(&mut LedgerWriter<'_>, &Cut) -> Result<u64, LedgerError>;
 /// Every table with its rollback step, in the order they run (the hash
 /// index before the blocks, whose hashes it reads). `meta` is the last:
 /// its derived entries are recomputed afterwards ([`LedgerWriter::reset_derived`]).
-pub const STEPS: [(&str, Step); 7] = [
+pub const STEPS: [(&str, Step); 9] = [
     (ScByHashPrefix::NAME, remove_hash_index),
     (SoftConfirmations::NAME, remove_blocks),
     (StatusTable::NAME, remove_statuses),
     (Commitments::NAME, remove_commitments),
     (Proofs::NAME, remove_proofs),
     (DaSlots::NAME, remove_slot_hashes),
+    (BitcoinHeaders::NAME, remove_bitcoin_headers),
+    (BitcoinChunks::NAME, remove_bitcoin_chunks),
     (Meta::NAME, cut_meta),
 ];
+
+/// Bitcoin headers above the cut's slot: after a reorg they are the old
+/// chain's; either way the header sync fetches (and checks) them again.
+fn remove_bitcoin_headers(w: &mut LedgerWriter<'_>, cut: &Cut) -> Result<u64, LedgerError> {
+    w.del_above::<BitcoinHeaders>(cut.slot)
+}
+
+/// Proof chunks found in Bitcoin blocks above the cut's slot: the scan
+/// finds them again when it scans those blocks.
+fn remove_bitcoin_chunks(w: &mut LedgerWriter<'_>, cut: &Cut) -> Result<u64, LedgerError> {
+    let ctx = || format!("walking {}", BitcoinChunks::NAME);
+    let mut cursor = w
+        .txn
+        .open_ro_cursor(BitcoinChunks::db(&w.ledger.dbs))
+        .map_err(lmdb_err(ctx))?;
+    let mut above = Vec::new();
+    for item in cursor.iter_start() {
+        let (k, v) = item.map_err(lmdb_err(ctx))?;
+        let Ok(txid) = <Hash>::try_from(k) else {
+            continue;
+        };
+        let (found_at, _) =
+            BitcoinChunks::decode(v).map_err(|e| corrupt::<BitcoinChunks>(&txid, e))?;
+        if found_at > cut.slot {
+            above.push(txid);
+        }
+    }
+    drop(cursor);
+    for txid in &above {
+        w.delete_bitcoin_chunk(txid)?;
+    }
+    Ok(above.len() as u64)
+}
 
 /// Keys of the u64-keyed table `T` above `above`, in order.
 fn keys_above<T: Table<Key = u64>>(

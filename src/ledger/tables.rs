@@ -38,10 +38,12 @@ pub struct Dbs {
     pub(crate) da_slots: Database,
     pub(crate) proofs: Database,
     pub(crate) meta: Database,
+    pub(crate) bitcoin_headers: Database,
+    pub(crate) bitcoin_chunks: Database,
 }
 
 /// Every table name, in the order `Ledger::open` opens them.
-pub(crate) const ALL: [&str; 7] = [
+pub(crate) const ALL: [&str; 9] = [
     SoftConfirmations::NAME,
     ScByHashPrefix::NAME,
     StatusTable::NAME,
@@ -49,6 +51,8 @@ pub(crate) const ALL: [&str; 7] = [
     DaSlots::NAME,
     Proofs::NAME,
     Meta::NAME,
+    BitcoinHeaders::NAME,
+    BitcoinChunks::NAME,
 ];
 
 /// A typed table: its name, its handle and its key codec.
@@ -202,6 +206,51 @@ u64_table!(
     proofs
 );
 
+u64_table!(
+    /// `bitcoin_headers`: Bitcoin height -> the best chain's header there
+    /// (80 bytes) and the chain's total work up to it (32 bytes, big-endian).
+    BitcoinHeaders,
+    "bitcoin_headers",
+    bitcoin_headers
+);
+
+hash_table!(
+    /// `bitcoin_chunks`: a proof chunk's txid (raw byte order) -> the Bitcoin
+    /// height it was found at (u64 BE) and the raw transaction, kept until the
+    /// aggregate that names it is applied.
+    BitcoinChunks,
+    "bitcoin_chunks",
+    bitcoin_chunks
+);
+
+values!(
+    BitcoinChunks,
+    (u64, Vec<u8>),
+    |v| {
+        let mut out = Vec::with_capacity(8 + v.1.len());
+        out.extend_from_slice(&v.0.to_be_bytes());
+        out.extend_from_slice(&v.1);
+        out
+    },
+    |bytes: &[u8]| {
+        if bytes.len() < 8 {
+            return Err(DecodeError(format!(
+                "a chunk entry is {} bytes, shorter than its 8-byte height",
+                bytes.len()
+            )));
+        }
+        let height = decode_u64_key(&bytes[..8]).unwrap_or_default();
+        Ok((height, bytes[8..].to_vec()))
+    }
+);
+
+values!(
+    BitcoinHeaders,
+    super::StoredHeader,
+    |v| codec::encode_bitcoin_header(v),
+    codec::decode_bitcoin_header
+);
+
 values!(
     ScByHashPrefix,
     u64,
@@ -333,8 +382,10 @@ pub(crate) const META_DEVNET_SEED: MetaKey<u64> = MetaKey::new("user.devnet_seed
 /// The current layout version. 2: the block hash index is
 /// `sc_by_hash_prefix` (8-byte prefix keys, duplicates) instead of
 /// `sc_by_hash` (32-byte keys). 3: a `proofs` value is the list of every
-/// proof verified on the slot, not the latest one alone.
-pub(crate) const FORMAT_VERSION: u64 = 3;
+/// proof verified on the slot, not the latest one alone. 4: the
+/// `bitcoin_headers` table (created empty by the upgrade). 5: the
+/// `bitcoin_chunks` table (created empty by the upgrade).
+pub(crate) const FORMAT_VERSION: u64 = 5;
 
 /// The oldest layout version `Ledger::open` upgrades in place (see
 /// `migrate.rs`); older ones are refused.

@@ -813,6 +813,8 @@ fn dump(ledger: &Ledger) -> Vec<(&'static str, Entries)> {
         (DaSlots::NAME, d.da_slots),
         (Proofs::NAME, d.proofs),
         (Meta::NAME, d.meta),
+        (tables::BitcoinHeaders::NAME, d.bitcoin_headers),
+        (tables::BitcoinChunks::NAME, d.bitcoin_chunks),
     ]
     .into_iter()
     .map(|(name, db)| {
@@ -881,7 +883,10 @@ fn a_version_2_data_dir_is_upgraded_at_open_and_answers_as_it_did() {
 
     let ledger = open(dir.path());
     let r = ledger.reader().unwrap();
-    assert_eq!(meta(&r, tables::META_FORMAT).unwrap(), Some(3));
+    assert_eq!(
+        meta(&r, tables::META_FORMAT).unwrap(),
+        Some(tables::FORMAT_VERSION)
+    );
     for (slot, p) in &before {
         assert_eq!(r.proofs_on_slot(*slot).unwrap(), vec![p.clone()]);
         assert_eq!(r.last_proof_on_slot(*slot).unwrap().as_ref(), Some(p));
@@ -981,7 +986,7 @@ fn a_version_2_data_dir_opened_read_only_is_refused_untouched_with_what_to_do() 
     let ledger = open(dir.path());
     assert_eq!(
         meta(&ledger.reader().unwrap(), tables::META_FORMAT).unwrap(),
-        Some(3)
+        Some(tables::FORMAT_VERSION)
     );
     drop(ledger);
     assert!(Ledger::open(dir.path(), &ro).is_ok());
@@ -1003,7 +1008,11 @@ fn a_version_2_proof_that_does_not_decode_stops_the_upgrade_and_changes_nothing(
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("upgrading the data dir from layout version 2 to 3 failed, and it was left as it was: stored verified batch proof list of DA slot 800002 is corrupt"),
+        e.contains(&format!(
+            "upgrading the data dir from layout version 2 to {} failed, and it was left as it \
+             was: stored verified batch proof list of DA slot 800002 is corrupt",
+            tables::FORMAT_VERSION
+        )),
         "{e}"
     );
     // The first slot's value was not rewritten either: one transaction.
@@ -1017,4 +1026,61 @@ fn a_version_2_proof_that_does_not_decode_stops_the_upgrade_and_changes_nothing(
         txn.get(meta_db, &"format").unwrap(),
         codec::encode_u64(2).as_slice()
     );
+}
+
+#[test]
+fn a_version_3_data_dir_gets_the_empty_bitcoin_headers_table_and_nothing_else_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let ledger = open(dir.path());
+        store(&ledger, 1..=5);
+    }
+    // As version 3 left it: no bitcoin_headers table, format 3.
+    {
+        let env = Environment::new().set_max_dbs(20).open(dir.path()).unwrap();
+        let headers = env.open_db(Some(tables::BitcoinHeaders::NAME)).unwrap();
+        let meta_db = env.open_db(Some(Meta::NAME)).unwrap();
+        let mut txn = env.begin_rw_txn().unwrap();
+        // SAFETY: no other handle of this environment is open.
+        unsafe { txn.drop_db(headers).unwrap() };
+        txn.put(
+            meta_db,
+            &"format",
+            &codec::encode_u64(3),
+            WriteFlags::empty(),
+        )
+        .unwrap();
+        txn.commit().unwrap();
+        assert!(env.open_db(Some(tables::BitcoinHeaders::NAME)).is_err());
+    }
+    let ro = OpenOptions {
+        read_only: true,
+        ..OpenOptions::default()
+    };
+    let e = Ledger::open(dir.path(), &ro).unwrap_err().to_string();
+    assert!(e.contains("layout version 3"), "{e}");
+    let ledger = open(dir.path());
+    let r = ledger.reader().unwrap();
+    assert_eq!(
+        meta(&r, tables::META_FORMAT).unwrap(),
+        Some(tables::FORMAT_VERSION)
+    );
+    assert_eq!(r.head_height().unwrap(), 5);
+    assert_eq!(r.bitcoin_header_tip().unwrap(), None);
+    drop(r);
+    let genesis = crate::headers::BitcoinChain::Regtest.genesis();
+    let mut w = ledger.writer().unwrap();
+    w.put_bitcoin_header(&StoredHeader {
+        height: 0,
+        header: genesis,
+        chainwork: genesis.work(),
+    })
+    .unwrap();
+    w.commit().unwrap();
+    let r = ledger.reader().unwrap();
+    assert_eq!(r.bitcoin_header_tip().unwrap(), Some(0));
+    assert_eq!(r.bitcoin_header(0).unwrap().unwrap().header, genesis);
+    drop(r);
+    drop(ledger);
+    assert!(Ledger::open(dir.path(), &ro).is_ok());
 }

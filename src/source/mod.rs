@@ -13,12 +13,14 @@
 //! - [`bitcoind`]: Bitcoin itself, through Bitcoin Core's RPC: Citrea's
 //!   transactions found in blocks, their signers checked, their bodies
 //!   decoded (the DA layer).
+//! - [`p2p`]: Bitcoin from its P2P network (`--bitcoin-peer`), no bitcoind.
 //! - [`jsonrpc`]: the blocking JSON-RPC client the upstream and bitcoind
 //!   sources share.
 
 pub mod bitcoind;
 pub mod devnet;
 pub mod jsonrpc;
+pub mod p2p;
 pub mod upstream;
 
 mod traits;

@@ -354,6 +354,12 @@ pub(super) fn apply_slot(
             .collect();
         w.apply_commitments(slot.number, &kept)?;
     }
+    for (txid, raw) in &slot.chunks.found {
+        w.put_bitcoin_chunk(txid, slot.number, raw)?;
+    }
+    for txid in &slot.chunks.used {
+        w.delete_bitcoin_chunk(txid)?;
+    }
     Ok(true)
 }
 
@@ -410,6 +416,7 @@ mod tests {
             hash: Some([number as u8; 32]),
             commitments,
             proofs: vec![],
+            chunks: Default::default(),
         }
     }
 

@@ -98,6 +98,67 @@ pub struct BitcoinProgress {
     /// Sequencer commitments and proofs taken from Bitcoin since start.
     pub commitments_found: AtomicU64,
     pub proofs_found: AtomicU64,
+    /// The P2P source's peers (`--bitcoin-peer`; empty without it).
+    pub peers: crate::source::p2p::PeersStatus,
+    /// The verified header chain the scan follows.
+    pub headers: HeaderProgress,
+}
+
+/// The Bitcoin header chain's state, for `/health` and `/metrics`.
+#[derive(Debug, Default)]
+pub struct HeaderProgress {
+    /// The network (`--bitcoin-chain`); set once the chain is open.
+    pub chain: OnceLock<&'static str>,
+    /// The best header's height.
+    pub height: AtomicU64,
+    /// Headers checked by Bitcoin Core's rules since start.
+    pub verified: AtomicU64,
+    /// Whether the best chain has the network's minimum chainwork.
+    pub min_work_met: AtomicBool,
+    /// The best header's hash and the chain's total work (hex), as shown.
+    pub tip: Mutex<Option<HeaderTip>>,
+}
+
+/// The best header, as `/health` shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HeaderTip {
+    /// Display order (as bitcoind prints it).
+    pub hash: String,
+    /// Total work, hex without leading zeros.
+    pub chainwork: String,
+    /// log2 of the total work (a gauge Prometheus can plot).
+    pub chainwork_log2: f64,
+}
+
+impl HeaderProgress {
+    /// Publishes `chain`'s state.
+    pub fn note(&self, chain: &crate::headers::HeaderChain) {
+        let _ = self.chain.set(chain.chain().name());
+        let tip = chain.tip();
+        self.height.store(tip.height, Relaxed);
+        self.verified.store(chain.verified(), Relaxed);
+        self.min_work_met
+            .store(chain.meets_min_chainwork(), Relaxed);
+        let work = hex::encode(tip.chainwork.to_be_bytes());
+        let trimmed = work.trim_start_matches('0');
+        let shown = HeaderTip {
+            hash: tip.hash.to_string(),
+            chainwork: if trimmed.is_empty() {
+                "0".into()
+            } else {
+                trimmed.into()
+            },
+            chainwork_log2: tip.chainwork.log2(),
+        };
+        if let Ok(mut t) = self.tip.lock() {
+            *t = Some(shown);
+        }
+    }
+
+    /// The best header, once known.
+    pub fn tip(&self) -> Option<HeaderTip> {
+        self.tip.lock().ok().and_then(|t| t.clone())
+    }
 }
 
 impl BitcoinProgress {

@@ -59,7 +59,29 @@ pub struct Bitcoind {
     pub rpc_port: u16,
     /// `http://127.0.0.1:PORT`.
     pub url: String,
+    /// With [`Bitcoind::start_with`] and `p2p`: the port bitcoind's P2P
+    /// listens on, on 127.0.0.1 (`-listen=1 -bind=127.0.0.1:PORT`).
+    pub p2p_port: Option<u16>,
+    options: BitcoindOptions,
     agent: ureq::Agent,
+}
+
+/// How a [`Bitcoind`] runs.
+#[derive(Clone, Copy, Debug)]
+pub struct BitcoindOptions {
+    /// `-txindex=1` (the default: what `--bitcoin-rpc` once needed).
+    pub txindex: bool,
+    /// Listen for P2P connections on 127.0.0.1 (`--bitcoin-peer`), else `-listen=0`.
+    pub p2p: bool,
+}
+
+impl Default for BitcoindOptions {
+    fn default() -> Self {
+        BitcoindOptions {
+            txindex: true,
+            p2p: false,
+        }
+    }
 }
 
 /// bitcoind's answer to a call it refused: its error code and message.
@@ -72,6 +94,11 @@ pub struct Refused {
 impl Bitcoind {
     /// Starts a fresh regtest node and waits until its RPC answers.
     pub fn start() -> Bitcoind {
+        Bitcoind::start_with(BitcoindOptions::default())
+    }
+
+    /// [`Bitcoind::start`] with these options.
+    pub fn start_with(options: BitcoindOptions) -> Bitcoind {
         let dir = tempfile::tempdir().expect("temp dir");
         let datadir = dir.path().join("datadir");
         std::fs::create_dir(&datadir).expect("datadir");
@@ -81,6 +108,8 @@ impl Bitcoind {
             datadir,
             rpc_port: 0,
             url: String::new(),
+            p2p_port: None,
+            options,
             agent: ureq::AgentBuilder::new()
                 .timeout(Duration::from_secs(60))
                 .build(),
@@ -90,6 +119,7 @@ impl Bitcoind {
         for attempt in 0.. {
             node.rpc_port = free_port();
             node.url = format!("http://127.0.0.1:{}", node.rpc_port);
+            node.p2p_port = options.p2p.then(free_port);
             match node.spawn() {
                 Ok(()) => break,
                 Err(log) if attempt < 5 && log.contains("bind") => continue,
@@ -112,8 +142,11 @@ impl Bitcoind {
         let child = Command::new(bitcoind_path())
             .args([
                 "-regtest",
-                "-txindex=1",
-                "-listen=0",
+                if self.options.txindex {
+                    "-txindex=1"
+                } else {
+                    "-txindex=0"
+                },
                 "-server",
                 "-printtoconsole=0",
                 "-rpcbind=127.0.0.1",
@@ -124,6 +157,10 @@ impl Bitcoind {
             ])
             .arg(format!("-datadir={}", self.datadir.display()))
             .arg(format!("-rpcport={}", self.rpc_port))
+            .args(match self.p2p_port {
+                Some(port) => vec!["-listen=1".to_string(), format!("-bind=127.0.0.1:{port}")],
+                None => vec!["-listen=0".to_string()],
+            })
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr)
@@ -155,6 +192,14 @@ impl Bitcoind {
                 }
             }
         }
+    }
+
+    /// `127.0.0.1:PORT` of its P2P listener (started with `p2p`).
+    pub fn p2p_addr(&self) -> String {
+        format!(
+            "127.0.0.1:{}",
+            self.p2p_port.expect("bitcoind was started without p2p")
+        )
     }
 
     /// The end of bitcoind's stderr and debug.log, for failure messages.

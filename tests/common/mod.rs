@@ -6,7 +6,8 @@
 //! fuzzer shares ([`rpc_check`]); a proxy that can hold an upstream's
 //! blocks back, alter its answers or slow them ([`proxy`]), and a stand-in
 //! for a Citrea v0.6 full node written from Citrea's source
-//! ([`citrea_upstream`]); a real regtest bitcoind ([`bitcoind`]); the one
+//! ([`citrea_upstream`]); a real regtest bitcoind ([`bitcoind`]) and Bitcoin
+//! peers that lie ([`lying_peer`]); the one
 //! deadline loop, [`wait_until`] ([`wait`]).
 #![allow(dead_code)] // each test file uses a different part
 #![allow(unused_imports)]
@@ -16,6 +17,7 @@ pub mod browser;
 pub mod citrea_upstream;
 pub mod framing_check;
 pub mod http;
+pub mod lying_peer;
 pub mod process;
 pub mod proxy;
 pub mod rpc;

@@ -13,9 +13,14 @@ use crate::config::ConfigError;
 #[derive(clap::Args, Clone, Debug)]
 #[command(next_help_heading = heading::BITCOIN)]
 pub struct BitcoinArgs {
-    /// A follower (beside --upstream URL; docs/BITCOIN.md): read the DA layer (commitments, proofs, the blocks L2 blocks name) from this bitcoind (http://HOST:PORT, -txindex=1), not from the upstream
+    /// A follower (beside --upstream URL; docs/BITCOIN.md): read the DA layer (commitments, proofs, the blocks L2 blocks name) from this Bitcoin node over the P2P protocol (HOST:PORT, its -port), not from the upstream; repeat (or a comma list) for more peers: blocks are spread over them
+    #[arg(long, value_name = "HOST:PORT", value_parser = bitcoin_peers)]
+    pub bitcoin_peer: Vec<String>,
+    /// A follower: read the DA layer from this bitcoind's RPC (http://HOST:PORT; no -txindex needed)
     #[arg(long, value_name = "URL", value_parser = bitcoind_url)]
     pub bitcoin_rpc: Option<String>,
+    #[command(flatten)]
+    pub chain: crate::headers::args::BitcoinChainArgs,
     /// Scan blocks with at least N confirmations
     #[arg(long, value_name = "N", default_value_t = DEFAULT_FINALITY_DEPTH, value_parser = finality_depth)]
     pub bitcoin_finality_depth: u64,
@@ -40,6 +45,27 @@ pub struct BitcoinArgs {
 }
 
 impl BitcoinArgs {
+    /// Every `--bitcoin-peer` once, in order (a value may be a comma list).
+    pub fn peers(&self) -> Vec<String> {
+        let mut list: Vec<String> = Vec::new();
+        for peer in self
+            .bitcoin_peer
+            .iter()
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+        {
+            if !list.iter().any(|p| p == peer) {
+                list.push(peer.to_string());
+            }
+        }
+        list
+    }
+
+    /// Whether the DA layer is read from Bitcoin (bitcoind's RPC or peers).
+    pub fn reads_bitcoin(&self) -> bool {
+        self.bitcoin_rpc.is_some() || !self.bitcoin_peer.is_empty()
+    }
+
     /// Whether any credential flag was given.
     pub fn credentials_given(&self) -> bool {
         self.bitcoin_rpc_user.is_some()
@@ -117,4 +143,21 @@ fn da_pubkey(value: &str) -> Result<DaPublicKey, String> {
     DaPublicKey::from_hex(value.trim_start_matches("0x")).map_err(|e| {
         format!("takes a 33-byte compressed secp256k1 key as 66 hex digits (02... or 03...): {e}")
     })
+}
+
+/// One `--bitcoin-peer` value: `HOST:PORT`, or a comma list of them.
+fn bitcoin_peers(value: &str) -> Result<String, String> {
+    for peer in value.split(',').map(str::trim) {
+        let valid = match peer.rsplit_once(':') {
+            Some((host, port)) => !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0),
+            None => false,
+        };
+        if !valid || peer.contains("://") {
+            return Err(format!(
+                "takes a Bitcoin node's P2P address, HOST:PORT (its -port, e.g. 127.0.0.1:18444 \
+                 on regtest), not {peer:?}"
+            ));
+        }
+    }
+    Ok(value.to_string())
 }

@@ -1,53 +1,56 @@
 //! Bitcoin as a [`DaSource`]: the DA slots a follower scans, read from
 //! Bitcoin Core itself (`--bitcoin-rpc`).
 //!
-//! Each slot is one Bitcoin block with at least the finality depth of
-//! confirmations (`--bitcoin-finality-depth`, Citrea's 30: up to
-//! `getblockcount - 29`). Blocks are read raw and checked
+//! Nothing about the chain is taken on bitcoind's word. At start bitcoind
+//! must be on `--bitcoin-chain`'s network. Its headers are read first
+//! (`getblockhash`, then batched `getblockheader HASH false`, from where
+//! its chain meets the one stored) and checked by Bitcoin Core's rules into
+//! the ledger's header chain ([`crate::headers::HeaderChain`]), which
+//! follows the most work; only a chain with the network's minimum
+//! chainwork is scanned.
+//!
+//! Each slot is one block of that header chain with at least the finality
+//! depth of confirmations (`--bitcoin-finality-depth`, Citrea's 30: up to
+//! the header tip - 29), asked of bitcoind by its hash. Blocks are read raw
+//! and checked
 //! ([`super::reader`]: hashes, Merkle roots and wtxids recomputed), keeping
 //! only the transactions whose raw wtxid starts with one of Citrea's
-//! prefixes. Then, as Citrea v0.6.2's full node does:
+//! prefixes, and scanned for Citrea's commitments and proofs as Citrea
+//! v0.6.2's full node does ([`super::scan`], shared with the P2P source):
+//! chunked proofs are put together from the chunks found in scanned blocks,
+//! so bitcoind needs no `-txindex`. The decompressed bytes of a proof are a
+//! risc0 receipt, and its journal is the proof's output. The sync thread
+//! then checks each proof against the stored chain and its receipt against
+//! the network's image, as for any source.
 //!
-//! - namespace `0101`: sequencer commitments signed by the sequencer DA key;
-//! - namespace `0202`: proofs signed by the prover DA key, complete or as an
-//!   aggregate whose chunks are fetched by txid (`getrawtransaction`;
-//!   bitcoind runs with `-txindex=1`); the decompressed bytes are a risc0
-//!   receipt, and its journal is the proof's output. The sync thread then
-//!   checks each proof against the stored chain and its receipt against the
-//!   network's image, as for any source.
-//!
-//! A transaction that looks like ours but is not taken (a bad signature,
-//! another key, a kind we do not know, a body that does not decode or
-//! decodes past the bound, a missing chunk, a receipt or journal that does
-//! not read) is skipped: one WARN naming its txid, counted in `/metrics` by
-//! reason ([`crate::sync::progress::REFUSAL_REASONS`]). Wrong prefixes and
-//! scripts that are no envelope at all are routine and logged at debug.
+//! A transaction that looks like ours but is not taken is skipped: one WARN
+//! naming its txid, counted in `/metrics` by reason
+//! ([`crate::sync::progress::REFUSAL_REASONS`]).
 //!
 //! The source also serves the blocks soft confirmations point at
 //! ([`DaSource::anchors`]), cached per height once final, and the chain's
 //! hash at a height ([`DaSource::block_hash`]) for the deep-reorg check.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use bitcoin::consensus::deserialize;
 use bitcoin::hashes::Hash as _;
-use bitcoin::{Transaction, Txid};
-use log::{debug, warn};
+use log::{debug, info};
 
 use super::block::DaBlock;
 use super::body::{BodyError, MAX_PROOF_BYTES};
 use super::envelope::{EnvelopeError, Namespace};
 use super::reader::{BlockReader, ReadError, ReaderOptions};
-use super::reveal::{self, display_hash, LightClientTx, Refusal};
+use super::reveal::Refusal;
 use super::rpc::{BitcoinRpc, RpcError};
+use super::scan::{ScanPace, SlotScanner};
 use super::signer::{DaPublicKey, SignatureError};
+use crate::headers::{unix_now, HeaderChain};
 use crate::proof::{journal, receipt};
 use crate::source::{DaAnchor, DaSource, SourceError};
+use crate::stop::Stop;
 use crate::sync::progress::{BitcoinProgress, Progress};
-use crate::types::{DaSlot, Hash, SequencerCommitment, VerifiedBatchProof};
+use crate::types::{DaSlot, Hash, VerifiedBatchProof};
 
 /// Citrea's `FINALITY_DEPTH`: a block is scanned once it has this many
 /// confirmations (itself included).
@@ -55,6 +58,9 @@ pub const DEFAULT_FINALITY_DEPTH: u64 = 30;
 
 /// Anchors cached at most (final blocks only; about 100 bytes each).
 const ANCHOR_CACHE: usize = 20_000;
+
+/// Headers asked of bitcoind per batch (Core's `getheaders` answers 2,000).
+pub const HEADERS_PER_BATCH: u64 = 2_000;
 
 /// How the Bitcoin DA source reads and whom it believes.
 #[derive(Clone, Debug)]
@@ -104,15 +110,53 @@ pub struct BitcoinDa {
     anchors: BTreeMap<u64, DaAnchor>,
     /// The last `getblockcount` answer.
     tip: u64,
-    /// The scan's pace: since when, and blocks read since ([`MAX_SCAN_RATE`]).
-    pace: (Instant, u64),
+    /// The scan's pace ([`MAX_SCAN_RATE`]).
+    pace: ScanPace,
+    /// Blocks into slots, chunks remembered.
+    scanner: SlotScanner,
+    /// The verified header chain the scan follows.
+    headers: HeaderChain,
+    /// Whether bitcoind was found on the header chain's network.
+    chain_checked: bool,
+    /// A long header sync ends early once this is set.
+    stop: Arc<Stop>,
+}
+
+/// Why bitcoind's network could not be confirmed.
+#[derive(Debug)]
+pub enum ChainCheckError {
+    /// bitcoind is on another network: a sentence that says so.
+    OtherChain(String),
+    /// bitcoind could not be asked.
+    Unreachable(SourceError),
+}
+
+impl std::fmt::Display for ChainCheckError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ChainCheckError::OtherChain(s) => f.write_str(s),
+            ChainCheckError::Unreachable(e) => e.fmt(f),
+        }
+    }
 }
 
 impl BitcoinDa {
-    pub fn new(rpc: Arc<BitcoinRpc>, config: BitcoinDaConfig, progress: Arc<Progress>) -> Self {
+    /// The DA source over `rpc`, following `headers` (opened on the
+    /// ledger, or in memory in tests).
+    pub fn new(
+        rpc: Arc<BitcoinRpc>,
+        config: BitcoinDaConfig,
+        progress: Arc<Progress>,
+        headers: HeaderChain,
+    ) -> Self {
         let _ = progress.bitcoin.url.set(rpc.url().to_string());
+        progress.bitcoin.headers.note(&headers);
         BitcoinDa {
+            headers,
+            chain_checked: false,
+            stop: Arc::new(Stop::new()),
             rpc,
+            scanner: SlotScanner::new(config.clone(), progress.clone()),
             config: BitcoinDaConfig {
                 finality_depth: config.finality_depth.max(1),
                 ..config
@@ -120,26 +164,201 @@ impl BitcoinDa {
             progress,
             anchors: BTreeMap::new(),
             tip: 0,
-            pace: (Instant::now(), 0),
+            pace: ScanPace::new(),
         }
     }
 
-    /// Waits, after reading `read` blocks, as long as keeps the scan at
-    /// [`MAX_SCAN_RATE`]. A scan that fell a second behind that pace (a
-    /// caught-up follower reads a block now and then) starts it afresh.
-    fn keep_pace(&mut self, read: u64) {
-        let spent = |blocks: u64| Duration::from_secs_f64(blocks as f64 / MAX_SCAN_RATE as f64);
-        let now = Instant::now();
-        let (since, count) = &mut self.pace;
-        if now > *since + spent(*count) + Duration::from_secs(1) {
-            *since = now;
-            *count = 0;
+    /// Proof chunks found on applied slots are read back from `ledger`
+    /// (see [`super::scan`]).
+    pub fn with_chunks_in(mut self, ledger: Arc<crate::ledger::Ledger>) -> Self {
+        self.scanner.set_ledger(ledger);
+        self
+    }
+
+    /// Ends a long header sync early once `stop` is set.
+    pub fn with_stop(mut self, stop: Arc<Stop>) -> Self {
+        self.stop = stop;
+        self
+    }
+
+    /// The verified header chain.
+    pub fn headers(&self) -> &HeaderChain {
+        &self.headers
+    }
+
+    /// Asks bitcoind which network it is on (`getblockchaininfo`): it
+    /// must be the header chain's.
+    pub fn check_chain(&mut self) -> Result<(), ChainCheckError> {
+        let name = match self.rpc.get_chain_name() {
+            Ok(n) => n,
+            Err(e) => return Err(ChainCheckError::Unreachable(self.rpc_error(e))),
+        };
+        self.status().answered();
+        let want = self.headers.chain();
+        if name != want.name() {
+            let instead = match name.parse::<crate::headers::BitcoinChain>() {
+                Ok(other) if name != "bitcoin" && name != "mainnet" => {
+                    format!(", or give --bitcoin-chain {other}")
+                }
+                _ => format!(" (ledgerd does not follow {name})"),
+            };
+            let sentence = format!(
+                "bitcoind at {} is on the {name} network, not {want} (--bitcoin-chain, or the \
+                 chain --network reads): point --bitcoin-rpc at a {want} bitcoind{instead}",
+                self.rpc.url()
+            );
+            self.status().failed(&sentence);
+            return Err(ChainCheckError::OtherChain(sentence));
         }
-        *count += read;
-        let due = *since + spent(*count);
-        if due > now {
-            std::thread::sleep(due - now);
+        self.chain_checked = true;
+        Ok(())
+    }
+
+    /// The highest height where bitcoind's chain and the stored best chain
+    /// have the same block, at most `from` (they share genesis at least).
+    fn common_height(&mut self, from: u64) -> Result<u64, SourceError> {
+        let same = |me: &mut Self, h: u64| -> Result<bool, SourceError> {
+            let theirs = me.rpc.get_block_hash(h).map_err(|e| me.rpc_error(e))?;
+            let ours = me.headers.hash_at(h).map_err(|e| {
+                SourceError::unreadable("the stored Bitcoin headers cannot be read", e)
+            })?;
+            Ok(ours == Some(theirs))
+        };
+        if same(self, from)? {
+            return Ok(from);
         }
+        // Back in doubling steps to a shared block, then halve the gap.
+        let (mut bad, mut step) = (from, 1u64);
+        let mut good = loop {
+            let h = bad.saturating_sub(step);
+            if same(self, h)? {
+                break h;
+            }
+            if h == 0 {
+                return Err(SourceError::bad_answer(format!(
+                    "bitcoind at {} has another genesis block than {}'s",
+                    self.rpc.url(),
+                    self.headers.chain()
+                )));
+            }
+            bad = h;
+            step *= 2;
+        };
+        while bad - good > 1 {
+            let mid = good + (bad - good) / 2;
+            if same(self, mid)? {
+                good = mid;
+            } else {
+                bad = mid;
+            }
+        }
+        Ok(good)
+    }
+
+    /// Reads bitcoind's headers the header chain lacks, from where the two
+    /// chains meet up to bitcoind's tip, checks them by Bitcoin Core's rules
+    /// and stores them; the headers added.
+    pub fn sync_headers(&mut self) -> Result<u64, SourceError> {
+        if !self.chain_checked {
+            match self.check_chain() {
+                Ok(()) => {}
+                Err(ChainCheckError::Unreachable(e)) => return Err(e),
+                Err(ChainCheckError::OtherChain(s)) => return Err(SourceError::bad_answer(s)),
+            }
+        }
+        let count = self.block_count()?;
+        let ours = self.headers.tip().height;
+        let mut next = self.common_height(ours.min(count))? + 1;
+        let mut added = 0u64;
+        while next <= count && !self.stop.is_stopped() {
+            let to = (next + HEADERS_PER_BATCH - 1).min(count);
+            let hashes = self
+                .rpc
+                .get_block_hashes(next..to + 1)
+                .map_err(|e| self.rpc_error(e))?;
+            let headers = self
+                .rpc
+                .get_block_headers(&hashes)
+                .map_err(|e| self.rpc_error(e))?;
+            self.status().answered();
+            if let Some((i, h)) = headers
+                .iter()
+                .zip(&hashes)
+                .enumerate()
+                .find(|(_, (h, hash))| h.block_hash() != **hash)
+            {
+                let err = SourceError::bad_answer(format!(
+                    "bitcoind at {} answered header {} for block {} at height {}",
+                    self.rpc.url(),
+                    h.0.block_hash(),
+                    h.1,
+                    next + i as u64
+                ));
+                self.status().failed(&err.to_string());
+                return Err(err);
+            }
+            let result = self.headers.accept(&headers, unix_now());
+            self.headers
+                .save()
+                .map_err(|e| SourceError::unreadable("the Bitcoin headers cannot be stored", e))?;
+            self.status().headers.note(&self.headers);
+            match result {
+                Ok(a) => {
+                    added += a.added as u64;
+                    if let Some(r) = a.reorg {
+                        info!(
+                            "the Bitcoin header chain moved to a branch with more work: it forks \
+                             after height {} (the tip was {} {})",
+                            r.fork_height, r.old_tip.0, r.old_tip.1
+                        );
+                    }
+                }
+                Err(e) => {
+                    let err = SourceError::unreadable(
+                        format!(
+                            "bitcoind at {} sent a header that breaks Bitcoin's rules",
+                            self.rpc.url()
+                        ),
+                        &e,
+                    );
+                    self.status().failed(&err.to_string());
+                    return Err(err);
+                }
+            }
+            next = to + 1;
+        }
+        if added > 0 {
+            debug!(
+                "bitcoin headers: {added} verified, best {} at height {}",
+                self.headers.tip().hash,
+                self.headers.tip().height
+            );
+        }
+        Ok(added)
+    }
+
+    /// The best chain's hashes at `from..=to` (all held: `to` is at most
+    /// the tip).
+    fn chain_hashes(&self, from: u64, to: u64) -> Result<Vec<bitcoin::BlockHash>, SourceError> {
+        let mut out = Vec::with_capacity((to + 1 - from) as usize);
+        for h in from..=to {
+            match self.headers.hash_at(h) {
+                Ok(Some(hash)) => out.push(hash),
+                Ok(None) => {
+                    return Err(SourceError::bad_answer(format!(
+                        "the Bitcoin header chain has no block at height {h} (its tip is {})",
+                        self.headers.tip().height
+                    )))
+                }
+                Err(e) => {
+                    return Err(SourceError::unreadable(
+                        "the stored Bitcoin headers cannot be read",
+                        e,
+                    ))
+                }
+            }
+        }
+        Ok(out)
     }
 
     fn status(&self) -> &BitcoinProgress {
@@ -209,7 +428,7 @@ impl BitcoinDa {
     }
 
     fn remember(&mut self, block: &DaBlock) {
-        if block.height <= self.final_height(self.tip) {
+        if block.height <= self.final_height(self.headers.tip().height) {
             self.anchors.insert(
                 block.height,
                 DaAnchor {
@@ -221,119 +440,6 @@ impl BitcoinDa {
                 self.anchors.pop_first();
             }
         }
-    }
-
-    /// One checked block as a DA slot: its commitments and proofs, each
-    /// transaction that is not taken skipped and counted.
-    fn slot_of(&self, block: &DaBlock) -> Result<DaSlot, SourceError> {
-        let mut slot = DaSlot {
-            number: block.height,
-            hash: Some(block.hash),
-            commitments: Vec::new(),
-            proofs: Vec::new(),
-        };
-        for tx in &block.txs {
-            if Namespace::BatchProof.matches(&tx.wtxid) {
-                match reveal::read_commitment(&tx.tx, &self.config.sequencer_key) {
-                    Ok(c) => {
-                        debug!(
-                            "bitcoin block {}: commitment {}..={} in {}",
-                            block.height,
-                            c.l2_start,
-                            c.l2_end,
-                            display_hash(&tx.txid)
-                        );
-                        self.status().commitments_found.fetch_add(1, Relaxed);
-                        slot.commitments.push(SequencerCommitment {
-                            found_in_l1: block.height,
-                            merkle_root: c.merkle_root,
-                            l2_start_block_number: c.l2_start,
-                            l2_end_block_number: c.l2_end,
-                        });
-                    }
-                    Err(r) => self.refuse(block.height, &tx.txid, "commitment", &r),
-                }
-            } else if Namespace::LightClient.matches(&tx.wtxid) {
-                let bytes = match reveal::read_light_client(
-                    &tx.tx,
-                    &self.config.prover_key,
-                    self.config.proof_bound,
-                ) {
-                    Ok(LightClientTx::Complete { proof }) => proof,
-                    Ok(LightClientTx::Aggregate { txids, wtxids }) => {
-                        let chunks = self.chunks(&txids)?;
-                        match reveal::read_chunked_proof(
-                            &txids,
-                            &wtxids,
-                            &chunks,
-                            self.config.proof_bound,
-                        ) {
-                            Ok(proof) => proof,
-                            Err(r) => {
-                                self.refuse(block.height, &tx.txid, "proof", &r);
-                                continue;
-                            }
-                        }
-                    }
-                    // Read through their aggregate; method ids change
-                    // nothing a full node serves.
-                    Ok(LightClientTx::Chunk | LightClientTx::MethodId(_)) => continue,
-                    Err(r) => {
-                        self.refuse(block.height, &tx.txid, "proof", &r);
-                        continue;
-                    }
-                };
-                match proof_from_receipt(bytes, block.height, &self.config.sequencer_key) {
-                    Ok(p) => {
-                        self.status().proofs_found.fetch_add(1, Relaxed);
-                        slot.proofs.push(p);
-                    }
-                    Err((reason, why)) => {
-                        self.status().refused(reason);
-                        warn!(
-                            "bitcoin block {} tx {}: proof not taken: {why}",
-                            block.height,
-                            display_hash(&tx.txid)
-                        );
-                    }
-                }
-            }
-        }
-        Ok(slot)
-    }
-
-    /// The transactions named by an aggregate, fetched by txid in one batch;
-    /// `None` for one bitcoind does not have (the aggregate is then refused
-    /// as missing a chunk). Fails only when bitcoind cannot be asked.
-    fn chunks(&self, txids: &[[u8; 32]]) -> Result<Vec<Option<Transaction>>, SourceError> {
-        let params = txids
-            .iter()
-            .map(|t| format!(r#"["{}",false]"#, Txid::from_byte_array(*t)));
-        let answers = self
-            .rpc
-            .batch_raw("getrawtransaction", params, |raw| {
-                let text: &str = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
-                let bytes = hex::decode(text).map_err(|e| format!("not hex: {e}"))?;
-                deserialize::<Transaction>(&bytes).map_err(|e| e.to_string())
-            })
-            .map_err(|e| self.rpc_error(e))?;
-        Ok(answers.into_iter().map(Result::ok).collect())
-    }
-
-    /// Logs and counts one transaction not taken.
-    fn refuse(&self, height: u64, txid: &[u8; 32], what: &str, r: &Refusal) {
-        if r.is_not_ours() {
-            debug!(
-                "bitcoin block {height} tx {}: not a {what}: {r}",
-                display_hash(txid)
-            );
-            return;
-        }
-        self.status().refused(reason_of(r));
-        warn!(
-            "bitcoin block {height} tx {}: {what} not taken: {r}",
-            display_hash(txid)
-        );
     }
 }
 
@@ -393,8 +499,18 @@ pub fn reason_of(r: &Refusal) -> &'static str {
 
 impl DaSource for BitcoinDa {
     fn last_scanned(&mut self) -> Result<u64, SourceError> {
-        let count = self.block_count()?;
-        Ok(self.final_height(count))
+        self.sync_headers()?;
+        if !self.headers.meets_min_chainwork() {
+            let why = format!(
+                "the best Bitcoin header chain (height {}) has less work than {}'s minimum \
+                 chainwork: nothing is scanned until it has it",
+                self.headers.tip().height,
+                self.headers.chain()
+            );
+            debug!("{why}");
+            return Ok(0);
+        }
+        Ok(self.final_height(self.headers.tip().height))
     }
 
     fn slot(&mut self, number: u64) -> Result<DaSlot, SourceError> {
@@ -405,17 +521,18 @@ impl DaSource for BitcoinDa {
     }
 
     fn slots(&mut self, from: u64, to: u64) -> Result<Vec<DaSlot>, SourceError> {
+        let hashes = self.chain_hashes(from, to)?;
         let blocks = self
             .reader(true)
-            .read_range(from..=to)
+            .read_hashes(from, &hashes)
             .map_err(|e| self.read_error(e))?;
         self.status().answered();
         let mut slots = Vec::with_capacity(blocks.len());
         for block in &blocks {
             self.remember(block);
-            slots.push(self.slot_of(block)?);
+            slots.push(self.scanner.slot_of(block));
         }
-        self.keep_pace(blocks.len() as u64);
+        self.pace.keep(blocks.len() as u64);
         Ok(slots)
     }
 
@@ -427,7 +544,11 @@ impl DaSource for BitcoinDa {
             .collect();
         let mut fresh = BTreeMap::new();
         if !missing.is_empty() {
-            let tip = self.block_count()?;
+            if missing.iter().any(|h| *h > self.headers.tip().height) {
+                // Named blocks beyond the header tip: bitcoind may have them.
+                self.sync_headers()?;
+            }
+            let tip = self.headers.tip().height;
             // Consecutive runs (a chunk of soft confirmations names a few
             // neighbouring blocks), each read in one go.
             let mut runs: Vec<(u64, u64)> = Vec::new();
@@ -438,9 +559,10 @@ impl DaSource for BitcoinDa {
                 }
             }
             for (from, to) in runs {
+                let hashes = self.chain_hashes(from, to)?;
                 let blocks = self
                     .reader(false)
-                    .read_range(from..=to)
+                    .read_hashes(from, &hashes)
                     .map_err(|e| self.read_error(e))?;
                 for block in &blocks {
                     self.remember(block);
@@ -462,17 +584,13 @@ impl DaSource for BitcoinDa {
         ))
     }
 
+    /// The best header chain's block at `number` (headers synced first, so
+    /// a reorg bitcoind made shows here).
     fn block_hash(&mut self, number: u64) -> Result<Option<Hash>, SourceError> {
-        match self.rpc.get_block_hash(number) {
-            Ok(hash) => {
-                self.status().answered();
-                Ok(Some(hash.to_byte_array()))
-            }
-            Err(e) if e.is_height_out_of_range() => {
-                self.status().answered();
-                Ok(None)
-            }
-            Err(e) => Err(self.rpc_error(e)),
-        }
+        self.sync_headers()?;
+        self.headers
+            .hash_at(number)
+            .map(|h| h.map(|h| h.to_byte_array()))
+            .map_err(|e| SourceError::unreadable("the stored Bitcoin headers cannot be read", e))
     }
 }

@@ -20,6 +20,9 @@
 //!   with a hard bound on what a compressed proof may expand to.
 //! - [`reveal`]: the three above in one call per transaction, as the sync thread wants them, with
 //!   one typed refusal that says why a transaction was not taken.
+//! - [`scan`]: a checked block into a DA slot (what both Bitcoin sources
+//!   share): commitments and proofs found, chunks remembered for their
+//!   aggregate.
 //! - [`keys`]: v0.6.2's sequencer and prover DA keys per network, and the regtest private keys.
 //! - [`da`]: all of the above as the follower's DA source (`--bitcoin-rpc`): slots with the
 //!   commitments and proofs Bitcoin carried, the blocks soft confirmations point at.
@@ -34,6 +37,7 @@ pub mod keys;
 pub mod reader;
 pub mod reveal;
 pub mod rpc;
+pub mod scan;
 pub mod signer;
 
 pub use block::{parse_block, BlockError, DaBlock, DaTx};

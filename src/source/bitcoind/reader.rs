@@ -174,6 +174,30 @@ impl<'a> BlockReader<'a> {
         Ok(blocks)
     }
 
+    /// The blocks of `hashes` (the chain's blocks from `first_height` on, as
+    /// the verified header chain names them), in batches of
+    /// [`ReaderOptions::batch`]: each checked against its hash, so bitcoind
+    /// can serve no other block than the header chain's.
+    pub fn read_hashes(
+        &self,
+        first_height: u64,
+        hashes: &[BlockHash],
+    ) -> Result<Vec<DaBlock>, ReadError> {
+        let mut blocks = Vec::with_capacity(hashes.len());
+        for (i, chunk) in hashes.chunks(self.options.batch).enumerate() {
+            let from = first_height + (i * self.options.batch) as u64;
+            self.fetch_blocks(from, chunk, &mut blocks)?;
+        }
+        for pair in blocks.windows(2) {
+            if pair[1].prev_hash() != pair[0].hash {
+                return Err(ReadError::NotLinked {
+                    height: pair[1].height,
+                });
+            }
+        }
+        Ok(blocks)
+    }
+
     /// Heights `from..=to`: their hashes in one batch, the raw blocks in
     /// another (halved until the answers fit the size limit), then checked.
     fn read_batch(&self, from: u64, to: u64) -> Result<Vec<DaBlock>, ReadError> {

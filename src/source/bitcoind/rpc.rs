@@ -424,6 +424,36 @@ impl BitcoinRpc {
         })
     }
 
+    /// `getblockheader hash false` for each hash, in one batch, in the order
+    /// given: the headers decoded (their hashes are the caller's to check).
+    pub fn get_block_headers(
+        &self,
+        hashes: &[BlockHash],
+    ) -> Result<Vec<bitcoin::block::Header>, RpcError> {
+        self.batch_raw(
+            "getblockheader",
+            hashes.iter().map(|h| format!(r#"["{h}",false]"#)),
+            |raw| {
+                let bytes = decode_hex_string(raw)?;
+                bitcoin::consensus::deserialize::<bitcoin::block::Header>(&bytes)
+                    .map_err(|e| format!("not an 80-byte header: {e}"))
+            },
+        )?
+        .into_iter()
+        .collect()
+    }
+
+    /// `getblockchaininfo`'s `chain`: `main`, `test`, `testnet4`, `signet`
+    /// or `regtest`.
+    pub fn get_chain_name(&self) -> Result<String, RpcError> {
+        #[derive(serde::Deserialize)]
+        struct Info {
+            chain: String,
+        }
+        let info: Info = self.call("getblockchaininfo", &[])?;
+        Ok(info.chain)
+    }
+
     /// `getrawtransaction txid false`: the serialized transaction (found in
     /// any block only with `-txindex=1`; refused with -5 otherwise).
     pub fn get_raw_transaction(&self, txid: &Txid) -> Result<Vec<u8>, RpcError> {

@@ -84,6 +84,7 @@ pub fn make_slot(
         hash: None,
         commitments,
         proofs,
+        chunks: Default::default(),
     })
 }
 

@@ -375,6 +375,7 @@ impl RegtestChain {
             hash: Some(block.hash),
             commitments: Vec::new(),
             proofs: Vec::new(),
+            chunks: Default::default(),
         };
         for tx in &block.txs {
             match reveal::read_commitment(&tx.tx, &self.sequencer_pub) {

@@ -425,6 +425,7 @@ impl Upstream {
                 hash: None,
                 commitments,
                 proofs,
+                chunks: Default::default(),
             });
         }
         Ok(slots)

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Measures a follower's first header sync from a local regtest bitcoind:
+# BLOCKS blocks mined (empty, 100,000 by default), then
+# examples/headers_sync_probe.rs reads them RUNS times: the link alone
+# (batched getblockhash + getblockheader, decoded, nothing checked) and the
+# header path (every header checked by Core's rules and stored in a new
+# ledger), headers/s and their ratio.
+#
+#   scripts/bitcoin_headers_sync.sh [BLOCKS] [RUNS]    (defaults 100000, 3)
+set -euo pipefail
+BLOCKS=${1:-100000}
+RUNS=${2:-3}
+cd "$(dirname "$0")/.."
+
+BITCOIND=${LEDGERD_BITCOIND:-${LEDGERD_TOOLS_DIR:-$HOME/.cache/ledgerd-tools}/bitcoind-0.4.1/bin/bitcoind}
+[ -x "$BITCOIND" ] || { echo "no bitcoind at $BITCOIND: run scripts/bitcoind/build.sh" >&2; exit 1; }
+nice -n 5 cargo build --release --quiet --example headers_sync_probe
+
+WORK=$(mktemp -d /tmp/ledgerd-headers-sync.XXXXXX)
+PID=
+cleanup() {
+  if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+RPC_PORT=$(port)
+mkdir "$WORK/btc"
+"$BITCOIND" -regtest -listen=0 -server -printtoconsole=0 -datadir="$WORK/btc" \
+  -rpcbind=127.0.0.1 -rpcallowip=127.0.0.1 -rpcport="$RPC_PORT" -port="$(port)" &
+PID=$!
+BTC=http://127.0.0.1:$RPC_PORT
+COOKIE=$WORK/btc/regtest/.cookie
+btc() {
+  curl -s --user "$(cat "$COOKIE")" -H 'content-type: application/json' \
+    -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"$1\",\"params\":$2}" "$BTC"
+}
+for _ in $(seq 100); do [ -f "$COOKIE" ] && btc getblockcount '[]' | grep -q '"result"' && break; sleep 0.2; done
+
+# Block times start 3 s a block in the past: mining at full speed, each
+# block is one second after the median of the last 11, and a chain that
+# ran past the clock's two-hour limit would be refused (by bitcoind itself).
+btc setmocktime "[$(( $(date +%s) - 3 * BLOCKS ))]" > /dev/null
+started=$(date +%s)
+left=$BLOCKS
+while [ "$left" -gt 0 ]; do
+  n=$(( left < 5000 ? left : 5000 ))
+  btc generatetodescriptor "[$n, \"raw(51)\"]" > /dev/null
+  left=$(( left - n ))
+done
+echo "mined $BLOCKS regtest blocks in $(( $(date +%s) - started )) s"
+btc getblockcount '[]'; echo
+target/release/examples/headers_sync_probe "$BTC" "$COOKIE" "$WORK/ledgers" "$RUNS"

@@ -1,0 +1,311 @@
+//! The four Bitcoin networks ledgerd can follow, and the header-chain
+//! parameters of each, as Bitcoin Core's `src/kernel/chainparams.cpp` sets
+//! them (Core 31.99): message start (magic), genesis, proof-of-work limit,
+//! minimum chainwork, the retarget interval, which testnet rules apply, and
+//! the heights from which BIP34, BIP66 and BIP65 demand a block version.
+
+use std::fmt;
+use std::str::FromStr;
+
+use bitcoin::block::Header;
+use bitcoin::pow::{CompactTarget, Target, Work};
+use bitcoin::{BlockHash, Network};
+
+/// A Bitcoin network (`--bitcoin-chain`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BitcoinChain {
+    Main,
+    Testnet4,
+    Signet,
+    Regtest,
+}
+
+impl BitcoinChain {
+    /// Every chain, in the order the docs list them.
+    pub const ALL: [BitcoinChain; 4] = [
+        BitcoinChain::Main,
+        BitcoinChain::Testnet4,
+        BitcoinChain::Signet,
+        BitcoinChain::Regtest,
+    ];
+
+    /// The name `--bitcoin-chain` takes (and `getblockchaininfo`'s `chain`
+    /// answers, but for main, which bitcoind calls `main` too).
+    pub fn name(self) -> &'static str {
+        match self {
+            BitcoinChain::Main => "main",
+            BitcoinChain::Testnet4 => "testnet4",
+            BitcoinChain::Signet => "signet",
+            BitcoinChain::Regtest => "regtest",
+        }
+    }
+
+    /// The `bitcoin` crate's name of this network.
+    pub fn network(self) -> Network {
+        match self {
+            BitcoinChain::Main => Network::Bitcoin,
+            BitcoinChain::Testnet4 => Network::Testnet4,
+            BitcoinChain::Signet => Network::Signet,
+            BitcoinChain::Regtest => Network::Regtest,
+        }
+    }
+
+    /// This network's parameters.
+    pub fn params(self) -> &'static ChainParams {
+        match self {
+            BitcoinChain::Main => &MAIN,
+            BitcoinChain::Testnet4 => &TESTNET4,
+            BitcoinChain::Signet => &SIGNET,
+            BitcoinChain::Regtest => &REGTEST,
+        }
+    }
+
+    /// The genesis block's header.
+    pub fn genesis(self) -> Header {
+        bitcoin::blockdata::constants::genesis_block(self.network()).header
+    }
+
+    /// The chain of a Citrea network name (`--network`): testnet reads
+    /// testnet4, devnet signet, mainnet main, and nightly (or none) regtest.
+    pub fn of_citrea_network(network: Option<&str>) -> BitcoinChain {
+        match network {
+            Some("testnet") => BitcoinChain::Testnet4,
+            Some("devnet") => BitcoinChain::Signet,
+            Some("mainnet") => BitcoinChain::Main,
+            _ => BitcoinChain::Regtest,
+        }
+    }
+}
+
+impl fmt::Display for BitcoinChain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for BitcoinChain {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "main" | "mainnet" | "bitcoin" => Ok(BitcoinChain::Main),
+            "testnet4" => Ok(BitcoinChain::Testnet4),
+            "signet" => Ok(BitcoinChain::Signet),
+            "regtest" => Ok(BitcoinChain::Regtest),
+            other => Err(format!(
+                "{other:?} is not a Bitcoin chain ledgerd knows: use main, testnet4, signet or regtest"
+            )),
+        }
+    }
+}
+
+/// One network's header-chain parameters (Core's `Consensus::Params` and
+/// `CChainParams`, the parts headers need).
+#[derive(Debug)]
+pub struct ChainParams {
+    pub chain: BitcoinChain,
+    /// The P2P message start (`pchMessageStart`).
+    pub magic: [u8; 4],
+    /// The default P2P port.
+    pub default_port: u16,
+    /// The genesis block's hash, as Core asserts it.
+    pub genesis_hash: &'static str,
+    /// `powLimit`, big-endian hex: the easiest target a header may carry.
+    pub pow_limit_hex: &'static str,
+    /// `powLimit` in compact form (the bits of a 20-minute block).
+    pub pow_limit_bits: u32,
+    /// `nMinimumChainWork`, big-endian hex: a chain with less total work
+    /// is never followed.
+    pub min_chainwork: &'static str,
+    /// `nPowTargetTimespan` in seconds.
+    pub target_timespan: i64,
+    /// `nPowTargetSpacing` in seconds.
+    pub target_spacing: i64,
+    /// `fPowAllowMinDifficultyBlocks`: the 20-minute rule and its walk-back.
+    pub allow_min_difficulty: bool,
+    /// `fPowNoRetargeting` (regtest).
+    pub no_retargeting: bool,
+    /// `enforce_BIP94`: the retarget starts from the period's first block,
+    /// and a period's first block may not be more than 600 s before its
+    /// parent (testnet4).
+    pub enforce_bip94: bool,
+    /// From these heights on, a header's version must be at least 2, 3
+    /// and 4 (`DEPLOYMENT_HEIGHTINCB`, `DEPLOYMENT_DERSIG`, `DEPLOYMENT_CLTV`).
+    pub bip34_height: u64,
+    pub bip66_height: u64,
+    pub bip65_height: u64,
+}
+
+impl ChainParams {
+    /// `DifficultyAdjustmentInterval()`: 2016 (144 on regtest).
+    pub fn interval(&self) -> u64 {
+        (self.target_timespan / self.target_spacing) as u64
+    }
+
+    /// The pow limit as a target (Core's `powLimit`, which may lie above
+    /// what its compact form expands to).
+    pub fn pow_limit(&self) -> Target {
+        let mut bytes = [0u8; 32];
+        // A constant of this file: 64 hex digits (checked by a test).
+        if hex::decode_to_slice(self.pow_limit_hex, &mut bytes).is_err() {
+            return Target::from_compact(CompactTarget::from_consensus(self.pow_limit_bits));
+        }
+        Target::from_be_bytes(bytes)
+    }
+
+    /// `nMinimumChainWork`.
+    pub fn min_chainwork(&self) -> Work {
+        let mut bytes = [0u8; 32];
+        // A constant of this file: 64 hex digits (checked by a test).
+        if hex::decode_to_slice(self.min_chainwork, &mut bytes).is_err() {
+            return Work::from_be_bytes([0xff; 32]);
+        }
+        Work::from_be_bytes(bytes)
+    }
+
+    /// The genesis hash as a [`BlockHash`].
+    pub fn genesis_block_hash(&self) -> BlockHash {
+        self.chain.genesis().block_hash()
+    }
+}
+
+/// Bitcoin's main network.
+pub static MAIN: ChainParams = ChainParams {
+    chain: BitcoinChain::Main,
+    magic: [0xf9, 0xbe, 0xb4, 0xd9],
+    default_port: 8333,
+    genesis_hash: "000000000019d6689c085ae165831e934ff763ae46a2a6c172b3f1b60a8ce26f",
+    pow_limit_hex: "00000000ffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+    pow_limit_bits: 0x1d00ffff,
+    min_chainwork: "0000000000000000000000000000000000000001128750f82f4c366153a3a030",
+    target_timespan: 14 * 24 * 60 * 60,
+    target_spacing: 10 * 60,
+    allow_min_difficulty: false,
+    no_retargeting: false,
+    enforce_bip94: false,
+    bip34_height: 227_931,
+    bip66_height: 363_725,
+    bip65_height: 388_381,
+};
+
+/// Testnet4 (BIP94).
+pub static TESTNET4: ChainParams = ChainParams {
+    chain: BitcoinChain::Testnet4,
+    magic: [0x1c, 0x16, 0x3f, 0x28],
+    default_port: 48333,
+    genesis_hash: "00000000da84f2bafbbc53dee25a72ae507ff4914b867c565be350b0da8bf043",
+    pow_limit_hex: "00000000ffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+    pow_limit_bits: 0x1d00ffff,
+    min_chainwork: "0000000000000000000000000000000000000000000009a0fe15d0177d086304",
+    target_timespan: 14 * 24 * 60 * 60,
+    target_spacing: 10 * 60,
+    allow_min_difficulty: true,
+    no_retargeting: false,
+    enforce_bip94: true,
+    bip34_height: 1,
+    bip66_height: 1,
+    bip65_height: 1,
+};
+
+/// The default signet (the block signatures of BIP325 are in the blocks,
+/// not the headers: headers alone do not check them).
+pub static SIGNET: ChainParams = ChainParams {
+    chain: BitcoinChain::Signet,
+    magic: [0x0a, 0x03, 0xcf, 0x40],
+    default_port: 38333,
+    genesis_hash: "00000008819873e925422c1ff0f99f7cc9bbb232af63a077a480a3633bee1ef6",
+    pow_limit_hex: "00000377ae000000000000000000000000000000000000000000000000000000",
+    pow_limit_bits: 0x1e0377ae,
+    min_chainwork: "00000000000000000000000000000000000000000000000000000b463ea0a4b8",
+    target_timespan: 14 * 24 * 60 * 60,
+    target_spacing: 10 * 60,
+    allow_min_difficulty: false,
+    no_retargeting: false,
+    enforce_bip94: false,
+    bip34_height: 1,
+    bip66_height: 1,
+    bip65_height: 1,
+};
+
+/// Regtest (Core's defaults: no `-test=bip94`, BIP34/65/66 from height 1).
+pub static REGTEST: ChainParams = ChainParams {
+    chain: BitcoinChain::Regtest,
+    magic: [0xfa, 0xbf, 0xb5, 0xda],
+    default_port: 18444,
+    genesis_hash: "0f9188f13cb7b2c71f2a335e3a4fc328bf5beb436012afca590b1a11466e2206",
+    pow_limit_hex: "7fffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+    pow_limit_bits: 0x207fffff,
+    min_chainwork: "0000000000000000000000000000000000000000000000000000000000000000",
+    target_timespan: 24 * 60 * 60,
+    target_spacing: 10 * 60,
+    allow_min_difficulty: true,
+    no_retargeting: true,
+    enforce_bip94: false,
+    bip34_height: 1,
+    bip66_height: 1,
+    bip65_height: 1,
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn genesis_hashes_are_the_ones_core_asserts() {
+        for chain in BitcoinChain::ALL {
+            let p = chain.params();
+            assert_eq!(p.chain, chain);
+            assert_eq!(
+                p.genesis_block_hash().to_string(),
+                p.genesis_hash,
+                "{chain}"
+            );
+            assert_eq!(
+                chain.genesis().bits.to_consensus(),
+                p.pow_limit_bits,
+                "{chain}"
+            );
+        }
+    }
+
+    #[test]
+    fn magic_matches_the_bitcoin_crate() {
+        for chain in BitcoinChain::ALL {
+            let magic = bitcoin::p2p::Magic::from(chain.network());
+            assert_eq!(magic.to_bytes(), chain.params().magic, "{chain}");
+        }
+    }
+
+    #[test]
+    fn pow_limits_are_cores_and_their_compact_forms_match() {
+        for chain in BitcoinChain::ALL {
+            let p = chain.params();
+            assert_eq!(p.pow_limit_hex.len(), 64, "{chain}");
+            assert_eq!(
+                p.pow_limit().to_compact_lossy().to_consensus(),
+                p.pow_limit_bits,
+                "{chain}"
+            );
+        }
+        // Regtest's powLimit lies above its compact form's expansion.
+        let compact = Target::from_compact(CompactTarget::from_consensus(REGTEST.pow_limit_bits));
+        assert!(REGTEST.pow_limit() > compact);
+    }
+
+    #[test]
+    fn min_chainwork_reads_and_intervals_are_cores() {
+        assert!(REGTEST.min_chainwork() == Work::from_be_bytes([0; 32]));
+        assert!(MAIN.min_chainwork() > TESTNET4.min_chainwork());
+        assert!(MAIN.min_chainwork() < Work::from_be_bytes([0xff; 32]));
+        assert_eq!(MAIN.interval(), 2016);
+        assert_eq!(REGTEST.interval(), 144);
+    }
+
+    #[test]
+    fn chain_names_parse_back() {
+        for chain in BitcoinChain::ALL {
+            assert_eq!(chain.name().parse::<BitcoinChain>(), Ok(chain));
+        }
+        let err = "testnet3".parse::<BitcoinChain>().unwrap_err();
+        assert!(err.contains("main, testnet4, signet or regtest"), "{err}");
+    }
+}

@@ -1,0 +1,55 @@
+//! The `bitcoin_chunks` table: the chunk transactions of chunked proofs
+//! found in scanned Bitcoin blocks, by txid, kept until the aggregate that
+//! names them is applied, so a follower needs no transaction index and a
+//! restart between a proof's chunks and its aggregate loses nothing.
+//!
+//! Written by the sync thread in the same write transaction as the slot
+//! they were found on ([`crate::types::DaSlot::chunks`]); read by the
+//! Bitcoin sources' scanner ([`crate::source::bitcoind::scan`]).
+
+use lmdb::WriteFlags;
+
+use super::sealed::Access;
+use super::tables::{BitcoinChunks, Table, ValueTable};
+use super::{corrupt, get, lmdb_err, LedgerError, LedgerWriter};
+use crate::types::Hash;
+
+/// Reading the stored chunks (any reader or writer).
+pub trait BitcoinChunkRead: Access + Sized {
+    /// The chunk transaction `txid` (raw byte order): the height it was
+    /// found at and its raw bytes.
+    fn bitcoin_chunk(&self, txid: &Hash) -> Result<Option<(u64, Vec<u8>)>, LedgerError> {
+        match get::<Self, BitcoinChunks>(self, txid)? {
+            None => Ok(None),
+            Some(bytes) => BitcoinChunks::decode(bytes)
+                .map(Some)
+                .map_err(|e| corrupt::<BitcoinChunks>(txid, e)),
+        }
+    }
+}
+
+impl<A: Access + Sized> BitcoinChunkRead for A {}
+
+impl LedgerWriter<'_> {
+    /// Stores a chunk found at `height` (replacing one with the same txid).
+    pub fn put_bitcoin_chunk(
+        &mut self,
+        txid: &Hash,
+        height: u64,
+        raw: &[u8],
+    ) -> Result<(), LedgerError> {
+        let value = BitcoinChunks::encode(&(height, raw.to_vec()));
+        self.put::<BitcoinChunks>(txid, &value, WriteFlags::empty())
+    }
+
+    /// Forgets chunk `txid` (its aggregate was applied); absent is fine.
+    pub fn delete_bitcoin_chunk(&mut self, txid: &Hash) -> Result<(), LedgerError> {
+        let db = BitcoinChunks::db(self.dbs());
+        match self.txn.del(db, &BitcoinChunks::key(txid), None) {
+            Ok(()) | Err(lmdb::Error::NotFound) => Ok(()),
+            Err(e) => Err(lmdb_err(|| {
+                format!("removing {} {}", BitcoinChunks::NAME, hex::encode(txid))
+            })(e)),
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! The `bitcoin_headers` table: the best Bitcoin header chain from genesis,
+//! one entry per height (the header and the chainwork up to it), written by
+//! [`crate::headers::HeaderChain::save`] and read back at start.
+//!
+//! Only the best chain is stored: side branches are held in memory while
+//! they fork within the headers kept there. A reorg rewrites the heights
+//! above the fork and removes those above a shorter new tip, in the same
+//! write transaction as the new headers.
+
+use bitcoin::block::Header;
+use bitcoin::pow::Work;
+use lmdb::{Cursor, Transaction, WriteFlags};
+
+use super::sealed::Access;
+use super::tables::{self, BitcoinHeaders, Table, ValueTable};
+use super::{corrupt, get, lmdb_err, LedgerError, LedgerWriter, MDB_LAST};
+
+/// One stored header of the best chain.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredHeader {
+    pub height: u64,
+    pub header: Header,
+    /// Total work of the chain up to and including this header.
+    pub chainwork: Work,
+}
+
+/// Reading the stored header chain (any reader or writer).
+pub trait BitcoinHeaderRead: Access + Sized {
+    /// The highest height stored (`None`: no header yet).
+    fn bitcoin_header_tip(&self) -> Result<Option<u64>, LedgerError> {
+        let ctx = || format!("finding the last of {}", BitcoinHeaders::NAME);
+        let cursor = self
+            .txn()
+            .open_ro_cursor(BitcoinHeaders::db(self.dbs()))
+            .map_err(lmdb_err(ctx))?;
+        match cursor.get(None, None, MDB_LAST) {
+            Ok((Some(k), _)) => {
+                tables::decode_u64_key(k)
+                    .map(Some)
+                    .ok_or_else(|| LedgerError::Corrupt {
+                        table: BitcoinHeaders::NAME,
+                        key: hex::encode(k),
+                        reason: format!("key is {} bytes, not 8", k.len()),
+                    })
+            }
+            Ok((None, _)) | Err(lmdb::Error::NotFound) => Ok(None),
+            Err(e) => Err(lmdb_err(ctx)(e)),
+        }
+    }
+
+    /// The stored header at `height`.
+    fn bitcoin_header(&self, height: u64) -> Result<Option<StoredHeader>, LedgerError> {
+        match get::<Self, BitcoinHeaders>(self, &height)? {
+            None => Ok(None),
+            Some(bytes) => BitcoinHeaders::decode(bytes)
+                .map(|s| Some(StoredHeader { height, ..s }))
+                .map_err(|e| corrupt::<BitcoinHeaders>(&height, e)),
+        }
+    }
+
+    /// The stored headers at heights `from..=to` (those present), in order.
+    fn bitcoin_headers(&self, from: u64, to: u64) -> Result<Vec<StoredHeader>, LedgerError> {
+        let ctx = || format!("reading {} {from}..={to}", BitcoinHeaders::NAME);
+        let mut cursor = self
+            .txn()
+            .open_ro_cursor(BitcoinHeaders::db(self.dbs()))
+            .map_err(lmdb_err(ctx))?;
+        let mut out = Vec::new();
+        for item in cursor.iter_from(BitcoinHeaders::key(&from)) {
+            let (k, v) = item.map_err(lmdb_err(ctx))?;
+            let Some(height) = tables::decode_u64_key(k) else {
+                continue;
+            };
+            if height > to {
+                break;
+            }
+            let s = BitcoinHeaders::decode(v).map_err(|e| corrupt::<BitcoinHeaders>(&height, e))?;
+            out.push(StoredHeader { height, ..s });
+        }
+        Ok(out)
+    }
+}
+
+impl<A: Access + Sized> BitcoinHeaderRead for A {}
+
+impl LedgerWriter<'_> {
+    /// Stores the best chain's header at its height (replacing one there).
+    /// Above the stored tip it is appended, which keeps LMDB's pages full
+    /// (an ordinary insert splits them in half).
+    pub fn put_bitcoin_header(&mut self, h: &StoredHeader) -> Result<(), LedgerError> {
+        let value = BitcoinHeaders::encode(h);
+        let db = BitcoinHeaders::db(self.dbs());
+        let key = BitcoinHeaders::key(&h.height);
+        match self.txn.put(db, &key, &value, WriteFlags::APPEND) {
+            Ok(()) => Ok(()),
+            Err(lmdb::Error::KeyExist) => {
+                self.put::<BitcoinHeaders>(&h.height, &value, WriteFlags::empty())
+            }
+            Err(e) => Err(lmdb_err(|| {
+                format!("writing {} {}", BitcoinHeaders::NAME, h.height)
+            })(e)),
+        }
+    }
+
+    /// Removes the stored headers above `height` (a reorg to a shorter
+    /// chain with more work).
+    pub fn delete_bitcoin_headers_above(&mut self, height: u64) -> Result<(), LedgerError> {
+        let Some(tip) = self.bitcoin_header_tip()? else {
+            return Ok(());
+        };
+        let db = BitcoinHeaders::db(self.dbs());
+        for h in (height + 1..=tip).rev() {
+            match self.txn.del(db, &BitcoinHeaders::key(&h), None) {
+                Ok(()) | Err(lmdb::Error::NotFound) => {}
+                Err(e) => {
+                    return Err(lmdb_err(|| {
+                        format!("removing {} {h}", BitcoinHeaders::NAME)
+                    })(e))
+                }
+            }
+        }
+        Ok(())
+    }
+}

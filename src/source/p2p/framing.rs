@@ -1,0 +1,225 @@
+//! Bitcoin's v1 P2P framing, read with a cap.
+//!
+//! A message is a 24-byte header (network magic, a 12-byte command, the
+//! payload's length as a u32, the first four bytes of the payload's double
+//! SHA-256) and then the payload. [`read_message`] reads the header, refuses
+//! another network's magic and any length above [`MAX_PAYLOAD`] (Bitcoin
+//! Core's own limit, 4,000,000 bytes) before it allocates anything, then reads
+//! exactly the payload, checks its checksum and only then decodes it with the
+//! `bitcoin` crate's codec. So a peer cannot make ledgerd allocate more than
+//! the cap, and the stream never loses its place: either a whole message is
+//! read or the connection is given up.
+//!
+//! Blocks, the bulk of what is read, are decoded straight from the payload.
+
+use std::fmt;
+use std::io::{self, Read, Write};
+
+use bitcoin::consensus::encode::{self, Decodable};
+use bitcoin::hashes::{sha256d, Hash as _};
+use bitcoin::p2p::message::{NetworkMessage, RawNetworkMessage};
+use bitcoin::p2p::Magic;
+use bitcoin::Block;
+
+/// The largest payload read: Bitcoin Core's `MAX_PROTOCOL_MESSAGE_LENGTH`.
+pub const MAX_PAYLOAD: usize = 4_000_000;
+
+/// The length of a message header.
+pub const HEADER_LEN: usize = 24;
+
+/// Why a message could not be read.
+#[derive(Debug)]
+pub enum FrameError {
+    /// The connection failed, closed, or timed out (mid-message included).
+    Io(io::Error),
+    /// The header names another network.
+    WrongMagic { got: [u8; 4] },
+    /// The payload would be longer than [`MAX_PAYLOAD`].
+    TooLarge { command: String, len: u32 },
+    /// The payload does not hash to the header's checksum.
+    Checksum { command: String },
+    /// The payload does not decode as its command says.
+    Malformed { command: String, reason: String },
+}
+
+impl FrameError {
+    /// The `/metrics` reason a peer is dropped for, when this is the peer's fault.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            FrameError::Io(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                "stalled"
+            }
+            FrameError::Io(_) => "connection",
+            FrameError::WrongMagic { .. } => "wrong_network",
+            FrameError::TooLarge { .. } => "oversized",
+            FrameError::Checksum { .. } | FrameError::Malformed { .. } => "malformed",
+        }
+    }
+}
+
+impl fmt::Display for FrameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FrameError::Io(e) => write!(f, "the connection failed: {e}"),
+            FrameError::WrongMagic { got } => write!(
+                f,
+                "it speaks another Bitcoin network (magic {})",
+                hex::encode(got)
+            ),
+            FrameError::TooLarge { command, len } => write!(
+                f,
+                "it announced a {command:?} message of {len} bytes, above the {MAX_PAYLOAD}-byte cap"
+            ),
+            FrameError::Checksum { command } => {
+                write!(f, "its {command:?} message does not match its checksum")
+            }
+            FrameError::Malformed { command, reason } => {
+                write!(f, "its {command:?} message does not decode: {reason}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for FrameError {}
+
+impl From<io::Error> for FrameError {
+    fn from(e: io::Error) -> Self {
+        FrameError::Io(e)
+    }
+}
+
+/// The command name of a header (up to 12 ASCII bytes, NUL-padded).
+fn command_of(header: &[u8; HEADER_LEN]) -> String {
+    let raw = &header[4..16];
+    let end = raw.iter().position(|b| *b == 0).unwrap_or(raw.len());
+    String::from_utf8_lossy(&raw[..end]).into_owned()
+}
+
+/// Reads one whole message of network `magic` (module docs).
+pub fn read_message(r: &mut impl Read, magic: Magic) -> Result<NetworkMessage, FrameError> {
+    let mut header = [0u8; HEADER_LEN];
+    r.read_exact(&mut header)?;
+    if header[..4] != magic.to_bytes() {
+        return Err(FrameError::WrongMagic {
+            got: [header[0], header[1], header[2], header[3]],
+        });
+    }
+    let command = command_of(&header);
+    let len = u32::from_le_bytes([header[16], header[17], header[18], header[19]]);
+    if len as usize > MAX_PAYLOAD {
+        return Err(FrameError::TooLarge { command, len });
+    }
+    let mut payload = vec![0u8; len as usize];
+    r.read_exact(&mut payload)?;
+    let sum = sha256d::Hash::hash(&payload);
+    if sum.as_byte_array()[..4] != header[20..24] {
+        return Err(FrameError::Checksum { command });
+    }
+    let malformed = |e: encode::Error| FrameError::Malformed {
+        command: command.clone(),
+        reason: e.to_string(),
+    };
+    if command == "block" {
+        // The hot path: no second copy of a block's bytes.
+        let block: Block = bitcoin::consensus::deserialize(&payload).map_err(malformed)?;
+        return Ok(NetworkMessage::Block(block));
+    }
+    let mut whole = (&header[..]).chain(&payload[..]);
+    let raw =
+        RawNetworkMessage::consensus_decode_from_finite_reader(&mut whole).map_err(malformed)?;
+    Ok(raw.into_payload())
+}
+
+/// Writes one message of network `magic`.
+pub fn write_message(w: &mut impl Write, magic: Magic, message: NetworkMessage) -> io::Result<()> {
+    let bytes = bitcoin::consensus::serialize(&RawNetworkMessage::new(magic, message));
+    w.write_all(&bytes)?;
+    w.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bitcoin::consensus::serialize;
+
+    fn framed(magic: Magic, message: NetworkMessage) -> Vec<u8> {
+        serialize(&RawNetworkMessage::new(magic, message))
+    }
+
+    #[test]
+    fn a_written_message_reads_back_whole() {
+        let mut wire = Vec::new();
+        write_message(&mut wire, Magic::REGTEST, NetworkMessage::Ping(7)).unwrap();
+        write_message(&mut wire, Magic::REGTEST, NetworkMessage::Verack).unwrap();
+        let mut r = &wire[..];
+        assert_eq!(
+            read_message(&mut r, Magic::REGTEST).unwrap(),
+            NetworkMessage::Ping(7)
+        );
+        assert_eq!(
+            read_message(&mut r, Magic::REGTEST).unwrap(),
+            NetworkMessage::Verack
+        );
+        assert!(r.is_empty());
+    }
+
+    #[test]
+    fn a_block_is_decoded_from_its_payload() {
+        let genesis = bitcoin::blockdata::constants::genesis_block(bitcoin::Network::Regtest);
+        let wire = framed(Magic::REGTEST, NetworkMessage::Block(genesis.clone()));
+        let got = read_message(&mut &wire[..], Magic::REGTEST).unwrap();
+        assert_eq!(got, NetworkMessage::Block(genesis));
+    }
+
+    #[test]
+    fn a_length_above_the_cap_is_refused_before_anything_is_read() {
+        let mut wire = framed(Magic::REGTEST, NetworkMessage::Ping(1));
+        wire[16..20].copy_from_slice(&(MAX_PAYLOAD as u32 + 1).to_le_bytes());
+        // No payload follows: the error must come from the header alone.
+        wire.truncate(HEADER_LEN);
+        let err = read_message(&mut &wire[..], Magic::REGTEST).unwrap_err();
+        assert!(
+            matches!(err, FrameError::TooLarge { len, .. } if len == 4_000_001),
+            "{err}"
+        );
+        assert_eq!(err.reason(), "oversized");
+    }
+
+    #[test]
+    fn another_networks_magic_is_refused() {
+        let wire = framed(Magic::BITCOIN, NetworkMessage::Verack);
+        let err = read_message(&mut &wire[..], Magic::REGTEST).unwrap_err();
+        assert_eq!(err.reason(), "wrong_network", "{err}");
+    }
+
+    #[test]
+    fn a_bad_checksum_or_a_payload_that_does_not_decode_is_malformed() {
+        let mut wire = framed(Magic::REGTEST, NetworkMessage::Ping(1));
+        wire[HEADER_LEN] ^= 1;
+        let err = read_message(&mut &wire[..], Magic::REGTEST).unwrap_err();
+        assert!(matches!(err, FrameError::Checksum { .. }), "{err}");
+
+        // A ping whose payload is 3 bytes (it takes 8), with a right checksum.
+        let payload = [1u8, 2, 3];
+        let mut wire = framed(Magic::REGTEST, NetworkMessage::Ping(1));
+        wire.truncate(HEADER_LEN);
+        wire[16..20].copy_from_slice(&3u32.to_le_bytes());
+        wire[20..24].copy_from_slice(&sha256d::Hash::hash(&payload).as_byte_array()[..4]);
+        wire.extend_from_slice(&payload);
+        let err = read_message(&mut &wire[..], Magic::REGTEST).unwrap_err();
+        assert!(matches!(err, FrameError::Malformed { .. }), "{err}");
+        assert_eq!(err.reason(), "malformed");
+    }
+
+    #[test]
+    fn a_message_cut_short_is_an_io_error() {
+        let wire = framed(Magic::REGTEST, NetworkMessage::Ping(1));
+        let err = read_message(&mut &wire[..wire.len() - 1], Magic::REGTEST).unwrap_err();
+        assert!(matches!(err, FrameError::Io(_)), "{err}");
+    }
+}

@@ -1,0 +1,158 @@
+//! The peers' state, shared with `/health` and `/metrics`.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
+
+/// Why a peer was disconnected: the `reason` label of
+/// `ledgerd_bitcoin_peers_dropped_total`.
+pub const DROP_REASONS: [&str; 11] = [
+    // Could not connect, or the connection broke.
+    "connection",
+    // Sent nothing asked for within the bound.
+    "stalled",
+    // Spoke another network's magic.
+    "wrong_network",
+    // Announced a message above the 4,000,000-byte cap, or too many headers.
+    "oversized",
+    // A message that does not decode, or a bad checksum.
+    "malformed",
+    // Broke the protocol (a second version, no witness service, an unasked block).
+    "protocol",
+    // Did not have a block it was asked for.
+    "not_found",
+    // Sent a header that breaks a header-chain rule.
+    "bad_header",
+    // Sent a block that does not match its header (Merkle root, witness commitment).
+    "bad_block",
+    // Is on a chain with less work than the best one known.
+    "less_work",
+    // Anything else.
+    "other",
+];
+
+/// One peer as `/health` shows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PeerState {
+    /// `HOST:PORT` as given.
+    pub addr: String,
+    pub connected: bool,
+    /// Blocks it sent that passed their checks, since start.
+    pub blocks_fetched: u64,
+    /// Why it was last dropped or could not be reached (cleared on connect).
+    pub problem: Option<String>,
+}
+
+/// The P2P source's peers (`--bitcoin-peer`; empty without it).
+#[derive(Debug, Default)]
+pub struct PeersStatus {
+    /// One entry per `--bitcoin-peer`, in the order given.
+    pub peers: Mutex<Vec<PeerState>>,
+    /// Peers dropped, by [`DROP_REASONS`] index.
+    pub dropped: [AtomicU64; DROP_REASONS.len()],
+}
+
+impl PeersStatus {
+    /// Sets the peers' addresses, at start.
+    pub fn set_addrs(&self, addrs: &[String]) {
+        if let Ok(mut p) = self.peers.lock() {
+            *p = addrs
+                .iter()
+                .map(|a| PeerState {
+                    addr: a.clone(),
+                    ..PeerState::default()
+                })
+                .collect();
+        }
+    }
+
+    /// Whether this node reads Bitcoin from peers.
+    pub fn any(&self) -> bool {
+        self.peers.lock().map(|p| !p.is_empty()).unwrap_or(false)
+    }
+
+    /// A copy of every peer's state.
+    pub fn snapshot(&self) -> Vec<PeerState> {
+        self.peers.lock().map(|p| p.clone()).unwrap_or_default()
+    }
+
+    /// How many peers are connected now.
+    pub fn connected(&self) -> usize {
+        self.peers
+            .lock()
+            .map(|p| p.iter().filter(|s| s.connected).count())
+            .unwrap_or(0)
+    }
+
+    /// How many were dropped under `reason`.
+    pub fn dropped_count(&self, reason: &str) -> u64 {
+        DROP_REASONS
+            .iter()
+            .position(|r| *r == reason)
+            .map_or(0, |i| self.dropped[i].load(Relaxed))
+    }
+
+    fn with(&self, index: usize, f: impl FnOnce(&mut PeerState)) {
+        if let Ok(mut p) = self.peers.lock() {
+            if let Some(s) = p.get_mut(index) {
+                f(s);
+            }
+        }
+    }
+
+    /// Peer `index` is connected.
+    pub fn connected_now(&self, index: usize) {
+        self.with(index, |s| {
+            s.connected = true;
+            s.problem = None;
+        });
+    }
+
+    /// Peer `index` could not be connected to (not counted as a drop).
+    pub fn unreachable(&self, index: usize, why: &str) {
+        self.with(index, |s| {
+            s.connected = false;
+            s.problem = Some(why.to_string());
+        });
+    }
+
+    /// Peer `index` was dropped under `reason`, for `why`.
+    pub fn dropped(&self, index: usize, reason: &str, why: &str) {
+        let i = DROP_REASONS
+            .iter()
+            .position(|r| *r == reason)
+            .unwrap_or(DROP_REASONS.len() - 1);
+        self.dropped[i].fetch_add(1, Relaxed);
+        self.with(index, |s| {
+            s.connected = false;
+            s.problem = Some(why.to_string());
+        });
+    }
+
+    /// Peer `index` sent `n` more checked blocks.
+    pub fn fetched(&self, index: usize, n: u64) {
+        self.with(index, |s| s.blocks_fetched += n);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_drop_is_counted_under_its_reason_and_an_unknown_one_under_other() {
+        let s = PeersStatus::default();
+        s.set_addrs(&["a:1".into(), "b:2".into()]);
+        s.connected_now(0);
+        s.connected_now(1);
+        assert_eq!(s.connected(), 2);
+        s.dropped(1, "bad_block", "its block does not match its header");
+        s.dropped(0, "no such reason", "why");
+        assert_eq!(s.connected(), 0);
+        assert_eq!(s.dropped_count("bad_block"), 1);
+        assert_eq!(s.dropped_count("other"), 1);
+        assert_eq!(
+            s.snapshot()[1].problem.as_deref(),
+            Some("its block does not match its header")
+        );
+    }
+}
