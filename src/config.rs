@@ -69,6 +69,17 @@ pub struct Config {
     /// `--bitcoin-rpc-user`, `--bitcoin-rpc-password` or `--bitcoin-rpc-cookie`:
     /// how every bitcoind this node talks to is logged into.
     pub bitcoin_auth: BitcoinAuth,
+    /// `--log-format`: how log lines are written to stderr.
+    pub log_format: LogFormat,
+}
+
+/// `--log-format`: env_logger's text lines (the default), or one JSON
+/// object per line for a log pipeline.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
 }
 
 /// Where a node's chain comes from: one of these, picked by the flags.
@@ -212,6 +223,7 @@ impl Default for Config {
             write_timeout: Duration::from_secs(10),
             max_requests_per_connection: 1000,
             bitcoin_auth: BitcoinAuth::default(),
+            log_format: LogFormat::Text,
         }
     }
 }
@@ -494,6 +506,7 @@ OPERATIONS:
     --health-max-behind N     ... or while a follower's L2 head is more than N blocks behind its
                               upstream's [default: 100]
     --cors-origin ORIGIN      only this browser origin may read answers [default: any (*)]
+    --log-format text|json    log lines on stderr as text, or one JSON object a line [default: text]
 
     -h, --help                print this help
     -V, --version             print the version
@@ -865,6 +878,17 @@ fn parse_into<I: IntoIterator<Item = String>>(
             }
             "--health-max-behind" => config.health_max_behind = number(&flag, &value(&flag)?)?,
             "--cors-origin" => config.cors_origin = cors_origin(&value(&flag)?)?,
+            "--log-format" => {
+                config.log_format = match value(&flag)?.as_str() {
+                    "text" => LogFormat::Text,
+                    "json" => LogFormat::Json,
+                    other => {
+                        return Err(ConfigError(format!(
+                            "--log-format takes text or json, not {other:?}"
+                        )))
+                    }
+                }
+            }
             // Subcommands' flags (checked against the subcommand in `finish`).
             "--config" => {
                 value(&flag)?; // read before the other flags
@@ -1173,6 +1197,21 @@ mod tests {
     }
 
     #[test]
+    fn log_format_is_text_unless_json_is_asked_for() {
+        assert_eq!(run(&[]).unwrap().log_format, LogFormat::Text);
+        assert_eq!(
+            run(&["--log-format", "json"]).unwrap().log_format,
+            LogFormat::Json
+        );
+        assert_eq!(
+            run(&["--log-format=text"]).unwrap().log_format,
+            LogFormat::Text
+        );
+        let e = run(&["--log-format", "yaml"]).unwrap_err();
+        assert!(e.0.contains("--log-format takes text or json"), "{e}");
+    }
+
+    #[test]
     fn wire_citrea_serves_20_block_ranges_unless_max_range_says_otherwise() {
         let c = run(&["--wire", "citrea"]).unwrap();
         assert_eq!((c.wire, c.max_range()), (Wire::Citrea, 20));
@@ -1454,6 +1493,7 @@ mod tests {
             "network" => "testnet",
             "cors-origin" => "http://127.0.0.1:8080",
             "wire" => "citrea",
+            "log-format" => "json",
             "dev-bitcoin-rpc" | "bitcoin-rpc" => "http://127.0.0.1:1",
             "sequencer-da-pubkey" => keys::REGTEST.sequencer,
             "prover-da-pubkey" => keys::REGTEST.prover,
