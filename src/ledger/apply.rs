@@ -31,12 +31,15 @@ impl LedgerWriter<'_> {
     }
 
     /// Stores verified commitments found on DA slot `slot` (in the order
-    /// given) and raises the heights each covers to Finalized.
+    /// given) and raises the heights each covers to Finalized; when that
+    /// moves the committed frontier up, the frontier index says so
+    /// (`frontier.rs`).
     pub fn apply_commitments(
         &mut self,
         slot: u64,
         commitments: &[SequencerCommitment],
     ) -> Result<(), LedgerError> {
+        let before = self.frontiers()?;
         for c in commitments {
             self.raise_status(
                 c.l2_start_block_number,
@@ -44,21 +47,25 @@ impl LedgerWriter<'_> {
                 Status::Finalized,
             )?;
         }
-        self.add_commitments(slot, commitments)
+        self.add_commitments(slot, commitments)?;
+        self.note_commitments(slot, before, commitments)
     }
 
     /// Stores a verified proof found on DA slot `slot` and raises the
-    /// height ranges it proves (`sync::verify::verify_proof`) to Proven.
+    /// height ranges it proves (`sync::verify::verify_proof`) to Proven;
+    /// when that moves the proven frontier up, the frontier index says so.
     pub fn apply_proof(
         &mut self,
         slot: u64,
         proof: &VerifiedBatchProof,
         proven: &[(u64, u64)],
     ) -> Result<(), LedgerError> {
+        let before = self.frontiers()?;
         for &(start, end) in proven {
             self.raise_status(start, end, Status::Proven)?;
         }
-        self.put_proof(slot, proof)
+        self.put_proof(slot, proof)?;
+        self.note_proof(slot, before)
     }
 }
 

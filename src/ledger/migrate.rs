@@ -9,6 +9,10 @@
 //! its slot were overwritten by version 2 and cannot be recovered). Nothing
 //! else changed between the two versions.
 //!
+//! 3 -> 4: the frontier index `status_heights` is new (see `frontier.rs`);
+//! it is built from the stored commitments and proofs, slot by slot, as the
+//! write rules would have written it (its times are those of the upgrade).
+//!
 //! The whole upgrade is one write transaction, the new version number
 //! included: a crash or an error leaves the dir exactly as it was, still
 //! version 2, and the next read-write open tries again.
@@ -28,21 +32,23 @@ pub(super) fn upgrade(ledger: &Ledger, from: u64) -> Result<(), LedgerError> {
     if stored == Some(tables::FORMAT_VERSION) {
         return Ok(());
     }
-    if stored != Some(from) || from != 2 {
+    if stored != Some(from) || !(2..=3).contains(&from) {
         return Err(LedgerError::Corrupt {
             table: tables::Meta::NAME,
             key: format!("{:?}", tables::META_FORMAT.name),
             reason: format!(
                 "the layout version is {stored:?}, not {from} as it was a moment ago, \
-                 and this build upgrades only version 2"
+                 and this build upgrades only versions 2 and 3"
             ),
         });
     }
-    let rewritten = proofs_2_to_3(&mut w)?;
+    let rewritten = if from == 2 { proofs_2_to_3(&mut w)? } else { 0 };
+    let entries = w.rebuild_frontier()?;
     w.put_meta(tables::META_FORMAT, &tables::FORMAT_VERSION)?;
     w.commit()?;
     log::info!(
-        "upgraded the ledger at {} from layout version {from} to {}: {rewritten} proof entries rewritten as lists",
+        "upgraded the ledger at {} from layout version {from} to {}: {rewritten} proof entries \
+         rewritten as lists, {entries} frontier entries built",
         ledger.path().display(),
         tables::FORMAT_VERSION
     );

@@ -30,6 +30,7 @@
 
 mod apply;
 pub mod codec;
+pub mod frontier;
 mod migrate;
 pub mod tables;
 pub mod walk;
@@ -48,10 +49,14 @@ use lmdb::{
 use crate::chain::ForkTable;
 use crate::types::{Hash, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof};
 pub use apply::ChainTip;
+pub use frontier::{Frontier, FrontierMark, FrontierRead};
+
+/// The ledger's layout version this build writes (`ledgerd_build_info`).
+pub const LAYOUT_VERSION: u64 = tables::FORMAT_VERSION;
 use codec::DecodeError;
 use tables::{
     Commitments, DaSlots, Dbs, Meta, MetaKey, MetaValue, Proofs, ScByHashPrefix, SoftConfirmations,
-    StatusTable, Table, ValueTable,
+    StatusHeights, StatusTable, Table, ValueTable,
 };
 
 // LMDB cursor operations (`MDB_cursor_op`, stable C ABI values; the ffi crate
@@ -115,6 +120,7 @@ impl fmt::Display for LedgerError {
                     "da_slots" => "slot number of DA slot hash",
                     "proofs" => "verified batch proof list of DA slot",
                     "meta" => "ledger setting",
+                    "status_heights" => "frontier entry",
                     _ => "entry",
                 };
                 write!(f, "stored {what} {key} is corrupt: {reason}")
@@ -266,6 +272,7 @@ impl Ledger {
             da_slots: db(DaSlots::NAME, DaSlots::FLAGS)?,
             proofs: db(Proofs::NAME, Proofs::FLAGS)?,
             meta,
+            status_heights: db(StatusHeights::NAME, StatusHeights::FLAGS)?,
         };
         let ledger = Ledger {
             env,
@@ -341,6 +348,7 @@ impl Ledger {
             (DaSlots::NAME, dbs.da_slots),
             (Proofs::NAME, dbs.proofs),
             (Meta::NAME, dbs.meta),
+            (StatusHeights::NAME, dbs.status_heights),
         ];
         let mut tables = Vec::with_capacity(handles.len());
         let mut page_size = 0;

@@ -156,6 +156,9 @@ pub struct HttpRequest<'a> {
     /// The `Accept` header: which answer types the client takes (a browser
     /// lists `text/html`).
     pub accept: Option<&'a str>,
+    /// A CORS preflight's `Access-Control-Request-Headers`: the headers the
+    /// browser's request will carry.
+    pub request_headers: Option<&'a str>,
 }
 
 #[derive(Debug, Clone)]
@@ -824,12 +827,18 @@ impl Loop {
             .iter()
             .find(|h| h.field.equiv("Accept"))
             .map(|h| h.value.as_str());
+        let request_headers = rq
+            .headers()
+            .iter()
+            .find(|h| h.field.equiv("Access-Control-Request-Headers"))
+            .map(|h| h.value.as_str());
         let request = HttpRequest {
             method,
             path: rq.url(),
             body,
             origin,
             accept,
+            request_headers,
         };
         let id = self.next_deferred;
         let mut defer = Defer {

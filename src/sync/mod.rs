@@ -21,6 +21,7 @@
 //!   behind, a summary at most every 30 s); per-chunk progress is DEBUG.
 
 pub mod backoff;
+pub mod block_time;
 mod da_pass;
 mod fetch;
 mod l2_pass;
