@@ -237,7 +237,7 @@ fn health_and_metrics_show_the_frontier_and_when_it_last_moved() {
         .as_secs();
     let commitment = node.result("dev_commit", "[]");
     let proof = node.result("dev_prove", "[]");
-    let commit_slot = commitment[0]["foundInL1"].as_u64().unwrap();
+    let commit_slot = commitment["foundInL1"].as_u64().unwrap();
     let proof_slot = proof["proof"]["height"].as_u64().unwrap();
     let h = health();
     assert_eq!(h["l2Finalized"], 12, "{h}");
