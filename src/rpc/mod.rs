@@ -136,9 +136,6 @@ impl Command {
                 DevAccess::On(_) => Ok(Dev(dev::parse(method, params)?)),
             };
         }
-        if let Some(request) = citrea::Request::parse(method, params) {
-            return request.map(Citrea);
-        }
         Ok(match method {
             "svc_syncStatus" | "citrea_syncStatus" => SyncStatus,
             "ledger_getSoftConfirmationByNumber" => SoftConfirmations(Sc::parse_by_number(params)?),
@@ -159,6 +156,15 @@ impl Command {
             "ledger_getLastVerifiedBatchProof" => Proofs(proofs::Request::Last),
             "ledger_getL2GenesisStateRoot" => Counters(counters::Request::GenesisStateRoot),
             "ledger_getLastScannedL1Height" => Counters(counters::Request::LastScannedL1Height),
+            "citrea_getLastCommittedL2Height"
+            | "citrea_getLastProvenL2Height"
+            | "citrea_getL2StatusHeightsByL1Height"
+            | "ledger_getBatchProofsBySlotHeight"
+            | "ledger_getBatchProofsBySlotHash"
+            | "health_check" => match citrea::Request::parse(method, params) {
+                Some(request) => Citrea(request?),
+                None => return Err(RpcError::method_not_found(method)),
+            },
             _ => return Err(RpcError::method_not_found(method)),
         })
     }
