@@ -291,7 +291,7 @@ impl LedgerWriter<'_> {
         // highest end; the one ending at `height` is further up its list.
         let list = self.commitments_on_slot(slot)?.unwrap_or_default();
         let position = |wanted: &dyn Fn(&SequencerCommitment) -> bool| {
-            list.iter().position(|c| wanted(c)).map(|p| p as u64)
+            list.iter().position(wanted).map(|p| p as u64)
         };
         let at_top = position(&|c| c.l2_end_block_number == top);
         let at_height = position(&|c| c.l2_end_block_number == height);
