@@ -48,6 +48,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let opts = OpenOptions {
         read_only: true,
         map_size: (file as usize).next_power_of_two(),
+        ..OpenOptions::default()
     };
     let ledger = Arc::new(Ledger::open(dir.as_ref(), &opts)?);
     let head = ledger.reader()?.head_height()?;

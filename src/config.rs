@@ -13,7 +13,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::chain::{ForkTable, Network};
-use crate::proof::ReceiptRules;
+use crate::proof::image_ids::{self, ImagePins};
+use crate::proof::ProofRules;
 use crate::source::bitcoind::signer::DaPublicKey;
 use crate::source::bitcoind::{keys, Credentials, DEFAULT_FINALITY_DEPTH};
 use crate::source::devnet::regtest::RegtestConfig;
@@ -34,6 +35,10 @@ pub struct Config {
     pub allow_missing_tx_bodies: bool,
     /// `--allow-fake-proofs`: fake risc0 receipts prove heights on a named network.
     pub allow_fake_proofs: bool,
+    /// `--batch-proof-image FORK=HEX` (repeatable): the batch-proof image
+    /// of each fork, for a chain without a network name (or a network
+    /// whose images Citrea does not ship).
+    pub batch_proof_images: ImagePins,
     /// `--sequencer-pubkey`: overrides the network's key.
     pub sequencer_pubkey: Option<[u8; 32]>,
     /// `--network`: a public Citrea network's fork table and sequencer key.
@@ -69,6 +74,9 @@ pub struct Config {
     /// `--bitcoin-rpc-user`, `--bitcoin-rpc-password` or `--bitcoin-rpc-cookie`:
     /// how every bitcoind this node talks to is logged into.
     pub bitcoin_auth: BitcoinAuth,
+    /// `--ephemeral`: run on a new temporary data dir, removed when the
+    /// node stops (`data_dir` is not used).
+    pub ephemeral: bool,
     /// `--log-format`: how log lines are written to stderr.
     pub log_format: LogFormat,
 }
@@ -205,6 +213,7 @@ impl Default for Config {
             sync_concurrency: 8,
             allow_missing_tx_bodies: false,
             allow_fake_proofs: false,
+            batch_proof_images: ImagePins::default(),
             sequencer_pubkey: None,
             network: None,
             kumquat_height: None,
@@ -223,6 +232,7 @@ impl Default for Config {
             write_timeout: Duration::from_secs(10),
             max_requests_per_connection: 1000,
             bitcoin_auth: BitcoinAuth::default(),
+            ephemeral: false,
             log_format: LogFormat::Text,
         }
     }
@@ -274,13 +284,17 @@ impl Config {
             .or_else(|| self.network.and_then(Network::sequencer_key))
     }
 
-    /// Which batch-proof receipts prove heights: `--network`'s images,
-    /// fakes only on a devnet or with `--allow-fake-proofs`.
-    pub fn receipt_rules(&self) -> ReceiptRules {
-        ReceiptRules {
-            network: self.network,
-            allow_fake_proofs: self.allow_fake_proofs,
-        }
+    /// Which batch-proof receipts prove heights: `--network`'s images, the
+    /// devnet's own, `--batch-proof-image` pins, or (none of these) the
+    /// image each receipt claims; fakes count except on a named network
+    /// without `--allow-fake-proofs`.
+    pub fn receipt_rules(&self) -> ProofRules {
+        ProofRules::new(
+            self.network,
+            self.batch_proof_images,
+            self.allow_fake_proofs,
+            matches!(self.source, SourceConfig::Devnet(_)),
+        )
     }
 
     /// Where [`Config::sequencer_key`] comes from, for messages: `testnet
@@ -307,6 +321,8 @@ pub enum Command {
     Verify(VerifyArgs),
     /// `ledgerd verify-proof FILE` (`-` is stdin).
     VerifyProof(VerifyProofArgs),
+    /// `ledgerd rollback --data-dir DIR (--to-l2 H | --to-l1 S) [--dry-run]`.
+    Rollback(RollbackArgs),
     Help,
     Version,
 }
@@ -323,8 +339,8 @@ pub struct ImportArgs {
     pub forks: ForkTable,
     /// `--sequencer-pubkey`, else the network's key.
     pub sequencer_pubkey: Option<[u8; 32]>,
-    /// `--network`'s batch-proof images; `--allow-fake-proofs`.
-    pub receipts: ReceiptRules,
+    /// `--network`'s batch-proof images or `--batch-proof-image`; `--allow-fake-proofs`.
+    pub receipts: ProofRules,
 }
 
 /// `ledgerd verify [--network N | --kumquat-height H] [--sequencer-pubkey K] FILE`.
@@ -340,15 +356,34 @@ pub struct VerifyArgs {
     pub sequencer_key_name: String,
 }
 
-/// `ledgerd verify-proof [--network N] [--allow-fake-proofs] FILE`.
+/// `ledgerd verify-proof [--network N] [--batch-proof-image FORK=HEX] [--allow-fake-proofs] FILE`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VerifyProofArgs {
     /// Proofs as the RPC answers them, or raw receipt bytes; `-` reads stdin.
     pub file: PathBuf,
-    /// `--network`'s images; `--allow-fake-proofs`.
-    pub receipts: ReceiptRules,
+    /// `--network`'s images or `--batch-proof-image`; `--allow-fake-proofs`.
+    pub receipts: ProofRules,
     /// `--network` / `--kumquat-height`: the fork of a new-layout journal.
     pub forks: ForkTable,
+}
+
+/// `ledgerd rollback --data-dir DIR (--to-l2 H | --to-l1 S) [--dry-run]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RollbackArgs {
+    pub data_dir: PathBuf,
+    /// Where the ledger goes back to.
+    pub to: RollbackTo,
+    /// `--dry-run`: print what would be removed, remove nothing.
+    pub dry_run: bool,
+}
+
+/// `--to-l2 H` or `--to-l1 S`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RollbackTo {
+    /// Keep L2 heights up to H (and the DA slots scanned while only they existed).
+    L2(u64),
+    /// Keep DA slots up to S (and the L2 blocks that point at them).
+    L1(u64),
 }
 
 /// `ledgerd export [--from A] [--to B] [--data-dir DIR]`.
@@ -368,6 +403,11 @@ struct Extra {
     no_verify: bool,
     from: Option<u64>,
     to: Option<u64>,
+    to_l2: Option<u64>,
+    to_l1: Option<u64>,
+    dry_run: bool,
+    /// `--data-dir` was given (the config file's counts too).
+    data_dir_given: bool,
     /// Which flags were given (for "only applies to" errors).
     given: Vec<String>,
     /// The upstreams so far came from the config file: the command line's
@@ -375,18 +415,21 @@ struct Extra {
     upstreams_from_file: bool,
 }
 
-const SUBCOMMANDS: [&str; 6] = [
+const SUBCOMMANDS: [&str; 7] = [
     "run",
     "serve-readonly",
     "import",
     "export",
     "verify",
     "verify-proof",
+    "rollback",
 ];
 
 /// Config-file keys that are switches (`key = true|false`); every other key takes a value.
-const SWITCHES: [&str; 6] = [
+const SWITCHES: [&str; 8] = [
     "dev",
+    "dry-run",
+    "ephemeral",
     "no-verify",
     "reuse-port",
     "allow-missing-tx-bodies",
@@ -419,9 +462,12 @@ USAGE:
     ledgerd verify [--network N | --kumquat-height H] [--sequencer-pubkey HEX] FILE
                                                       check soft confirmations (RPC answers;
                                                       `-` reads stdin): hashes, signatures, links
-    ledgerd verify-proof [--network N] [--allow-fake-proofs] FILE
+    ledgerd verify-proof [--network N] [--batch-proof-image FORK=HEX] [--allow-fake-proofs] FILE
                                                       check batch proofs (RPC answers or raw
                                                       receipt bytes): journal, receipt, image
+    ledgerd rollback --data-dir DIR (--to-l2 H | --to-l1 S) [--dry-run]
+                                                      take a stopped node's ledger back to L2
+                                                      height H or DA slot S (one transaction)
 
 CHAIN SOURCE (one of):
     --dev                     run the embedded devnet (a simulated sequencer and DA chain)
@@ -433,6 +479,8 @@ DEVNET:
     --dev-block-ms MS         then one new block every MS ms, 0 for none [default: 1000]
     --dev-seed S              the chain derives from this number [default: 1]
     --dev-proof-bytes N       bytes of each batch proof [default: 2048]
+    --ephemeral               run on a new temporary data dir, removed when the node stops
+                              (for test harnesses; not with --data-dir DIR)
     --dev-allow-remote-control
                               answer the dev_* methods (mine, commit, prove...) on a
                               non-loopback --bind too [default: loopback only]
@@ -473,8 +521,14 @@ CHAIN RULES (run, import, verify, verify-proof):
     --sequencer-pubkey HEX    the sequencer key blocks must carry
                               [default: the network's, else the key of block 1]
     --allow-fake-proofs       let fake risc0 receipts (RISC0_DEV_MODE's) prove heights on a
-                              named --network [default: only with no --network, a devnet]
-    Every batch proof's bytes must be a risc0 receipt of the network's batch-proof
+                              named --network [default: only with no --network, any chain]
+    --batch-proof-image FORK=HEX
+                              the batch-proof image ID (64 hex digits, as risc0 prints it)
+                              of fork genesis or kumquat, for a chain without --network
+                              (repeat for both forks) [default: the network's images; the
+                              devnet's own; else not pinned: each receipt's claimed image,
+                              counted in /health and /metrics]
+    Every batch proof's bytes must be a risc0 receipt of the chain's batch-proof
     image whose journal is its proofOutput.
     A data dir keeps the fork table it was started with and refuses another.
 
@@ -496,6 +550,11 @@ SERVER:
 FIXTURES:
     --no-verify               import: store records without the chain-rule checks
     --from A, --to B          export: the heights to write [default: 1 to the head]
+
+ROLLBACK (on a stopped node's data dir; see docs/OPERATIONS.md):
+    --to-l2 H                 keep L2 heights 1..=H, drop the rest and what depends on it
+    --to-l1 S                 keep DA slots up to S, and the L2 blocks that point at them
+    --dry-run                 print what would be removed, remove nothing
 
     --config FILE             read flags from FILE: `key = value` lines, one per flag
                               (the flag without `--`; switches take true/false);
@@ -825,6 +884,10 @@ fn parse_into<I: IntoIterator<Item = String>>(
             }
             "--allow-missing-tx-bodies" => config.allow_missing_tx_bodies = true,
             "--allow-fake-proofs" => config.allow_fake_proofs = true,
+            "--batch-proof-image" => config
+                .batch_proof_images
+                .add(&value(&flag)?)
+                .map_err(ConfigError)?,
             "--wire" => {
                 config.wire = match value(&flag)?.as_str() {
                     "ledgerd" | "seed" => Wire::Ledgerd,
@@ -847,7 +910,26 @@ fn parse_into<I: IntoIterator<Item = String>>(
             }
             "--kumquat-height" => config.kumquat_height = Some(number(&flag, &value(&flag)?)?),
             "--bind" => config.bind = value(&flag)?,
-            "--data-dir" => config.data_dir = PathBuf::from(value(&flag)?),
+            "--data-dir" => {
+                config.data_dir = PathBuf::from(value(&flag)?);
+                extra.data_dir_given = true;
+            }
+            "--ephemeral" => {
+                config.ephemeral = true;
+                extra.given.push(flag);
+            }
+            "--to-l2" => {
+                extra.to_l2 = Some(number(&flag, &value(&flag)?)?);
+                extra.given.push(flag);
+            }
+            "--to-l1" => {
+                extra.to_l1 = Some(number(&flag, &value(&flag)?)?);
+                extra.given.push(flag);
+            }
+            "--dry-run" => {
+                extra.dry_run = true;
+                extra.given.push(flag);
+            }
             "--max-range" => config.max_range = Some(number(&flag, &value(&flag)?)?),
             "--max-batch" => config.max_batch = number(&flag, &value(&flag)?)?,
             "--max-body" => config.max_body = number(&flag, &value(&flag)?)?,
@@ -953,12 +1035,34 @@ fn finish(state: State) -> Result<Command, ConfigError> {
         "import" => &["--no-verify"],
         "export" => &["--from", "--to"],
         "verify" | "verify-proof" => &[],
-        _ => &["--reuse-port"],
+        "rollback" => &["--to-l2", "--to-l1", "--dry-run"],
+        "serve-readonly" => &["--reuse-port"],
+        _ => &["--reuse-port", "--ephemeral"],
     };
     if let Some(flag) = extra.given.iter().find(|f| !allowed.contains(&f.as_str())) {
         return Err(ConfigError(format!(
             "{flag} does not apply to `ledgerd {sub}`; see ledgerd --help"
         )));
+    }
+    if let Some(n) = config.network {
+        for fork in [crate::chain::Fork::Genesis, crate::chain::Fork::Kumquat] {
+            let (Some(pin), Ok(own)) = (
+                config.batch_proof_images.get(fork),
+                image_ids::batch_image(Some(n), fork),
+            ) else {
+                continue;
+            };
+            if pin != own.id {
+                return Err(ConfigError(format!(
+                    "{} {}={} is not {own} {}: --network {n} pins its own; drop the pin, or \
+                     --network for a chain without a name",
+                    image_ids::BATCH_PROOF_IMAGE,
+                    image_ids::fork_word(fork),
+                    hex::encode(pin),
+                    hex::encode(own.id)
+                )));
+            }
+        }
     }
     match sub {
         "import" => {
@@ -1004,6 +1108,36 @@ fn finish(state: State) -> Result<Command, ConfigError> {
                 forks: config.forks(),
             }));
         }
+        "rollback" => {
+            let to =
+                match (extra.to_l2, extra.to_l1) {
+                    (Some(h), None) => RollbackTo::L2(h),
+                    (None, Some(s)) => RollbackTo::L1(s),
+                    (Some(_), Some(_)) => {
+                        return Err(ConfigError(
+                            "rollback takes one target: --to-l2 H (an L2 height) or --to-l1 S \
+                         (a DA slot), not both"
+                                .into(),
+                        ))
+                    }
+                    (None, None) => return Err(ConfigError(
+                        "rollback needs a target: --to-l2 H keeps L2 heights up to H, --to-l1 S \
+                         keeps DA slots up to S"
+                            .into(),
+                    )),
+                };
+            if !extra.data_dir_given {
+                return Err(ConfigError(
+                    "rollback needs --data-dir DIR: the data dir of the stopped node to take back"
+                        .into(),
+                ));
+            }
+            return Ok(Command::Rollback(RollbackArgs {
+                data_dir: config.data_dir,
+                to,
+                dry_run: extra.dry_run,
+            }));
+        }
         "export" => {
             let from = extra.from.unwrap_or(1);
             if let Some(to) = extra.to {
@@ -1029,10 +1163,24 @@ fn finish(state: State) -> Result<Command, ConfigError> {
         }
         _ => {}
     }
+    if config.ephemeral && extra.data_dir_given {
+        return Err(ConfigError(
+            "--ephemeral runs on a new temporary data dir, removed at exit: drop --data-dir (or \
+             --ephemeral, to keep the ledger)"
+                .into(),
+        ));
+    }
     if dev_on && !upstreams.is_empty() {
         return Err(ConfigError(
             "--dev and --upstream are two chain sources: choose one".into(),
         ));
+    }
+    if dev_on && !config.batch_proof_images.is_empty() {
+        return Err(ConfigError(format!(
+            "{} pins the images of a chain a follower reads; the devnet's proofs claim its own \
+             image (its /health shows it): drop the flag, or give it to the follower",
+            image_ids::BATCH_PROOF_IMAGE
+        )));
     }
     if dev_on {
         if let Some(n) = config.network {
@@ -1497,6 +1645,9 @@ mod tests {
             "dev-bitcoin-rpc" | "bitcoin-rpc" => "http://127.0.0.1:1",
             "sequencer-da-pubkey" => keys::REGTEST.sequencer,
             "prover-da-pubkey" => keys::REGTEST.prover,
+            "batch-proof-image" => {
+                "kumquat=50757c7c24e165267d92794e59aca4e57758f3ac87cd20c512894aed4b87d4ff"
+            }
             f if SWITCHES.contains(&f) => "true",
             _ => "5",
         }
@@ -1517,9 +1668,16 @@ mod tests {
             let sub = match flag {
                 "no-verify" => Some("import"),
                 "from" | "to" => Some("export"),
+                "to-l2" | "to-l1" | "dry-run" => Some("rollback"),
                 _ => None,
             };
             let mut text = format!("{flag} = {}\n", sample(flag));
+            if sub == Some("rollback") {
+                text.push_str("data-dir = /tmp/x\n");
+                if flag == "dry-run" {
+                    text.push_str("to-l2 = 5\n");
+                }
+            }
             if flag.starts_with("dev-") {
                 text.push_str("dev = true\n");
             }
@@ -1589,6 +1747,53 @@ mod tests {
     }
 
     #[test]
+    fn batch_proof_image_pins_a_chain_without_a_name_and_the_devnet_and_a_network_keep_their_own() {
+        use crate::proof::image_ids::{TESTNET_BATCH_0, TESTNET_BATCH_1};
+        use crate::proof::Images;
+        let k = format!("kumquat={}", hex::encode(TESTNET_BATCH_1));
+        let g = format!("genesis={}", hex::encode(TESTNET_BATCH_0));
+        let c = run(&["--upstream", "http://x"]).unwrap();
+        assert_eq!(c.receipt_rules().images, Images::Unpinned);
+        let c = run(&["--upstream", "http://x", "--batch-proof-image", &k]).unwrap();
+        let pins = c.batch_proof_images;
+        assert_eq!((pins.kumquat, pins.genesis), (Some(TESTNET_BATCH_1), None));
+        assert_eq!(c.receipt_rules().images, Images::Pinned(pins));
+        let c = run(&[
+            "--upstream",
+            "http://x",
+            "--batch-proof-image",
+            &k,
+            &format!("--batch-proof-image={g}"),
+        ])
+        .unwrap();
+        assert_eq!(c.batch_proof_images.genesis, Some(TESTNET_BATCH_0));
+        assert_eq!(
+            run(&["--dev"]).unwrap().receipt_rules().images,
+            Images::Devnet
+        );
+        let e = run(&["--dev", "--batch-proof-image", &k]).unwrap_err();
+        assert!(
+            e.0.contains("the devnet's proofs claim its own image"),
+            "{e}"
+        );
+        // A network's own image may be repeated, not contradicted; nightly
+        // has none, so a pin fills it.
+        assert!(run(&["--network", "testnet", "--batch-proof-image", &k]).is_ok());
+        let e = run(&["--network", "devnet", "--batch-proof-image", &k]).unwrap_err();
+        assert!(e.0.contains("--network devnet pins its own"), "{e}");
+        let c = run(&["--network", "nightly", "--batch-proof-image", &k]).unwrap();
+        assert!(matches!(c.receipt_rules().images, Images::Network(_, p) if p.kumquat.is_some()));
+        let e = run(&["--batch-proof-image", "kumquat=12"]).unwrap_err();
+        assert!(e.0.contains("64 hex digits"), "{e}");
+        let Command::VerifyProof(v) =
+            parse(["verify-proof", "--batch-proof-image", &k, "-"].map(String::from)).unwrap()
+        else {
+            panic!("verify-proof")
+        };
+        assert_eq!(v.receipts.images, Images::Pinned(pins));
+    }
+
+    #[test]
     fn import_and_verify_take_the_chain_rule_flags() {
         let Command::Import(i) =
             parse(["import", "f.jsonl", "--network", "testnet"].map(String::from)).unwrap()
@@ -1645,5 +1850,62 @@ mod tests {
             e.0.contains("--from does not apply to `ledgerd run`"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn rollback_takes_one_target_and_a_data_dir() {
+        let parsed = |args: &[&str]| parse(args.iter().map(|s| s.to_string()));
+        let Command::Rollback(r) = parsed(&[
+            "rollback",
+            "--data-dir",
+            "/d",
+            "--to-l2",
+            "100",
+            "--dry-run",
+        ])
+        .unwrap() else {
+            panic!("expected a rollback")
+        };
+        assert_eq!(
+            r,
+            RollbackArgs {
+                data_dir: PathBuf::from("/d"),
+                to: RollbackTo::L2(100),
+                dry_run: true
+            }
+        );
+        let Command::Rollback(r) = parsed(&["rollback", "--data-dir=/d", "--to-l1=7"]).unwrap()
+        else {
+            panic!("expected a rollback")
+        };
+        assert_eq!((r.to, r.dry_run), (RollbackTo::L1(7), false));
+        let e = parsed(&["rollback", "--data-dir", "/d"]).unwrap_err();
+        assert!(e.0.contains("needs a target"), "{e}");
+        let e = parsed(&[
+            "rollback",
+            "--data-dir",
+            "/d",
+            "--to-l2",
+            "1",
+            "--to-l1",
+            "2",
+        ])
+        .unwrap_err();
+        assert!(e.0.contains("not both"), "{e}");
+        let e = parsed(&["rollback", "--to-l2", "1"]).unwrap_err();
+        assert!(e.0.contains("needs --data-dir"), "{e}");
+        let e = parsed(&["--to-l2", "1"]).unwrap_err();
+        assert!(e.0.contains("does not apply to `ledgerd run`"), "{e}");
+    }
+
+    #[test]
+    fn ephemeral_runs_without_a_data_dir() {
+        let c = run(&["--dev", "--ephemeral"]).unwrap();
+        assert!(c.ephemeral);
+        assert!(!run(&["--dev"]).unwrap().ephemeral);
+        let e = run(&["--dev", "--ephemeral", "--data-dir", "/d"]).unwrap_err();
+        assert!(e.0.contains("drop --data-dir"), "{e}");
+        let e = parse(["serve-readonly", "--ephemeral"].map(String::from)).unwrap_err();
+        assert!(e.0.contains("does not apply"), "{e}");
     }
 }

@@ -49,6 +49,10 @@
 //!
 //! `blocksWithoutBodies` counts the stored blocks that were accepted without
 //! their transaction bodies (`--allow-missing-tx-bodies`; always 0 without it).
+//! With a chain source, `batchProofImages` says which batch-proof images
+//! proofs are held to (a devnet's, for its followers to pin) and
+//! `proofsOnUnpinnedImages` counts those accepted with none pinned;
+//! `waitingOn` names the refused record the DA scan waits on, if any.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -114,6 +118,35 @@ fn write_mark(body: &mut Vec<u8>, what: &str, mark: Option<FrontierMark>) {
             None => crate::json::write_null(body),
         }
     }
+}
+
+/// Appends `,"batchProofImages":{..}`: who chose the images proofs are
+/// held to (`network`, `devnet`, `--batch-proof-image`, or null: not
+/// pinned), and the image ID of each fork where one is fixed (null where
+/// not), so a follower of this node can pin the same ones.
+fn write_images(body: &mut Vec<u8>, rules: &crate::proof::ProofRules) {
+    use crate::chain::Fork;
+    use crate::proof::Images;
+    body.extend_from_slice(b",\"batchProofImages\":{\"pinnedBy\":");
+    match rules.images {
+        Images::Network(n, _) => crate::json::write_str(body, &format!("--network {n}")),
+        Images::Devnet => crate::json::write_str(body, "devnet"),
+        Images::Pinned(_) => {
+            crate::json::write_str(body, crate::proof::image_ids::BATCH_PROOF_IMAGE)
+        }
+        Images::Unpinned => crate::json::write_null(body),
+    }
+    let fixed = rules.fixed_images();
+    for fork in [Fork::Genesis, Fork::Kumquat] {
+        body.extend_from_slice(b",\"");
+        body.extend_from_slice(crate::proof::image_ids::fork_word(fork).as_bytes());
+        body.extend_from_slice(b"\":");
+        match fixed.iter().find(|(f, _)| *f == fork) {
+            Some((_, image)) => crate::json::write_str(body, &hex::encode(image.id)),
+            None => crate::json::write_null(body),
+        }
+    }
+    body.push(b'}');
 }
 
 /// The health check: reads the ledger and the sync progress on each call.
@@ -182,22 +215,26 @@ impl Health {
                 r.head_height()?,
                 r.last_scanned_l1()?,
                 crate::proof::fake_proofs_stored(&r)?,
+                crate::proof::unpinned_proofs_stored(&r)?,
                 [
                     r.frontier(Frontier::Committed)?,
                     r.frontier(Frontier::Proven)?,
                 ],
             ))
         });
-        let (l2_head, l1_scanned, fake_proofs, frontier, mut problem) = match ledger {
-            Ok((h, s, f, m)) => (h, s, f, m, None),
-            Err(e) => (
-                p.l2_synced.load(Relaxed),
-                p.l1_synced.load(Relaxed),
-                0,
-                [None, None],
-                Some(("ledger", format!("the ledger cannot be read: {e}"))),
-            ),
-        };
+        let (l2_head, l1_scanned, fake_proofs, unpinned_proofs, frontier, mut problem) =
+            match ledger {
+                Ok((h, s, f, u, m)) => (h, s, f, u, m, None),
+                Err(e) => (
+                    p.l2_synced.load(Relaxed),
+                    p.l1_synced.load(Relaxed),
+                    0,
+                    0,
+                    [None, None],
+                    Some(("ledger", format!("the ledger cannot be read: {e}"))),
+                ),
+            };
+        let waiting = p.waiting.now();
         let l2_source = p.l2_source_head.load(Relaxed);
         let l1_source = p.l1_source_head.load(Relaxed);
         let has_source = self.source != SourceKind::None;
@@ -240,11 +277,14 @@ impl Health {
             } else if behind_since != 0 {
                 let stuck = now.saturating_sub(behind_since.max(last_progress));
                 if stuck > self.max_lag_ms {
+                    let on = waiting.as_ref().map_or(String::new(), |w| {
+                        format!("; the DA scan waits on slot {}: {}", w.slot, w.why)
+                    });
                     problem = Some((
                         "stalled",
                         format!(
                             "the sync thread stalled: the source is ahead (L2 {l2_source}, L1 {l1_source}) \
-                             and nothing new was stored for {:.1} s (limit {lag_s} s)",
+                             and nothing new was stored for {:.1} s (limit {lag_s} s){on}",
                             stuck as f64 / 1000.0
                         ),
                     ));
@@ -316,6 +356,25 @@ impl Health {
             p.blocks_without_bodies.load(Relaxed),
         );
         num_after(&mut body, "proofsOnFakeReceipts", fake_proofs);
+        if let Some(rules) = p.proof_rules.get() {
+            write_images(&mut body, rules);
+            num_after(&mut body, "proofsOnUnpinnedImages", unpinned_proofs);
+        }
+        if let Some(w) = &waiting {
+            body.extend_from_slice(b",\"waitingOn\":{\"slot\":");
+            crate::json::write_u64(&mut body, w.slot);
+            body.extend_from_slice(b",\"check\":");
+            crate::json::write_str(&mut body, w.check);
+            body.extend_from_slice(b",\"why\":");
+            crate::json::write_str(&mut body, &w.why);
+            num_after(&mut body, "refusals", w.retries);
+            num_after(
+                &mut body,
+                "sinceSeconds",
+                now.saturating_sub(w.since_unix_ms) / 1000,
+            );
+            body.push(b'}');
+        }
         body.extend_from_slice(b",\"syncing\":");
         body.extend_from_slice(if syncing { b"true" } else { b"false" });
         body.extend_from_slice(b",\"source\":\"");

@@ -76,6 +76,8 @@
 //!   `chain::forks`: which fork applies at which height, and the public networks.
 //! - [`fixtures`]: `ledgerd import` / `export`: the ledger as JSON Lines fixtures.
 //! - [`replica`]: `ledgerd serve-readonly`: following a ledger another process writes.
+//! - [`rollback`]: `ledgerd rollback`: a ledger taken back to an L2 height or DA slot (also the
+//!   devnet's `dev_revert` / `dev_reset`).
 //! - [`verify_cmd`]: `ledgerd verify`: checking soft confirmations an RPC answered, offline.
 //! - [`verify_proof_cmd`]: `ledgerd verify-proof`: auditing batch proofs (receipt, journal, image).
 //! - [`wire`]: reading the RPC's JSON shapes back into records (follower, import, tests).
@@ -97,6 +99,7 @@ pub mod os;
 pub mod process;
 pub mod proof;
 pub mod replica;
+pub mod rollback;
 pub mod routes;
 pub mod rpc;
 pub mod server;

@@ -40,6 +40,7 @@ fn main() -> ExitCode {
         Ok(Command::Export(args)) => return export(&args),
         Ok(Command::Verify(args)) => return verify(&args),
         Ok(Command::VerifyProof(args)) => return verify_proof(&args),
+        Ok(Command::Rollback(args)) => return rollback(&args),
         Err(e) => {
             eprintln!("ledgerd: {e}");
             return ExitCode::from(2);
@@ -103,10 +104,39 @@ fn import(args: &config::ImportArgs) -> ExitCode {
     match fixtures::import(&ledger, input, options) {
         Ok(report) => {
             println!("{report} in {}", args.data_dir.display());
+            if args.verify && report.proofs > 0 && !args.receipts.images_pinned() {
+                eprintln!(
+                    "ledgerd import: note: batch-proof images are not pinned (no --network, no \
+                     {flag}): the {} proofs were verified against the images their receipts \
+                     claim; pin them with {flag} FORK=HEX",
+                    report.proofs,
+                    flag = ledgerd::proof::image_ids::BATCH_PROOF_IMAGE
+                );
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {
             eprintln!("ledgerd import: {name}: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `ledgerd rollback`: the report on stdout; exit 1 with a sentence when
+/// refused (a running node) or failed (nothing written).
+fn rollback(args: &config::RollbackArgs) -> ExitCode {
+    use ledgerd::rollback::{self, Target};
+    let target = match args.to {
+        config::RollbackTo::L2(h) => Target::L2(h),
+        config::RollbackTo::L1(s) => Target::L1(s),
+    };
+    match rollback::run(&args.data_dir, target, args.dry_run) {
+        Ok(report) => {
+            println!("{report}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ledgerd rollback: {e}");
             ExitCode::from(1)
         }
     }

@@ -290,6 +290,25 @@ impl Metrics {
                 .and_then(|r| crate::proof::fake_proofs_stored(&r))
                 .unwrap_or(0),
         )?;
+        if let Some(rules) = progress.proof_rules.get() {
+            gauge(
+                out,
+                "ledgerd_sync_batch_proof_images_pinned",
+                "1 when batch proofs are held to chosen images (--network, the devnet's own, \
+                 --batch-proof-image); 0 when each receipt is held to the image it claims",
+                u64::from(rules.images_pinned()),
+            )?;
+            counter(
+                out,
+                "ledgerd_sync_proofs_on_unpinned_images_total",
+                "Stored batch proofs whose receipts were verified against the image they claim, \
+                 no image being pinned, over the ledger's life",
+                ledger
+                    .reader()
+                    .and_then(|r| crate::proof::unpinned_proofs_stored(&r))
+                    .unwrap_or(0),
+            )?;
+        }
         counter(
             out,
             "ledgerd_sync_upstream_errors_total",

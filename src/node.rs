@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use log::{error, info};
+use log::{error, info, warn};
 
 use crate::chain::Network;
 use crate::config::{BitcoinConfig, Config, SourceConfig};
@@ -119,6 +119,12 @@ impl NodeBuilder {
         }
         self
     }
+    /// `--ephemeral`: run on a new temporary data dir, removed when the
+    /// node stops (instead of [`data_dir`](Self::data_dir)).
+    pub fn ephemeral(mut self) -> Self {
+        self.config.ephemeral = true;
+        self
+    }
     pub fn bind(mut self, addr: &str) -> Self {
         self.config.bind = addr.to_string();
         self
@@ -179,6 +185,48 @@ pub struct Node {
     server: Option<Stopper>,
     threads: Vec<JoinHandle<()>>,
     devnet: Option<DevnetControl>,
+    /// `--ephemeral`: the temporary data dir, removed when the node is
+    /// dropped (after the threads that use it are joined). Its ledger
+    /// commits without fsync (`OpenOptions::no_sync`): nothing outlives it.
+    _ephemeral: Option<EphemeralDir>,
+}
+
+/// A new temporary data dir, removed (with everything in it) on drop.
+#[derive(Debug)]
+struct EphemeralDir(std::path::PathBuf);
+
+impl EphemeralDir {
+    fn create() -> Result<EphemeralDir, NodeError> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static MADE: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let name = format!(
+            "ledgerd-ephemeral-{}-{}-{nanos:08x}",
+            std::process::id(),
+            MADE.fetch_add(1, Ordering::Relaxed)
+        );
+        let path = std::env::temp_dir().join(name);
+        std::fs::create_dir(&path).map_err(|source| {
+            NodeError::Ledger(LedgerError::Io {
+                path: path.clone(),
+                source,
+            })
+        })?;
+        Ok(EphemeralDir(path))
+    }
+}
+
+impl Drop for EphemeralDir {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::remove_dir_all(&self.0) {
+            log::warn!(
+                "the ephemeral data dir {} was not removed: {e}",
+                self.0.display()
+            );
+        }
+    }
 }
 
 impl Node {
@@ -186,7 +234,18 @@ impl Node {
         NodeBuilder::default()
     }
 
-    fn start(config: Config, stop: Arc<Stop>) -> Result<Node, NodeError> {
+    fn start(mut config: Config, stop: Arc<Stop>) -> Result<Node, NodeError> {
+        let ephemeral = if config.ephemeral && !config.read_only {
+            let dir = EphemeralDir::create()?;
+            info!(
+                "--ephemeral: data dir {}, removed when the node stops",
+                dir.0.display()
+            );
+            config.data_dir = dir.0.clone();
+            Some(dir)
+        } else {
+            None
+        };
         if config.source.devnet().is_some() && config.network.is_some() {
             return Err(NodeError::Devnet(DevnetError::OtherChain(
                 "the devnet signs with its own key, not a network's: give it --kumquat-height instead of --network".into(),
@@ -194,6 +253,7 @@ impl Node {
         }
         let open = OpenOptions {
             read_only: config.read_only,
+            no_sync: ephemeral.is_some(),
             ..OpenOptions::default()
         };
         let ledger = Arc::new(Ledger::open(&config.data_dir, &open)?);
@@ -242,8 +302,11 @@ impl Node {
                     poll: devnet_poll(dev),
                     sequencer_pubkey: Some(devnet.public_key()),
                     forks,
+                    // Its own image (shown in /health for followers to pin).
+                    receipts: config.receipt_rules(),
                     ..SyncConfig::default()
                 };
+                let _ = progress.proof_rules.set(sync_config.receipts);
                 let mut syncer = Syncer::new(ledger.clone(), devnet, progress.clone(), sync_config);
                 let started = std::time::Instant::now();
                 syncer.catch_up(&stop)?;
@@ -282,6 +345,18 @@ impl Node {
                     receipts: config.receipt_rules(),
                     ..SyncConfig::default()
                 };
+                let _ = progress.proof_rules.set(sync_config.receipts);
+                if !sync_config.receipts.images_pinned() {
+                    warn!(
+                        "batch-proof images are not pinned (no --network, no {flag}): each \
+                         proof's receipt is verified against the image it claims, so a proof of \
+                         any program counts; pin the chain's guest images with {flag} \
+                         genesis=HEX and {flag} kumquat=HEX (a ledgerd devnet shows its own in \
+                         /health, batchProofImages); /health and /metrics count the proofs \
+                         accepted meanwhile",
+                        flag = crate::proof::image_ids::BATCH_PROOF_IMAGE
+                    );
+                }
                 if bitcoin.is_some() {
                     // Bitcoin blocks come in batches of raw blocks (cheap,
                     // several batches in flight): ask for many at once.
@@ -419,6 +494,7 @@ impl Node {
             server: Some(stopper),
             threads,
             devnet: devnet_control,
+            _ephemeral: ephemeral,
         })
     }
 

@@ -7,9 +7,10 @@
 //! 11), any of these inside a JSON-RPC envelope's `result`, or the raw
 //! receipt bytes. For each proof it prints the decoded journal, whether it
 //! matches the `proofOutput` beside it, and whether the receipt verifies
-//! against the batch-proof image of `--network` (the embedded devnet's
-//! with none) for the journal's fork. The command succeeds only when every
-//! proof would be accepted by a node with the same flags.
+//! against the batch-proof image of `--network` or `--batch-proof-image`
+//! for the journal's fork (with neither, the image the receipt claims: its
+//! seal must still hold). The command succeeds only when every proof would
+//! be accepted by a node with the same flags.
 
 use std::fmt;
 use std::io::Write;
@@ -18,13 +19,13 @@ use serde_json::Value;
 
 use crate::chain::ForkTable;
 use crate::proof::journal::{self, Journal};
-use crate::proof::{receipt, verify_decoded, ReceiptRules};
+use crate::proof::{receipt, verify_decoded, ProofRules};
 use crate::types::ProofOutput;
 
 /// How to judge the proofs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct VerifyProofOptions {
-    pub rules: ReceiptRules,
+    pub rules: ProofRules,
     pub forks: ForkTable,
 }
 
@@ -243,7 +244,7 @@ fn check_one(
             }
         },
     }
-    let image = match options.rules.image_for(&journal, &options.forks) {
+    let image = match options.rules.image_for(&decoded, &journal, &options.forks) {
         Ok(image) => image,
         Err(e) => {
             writeln!(out, "  verification: REFUSED: {e}")?;

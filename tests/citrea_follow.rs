@@ -381,6 +381,7 @@ fn withheld_bodies_across_the_fork_are_accepted_on_links_below_it_and_signatures
         kumquat_height: 100,
         withhold_bodies: true,
         seed: 5,
+        ..Options::default()
     });
     let chain = &upstream.chain;
     let key = hex::encode(chain.key);
@@ -729,4 +730,154 @@ fn the_upstream_client_reads_the_sync_status_of_a_citrea_node_and_of_a_ledgerd()
     assert_eq!((got.l2.synced, got.l2.head), (40, 40));
     assert_eq!(got.l1.synced, got.l1.head);
     assert!(got.l1.synced >= 1000);
+}
+
+/// The stand-in as a Citrea chain without a network name whose prover ran
+/// Citrea's testnet guests (v0.6.2's `batch-0.elf`, `batch-1.elf`): Genesis
+/// rules below 150, Kumquat from it, so proofs of both eras claim images.
+fn testnet_guest_upstream() -> CitreaUpstream {
+    use ledgerd::proof::image_ids::{TESTNET_BATCH_0, TESTNET_BATCH_1};
+    CitreaUpstream::start(Options {
+        blocks: 300,
+        kumquat_height: 150,
+        seed: 6,
+        images: Some((TESTNET_BATCH_0, TESTNET_BATCH_1)),
+        ..Options::default()
+    })
+}
+
+fn health_of(url: &str) -> Value {
+    serde_json::from_str(&get(url, "/health")).expect("/health is JSON")
+}
+
+#[test]
+fn a_follower_without_a_network_name_accepts_fakes_claiming_citreas_testnet_images_and_ends_the_same(
+) {
+    let upstream = testnet_guest_upstream();
+    let chain = &upstream.chain;
+    let key = hex::encode(chain.key);
+    let dir = tempfile::tempdir().unwrap();
+    let rules = ["--kumquat-height", "150", "--sequencer-pubkey", &key];
+    let f = follower(&dir.path().join("f"), &upstream.url, &rules);
+    wait_synced(&f, 300, chain.last_scanned);
+    let fv = view(&f.url);
+    assert_same_view(&fv, &view(&upstream.url));
+    assert!(fv.statuses[..149].iter().all(|s| s == "proven"));
+    assert!(
+        fv.statuses.contains(&json!("proven")) && fv.statuses[149..].contains(&json!("proven"))
+    );
+
+    // Not pinned: said once at start, shown and counted.
+    let log = f.stderr();
+    assert_eq!(
+        log.matches("batch-proof images are not pinned").count(),
+        1,
+        "{log}"
+    );
+    assert!(log.contains("--batch-proof-image genesis=HEX"), "{log}");
+    let proofs: usize = chain
+        .proofs
+        .range(..=chain.last_scanned)
+        .map(|(_, l)| l.len())
+        .sum();
+    let h = health_of(&f.url);
+    assert_eq!(h["batchProofImages"]["pinnedBy"], Value::Null, "{h}");
+    assert_eq!(h["batchProofImages"]["kumquat"], Value::Null, "{h}");
+    assert_eq!(h["proofsOnUnpinnedImages"], json!(proofs), "{h}");
+    assert_eq!(h["proofsOnFakeReceipts"], json!(proofs), "{h}");
+    let m = get(&f.url, "/metrics");
+    assert_eq!(
+        metric(&m, "ledgerd_sync_proofs_on_unpinned_images_total"),
+        proofs as u64
+    );
+    assert_eq!(metric(&m, "ledgerd_sync_batch_proof_images_pinned"), 0);
+
+    // Pinned to the images the chain's guests have: the same, nothing
+    // counted as unpinned, nothing said about it.
+    use ledgerd::proof::image_ids::{TESTNET_BATCH_0, TESTNET_BATCH_1};
+    let g = format!("genesis={}", hex::encode(TESTNET_BATCH_0));
+    let k = format!("kumquat={}", hex::encode(TESTNET_BATCH_1));
+    let mut args = rules.to_vec();
+    args.extend(["--batch-proof-image", &g, "--batch-proof-image", &k]);
+    let pinned = follower(&dir.path().join("pinned"), &upstream.url, &args);
+    wait_synced(&pinned, 300, chain.last_scanned);
+    assert_same_view(&view(&pinned.url), &fv);
+    let h = health_of(&pinned.url);
+    assert_eq!(
+        h["batchProofImages"]["pinnedBy"], "--batch-proof-image",
+        "{h}"
+    );
+    assert_eq!(
+        h["batchProofImages"]["genesis"],
+        json!(hex::encode(TESTNET_BATCH_0)),
+        "{h}"
+    );
+    assert_eq!(h["proofsOnUnpinnedImages"], 0, "{h}");
+    assert!(!pinned.stderr().contains("not pinned"));
+}
+
+#[test]
+fn pins_that_are_not_the_chains_images_prove_nothing_and_the_refusal_is_logged_once_and_shown_in_health(
+) {
+    use ledgerd::proof::image_ids::{DEVNET_BATCH_1, TESTNET_BATCH_0};
+    let upstream = testnet_guest_upstream();
+    let chain = &upstream.chain;
+    let key = hex::encode(chain.key);
+    let dir = tempfile::tempdir().unwrap();
+    // devnet's Kumquat guest, not testnet's: every Kumquat-era proof's
+    // claim differs from the pin. Genesis pinned right.
+    let g = format!("genesis={}", hex::encode(TESTNET_BATCH_0));
+    let k = format!("kumquat={}", hex::encode(DEVNET_BATCH_1));
+    let f = follower(
+        &dir.path().join("f"),
+        &upstream.url,
+        &[
+            "--kumquat-height",
+            "150",
+            "--sequencer-pubkey",
+            &key,
+            "--batch-proof-image",
+            &g,
+            "--batch-proof-image",
+            &k,
+        ],
+    );
+    // Retried again and again (with back-off), counted every time.
+    f.wait_for_metric(
+        Duration::from_secs(60),
+        "ledgerd_sync_verification_failures_total",
+        &[("check", "receipt")],
+        4,
+    );
+    f.wait_for(Duration::from_secs(30), "all blocks", |f| f.head() == 300);
+    let h = health_of(&f.url);
+    let waiting = &h["waitingOn"];
+    assert_eq!(waiting["check"], "receipt", "{h}");
+    let why = waiting["why"].as_str().expect("why");
+    let slot = num(&waiting["slot"]);
+    assert!(
+        why.starts_with(&format!("check receipt failed: proof on slot {slot}: ")),
+        "{why}"
+    );
+    assert!(
+        why.contains("is not the batch-proof image pinned for the Kumquat era"),
+        "{why}"
+    );
+    assert!(why.contains("check the pins"), "{why}");
+    assert!(num(&waiting["refusals"]) >= 4, "{h}");
+    // The first Kumquat-era proof stops the scan: nothing above the fork
+    // is Proven; what the Genesis-era proofs proved before it is.
+    let statuses = view(&f.url).statuses;
+    assert!(!statuses[149..].contains(&json!("proven")), "{statuses:?}");
+    assert_eq!(
+        num(&call(&f.url, "ledger_getLastScannedL1Height", "[]")),
+        slot - 1
+    );
+    // Logged once, not once per retry.
+    let log = f.stderr();
+    assert_eq!(log.matches("check receipt failed").count(), 1, "{log}");
+    assert_eq!(
+        h["batchProofImages"]["kumquat"],
+        json!(hex::encode(DEVNET_BATCH_1))
+    );
 }

@@ -261,3 +261,28 @@ fn health_and_metrics_show_the_frontier_and_when_it_last_moved() {
         );
     }
 }
+
+#[test]
+fn a_devnet_revert_takes_the_frontier_back_with_the_chain() {
+    let node = Ledgerd::builder().dev(0, 0).start();
+    node.result("dev_setAutoCommit", "[0]");
+    node.result("dev_setAutoProve", "[0]");
+    node.result("dev_mine", "[20]");
+    node.result("dev_commit", "[]");
+    node.result("dev_prove", "[]");
+    let (c, p) = check_frontier(&node);
+    let id = node.result("dev_snapshot", "[]");
+    node.result("dev_mine", "[15]");
+    node.result("dev_commit", "[]");
+    node.result("dev_prove", "[]");
+    let (later, _) = check_frontier(&node);
+    assert_eq!(later["height"], 35, "{later}");
+    assert_eq!(node.result("dev_revert", &format!("[{id}]")), true);
+    // Rolled back by the write rules: the index holds no entry of a removed slot.
+    assert_eq!(check_frontier(&node), (c, p));
+    let far = node.result(
+        "citrea_getL2StatusHeightsByL1Height",
+        "[18446744073709551615]",
+    );
+    assert_eq!(far, json!({"committed": 20, "proven": 20}));
+}

@@ -1,7 +1,8 @@
 """Drive a ledgerd devnet from a Python test suite.
 
-A pytest fixture starts `ledgerd --dev --bind 127.0.0.1:0` on a fresh data
-dir, reads the port from its first stdout line, and stops it after the test.
+A pytest fixture starts `ledgerd --dev --ephemeral --bind 127.0.0.1:0` (a
+fresh chain on a temporary data dir, removed when the node stops), reads the
+port from its first stdout line, and stops it after the test.
 Run it with pytest (`pytest test_devnet.py`) or without (`python3
 test_devnet.py`: the same tests, run in order by the bottom of this file).
 The ledgerd binary is $LEDGERD, else `ledgerd` on the PATH.
@@ -9,9 +10,7 @@ The ledgerd binary is $LEDGERD, else `ledgerd` on the PATH.
 
 import json
 import os
-import shutil
 import subprocess
-import tempfile
 import urllib.request
 
 try:
@@ -41,10 +40,9 @@ class Ledgerd:
 
 def start_ledgerd():
     """Starts a devnet node on a free port; yields it, then stops it."""
-    data_dir = tempfile.mkdtemp(prefix="ledgerd-test-")
     node = subprocess.Popen(
-        [os.environ.get("LEDGERD", "ledgerd"), "--dev", "--dev-block-ms", "0",
-         "--bind", "127.0.0.1:0", "--data-dir", data_dir],
+        [os.environ.get("LEDGERD", "ledgerd"), "--dev", "--ephemeral", "--dev-block-ms", "0",
+         "--bind", "127.0.0.1:0"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )
     try:
@@ -52,9 +50,8 @@ def start_ledgerd():
         assert line.startswith("listening on "), f"ledgerd did not start: {line!r}"
         yield Ledgerd(line.split()[-1])
     finally:
-        node.terminate()  # SIGTERM: stops cleanly within a second
+        node.terminate()  # SIGTERM: stops cleanly within a second, and removes its data dir
         node.wait(timeout=10)
-        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 if pytest is not None:

@@ -31,8 +31,8 @@ impl LedgerWriter<'_> {
     }
 
     /// Stores verified commitments found on DA slot `slot` (in the order
-    /// given) and raises the heights each covers to Finalized; when that
-    /// moves the committed frontier up, the frontier index says so
+    /// given), each by [`LedgerWriter::apply_commitment`]; when they move
+    /// the committed frontier up, the frontier index says so
     /// (`frontier.rs`).
     pub fn apply_commitments(
         &mut self,
@@ -41,19 +41,43 @@ impl LedgerWriter<'_> {
     ) -> Result<(), LedgerError> {
         let before = self.frontiers()?;
         for c in commitments {
-            self.raise_status(
-                c.l2_start_block_number,
-                c.l2_end_block_number,
-                Status::Finalized,
-            )?;
+            self.finalize_committed(c)?;
         }
         self.add_commitments(slot, commitments)?;
         self.note_commitments(slot, before, commitments)
     }
 
-    /// Stores a verified proof found on DA slot `slot` and raises the
-    /// height ranges it proves (`sync::verify::verify_proof`) to Proven;
-    /// when that moves the proven frontier up, the frontier index says so.
+    /// The commitment rule, as Citrea v0.6.2's full node applies it
+    /// (`process_sequencer_commitment`): a verified commitment is recorded
+    /// on the DA slot it was found on, and every height it covers becomes
+    /// Finalized. Whatever came before: after a gap (heights never
+    /// committed, or whose commitment was refused) the gap stays Trusted;
+    /// a range committed again is recorded on its new slot too. A status
+    /// never goes down: a Proven height stays Proven (where Citrea would
+    /// write it back to Finalized).
+    pub fn apply_commitment(
+        &mut self,
+        slot: u64,
+        c: &SequencerCommitment,
+    ) -> Result<(), LedgerError> {
+        self.apply_commitments(slot, std::slice::from_ref(c))
+    }
+
+    /// The status part of the commitment rule alone (for a recompute of
+    /// statuses from the commitments already recorded): the heights `c`
+    /// covers become Finalized, none goes down.
+    pub fn finalize_committed(&mut self, c: &SequencerCommitment) -> Result<(), LedgerError> {
+        self.raise_status(
+            c.l2_start_block_number,
+            c.l2_end_block_number,
+            Status::Finalized,
+        )
+    }
+
+    /// The proof rule: a verified proof is recorded on the DA slot it was
+    /// found on, and the height ranges it proves
+    /// (`sync::verify::verify_proof`) become Proven; when that moves the
+    /// proven frontier up, the frontier index says so.
     pub fn apply_proof(
         &mut self,
         slot: u64,
@@ -61,11 +85,18 @@ impl LedgerWriter<'_> {
         proven: &[(u64, u64)],
     ) -> Result<(), LedgerError> {
         let before = self.frontiers()?;
+        self.prove_ranges(proven)?;
+        self.put_proof(slot, proof)?;
+        self.note_proof(slot, before)
+    }
+
+    /// The status part of the proof rule alone (for a recompute): every
+    /// height of `proven` becomes Proven.
+    pub fn prove_ranges(&mut self, proven: &[(u64, u64)]) -> Result<(), LedgerError> {
         for &(start, end) in proven {
             self.raise_status(start, end, Status::Proven)?;
         }
-        self.put_proof(slot, proof)?;
-        self.note_proof(slot, before)
+        Ok(())
     }
 }
 

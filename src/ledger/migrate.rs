@@ -32,18 +32,25 @@ pub(super) fn upgrade(ledger: &Ledger, from: u64) -> Result<(), LedgerError> {
     if stored == Some(tables::FORMAT_VERSION) {
         return Ok(());
     }
-    if stored != Some(from) || !(2..=3).contains(&from) {
+    if stored != Some(from) || !(tables::OLDEST_MIGRATED..tables::FORMAT_VERSION).contains(&from) {
         return Err(LedgerError::Corrupt {
             table: tables::Meta::NAME,
             key: format!("{:?}", tables::META_FORMAT.name),
             reason: format!(
                 "the layout version is {stored:?}, not {from} as it was a moment ago, \
-                 and this build upgrades only versions 2 and 3"
+                 and this build upgrades only versions {} to {}",
+                tables::OLDEST_MIGRATED,
+                tables::FORMAT_VERSION - 1
             ),
         });
     }
-    let rewritten = if from == 2 { proofs_2_to_3(&mut w)? } else { 0 };
-    let entries = w.rebuild_frontier()?;
+    // Each step adds what its version added, in order.
+    let rewritten = if from < 3 { proofs_2_to_3(&mut w)? } else { 0 };
+    let entries = if from < tables::FRONTIER_INDEX_VERSION {
+        add_frontier_index(&mut w)?
+    } else {
+        0
+    };
     w.put_meta(tables::META_FORMAT, &tables::FORMAT_VERSION)?;
     w.commit()?;
     log::info!(
@@ -53,6 +60,13 @@ pub(super) fn upgrade(ledger: &Ledger, from: u64) -> Result<(), LedgerError> {
         tables::FORMAT_VERSION
     );
     Ok(())
+}
+
+/// The step to [`tables::FRONTIER_INDEX_VERSION`]: builds the frontier
+/// index (`status_heights`, `frontier.rs`) from the stored commitments and
+/// proofs; returns how many entries it wrote.
+fn add_frontier_index(w: &mut super::LedgerWriter<'_>) -> Result<u64, LedgerError> {
+    w.rebuild_frontier()
 }
 
 /// Rewrites every `proofs` value (a bare proof) as a one-element list;

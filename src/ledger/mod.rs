@@ -26,12 +26,17 @@
 //! - `NO_READAHEAD`: lookups are random point reads; OS readahead would only
 //!   pull useless pages into memory once the ledger outgrows RAM.
 //! - Durable commits: no `NO_SYNC`, `MAP_ASYNC` or `WRITE_MAP`, so every
-//!   committed transaction survives `kill -9` and power loss.
+//!   committed transaction survives `kill -9` and power loss. The one
+//!   exception is a ledger nothing outlives: `--ephemeral`'s, removed when
+//!   the process stops ([`OpenOptions::no_sync`]); its commits still
+//!   survive a `kill -9` of the process (the OS has the pages), not a
+//!   power loss.
 
 mod apply;
 pub mod codec;
 pub mod frontier;
 mod migrate;
+pub mod rollback;
 pub mod tables;
 pub mod walk;
 
@@ -54,6 +59,7 @@ pub use frontier::{Frontier, FrontierMark, FrontierRead};
 /// The ledger's layout version this build writes (`ledgerd_build_info`).
 pub const LAYOUT_VERSION: u64 = tables::FORMAT_VERSION;
 use codec::DecodeError;
+pub use rollback::Cut;
 use tables::{
     Commitments, DaSlots, Dbs, Meta, MetaKey, MetaValue, Proofs, ScByHashPrefix, SoftConfirmations,
     StatusHeights, StatusTable, Table, ValueTable,
@@ -182,12 +188,17 @@ pub struct OpenOptions {
     /// The LMDB map size: the most the ledger can grow to. Address space
     /// only; the file grows as data is written.
     pub map_size: usize,
+    /// Commit without waiting for the disk (`MDB_NOSYNC`): for a ledger
+    /// that is removed when the process stops (`--ephemeral`), where
+    /// surviving a power loss is of no use and every fsync only waits.
+    pub no_sync: bool,
 }
 
 impl Default for OpenOptions {
     fn default() -> Self {
         OpenOptions {
             read_only: false,
+            no_sync: false,
             map_size: if cfg!(target_pointer_width = "64") {
                 1 << 40 // 1 TiB
             } else {
@@ -239,6 +250,9 @@ impl Ledger {
         let mut flags = EnvironmentFlags::NO_TLS | EnvironmentFlags::NO_READAHEAD;
         if opts.read_only {
             flags |= EnvironmentFlags::READ_ONLY;
+        }
+        if opts.no_sync {
+            flags |= EnvironmentFlags::NO_SYNC;
         }
         let env = Environment::new()
             .set_flags(flags)

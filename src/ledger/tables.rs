@@ -370,6 +370,10 @@ pub(crate) const META_DEVNET_SEED: MetaKey<u64> = MetaKey::new("user.devnet_seed
 /// index `status_heights`.
 pub(crate) const FORMAT_VERSION: u64 = 4;
 
+/// The layout version that added the frontier index `status_heights`
+/// (`migrate.rs` builds it for older ones).
+pub(crate) const FRONTIER_INDEX_VERSION: u64 = 4;
+
 /// The oldest layout version `Ledger::open` upgrades in place (see
 /// `migrate.rs`); older ones are refused.
 pub(crate) const OLDEST_MIGRATED: u64 = 2;

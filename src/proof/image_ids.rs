@@ -17,7 +17,8 @@
 //!   light-client guest (blob `998baeac`) (mainnet had not launched): pinned as
 //!   v0.6.2 would use it, with no Kumquat image, as in v0.6.2.
 //! - nightly: Citrea builds its guest from source at compile time; no ID is
-//!   pinned in its repository, so ledgerd has none.
+//!   pinned in its repository, so ledgerd has none (`--batch-proof-image`
+//!   pins one, [`ImagePins`]).
 //!
 //! The embedded devnet has no guest: its proofs are fake receipts
 //! ([`super::receipt`]) that claim [`DEVNET_FAKE_IMAGE`], 32 ASCII bytes no
@@ -45,47 +46,182 @@ pub const MAINNET_BATCH_0: [u8; 32] =
 /// What the embedded devnet's fake receipts claim to have run.
 pub const DEVNET_FAKE_IMAGE: [u8; 32] = *b"ledgerd devnet: fake batch proof";
 
-/// The image a proof of one network and fork must verify against.
+/// The image a proof of one fork must verify against, and who says so.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BatchImage {
-    /// `None`: the embedded devnet (no network named).
-    pub network: Option<Network>,
+    pub origin: ImageOrigin,
     pub fork: Fork,
     pub id: [u8; 32],
+}
+
+/// Who chose a [`BatchImage`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImageOrigin {
+    /// `--network`: the image Citrea v0.6.2 ships for that network.
+    Network(Network),
+    /// ledgerd's own devnet: [`DEVNET_FAKE_IMAGE`].
+    Devnet,
+    /// `--batch-proof-image FORK=HEX`.
+    Pinned,
+    /// Nobody: a chain without a network name or pins; the image the
+    /// receipt itself claims (its seal must hold for it, a fake's claim
+    /// must match it).
+    Claimed,
 }
 
 impl fmt::Display for BatchImage {
     /// `the testnet batch-proof image (Genesis era)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.network {
-            Some(n) => write!(f, "the {n} batch-proof image ({} era)", self.fork),
-            None => write!(
+        let fork = self.fork;
+        match self.origin {
+            ImageOrigin::Network(n) => write!(f, "the {n} batch-proof image ({fork} era)"),
+            ImageOrigin::Devnet => write!(
                 f,
-                "the devnet's batch-proof image ({} era; no guest, fake receipts only)",
-                self.fork
+                "the devnet's batch-proof image ({fork} era; no guest, fake receipts only)"
+            ),
+            ImageOrigin::Pinned => write!(
+                f,
+                "the batch-proof image pinned for the {fork} era ({BATCH_PROOF_IMAGE} {}={})",
+                fork_word(fork),
+                hex::encode(self.id)
+            ),
+            ImageOrigin::Claimed => write!(
+                f,
+                "the batch-proof image the receipt claims ({fork} era; images not pinned)"
             ),
         }
     }
 }
 
-/// A network and fork for which no image is pinned.
+/// The flag that pins a chain's batch-proof images.
+pub const BATCH_PROOF_IMAGE: &str = "--batch-proof-image";
+
+/// How [`BATCH_PROOF_IMAGE`] names a fork: `genesis`, `kumquat`.
+pub fn fork_word(fork: Fork) -> &'static str {
+    match fork {
+        Fork::Genesis => "genesis",
+        Fork::Kumquat => "kumquat",
+    }
+}
+
+/// The images pinned with `--batch-proof-image FORK=HEX`, per fork.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ImagePins {
+    pub genesis: Option<[u8; 32]>,
+    pub kumquat: Option<[u8; 32]>,
+}
+
+impl ImagePins {
+    /// What ledgerd's own devnet pins: its fake image for both forks.
+    pub const DEVNET: ImagePins = ImagePins {
+        genesis: Some(DEVNET_FAKE_IMAGE),
+        kumquat: Some(DEVNET_FAKE_IMAGE),
+    };
+
+    /// The image pinned for `fork`.
+    pub fn get(&self, fork: Fork) -> Option<[u8; 32]> {
+        match fork {
+            Fork::Genesis => self.genesis,
+            Fork::Kumquat => self.kumquat,
+        }
+    }
+
+    /// Whether no image is pinned.
+    pub fn is_empty(&self) -> bool {
+        self.genesis.is_none() && self.kumquat.is_none()
+    }
+
+    /// Reads one `FORK=HEX` (`kumquat=50757c7c…`: the fork in any case, the
+    /// image ID as risc0 prints a `Digest`, 64 hex digits, `0x` allowed)
+    /// into these pins. A fork pinned twice to different images is an error.
+    pub fn add(&mut self, text: &str) -> Result<(), String> {
+        let Some((fork, hex_id)) = text.split_once('=') else {
+            return Err(format!(
+                "{BATCH_PROOF_IMAGE} takes FORK=HEX (genesis=… or kumquat=…), not {text:?}"
+            ));
+        };
+        let slot = match fork.trim().to_ascii_lowercase().as_str() {
+            "genesis" => &mut self.genesis,
+            "kumquat" => &mut self.kumquat,
+            other => {
+                return Err(format!(
+                    "{BATCH_PROOF_IMAGE}: the fork is genesis or kumquat, not {other:?}"
+                ))
+            }
+        };
+        let digits = hex_id.trim();
+        let digits = digits.strip_prefix("0x").unwrap_or(digits);
+        let id: [u8; 32] = hex::decode(digits)
+            .ok()
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(|| {
+                format!(
+                    "{BATCH_PROOF_IMAGE} {fork}=…: the image ID is 64 hex digits (a risc0 \
+                     image ID as it prints), not {hex_id:?}"
+                )
+            })?;
+        match slot {
+            Some(old) if *old != id => Err(format!(
+                "{BATCH_PROOF_IMAGE} pins the {fork} image twice, to {} and {}: give it once",
+                hex::encode(*old),
+                hex::encode(id)
+            )),
+            _ => {
+                *slot = Some(id);
+                Ok(())
+            }
+        }
+    }
+
+    /// `genesis=…,kumquat=…` (what is pinned), or `none`.
+    pub fn describe(&self) -> String {
+        let list: Vec<String> = [Fork::Genesis, Fork::Kumquat]
+            .into_iter()
+            .filter_map(|f| {
+                self.get(f)
+                    .map(|id| format!("{}={}", fork_word(f), hex::encode(id)))
+            })
+            .collect();
+        if list.is_empty() {
+            "none".into()
+        } else {
+            list.join(",")
+        }
+    }
+}
+
+/// A fork for which no image is known.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NoImage {
-    pub network: Network,
+    /// `None`: a chain without a network name, whose pins leave this fork out.
+    pub network: Option<Network>,
     pub fork: Fork,
 }
 
 impl fmt::Display for NoImage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let why = match self.network {
-            Network::Nightly => "Citrea builds nightly's guest from source and pins no ID",
-            _ => "Citrea v0.6.2 ships no guest for it",
-        };
-        write!(
-            f,
-            "ledgerd knows no {} batch-proof image for the {} era ({why}), so no proof of it can verify",
-            self.network, self.fork
-        )
+        let fork = self.fork;
+        let word = fork_word(fork);
+        match self.network {
+            Some(network) => {
+                let why = match network {
+                    Network::Nightly => "Citrea builds nightly's guest from source and pins no ID",
+                    _ => "Citrea v0.6.2 ships no guest for it",
+                };
+                write!(
+                    f,
+                    "ledgerd knows no {network} batch-proof image for the {fork} era ({why}), so \
+                     no proof of it can verify; pin the image the chain's guest was built with: \
+                     {BATCH_PROOF_IMAGE} {word}=HEX"
+                )
+            }
+            None => write!(
+                f,
+                "no batch-proof image is pinned for the {fork} era ({BATCH_PROOF_IMAGE} pins \
+                 other forks only), so no proof of it can verify; add {BATCH_PROOF_IMAGE} \
+                 {word}=HEX"
+            ),
+        }
     }
 }
 
@@ -102,10 +238,17 @@ pub fn batch_image(network: Option<Network>, fork: Fork) -> Result<BatchImage, N
         (Some(Network::Devnet), Fork::Kumquat) => DEVNET_BATCH_1,
         (Some(Network::Mainnet), Fork::Genesis) => MAINNET_BATCH_0,
         (Some(network @ (Network::Mainnet | Network::Nightly)), fork) => {
-            return Err(NoImage { network, fork })
+            return Err(NoImage {
+                network: Some(network),
+                fork,
+            })
         }
     };
-    Ok(BatchImage { network, fork, id })
+    let origin = match network {
+        Some(n) => ImageOrigin::Network(n),
+        None => ImageOrigin::Devnet,
+    };
+    Ok(BatchImage { origin, fork, id })
 }
 
 #[cfg(test)]
@@ -134,5 +277,36 @@ mod tests {
             batch_image(None, Fork::Kumquat).unwrap().id,
             DEVNET_FAKE_IMAGE
         );
+    }
+
+    #[test]
+    fn pins_read_fork_equals_hex_and_refuse_what_is_not() {
+        let mut pins = ImagePins::default();
+        assert!(pins.is_empty());
+        pins.add(&format!("kumquat={}", hex::encode(TESTNET_BATCH_1)))
+            .unwrap();
+        pins.add(&format!("Genesis=0x{}", hex::encode(TESTNET_BATCH_0)))
+            .unwrap();
+        assert_eq!(pins.get(Fork::Kumquat), Some(TESTNET_BATCH_1));
+        assert_eq!(pins.get(Fork::Genesis), Some(TESTNET_BATCH_0));
+        // The same pin again is fine; another image for a pinned fork is not.
+        pins.add(&format!("kumquat={}", hex::encode(TESTNET_BATCH_1)))
+            .unwrap();
+        let e = pins
+            .add(&format!("kumquat={}", hex::encode(DEVNET_BATCH_1)))
+            .unwrap_err();
+        assert!(e.contains("pins the kumquat image twice"), "{e}");
+        for bad in ["kumquat", "fork2=00", "kumquat=abcd", "genesis=zz"] {
+            let e = ImagePins::default().add(bad).unwrap_err();
+            assert!(e.starts_with("--batch-proof-image"), "{bad}: {e}");
+        }
+        assert_eq!(ImagePins::default().describe(), "none");
+        assert!(ImagePins::DEVNET.describe().starts_with("genesis="));
+        let e = NoImage {
+            network: None,
+            fork: Fork::Genesis,
+        }
+        .to_string();
+        assert!(e.contains("add --batch-proof-image genesis=HEX"), "{e}");
     }
 }

@@ -15,6 +15,12 @@
 //!   field.
 //! - [`image_ids`]: the pinned batch-proof image IDs per network and fork.
 //!
+//! **Images** ([`ProofRules`], [`Images`]): `--network`'s (Citrea ships
+//! them), the embedded devnet's own, the ones pinned with
+//! `--batch-proof-image FORK=HEX`, or, on a chain without a network name or
+//! pins, the image each receipt claims (its seal must hold for it); proofs
+//! so accepted are counted ([`unpinned_proofs_stored`]).
+//!
 //! **Fake receipts** prove nothing. They count only on a chain with no
 //! network named (the embedded devnet makes them) or with
 //! `--allow-fake-proofs` (Citrea's dev mode); each one accepted is counted
@@ -30,14 +36,17 @@ use crate::chain::{Fork, ForkTable, Network};
 use crate::ledger::{LedgerError, LedgerRead, LedgerWriter};
 use crate::sync::verify::{Check, VerifyError};
 use crate::types::{ProofOutput, VerifiedBatchProof};
-use image_ids::{BatchImage, NoImage};
+use image_ids::{BatchImage, ImageOrigin, ImagePins, NoImage};
 use journal::{FieldMismatch, Journal, JournalError};
 use receipt::{DecodedReceipt, ReceiptError, ReceiptKind, Verified};
 
 /// The flag that lets fake receipts prove heights on a named network.
 pub const ALLOW_FAKE_PROOFS: &str = "--allow-fake-proofs";
 
-/// Which receipts a node accepts.
+/// Which receipts count on a named network or on ledgerd's own devnet:
+/// `--network`'s images (`None`: the embedded devnet's), and whether fakes
+/// count there. A node's full rules, with pinned or unpinned images, are
+/// [`ProofRules`]; these convert into them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReceiptRules {
     /// `--network`: whose batch-proof images proofs must verify against
@@ -50,18 +59,144 @@ pub struct ReceiptRules {
 impl ReceiptRules {
     /// Fakes count on a devnet (no network) or when explicitly allowed.
     pub fn fakes_accepted(&self) -> bool {
-        self.network.is_none() || self.allow_fake_proofs
+        ProofRules::from(*self).fakes_accepted()
+    }
+}
+
+/// Which images a node holds batch proofs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Images {
+    /// `--network`: the images Citrea ships for it; pins fill the forks it
+    /// ships none for (nightly's, mainnet's Kumquat).
+    Network(Network, ImagePins),
+    /// ledgerd's own devnet: its fake image ([`image_ids::DEVNET_FAKE_IMAGE`]).
+    Devnet,
+    /// A chain without a network name, `--batch-proof-image` given: the
+    /// pinned image of each fork.
+    Pinned(ImagePins),
+    /// A chain without a network name or pins: each receipt is verified
+    /// against the image it claims (its seal must hold), and proofs so
+    /// accepted are counted ([`unpinned_proofs_stored`]).
+    Unpinned,
+}
+
+/// A node's rules for a proof's receipt: the images, and whether fakes count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProofRules {
+    pub images: Images,
+    /// `--allow-fake-proofs` (on a named network; fakes count elsewhere).
+    pub allow_fake_proofs: bool,
+}
+
+impl Default for ProofRules {
+    /// The embedded devnet's.
+    fn default() -> Self {
+        ProofRules::from(ReceiptRules::default())
+    }
+}
+
+impl From<ReceiptRules> for ProofRules {
+    fn from(r: ReceiptRules) -> Self {
+        ProofRules {
+            images: match r.network {
+                Some(n) => Images::Network(n, ImagePins::default()),
+                None => Images::Devnet,
+            },
+            allow_fake_proofs: r.allow_fake_proofs,
+        }
+    }
+}
+
+impl ProofRules {
+    /// The rules of a node or command from its flags: `--network`,
+    /// `--batch-proof-image` pins, `--allow-fake-proofs`, and whether it is
+    /// ledgerd's own devnet (which pins its own image).
+    pub fn new(
+        network: Option<Network>,
+        pins: ImagePins,
+        allow_fake_proofs: bool,
+        devnet: bool,
+    ) -> ProofRules {
+        let images = match network {
+            Some(n) => Images::Network(n, pins),
+            None if devnet => Images::Devnet,
+            None if pins.is_empty() => Images::Unpinned,
+            None => Images::Pinned(pins),
+        };
+        ProofRules {
+            images,
+            allow_fake_proofs,
+        }
     }
 
-    /// The image a proof with this journal must verify against, by
-    /// Citrea's choice: a new-layout journal by the fork of its
-    /// `last_l2_height`, an old-layout one the Genesis-era image.
-    pub fn image_for(&self, journal: &Journal, forks: &ForkTable) -> Result<BatchImage, NoImage> {
+    /// Fakes count everywhere but on a named network without
+    /// `--allow-fake-proofs`.
+    pub fn fakes_accepted(&self) -> bool {
+        !matches!(self.images, Images::Network(..)) || self.allow_fake_proofs
+    }
+
+    /// Whether proofs are held to images someone chose (false: each
+    /// receipt's own claim, [`Images::Unpinned`]).
+    pub fn images_pinned(&self) -> bool {
+        self.images != Images::Unpinned
+    }
+
+    /// The image of each fork these rules hold proofs to, where one is
+    /// fixed (what `/health` shows): `(fork, image)` for Genesis and Kumquat.
+    pub fn fixed_images(&self) -> Vec<(Fork, BatchImage)> {
+        [Fork::Genesis, Fork::Kumquat]
+            .into_iter()
+            .filter_map(|fork| self.fixed_image(fork).ok().map(|i| (fork, i)))
+            .collect()
+    }
+
+    fn fixed_image(&self, fork: Fork) -> Result<BatchImage, NoImage> {
+        let pinned = |pins: &ImagePins, network| {
+            pins.get(fork)
+                .map(|id| BatchImage {
+                    origin: ImageOrigin::Pinned,
+                    fork,
+                    id,
+                })
+                .ok_or(NoImage { network, fork })
+        };
+        match &self.images {
+            Images::Network(n, pins) => {
+                image_ids::batch_image(Some(*n), fork).or_else(|_| pinned(pins, Some(*n)))
+            }
+            Images::Devnet => image_ids::batch_image(None, fork),
+            Images::Pinned(pins) => pinned(pins, None),
+            Images::Unpinned => Err(NoImage {
+                network: None,
+                fork,
+            }),
+        }
+    }
+
+    /// The image a receipt with this journal must verify against: by
+    /// Citrea's choice of fork (a new-layout journal by the fork of its
+    /// `last_l2_height`, an old-layout one the Genesis era), that fork's
+    /// image by these rules; with [`Images::Unpinned`], the one the receipt
+    /// claims.
+    pub fn image_for(
+        &self,
+        receipt: &DecodedReceipt,
+        journal: &Journal,
+        forks: &ForkTable,
+    ) -> Result<BatchImage, ProofError> {
         let fork = match journal {
             Journal::New(o) => forks.fork_at(o.last_l2_height),
             Journal::Old(_) => Fork::Genesis,
         };
-        image_ids::batch_image(self.network, fork)
+        if self.images == Images::Unpinned {
+            let id = receipt.claimed_image().map_err(ProofError::Receipt)?;
+            return Ok(BatchImage {
+                origin: ImageOrigin::Claimed,
+                fork,
+                id,
+            });
+        }
+        self.fixed_image(fork).map_err(ProofError::NoImage)
     }
 }
 
@@ -112,13 +247,15 @@ impl CheckedProof {
 
 /// Decodes `bytes`, reads the journal, requires it to equal `given` (when
 /// an output came beside the bytes), and verifies the receipt against the
-/// image for `rules` and the journal's fork.
-pub fn check(
+/// image `rules` give for the journal's fork (`rules`: a node's
+/// [`ProofRules`], or the [`ReceiptRules`] of a named network or the devnet).
+pub fn check<R: Copy + Into<ProofRules>>(
     bytes: &[u8],
     given: Option<&ProofOutput>,
-    rules: &ReceiptRules,
+    rules: &R,
     forks: &ForkTable,
 ) -> Result<CheckedProof, ProofError> {
+    let rules: ProofRules = (*rules).into();
     let receipt = receipt::decode(bytes).map_err(ProofError::Receipt)?;
     let journal = journal::decode(receipt.journal()).map_err(ProofError::Journal)?;
     if let Some(given) = given {
@@ -126,10 +263,8 @@ pub fn check(
             return Err(ProofError::Mismatch(m));
         }
     }
-    let image = rules
-        .image_for(&journal, forks)
-        .map_err(ProofError::NoImage)?;
-    let verified = verify_decoded(&receipt, &image, rules)?;
+    let image = rules.image_for(&receipt, &journal, forks)?;
+    let verified = verify_decoded(&receipt, &image, &rules)?;
     Ok(CheckedProof {
         journal,
         image,
@@ -143,10 +278,10 @@ pub fn check(
 pub fn verify_decoded(
     receipt: &DecodedReceipt,
     image: &BatchImage,
-    rules: &ReceiptRules,
+    rules: &ProofRules,
 ) -> Result<Verified, ProofError> {
     if receipt.kind() == ReceiptKind::Fake && !rules.fakes_accepted() {
-        if let Some(network) = rules.network {
+        if let Images::Network(network, _) = rules.images {
             return Err(ProofError::FakeRefused(network));
         }
     }
@@ -156,14 +291,28 @@ pub fn verify_decoded(
 /// The sync thread's and import's check of one proof that passed Citrea's
 /// proof rule: its bytes must prove its `proofOutput`. A failure reads
 /// `proof on slot 1104: receipt does not verify against ...`.
-pub fn verify_proof_receipt(
+pub fn verify_proof_receipt<R: Copy + Into<ProofRules>>(
     proof: &VerifiedBatchProof,
-    rules: &ReceiptRules,
+    rules: &R,
     forks: &ForkTable,
 ) -> Result<CheckedProof, VerifyError> {
-    check(&proof.proof, Some(&proof.proof_output), rules, forks).map_err(|e| VerifyError::Failed {
-        check: Check::Receipt,
-        what: format!("proof on slot {}: {e}", proof.height),
+    let rules: ProofRules = (*rules).into();
+    check(&proof.proof, Some(&proof.proof_output), &rules, forks).map_err(|e| {
+        let hint = match (&e, rules.images) {
+            (ProofError::Receipt(ReceiptError::FakeClaimMismatch { .. }), Images::Pinned(_))
+            | (ProofError::Receipt(ReceiptError::DoesNotVerify { .. }), Images::Pinned(_)) => {
+                format!(
+                    " (the images pinned with {} are not the ones this chain's prover ran: \
+                     check the pins against the chain's guest build)",
+                    image_ids::BATCH_PROOF_IMAGE
+                )
+            }
+            _ => String::new(),
+        };
+        VerifyError::Failed {
+            check: Check::Receipt,
+            what: format!("proof on slot {}: {e}{hint}", proof.height),
+        }
     })
 }
 
@@ -178,6 +327,21 @@ pub fn fake_proofs_stored(r: &impl LedgerRead) -> Result<u64, LedgerError> {
         .map_or(0, u64::from_be_bytes))
 }
 
+/// Whether `bytes` decode as a fake receipt (what `ledgerd rollback`
+/// counts again among the proofs it keeps).
+pub fn is_fake_receipt(bytes: &[u8]) -> bool {
+    receipt::decode(bytes).is_ok_and(|r| r.kind() == ReceiptKind::Fake)
+}
+
+/// Sets the count of stored proofs accepted on fake receipts (a rollback
+/// recounts the proofs it keeps).
+pub fn set_fake_proof_count(w: &mut LedgerWriter<'_>, n: u64) -> Result<(), LedgerError> {
+    if n == 0 && fake_proofs_stored(&*w)? == 0 {
+        return Ok(());
+    }
+    w.set_meta_bytes(FAKE_PROOFS_KEY, &n.to_be_bytes())
+}
+
 /// Adds `n` proofs accepted on fake receipts to the ledger's count, in the
 /// caller's write transaction (with the proofs themselves).
 pub fn count_fake_proofs(w: &mut LedgerWriter<'_>, n: u64) -> Result<(), LedgerError> {
@@ -186,4 +350,35 @@ pub fn count_fake_proofs(w: &mut LedgerWriter<'_>, n: u64) -> Result<(), LedgerE
     }
     let total = fake_proofs_stored(&*w)? + n;
     w.set_meta_bytes(FAKE_PROOFS_KEY, &total.to_be_bytes())
+}
+
+/// The ledger's free meta entry counting proofs accepted against the image
+/// their receipt claims (no image pinned).
+const UNPINNED_PROOFS_KEY: &str = "proofs_on_unpinned_images";
+
+/// How many stored proofs were accepted with no image pinned (their
+/// receipts verified against the images they claim), over the ledger's life.
+pub fn unpinned_proofs_stored(r: &impl LedgerRead) -> Result<u64, LedgerError> {
+    Ok(r.meta_bytes(UNPINNED_PROOFS_KEY)?
+        .and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok())
+        .map_or(0, u64::from_be_bytes))
+}
+
+/// Counts what was stored of `checked` proofs: fakes, and proofs whose
+/// image was not pinned, in the caller's write transaction.
+pub fn count_checked_proofs<'a>(
+    w: &mut LedgerWriter<'_>,
+    checked: impl IntoIterator<Item = &'a CheckedProof>,
+) -> Result<(), LedgerError> {
+    let (mut fakes, mut unpinned) = (0, 0);
+    for c in checked {
+        fakes += u64::from(c.is_fake());
+        unpinned += u64::from(c.image.origin == ImageOrigin::Claimed);
+    }
+    count_fake_proofs(w, fakes)?;
+    if unpinned > 0 {
+        let total = unpinned_proofs_stored(&*w)? + unpinned;
+        w.set_meta_bytes(UNPINNED_PROOFS_KEY, &total.to_be_bytes())?;
+    }
+    Ok(())
 }

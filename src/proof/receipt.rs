@@ -99,6 +99,8 @@ pub enum ReceiptError {
     FakeClaimMismatch { image: BatchImage, detail: String },
     /// A composite receipt with a fake assumption receipt inside.
     FakeAssumption,
+    /// No image is pinned, and the receipt does not say which it claims.
+    NoClaimedImage(String),
 }
 
 impl fmt::Display for ReceiptError {
@@ -122,6 +124,11 @@ impl fmt::Display for ReceiptError {
             ReceiptError::FakeClaimMismatch { image, detail } => write!(
                 f,
                 "the fake receipt's claim is not {image} with this journal: {detail}"
+            ),
+            ReceiptError::NoClaimedImage(why) => write!(
+                f,
+                "no batch-proof image is pinned and the receipt names none it claims ({why}): \
+                 pin the chain's images with --batch-proof-image FORK=HEX"
             ),
             ReceiptError::FakeAssumption => f.write_str(
                 "the composite receipt rests on a fake assumption receipt, which only \
@@ -161,6 +168,24 @@ impl DecodedReceipt {
             // are all 1.2.1 has.
             _ => ReceiptKind::Fake,
         }
+    }
+
+    /// The image ID the receipt's claim names (the digest of its `pre`
+    /// state, which `ReceiptClaim::ok` sets to the image ID): what a chain
+    /// without pinned images holds the receipt to.
+    pub fn claimed_image(&self) -> Result<[u8; 32], ReceiptError> {
+        let claim = self
+            .receipt
+            .claim()
+            .map_err(|e| ReceiptError::NoClaimedImage(e.to_string()))?;
+        let claim = claim
+            .as_value()
+            .map_err(|_| ReceiptError::NoClaimedImage("its claim is pruned to a digest".into()))?;
+        let digest = claim.pre.digest();
+        digest
+            .as_bytes()
+            .try_into()
+            .map_err(|_| ReceiptError::NoClaimedImage("its image digest is not 32 bytes".into()))
     }
 
     /// Checks the receipt against `image`: the seal by risc0 (with Citrea's

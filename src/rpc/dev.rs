@@ -12,7 +12,7 @@ use crate::json;
 use crate::source::devnet::control::{DevCommand, DevError, DevExec, DevOutcome};
 
 /// Every `dev_*` method name.
-pub const NAMES: [&str; 10] = [
+pub const NAMES: [&str; 13] = [
     "dev_mine",
     "dev_setBlockInterval",
     "dev_commit",
@@ -23,6 +23,9 @@ pub const NAMES: [&str; 10] = [
     "dev_addDeposit",
     "dev_setNextTimestamp",
     "dev_setL1FeeRate",
+    "dev_snapshot",
+    "dev_revert",
+    "dev_reset",
 ];
 
 /// Whether `method` is one of [`NAMES`].
@@ -41,6 +44,7 @@ const TX: Slot = first("tx");
 const DEPOSIT: Slot = first("deposit");
 const TIMESTAMP: Slot = first("timestamp");
 const RATE: Slot = first("rate");
+const ID: Slot = first("id");
 
 fn blob_error(name: &str, raw: &str, why: &str) -> RpcError {
     RpcError::invalid_params(format!(
@@ -81,6 +85,9 @@ pub fn parse(method: &str, params: &Params) -> Result<DevCommand, RpcError> {
         "dev_addDeposit" => AddDeposit(parse_blob(DEPOSIT.name, params, DEPOSIT)?),
         "dev_setNextTimestamp" => SetNextTimestamp(params.height(TIMESTAMP)?),
         "dev_setL1FeeRate" => SetL1FeeRate(u128::from(params.height(RATE)?)),
+        "dev_snapshot" => Snapshot,
+        "dev_revert" => Revert(params.height(ID)?),
+        "dev_reset" => Reset,
         _ => return Err(RpcError::method_not_found(method)),
     })
 }
@@ -92,6 +99,7 @@ pub fn apply(cmd: DevCommand, exec: &mut dyn DevExec, out: &mut Vec<u8>) -> Resu
         Ok(DevOutcome::Commitment(Some(c))) => json::write_commitment(out, &c),
         Ok(DevOutcome::Proof(Some(p))) => json::write_verified_batch_proof(out, &p),
         Ok(DevOutcome::Commitment(None) | DevOutcome::Proof(None)) => json::write_null(out),
+        Ok(DevOutcome::Bool(b)) => out.extend_from_slice(if b { b"true" } else { b"false" }),
         Err(DevError::Invalid(why)) => return Err(RpcError::invalid_params(why)),
         Err(e) => {
             return Err(RpcError::internal(format!(

@@ -13,8 +13,9 @@ use super::progress::Progress;
 use super::verify::{self, CommitmentVerdict, ProofVerdict, VerifyError};
 use super::{DaSide, SyncError, Syncer};
 use crate::chain::ForkTable;
+use crate::ledger::walk::LedgerWalk;
 use crate::ledger::{ChainTip, Ledger, LedgerError, LedgerRead, LedgerWriter};
-use crate::proof::ReceiptRules;
+use crate::proof::ProofRules;
 use crate::source::{L2Source, SourceError};
 use crate::stop::Stop;
 use crate::types::{DaSlot, Hash};
@@ -100,6 +101,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
             commit_every: config.commit_every,
             total: 0,
             txn: None,
+            repeated_refusal: false,
         };
         let ranges = ChunkRanges {
             next: scanned + 1,
@@ -118,6 +120,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
             fetch,
             &mut sink,
         );
+        self.repeated_refusal = sink.repeated_refusal;
         if sink.total > 0 {
             debug!(
                 target: "ledgerd::sync",
@@ -147,12 +150,35 @@ pub(super) fn last_slot_hash(r: &impl LedgerRead) -> Result<Option<(u64, Hash)>,
     }))
 }
 
+/// A rollback to DA slot `slot`: the last scanned slot's hash entry names
+/// `slot` (its recorded hash) when it named a later one; it goes when
+/// `slot`'s hash is not recorded.
+pub fn cut_last_slot_hash(w: &mut LedgerWriter<'_>, slot: u64) -> Result<(), LedgerError> {
+    match last_slot_hash(&*w)? {
+        Some((n, _)) if n > slot => {}
+        _ => return Ok(()),
+    }
+    let hash = w
+        .all_da_slots()?
+        .into_iter()
+        .find(|(n, _)| *n == slot)
+        .map(|(_, h)| h);
+    match hash {
+        Some(hash) if slot > 0 => {
+            let mut entry = slot.to_be_bytes().to_vec();
+            entry.extend_from_slice(&hash);
+            w.set_meta_bytes(LAST_SLOT_HASH_KEY, &entry)
+        }
+        _ => w.remove_meta_bytes(LAST_SLOT_HASH_KEY),
+    }
+}
+
 /// The DA side of a pass: checks each fetched slot's proofs and commitments
 /// against the stored chain and applies it, many slots per write transaction.
 struct DaSink<'a> {
     /// The chain rules per height (which proofs carry Kumquat's fields).
     forks: ForkTable,
-    receipts: ReceiptRules,
+    receipts: ProofRules,
     ledger: &'a Ledger,
     progress: &'a Progress,
     /// The newest slot applied (committed, or in the open transaction).
@@ -166,6 +192,8 @@ struct DaSink<'a> {
     total: u64,
     /// The open write transaction, and since when.
     txn: Option<(LedgerWriter<'a>, Instant)>,
+    /// The slot that failed was refused for this reason before (logged then).
+    repeated_refusal: bool,
 }
 
 impl Sink<Vec<DaSlot>> for DaSink<'_> {
@@ -186,13 +214,26 @@ impl Sink<Vec<DaSlot>> for DaSink<'_> {
                 .into());
             }
             let mut skipped = Vec::new();
-            let applied = apply_slot(
+            let applied = match apply_slot(
                 w,
                 slot,
                 &self.forks,
                 &self.receipts,
                 self.on_chain.then_some(&mut skipped),
-            )?;
+            ) {
+                Ok(applied) => applied,
+                Err(e) => {
+                    if let VerifyError::Failed { check, .. } = &e {
+                        let first = self.progress.waiting.refused(
+                            slot.number,
+                            check.name(),
+                            &e.to_string(),
+                        );
+                        self.repeated_refusal = !first;
+                    }
+                    return Err(e.into());
+                }
+            };
             note_skipped(self.progress, slot.number, &mut skipped);
             if !applied {
                 // A commitment over heights not stored yet, or a proof that
@@ -244,7 +285,7 @@ pub(super) fn apply_slot(
     w: &mut LedgerWriter<'_>,
     slot: &DaSlot,
     forks: &ForkTable,
-    receipts: &ReceiptRules,
+    receipts: &ProofRules,
     mut skipped: Option<&mut Vec<VerifyError>>,
 ) -> Result<bool, VerifyError> {
     let mut skip = |e: VerifyError| -> Result<(), VerifyError> {
@@ -257,7 +298,7 @@ pub(super) fn apply_slot(
         }
     };
     let mut proven = Vec::with_capacity(slot.proofs.len());
-    let mut fakes = 0;
+    let mut checked_receipts = Vec::with_capacity(slot.proofs.len());
     if !slot.proofs.is_empty() {
         let head_slot = w.head_slot()?;
         for p in &slot.proofs {
@@ -267,7 +308,7 @@ pub(super) fn apply_slot(
                     // readers do not wait for this write transaction).
                     match crate::proof::verify_proof_receipt(p, receipts, forks) {
                         Ok(checked) => {
-                            fakes += u64::from(checked.is_fake());
+                            checked_receipts.push(checked);
                             proven.push((p, ranges))
                         }
                         Err(e) => skip(e)?,
@@ -278,15 +319,13 @@ pub(super) fn apply_slot(
             }
         }
     }
-    // Checked in height order (a slot may list them in any order), stored
-    // in the order the source lists them.
-    let mut sorted = slot.commitments.clone();
-    sorted.sort_by_key(|c| c.l2_start_block_number);
-    let mut finalized = w.finalized_height()?;
+    // Each checked on its own against the stored chain (Citrea's rule: no
+    // order among them, gaps and repeats allowed), stored in the order the
+    // source lists them.
     let mut refused = Vec::new();
-    for c in &sorted {
-        match verify::verify_commitment(&*w, c, finalized) {
-            Ok(CommitmentVerdict::Valid) => finalized = finalized.max(c.l2_end_block_number),
+    for c in &slot.commitments {
+        match verify::verify_commitment(&*w, c) {
+            Ok(CommitmentVerdict::Valid) => {}
             Ok(CommitmentVerdict::NotYet) => return Ok(false),
             Err(e) => {
                 skip(e)?;
@@ -303,7 +342,7 @@ pub(super) fn apply_slot(
     for (p, ranges) in &proven {
         w.apply_proof(slot.number, p, ranges)?;
     }
-    crate::proof::count_fake_proofs(w, fakes)?;
+    crate::proof::count_checked_proofs(w, &checked_receipts)?;
     if refused.is_empty() {
         w.apply_commitments(slot.number, &slot.commitments)?;
     } else {
@@ -325,5 +364,165 @@ pub(super) fn note_skipped(progress: &Progress, number: u64, skipped: &mut Vec<V
             super::failure_counter(&progress.failures, *check).fetch_add(1, Relaxed);
         }
         log::warn!("DA slot {number}: left out, never stored: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::OpenOptions;
+    use crate::types::{SequencerCommitment, SoftConfirmation, Status};
+
+    fn block(height: u64) -> SoftConfirmation {
+        let mut hash = [0u8; 32];
+        hash[..8].copy_from_slice(&height.to_be_bytes());
+        SoftConfirmation {
+            l2_height: height,
+            da_slot_height: 100,
+            da_slot_hash: [1; 32],
+            da_slot_txs_commitment: [2; 32],
+            hash,
+            prev_hash: [0; 32],
+            txs: vec![],
+            state_root: [3; 32],
+            signature: [6; 64],
+            pub_key: [7; 32],
+            deposit_data: vec![],
+            l1_fee_rate: 1,
+            timestamp: height,
+        }
+    }
+
+    /// A commitment over `start..=end` of [`block`]'s hashes, found on `slot`.
+    fn commitment(slot: u64, start: u64, end: u64) -> SequencerCommitment {
+        let leaves: Vec<Hash> = (start..=end).map(|h| block(h).hash).collect();
+        SequencerCommitment {
+            found_in_l1: slot,
+            merkle_root: crate::chain::merkle_root(&leaves).unwrap_or_default(),
+            l2_start_block_number: start,
+            l2_end_block_number: end,
+        }
+    }
+
+    fn slot(number: u64, commitments: Vec<SequencerCommitment>) -> DaSlot {
+        DaSlot {
+            number,
+            hash: Some([number as u8; 32]),
+            commitments,
+            proofs: vec![],
+        }
+    }
+
+    fn statuses(ledger: &Ledger, heights: std::ops::RangeInclusive<u64>) -> Vec<Status> {
+        let r = ledger.reader().unwrap();
+        heights
+            .map(|h| r.status(h).unwrap().expect("stored"))
+            .collect()
+    }
+
+    /// Applies `s` as a slot read from the DA chain; returns what was left out.
+    fn apply(ledger: &Ledger, s: &DaSlot) -> Vec<VerifyError> {
+        let mut w = ledger.writer().unwrap();
+        let mut skipped = Vec::new();
+        let applied = apply_slot(
+            &mut w,
+            s,
+            &ForkTable::default(),
+            &ProofRules::default(),
+            Some(&mut skipped),
+        )
+        .unwrap();
+        assert!(applied, "slot {} applies", s.number);
+        w.commit().unwrap();
+        skipped
+    }
+
+    #[test]
+    fn a_commitment_after_a_gap_is_finalized_the_gap_stays_trusted_and_a_repeat_is_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Ledger::open(dir.path(), &OpenOptions::default()).unwrap();
+        let mut w = ledger.writer().unwrap();
+        w.store_blocks(&(1..=90).map(block).collect::<Vec<_>>())
+            .unwrap();
+        w.commit().unwrap();
+
+        assert!(apply(&ledger, &slot(101, vec![commitment(101, 1, 30)])).is_empty());
+        // 31..66 with a root that is not the stored chain's: left out.
+        let mut bad = commitment(102, 31, 66);
+        bad.merkle_root[0] ^= 1;
+        let left_out = apply(&ledger, &slot(102, vec![bad]));
+        assert_eq!(left_out.len(), 1);
+        assert!(
+            left_out[0].to_string().contains("merkle root"),
+            "{}",
+            left_out[0]
+        );
+        // The next valid one covers 75..86: Finalized, though 31..74 never were.
+        let next = commitment(103, 75, 86);
+        assert!(apply(&ledger, &slot(103, vec![next])).is_empty());
+        let got = statuses(&ledger, 1..=90);
+        assert!(got[..30].iter().all(|s| *s == Status::Finalized), "{got:?}");
+        assert!(got[30..74].iter().all(|s| *s == Status::Trusted), "{got:?}");
+        assert!(
+            got[74..86].iter().all(|s| *s == Status::Finalized),
+            "{got:?}"
+        );
+        assert!(got[86..].iter().all(|s| *s == Status::Trusted), "{got:?}");
+        let r = ledger.reader().unwrap();
+        assert_eq!(r.commitments_on_slot(103).unwrap(), Some(vec![next]));
+        assert_eq!(r.commitments_on_slot(102).unwrap(), None);
+        drop(r);
+
+        // Proven heights stay Proven when their range is committed again,
+        // and the repeat is listed on its own slot; the gap can still be
+        // committed later, in any order on one slot.
+        let mut w = ledger.writer().unwrap();
+        w.prove_ranges(&[(1, 30)]).unwrap();
+        w.commit().unwrap();
+        let again = commitment(104, 1, 30);
+        let late = [commitment(104, 67, 74), commitment(104, 31, 66)];
+        assert!(apply(&ledger, &slot(104, vec![late[0], again, late[1]])).is_empty());
+        let got = statuses(&ledger, 1..=90);
+        assert!(got[..30].iter().all(|s| *s == Status::Proven), "{got:?}");
+        assert!(
+            got[30..86].iter().all(|s| *s == Status::Finalized),
+            "{got:?}"
+        );
+        let r = ledger.reader().unwrap();
+        assert_eq!(
+            r.commitments_on_slot(104).unwrap(),
+            Some(vec![late[0], again, late[1]])
+        );
+        assert_eq!(r.commitment_count().unwrap(), 5);
+    }
+
+    #[test]
+    fn a_commitment_that_is_no_range_of_heights_is_refused_and_one_over_missing_heights_waits() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Ledger::open(dir.path(), &OpenOptions::default()).unwrap();
+        let mut w = ledger.writer().unwrap();
+        w.store_blocks(&(1..=10).map(block).collect::<Vec<_>>())
+            .unwrap();
+        let r = &w;
+        let mut backwards = commitment(5, 4, 4);
+        backwards.l2_start_block_number = 6;
+        let e = verify::verify_commitment(r, &backwards)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("check commitment_range failed: commitment on slot 5 covers 6..=4"),
+            "{e}"
+        );
+        let mut zero = commitment(5, 1, 3);
+        zero.l2_start_block_number = 0;
+        assert!(verify::verify_commitment(r, &zero).is_err());
+        assert_eq!(
+            verify::verify_commitment(r, &commitment(5, 8, 11)).unwrap(),
+            CommitmentVerdict::NotYet
+        );
+        assert_eq!(
+            verify::verify_commitment(r, &commitment(5, 8, 10)).unwrap(),
+            CommitmentVerdict::Valid
+        );
     }
 }

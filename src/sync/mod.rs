@@ -17,6 +17,7 @@
 //! - [`pipeline`]: several range requests in flight, answered in order.
 //! - [`verify`]: where a block, a commitment and a proof are verified.
 //! - [`progress`]: the counters shared with the server.
+//! - [`waiting`]: the refused record the DA scan waits on (logged once).
 //! - [`report`]: the few INFO lines an operator reads (caught up, fell
 //!   behind, a summary at most every 30 s); per-chunk progress is DEBUG.
 
@@ -29,6 +30,9 @@ pub mod pipeline;
 pub mod progress;
 pub mod report;
 pub mod verify;
+pub mod waiting;
+
+pub use da_pass::cut_last_slot_hash;
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -38,7 +42,7 @@ use log::{error, info, warn};
 
 use crate::chain::ForkTable;
 use crate::ledger::{Ledger, LedgerError, LedgerRead};
-use crate::proof::ReceiptRules;
+use crate::proof::ProofRules;
 use crate::source::{DaSource, L2Source, SourceError};
 use crate::stop::Stop;
 use crate::types::Hash;
@@ -63,7 +67,7 @@ pub struct SyncConfig {
     /// Which fork's rules verify which height (`--network`, `--kumquat-height`).
     pub forks: ForkTable,
     /// Which batch-proof receipts prove heights (`--network`, `--allow-fake-proofs`).
-    pub receipts: ReceiptRules,
+    pub receipts: ProofRules,
     /// Longest back-off after repeated failures.
     pub max_backoff: Duration,
     /// Answers fetched ahead of the one being verified and written (0: no
@@ -100,7 +104,7 @@ impl Default for SyncConfig {
             poll: Duration::from_millis(200),
             sequencer_pubkey: None,
             forks: ForkTable::default(),
-            receipts: ReceiptRules::default(),
+            receipts: ProofRules::default(),
             max_backoff: Duration::from_secs(5),
             prefetch: 4,
             commit_blocks: 300,
@@ -226,6 +230,9 @@ pub struct Syncer<L: L2Source, D: DaSide<L> = SameSource> {
     config: SyncConfig,
     /// The last failure logged, so a repeated failure is logged once.
     last_failure: Option<String>,
+    /// The last pass failed on a DA slot refused for the same reason
+    /// before ([`waiting`]): counted, not logged again.
+    repeated_refusal: bool,
     report: Reporter,
 }
 
@@ -290,6 +297,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
             progress,
             config,
             last_failure: None,
+            repeated_refusal: false,
             report,
         }
     }
@@ -351,6 +359,11 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
     /// The ledger it writes.
     pub fn ledger(&self) -> &Arc<Ledger> {
         &self.ledger
+    }
+
+    /// The progress it reports.
+    pub fn progress(&self) -> &Arc<Progress> {
+        &self.progress
     }
 
     /// Runs until stopped: step, sleep while caught up, back off on failure.
@@ -438,12 +451,25 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
             }
             _ => text.clone(),
         };
-        if self.last_failure.as_deref() != Some(state.as_str()) {
+        let repeated = std::mem::take(&mut self.repeated_refusal)
+            && matches!(e, SyncError::Verify(VerifyError::Failed { .. }));
+        if repeated {
+            // Logged when first refused; `/health` shows it (`waitingOn`).
+            self.last_failure = Some(state);
+        } else if self.last_failure.as_deref() != Some(state.as_str()) {
             match e {
                 SyncError::Source(_) | SyncError::Da(_) => {
                     warn!("{text}; retrying with back-off")
                 }
                 SyncError::Reorg { .. } => error!("{text}"),
+                SyncError::Verify(VerifyError::Failed {
+                    check:
+                        Check::MerkleRoot | Check::CommitmentRange | Check::Proof | Check::Receipt,
+                    ..
+                }) => error!(
+                    "{text}; nothing of it was stored; retrying with back-off (said once for \
+                     this slot and reason; /health shows it as waitingOn while the scan waits)"
+                ),
                 _ => error!("{text}; nothing of it was stored; retrying with back-off"),
             }
             self.last_failure = Some(state);

@@ -57,6 +57,11 @@ pub struct Progress {
     pub bitcoin: BitcoinProgress,
     /// The time to verify and store a block (`ledgerd_sync_block_seconds`).
     pub block_time: super::block_time::BlockTimes,
+    /// The rules proofs are held to (which batch-proof images); set once at
+    /// start by a node with a chain source, for `/health` and `/metrics`.
+    pub proof_rules: OnceLock<crate::proof::ProofRules>,
+    /// The refused record the DA scan waits on.
+    pub waiting: super::waiting::Waiting,
 }
 
 /// Why a Bitcoin transaction that looked like Citrea's was not taken: the
@@ -228,6 +233,14 @@ impl Progress {
     /// Records that the ledger now has DA slots scanned up to `slot`.
     pub fn scanned_l1(&self, slot: u64, new_slots: u64) {
         self.l1_synced.store(slot, Relaxed);
+        if let Some(r) = self.waiting.passed(slot) {
+            log::info!(
+                "DA slot {} applied after {} refusals ({} check)",
+                r.slot,
+                r.retries,
+                r.check
+            );
+        }
         if new_slots > 0 {
             self.last_slot_unix_ms.store(unix_ms(), Relaxed);
         }

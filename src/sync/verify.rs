@@ -26,7 +26,8 @@ pub enum Check {
     PubKey,
     /// The Ed25519 signature must verify.
     Signature,
-    /// A commitment's range must continue the last one, over stored heights.
+    /// A commitment's range must be a range of heights (start 1 or more,
+    /// end not below start).
     CommitmentRange,
     /// A commitment's Merkle root must match the stored hashes.
     MerkleRoot,
@@ -406,22 +407,30 @@ pub enum CommitmentVerdict {
     NotYet,
 }
 
-/// Checks a commitment against the stored chain: it continues the previous
-/// commitment (`finalized` = the last committed height), its heights are
-/// stored, and its Merkle root matches their stored hashes.
+/// Checks a commitment against the stored chain as Citrea v0.6.2's full
+/// node does (`process_sequencer_commitment`): every height it covers is
+/// stored and its Merkle root matches their stored hashes. Nothing else:
+/// it need not continue the last commitment (after a gap, a range never
+/// committed or whose commitment was refused, it is valid all the same;
+/// the gap stays Trusted) and it need not be new (a range committed again
+/// is valid again). The only range it refuses is one that is not a range
+/// of heights (an end below its start, or height 0, which no block has).
 pub fn verify_commitment(
     ledger: &impl LedgerRead,
     c: &SequencerCommitment,
-    finalized: u64,
 ) -> Result<CommitmentVerdict, VerifyError> {
     let (start, end) = (c.l2_start_block_number, c.l2_end_block_number);
-    if start != finalized + 1 || end < start {
+    if start == 0 || end < start {
+        let why = if start == 0 {
+            "heights start at 1"
+        } else {
+            "its end is below its start"
+        };
         return Err(VerifyError::failed(
             Check::CommitmentRange,
             format!(
-                "commitment on slot {} covers {start}..={end}; the next commitment must start at {}",
-                c.found_in_l1,
-                finalized + 1
+                "commitment on slot {} covers {start}..={end}: {why}",
+                c.found_in_l1
             ),
         ));
     }

@@ -34,8 +34,9 @@
 //!   (`BatchProofCircuitOutput`, `OldBatchProofCircuitOutput` for a
 //!   Genesis-era proof; `rollup-interface/src/state_machine/zk/mod.rs`),
 //!   made as a prover under `RISC0_DEV_MODE` makes them: a Fake receipt
-//!   claiming `ReceiptClaim::ok(image, journal)`. The image is the one a
-//!   ledgerd follower with no `--network` expects ([`FAKE_IMAGE`]).
+//!   claiming `ReceiptClaim::ok(image, journal)`. The image is ledgerd's
+//!   devnet's ([`FAKE_IMAGE`]) or, with [`Options::images`], the ones a
+//!   Citrea build of the chain runs.
 //!
 //! The chain: `blocks` L2 blocks, four per DA slot from slot 500. Every ten
 //! blocks make a commitment; commitments land three to a slot, listed out
@@ -82,6 +83,10 @@ pub struct Options {
     /// `include_tx_body = false`: answer `txs: []`.
     pub withhold_bodies: bool,
     pub seed: u64,
+    /// The images its fake receipts claim, (Genesis era, Kumquat): those of
+    /// the guests a Citrea build of that chain runs (`bin/citrea/src/guests.rs`);
+    /// `None`: [`FAKE_IMAGE`].
+    pub images: Option<([u8; 32], [u8; 32])>,
 }
 
 impl Default for Options {
@@ -91,6 +96,7 @@ impl Default for Options {
             kumquat_height: 0,
             withhold_bodies: false,
             seed: 1,
+            images: None,
         }
     }
 }
@@ -371,7 +377,12 @@ impl Chain {
                 preproven,
                 last_l2_height: if genesis_era { 0 } else { end },
             };
-            p.proof = receipt_of(&p, &key, genesis_era.then(|| hash_at(start - 1)));
+            let image = match options.images {
+                None => FAKE_IMAGE,
+                Some((genesis, _)) if genesis_era => genesis,
+                Some((_, kumquat)) => kumquat,
+            };
+            p.proof = receipt_of(&p, &key, image, genesis_era.then(|| hash_at(start - 1)));
             p
         };
         for g in 0..groups {
@@ -718,8 +729,13 @@ impl Drop for CitreaUpstream {
 
 /// The receipt of `p` as a dev-mode prover makes it: a Fake receipt over
 /// the borsh circuit output (the old layout, with `initial_batch_hash`,
-/// for a Genesis-era proof), claiming [`FAKE_IMAGE`] with that journal.
-fn receipt_of(p: &Proof, key: &[u8; 32], genesis_era_below: Option<[u8; 32]>) -> Vec<u8> {
+/// for a Genesis-era proof), claiming `image` with that journal.
+fn receipt_of(
+    p: &Proof,
+    key: &[u8; 32],
+    image: [u8; 32],
+    genesis_era_below: Option<[u8; 32]>,
+) -> Vec<u8> {
     use risc0_zkvm::{FakeReceipt, InnerReceipt, Receipt, ReceiptClaim};
     let state_diff: BTreeMap<Vec<u8>, Option<Vec<u8>>> = [
         (vec![0x0a, 0x0b], Some(p.salt.to_vec())),
@@ -758,7 +774,7 @@ fn receipt_of(p: &Proof, key: &[u8; 32], genesis_era_below: Option<[u8; 32]>) ->
         }),
     }
     .expect("borsh writes a journal");
-    let claim = ReceiptClaim::ok(risc0_zkvm::sha::Digest::from(FAKE_IMAGE), journal.clone());
+    let claim = ReceiptClaim::ok(risc0_zkvm::sha::Digest::from(image), journal.clone());
     let receipt = Receipt::new(InnerReceipt::Fake(FakeReceipt::new(claim)), journal);
     bincode::serialize(&receipt).expect("bincode writes a receipt")
 }

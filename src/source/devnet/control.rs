@@ -12,6 +12,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use crate::ledger::{LedgerError, LedgerRead};
+use crate::source::devnet::snapshot::{Reverted, SnapshotError};
 use crate::source::devnet::Devnet;
 use crate::source::DaSource;
 use crate::stop::Stop;
@@ -49,6 +50,12 @@ pub enum DevCommand {
     SetNextTimestamp(u64),
     /// `dev_setL1FeeRate`: the l1FeeRate of every block from the next one.
     SetL1FeeRate(u128),
+    /// `dev_snapshot`: record the chain and the devnet now; answers an id.
+    Snapshot,
+    /// `dev_revert`: back to snapshot `id` (dropping it and later ones).
+    Revert(u64),
+    /// `dev_reset`: back to the `--dev-prefill` chain.
+    Reset,
 }
 
 /// What a call answers.
@@ -61,6 +68,8 @@ pub enum DevOutcome {
     Commitment(Option<SequencerCommitment>),
     /// The proof `dev_prove` made (`None`: every commitment was proven).
     Proof(Option<Box<VerifiedBatchProof>>),
+    /// Whether `dev_revert` found its snapshot.
+    Bool(bool),
 }
 
 /// Why a call was not done.
@@ -205,6 +214,28 @@ impl DevnetControl {
     pub fn set_l1_fee_rate(&self, rate: u128) -> Result<u64, DevError> {
         number(self.call(DevCommand::SetL1FeeRate(rate))?)
     }
+
+    /// Records the chain, every status and the devnet's state (clock,
+    /// schedule, what is queued for the next block); returns the id to
+    /// [`revert`](Self::revert) to.
+    pub fn snapshot(&self) -> Result<u64, DevError> {
+        number(self.call(DevCommand::Snapshot)?)
+    }
+
+    /// Takes the chain and the devnet back to snapshot `id`, and drops it
+    /// and every later snapshot; false when there is no such snapshot.
+    pub fn revert(&self, id: u64) -> Result<bool, DevError> {
+        match self.call(DevCommand::Revert(id))? {
+            DevOutcome::Bool(found) => Ok(found),
+            other => Err(DevError::Failed(format!("unexpected answer {other:?}"))),
+        }
+    }
+
+    /// Takes the chain back to the `--dev-prefill` height and the devnet to
+    /// a fresh start's state; drops every snapshot. Returns the head height.
+    pub fn reset(&self) -> Result<u64, DevError> {
+        number(self.call(DevCommand::Reset)?)
+    }
 }
 
 /// The sync thread's [`DevExec`]: applies a call to the devnet and syncs
@@ -341,8 +372,63 @@ impl DevExec for Exec<'_> {
                 DevOutcome::Number(devnet.set_next_timestamp(t).map_err(DevError::Invalid)?)
             }
             SetL1FeeRate(r) => DevOutcome::Number(devnet.set_l1_fee_rate(r)),
+            Snapshot => {
+                let (head, scanned) = {
+                    let r = self.syncer.ledger().reader()?;
+                    (r.head_height()?, r.last_scanned_l1()?)
+                };
+                let devnet = self.syncer.source_mut();
+                DevOutcome::Number(devnet.snapshot(head, scanned).map_err(snapshot_error)?)
+            }
+            Revert(id) => match devnet.revert(id).map_err(snapshot_error)? {
+                Some(at) => {
+                    self.moved_to(at);
+                    log::info!(
+                        target: LOG_TARGET,
+                        "dev_revert {id}: head {}, DA slot {} after {:.2?}",
+                        at.height,
+                        at.slot,
+                        started.elapsed()
+                    );
+                    DevOutcome::Bool(true)
+                }
+                None => DevOutcome::Bool(false),
+            },
+            Reset => {
+                let at = devnet.reset().map_err(snapshot_error)?;
+                self.moved_to(at);
+                self.settle()?;
+                log::info!(
+                    target: LOG_TARGET,
+                    "dev_reset: head {}, DA slot {} after {:.2?}",
+                    at.height,
+                    at.slot,
+                    started.elapsed()
+                );
+                DevOutcome::Number(self.syncer.ledger().reader()?.head_height()?)
+            }
         };
         Ok(outcome)
+    }
+}
+
+fn snapshot_error(e: SnapshotError) -> DevError {
+    match e {
+        SnapshotError::Refused(why) => DevError::Invalid(why),
+        SnapshotError::Failed(why) => DevError::Failed(why),
+    }
+}
+
+impl Exec<'_> {
+    /// After a revert or reset: the progress reads where the ledger is now
+    /// (the source heads too; the next pass reads them again).
+    fn moved_to(&self, at: Reverted) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let progress = self.syncer.progress();
+        progress.stored_l2(at.height, 0);
+        progress.scanned_l1(at.slot, 0);
+        progress.l2_source_head.store(at.height, Relaxed);
+        progress.l1_source_head.store(at.slot, Relaxed);
     }
 }
 

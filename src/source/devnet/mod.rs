@@ -28,6 +28,7 @@ pub mod control;
 pub mod da;
 pub mod regtest;
 pub mod schedule;
+pub mod snapshot;
 pub mod timeline;
 
 use std::sync::Arc;
@@ -180,6 +181,8 @@ pub struct Devnet {
     /// A failed call left the timeline ahead of the ledger and the chain:
     /// read both again before making anything.
     dirty: bool,
+    /// `dev_snapshot`s not reverted past ([`snapshot`]).
+    snapshots: snapshot::Snapshots,
 }
 
 impl Devnet {
@@ -258,6 +261,7 @@ impl Devnet {
             chain,
             genesis,
             dirty: false,
+            snapshots: snapshot::Snapshots::default(),
         })
     }
 

@@ -1,0 +1,175 @@
+//! Devnet snapshots: `dev_snapshot`, `dev_revert`, `dev_reset` (anvil's
+//! `evm_snapshot` / `evm_revert` / `anvil_reset`).
+//!
+//! A snapshot is small: where the ledger stood (its head height and last
+//! scanned DA slot) and the devnet's own state at that moment (its tip, its
+//! clock, the DA timeline with its plans and automatic rules, what calls
+//! queued for the next block, the timestamp offset and fee rate). A revert
+//! takes the ledger back with the rollback primitive ([`crate::rollback`],
+//! one write transaction, statuses recomputed by the write rules) and puts
+//! the devnet's state back, so the chain made after a revert is the one
+//! made after the snapshot (the devnet is deterministic). Reverting drops
+//! that snapshot and every later one, as anvil does.
+//!
+//! `dev_reset` takes the ledger back to the `--dev-prefill` height and
+//! reads the devnet's state back from there, as a restart does (the chain
+//! continues as a fresh node's would); the settings calls changed go back
+//! to the flags', and every snapshot is dropped.
+//!
+//! Not on a regtest (`--dev-bitcoin-rpc`): its DA slots are Bitcoin blocks,
+//! which a revert would have to take back too.
+
+use std::time::Instant;
+
+use super::timeline::Timeline;
+use super::{Clock, Devnet, Queued};
+use crate::ledger::LedgerRead;
+use crate::rollback::{self, Target};
+use crate::types::Hash;
+
+/// The devnet's state at a snapshot.
+#[derive(Clone, Debug)]
+struct State {
+    tip: (u64, Hash, Hash),
+    /// The clock's interval, and the height it had reached.
+    interval_ms: u64,
+    target: u64,
+    timeline: Timeline,
+    queued: Queued,
+    timestamp_offset: i64,
+    l1_fee_rate: Option<u128>,
+}
+
+/// One snapshot: its id, the ledger's (head, last scanned slot), the state.
+#[derive(Clone, Debug)]
+struct Snapshot {
+    id: u64,
+    height: u64,
+    slot: u64,
+    state: State,
+}
+
+/// The snapshots taken and not yet reverted past, oldest first.
+#[derive(Debug, Default)]
+pub struct Snapshots {
+    list: Vec<Snapshot>,
+    /// The next id handed out (ids are never reused within a run).
+    next: u64,
+}
+
+/// Why a snapshot call was not done.
+#[derive(Debug)]
+pub enum SnapshotError {
+    /// The call cannot be done on this devnet; says why.
+    Refused(String),
+    Failed(String),
+}
+
+/// Where the ledger and the devnet stand after a revert or reset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reverted {
+    pub height: u64,
+    pub slot: u64,
+}
+
+impl Devnet {
+    fn refuse_on_regtest(&self, call: &str) -> Result<(), SnapshotError> {
+        if self.chain.is_some() {
+            return Err(SnapshotError::Refused(format!(
+                "{call} is not available on a devnet whose DA slots are regtest blocks \
+                 (--dev-bitcoin-rpc): Bitcoin blocks cannot be taken back with it"
+            )));
+        }
+        Ok(())
+    }
+
+    /// `dev_snapshot`: records the devnet and where the ledger stands
+    /// (`height`, `slot`: its head and last scanned DA slot, with every
+    /// block made stored); returns the snapshot's id.
+    pub fn snapshot(&mut self, height: u64, slot: u64) -> Result<u64, SnapshotError> {
+        self.refuse_on_regtest("dev_snapshot")?;
+        let id = self.snapshots.next;
+        self.snapshots.next += 1;
+        let state = State {
+            tip: self.tip,
+            interval_ms: self.clock.interval_ms,
+            target: self.clock.target(),
+            timeline: self.timeline.clone(),
+            queued: self.queued.clone(),
+            timestamp_offset: self.timestamp_offset,
+            l1_fee_rate: self.l1_fee_rate,
+        };
+        self.snapshots.list.push(Snapshot {
+            id,
+            height,
+            slot,
+            state,
+        });
+        Ok(id)
+    }
+
+    /// `dev_revert`: takes the ledger and the devnet back to snapshot `id`
+    /// and drops it and every later snapshot. `Ok(None)` when there is no
+    /// such snapshot (never taken, or dropped by an earlier revert).
+    pub fn revert(&mut self, id: u64) -> Result<Option<Reverted>, SnapshotError> {
+        self.refuse_on_regtest("dev_revert")?;
+        let Some(at) = self.snapshots.list.iter().position(|s| s.id == id) else {
+            return Ok(None);
+        };
+        let snap = self.snapshots.list[at].clone();
+        let cut = self.roll_back(Target::Both {
+            l2: snap.height,
+            l1: snap.slot,
+        })?;
+        self.snapshots.list.truncate(at);
+        let s = snap.state;
+        self.tip = s.tip;
+        self.clock = Clock {
+            interval_ms: s.interval_ms,
+            base: s.target,
+            since: Instant::now(),
+        };
+        self.timeline = s.timeline;
+        self.queued = s.queued;
+        self.timestamp_offset = s.timestamp_offset;
+        self.l1_fee_rate = s.l1_fee_rate;
+        self.dirty = false;
+        Ok(Some(cut))
+    }
+
+    /// `dev_reset`: takes the ledger back to the `--dev-prefill` height and
+    /// the devnet to the state a fresh start there has; drops every snapshot.
+    pub fn reset(&mut self) -> Result<Reverted, SnapshotError> {
+        self.refuse_on_regtest("dev_reset")?;
+        let cut = self.roll_back(Target::L2(self.config.prefill))?;
+        self.snapshots.list.clear();
+        let restored = super::restore(&self.ledger, self.config.seed, self.genesis, None)
+            .map_err(|e| SnapshotError::Failed(e.to_string()))?;
+        self.tip = restored.tip;
+        self.timeline = Timeline::new(restored.timeline);
+        self.timestamp_offset = restored.timestamp_offset;
+        self.dirty = false;
+        self.clock = Clock {
+            interval_ms: self.config.block_ms,
+            base: self.tip.0.max(self.config.prefill),
+            since: Instant::now(),
+        };
+        self.queued = Queued::default();
+        self.l1_fee_rate = None;
+        Ok(cut)
+    }
+
+    /// Takes the ledger back to `target` in one write transaction.
+    fn roll_back(&mut self, target: Target) -> Result<Reverted, SnapshotError> {
+        let failed = |e: String| SnapshotError::Failed(e);
+        let report =
+            rollback::rollback(&self.ledger, target, false).map_err(|e| failed(e.to_string()))?;
+        let r = self.ledger.reader().map_err(|e| failed(e.to_string()))?;
+        let reverted = Reverted {
+            height: r.head_height().map_err(|e| failed(e.to_string()))?,
+            slot: r.last_scanned_l1().map_err(|e| failed(e.to_string()))?,
+        };
+        log::debug!(target: "ledgerd::devnet::control", "{report}");
+        Ok(reverted)
+    }
+}
