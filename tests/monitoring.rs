@@ -83,8 +83,9 @@ fn process_metrics_match_what_proc_says_of_the_node() {
         value(
             &metrics,
             &format!(
-                "ledgerd_build_info{{version=\"{}\",layout=\"4\"}}",
-                env!("CARGO_PKG_VERSION")
+                "ledgerd_build_info{{version=\"{}\",layout=\"{}\"}}",
+                env!("CARGO_PKG_VERSION"),
+                ledgerd::ledger::LAYOUT_VERSION
             )
         ),
         1.0
