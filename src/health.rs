@@ -30,12 +30,22 @@
 //!
 //! ```text
 //! {"status":"ok","l2Head":200,"l2SourceHead":200,"l2Behind":0,"l1Scanned":1099,
-//!  "l1SourceHead":1099,"secondsSinceLastBlock":0.4,"blocksWithoutBodies":0,"syncing":false,
+//!  "l1SourceHead":1099,"l2Finalized":192,"l2Proven":160,"lastCommitmentL1Height":1096,
+//!  "lastCommitmentTime":1764184000,"lastProofL1Height":1095,"lastProofTime":1764184000,
+//!  "secondsSinceLastBlock":0.4,"blocksWithoutBodies":0,"syncing":false,
 //!  "source":"upstream","sourceReachable":true,"upstream":"http://10.0.0.5:8545",
 //!  "uptimeSeconds":3600,"version":"0.1.0"}
 //! {"status":"unhealthy",...,"reason":"behind","problem":"the ledger's L2 head 4100 is 900
 //!  blocks behind the source's head 5000 (limit 100)"}
 //! ```
+//!
+//! The finality frontier ([`crate::ledger::frontier`]): `l2Finalized` and
+//! `l2Proven` are the highest heights a stored commitment and a verified
+//! proof cover (0 before the first), `lastCommitmentL1Height` and
+//! `lastProofL1Height` the DA slots that last moved them, and
+//! `lastCommitmentTime` / `lastProofTime` when this node stored those (Unix
+//! seconds); the four are `null` before the first. An alert on "no new
+//! proof for 30 minutes" reads the time.
 //!
 //! `blocksWithoutBodies` counts the stored blocks that were accepted without
 //! their transaction bodies (`--allow-missing-tx-bodies`; always 0 without it).
@@ -48,7 +58,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::ledger::{Ledger, LedgerRead};
+use crate::ledger::{Frontier, FrontierMark, FrontierRead, Ledger, LedgerRead};
 use crate::sync::progress::{unix_ms, Progress};
 
 /// Where the node's blocks come from (what `/health` reports as `source`).
@@ -91,6 +101,23 @@ fn num_after(body: &mut Vec<u8>, name: &str, v: u64) {
     body.extend_from_slice(name.as_bytes());
     body.extend_from_slice(b"\":");
     crate::json::write_u64(body, v);
+}
+
+/// Appends `,"{what}L1Height":n,"{what}Time":t` (`null`s before the first).
+fn write_mark(body: &mut Vec<u8>, what: &str, mark: Option<FrontierMark>) {
+    for (field, v) in [
+        ("L1Height", mark.map(|m| m.l1_height)),
+        ("Time", mark.map(|m| m.stored_unix_s)),
+    ] {
+        body.extend_from_slice(b",\"");
+        body.extend_from_slice(what.as_bytes());
+        body.extend_from_slice(field.as_bytes());
+        body.extend_from_slice(b"\":");
+        match v {
+            Some(v) => crate::json::write_u64(body, v),
+            None => crate::json::write_null(body),
+        }
+    }
 }
 
 /// Appends `,"batchProofImages":{..}`: who chose the images proofs are
@@ -211,18 +238,24 @@ impl Health {
                 r.last_scanned_l1()?,
                 crate::proof::fake_proofs_stored(&r)?,
                 crate::proof::unpinned_proofs_stored(&r)?,
+                [
+                    r.frontier(Frontier::Committed)?,
+                    r.frontier(Frontier::Proven)?,
+                ],
             ))
         });
-        let (l2_head, l1_scanned, fake_proofs, unpinned_proofs, mut problem) = match ledger {
-            Ok((h, s, f, u)) => (h, s, f, u, None),
-            Err(e) => (
-                p.l2_synced.load(Relaxed),
-                p.l1_synced.load(Relaxed),
-                0,
-                0,
-                Some(("ledger", format!("the ledger cannot be read: {e}"))),
-            ),
-        };
+        let (l2_head, l1_scanned, fake_proofs, unpinned_proofs, frontier, mut problem) =
+            match ledger {
+                Ok((h, s, f, u, m)) => (h, s, f, u, m, None),
+                Err(e) => (
+                    p.l2_synced.load(Relaxed),
+                    p.l1_synced.load(Relaxed),
+                    0,
+                    0,
+                    [None, None],
+                    Some(("ledger", format!("the ledger cannot be read: {e}"))),
+                ),
+            };
         let waiting = p.waiting.now();
         let l2_source = p.l2_source_head.load(Relaxed);
         let l1_source = p.l1_source_head.load(Relaxed);
@@ -332,6 +365,11 @@ impl Health {
         num("l2Behind", l2_source.saturating_sub(l2_head));
         num("l1Scanned", l1_scanned);
         num("l1SourceHead", l1_source);
+        let [committed, proven] = frontier;
+        num("l2Finalized", committed.map_or(0, |m| m.l2_height));
+        num("l2Proven", proven.map_or(0, |m| m.l2_height));
+        write_mark(&mut body, "lastCommitment", committed);
+        write_mark(&mut body, "lastProof", proven);
         body.extend_from_slice(b",\"secondsSinceLastBlock\":");
         if last_block == 0 {
             crate::json::write_null(&mut body);

@@ -59,7 +59,8 @@
 //! - [`server`]: the HTTP transport: one tiny_http loop thread, hardened against bad clients;
 //!   [`server::framing`] refuses requests whose body length is ambiguous (request smuggling).
 //! - [`routes`]: which part answers which HTTP request (JSON-RPC, health, metrics, CORS).
-//! - [`health`], [`metrics`]: `GET /health` and `GET /metrics` for operators.
+//! - [`health`], [`metrics`]: `GET /health` and `GET /metrics` for operators;
+//!   [`process`]: the `process_*` metrics from `/proc/self`.
 //! - [`status_page`]: `GET /` from a browser: one static HTML page that shows the chain at a glance.
 //! - [`rpc`]: JSON-RPC 2.0: the envelope, then one module per method family.
 //! - [`json`]: the JSON writer for answers (no intermediate values);
@@ -84,6 +85,7 @@
 //! - [`verify_cmd`]: `ledgerd verify`: checking soft confirmations an RPC answered, offline.
 //! - [`verify_proof_cmd`]: `ledgerd verify-proof`: auditing batch proofs (receipt, journal, image).
 //! - [`wire`]: reading the RPC's JSON shapes back into records (follower, import, tests).
+//! - [`logs`]: log lines on stderr, as text or JSON (`--log-format`).
 //! - [`stop`], [`signals`]: stopping cleanly on Ctrl-C and SIGTERM; [`os`]: thread priority;
 //!   [`memory`]: handing the heap back after catch-up.
 pub mod chain;
@@ -94,11 +96,13 @@ pub mod health;
 pub mod hexstr;
 pub mod json;
 pub mod ledger;
+pub mod logs;
 pub mod memory;
 pub mod metrics;
 pub mod node;
 pub mod ops_args;
 pub mod os;
+pub mod process;
 pub mod proof;
 pub mod replica;
 pub mod rollback;

@@ -19,17 +19,18 @@ fn main() -> ExitCode {
     let on_signal = stop.clone();
     ledgerd::signals::on_stop(move || on_signal.stop());
 
-    let logger =
-        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
-            .target(env_logger::Target::Stderr)
-            .build();
-    let max_level = logger.filter();
-    // tiny_http logs every routine accept() timeout as an error: drop just those.
-    if log::set_boxed_logger(Box::new(ledgerd::server::QuietAcceptTimeouts::new(logger))).is_ok() {
-        log::set_max_level(max_level);
+    let (command, warnings) = config::parse_with_warnings(std::env::args().skip(1));
+    // Text, or JSON lines for a node started with --log-format json; then
+    // what the configuration had to say (an old-form config file).
+    ledgerd::logs::init(match &command {
+        Ok(Command::Run(config)) => config.log_format,
+        _ => config::LogFormat::Text,
+    });
+    for warning in warnings {
+        log::warn!("{warning}");
     }
 
-    let config = match config::parse(std::env::args().skip(1)) {
+    let config = match command {
         Ok(Command::Run(config)) => config,
         Ok(Command::Help(text)) => {
             print!("{text}");

@@ -4,14 +4,16 @@
 //! The per-request counters live in [`Metrics`], owned by the routes on the
 //! server's one loop thread: plain integers in fixed arrays indexed by method
 //! and outcome, so counting a request costs a few additions, no lock, no
-//! allocation. The sync counters ([`Progress`]), the transport's ([`Stats`])
-//! and the ledger's size on disk are read when `/metrics` is scraped.
+//! allocation. The sync counters ([`Progress`]), the transport's ([`Stats`]),
+//! the ledger's size on disk and finality frontier, and the process's own
+//! figures ([`crate::process`], the `process_*` family every Prometheus
+//! client library exports) are read when `/metrics` is scraped.
 
 use std::io::Write;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
-use crate::ledger::Ledger;
+use crate::ledger::{Frontier, FrontierRead, Ledger};
 use crate::rpc::{dev, CallOutcome, Tally, METHOD_NAMES};
 use crate::server::Stats;
 use crate::sync::progress::Progress;
@@ -468,6 +470,29 @@ impl Metrics {
             "Size of the LMDB data file (data.mdb) on disk",
             ledger.disk_size(),
         )?;
+        write_frontier(out, ledger)?;
+        progress.block_time.write(
+            out,
+            "ledgerd_sync_block_seconds",
+            "Time the sync thread takes to verify and durably store one L2 block (each write \
+             transaction's time, its commit included, shared among its blocks; signatures an \
+             upstream's fetch threads checked ahead are not in it)",
+        )?;
+        header(
+            out,
+            "ledgerd_build_info",
+            "gauge",
+            "Always 1; the labels say which ledgerd this is",
+        )?;
+        writeln!(
+            out,
+            "ledgerd_build_info{{version=\"{}\",layout=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION"),
+            crate::ledger::LAYOUT_VERSION,
+        )?;
+        if let Some(p) = crate::process::ProcessStats::read() {
+            p.write(out)?;
+        }
         if let Some(stats) = stats {
             gauge(
                 out,
@@ -490,6 +515,66 @@ impl Metrics {
         }
         Ok(())
     }
+}
+
+/// The finality frontier ([`crate::ledger::frontier`]): its heights, and
+/// the DA slot and time of the commitment and the proof that last moved it.
+/// Left out when the ledger cannot be read (`/health` says why).
+fn write_frontier(out: &mut Vec<u8>, ledger: &Ledger) -> std::io::Result<()> {
+    let Ok(marks) = ledger.reader().and_then(|r| {
+        Ok([
+            (Frontier::Committed, r.frontier(Frontier::Committed)?),
+            (Frontier::Proven, r.frontier(Frontier::Proven)?),
+        ])
+    }) else {
+        return Ok(());
+    };
+    header(
+        out,
+        "ledgerd_l2_height",
+        "gauge",
+        "Highest L2 height a stored sequencer commitment covers (finalized) and a verified batch \
+         proof covers (proven); 0 before the first",
+    )?;
+    for (which, mark) in &marks {
+        writeln!(
+            out,
+            "ledgerd_l2_height{{status=\"{}\"}} {}",
+            which.name(),
+            mark.map_or(0, |m| m.l2_height)
+        )?;
+    }
+    header(
+        out,
+        "ledgerd_frontier_l1_height",
+        "gauge",
+        "DA slot (L1 height) of the commitment (finalized) and the proof (proven) that last moved \
+         the frontier up; 0 before the first",
+    )?;
+    for (which, mark) in &marks {
+        writeln!(
+            out,
+            "ledgerd_frontier_l1_height{{status=\"{}\"}} {}",
+            which.name(),
+            mark.map_or(0, |m| m.l1_height)
+        )?;
+    }
+    header(
+        out,
+        "ledgerd_frontier_timestamp_seconds",
+        "gauge",
+        "Unix time this node stored the commitment (finalized) and the proof (proven) that last \
+         moved the frontier up; 0 before the first",
+    )?;
+    for (which, mark) in &marks {
+        writeln!(
+            out,
+            "ledgerd_frontier_timestamp_seconds{{status=\"{}\"}} {}",
+            which.name(),
+            mark.map_or(0, |m| m.stored_unix_s)
+        )?;
+    }
+    Ok(())
 }
 
 fn header(out: &mut Vec<u8>, name: &str, kind: &str, help: &str) -> std::io::Result<()> {

@@ -542,7 +542,8 @@ impl Node {
                     wire: config.wire,
                 },
             )
-            .with_dev(dev_access),
+            .with_dev(dev_access)
+            .with_blocks_on_demand(config.source.devnet().is_some_and(|d| d.block_ms == 0)),
         );
         let source = SourceKind::of(source);
         let cors = match &config.cors_origin {

@@ -6,7 +6,7 @@
 //! | `GET /health` | [`crate::health`]: 200 or 503 with a small JSON body (`?live`: only whether it is stuck) |
 //! | `GET /metrics` | [`crate::metrics`]: the Prometheus text format |
 //! | `GET /` asking for HTML (a browser) | [`crate::status_page`]: the status page |
-//! | `OPTIONS` (any path) | a CORS preflight answer, 204 |
+//! | `OPTIONS` (any path) | a CORS preflight answer, 204, allowing the headers it asks for |
 //! | anything else (`GET /` from curl too) | 405 |
 //!
 //! Every answer carries `Access-Control-Allow-Origin` as [`Cors`] says, so a
@@ -197,7 +197,25 @@ fn method_not_allowed() -> HttpResponse {
     }
 }
 
-fn preflight() -> HttpResponse {
+/// The answer to a CORS preflight: the headers it asks for
+/// (`Access-Control-Request-Headers`) are allowed, as Citrea's node allows
+/// any header (`tower_http`'s `allow_headers(Any)`). They are echoed, not
+/// answered `*`: browsers never let `*` cover `Authorization`. A list that
+/// is not header names is not echoed (`Content-Type` alone is allowed).
+fn preflight(requested: Option<&str>) -> HttpResponse {
+    let names = |s: &str| {
+        s.split(',').all(|name| {
+            let name = name.trim();
+            !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.!#$%&'*+^`|~".contains(&b))
+        })
+    };
+    let allowed = match requested.map(str::trim) {
+        Some(list) if list.len() <= 1024 && names(list) => list.to_string(),
+        _ => "Content-Type".to_string(),
+    };
     HttpResponse {
         status: 204,
         content_type: "text/plain",
@@ -207,8 +225,10 @@ fn preflight() -> HttpResponse {
                 "Access-Control-Allow-Methods",
                 "POST, GET, OPTIONS".to_string(),
             ),
-            ("Access-Control-Allow-Headers", "Content-Type".to_string()),
+            ("Access-Control-Allow-Headers", allowed),
             ("Access-Control-Max-Age", "86400".to_string()),
+            // The answer depends on what was asked: caches must know.
+            ("Vary", "Access-Control-Request-Headers".to_string()),
         ],
     }
 }
@@ -237,7 +257,7 @@ impl Handler for Routes {
             HttpMethod::Post => self.rpc(request.body),
             HttpMethod::Options => {
                 self.metrics.request(Route::Preflight, Duration::ZERO);
-                preflight()
+                preflight(request.request_headers)
             }
             _ if get && path == "/health" => {
                 self.metrics.request(Route::Health, Duration::ZERO);

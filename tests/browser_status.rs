@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use common::browser::{self, Loaded, OpenPage};
 use common::http::{exchange, metric};
+use ledgerd::ledger::LedgerRead;
 use ledgerd::Node;
 
 /// A `dev_*` call over JSON-RPC, as a test harness would send it: its result.
@@ -210,4 +211,57 @@ fn a_page_left_open_refreshes_every_second_and_a_half_with_one_batch_per_refresh
         counter(&node, r#"ledgerd_http_requests_total{route="page"}"#),
         1
     );
+}
+
+#[test]
+#[ignore = "needs chromium: apt-get install chromium"]
+fn a_refresh_takes_the_frontier_from_health_and_reads_only_a_few_statuses() {
+    browser::chromium();
+    let dir = tempfile::tempdir().unwrap();
+    let node = common::browser::dev_node(dir.path(), 0, None);
+    // Commitments every 16 blocks, each proven: three statuses in the window.
+    dev(&node, "dev_mine", "[300]");
+    dev(&node, "dev_mine", "[7]");
+    let health = r#"ledgerd_http_requests_total{route="health"}"#;
+    let statuses =
+        r#"ledgerd_rpc_requests_total{method="ledger_getSoftConfirmationStatus",outcome="ok"}"#;
+    let page = OpenPage::open(&format!("{}/", node.url()));
+    common::wait_until_value(
+        Duration::from_secs(30),
+        "the page to read /health four times",
+        || counter(&node, health),
+        |n| *n >= 4,
+    );
+    let (h0, s0) = (counter(&node, health), counter(&node, statuses));
+    std::thread::sleep(Duration::from_secs(6));
+    let (h1, s1) = (counter(&node, health), counter(&node, statuses));
+    drop(page);
+    let refreshes = h1 - h0;
+    assert!(refreshes >= 3, "{refreshes} refreshes in 6 s");
+    // 9 samples below the committed height, the one above the proven
+    // height, and both sides of last time's boundaries: at most 12 (the
+    // page bisected with about 40 before /health carried the frontier).
+    let per_refresh = (s1 - s0) as f64 / refreshes as f64;
+    assert!(
+        per_refresh <= 12.0,
+        "{per_refresh} status reads a refresh ({} in {refreshes})",
+        s1 - s0
+    );
+    // And the strip is still exact: proven up to the last proof, finalized
+    // up to the last commitment, trusted above.
+    let r = node.ledger().reader().unwrap();
+    let (proven, committed) = (r.proven_height().unwrap(), r.finalized_height().unwrap());
+    drop(r);
+    let mut runs = Vec::new();
+    for (name, from, to) in [
+        ("Proven", 1, proven),
+        ("Finalized", proven + 1, committed),
+        ("Trusted", committed + 1, 307),
+    ] {
+        if from <= to {
+            runs.push(format!("{name} {from}–{to}"));
+        }
+    }
+    let dom = load(&node).dom;
+    assert_eq!(text_of(&dom, "runs"), runs.join(" · "));
 }

@@ -114,7 +114,7 @@ fn the_help_the_docs_and_the_parser_name_the_same_flags() {
 
 /// Three values `arg` takes, different from each other and its default.
 fn values(arg: &clap::Arg) -> [String; 3] {
-    let families: [[&str; 3]; 10] = [
+    let families: [[&str; 3]; 11] = [
         ["3", "4", "5"],
         ["testnet", "devnet", "mainnet"],
         ["citrea", "seed", "ledgerd"],
@@ -137,6 +137,7 @@ fn values(arg: &clap::Arg) -> [String; 3] {
         ],
         ["127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"],
         ["main", "signet", "testnet4"],
+        ["json", "text", "json"],
     ];
     let long = arg.get_long().unwrap();
     let takes = |v: &str| {

@@ -92,6 +92,8 @@ pub struct RunCmd {
     #[command(flatten)]
     pub ops: OpsArgs,
     #[command(flatten)]
+    pub logs: crate::logs::LogArgs,
+    #[command(flatten)]
     pub file_args: FileArgs,
 }
 

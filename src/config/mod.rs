@@ -69,6 +69,7 @@ use crate::source::bitcoind::signer::DaPublicKey;
 use crate::source::bitcoind::Credentials;
 use crate::source::devnet::DevnetConfig;
 
+pub use crate::logs::LogFormat;
 pub use crate::rpc::Wire;
 
 /// The `--help` headings; a config file's sections are these, lowercase,
@@ -138,6 +139,8 @@ pub struct Config {
     /// `--ephemeral`: run on a new temporary data dir, removed when the
     /// node stops (`data_dir` is not used).
     pub ephemeral: bool,
+    /// `--log-format`: how log lines are written to stderr.
+    pub log_format: LogFormat,
 }
 
 /// Where a node's chain comes from: one of these, picked by the flags.
@@ -230,6 +233,7 @@ impl Default for Config {
             cors_origin: None,
             read_only: false,
             ephemeral: false,
+            log_format: LogFormat::Text,
         }
     }
 }

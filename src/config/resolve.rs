@@ -278,6 +278,7 @@ fn run(r: RunCmd, read_only: bool, given: &Given) -> Result<Command, ConfigError
         cors_origin: r.ops.cors_origin(),
         read_only,
         ephemeral,
+        log_format: r.logs.log_format,
     })))
 }
 

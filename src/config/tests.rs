@@ -537,6 +537,7 @@ fn sample(flag: &str) -> (&'static str, &'static str) {
             "",
         ),
         "to-l2" | "to-l1" => ("5", "data-dir = \"/tmp/x\"\n"),
+        "log-format" => ("\"json\"", ""),
         "bitcoin-peer" => ("[\"127.0.0.1:18444\"]", "upstream = \"http://u:1\"\n"),
         "bitcoin-chain" => ("\"testnet4\"", with_rpc),
         "dry-run" => ("true", "data-dir = \"/tmp/x\"\nto-l2 = 5\n"),
@@ -1044,4 +1045,19 @@ fn bitcoin_peer_is_repeatable_needs_no_credentials_and_takes_host_and_port() {
     ])
     .unwrap_err();
     assert!(e.0.contains("only apply with --bitcoin-rpc"), "{e}");
+}
+
+#[test]
+fn log_format_is_text_unless_json_is_asked_for() {
+    assert_eq!(run(&[]).unwrap().log_format, LogFormat::Text);
+    assert_eq!(
+        run(&["--log-format", "json"]).unwrap().log_format,
+        LogFormat::Json
+    );
+    assert_eq!(
+        run(&["--log-format=text"]).unwrap().log_format,
+        LogFormat::Text
+    );
+    let e = run(&["--log-format", "yaml"]).unwrap_err();
+    assert!(e.0.contains("--log-format takes text or json"), "{e}");
 }

@@ -31,16 +31,20 @@ impl LedgerWriter<'_> {
     }
 
     /// Stores verified commitments found on DA slot `slot` (in the order
-    /// given), each by [`LedgerWriter::apply_commitment`].
+    /// given), each by [`LedgerWriter::apply_commitment`]; when they move
+    /// the committed frontier up, the frontier index says so
+    /// (`frontier.rs`).
     pub fn apply_commitments(
         &mut self,
         slot: u64,
         commitments: &[SequencerCommitment],
     ) -> Result<(), LedgerError> {
+        let before = self.frontiers()?;
         for c in commitments {
             self.finalize_committed(c)?;
         }
-        self.add_commitments(slot, commitments)
+        self.add_commitments(slot, commitments)?;
+        self.note_commitments(slot, before, commitments)
     }
 
     /// The commitment rule, as Citrea v0.6.2's full node applies it
@@ -72,15 +76,18 @@ impl LedgerWriter<'_> {
 
     /// The proof rule: a verified proof is recorded on the DA slot it was
     /// found on, and the height ranges it proves
-    /// (`sync::verify::verify_proof`) become Proven.
+    /// (`sync::verify::verify_proof`) become Proven; when that moves the
+    /// proven frontier up, the frontier index says so.
     pub fn apply_proof(
         &mut self,
         slot: u64,
         proof: &VerifiedBatchProof,
         proven: &[(u64, u64)],
     ) -> Result<(), LedgerError> {
+        let before = self.frontiers()?;
         self.prove_ranges(proven)?;
-        self.put_proof(slot, proof)
+        self.put_proof(slot, proof)?;
+        self.note_proof(slot, before)
     }
 
     /// The status part of the proof rule alone (for a recompute): every

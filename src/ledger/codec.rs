@@ -569,6 +569,25 @@ pub fn decode_hash(bytes: &[u8]) -> Result<Hash, DecodeError> {
     }
 }
 
+/// A frontier entry (`status_heights` value): L2 height, commitment index,
+/// Unix second stored, each u64 big-endian (24 bytes).
+pub fn encode_frontier_mark((height, index, at): (u64, u64, u64)) -> [u8; 24] {
+    let mut out = [0u8; 24];
+    out[..8].copy_from_slice(&height.to_be_bytes());
+    out[8..16].copy_from_slice(&index.to_be_bytes());
+    out[16..].copy_from_slice(&at.to_be_bytes());
+    out
+}
+
+/// Decodes a frontier entry written by [`encode_frontier_mark`].
+pub fn decode_frontier_mark(bytes: &[u8]) -> Result<(u64, u64, u64), DecodeError> {
+    if bytes.len() != 24 {
+        return err(format!("expected 24 bytes, found {}", bytes.len()));
+    }
+    let at = |i: usize| decode_u64(&bytes[i..i + 8]);
+    Ok((at(0)?, at(8)?, at(16)?))
+}
+
 /// A status: one byte.
 pub fn encode_status(s: Status) -> [u8; 1] {
     [s.to_byte()]

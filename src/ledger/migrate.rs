@@ -10,8 +10,13 @@
 //! else changed between the two versions.
 //!
 //! 3 -> 4: the `bitcoin_headers` table (the verified Bitcoin header chain)
-//! is new. `Ledger::open` creates it, empty, before the upgrade runs;
-//! nothing else changed, so the upgrade only records the new version.
+//! is new; 4 -> 5: the `bitcoin_chunks` table (proof chunks found in scanned
+//! blocks) is new. `Ledger::open` creates both, empty, before the upgrade
+//! runs; nothing else changed for them.
+//!
+//! 5 -> 6: the frontier index `status_heights` is new (see `frontier.rs`);
+//! it is built from the stored commitments and proofs, slot by slot, as the
+//! write rules would have written it (its times are those of the upgrade).
 //!
 //! The whole upgrade is one write transaction, the new version number
 //! included: a crash or an error leaves the dir exactly as it was, still
@@ -44,15 +49,29 @@ pub(super) fn upgrade(ledger: &Ledger, from: u64) -> Result<(), LedgerError> {
             ),
         });
     }
-    let rewritten = if from == 2 { proofs_2_to_3(&mut w)? } else { 0 };
+    // Each step adds what its version added, in order.
+    let rewritten = if from < 3 { proofs_2_to_3(&mut w)? } else { 0 };
+    let entries = if from < tables::FRONTIER_INDEX_VERSION {
+        add_frontier_index(&mut w)?
+    } else {
+        0
+    };
     w.put_meta(tables::META_FORMAT, &tables::FORMAT_VERSION)?;
     w.commit()?;
     log::info!(
-        "upgraded the ledger at {} from layout version {from} to {}: {rewritten} proof entries rewritten as lists",
+        "upgraded the ledger at {} from layout version {from} to {}: {rewritten} proof entries \
+         rewritten as lists, {entries} frontier entries built",
         ledger.path().display(),
         tables::FORMAT_VERSION
     );
     Ok(())
+}
+
+/// The step to [`tables::FRONTIER_INDEX_VERSION`]: builds the frontier
+/// index (`status_heights`, `frontier.rs`) from the stored commitments and
+/// proofs; returns how many entries it wrote.
+fn add_frontier_index(w: &mut super::LedgerWriter<'_>) -> Result<u64, LedgerError> {
+    w.rebuild_frontier()
 }
 
 /// Rewrites every `proofs` value (a bare proof) as a one-element list;

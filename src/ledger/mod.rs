@@ -37,6 +37,7 @@ pub mod args;
 pub mod bitcoin_chunks;
 pub mod bitcoin_headers;
 pub mod codec;
+pub mod frontier;
 mod migrate;
 pub mod rollback;
 pub mod tables;
@@ -58,11 +59,15 @@ use crate::types::{Hash, SequencerCommitment, SoftConfirmation, Status, Verified
 pub use apply::ChainTip;
 pub use bitcoin_chunks::BitcoinChunkRead;
 pub use bitcoin_headers::{BitcoinHeaderRead, StoredHeader};
+pub use frontier::{Frontier, FrontierMark, FrontierRead};
+
+/// The ledger's layout version this build writes (`ledgerd_build_info`).
+pub const LAYOUT_VERSION: u64 = tables::FORMAT_VERSION;
 use codec::DecodeError;
 pub use rollback::Cut;
 use tables::{
     Commitments, DaSlots, Dbs, Meta, MetaKey, MetaValue, Proofs, ScByHashPrefix, SoftConfirmations,
-    StatusTable, Table, ValueTable,
+    StatusHeights, StatusTable, Table, ValueTable,
 };
 
 // LMDB cursor operations (`MDB_cursor_op`, stable C ABI values; the ffi crate
@@ -126,6 +131,7 @@ impl fmt::Display for LedgerError {
                     "da_slots" => "slot number of DA slot hash",
                     "proofs" => "verified batch proof list of DA slot",
                     "meta" => "ledger setting",
+                    "status_heights" => "frontier entry",
                     _ => "entry",
                 };
                 write!(f, "stored {what} {key} is corrupt: {reason}")
@@ -287,6 +293,7 @@ impl Ledger {
             meta,
             bitcoin_headers: db(tables::BitcoinHeaders::NAME, tables::BitcoinHeaders::FLAGS)?,
             bitcoin_chunks: db(tables::BitcoinChunks::NAME, tables::BitcoinChunks::FLAGS)?,
+            status_heights: db(StatusHeights::NAME, StatusHeights::FLAGS)?,
         };
         let ledger = Ledger {
             env,
@@ -363,6 +370,8 @@ impl Ledger {
             (Proofs::NAME, dbs.proofs),
             (Meta::NAME, dbs.meta),
             (tables::BitcoinHeaders::NAME, dbs.bitcoin_headers),
+            (tables::BitcoinChunks::NAME, dbs.bitcoin_chunks),
+            (StatusHeights::NAME, dbs.status_heights),
         ];
         let mut tables = Vec::with_capacity(handles.len());
         let mut page_size = 0;

@@ -15,7 +15,7 @@ use lmdb::{Cursor, Transaction};
 
 use super::tables::{
     self, BitcoinChunks, BitcoinHeaders, Commitments, DaSlots, Meta, Proofs, ScByHashPrefix,
-    SoftConfirmations, StatusTable, Table, ValueTable,
+    SoftConfirmations, StatusHeights, StatusTable, Table, ValueTable,
 };
 use super::walk::LedgerWalk;
 use super::{corrupt, lmdb_err, LedgerError, LedgerRead, LedgerWriter};
@@ -37,7 +37,7 @@ pub type Step = fn(&mut LedgerWriter<'_>, &Cut) -> Result<u64, LedgerError>;
 /// Every table with its rollback step, in the order they run (the hash
 /// index before the blocks, whose hashes it reads). `meta` is the last:
 /// its derived entries are recomputed afterwards ([`LedgerWriter::reset_derived`]).
-pub const STEPS: [(&str, Step); 9] = [
+pub const STEPS: [(&str, Step); 10] = [
     (ScByHashPrefix::NAME, remove_hash_index),
     (SoftConfirmations::NAME, remove_blocks),
     (StatusTable::NAME, remove_statuses),
@@ -46,6 +46,7 @@ pub const STEPS: [(&str, Step); 9] = [
     (DaSlots::NAME, remove_slot_hashes),
     (BitcoinHeaders::NAME, remove_bitcoin_headers),
     (BitcoinChunks::NAME, remove_bitcoin_chunks),
+    (StatusHeights::NAME, remove_frontier_marks),
     (Meta::NAME, cut_meta),
 ];
 
@@ -139,13 +140,15 @@ impl LedgerWriter<'_> {
 
     /// Clears what the write rules derive from commitments and proofs, for
     /// heights `1..=height`: every status back to Trusted, the finalized
-    /// and proven heights, the commitment count, the last proof slot, and
-    /// the `commitments` and `proofs` tables themselves. The caller applies
+    /// and proven heights, the commitment count, the last proof slot, the
+    /// frontier index (`status_heights`), and the `commitments` and
+    /// `proofs` tables themselves. The caller applies
     /// the commitments and proofs it keeps again, in DA order, with
     /// [`LedgerWriter::apply_commitments`] and [`LedgerWriter::apply_proof`].
     pub fn reset_derived(&mut self, height: u64) -> Result<(), LedgerError> {
         self.clear::<Commitments>()?;
         self.clear::<Proofs>()?;
+        self.clear::<StatusHeights>()?;
         for key in [
             tables::META_FINALIZED,
             tables::META_PROVEN,
@@ -291,6 +294,34 @@ fn remove_slot_hashes(w: &mut LedgerWriter<'_>, cut: &Cut) -> Result<u64, Ledger
         }
     }
     Ok(n)
+}
+
+/// `status_heights`: the frontier entries of the DA slots above the cut
+/// (the kept ones are written again when the caller applies the kept
+/// commitments and proofs; [`LedgerWriter::reset_derived`] clears them).
+fn remove_frontier_marks(w: &mut LedgerWriter<'_>, cut: &Cut) -> Result<u64, LedgerError> {
+    let ctx = || format!("walking {} above slot {}", StatusHeights::NAME, cut.slot);
+    let mut above = Vec::new();
+    {
+        let mut cursor = w
+            .txn
+            .open_ro_cursor(StatusHeights::db(&w.ledger.dbs))
+            .map_err(lmdb_err(ctx))?;
+        for item in cursor.iter_start() {
+            let (k, _) = item.map_err(lmdb_err(ctx))?;
+            if k.len() == 9 && tables::decode_u64_key(&k[1..]).is_some_and(|s| s > cut.slot) {
+                above.push(k.to_vec());
+            }
+        }
+    }
+    for k in &above {
+        w.txn
+            .del(StatusHeights::db(&w.ledger.dbs), k, None)
+            .map_err(lmdb_err(|| {
+                format!("removing a {} entry", StatusHeights::NAME)
+            }))?;
+    }
+    Ok(above.len() as u64)
 }
 
 /// `meta`: the last scanned DA slot goes back to the cut (the derived

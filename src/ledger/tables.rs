@@ -40,10 +40,11 @@ pub struct Dbs {
     pub(crate) meta: Database,
     pub(crate) bitcoin_headers: Database,
     pub(crate) bitcoin_chunks: Database,
+    pub(crate) status_heights: Database,
 }
 
 /// Every table name, in the order `Ledger::open` opens them.
-pub(crate) const ALL: [&str; 9] = [
+pub(crate) const ALL: [&str; 10] = [
     SoftConfirmations::NAME,
     ScByHashPrefix::NAME,
     StatusTable::NAME,
@@ -53,6 +54,7 @@ pub(crate) const ALL: [&str; 9] = [
     Meta::NAME,
     BitcoinHeaders::NAME,
     BitcoinChunks::NAME,
+    StatusHeights::NAME,
 ];
 
 /// A typed table: its name, its handle and its key codec.
@@ -251,6 +253,37 @@ values!(
     codec::decode_bitcoin_header
 );
 
+/// `status_heights`: (frontier, DA slot number) -> where the frontier stood
+/// once that slot was applied (see `frontier.rs`): key one byte (1
+/// committed, 2 proven) then the slot as u64 BE, so one frontier's entries
+/// are in slot order; value the L2 height, the commitment index and the
+/// Unix second it was stored, each u64 BE.
+pub(crate) struct StatusHeights;
+
+impl Table for StatusHeights {
+    const NAME: &'static str = "status_heights";
+    type Key = (super::frontier::Frontier, u64);
+    type KeyBytes = [u8; 9];
+    fn db(dbs: &Dbs) -> Database {
+        dbs.status_heights
+    }
+    fn key(key: &Self::Key) -> [u8; 9] {
+        let mut k = [0u8; 9];
+        k[0] = key.0.byte();
+        k[1..].copy_from_slice(&key.1.to_be_bytes());
+        k
+    }
+    fn show(key: &Self::Key) -> String {
+        format!("{} at L1 height {}", key.0.name(), key.1)
+    }
+}
+
+values!(
+    StatusHeights,
+    (u64, u64, u64),
+    |v| codec::encode_frontier_mark(*v),
+    codec::decode_frontier_mark
+);
 values!(
     ScByHashPrefix,
     u64,
@@ -384,8 +417,13 @@ pub(crate) const META_DEVNET_SEED: MetaKey<u64> = MetaKey::new("user.devnet_seed
 /// `sc_by_hash` (32-byte keys). 3: a `proofs` value is the list of every
 /// proof verified on the slot, not the latest one alone. 4: the
 /// `bitcoin_headers` table (created empty by the upgrade). 5: the
-/// `bitcoin_chunks` table (created empty by the upgrade).
-pub(crate) const FORMAT_VERSION: u64 = 5;
+/// `bitcoin_chunks` table (created empty by the upgrade). 6: the frontier
+/// index `status_heights`.
+pub(crate) const FORMAT_VERSION: u64 = 6;
+
+/// The layout version that added the frontier index `status_heights`
+/// (`migrate.rs` builds it for older ones).
+pub(crate) const FRONTIER_INDEX_VERSION: u64 = 6;
 
 /// The oldest layout version `Ledger::open` upgrades in place (see
 /// `migrate.rs`); older ones are refused.

@@ -815,6 +815,7 @@ fn dump(ledger: &Ledger) -> Vec<(&'static str, Entries)> {
         (Meta::NAME, d.meta),
         (tables::BitcoinHeaders::NAME, d.bitcoin_headers),
         (tables::BitcoinChunks::NAME, d.bitcoin_chunks),
+        (StatusHeights::NAME, d.status_heights),
     ]
     .into_iter()
     .map(|(name, db)| {
@@ -962,6 +963,9 @@ fn the_upgrade_from_version_2_rewrites_only_the_proofs_and_the_version() {
                 };
                 assert_eq!(strip(old), strip(new));
             }
+            // Rebuilt by the upgrade as the write rules wrote it, but at
+            // the upgrade's time (the last 8 bytes of a value).
+            "status_heights" => assert_eq!(without_times(old), without_times(new)),
             _ => assert_eq!(old, new, "table {name}"),
         }
     }
@@ -1083,4 +1087,113 @@ fn a_version_3_data_dir_gets_the_empty_bitcoin_headers_table_and_nothing_else_ch
     drop(r);
     drop(ledger);
     assert!(Ledger::open(dir.path(), &ro).is_ok());
+}
+
+/// `status_heights` entries without their times (the last 8 bytes).
+fn without_times(entries: &[(Vec<u8>, Vec<u8>)]) -> Entries {
+    entries
+        .iter()
+        .map(|(k, v)| (k.clone(), v[..v.len().saturating_sub(8)].to_vec()))
+        .collect()
+}
+
+/// The raw `status_heights` entries of a ledger.
+fn frontier_entries(ledger: &Ledger) -> Entries {
+    dump(ledger)
+        .into_iter()
+        .find(|(name, _)| *name == StatusHeights::NAME)
+        .map(|(_, entries)| entries)
+        .unwrap()
+}
+
+/// A chain with commitments on several slots (one of them two at once, one
+/// repeating a range, one after a gap) and proofs, through the write rules.
+fn write_chain_with_a_frontier(ledger: &Ledger) {
+    store(ledger, 1..=60);
+    let mut w = ledger.writer().unwrap();
+    w.put_da_slot_hash(800_001, &[0x51; 32]).unwrap();
+    w.put_da_slot_hash(800_003, &[0x53; 32]).unwrap();
+    w.apply_commitments(800_001, &[commitment(1, 10), commitment(11, 20)])
+        .unwrap();
+    w.apply_commitments(800_002, &[commitment(11, 20)]).unwrap();
+    // 21..=30 never committed: a gap.
+    w.apply_commitments(800_003, &[commitment(31, 40)]).unwrap();
+    let mut p = proof(20, 800_004);
+    p.proof_output.da_slot_hash = [0x51; 32];
+    p.proof_output.sequencer_commitments_range = (0, 1);
+    w.apply_proof(800_004, &p, &[(1, 10), (11, 20)]).unwrap();
+    let mut p = proof(40, 800_005);
+    p.proof_output.da_slot_hash = [0x53; 32];
+    p.proof_output.sequencer_commitments_range = (0, 0);
+    w.apply_proof(800_005, &p, &[(31, 40)]).unwrap();
+    w.apply_commitments(800_006, &[commitment(41, 50)]).unwrap();
+    w.commit().unwrap();
+}
+
+#[test]
+fn the_frontier_index_follows_the_write_rules_slot_by_slot() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = open(dir.path());
+    write_chain_with_a_frontier(&ledger);
+    let r = ledger.reader().unwrap();
+    let at = |which, l1| {
+        r.frontier_at_l1(which, l1)
+            .unwrap()
+            .map(|m| (m.l1_height, m.l2_height, m.commitment_index))
+    };
+    use Frontier::{Committed, Proven};
+    assert_eq!(at(Committed, 800_000), None);
+    assert_eq!(at(Committed, 800_001), Some((800_001, 20, 2)));
+    // A range committed again does not move the frontier.
+    assert_eq!(at(Committed, 800_002), Some((800_001, 20, 2)));
+    // After the gap: 40, the fourth commitment stored.
+    assert_eq!(at(Committed, 800_003), Some((800_003, 40, 4)));
+    assert_eq!(at(Proven, 800_003), None);
+    assert_eq!(at(Proven, 800_004), Some((800_004, 20, 2)));
+    assert_eq!(at(Proven, 800_005), Some((800_005, 40, 4)));
+    assert_eq!(at(Committed, u64::MAX), Some((800_006, 50, 5)));
+    assert_eq!(at(Proven, u64::MAX), Some((800_005, 40, 4)));
+    let now = r.frontier(Committed).unwrap().unwrap();
+    assert_eq!(now.l2_height, 50);
+    assert_eq!(now.l2_height, r.finalized_height().unwrap());
+    assert_eq!(
+        r.frontier(Proven).unwrap().unwrap().l2_height,
+        r.proven_height().unwrap()
+    );
+    // The gap stays Trusted below the frontier.
+    assert_eq!(r.status(25).unwrap(), Some(Status::Trusted));
+}
+
+#[test]
+fn a_version_3_data_dir_gets_the_frontier_index_the_write_rules_would_have_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let written = {
+        let ledger = open(dir.path());
+        write_chain_with_a_frontier(&ledger);
+        let written = frontier_entries(&ledger);
+        assert_eq!(written.len(), 5, "3 committed and 2 proven moves");
+        // As version 3 left it: no index, layout 3.
+        let mut w = ledger.writer().unwrap();
+        w.txn.clear_db(ledger.dbs.status_heights).unwrap();
+        w.put_meta(tables::META_FORMAT, &3).unwrap();
+        w.commit().unwrap();
+        written
+    };
+    let ledger = open(dir.path());
+    assert_eq!(
+        meta(&ledger.reader().unwrap(), tables::META_FORMAT).unwrap(),
+        Some(tables::FORMAT_VERSION)
+    );
+    assert_eq!(
+        without_times(&frontier_entries(&ledger)),
+        without_times(&written)
+    );
+    // And rebuilding it again (as after removing records) changes nothing.
+    let mut w = ledger.writer().unwrap();
+    assert_eq!(w.rebuild_frontier().unwrap(), 5);
+    w.commit().unwrap();
+    assert_eq!(
+        without_times(&frontier_entries(&ledger)),
+        without_times(&written)
+    );
 }

@@ -8,8 +8,9 @@
 //!    envelope error for the whole body);
 //! 2. each request's method name and params are parsed into a typed request
 //!    of its method family ([`sync_status`], [`soft_confirmations`],
-//!    [`commitments`], [`proofs`], [`counters`]), parameters through
-//!    [`params`];
+//!    [`commitments`], [`proofs`], [`counters`], and [`citrea`]: what a
+//!    Citrea full node answers beyond the seed's 13 methods), parameters
+//!    through [`params`];
 //! 3. the request is applied against one read transaction of the ledger,
 //!    shared by every request of a batch (one consistent snapshot), and its
 //!    result is written as JSON by [`crate::json`] straight into the output.
@@ -22,6 +23,7 @@
 //! request and the server keeps serving.
 
 pub mod args;
+pub mod citrea;
 pub mod commitments;
 pub mod counters;
 pub mod dev;
@@ -44,8 +46,10 @@ use envelope::{Body, Call, Entry};
 pub use error::RpcError;
 use params::Params;
 
-/// Every method name answered, for `-32601`'s data.
-pub const METHOD_NAMES: [&str; 14] = [
+/// Every method name answered, for `-32601`'s data: the seed's 13 (with
+/// `citrea_syncStatus`, Citrea's name of the first), then Citrea's that
+/// are beyond them ([`citrea`]).
+pub const METHOD_NAMES: [&str; 20] = [
     "svc_syncStatus",
     "citrea_syncStatus",
     "ledger_getSoftConfirmationByNumber",
@@ -60,6 +64,12 @@ pub const METHOD_NAMES: [&str; 14] = [
     "ledger_getVerifiedBatchProofsBySlotHeight",
     "ledger_getLastVerifiedBatchProof",
     "ledger_getLastScannedL1Height",
+    "citrea_getLastCommittedL2Height",
+    "citrea_getLastProvenL2Height",
+    "citrea_getL2StatusHeightsByL1Height",
+    "ledger_getBatchProofsBySlotHeight",
+    "ledger_getBatchProofsBySlotHash",
+    "health_check",
 ];
 
 /// Limits and answer shapes of the RPC layer.
@@ -104,6 +114,7 @@ enum Command {
     Commitments(commitments::Request),
     Proofs(proofs::Request),
     Counters(counters::Request),
+    Citrea(citrea::Request),
     Dev(crate::source::devnet::control::DevCommand),
 }
 
@@ -146,6 +157,15 @@ impl Command {
             "ledger_getLastVerifiedBatchProof" => Proofs(proofs::Request::Last),
             "ledger_getL2GenesisStateRoot" => Counters(counters::Request::GenesisStateRoot),
             "ledger_getLastScannedL1Height" => Counters(counters::Request::LastScannedL1Height),
+            "citrea_getLastCommittedL2Height"
+            | "citrea_getLastProvenL2Height"
+            | "citrea_getL2StatusHeightsByL1Height"
+            | "ledger_getBatchProofsBySlotHeight"
+            | "ledger_getBatchProofsBySlotHash"
+            | "health_check" => match citrea::Request::parse(method, params) {
+                Some(request) => Citrea(request?),
+                None => return Err(RpcError::method_not_found(method)),
+            },
             _ => return Err(RpcError::method_not_found(method)),
         })
     }
@@ -203,6 +223,8 @@ pub struct Rpc {
     progress: Arc<Progress>,
     config: RpcConfig,
     dev: DevAccess,
+    /// The chain makes blocks only when asked (`--dev --dev-block-ms 0`).
+    blocks_on_demand: bool,
 }
 
 impl Rpc {
@@ -212,7 +234,16 @@ impl Rpc {
             progress,
             config,
             dev: DevAccess::Off,
+            blocks_on_demand: false,
         }
+    }
+
+    /// Says that the chain makes blocks only when asked (a devnet with
+    /// `--dev-block-ms 0`): `health_check` then expects none (default: it
+    /// expects the head to move, as on Citrea).
+    pub fn with_blocks_on_demand(mut self, on_demand: bool) -> Rpc {
+        self.blocks_on_demand = on_demand;
+        self
     }
 
     /// Sets whether `dev_*` calls are answered (default: they are not).
@@ -391,6 +422,12 @@ impl Rpc {
             Command::Commitments(req) => req.apply(snapshot.reader()?, out),
             Command::Proofs(req) => req.apply(snapshot.reader()?, self.config.wire, out),
             Command::Counters(req) => req.apply(snapshot.reader()?, out),
+            Command::Citrea(req) => req.apply(
+                snapshot.reader()?,
+                &self.progress,
+                self.blocks_on_demand,
+                out,
+            ),
             Command::Dev(cmd) => {
                 let Some(exec) = exec.as_deref_mut() else {
                     return Err(RpcError::internal(

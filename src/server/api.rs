@@ -76,6 +76,9 @@ pub struct HttpRequest<'a> {
     /// The `Accept` header: which answer types the client takes (a browser
     /// lists `text/html`).
     pub accept: Option<&'a str>,
+    /// A CORS preflight's `Access-Control-Request-Headers`: the headers the
+    /// browser's request will carry.
+    pub request_headers: Option<&'a str>,
 }
 
 #[derive(Debug, Clone)]

@@ -711,12 +711,18 @@ impl Loop {
             .iter()
             .find(|h| h.field.equiv("Accept"))
             .map(|h| h.value.as_str());
+        let request_headers = rq
+            .headers()
+            .iter()
+            .find(|h| h.field.equiv("Access-Control-Request-Headers"))
+            .map(|h| h.value.as_str());
         let request = HttpRequest {
             method,
             path: rq.url(),
             body,
             origin,
             accept,
+            request_headers,
         };
         let id = self.next_deferred;
         let mut defer = Defer {

@@ -68,6 +68,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
             commit_every: config.commit_every,
             stored_total: 0,
             txn: None,
+            work_in_txn: Duration::ZERO,
             da_scanned: da_plan.map(|(next, _)| next - 1),
             on_chain: da_side.separate(),
             da_in_txn: 0,
@@ -374,6 +375,9 @@ struct L2Sink<'a> {
     stored_total: u64,
     /// The open write transaction: blocks in it, and since when.
     txn: Option<(LedgerWriter<'a>, u64, Instant)>,
+    /// Time spent verifying and writing the blocks of the open transaction
+    /// (for `ledgerd_sync_block_seconds`; the wait for chunks is not in it).
+    work_in_txn: Duration,
     /// The last DA slot applied, while slots come with the blocks (`None`
     /// once one could not be applied: the DA pass takes over from there).
     da_scanned: Option<u64>,
@@ -447,6 +451,7 @@ impl Sink<Fetched> for L2Sink<'_> {
             return Ok(Flow::Stop);
         }
         let key = *self.key.get_or_insert(first.pub_key);
+        let working = Instant::now();
         let verdict = verify::verify_blocks_on(
             &blocks[..anchored],
             self.below,
@@ -486,6 +491,7 @@ impl Sink<Fetched> for L2Sink<'_> {
             }
             let last = &blocks[good - 1];
             self.below = (last.l2_height, last.hash);
+            self.work_in_txn += working.elapsed();
         }
         if let Some(e) = failure {
             return Err(e.into());
@@ -516,7 +522,10 @@ impl Sink<Fetched> for L2Sink<'_> {
         let Some((w, count, _)) = self.txn.take() else {
             return Ok(());
         };
+        let committing = Instant::now();
         w.commit()?;
+        let work = std::mem::take(&mut self.work_in_txn) + committing.elapsed();
+        self.progress.block_time.observe(count, work);
         let new_head = self.below.0;
         self.progress.stored_l2(new_head, count);
         if self.without_bodies_in_txn > 0 {

@@ -23,6 +23,7 @@
 
 pub mod args;
 pub mod backoff;
+pub mod block_time;
 mod da_pass;
 mod fetch;
 mod l2_pass;

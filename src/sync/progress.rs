@@ -55,6 +55,8 @@ pub struct Progress {
     pub upstream_switches: AtomicU64,
     /// The Bitcoin DA source's state (`--bitcoin-rpc`; untouched without it).
     pub bitcoin: BitcoinProgress,
+    /// The time to verify and store a block (`ledgerd_sync_block_seconds`).
+    pub block_time: super::block_time::BlockTimes,
     /// The rules proofs are held to (which batch-proof images); set once at
     /// start by a node with a chain source, for `/health` and `/metrics`.
     pub proof_rules: OnceLock<crate::proof::ProofRules>,

@@ -1,0 +1,212 @@
+//! How log records reach stderr: env_logger's text lines (the default), or
+//! with `--log-format json` one JSON object per line, for a log pipeline
+//! (Loki, Vector, journald's JSON export), as Citrea (`JSON_LOGS=1`), reth
+//! and op-node offer.
+//!
+//! ```text
+//! {"time":"2026-11-26T19:22:01.123Z","level":"INFO","target":"ledgerd::node","message":"serving ./ledgerd-data on http://127.0.0.1:12346"}
+//! ```
+//!
+//! Both forms log the same records, filtered the same way (`RUST_LOG`,
+//! default `info`), and both drop tiny_http's routine accept time-outs
+//! ([`crate::server::QuietAcceptTimeouts`]). ledgerd's records carry their
+//! facts (a height, an upstream, a reason) in the message's sentence, not
+//! as separate key-values, so an object has the four fields. Each line is
+//! written with one `write` call, so lines of different threads never
+//! interleave.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+
+use log::{LevelFilter, Log, Metadata, Record};
+
+use crate::config::heading;
+use crate::server::QuietAcceptTimeouts;
+
+/// `--log-format` (`[operations]` in a config file), taken by `run`.
+#[derive(clap::Args, Clone, Debug)]
+#[command(next_help_heading = heading::OPERATIONS)]
+pub struct LogArgs {
+    /// Log lines on stderr as text, or one JSON object a line (time, level, target, message)
+    #[arg(long, value_name = "text|json", default_value = "text", value_parser = log_format)]
+    pub log_format: LogFormat,
+}
+
+/// `--log-format`: env_logger's text lines (the default), or one JSON
+/// object per line for a log pipeline.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+fn log_format(value: &str) -> Result<LogFormat, String> {
+    match value {
+        "text" => Ok(LogFormat::Text),
+        "json" => Ok(LogFormat::Json),
+        other => Err(format!("takes text or json, not {other:?}")),
+    }
+}
+
+/// Sets the process's logger: text or JSON, `RUST_LOG` (default `info`).
+/// Does nothing if a logger is already set.
+pub fn init(format: LogFormat) {
+    let (logger, max): (Box<dyn Log>, LevelFilter) = match format {
+        LogFormat::Text => {
+            let logger =
+                env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
+                    .target(env_logger::Target::Stderr)
+                    .build();
+            let max = logger.filter();
+            (Box::new(QuietAcceptTimeouts::new(logger)), max)
+        }
+        LogFormat::Json => {
+            let logger = JsonLogger::from_env();
+            let max = logger.filter.filter();
+            (Box::new(QuietAcceptTimeouts::new(logger)), max)
+        }
+    };
+    if log::set_boxed_logger(logger).is_ok() {
+        log::set_max_level(max);
+    }
+}
+
+/// Writes each record as one JSON object on a line of stderr.
+pub struct JsonLogger {
+    /// Used only to filter, as the text form does.
+    filter: env_logger::Logger,
+}
+
+impl JsonLogger {
+    /// Filtered by `RUST_LOG` as env_logger reads it (default `info`).
+    pub fn from_env() -> JsonLogger {
+        JsonLogger {
+            filter: env_logger::Builder::from_env(
+                env_logger::Env::default().default_filter_or("info"),
+            )
+            .build(),
+        }
+    }
+}
+
+impl Log for JsonLogger {
+    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+        self.filter.enabled(metadata)
+    }
+
+    fn log(&self, record: &Record<'_>) {
+        if !self.filter.matches(record) {
+            return;
+        }
+        let line = json_line(record, std::time::SystemTime::now());
+        // Nowhere to report a failed write to stderr.
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    }
+
+    fn flush(&self) {
+        let _ = std::io::stderr().flush();
+    }
+}
+
+/// One record as a JSON object and a newline.
+pub fn json_line(record: &Record<'_>, at: std::time::SystemTime) -> String {
+    let mut out = String::with_capacity(160);
+    out.push_str("{\"time\":\"");
+    rfc3339_millis(&mut out, at);
+    out.push_str("\",\"level\":\"");
+    out.push_str(record.level().as_str());
+    out.push_str("\",\"target\":");
+    push_json_str(&mut out, record.target());
+    out.push_str(",\"message\":");
+    let mut message = String::new();
+    let _ = write!(message, "{}", record.args());
+    push_json_str(&mut out, &message);
+    out.push_str("}\n");
+    out
+}
+
+/// Appends `s` as a JSON string (quotes, escapes).
+fn push_json_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Appends `at` as `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC).
+fn rfc3339_millis(out: &mut String, at: std::time::SystemTime) {
+    let d = at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let _ = write!(
+        out,
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        d.subsec_millis()
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn times_are_utc_rfc3339_with_milliseconds() {
+        let mut s = String::new();
+        rfc3339_millis(&mut s, UNIX_EPOCH);
+        assert_eq!(s, "1970-01-01T00:00:00.000Z");
+        let mut s = String::new();
+        // 2024-02-29 23:59:59.250 UTC: a leap day.
+        rfc3339_millis(
+            &mut s,
+            UNIX_EPOCH + Duration::from_millis(1_709_251_199_250),
+        );
+        assert_eq!(s, "2024-02-29T23:59:59.250Z");
+        let mut s = String::new();
+        rfc3339_millis(&mut s, UNIX_EPOCH + Duration::from_secs(1_764_184_921));
+        assert_eq!(s, "2025-11-26T19:22:01.000Z");
+    }
+
+    #[test]
+    fn a_record_is_one_json_object_on_one_line() {
+        let record = Record::builder()
+            .level(log::Level::Warn)
+            .target("ledgerd::sync")
+            .args(format_args!("a \"quoted\"\nline\twith\u{1} controls and é"))
+            .build();
+        let line = json_line(&record, UNIX_EPOCH);
+        assert!(line.ends_with("}\n"));
+        assert_eq!(line.matches('\n').count(), 1, "{line}");
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["time"], "1970-01-01T00:00:00.000Z");
+        assert_eq!(v["level"], "WARN");
+        assert_eq!(v["target"], "ledgerd::sync");
+        assert_eq!(v["message"], "a \"quoted\"\nline\twith\u{1} controls and é");
+        assert_eq!(v.as_object().unwrap().len(), 4, "{v}");
+    }
+}
