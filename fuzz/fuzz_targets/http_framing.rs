@@ -6,13 +6,13 @@
 //! Besides "no panic, no abort, no hang": an accepted request has exactly one
 //! unambiguous framing and tiny_http frames it the same way; a refused one
 //! gets 400 or 501 with a JSON-RPC error body that names the header (the
-//! checks are shared with `cargo test`: `tests/common/framing_check.rs`).
+//! checks are shared with `cargo test`: `tests/it/common/framing_check.rs`).
 //! Seeds: `fuzz/seeds/http_framing/`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
-#[path = "../../tests/common/framing_check.rs"]
+#[path = "../../tests/it/common/framing_check.rs"]
 mod framing_check;
 
 fuzz_target!(|data: &[u8]| {

@@ -4,14 +4,14 @@
 //!
 //! Besides "no panic, no abort, no hang", every answer must be JSON that
 //! serde_json reads back, shaped as JSON-RPC 2.0 responses (the checks are
-//! shared with `cargo test`: `tests/common/rpc_check.rs`).
+//! shared with `cargo test`: `tests/it/common/rpc_check.rs`).
 #![no_main]
 
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 
-#[path = "../../tests/common/rpc_check.rs"]
+#[path = "../../tests/it/common/rpc_check.rs"]
 mod rpc_check;
 
 fn rpc() -> &'static ledgerd::rpc::Rpc {

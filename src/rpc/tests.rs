@@ -2,7 +2,7 @@
 //! answers, not-found and error rows on ledger contents a test writes itself.
 //! The envelope rows of the contract (parse errors, batches, ids,
 //! notifications, members) have their one home over real HTTP in
-//! `tests/protocol.rs`, and deep nesting in `tests/hostile.rs`.
+//! `tests/it/protocol.rs`, and deep nesting in `tests/it/hostile.rs`.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;

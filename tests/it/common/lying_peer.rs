@@ -1,0 +1,223 @@
+//! A Bitcoin peer that lies, for the P2P source's tests: a `TcpListener` on
+//! 127.0.0.1 port 0 speaking Bitcoin's v1 protocol (the `bitcoin` crate's
+//! codec, not ledgerd's framing) over a snapshot of a real regtest chain,
+//! serving one kind of falsehood ([`Lie`]).
+//!
+//! It stands for a peer, not for Bitcoin: the honest chain it starts from
+//! is a real bitcoind's ([`Snapshot::of`]). Every connection gets a thread;
+//! it does the handshake as Bitcoin Core does (version with NODE_NETWORK and
+//! NODE_WITNESS, verack), then answers `getheaders` and `getdata` as its lie
+//! says. Dropping it stops accepting.
+
+use std::io::{BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use bitcoin::block::Header;
+use bitcoin::consensus::{deserialize, encode::Decodable, serialize};
+use bitcoin::hashes::Hash as _;
+use bitcoin::p2p::address::Address;
+use bitcoin::p2p::message::{NetworkMessage, RawNetworkMessage};
+use bitcoin::p2p::message_blockdata::Inventory;
+use bitcoin::p2p::message_network::VersionMessage;
+use bitcoin::p2p::{Magic, ServiceFlags};
+use bitcoin::pow::CompactTarget;
+use bitcoin::{Block, BlockHash};
+use serde_json::json;
+
+use super::bitcoind::Bitcoind;
+
+/// A real chain, copied from bitcoind: every header and raw block, genesis first.
+#[derive(Clone)]
+pub struct Snapshot {
+    pub headers: Vec<Header>,
+    pub blocks: Vec<Vec<u8>>,
+}
+
+impl Snapshot {
+    /// The chain `node` has now.
+    pub fn of(node: &Bitcoind) -> Snapshot {
+        let tip = node.block_count();
+        let mut headers = Vec::new();
+        let mut blocks = Vec::new();
+        for h in 0..=tip {
+            let hash = node.block_hash(h);
+            let raw = node.call("getblock", json!([hash, 0]));
+            let bytes = hex::decode(raw.as_str().unwrap()).unwrap();
+            let block: Block = deserialize(&bytes).unwrap();
+            headers.push(block.header);
+            blocks.push(bytes);
+        }
+        Snapshot { headers, blocks }
+    }
+
+    fn height_of(&self, hash: &BlockHash) -> Option<usize> {
+        self.headers.iter().position(|h| h.block_hash() == *hash)
+    }
+
+    /// The headers after the first locator hash this chain has (genesis at worst).
+    fn after(&self, locator: &[BlockHash]) -> Vec<Header> {
+        let from = locator.iter().find_map(|h| self.height_of(h)).unwrap_or(0);
+        self.headers[from + 1..]
+            .iter()
+            .take(2000)
+            .copied()
+            .collect()
+    }
+}
+
+/// What the peer lies about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lie {
+    /// A fork from `back` blocks below the tip, shorter than the real chain
+    /// from there (less work); every real block is "not found".
+    LessWorkFork { back: usize },
+    /// The real headers, then more on top whose `bits` are not regtest's
+    /// (each meets its own target).
+    WrongBits,
+    /// The real headers; each block served with its coinbase altered (the
+    /// header unchanged, so the Merkle root no longer matches).
+    AlteredBlocks,
+    /// Nothing at all after the handshake.
+    Silent,
+}
+
+/// A running lying peer.
+pub struct LyingPeer {
+    pub addr: String,
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for LyingPeer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        // Wake the accept loop.
+        let _ = TcpStream::connect(&self.addr);
+    }
+}
+
+impl LyingPeer {
+    pub fn start(lie: Lie, chain: Snapshot) -> LyingPeer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let stop = Arc::new(AtomicBool::new(false));
+        let chain = Arc::new(chain);
+        {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    if stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    let Ok(stream) = stream else { continue };
+                    let (chain, stop) = (chain.clone(), stop.clone());
+                    std::thread::spawn(move || {
+                        let _ = serve(stream, lie, &chain, &stop);
+                    });
+                }
+            });
+        }
+        LyingPeer { addr, stop }
+    }
+}
+
+fn send(stream: &mut TcpStream, message: NetworkMessage) -> std::io::Result<()> {
+    stream.write_all(&serialize(&RawNetworkMessage::new(Magic::REGTEST, message)))
+}
+
+fn serve(stream: TcpStream, lie: Lie, chain: &Snapshot, stop: &AtomicBool) -> Result<(), String> {
+    let mut writer = stream.try_clone().map_err(|e| e.to_string())?;
+    let mut reader = BufReader::new(stream);
+    let fork = lie_headers(lie, chain);
+    loop {
+        // Blocking reads: the thread ends when the client hangs up.
+        let message = RawNetworkMessage::consensus_decode(&mut reader)
+            .map_err(|e| e.to_string())?
+            .into_payload();
+        if stop.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let out = match (lie, message) {
+            (_, NetworkMessage::Version(theirs)) => {
+                let local = writer.local_addr().unwrap();
+                let mut v = VersionMessage::new(
+                    ServiceFlags::NETWORK | ServiceFlags::WITNESS,
+                    0,
+                    Address::new(&local, ServiceFlags::NONE),
+                    Address::new(&local, ServiceFlags::NONE),
+                    theirs.nonce.wrapping_add(1),
+                    "/lying-peer:0.1/".into(),
+                    chain.headers.len() as i32 - 1,
+                );
+                v.version = 70016;
+                vec![NetworkMessage::Version(v), NetworkMessage::Verack]
+            }
+            (Lie::Silent, _) => vec![],
+            (_, NetworkMessage::Ping(n)) => vec![NetworkMessage::Pong(n)],
+            (Lie::LessWorkFork { .. }, NetworkMessage::GetHeaders(_)) => {
+                vec![NetworkMessage::Headers(fork.clone())]
+            }
+            (Lie::WrongBits, NetworkMessage::GetHeaders(m)) => {
+                let mut h = chain.after(&m.locator_hashes);
+                h.extend(fork.iter().copied());
+                vec![NetworkMessage::Headers(h)]
+            }
+            (Lie::AlteredBlocks, NetworkMessage::GetHeaders(m)) => {
+                vec![NetworkMessage::Headers(chain.after(&m.locator_hashes))]
+            }
+            (Lie::AlteredBlocks, NetworkMessage::GetData(items)) => items
+                .iter()
+                .map(|item| match item {
+                    Inventory::WitnessBlock(h) => match chain.height_of(h) {
+                        Some(i) => {
+                            let mut block: Block = deserialize(&chain.blocks[i]).unwrap();
+                            block.txdata[0].output[0].value += bitcoin::Amount::from_sat(1);
+                            NetworkMessage::Block(block)
+                        }
+                        None => NetworkMessage::NotFound(vec![*item]),
+                    },
+                    other => NetworkMessage::NotFound(vec![*other]),
+                })
+                .collect(),
+            (_, NetworkMessage::GetData(items)) => vec![NetworkMessage::NotFound(items)],
+            _ => vec![],
+        };
+        for m in out {
+            send(&mut writer, m).map_err(|e| e.to_string())?;
+        }
+    }
+}
+
+/// The made-up headers of a lie: a shorter fork, or headers with wrong bits
+/// on top of the tip. Each meets the target of its own bits.
+fn lie_headers(lie: Lie, chain: &Snapshot) -> Vec<Header> {
+    let (parent, count, bits) = match lie {
+        Lie::LessWorkFork { back } => {
+            let at = chain.headers.len() - 1 - back;
+            // Shorter than the real chain above `at`, same difficulty.
+            (at, back.saturating_sub(2).max(1), 0x207f_ffff)
+        }
+        // Harder than regtest's one permitted bits: more work claimed.
+        Lie::WrongBits => (chain.headers.len() - 1, 5, 0x2000_ffff),
+        _ => return vec![],
+    };
+    let mut prev = chain.headers[parent];
+    let mut out = Vec::new();
+    for i in 0..count {
+        let mut h = Header {
+            version: prev.version,
+            prev_blockhash: prev.block_hash(),
+            merkle_root: bitcoin::TxMerkleNode::from_byte_array([0x5a; 32]),
+            time: prev.time + 1 + i as u32,
+            bits: CompactTarget::from_consensus(bits),
+            nonce: 0,
+        };
+        while h.validate_pow(h.target()).is_err() {
+            h.nonce += 1;
+        }
+        out.push(h);
+        prev = h;
+    }
+    out
+}
