@@ -1,7 +1,17 @@
 //! The ledger against a real LMDB environment in a temporary directory.
 
+use std::path::Path;
+
+use lmdb::{Cursor, DatabaseFlags, Environment, EnvironmentFlags, Transaction, WriteFlags};
+
+use super::tables::{
+    Commitments, DaSlots, Meta, Proofs, ScByHashPrefix, SoftConfirmations, StatusHeights,
+    StatusTable, Table,
+};
 use super::*;
-use crate::types::ProofOutput;
+use crate::types::{
+    ProofOutput, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof,
+};
 use walk::LedgerWalk;
 
 fn open(dir: &Path) -> Ledger {
