@@ -1,0 +1,185 @@
+//! Reading a devnet back from its ledger at start (and after a revert):
+//! the stored tip, the DA slots its newest blocks point at, and the
+//! commitments not yet proven, so the chain goes on where it was.
+
+use super::*;
+
+/// Where the stored chain stands, read back from the ledger.
+pub(super) struct Restored {
+    pub(super) tip: (u64, Hash, Hash),
+    pub(super) timestamp_offset: i64,
+    pub(super) timeline: Stored,
+}
+
+/// Reads back where the stored chain stands: its head, the DA slots its
+/// newest blocks point at, and the commitments not yet proven. On a
+/// simulated DA chain, slots the ledger has not scanned get their plans
+/// decided again (by the automatic rules) when the timeline is built; on a
+/// regtest they are already mined, and what they carry is read from it.
+pub(super) fn restore(
+    ledger: &Ledger,
+    seed: u64,
+    genesis: u64,
+    chain: Option<&RegtestChain>,
+) -> Result<Restored, SourceError> {
+    let r = ledger.reader().map_err(Devnet::source_err)?;
+    restore_from(&r, seed, genesis, chain).map_err(|e| match e {
+        Restore::Ledger(e) => Devnet::source_err(e),
+        Restore::Source(e) => e,
+    })
+}
+
+enum Restore {
+    Ledger(LedgerError),
+    Source(SourceError),
+}
+
+impl From<LedgerError> for Restore {
+    fn from(e: LedgerError) -> Self {
+        Restore::Ledger(e)
+    }
+}
+
+impl From<SourceError> for Restore {
+    fn from(e: SourceError) -> Self {
+        Restore::Source(e)
+    }
+}
+
+fn restore_from(
+    r: &crate::ledger::LedgerReader<'_>,
+    seed: u64,
+    genesis: u64,
+    chain: Option<&RegtestChain>,
+) -> Result<Restored, Restore> {
+    let head = r.head_height()?;
+    let scanned = r.last_scanned_l1()?;
+    let head_block = if head == 0 {
+        None
+    } else {
+        r.soft_confirmation(head)?
+    };
+    let (tip, timestamp_offset, head_slot) = match &head_block {
+        None => (
+            (
+                0,
+                crate::types::ZERO_HASH,
+                schedule::genesis_state_root(seed),
+            ),
+            0,
+            genesis,
+        ),
+        Some(sc) => {
+            let natural = block::timestamp(head, 0);
+            let offset = i128::from(sc.timestamp) - i128::from(natural);
+            (
+                (head, sc.hash, sc.state_root),
+                i64::try_from(offset).unwrap_or(0),
+                sc.da_slot_height,
+            )
+        }
+    };
+    let da_tip = head_slot.max(scanned);
+    // The newest blocks, back to the first one that points at a scanned
+    // slot other than the head's: (height, slot), newest first.
+    let mut recent = Vec::new();
+    let mut before = 0;
+    let mut h = head;
+    while h > 0 {
+        let slot = match r.soft_confirmation(h)? {
+            Some(sc) => sc.da_slot_height,
+            None => break,
+        };
+        if slot <= scanned && slot != head_slot {
+            before = h;
+            break;
+        }
+        recent.push((h, slot));
+        h -= 1;
+    }
+    let on_pointer = recent.iter().filter(|(_, s)| *s == head_slot).count() as u64;
+    let first_unscanned = (scanned + 1).max(genesis);
+    let mut unscanned: Vec<u64> = (first_unscanned..=da_tip)
+        .map(|slot| {
+            recent
+                .iter()
+                .find(|(_, s)| *s < slot)
+                .map_or(before, |(h, _)| *h)
+        })
+        .collect();
+    // A proof names its commitments by their places on their slot's list.
+    let mut unproven = Vec::new();
+    for (slot, c) in r.commitments_above(r.proven_height()?)? {
+        let mut on_slot = r.commitments_on_slot(slot)?.unwrap_or_default();
+        on_slot.sort_by_key(|c| c.l2_start_block_number);
+        let pos = on_slot
+            .iter()
+            .position(|o| o.l2_start_block_number == c.l2_start_block_number)
+            .unwrap_or(0);
+        unproven.push(Committed {
+            slot,
+            pos: pos as u64,
+            start: c.l2_start_block_number,
+            end: c.l2_end_block_number,
+        });
+    }
+    let mut committed_to = r.finalized_height()?;
+    let mut da_tip = da_tip;
+    if let Some(chain) = chain {
+        // Every regtest block from the first slot on is a devnet slot: the
+        // newest is the tip, and the unscanned ones carry what they carry.
+        let chain_tip = chain.tip()?;
+        if let Some(sc) = &head_block {
+            let on_chain = (chain_tip >= head_slot)
+                .then(|| chain.slot_ref(head_slot))
+                .transpose()?;
+            if on_chain.map(|s| s.hash) != Some(sc.da_slot_hash) {
+                return Err(Restore::Source(SourceError::bad_answer(format!(
+                    "the regtest at {} is not the one this devnet mined: its block {head_slot} \
+                     (tip {chain_tip}) is not the one height {head} points at; use that \
+                     bitcoind's datadir again, or another --data-dir",
+                    chain.url()
+                ))));
+            }
+        }
+        da_tip = chain_tip.max(head_slot);
+        unscanned.clear();
+        for slot in chain.read_slots(first_unscanned, da_tip)? {
+            for p in &slot.proofs {
+                let (first, last) = p.proof_output.sequencer_commitments_range;
+                let mut kept = Vec::with_capacity(unproven.len());
+                for c in unproven.drain(..) {
+                    let proven = (first..=last).contains(&c.pos)
+                        && chain.slot_ref(c.slot)?.hash == p.proof_output.da_slot_hash;
+                    if !proven {
+                        kept.push(c);
+                    }
+                }
+                unproven = kept;
+            }
+            let mut on_slot = slot.commitments.clone();
+            on_slot.sort_by_key(|c| c.l2_start_block_number);
+            for (pos, c) in on_slot.iter().enumerate() {
+                unproven.push(Committed {
+                    slot: slot.number,
+                    pos: pos as u64,
+                    start: c.l2_start_block_number,
+                    end: c.l2_end_block_number,
+                });
+                committed_to = committed_to.max(c.l2_end_block_number);
+            }
+        }
+    }
+    Ok(Restored {
+        tip,
+        timestamp_offset,
+        timeline: Stored {
+            tip: da_tip,
+            pointer: head_slot,
+            on_pointer,
+            committed_to,
+            unproven,
+            unscanned,
+        },
+    })
+}
