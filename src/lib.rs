@@ -69,10 +69,14 @@
 //!   regtest): the most-work chain the DA scan follows, stored in the ledger.
 //! - [`ledger`]: all LMDB code: tables, codecs, the reader and the writer.
 //! - [`source`]: the chain sources, one home each: [`source::devnet`] (the embedded devnet, which
-//!   makes blocks; [`devnet::control`]: `dev_*` calls and [`Node::devnet`] drive it),
-//!   [`source::upstream`] (another node, with failover), [`source::bitcoind`] (Bitcoin through
-//!   Bitcoin Core's RPC); the two source traits and the shared JSON-RPC client.
-//! - [`sync`]: the sync thread: the L2 pass, the DA pass, verification, back-off, shared progress.
+//!   makes blocks), [`source::upstream`] (another node, with failover), [`source::bitcoind`]
+//!   (Bitcoin through Bitcoin Core's RPC), [`source::p2p`] (Bitcoin from its P2P network); the
+//!   two source traits, the shared JSON-RPC client and back-off.
+//! - [`devnet`]: the devnet as a node runs it: the source re-exported, and [`devnet::control`],
+//!   the `dev_*` calls and [`Node::devnet`], which drive it through the sync thread.
+//! - [`sync`]: the sync thread: the L2 pass, the DA pass, shared progress.
+//! - [`verify`]: the chain-rule verifier: where a block, a commitment and a proof are checked
+//!   (the sync thread, `ledgerd import`, `ledgerd verify`, proofs and rollback use it).
 //! - [`types`]: the records (soft confirmations, commitments, proofs, statuses).
 //! - [`proof`]: a batch proof's bytes: the risc0 receipt, its journal against `proofOutput`, the
 //!   network's batch-proof image IDs; fake receipts.
@@ -90,6 +94,7 @@
 //!   [`memory`]: handing the heap back after catch-up.
 pub mod chain;
 pub mod config;
+pub mod devnet;
 pub mod fixtures;
 pub mod headers;
 pub mod health;
@@ -115,13 +120,12 @@ pub mod status_page;
 pub mod stop;
 pub mod sync;
 pub mod types;
+pub mod verify;
 pub mod verify_cmd;
 pub mod verify_proof_cmd;
 pub mod wire;
 
 pub use node::{Node, NodeBuilder};
-/// The embedded devnet (it lives with the other chain sources).
-pub use source::devnet;
 
 /// The examples of `docs/DEVNET.md`, run as doc-tests.
 #[doc = include_str!("../docs/DEVNET.md")]

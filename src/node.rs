@@ -13,6 +13,7 @@ use log::{error, info, warn};
 
 use crate::chain::Network;
 use crate::config::{BitcoinConfig, Config, SourceConfig};
+use crate::devnet::control::{self, DevnetControl};
 use crate::headers::HeaderChain;
 use crate::health::SourceKind;
 use crate::ledger::{Ledger, LedgerError, OpenOptions};
@@ -21,14 +22,13 @@ use crate::rpc::{DevAccess, Rpc, RpcConfig};
 use crate::server::{Server, ServerError, Stopper};
 use crate::source::bitcoind::da::ChainCheckError;
 use crate::source::bitcoind::{BitcoinDa, BitcoinDaConfig, BitcoinRpc, RpcOptions};
-use crate::source::devnet::control::{self, DevnetControl};
 use crate::source::devnet::{Devnet, DevnetConfig, DevnetError};
 use crate::source::p2p::{PeerOptions, PeerSet, PeersDa};
 use crate::source::upstream::failover::Upstreams;
 use crate::stop::Stop;
 use crate::sync::progress::Progress;
-use crate::sync::verify::BlockRules;
 use crate::sync::{DaSide, Separate, SyncConfig, SyncError, Syncer};
+use crate::verify::BlockRules;
 
 /// Why a node could not start.
 #[derive(Debug)]

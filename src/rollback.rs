@@ -30,8 +30,8 @@ use std::path::Path;
 use crate::ledger::rollback::STEPS;
 use crate::ledger::walk::LedgerWalk;
 use crate::ledger::{Cut, Ledger, LedgerError, LedgerRead, LedgerWriter, OpenOptions};
-use crate::sync::verify::{self, VerifyError};
 use crate::types::{SequencerCommitment, VerifiedBatchProof};
+use crate::verify::{self, VerifyError};
 
 /// Where to take the ledger back to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -249,7 +249,7 @@ fn recompute(w: &mut LedgerWriter<'_>, height: u64) -> Result<(), RollbackError>
 }
 
 /// The heights a kept proof proves, by the rule the sync thread used when
-/// it stored it (`sync::verify::proof_commitments`).
+/// it stored it (`verify::proof_commitments`).
 fn proven_ranges(
     w: &LedgerWriter<'_>,
     proof: &VerifiedBatchProof,

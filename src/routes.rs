@@ -24,11 +24,11 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::devnet::control::{Job, Refuse};
 use crate::health::{Health, SourceKind};
 use crate::metrics::{Metrics, Route};
 use crate::rpc::{CallOutcome, Rpc, RpcError, Tally};
 use crate::server::{Defer, Handler, HttpMethod, HttpRequest, HttpResponse, Stats};
-use crate::source::devnet::control::{Job, Refuse};
 use crate::status_page;
 
 const JSON: &str = "application/json";

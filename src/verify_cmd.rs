@@ -25,8 +25,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::chain::{block_hash, verify_block_signature, Fork, ForkTable};
-use crate::sync::verify::{self, Check};
 use crate::types::SoftConfirmation;
+use crate::verify::{self, Check};
 use crate::wire;
 
 /// What `verify` checks against.

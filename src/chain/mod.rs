@@ -339,7 +339,7 @@ mod tests {
 
     #[test]
     fn the_vector_chain_verifies_across_the_fork_and_not_by_one_forks_rules() {
-        use crate::sync::verify::{self, BlockRules};
+        use crate::verify::{self, BlockRules};
         let verify_blocks = |chain: &[SoftConfirmation], below, key, forks: &ForkTable| {
             let v = verify::verify_blocks(chain, below, key, forks, BlockRules::default());
             (v.good, v.failure)
@@ -362,7 +362,7 @@ mod tests {
 
     #[test]
     fn signatures_checked_ahead_on_the_fetch_side_give_the_verdict_of_checking_them_all() {
-        use crate::sync::verify::{self, BlockRules};
+        use crate::verify::{self, BlockRules};
         let (forks, blocks) = vector_blocks();
         let chain: Vec<SoftConfirmation> = blocks.into_iter().map(|(_, _, sc)| sc).collect();
         let key = chain[0].pub_key;

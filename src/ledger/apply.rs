@@ -5,7 +5,7 @@
 //! it, inside the caller's write transaction: a block with its hash index,
 //! status and the DA slot it points at; a commitment with the statuses it
 //! raises; a proof with the heights it proves. Verification is the caller's
-//! (`sync::verify`): nothing here checks a chain rule.
+//! (`crate::verify`): nothing here checks a chain rule.
 
 use super::{LedgerError, LedgerRead, LedgerWriter};
 use crate::types::{Hash, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof};
@@ -76,7 +76,7 @@ impl LedgerWriter<'_> {
 
     /// The proof rule: a verified proof is recorded on the DA slot it was
     /// found on, and the height ranges it proves
-    /// (`sync::verify::verify_proof`) become Proven; when that moves the
+    /// (`verify::verify_proof`) become Proven; when that moves the
     /// proven frontier up, the frontier index says so.
     pub fn apply_proof(
         &mut self,

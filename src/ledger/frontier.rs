@@ -328,14 +328,14 @@ impl LedgerWriter<'_> {
         for slot in slots {
             let mut proven_here = None;
             for p in self.proofs_on_slot(slot)? {
-                let top = match crate::sync::verify::proof_commitments(&*self, &p) {
+                let top = match crate::verify::proof_commitments(&*self, &p) {
                     Ok(Some(cs)) => cs.iter().map(|c| c.l2_end_block_number).max().unwrap_or(0),
                     // A proof whose slot cannot be read back: the last
                     // height its output names (Kumquat-era proofs).
-                    Ok(None) | Err(crate::sync::verify::VerifyError::Failed { .. }) => {
+                    Ok(None) | Err(crate::verify::VerifyError::Failed { .. }) => {
                         p.proof_output.last_l2_height
                     }
-                    Err(crate::sync::verify::VerifyError::Ledger(e)) => return Err(e),
+                    Err(crate::verify::VerifyError::Ledger(e)) => return Err(e),
                 }
                 .min(proven_cap);
                 if top > proven {

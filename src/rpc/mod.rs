@@ -38,8 +38,8 @@ use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
+use crate::devnet::control::{DevExec, DevnetControl};
 use crate::ledger::{Ledger, LedgerReader};
-use crate::source::devnet::control::{DevExec, DevnetControl};
 use crate::sync::progress::Progress;
 pub use args::Wire;
 use envelope::{Body, Call, Entry};
@@ -115,7 +115,7 @@ enum Command {
     Proofs(proofs::Request),
     Counters(counters::Request),
     Citrea(citrea::Request),
-    Dev(crate::source::devnet::control::DevCommand),
+    Dev(crate::devnet::control::DevCommand),
 }
 
 impl Command {

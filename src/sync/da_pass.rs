@@ -9,8 +9,6 @@ use std::time::{Duration, Instant};
 use log::debug;
 
 use super::fetch::{fetch_ahead, ChunkRanges, Flow, Sink};
-use super::progress::Progress;
-use super::verify::{self, CommitmentVerdict, ProofVerdict, VerifyError};
 use super::{DaSide, SyncError, Syncer};
 use crate::chain::ForkTable;
 use crate::ledger::walk::LedgerWalk;
@@ -18,7 +16,9 @@ use crate::ledger::{ChainTip, Ledger, LedgerError, LedgerRead, LedgerWriter};
 use crate::proof::ProofRules;
 use crate::source::{L2Source, SourceError};
 use crate::stop::Stop;
+use crate::sync::progress::Progress;
 use crate::types::{DaSlot, Hash};
+use crate::verify::{self, CommitmentVerdict, ProofVerdict, VerifyError};
 
 impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
     /// With a DA source that reads the chain itself: the last slot scanned

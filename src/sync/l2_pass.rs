@@ -11,15 +11,15 @@ use log::debug;
 
 use super::da_pass::{apply_slot, note_skipped};
 use super::fetch::{fetch_ahead, ChunkRanges, Flow, Reach, Sink};
-use super::progress::Progress;
-use super::verify::{self, BlockRules, Check, VerifyError};
 use super::{pipeline, DaSide, SyncError, Syncer};
 use crate::chain::ForkTable;
 use crate::ledger::{ChainTip, Ledger, LedgerRead, LedgerWriter};
 use crate::proof::ProofRules;
 use crate::source::{DaAnchor, DaSource, L2Source, RangeFetch, SourceError};
 use crate::stop::Stop;
+use crate::sync::progress::Progress;
 use crate::types::{DaSlot, SoftConfirmation};
+use crate::verify::{self, BlockRules, Check, VerifyError};
 
 impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
     pub(super) fn sync_l2(&mut self, stop: &Stop) -> Result<u64, SyncError> {

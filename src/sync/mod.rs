@@ -2,7 +2,7 @@
 //! source, [`crate::source`]), verifies, writes the ledger.
 //!
 //! One pass ([`Syncer::step`]) first follows the L2 chain up to the head the
-//! source reports, in chunks, each chunk verified ([`verify`]) and committed
+//! source reports, in chunks, each chunk verified ([`crate::verify`]) and committed
 //! with its indexes in one LMDB write transaction; then it scans the DA
 //! slots the DA source has scanned, checking each commitment and proof
 //! before it raises statuses. Nothing is written that did not verify, and
@@ -15,14 +15,13 @@
 //! - `da_pass.rs`: the DA part of a pass, and how one slot is applied.
 //! - `fetch.rs`: chunked ranges fetched ahead on a fetch thread.
 //! - [`pipeline`]: several range requests in flight, answered in order.
-//! - [`verify`]: where a block, a commitment and a proof are verified.
+//! - [`crate::verify`] (a module of its own, below the sync thread: `ledgerd import`, `verify`, proofs and rollback use it too): where a block, a commitment and a proof are verified.
 //! - [`progress`]: the counters shared with the server.
 //! - [`waiting`]: the refused record the DA scan waits on (logged once).
 //! - [`report`]: the few INFO lines an operator reads (caught up, fell
 //!   behind, a summary at most every 30 s); per-chunk progress is DEBUG.
 
 pub mod args;
-pub mod backoff;
 pub mod block_time;
 mod da_pass;
 mod fetch;
@@ -30,7 +29,6 @@ mod l2_pass;
 pub mod pipeline;
 pub mod progress;
 pub mod report;
-pub mod verify;
 pub mod waiting;
 
 pub use da_pass::cut_last_slot_hash;
@@ -47,9 +45,9 @@ use crate::proof::ProofRules;
 use crate::source::{DaSource, L2Source, SourceError};
 use crate::stop::Stop;
 use crate::types::Hash;
+use crate::verify::{BlockRules, Check, VerifyError};
 use progress::Progress;
 use report::Reporter;
-use verify::{BlockRules, Check, VerifyError};
 
 /// Sync settings.
 #[derive(Clone, Debug)]
@@ -380,7 +378,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         if let Err(e) = self.load_progress() {
             error!("sync cannot read the ledger: {e}");
         }
-        let mut backoff = backoff::Backoff::new(self.config.max_backoff);
+        let mut backoff = crate::source::backoff::Backoff::new(self.config.max_backoff);
         // Stored since the last pass that found nothing new.
         let mut stored = 0;
         while !stop.is_stopped() {

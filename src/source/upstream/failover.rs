@@ -34,10 +34,10 @@ use std::time::{Duration, Instant};
 
 use log::info;
 
+use crate::source::backoff::Backoff;
 use crate::source::upstream::{Upstream, UpstreamConfig};
 use crate::source::{DaSource, L2Source, RangeFetch, SourceError};
 use crate::stop::Stop;
-use crate::sync::backoff::Backoff;
 use crate::sync::progress::Progress;
 use crate::types::{DaSlot, Hash, SoftConfirmation};
 

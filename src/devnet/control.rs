@@ -19,11 +19,6 @@ use crate::stop::Stop;
 use crate::sync::{StepReport, Syncer};
 use crate::types::{SequencerCommitment, VerifiedBatchProof};
 
-/// The log target of this module's INFO lines: the module path
-/// they had before the sources moved under `source/` (RUST_LOG filters and
-/// log readers name it).
-const LOG_TARGET: &str = "ledgerd::devnet::control";
-
 /// The most blocks one `dev_mine` makes.
 pub const MAX_MINE: u64 = 1_000_000;
 
@@ -308,7 +303,7 @@ impl DevExec for Exec<'_> {
             Mine(n) => {
                 let goal = devnet.mine(n);
                 self.settle()?;
-                log::info!(target: LOG_TARGET, "dev_mine {n}: head {goal} after {:.2?}", started.elapsed());
+                log::info!("dev_mine {n}: head {goal} after {:.2?}", started.elapsed());
                 DevOutcome::Number(goal)
             }
             SetBlockInterval(ms) => {
@@ -334,7 +329,7 @@ impl DevExec for Exec<'_> {
                         DevError::Failed(format!("the commitment on DA slot {slot} was not stored"))
                     })?;
                 log::info!(
-                    target: LOG_TARGET,
+                    target: module_path!(),
                     "dev_commit: heights {}..={} on DA slot {slot}",
                     c.l2_start_block_number,
                     c.l2_end_block_number
@@ -358,7 +353,7 @@ impl DevExec for Exec<'_> {
                         DevError::Failed(format!("the proof on DA slot {slot} was not stored"))
                     })?;
                 log::info!(
-                    target: LOG_TARGET,
+                    target: module_path!(),
                     "dev_prove: up to height {} on DA slot {slot}",
                     p.proof_output.last_l2_height
                 );
@@ -384,7 +379,7 @@ impl DevExec for Exec<'_> {
                 Some(at) => {
                     self.moved_to(at);
                     log::info!(
-                        target: LOG_TARGET,
+                        target: module_path!(),
                         "dev_revert {id}: head {}, DA slot {} after {:.2?}",
                         at.height,
                         at.slot,
@@ -399,7 +394,7 @@ impl DevExec for Exec<'_> {
                 self.moved_to(at);
                 self.settle()?;
                 log::info!(
-                    target: LOG_TARGET,
+                    target: module_path!(),
                     "dev_reset: head {}, DA slot {} after {:.2?}",
                     at.height,
                     at.slot,
