@@ -1,15 +1,15 @@
 //! What a 1 MiB batch proof costs to answer: writing its JSON alone
-//! (`json::write_verified_batch_proof`), and a whole request for it through
+//! (`json_out::write_verified_batch_proof`), and a whole request for it through
 //! `Rpc::handle` on a real ledger in a temp dir (LMDB read, decode, JSON).
 //! Prints the mean time per write and per request; it asserts nothing (the
-//! tests pin the JSON itself, `src/json.rs` and `src/rpc/tests.rs`).
+//! tests pin the JSON itself, `src/json_out.rs` and `src/rpc/tests.rs`).
 //!
 //! `cargo run --release --example proof_json_time [RUNS]`
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use ledgerd::json;
+use ledgerd::json_out;
 use ledgerd::ledger::{Ledger, OpenOptions};
 use ledgerd::rpc::{Rpc, RpcConfig};
 use ledgerd::sync::progress::Progress;
@@ -47,7 +47,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let start = Instant::now();
     for _ in 0..runs {
         out.clear();
-        json::write_verified_batch_proof(&mut out, &p);
+        json_out::write_verified_batch_proof(&mut out, &p);
     }
     println!(
         "1 MiB proof -> {} bytes of JSON in {:?} per write",

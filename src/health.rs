@@ -100,7 +100,7 @@ fn num_after(body: &mut Vec<u8>, name: &str, v: u64) {
     body.extend_from_slice(b",\"");
     body.extend_from_slice(name.as_bytes());
     body.extend_from_slice(b"\":");
-    crate::json::write_u64(body, v);
+    crate::json_out::write_u64(body, v);
 }
 
 /// Appends `,"{what}L1Height":n,"{what}Time":t` (`null`s before the first).
@@ -114,8 +114,8 @@ fn write_mark(body: &mut Vec<u8>, what: &str, mark: Option<FrontierMark>) {
         body.extend_from_slice(field.as_bytes());
         body.extend_from_slice(b"\":");
         match v {
-            Some(v) => crate::json::write_u64(body, v),
-            None => crate::json::write_null(body),
+            Some(v) => crate::json_out::write_u64(body, v),
+            None => crate::json_out::write_null(body),
         }
     }
 }
@@ -129,12 +129,12 @@ fn write_images(body: &mut Vec<u8>, rules: &crate::proof::ProofRules) {
     use crate::proof::Images;
     body.extend_from_slice(b",\"batchProofImages\":{\"pinnedBy\":");
     match rules.images {
-        Images::Network(n, _) => crate::json::write_str(body, &format!("--network {n}")),
-        Images::Devnet => crate::json::write_str(body, "devnet"),
+        Images::Network(n, _) => crate::json_out::write_str(body, &format!("--network {n}")),
+        Images::Devnet => crate::json_out::write_str(body, "devnet"),
         Images::Pinned(_) => {
-            crate::json::write_str(body, crate::proof::image_ids::BATCH_PROOF_IMAGE)
+            crate::json_out::write_str(body, crate::proof::image_ids::BATCH_PROOF_IMAGE)
         }
-        Images::Unpinned => crate::json::write_null(body),
+        Images::Unpinned => crate::json_out::write_null(body),
     }
     let fixed = rules.fixed_images();
     for fork in [Fork::Genesis, Fork::Kumquat] {
@@ -142,8 +142,8 @@ fn write_images(body: &mut Vec<u8>, rules: &crate::proof::ProofRules) {
         body.extend_from_slice(crate::proof::image_ids::fork_word(fork).as_bytes());
         body.extend_from_slice(b"\":");
         match fixed.iter().find(|(f, _)| *f == fork) {
-            Some((_, image)) => crate::json::write_str(body, &hex::encode(image.id)),
-            None => crate::json::write_null(body),
+            Some((_, image)) => crate::json_out::write_str(body, &hex::encode(image.id)),
+            None => crate::json_out::write_null(body),
         }
     }
     body.push(b'}');
@@ -155,12 +155,12 @@ fn write_headers(body: &mut Vec<u8>, h: &crate::sync::progress::HeaderProgress) 
         return;
     };
     body.extend_from_slice(b",\"bitcoinHeaders\":{\"chain\":");
-    crate::json::write_str(body, chain);
+    crate::json_out::write_str(body, chain);
     num_after(body, "height", h.height.load(Relaxed));
     body.extend_from_slice(b",\"hash\":");
-    crate::json::write_str(body, &tip.hash);
+    crate::json_out::write_str(body, &tip.hash);
     body.extend_from_slice(b",\"chainwork\":");
-    crate::json::write_str(body, &tip.chainwork);
+    crate::json_out::write_str(body, &tip.chainwork);
     body.extend_from_slice(b",\"minimumChainworkMet\":");
     body.extend_from_slice(if h.min_work_met.load(Relaxed) {
         b"true"
@@ -358,7 +358,7 @@ impl Health {
             body.extend_from_slice(b",\"");
             body.extend_from_slice(name.as_bytes());
             body.extend_from_slice(b"\":");
-            crate::json::write_u64(&mut body, v);
+            crate::json_out::write_u64(&mut body, v);
         };
         num("l2Head", l2_head);
         num("l2SourceHead", l2_source);
@@ -372,7 +372,7 @@ impl Health {
         write_mark(&mut body, "lastProof", proven);
         body.extend_from_slice(b",\"secondsSinceLastBlock\":");
         if last_block == 0 {
-            crate::json::write_null(&mut body);
+            crate::json_out::write_null(&mut body);
         } else {
             let ms = now.saturating_sub(last_block);
             body.extend_from_slice(format!("{}.{:03}", ms / 1000, ms % 1000).as_bytes());
@@ -389,11 +389,11 @@ impl Health {
         }
         if let Some(w) = &waiting {
             body.extend_from_slice(b",\"waitingOn\":{\"slot\":");
-            crate::json::write_u64(&mut body, w.slot);
+            crate::json_out::write_u64(&mut body, w.slot);
             body.extend_from_slice(b",\"check\":");
-            crate::json::write_str(&mut body, w.check);
+            crate::json_out::write_str(&mut body, w.check);
             body.extend_from_slice(b",\"why\":");
-            crate::json::write_str(&mut body, &w.why);
+            crate::json_out::write_str(&mut body, &w.why);
             num_after(&mut body, "refusals", w.retries);
             num_after(
                 &mut body,
@@ -410,11 +410,11 @@ impl Health {
         if has_source {
             body.extend_from_slice(if reachable { b"true" } else { b"false" });
         } else {
-            crate::json::write_null(&mut body);
+            crate::json_out::write_null(&mut body);
         }
         if let Some(upstream) = p.upstream() {
             body.extend_from_slice(b",\"upstream\":");
-            crate::json::write_str(&mut body, upstream);
+            crate::json_out::write_str(&mut body, upstream);
         }
         if reads_bitcoin && bitcoin.peers.any() {
             let peers = bitcoin.peers.snapshot();
@@ -429,29 +429,29 @@ impl Health {
                     body.push(b',');
                 }
                 body.extend_from_slice(b"{\"addr\":");
-                crate::json::write_str(&mut body, &peer.addr);
+                crate::json_out::write_str(&mut body, &peer.addr);
                 body.extend_from_slice(b",\"connected\":");
                 body.extend_from_slice(if peer.connected { b"true" } else { b"false" });
                 num_after(&mut body, "blocksFetched", peer.blocks_fetched);
                 if let Some(why) = &peer.problem {
                     body.extend_from_slice(b",\"problem\":");
-                    crate::json::write_str(&mut body, why);
+                    crate::json_out::write_str(&mut body, why);
                 }
                 body.push(b'}');
             }
             body.push(b']');
             if let Some(why) = bitcoin.problem() {
                 body.extend_from_slice(b",\"bitcoinProblem\":");
-                crate::json::write_str(&mut body, &why);
+                crate::json_out::write_str(&mut body, &why);
             }
         } else if let (true, Some(url)) = (reads_bitcoin, bitcoin.url.get()) {
             body.extend_from_slice(b",\"bitcoind\":");
-            crate::json::write_str(&mut body, url);
+            crate::json_out::write_str(&mut body, url);
             body.extend_from_slice(b",\"bitcoindReachable\":");
             body.extend_from_slice(if bitcoin.is_down() { b"false" } else { b"true" });
             if let Some(why) = bitcoin.problem() {
                 body.extend_from_slice(b",\"bitcoindProblem\":");
-                crate::json::write_str(&mut body, &why);
+                crate::json_out::write_str(&mut body, &why);
             }
         }
         if reads_bitcoin {
@@ -469,7 +469,7 @@ impl Health {
             body.extend_from_slice(b",\"reason\":\"");
             body.extend_from_slice(reason.as_bytes());
             body.extend_from_slice(b"\",\"problem\":");
-            crate::json::write_str(&mut body, problem);
+            crate::json_out::write_str(&mut body, problem);
         }
         body.push(b'}');
         Report {

@@ -63,7 +63,7 @@
 //!   [`process`]: the `process_*` metrics from `/proc/self`.
 //! - [`status_page`]: `GET /` from a browser: one static HTML page that shows the chain at a glance.
 //! - [`rpc`]: JSON-RPC 2.0: the envelope, then one module per method family.
-//! - [`json`]: the JSON writer for answers (no intermediate values);
+//! - [`json_out`]: the JSON writer for answers, /health and the rest (no intermediate values);
 //!   [`hexstr`]: reading hex strings (every hex input goes through it).
 //! - [`headers`]: Bitcoin's header chain by Bitcoin Core's rules (main, testnet4, signet,
 //!   regtest): the most-work chain the DA scan follows, stored in the ledger.
@@ -82,24 +82,26 @@
 //!   network's batch-proof image IDs; fake receipts.
 //! - [`chain`]: the chain rules per fork (Genesis, Kumquat): hashing, signatures, Merkle roots;
 //!   `chain::forks`: which fork applies at which height, and the public networks.
-//! - [`fixtures`]: `ledgerd import` / `export`: the ledger as JSON Lines fixtures.
+//! - [`jsonl`]: `ledgerd import` / `export`: the ledger as JSON Lines (fixtures for tests, audits).
 //! - [`replica`]: `ledgerd serve-readonly`: following a ledger another process writes.
 //! - [`rollback`]: `ledgerd rollback`: a ledger taken back to an L2 height or DA slot (also the
 //!   devnet's `dev_revert` / `dev_reset`).
 //! - [`verify_cmd`]: `ledgerd verify`: checking soft confirmations an RPC answered, offline.
 //! - [`verify_proof_cmd`]: `ledgerd verify-proof`: auditing batch proofs (receipt, journal, image).
-//! - [`wire`]: reading the RPC's JSON shapes back into records (follower, import, tests).
+//! - [`json_in`]: reading another node's JSON answers back into records (follower, import,
+//!   tests), in either answer shape ([`rpc::AnswerShape`]: ledgerd's or Citrea's).
 //! - [`logs`]: log lines on stderr, as text or JSON (`--log-format`).
 //! - [`stop`], [`signals`]: stopping cleanly on Ctrl-C and SIGTERM; [`os`]: thread priority;
 //!   [`memory`]: handing the heap back after catch-up.
 pub mod chain;
 pub mod config;
 pub mod devnet;
-pub mod fixtures;
 pub mod headers;
 pub mod health;
 pub mod hexstr;
-pub mod json;
+pub mod json_in;
+pub mod json_out;
+pub mod jsonl;
 pub mod ledger;
 pub mod logs;
 pub mod memory;
@@ -123,7 +125,6 @@ pub mod types;
 pub mod verify;
 pub mod verify_cmd;
 pub mod verify_proof_cmd;
-pub mod wire;
 
 pub use node::{Node, NodeBuilder};
 

@@ -1,6 +1,6 @@
 //! The `ledgerd` binary: parse the command line, start a [`ledgerd::Node`],
 //! print `listening on http://HOST:PORT`, wait for Ctrl-C or SIGTERM; or run
-//! `import` / `export` ([`ledgerd::fixtures`]) or `verify`
+//! `import` / `export` ([`ledgerd::jsonl`]) or `verify`
 //! ([`ledgerd::verify_cmd`]) and exit.
 
 use std::io::Write;
@@ -83,7 +83,7 @@ fn main() -> ExitCode {
 
 /// `ledgerd import FILE`: all of it or nothing; exit 1 with the bad lines.
 fn import(args: &config::ImportArgs) -> ExitCode {
-    use ledgerd::fixtures::{self, ImportOptions};
+    use ledgerd::jsonl::{self, ImportOptions};
     use ledgerd::ledger::{Ledger, OpenOptions};
     let name = args.file.display().to_string();
     let input: Box<dyn std::io::BufRead> = if name == "-" {
@@ -110,7 +110,7 @@ fn import(args: &config::ImportArgs) -> ExitCode {
         sequencer_pubkey: args.sequencer_pubkey,
         receipts: args.receipts,
     };
-    match fixtures::import(&ledger, input, options) {
+    match jsonl::import(&ledger, input, options) {
         Ok(report) => {
             println!("{report} in {}", args.data_dir.display());
             if args.verify && report.proofs > 0 && !args.receipts.images_pinned() {
@@ -166,7 +166,7 @@ fn export(args: &config::ExportArgs) -> ExitCode {
         }
     };
     let mut out = std::io::stdout().lock();
-    match ledgerd::fixtures::export(&ledger, args.from, args.to, &mut out) {
+    match ledgerd::jsonl::export(&ledger, args.from, args.to, &mut out) {
         Ok(r) => {
             log::info!(
                 "exported heights {}..={}: {} records",

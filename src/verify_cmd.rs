@@ -25,9 +25,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::chain::{block_hash, verify_block_signature, Fork, ForkTable};
+use crate::json_in;
 use crate::types::SoftConfirmation;
 use crate::verify::{self, Check};
-use crate::wire;
 
 /// What `verify` checks against.
 #[derive(Clone, Debug)]
@@ -190,7 +190,7 @@ fn collect(
     }
     let kind: Kind = serde_json::from_str(value.get()).map_err(|e| not_a_block(e.to_string()))?;
     if kind.l2_height.is_some() {
-        let sc = wire::soft_confirmation(value.get()).map_err(|e| not_a_block(e.to_string()))?;
+        let sc = json_in::soft_confirmation(value.get()).map_err(|e| not_a_block(e.to_string()))?;
         blocks.push(Some(sc));
         return Ok(());
     }
@@ -415,7 +415,7 @@ mod tests {
     fn json_lines(blocks: &[SoftConfirmation]) -> String {
         let mut out = Vec::new();
         for sc in blocks {
-            crate::json::write_soft_confirmation(&mut out, sc);
+            crate::json_out::write_soft_confirmation(&mut out, sc);
             out.push(b'\n');
         }
         String::from_utf8(out).unwrap()

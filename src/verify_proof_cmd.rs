@@ -43,7 +43,7 @@ pub enum InputError {
     /// An object without `"proof"`.
     NoProof,
     /// A `"proofOutput"` that is not one.
-    ProofOutput(crate::wire::WireError),
+    ProofOutput(crate::json_in::WireError),
     /// No bytes at all.
     Empty,
     /// An empty JSON array.
@@ -124,7 +124,7 @@ fn one(v: &Value) -> Result<Given, InputError> {
     let output = match obj.get("proofOutput") {
         None | Some(Value::Null) => None,
         Some(o) => {
-            Some(crate::wire::proof_output(&o.to_string()).map_err(InputError::ProofOutput)?)
+            Some(crate::json_in::proof_output(&o.to_string()).map_err(InputError::ProofOutput)?)
         }
     };
     Ok(Given {

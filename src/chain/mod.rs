@@ -225,7 +225,7 @@ mod tests {
     }
 
     fn h32(v: &Value) -> Hash {
-        crate::wire::hash("test vector", v.as_str().expect("hex string")).expect("32-byte hex")
+        crate::json_in::hash("test vector", v.as_str().expect("hex string")).expect("32-byte hex")
     }
 
     /// One soft confirmation of the vectors. The block is kept as raw text:
@@ -258,7 +258,7 @@ mod tests {
                     "Kumquat" => Fork::Kumquat,
                     other => panic!("unknown fork {other}"),
                 };
-                let sc = crate::wire::soft_confirmation(e.block.get()).unwrap();
+                let sc = crate::json_in::soft_confirmation(e.block.get()).unwrap();
                 (fork, hex::decode(&e.signed_message).unwrap(), sc)
             })
             .collect();

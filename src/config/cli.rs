@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use crate::chain::args::ChainArgs;
 use crate::config::heading;
-use crate::fixtures::args::{ExportCmd, ImportCmd};
+use crate::jsonl::args::{ExportCmd, ImportCmd};
 use crate::ledger::args::{DataDirArgs, EphemeralArgs, RollbackCmd};
 use crate::ops_args::OpsArgs;
 use crate::rpc::args::RpcArgs;

@@ -5,7 +5,7 @@
 //! of that subsystem's `#[derive(clap::Args)]` struct (`server::args`,
 //! `rpc::args`, `source::devnet::args`, `source::bitcoind::args`,
 //! `source::upstream::args`, `sync::args`, `chain::args`, `ledger::args`,
-//! `ops_args`, `fixtures::args`): its name, help, default and value parser.
+//! `ops_args`, `jsonl::args`): its name, help, default and value parser.
 //! From that one place come:
 //! - the flag (`--data-dir DIR`), grouped in `--help` by its heading;
 //! - its variable, `LEDGERD_` + the flag in upper snake case
@@ -70,7 +70,7 @@ use crate::source::bitcoind::Credentials;
 use crate::source::devnet::DevnetConfig;
 
 pub use crate::logs::LogFormat;
-pub use crate::rpc::Wire;
+pub use crate::rpc::AnswerShape;
 
 /// The `--help` headings; a config file's sections are these, lowercase,
 /// spaces as `-` (`[chain-source]`).
@@ -120,7 +120,7 @@ pub struct Config {
     /// `--kumquat-height`: overrides the network's Kumquat height.
     pub kumquat_height: Option<u64>,
     /// `--wire`: the answer shapes served.
-    pub wire: Wire,
+    pub wire: AnswerShape,
     /// `--max-range`; `None`: the wire's default (1000 ledgerd, 20 citrea).
     pub max_range: Option<u64>,
     pub max_batch: usize,
@@ -224,7 +224,7 @@ impl Default for Config {
             sequencer_pubkey: None,
             network: None,
             kumquat_height: None,
-            wire: Wire::default(),
+            wire: AnswerShape::default(),
             max_range: None,
             max_batch: crate::rpc::args::DEFAULT_MAX_BATCH,
             server: ServerConfig::default(),

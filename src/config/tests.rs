@@ -41,7 +41,7 @@ fn defaults_match_the_documented_ones() {
     );
     assert_eq!(
         (c.wire, c.sync_concurrency, c.sync_chunk),
-        (Wire::Ledgerd, 8, 100)
+        (AnswerShape::Ledgerd, 8, 100)
     );
     assert_eq!(c.server.idle_timeout, Duration::from_secs(10));
     assert_eq!(c.server.body_timeout, Duration::from_secs(5));
@@ -140,10 +140,10 @@ fn ops_flags_parse_and_check_their_values() {
 #[test]
 fn wire_citrea_serves_20_block_ranges_unless_max_range_says_otherwise() {
     let c = run(&["--wire", "citrea"]).unwrap();
-    assert_eq!((c.wire, c.max_range()), (Wire::Citrea, 20));
+    assert_eq!((c.wire, c.max_range()), (AnswerShape::Citrea, 20));
     let c = run(&["--wire=citrea", "--max-range", "50"]).unwrap();
     assert_eq!(c.max_range(), 50);
-    assert_eq!(run(&["--wire", "seed"]).unwrap().wire, Wire::Ledgerd);
+    assert_eq!(run(&["--wire", "seed"]).unwrap().wire, AnswerShape::Ledgerd);
     let e = run(&["--wire", "json"]).unwrap_err();
     assert!(e.0.contains("--wire takes ledgerd"), "{e}");
     let c = run(&[

@@ -1,4 +1,4 @@
-//! Table walks, for `ledgerd export` (see [`crate::fixtures`]) and for the
+//! Table walks, for `ledgerd export` (see [`crate::jsonl`]) and for the
 //! devnet when it starts on a stored chain.
 //!
 //! The request path never walks a table; an export does, once per table, to

@@ -9,7 +9,7 @@ pub const DEFAULT_MAX_BATCH: usize = 50;
 
 /// Which answer shapes the server writes (`--wire`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Wire {
+pub enum AnswerShape {
     /// ledgerd's own shapes, `docs/API.md` (the default; `--wire ledgerd`,
     /// or `seed`, its earlier name).
     #[default]
@@ -19,19 +19,19 @@ pub enum Wire {
     Citrea,
 }
 
-impl Wire {
+impl AnswerShape {
     /// The longest range served when `--max-range` is not given.
     pub fn default_max_range(self) -> u64 {
         match self {
-            Wire::Ledgerd => 1000,
-            Wire::Citrea => 20,
+            AnswerShape::Ledgerd => 1000,
+            AnswerShape::Citrea => 20,
         }
     }
 
-    fn parse(value: &str) -> Result<Wire, String> {
+    fn parse(value: &str) -> Result<AnswerShape, String> {
         match value {
-            "ledgerd" | "seed" => Ok(Wire::Ledgerd),
-            "citrea" => Ok(Wire::Citrea),
+            "ledgerd" | "seed" => Ok(AnswerShape::Ledgerd),
+            "citrea" => Ok(AnswerShape::Citrea),
             other => Err(format!(
                 "takes ledgerd (ledgerd's own answer shapes) or citrea (a Citrea v0.6 node's), \
                  not {other:?}"
@@ -40,11 +40,11 @@ impl Wire {
     }
 }
 
-impl std::fmt::Display for Wire {
+impl std::fmt::Display for AnswerShape {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            Wire::Ledgerd => "ledgerd",
-            Wire::Citrea => "citrea",
+            AnswerShape::Ledgerd => "ledgerd",
+            AnswerShape::Citrea => "citrea",
         })
     }
 }
@@ -53,8 +53,8 @@ impl std::fmt::Display for Wire {
 #[command(next_help_heading = heading::SERVER)]
 pub struct RpcArgs {
     /// Answer shapes: ledgerd's own, or a Citrea v0.6 node's
-    #[arg(long, value_name = "ledgerd|citrea", default_value_t = Wire::default(), value_parser = Wire::parse)]
-    pub wire: Wire,
+    #[arg(long, value_name = "ledgerd|citrea", default_value_t = AnswerShape::default(), value_parser = AnswerShape::parse)]
+    pub wire: AnswerShape,
     /// Longest ledger_getSoftConfirmationRange [default: 1000; 20 with --wire citrea]
     #[arg(long, value_name = "N", value_parser = number::<u64>)]
     pub max_range: Option<u64>,

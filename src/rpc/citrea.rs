@@ -25,7 +25,7 @@
 
 use super::error::RpcError;
 use super::params::{Params, Slot};
-use crate::json;
+use crate::json_out;
 use crate::ledger::{Frontier, FrontierMark, FrontierRead, LedgerRead, LedgerReader};
 use crate::sync::progress::{unix_ms, Progress};
 
@@ -101,17 +101,17 @@ impl Request {
                 };
                 let (committed, proven) = (height(Frontier::Committed)?, height(Frontier::Proven)?);
                 out.extend_from_slice(b"{\"committed\":");
-                json::write_u64(out, committed);
+                json_out::write_u64(out, committed);
                 out.extend_from_slice(b",\"proven\":");
-                json::write_u64(out, proven);
+                json_out::write_u64(out, proven);
                 out.push(b'}');
             }
-            Request::BatchProofs => json::write_null(out),
+            Request::BatchProofs => json_out::write_null(out),
             Request::HealthCheck => {
                 if !blocks_on_demand {
                     health_check(reader, progress, unix_ms())?;
                 }
-                json::write_null(out);
+                json_out::write_null(out);
             }
         }
         Ok(())
@@ -121,12 +121,12 @@ impl Request {
 /// `{"height":n,"commitment_index":i}` or `null`.
 fn write_mark(out: &mut Vec<u8>, mark: Option<FrontierMark>) {
     match mark {
-        None => json::write_null(out),
+        None => json_out::write_null(out),
         Some(m) => {
             out.extend_from_slice(b"{\"height\":");
-            json::write_u64(out, m.l2_height);
+            json_out::write_u64(out, m.l2_height);
             out.extend_from_slice(b",\"commitment_index\":");
-            json::write_u64(out, m.commitment_index);
+            json_out::write_u64(out, m.commitment_index);
             out.push(b'}');
         }
     }

@@ -2,7 +2,7 @@
 
 use super::error::RpcError;
 use super::params::{Params, Slot};
-use crate::json;
+use crate::json_out;
 use crate::ledger::{LedgerRead, LedgerReader};
 use crate::types::Hash;
 
@@ -45,8 +45,8 @@ impl Request {
             None => None,
         };
         match commitments {
-            Some(items) if !items.is_empty() => json::write_commitments(out, &items),
-            _ => json::write_null(out),
+            Some(items) if !items.is_empty() => json_out::write_commitments(out, &items),
+            _ => json_out::write_null(out),
         }
         Ok(())
     }

@@ -2,7 +2,7 @@
 //! height (13).
 
 use super::error::RpcError;
-use crate::json;
+use crate::json_out;
 use crate::ledger::{LedgerRead, LedgerReader};
 
 /// A counter query (neither takes parameters).
@@ -18,10 +18,10 @@ impl Request {
     pub fn apply(&self, reader: &LedgerReader, out: &mut Vec<u8>) -> Result<(), RpcError> {
         match self {
             Request::GenesisStateRoot => match reader.genesis_state_root()? {
-                Some(root) => json::write_byte_array(out, &root),
-                None => json::write_null(out),
+                Some(root) => json_out::write_byte_array(out, &root),
+                None => json_out::write_null(out),
             },
-            Request::LastScannedL1Height => json::write_u64(out, reader.last_scanned_l1()?),
+            Request::LastScannedL1Height => json_out::write_u64(out, reader.last_scanned_l1()?),
         }
         Ok(())
     }

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::json;
+use crate::json_out;
 
 /// One JSON-RPC error object.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -116,11 +116,11 @@ impl RpcError {
         if self.code < 0 {
             out.push(b'-');
         }
-        json::write_u64(out, self.code.unsigned_abs());
+        json_out::write_u64(out, self.code.unsigned_abs());
         out.extend_from_slice(b",\"message\":");
-        json::write_str(out, self.message);
+        json_out::write_str(out, self.message);
         out.extend_from_slice(b",\"data\":");
-        json::write_str(out, &self.data);
+        json_out::write_str(out, &self.data);
         out.push(b'}');
     }
 }

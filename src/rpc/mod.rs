@@ -13,7 +13,7 @@
 //!    through [`params`];
 //! 3. the request is applied against one read transaction of the ledger,
 //!    shared by every request of a batch (one consistent snapshot), and its
-//!    result is written as JSON by [`crate::json`] straight into the output.
+//!    result is written as JSON by [`crate::json_out`] straight into the output.
 //!
 //! The `dev_*` methods ([`dev`]) change the devnet's chain: a body holding
 //! one is answered on the devnet's sync thread ([`Rpc::handle_dev`]), each
@@ -41,7 +41,7 @@ use serde_json::value::RawValue;
 use crate::devnet::control::{DevExec, DevnetControl};
 use crate::ledger::{Ledger, LedgerReader};
 use crate::sync::progress::Progress;
-pub use args::Wire;
+pub use args::AnswerShape;
 use envelope::{Body, Call, Entry};
 pub use error::RpcError;
 use params::Params;
@@ -80,15 +80,15 @@ pub struct RpcConfig {
     /// Most request objects in one batch (default 50).
     pub max_batch: usize,
     /// The answer shapes (`--wire`): ledgerd's own, or a Citrea v0.6 node's.
-    pub wire: Wire,
+    pub wire: AnswerShape,
 }
 
 impl Default for RpcConfig {
     fn default() -> RpcConfig {
         RpcConfig {
-            max_range: Wire::Ledgerd.default_max_range(),
+            max_range: AnswerShape::Ledgerd.default_max_range(),
             max_batch: args::DEFAULT_MAX_BATCH,
-            wire: Wire::Ledgerd,
+            wire: AnswerShape::Ledgerd,
         }
     }
 }
@@ -448,7 +448,7 @@ fn write_head(out: &mut Vec<u8>, id: Option<&RawValue>) {
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     match id {
         Some(id) => out.extend_from_slice(id.get().as_bytes()),
-        None => crate::json::write_null(out),
+        None => crate::json_out::write_null(out),
     }
 }
 

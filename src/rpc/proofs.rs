@@ -2,8 +2,8 @@
 
 use super::error::RpcError;
 use super::params::{Params, Slot};
-use super::Wire;
-use crate::json;
+use super::AnswerShape;
+use crate::json_out;
 use crate::ledger::{LedgerRead, LedgerReader};
 
 const HEIGHT: Slot = Slot {
@@ -35,34 +35,34 @@ impl Request {
     pub fn apply(
         &self,
         reader: &LedgerReader,
-        wire: Wire,
+        wire: AnswerShape,
         out: &mut Vec<u8>,
     ) -> Result<(), RpcError> {
         match (*self, wire) {
-            (Request::BySlotHeight(slot), Wire::Citrea) => {
+            (Request::BySlotHeight(slot), AnswerShape::Citrea) => {
                 let proofs = reader.proofs_on_slot(slot)?;
                 if proofs.is_empty() {
-                    json::write_null(out);
+                    json_out::write_null(out);
                 } else {
-                    json::write_citrea_proofs_on_slot(out, &proofs);
+                    json_out::write_citrea_proofs_on_slot(out, &proofs);
                 }
             }
-            (Request::BySlotHeight(slot), Wire::Ledgerd) => {
+            (Request::BySlotHeight(slot), AnswerShape::Ledgerd) => {
                 match reader.last_proof_on_slot(slot)? {
-                    Some(p) => json::write_verified_batch_proof(out, &p),
-                    None => json::write_null(out),
+                    Some(p) => json_out::write_verified_batch_proof(out, &p),
+                    None => json_out::write_null(out),
                 }
             }
             // Citrea v0.6.2 answers the first proof of the highest slot
             // (`get_last_verified_batch_proof`, sov-db's ledger_db/rpc.rs:
             // `item.value[0]`); the spec, the last one verified.
-            (Request::Last, Wire::Ledgerd) => match reader.last_proof()? {
-                None => json::write_null(out),
-                Some(p) => json::write_verified_batch_proof(out, &p),
+            (Request::Last, AnswerShape::Ledgerd) => match reader.last_proof()? {
+                None => json_out::write_null(out),
+                Some(p) => json_out::write_verified_batch_proof(out, &p),
             },
-            (Request::Last, Wire::Citrea) => match reader.first_proof_on_last_slot()? {
-                None => json::write_null(out),
-                Some(p) => json::write_citrea_last_proof(out, &p),
+            (Request::Last, AnswerShape::Citrea) => match reader.first_proof_on_last_slot()? {
+                None => json_out::write_null(out),
+                Some(p) => json_out::write_citrea_last_proof(out, &p),
             },
         }
         Ok(())

@@ -3,8 +3,8 @@
 
 use super::error::RpcError;
 use super::params::{Params, Slot};
-use super::{RpcConfig, Wire};
-use crate::json;
+use super::{AnswerShape, RpcConfig};
+use crate::json_out;
 use crate::ledger::{LedgerRead, LedgerReader};
 
 const NUMBER: Slot = Slot {
@@ -73,14 +73,14 @@ impl Request {
         match *self {
             Request::ByNumber(height) => {
                 let sc = reader.soft_confirmation(height)?;
-                json::write_opt_soft_confirmation(out, sc.as_ref());
+                json_out::write_opt_soft_confirmation(out, sc.as_ref());
             }
             Request::ByHash(hash) => {
                 let sc = match reader.height_by_hash(&hash)? {
                     Some(height) => reader.soft_confirmation(height)?,
                     None => None,
                 };
-                json::write_opt_soft_confirmation(out, sc.as_ref());
+                json_out::write_opt_soft_confirmation(out, sc.as_ref());
             }
             Request::Range { start, end } => {
                 if start > end {
@@ -89,9 +89,11 @@ impl Request {
                 // end - start + 1 > max_range, without overflow at u64::MAX.
                 if end - start >= max_range {
                     return Err(RpcError::ledger(match config.wire {
-                        Wire::Ledgerd => format!("requested range too large. Max: {max_range}"),
+                        AnswerShape::Ledgerd => {
+                            format!("requested range too large. Max: {max_range}")
+                        }
                         // Citrea's words.
-                        Wire::Citrea => {
+                        AnswerShape::Citrea => {
                             format!("requested batch range too large. Max: {max_range}")
                         }
                     }));
@@ -99,8 +101,11 @@ impl Request {
                 let items = reader.soft_confirmation_range(start, end)?;
                 // Always end-start+1 items: null at every height not stored.
                 let count = (end - start + 1) as usize;
-                json::write_list(out, 0..count, |out, i| {
-                    json::write_opt_soft_confirmation(out, items.get(i).and_then(Option::as_ref));
+                json_out::write_list(out, 0..count, |out, i| {
+                    json_out::write_opt_soft_confirmation(
+                        out,
+                        items.get(i).and_then(Option::as_ref),
+                    );
                 });
             }
             Request::Status(height) => {
@@ -116,11 +121,13 @@ impl Request {
                 // is `null`: parameters are checked for syntax only, and the
                 // not-stored answer stays uniform across methods.
                 match (reader.status(height)?, config.wire) {
-                    (Some(status), Wire::Ledgerd) => json::write_status(out, status),
-                    (Some(status), Wire::Citrea) => json::write_lowercase_status(out, status),
-                    (None, Wire::Ledgerd) => json::write_null(out),
+                    (Some(status), AnswerShape::Ledgerd) => json_out::write_status(out, status),
+                    (Some(status), AnswerShape::Citrea) => {
+                        json_out::write_lowercase_status(out, status)
+                    }
+                    (None, AnswerShape::Ledgerd) => json_out::write_null(out),
                     // Citrea answers every height it does not hold so.
-                    (None, Wire::Citrea) => {
+                    (None, AnswerShape::Citrea) => {
                         return Err(RpcError::ledger(format!(
                             "Soft confirmation at height {height} not processed yet."
                         )))
@@ -134,9 +141,9 @@ impl Request {
                 } else {
                     reader.soft_confirmation(head)?
                 };
-                json::write_opt_soft_confirmation(out, sc.as_ref());
+                json_out::write_opt_soft_confirmation(out, sc.as_ref());
             }
-            Request::HeadHeight => json::write_u64(out, reader.head_height()?),
+            Request::HeadHeight => json_out::write_u64(out, reader.head_height()?),
         }
         Ok(())
     }

@@ -38,7 +38,7 @@ fn real_proof() -> (Vec<u8>, ProofOutput) {
     let text = std::fs::read_to_string(OUTPUT).expect("tests/data output");
     (
         bytes,
-        ledgerd::wire::proof_output(&text).expect("the output reads"),
+        ledgerd::json_in::proof_output(&text).expect("the output reads"),
     )
 }
 

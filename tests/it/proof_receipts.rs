@@ -36,7 +36,7 @@ const OUTPUT: &str = concat!(
 fn real_proof() -> (Vec<u8>, String, ProofOutput) {
     let bytes = std::fs::read(RECEIPT).expect("tests/data receipt");
     let text = std::fs::read_to_string(OUTPUT).expect("tests/data output");
-    let output = ledgerd::wire::proof_output(&text).expect("the output reads");
+    let output = ledgerd::json_in::proof_output(&text).expect("the output reads");
     (bytes, text, output)
 }
 

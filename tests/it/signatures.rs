@@ -11,7 +11,7 @@ use curve25519_dalek::constants::ED25519_BASEPOINT_POINT;
 use curve25519_dalek::scalar::Scalar;
 use ed25519_dalek::{Signature, VerifyingKey};
 use ledgerd::chain::{block_hash, Fork};
-use ledgerd::fixtures::{write_record, Record};
+use ledgerd::jsonl::{write_record, Record};
 use ledgerd::ledger::LedgerRead;
 use ledgerd::types::{SoftConfirmation, ZERO_HASH};
 use sha2::{Digest, Sha512};

@@ -14,7 +14,7 @@
 //! One client reads both answer shapes, with no flag: a ledgerd's (the
 //! seed's: method 11 one object with `height`) and a Citrea v0.6 node's
 //! (method 11 an array without `height`, method 12 with `height` outside);
-//! see [`crate::wire`]. The upstream does not serve a DA slot's own hash:
+//! see [`crate::json_in`]. The upstream does not serve a DA slot's own hash:
 //! the sync thread learns it from the blocks that point at the slot.
 //!
 //! An [`Upstream`] is cheap to clone: clones share the HTTP connection pool
@@ -32,10 +32,10 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::json_in;
 use crate::source::jsonrpc::{self, PostError, Reply};
 use crate::source::{DaSource, L2Source, RangeFetch, SourceError};
 use crate::types::{DaSlot, Hash, SoftConfirmation};
-use crate::wire;
 use pace::Pace;
 
 /// The log target of this module's INFO lines: the module path
@@ -156,13 +156,13 @@ impl Upstream {
     /// The upstream's own sync status, asked as `citrea_syncStatus` (what a
     /// Citrea node answers; a ledgerd answers it too) and, when the
     /// upstream does not know that name, as `svc_syncStatus`.
-    pub fn sync_status(&self) -> Result<wire::SyncStatus, SourceError> {
+    pub fn sync_status(&self) -> Result<json_in::SyncStatus, SourceError> {
         let mut answer = self.call("citrea_syncStatus", "[]")?;
         if matches!(answer, Answer::Error { code: -32601, .. }) {
             answer = self.call("svc_syncStatus", "[]")?;
         }
         let text = answer.into_result("citrea_syncStatus")?;
-        wire::sync_status(&text)
+        json_in::sync_status(&text)
             .map_err(|e| err(format!("upstream answered an unreadable sync status: {e}")))
     }
 
@@ -260,7 +260,7 @@ impl L2Source for Upstream {
         if text.trim() == "null" {
             return Ok(None);
         }
-        let sc = wire::soft_confirmation(&text).map_err(|e| {
+        let sc = json_in::soft_confirmation(&text).map_err(|e| {
             err(format!(
                 "upstream {method} answered an unreadable block: {e}"
             ))
@@ -327,7 +327,7 @@ impl Upstream {
         loop {
             match self.call(method, &format!("[{from},{to}]"))? {
                 Answer::Result(text) => {
-                    let list = wire::soft_confirmation_list(&text).map_err(|e| {
+                    let list = json_in::soft_confirmation_list(&text).map_err(|e| {
                         err(format!(
                             "upstream {method} answered an unreadable block: {e}"
                         ))
@@ -406,12 +406,13 @@ impl Upstream {
             let (Some(c), Some(p)) = (answers.next(), answers.next()) else {
                 return Err(err("upstream answered a batch short"));
             };
-            let commitments = wire::commitment_list(&c.into_result(commitments)?).map_err(|e| {
-                err(format!(
-                    "upstream {commitments} answered unreadable commitments: {e}"
-                ))
-            })?;
-            let proofs = wire::verified_batch_proofs_on_slot(&p.into_result(proofs)?, number)
+            let commitments =
+                json_in::commitment_list(&c.into_result(commitments)?).map_err(|e| {
+                    err(format!(
+                        "upstream {commitments} answered unreadable commitments: {e}"
+                    ))
+                })?;
+            let proofs = json_in::verified_batch_proofs_on_slot(&p.into_result(proofs)?, number)
                 .map_err(|e| {
                     err(format!(
                         "upstream {proofs} for DA slot {number} answered an unreadable proof: {e}"

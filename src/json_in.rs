@@ -1,6 +1,6 @@
 //! Reading the RPC's JSON shapes back into [`crate::types`] values.
 //!
-//! The server never needs this (it only writes JSON, see [`crate::json`]);
+//! The server never needs this (it only writes JSON, see [`crate::json_out`]);
 //! the upstream follower, `ledgerd import` and the tests do. Parsing goes
 //! through typed serde structs, not `serde_json::Value`, so that `l1FeeRate`
 //! keeps all 128 bits.

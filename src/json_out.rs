@@ -8,7 +8,7 @@
 //!
 //! Shapes and field order follow the tables of `docs/API.md`; hex is
 //! lowercase without `0x`; `l1FeeRate` is a u128 written as a JSON number.
-//! [`crate::wire`] reads these shapes back (the tests below round-trip them).
+//! [`crate::json_in`] reads these shapes back (the tests below round-trip them).
 
 use crate::sync::progress::LayerStatus;
 use crate::types::{SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof};
@@ -546,7 +546,10 @@ mod tests {
         let json = text(|o| write_soft_confirmation(o, &sc));
         assert!(json.contains("\"l1FeeRate\":340282366920938463463374607431768211455,"));
         assert!(json.starts_with("{\"l2Height\":7,\"daSlotHeight\":3,\"daSlotHash\":\"abab"));
-        assert_eq!(crate::wire::soft_confirmation(&json).expect("parses"), sc);
+        assert_eq!(
+            crate::json_in::soft_confirmation(&json).expect("parses"),
+            sc
+        );
         assert_eq!(text(|o| write_opt_soft_confirmation(o, None)), "null");
     }
 
@@ -567,7 +570,10 @@ mod tests {
             },
         ];
         let json = text(|o| write_commitments(o, &items));
-        assert_eq!(crate::wire::commitment_list(&json).expect("parses"), items);
+        assert_eq!(
+            crate::json_in::commitment_list(&json).expect("parses"),
+            items
+        );
         assert_eq!(text(|o| write_commitments(o, &[])), "[]");
     }
 
@@ -583,7 +589,7 @@ mod tests {
             serde_json::Value::Null
         );
         assert_eq!(v["proof"]["proofOutput"]["stateDiff"]["aa"], "bb0c");
-        let back = crate::wire::verified_batch_proof(&json)
+        let back = crate::json_in::verified_batch_proof(&json)
             .expect("parses")
             .expect("some");
         // wire reads stateDiff through a map: compare it sorted.
