@@ -54,7 +54,9 @@
 //!
 //! # Files
 //!
-//! mod.rs: the loop (read, dispatch, write); api.rs: the public types (limits,
+//! mod.rs: the loop (read, dispatch, write); handle.rs: starting it and
+//! serving until stopped; request.rs: what the loop reads off a request
+//! (method, body kind) and the transport's own error bodies; api.rs: the public types (limits,
 //! request, answer, handler, counters, errors); body.rs: reading and refusing
 //! bodies; write.rs: writing answers; framing.rs: RFC 9112 framing checks;
 //! socket.rs: the listening socket's options; fds.rs: the /proc/self/fd
@@ -70,7 +72,9 @@ mod closed;
 mod deferred;
 mod fds;
 pub mod framing;
+mod handle;
 mod logging;
+mod request;
 mod socket;
 mod supervisor;
 mod tracker;
@@ -80,9 +84,9 @@ pub use logging::QuietAcceptTimeouts;
 pub use socket::set_nodelay_on_listener;
 
 use std::collections::HashMap;
-use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::sync::mpsc::{Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -93,8 +97,8 @@ use write::{DateCache, Inline, OffLoop};
 use closed::ClosedConns;
 use deferred::Deferred;
 pub use deferred::{Defer, Later};
-use supervisor::{start_tiny, REBUILD_MIN_GAP};
-use tracker::Tracker;
+use request::{body_kind, json_error, method_of, BodyKind, Got};
+use supervisor::REBUILD_MIN_GAP;
 
 pub use api::{Handler, HttpMethod, HttpRequest, HttpResponse, ServerConfig, ServerError, Stats};
 
@@ -162,97 +166,6 @@ struct Conn {
     pending: Arc<AtomicU32>,
 }
 
-impl Server {
-    /// Binds (port 0 is fine), sets socket options and starts tiny_http.
-    pub fn bind(addr: &str, config: ServerConfig) -> Result<Server, ServerError> {
-        let listen_err = |source| ServerError::Listen {
-            addr: addr.to_string(),
-            source,
-        };
-        match socket::raise_nofile_limit() {
-            Ok(n) => log::debug!("open file limit: {n}"),
-            Err(e) => log::warn!("cannot raise the open file limit: {e}"),
-        }
-        let addrs: Vec<SocketAddr> = addr.to_socket_addrs().map_err(listen_err)?.collect();
-        let listener = if config.reuse_port {
-            socket::bind_reuse_port(&addrs).map_err(listen_err)?
-        } else {
-            TcpListener::bind(&addrs[..]).map_err(listen_err)?
-        };
-        socket::configure_listener(&listener, config.idle_timeout, write::SEND_TIMEOUT)
-            .map_err(listen_err)?;
-        let local = listener.local_addr().map_err(listen_err)?;
-        let tiny = start_tiny(&listener)?;
-        let shared = Arc::new(Shared {
-            current: Mutex::new(Arc::new(tiny)),
-            stop: AtomicBool::new(false),
-        });
-        let stats = Arc::new(Stats::default());
-        let (tx, rx) = mpsc::channel();
-        let (close_tx, close_rx) = mpsc::channel();
-        let live_peers = Arc::new(Mutex::new(Vec::new()));
-        let tracker = Tracker {
-            local,
-            shared: Arc::downgrade(&shared),
-            stats: stats.clone(),
-            rx: close_rx,
-            live_peers: live_peers.clone(),
-        };
-        std::thread::Builder::new()
-            .name("ledgerd-conns".into())
-            .spawn(move || tracker.run())
-            .map_err(|e| ServerError::Start(format!("cannot start a thread: {e}")))?;
-        Ok(Server {
-            listener,
-            local,
-            config,
-            shared,
-            stats,
-            tx,
-            rx,
-            close_tx,
-            live_peers,
-        })
-    }
-
-    pub fn local_addr(&self) -> SocketAddr {
-        self.local
-    }
-
-    pub fn stopper(&self) -> Stopper {
-        Stopper {
-            shared: self.shared.clone(),
-        }
-    }
-
-    pub fn stats(&self) -> Arc<Stats> {
-        self.stats.clone()
-    }
-
-    /// Serves until `Stopper::stop`. The handler runs on this thread only.
-    pub fn run<H: Handler>(self, handler: &mut H) -> Result<(), ServerError> {
-        let mut lp = Loop {
-            conns: HashMap::new(),
-            body_buf: Vec::with_capacity(1024),
-            out: Vec::with_capacity(2048),
-            date: DateCache::new(),
-            last_prune: Instant::now(),
-            fds: fds::FdTable::default(),
-            last_rebuild: None,
-            rebuild_due: None,
-            deferred: HashMap::new(),
-            next_deferred: 0,
-            closed: ClosedConns::default(),
-            server: self,
-        };
-        lp.run(handler);
-        // Refuse new connections now, not whenever tiny_http's accept thread
-        // closes its copy of the listening socket.
-        socket::stop_listening(&lp.server.listener);
-        Ok(())
-    }
-}
-
 struct Loop {
     server: Server,
     conns: HashMap<SocketAddr, Conn>,
@@ -307,71 +220,6 @@ const UNSPECIFIED: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
     std::net::Ipv4Addr::UNSPECIFIED,
     0,
 ));
-
-fn method_of(m: &tiny_http::Method) -> HttpMethod {
-    match m {
-        tiny_http::Method::Get => HttpMethod::Get,
-        tiny_http::Method::Post => HttpMethod::Post,
-        tiny_http::Method::Options => HttpMethod::Options,
-        tiny_http::Method::Head => HttpMethod::Head,
-        _ => HttpMethod::Other,
-    }
-}
-
-/// An answer the transport gives on its own (the body is built by the RPC
-/// layer, escaped).
-fn json_error(status: u16, message: &'static str, data: &str) -> HttpResponse {
-    HttpResponse {
-        status,
-        content_type: "application/json",
-        body: crate::rpc::RpcError::transport(message, data).body(),
-        headers: Vec::new(),
-    }
-}
-
-/// How tiny_http reads the body of `rq`, by its own rules, whatever
-/// framing.rs says of them: with any `Transfer-Encoding` it decodes chunks
-/// and ignores `Content-Length`; else it takes the first `Content-Length`
-/// that parses as a usize.
-fn body_kind(rq: &tiny_http::Request, max_body: usize) -> BodyKind {
-    let mut expect = false;
-    let mut chunked = false;
-    let mut upgrade = false;
-    for h in rq.headers() {
-        if h.field.equiv("Expect") {
-            expect = true;
-        } else if h.field.equiv("Transfer-Encoding") {
-            chunked = true;
-        } else if h.field.equiv("Connection")
-            && h.value.as_str().to_ascii_lowercase().contains("upgrade")
-        {
-            upgrade = true;
-        }
-    }
-    match (chunked, rq.body_length()) {
-        (true, _) => BodyKind::Lazy(None),
-        (false, Some(n)) if n > max_body => BodyKind::TooLarge(n),
-        (false, None) | (false, Some(0)) => BodyKind::Ready,
-        (false, Some(n)) if n <= 1024 && !expect && !upgrade => BodyKind::Ready,
-        (false, Some(n)) => BodyKind::Lazy(Some(n)),
-    }
-}
-
-enum Got {
-    Request(tiny_http::Request),
-    Wake,
-    AcceptEnded(std::io::Error),
-}
-
-/// What the headers say about the body.
-enum BodyKind {
-    /// Already in memory (or none).
-    Ready,
-    /// Declared larger than max_body.
-    TooLarge(usize),
-    /// Must be read from the socket.
-    Lazy(Option<usize>),
-}
 
 impl Loop {
     fn current(&self) -> Arc<tiny_http::Server> {
