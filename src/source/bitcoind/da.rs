@@ -43,7 +43,7 @@ use super::envelope::{EnvelopeError, Namespace};
 use super::reader::{BlockReader, ReadError, ReaderOptions};
 use super::reveal::Refusal;
 use super::rpc::{BitcoinRpc, RpcError};
-use super::scan::{ScanPace, SlotScanner};
+use super::scan::{AnchorCache, ScanPace, SlotScanner};
 use super::signer::{DaPublicKey, SignatureError};
 use crate::headers::{unix_now, HeaderChain};
 use crate::proof::{journal, receipt};
@@ -55,9 +55,6 @@ use crate::types::{DaSlot, Hash, VerifiedBatchProof};
 /// Citrea's `FINALITY_DEPTH`: a block is scanned once it has this many
 /// confirmations (itself included).
 pub const DEFAULT_FINALITY_DEPTH: u64 = 30;
-
-/// Anchors cached at most (final blocks only; about 100 bytes each).
-const ANCHOR_CACHE: usize = 20_000;
 
 /// Headers asked of bitcoind per batch (Core's `getheaders` answers 2,000).
 pub const HEADERS_PER_BATCH: u64 = 2_000;
@@ -107,7 +104,7 @@ pub struct BitcoinDa {
     config: BitcoinDaConfig,
     progress: Arc<Progress>,
     /// Final blocks' anchors by height.
-    anchors: BTreeMap<u64, DaAnchor>,
+    anchors: AnchorCache,
     /// The last `getblockcount` answer.
     tip: u64,
     /// The scan's pace ([`MAX_SCAN_RATE`]).
@@ -162,7 +159,7 @@ impl BitcoinDa {
                 ..config
             },
             progress,
-            anchors: BTreeMap::new(),
+            anchors: AnchorCache::default(),
             tip: 0,
             pace: ScanPace::new(),
         }
@@ -428,18 +425,8 @@ impl BitcoinDa {
     }
 
     fn remember(&mut self, block: &DaBlock) {
-        if block.height <= self.final_height(self.headers.tip().height) {
-            self.anchors.insert(
-                block.height,
-                DaAnchor {
-                    hash: block.hash,
-                    txs_commitment: block.txs_commitment,
-                },
-            );
-            while self.anchors.len() > ANCHOR_CACHE {
-                self.anchors.pop_first();
-            }
-        }
+        let final_height = self.final_height(self.headers.tip().height);
+        self.anchors.remember(block, final_height);
     }
 }
 
@@ -540,7 +527,7 @@ impl DaSource for BitcoinDa {
         let missing: Vec<u64> = heights
             .iter()
             .copied()
-            .filter(|h| !self.anchors.contains_key(h))
+            .filter(|h| !self.anchors.has(*h))
             .collect();
         let mut fresh = BTreeMap::new();
         if !missing.is_empty() {
@@ -566,22 +553,11 @@ impl DaSource for BitcoinDa {
                     .map_err(|e| self.read_error(e))?;
                 for block in &blocks {
                     self.remember(block);
-                    fresh.insert(
-                        block.height,
-                        DaAnchor {
-                            hash: block.hash,
-                            txs_commitment: block.txs_commitment,
-                        },
-                    );
+                    fresh.insert(block.height, AnchorCache::anchor_of(block));
                 }
             }
         }
-        Ok(Some(
-            heights
-                .iter()
-                .map(|h| self.anchors.get(h).or_else(|| fresh.get(h)).copied())
-                .collect(),
-        ))
+        Ok(Some(self.anchors.answer(heights, &fresh)))
     }
 
     /// The best header chain's block at `number` (headers synced first, so

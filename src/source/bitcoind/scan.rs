@@ -274,3 +274,52 @@ impl ScanPace {
         }
     }
 }
+
+/// The most final blocks' anchors a Bitcoin source keeps (about 100 bytes each).
+const ANCHOR_CACHE: usize = 20_000;
+
+/// Final Bitcoin blocks' anchors (hash and `daSlotTxsCommitment`) by
+/// height, the newest [`ANCHOR_CACHE`] kept: what both Bitcoin sources
+/// answer [`crate::source::DaSource::anchors`] from before reading blocks.
+#[derive(Debug, Default)]
+pub struct AnchorCache {
+    by_height: BTreeMap<u64, crate::source::DaAnchor>,
+}
+
+impl AnchorCache {
+    /// A block's anchor.
+    pub fn anchor_of(block: &DaBlock) -> crate::source::DaAnchor {
+        crate::source::DaAnchor {
+            hash: block.hash,
+            txs_commitment: block.txs_commitment,
+        }
+    }
+
+    /// Keeps `block`'s anchor if it is final (at or below `final_height`).
+    pub fn remember(&mut self, block: &DaBlock, final_height: u64) {
+        if block.height <= final_height {
+            self.by_height.insert(block.height, Self::anchor_of(block));
+            while self.by_height.len() > ANCHOR_CACHE {
+                self.by_height.pop_first();
+            }
+        }
+    }
+
+    /// Whether the anchor of `height` is kept.
+    pub fn has(&self, height: u64) -> bool {
+        self.by_height.contains_key(&height)
+    }
+
+    /// The anchor of each of `heights`: kept, else from `fresh` (blocks
+    /// just read), else none.
+    pub fn answer(
+        &self,
+        heights: &[u64],
+        fresh: &BTreeMap<u64, crate::source::DaAnchor>,
+    ) -> Vec<Option<crate::source::DaAnchor>> {
+        heights
+            .iter()
+            .map(|h| self.by_height.get(h).or_else(|| fresh.get(h)).copied())
+            .collect()
+    }
+}

@@ -38,13 +38,10 @@ use crate::headers::{unix_now, HeaderChain};
 use crate::source::bitcoind::block::{check_block, DaBlock};
 use crate::source::bitcoind::da::BitcoinDaConfig;
 use crate::source::bitcoind::envelope::Namespace;
-use crate::source::bitcoind::scan::{ScanPace, SlotScanner};
+use crate::source::bitcoind::scan::{AnchorCache, ScanPace, SlotScanner};
 use crate::source::{DaAnchor, DaSource, SourceError};
 use crate::sync::progress::Progress;
 use crate::types::{DaSlot, Hash};
-
-/// Anchors cached at most (final blocks only; about 100 bytes each).
-const ANCHOR_CACHE: usize = 20_000;
 
 /// Header rounds per look at the chain at most (2,000 headers each): a
 /// first start syncs a long chain over several looks, reporting as it goes.
@@ -57,7 +54,7 @@ pub struct PeersDa {
     finality_depth: u64,
     scanner: SlotScanner,
     progress: Arc<Progress>,
-    anchors: BTreeMap<u64, DaAnchor>,
+    anchors: AnchorCache,
     pace: ScanPace,
 }
 
@@ -82,7 +79,7 @@ impl PeersDa {
             finality_depth: config.finality_depth.max(1),
             scanner: SlotScanner::new(config, progress.clone()),
             progress,
-            anchors: BTreeMap::new(),
+            anchors: AnchorCache::default(),
             pace: ScanPace::new(),
         }
     }
@@ -249,18 +246,8 @@ impl PeersDa {
     }
 
     fn remember(&mut self, block: &DaBlock) {
-        if block.height <= self.final_height() {
-            self.anchors.insert(
-                block.height,
-                DaAnchor {
-                    hash: block.hash,
-                    txs_commitment: block.txs_commitment,
-                },
-            );
-            while self.anchors.len() > ANCHOR_CACHE {
-                self.anchors.pop_first();
-            }
-        }
+        let final_height = self.final_height();
+        self.anchors.remember(block, final_height);
     }
 }
 
@@ -312,7 +299,7 @@ impl DaSource for PeersDa {
         let missing: Vec<u64> = heights
             .iter()
             .copied()
-            .filter(|h| *h <= tip && !self.anchors.contains_key(h))
+            .filter(|h| *h <= tip && !self.anchors.has(*h))
             .collect();
         let mut fresh = BTreeMap::new();
         if !missing.is_empty() {
@@ -326,21 +313,10 @@ impl DaSource for PeersDa {
             }
             for block in self.blocks(&wanted, false)? {
                 self.remember(&block);
-                fresh.insert(
-                    block.height,
-                    DaAnchor {
-                        hash: block.hash,
-                        txs_commitment: block.txs_commitment,
-                    },
-                );
+                fresh.insert(block.height, AnchorCache::anchor_of(&block));
             }
         }
-        Ok(Some(
-            heights
-                .iter()
-                .map(|h| self.anchors.get(h).or_else(|| fresh.get(h)).copied())
-                .collect(),
-        ))
+        Ok(Some(self.anchors.answer(heights, &fresh)))
     }
 
     fn block_hash(&mut self, number: u64) -> Result<Option<Hash>, SourceError> {
