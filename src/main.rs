@@ -187,19 +187,15 @@ fn export(args: &config::ExportArgs) -> ExitCode {
 /// every block passed, 1 when one failed, 2 when the input cannot be read.
 fn verify(args: &config::VerifyArgs) -> ExitCode {
     use ledgerd::verify_cmd::{self, VerifyOptions};
-    let name = args.file.display().to_string();
-    let text = if name == "-" {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text).map(|_| text)
-    } else {
-        std::fs::read_to_string(&args.file)
-    };
-    let text = match text {
+    let name = args.file.display();
+    let text = match read_input("verify", &args.file).and_then(|bytes| {
+        String::from_utf8(bytes).map_err(|_| {
+            eprintln!("ledgerd verify: cannot read {name}: stream did not contain valid UTF-8");
+            ExitCode::from(2)
+        })
+    }) {
         Ok(t) => t,
-        Err(e) => {
-            eprintln!("ledgerd verify: cannot read {name}: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let options = VerifyOptions {
         forks: args.forks,
@@ -227,19 +223,10 @@ fn verify(args: &config::VerifyArgs) -> ExitCode {
 /// proof would be accepted, 1 when one would not, 2 when the input cannot be read.
 fn verify_proof(args: &config::VerifyProofArgs) -> ExitCode {
     use ledgerd::verify_proof_cmd::{self, VerifyProofOptions};
-    let name = args.file.display().to_string();
-    let bytes = if name == "-" {
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes).map(|_| bytes)
-    } else {
-        std::fs::read(&args.file)
-    };
-    let bytes = match bytes {
+    let name = args.file.display();
+    let bytes = match read_input("verify-proof", &args.file) {
         Ok(b) => b,
-        Err(e) => {
-            eprintln!("ledgerd verify-proof: cannot read {name}: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let options = VerifyProofOptions {
         rules: args.receipts,
@@ -264,19 +251,10 @@ fn verify_proof(args: &config::VerifyProofArgs) -> ExitCode {
 /// cannot be read.
 fn verify_headers(args: &config::VerifyHeadersArgs) -> ExitCode {
     use ledgerd::headers::{unix_now, verify};
-    let name = args.file.display().to_string();
-    let bytes = if name == "-" {
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes).map(|_| bytes)
-    } else {
-        std::fs::read(&args.file)
-    };
-    let bytes = match bytes {
+    let name = args.file.display();
+    let bytes = match read_input("verify-headers", &args.file) {
         Ok(b) => b,
-        Err(e) => {
-            eprintln!("ledgerd verify-headers: cannot read {name}: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let started = std::time::Instant::now();
     match verify::verify_bytes(&bytes, args.chain, args.start_height, unix_now()) {
@@ -300,4 +278,19 @@ fn verify_headers(args: &config::VerifyHeadersArgs) -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// The bytes of a command's input FILE (`-`: stdin); when it cannot be
+/// read, the one line that says so on stderr and exit status 2.
+fn read_input(command: &str, file: &std::path::Path) -> Result<Vec<u8>, ExitCode> {
+    let read = if file == std::path::Path::new("-") {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes).map(|_| bytes)
+    } else {
+        std::fs::read(file)
+    };
+    read.map_err(|e| {
+        eprintln!("ledgerd {command}: cannot read {}: {e}", file.display());
+        ExitCode::from(2)
+    })
 }
