@@ -276,10 +276,10 @@ impl ScanPace {
 }
 
 /// The most final blocks' anchors a Bitcoin source keeps (about 100 bytes each).
-const ANCHOR_CACHE: usize = 20_000;
+const ANCHOR_CACHE: usize = 20_000; // the doc of AnchorCache says this number
 
 /// Final Bitcoin blocks' anchors (hash and `daSlotTxsCommitment`) by
-/// height, the newest [`ANCHOR_CACHE`] kept: what both Bitcoin sources
+/// height, the newest 20,000 kept: what both Bitcoin sources
 /// answer [`crate::source::DaSource::anchors`] from before reading blocks.
 #[derive(Debug, Default)]
 pub struct AnchorCache {
