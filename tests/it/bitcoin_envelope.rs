@@ -1226,3 +1226,32 @@ fn chunks_stored_with_their_slots_let_a_restarted_scanner_put_the_proof_together
     let r = ledger.reader().unwrap();
     assert_eq!(r.bitcoin_chunk(&named[0]).unwrap().unwrap().0, 10);
 }
+
+#[test]
+fn a_ground_reveal_is_the_same_whichever_core_finds_it_and_its_signature_spends() {
+    // A one-byte condition: a few hundred tries, spread over the cores.
+    let commitment = SequencerCommitment {
+        merkle_root: [0x5a; 32],
+        l2_start: 3,
+        l2_end: 9,
+    };
+    let funding = funding(wpkh_key(), 50_000);
+    let build = || {
+        inscribe::inscribe_where(
+            &funding,
+            &sequencer(),
+            Kind::SequencerCommitment,
+            &commitment.encode(),
+            &fast_options(),
+            |w| w[0] == 0x77,
+        )
+        .unwrap()
+    };
+    let builds: Vec<Inscription> = (0..4).map(|_| build()).collect();
+    for b in &builds[1..] {
+        assert_eq!(b, &builds[0], "the grind took another try on another build");
+    }
+    assert_eq!(envelope::wtxid_raw(&builds[0].reveal)[0], 0x77);
+    assert!(builds[0].tries >= 1);
+    assert_spendable(&builds[0], &funding, fast_options().fee_rate_sat_per_vb);
+}
