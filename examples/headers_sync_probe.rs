@@ -3,14 +3,18 @@
 //! which starts a regtest bitcoind and mines its blocks.
 //!
 //! ```text
-//! headers_sync_probe URL COOKIE_FILE DATA_DIR [RUNS]
+//! headers_sync_probe URL COOKIE_FILE DATA_DIR [RUNS] [PEER]
 //! ```
 //!
 //! Per run (default 3): first the link alone (the same batches of 2,000
 //! `getblockhash` then `getblockheader HASH false`, decoded, nothing
 //! checked or stored), then `BitcoinDa::sync_headers` into a new ledger
 //! under DATA_DIR (every header checked by Core's rules, chainwork summed,
-//! stored); headers/s of each and their ratio.
+//! stored); headers/s of each and their ratio. With PEER (bitcoind's P2P
+//! address), the same over Bitcoin's P2P protocol: the link alone
+//! (`getheaders` rounds of 2,000 on one connection, decoded, nothing
+//! checked), then a `--bitcoin-peer` follower's first look at the chain
+//! (`PeersDa`: connect, headers from genesis checked and stored).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -21,7 +25,57 @@ use ledgerd::source::bitcoind::da::HEADERS_PER_BATCH;
 use ledgerd::source::bitcoind::{
     keys, BitcoinDa, BitcoinDaConfig, BitcoinRpc, Credentials, RpcOptions,
 };
+use ledgerd::source::p2p::{Peer, PeerOptions, PeerSet, PeersDa};
+use ledgerd::source::DaSource;
 use ledgerd::sync::progress::Progress;
+
+/// One P2P run against `peer`: (link headers/s, header sync headers/s).
+fn p2p_run(
+    peer: &str,
+    tip: u64,
+    dir: &std::path::Path,
+) -> Result<(f64, f64), Box<dyn std::error::Error>> {
+    let magic = bitcoin::p2p::Magic::from(BitcoinChain::Regtest.network());
+    // The link alone: getheaders from genesis, each answer's last hash the next locator.
+    let mut conn = Peer::connect(peer, PeerOptions::new(magic))?;
+    let started = Instant::now();
+    let mut last =
+        bitcoin::blockdata::constants::genesis_block(BitcoinChain::Regtest.network()).block_hash();
+    let mut got = 0u64;
+    loop {
+        let headers = conn.get_headers(vec![last])?;
+        let Some(h) = headers.last() else { break };
+        last = h.block_hash();
+        got += headers.len() as u64;
+    }
+    let link = got as f64 / started.elapsed().as_secs_f64();
+    assert_eq!(got, tip, "the link alone read every header");
+    drop(conn);
+    // A follower's first look: connect, every header checked and stored.
+    let ledger = Arc::new(Ledger::open(dir, &OpenOptions::default())?);
+    let chain = HeaderChain::open(BitcoinChain::Regtest, ledger.clone(), 0)?;
+    let progress = Arc::new(Progress::default());
+    let peers = PeerSet::new(
+        &[peer.to_string()],
+        PeerOptions::new(magic),
+        progress.clone(),
+    );
+    let config = BitcoinDaConfig {
+        finality_depth: 1,
+        ..BitcoinDaConfig::new(keys::REGTEST.sequencer_key()?, keys::REGTEST.prover_key()?)
+    };
+    let mut da = PeersDa::new(peers, chain, config, progress);
+    let started = Instant::now();
+    // Each look takes up to 200,000 headers; a long chain takes several.
+    while da.chain().tip().height < tip {
+        da.last_scanned()?;
+    }
+    let sync = tip as f64 / started.elapsed().as_secs_f64();
+    drop(da);
+    drop(ledger);
+    std::fs::remove_dir_all(dir)?;
+    Ok((link, sync))
+}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
@@ -39,7 +93,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let tip = rpc().get_block_count()?;
     println!("bitcoind at {} holds {tip} blocks", args[1]);
+    let peer = args.get(5).cloned();
     let (mut links, mut syncs) = (Vec::new(), Vec::new());
+    let (mut p2p_links, mut p2p_syncs) = (Vec::new(), Vec::new());
     for run in 0..runs {
         // The link alone.
         let r = rpc();
@@ -76,6 +132,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         drop(da);
         drop(ledger);
         std::fs::remove_dir_all(&dir)?;
+        if let Some(peer) = &peer {
+            let (link, sync) = p2p_run(peer, tip, &dir)?;
+            println!(
+                "run {run} (p2p {peer}): link {link:.0} headers/s; header sync {sync:.0} headers/s \
+                 ({:.0}% of the link)",
+                100.0 * sync / link
+            );
+            p2p_links.push(link);
+            p2p_syncs.push(sync);
+        }
     }
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
@@ -86,5 +152,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "median of {runs}: link {l:.0} headers/s, header sync {s:.0} headers/s ({:.0}% of the link)",
         100.0 * s / l
     );
+    if peer.is_some() {
+        let (l, s) = (median(&mut p2p_links), median(&mut p2p_syncs));
+        println!(
+            "median of {runs} (p2p): link {l:.0} headers/s, header sync {s:.0} headers/s ({:.0}% of the link)",
+            100.0 * s / l
+        );
+    }
     Ok(())
 }
