@@ -24,6 +24,7 @@ use bitcoin::BlockHash;
 
 use super::params::{BitcoinChain, ChainParams};
 use super::rules::{self, Ancestors, Checked, HeaderError, Past, Rule};
+use super::verify::header_hash;
 use crate::ledger::{BitcoinHeaderRead, Ledger, LedgerError, StoredHeader};
 
 /// Best-chain headers held in memory by default: a retarget's period plus
@@ -41,6 +42,10 @@ pub struct Entry {
     pub height: u64,
     /// Total work of the chain up to and including this header.
     pub chainwork: Work,
+    /// Testnet's walk-back from this header: the bits of the last header at
+    /// or below it where the walk stops ([`rules::walk_back`]), tracked as
+    /// headers arrive (`None`: that header is below the headers loaded).
+    pub real_bits: Option<u32>,
 }
 
 /// What one [`HeaderChain::accept`] did.
@@ -177,7 +182,13 @@ impl HeaderChain {
         }
         c.base = stored[0].height;
         for s in stored {
-            let hash = s.header.block_hash();
+            let hash = header_hash(&s.header);
+            let bits = s.header.bits.to_consensus();
+            let real_bits = if rules::stops_walk_back(s.height, bits, params) {
+                Some(bits)
+            } else {
+                c.best.back().and_then(|prev| prev.real_bits)
+            };
             if let Some(prev) = c.best.back() {
                 if s.header.prev_blockhash != prev.hash || s.height != prev.height + 1 {
                     return Err(HeaderStoreError::Corrupt {
@@ -192,6 +203,7 @@ impl HeaderChain {
                 hash,
                 height: s.height,
                 chainwork: s.chainwork,
+                real_bits,
             });
         }
         c.saved_tip = Some(c.tip().height);
@@ -217,13 +229,14 @@ impl HeaderChain {
 
     fn push_genesis(&mut self) {
         let header = self.params.chain.genesis();
-        let hash = header.block_hash();
+        let hash = header_hash(&header);
         self.index.insert(hash, 0);
         self.best.push_back(Entry {
             header,
             hash,
             height: 0,
             chainwork: header.work(),
+            real_bits: Some(header.bits.to_consensus()),
         });
         self.dirty_from = Some(0);
     }
@@ -340,14 +353,14 @@ impl HeaderChain {
     pub fn accept(&mut self, headers: &[Header], now: i64) -> Result<Accepted, HeaderError> {
         let mut out = Accepted::default();
         for header in headers {
-            let hash = header.block_hash();
+            let hash = header_hash(header);
             if self.contains(&hash) {
                 out.known += 1;
                 continue;
             }
             let tip = self.tip();
             let (tip_height, tip_hash) = (tip.height, tip.hash);
-            let (height, parent_work) = if header.prev_blockhash == tip_hash {
+            let (height, parent_work, parent_real_bits) = if header.prev_blockhash == tip_hash {
                 self.check(header, hash, &[], tip_height, now)?
             } else {
                 let (branch, fork_height) = self.branch_to(header, hash)?;
@@ -361,11 +374,17 @@ impl HeaderChain {
                 self.work_of = (bits, w);
                 w
             };
+            let real_bits = if rules::stops_walk_back(height, bits, self.params) {
+                Some(bits)
+            } else {
+                parent_real_bits
+            };
             let entry = Entry {
                 header: *header,
                 hash,
                 height,
                 chainwork: parent_work + work,
+                real_bits,
             };
             self.verified += 1;
             out.added += 1;
@@ -428,7 +447,8 @@ impl HeaderChain {
 
     /// All rules for `header` on `branch` (side entries above the best
     /// chain's `fork_height`, ascending; empty: on the best chain at
-    /// `fork_height`); the new header's height and its parent's chainwork.
+    /// `fork_height`); the new header's height, its parent's chainwork and
+    /// its parent's [`Entry::real_bits`].
     fn check(
         &self,
         header: &Header,
@@ -436,7 +456,7 @@ impl HeaderChain {
         branch: &[Entry],
         fork_height: u64,
         now: i64,
-    ) -> Result<(u64, Work), HeaderError> {
+    ) -> Result<(u64, Work, Option<u32>), HeaderError> {
         let parent = match branch.last() {
             Some(e) => e,
             None => self.entry_at(fork_height).ok_or_else(|| HeaderError {
@@ -446,7 +466,8 @@ impl HeaderChain {
                 detail: "its parent is no longer held".into(),
             })?,
         };
-        let (prev_height, parent_work) = (parent.height, parent.chainwork);
+        let (prev_height, parent_work, parent_real_bits) =
+            (parent.height, parent.chainwork, parent.real_bits);
         let height = prev_height + 1;
         let bits = header.bits.to_consensus();
         rules::check_pow_with(hash, bits, self.params, self.pow_limit).map_err(|detail| {
@@ -484,7 +505,7 @@ impl HeaderChain {
                 detail: "the headers this rule needs are no longer held (a fork too deep)".into(),
             });
         }
-        Ok((height, parent_work))
+        Ok((height, parent_work, parent_real_bits))
     }
 
     fn push_best(&mut self, entry: Entry) {
@@ -578,13 +599,28 @@ struct View<'a> {
     fork_height: u64,
 }
 
-impl Ancestors for View<'_> {
-    fn at(&self, height: u64) -> Option<Past> {
+impl View<'_> {
+    fn entry(&self, height: u64) -> Option<&Entry> {
         if height > self.fork_height {
             let i = usize::try_from(height - self.fork_height - 1).ok()?;
-            self.branch.get(i).map(|e| Past::of(&e.header))
+            self.branch.get(i)
         } else {
-            self.chain.entry_at(height).map(|e| Past::of(&e.header))
+            self.chain.entry_at(height)
+        }
+    }
+}
+
+impl Ancestors for View<'_> {
+    fn at(&self, height: u64) -> Option<Past> {
+        self.entry(height).map(|e| Past::of(&e.header))
+    }
+
+    fn last_real_bits(&self, prev_height: u64, params: &ChainParams) -> Option<u32> {
+        // Tracked on each entry as it was added; walked for the first
+        // headers loaded, whose walk would leave the headers held.
+        match self.entry(prev_height)?.real_bits {
+            Some(bits) if std::ptr::eq(params, self.chain.params) => Some(bits),
+            _ => rules::walk_back(self, prev_height, params),
         }
     }
 }

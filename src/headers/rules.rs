@@ -58,15 +58,30 @@ pub trait Ancestors {
     /// the pow limit (`None`: a header the walk needs is not held). A
     /// holder that tracks this as headers arrive answers without walking.
     fn last_real_bits(&self, prev_height: u64, params: &ChainParams) -> Option<u32> {
-        let interval = params.interval();
-        let mut h = prev_height;
-        let mut at = self.at(h)?;
-        while h > 0 && !h.is_multiple_of(interval) && at.bits == params.pow_limit_bits {
-            h -= 1;
-            at = self.at(h)?;
-        }
-        Some(at.bits)
+        walk_back(self, prev_height, params)
     }
+}
+
+/// Testnet's walk-back done header by header (see [`Ancestors::last_real_bits`]).
+pub fn walk_back(
+    ancestors: &(impl Ancestors + ?Sized),
+    prev_height: u64,
+    params: &ChainParams,
+) -> Option<u32> {
+    let interval = params.interval();
+    let mut h = prev_height;
+    let mut at = ancestors.at(h)?;
+    while h > 0 && !h.is_multiple_of(interval) && at.bits == params.pow_limit_bits {
+        h -= 1;
+        at = ancestors.at(h)?;
+    }
+    Some(at.bits)
+}
+
+/// Whether the walk-back stops at a header of `bits` at `height`: genesis,
+/// a period's first header, or bits other than the pow limit's.
+pub fn stops_walk_back(height: u64, bits: u32, params: &ChainParams) -> bool {
+    height.is_multiple_of(params.interval()) || bits != params.pow_limit_bits
 }
 
 /// Each header rule, by Bitcoin Core's reject reason.

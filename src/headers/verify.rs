@@ -189,6 +189,24 @@ pub fn header_from_bytes(raw: &[u8; 80]) -> Header {
     }
 }
 
+/// A header's 80 bytes as Bitcoin encodes them.
+pub fn header_bytes(header: &Header) -> [u8; 80] {
+    let mut raw = [0u8; 80];
+    raw[0..4].copy_from_slice(&header.version.to_consensus().to_le_bytes());
+    raw[4..36].copy_from_slice(header.prev_blockhash.as_byte_array());
+    raw[36..68].copy_from_slice(header.merkle_root.as_byte_array());
+    raw[68..72].copy_from_slice(&header.time.to_le_bytes());
+    raw[72..76].copy_from_slice(&header.bits.to_consensus().to_le_bytes());
+    raw[76..80].copy_from_slice(&header.nonce.to_le_bytes());
+    raw
+}
+
+/// A header's hash, from its 80 bytes hashed at once (the `bitcoin` crate's
+/// `block_hash` feeds the hash engine field by field, several times slower).
+pub fn header_hash(header: &Header) -> BlockHash {
+    BlockHash::from_raw_hash(sha256d::Hash::hash(&header_bytes(header)))
+}
+
 /// Headers checked one after another (see the module docs).
 pub struct Verifier {
     params: &'static ChainParams,
@@ -306,10 +324,7 @@ impl Verifier {
         }
         let past = Past::of(&header);
         self.ring[(height & RING_MASK) as usize] = past;
-        if height == 0
-            || height.is_multiple_of(self.params.interval())
-            || past.bits != self.params.pow_limit_bits
-        {
+        if rules::stops_walk_back(height, past.bits, self.params) {
             self.last_real = Some(past.bits);
         }
         self.last_hash = Some(hash);
@@ -344,14 +359,7 @@ impl Ancestors for Verifier {
             // Tracked as headers arrived: where the walk would stop.
             return self.last_real;
         }
-        let interval = params.interval();
-        let mut h = prev_height;
-        let mut at = self.at(h)?;
-        while h > 0 && !h.is_multiple_of(interval) && at.bits == params.pow_limit_bits {
-            h -= 1;
-            at = self.at(h)?;
-        }
-        Some(at.bits)
+        rules::walk_back(self, prev_height, params)
     }
 }
 

@@ -219,3 +219,43 @@ fn a_fork_below_the_headers_held_is_refused() {
     let deep = extend(&headers[10], 1, 5);
     assert_eq!(c.accept(&deep, NOW).unwrap_err().rule, Rule::Link);
 }
+
+#[test]
+fn each_header_tracks_where_testnets_walk_back_stops_and_hashes_as_the_bitcoin_crate_does() {
+    // Regtest allows pow-limit headers: every walk runs back to its
+    // period's first header (here 0 and 2016), which the tracking must name
+    // without walking; and after a reopen that loads only a tail, the first
+    // headers loaded (whose walk leaves the tail) walk instead.
+    let dir = tempfile::tempdir().unwrap();
+    let ledger =
+        Arc::new(crate::ledger::Ledger::open(dir.path(), &OpenOptions::default()).unwrap());
+    let mut c = HeaderChain::open(BitcoinChain::Regtest, ledger.clone(), 0).unwrap();
+    let headers = extend(&genesis(), 2100, 3);
+    c.accept(&headers, NOW).unwrap();
+    for h in 1..=2100u64 {
+        let e = c.entry_at(h).unwrap();
+        assert_eq!(e.hash, e.header.block_hash(), "height {h}");
+        let view = View {
+            chain: &c,
+            branch: &[],
+            fork_height: c.tip().height,
+        };
+        assert_eq!(
+            e.real_bits,
+            rules::walk_back(&view, h, &REGTEST),
+            "height {h}"
+        );
+        assert_eq!(
+            view.last_real_bits(h, &REGTEST),
+            Some(REGTEST.pow_limit_bits)
+        );
+    }
+    c.save().unwrap();
+    drop(c);
+    let mut reopened = HeaderChain::open(BitcoinChain::Regtest, ledger, 0).unwrap();
+    let first = reopened.tip().height + 1 - reopened.keep().min(2101);
+    assert!(reopened.entry_at(first).is_some());
+    let more = extend(&headers[2099], 20, 3);
+    assert_eq!(reopened.accept(&more, NOW).unwrap().added, 20);
+    assert_eq!(reopened.tip().hash, more[19].block_hash());
+}
