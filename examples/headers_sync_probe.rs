@@ -17,11 +17,11 @@ use std::time::Instant;
 
 use ledgerd::headers::{BitcoinChain, HeaderChain};
 use ledgerd::ledger::{Ledger, OpenOptions};
+use ledgerd::progress::Progress;
 use ledgerd::source::bitcoind::da::HEADERS_PER_BATCH;
 use ledgerd::source::bitcoind::{
     keys, BitcoinDa, BitcoinDaConfig, BitcoinRpc, Credentials, RpcOptions,
 };
-use ledgerd::sync::progress::Progress;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();

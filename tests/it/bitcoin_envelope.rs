@@ -1147,7 +1147,7 @@ fn scanned_block(height: u64, txs: &[&Transaction]) -> ledgerd::source::bitcoind
 fn a_chunked_proof_is_put_together_from_chunks_scanned_in_earlier_blocks_without_any_txindex() {
     use ledgerd::source::bitcoind::scan::SlotScanner;
     use ledgerd::source::bitcoind::BitcoinDaConfig;
-    use ledgerd::sync::progress::Progress;
+    use ledgerd::progress::Progress;
     let built = &BUILT.chunked;
     let config = BitcoinDaConfig::new(
         keys::REGTEST.sequencer_key().unwrap(),
@@ -1185,7 +1185,7 @@ fn chunks_stored_with_their_slots_let_a_restarted_scanner_put_the_proof_together
     use ledgerd::ledger::{BitcoinChunkRead, Ledger, OpenOptions};
     use ledgerd::source::bitcoind::scan::SlotScanner;
     use ledgerd::source::bitcoind::BitcoinDaConfig;
-    use ledgerd::sync::progress::Progress;
+    use ledgerd::progress::Progress;
     use std::sync::Arc;
     let built = &BUILT.chunked;
     let config = BitcoinDaConfig::new(

@@ -32,7 +32,7 @@ use ledgerd::source::bitcoind::keys;
 use ledgerd::source::bitcoind::signer::DaSecretKey;
 use ledgerd::source::bitcoind::{BitcoinDa, BitcoinDaConfig, BitcoinRpc, Credentials, RpcOptions};
 use ledgerd::source::DaSource;
-use ledgerd::sync::progress::Progress;
+use ledgerd::progress::Progress;
 use serde_json::{json, Value};
 
 /// A key of this test's that mined coinbases to spend.
