@@ -9,10 +9,11 @@
 #   CLEAN=together scripts/test_wall_time.sh A B     # the clean builds side by side
 #
 # Each DIR is a checkout (a `git worktree add DIR REV`) with its own target/
-# (DIR/target). First, for each DIR in turn, a clean build: DIR/target removed,
-# then `cargo test`. Then WARM_RUNS rounds of: for each DIR in turn, touch
-# DIR/src/lib.rs and `cargo test`. With CLEAN=together the clean builds of
-# all DIRs run at once (each slower, but under the same load; quicker on a
+# (DIR/target). Every run is `cargo test --no-fail-fast` (each test binary
+# runs even when one fails, so that runs stay comparable). First, for each
+# DIR in turn, a clean build: DIR/target removed, then the run. Then
+# WARM_RUNS rounds of: for each DIR in turn, touch DIR/src/lib.rs, then the
+# run. With CLEAN=together the clean builds of all DIRs run at once (each slower, but under the same load; quicker on a
 # host too busy for one after the other). Every run is one line on stdout: the
 # checkout, the kind (clean, warm), wall seconds, cargo's exit code, the
 # tests that passed and failed (summed over cargo's "test result" lines) and
@@ -35,7 +36,7 @@ run() { # DIR KIND N
     log=$dir/target/test_wall_time.$kind.$n.log
     start=$(date +%s.%N)
     code=0
-    (cd "$dir" && cargo test) >"$log" 2>&1 || code=$?
+    (cd "$dir" && cargo test --no-fail-fast) >"$log" 2>&1 || code=$?
     end=$(date +%s.%N)
     passed=$(grep -Eo '^test result: [a-zA-Z]+\. [0-9]+ passed' "$log" | awk '{s += $4} END {print s + 0}')
     failed=$(grep -Eo '[0-9]+ failed;' "$log" | awk '{s += $1} END {print s + 0}')
