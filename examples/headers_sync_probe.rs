@@ -21,13 +21,13 @@ use std::time::Instant;
 
 use ledgerd::headers::{BitcoinChain, HeaderChain};
 use ledgerd::ledger::{Ledger, OpenOptions};
+use ledgerd::progress::Progress;
 use ledgerd::source::bitcoind::da::HEADERS_PER_BATCH;
 use ledgerd::source::bitcoind::{
     keys, BitcoinDa, BitcoinDaConfig, BitcoinRpc, Credentials, RpcOptions,
 };
 use ledgerd::source::p2p::{Peer, PeerOptions, PeerSet, PeersDa};
 use ledgerd::source::DaSource;
-use ledgerd::sync::progress::Progress;
 
 /// One P2P run against `peer`: (link headers/s, header sync headers/s).
 fn p2p_run(

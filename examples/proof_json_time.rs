@@ -11,8 +11,8 @@ use std::time::Instant;
 
 use ledgerd::json_out;
 use ledgerd::ledger::{Ledger, OpenOptions};
+use ledgerd::progress::Progress;
 use ledgerd::rpc::{Rpc, RpcConfig};
-use ledgerd::sync::progress::Progress;
 use ledgerd::types::{ProofOutput, VerifiedBatchProof};
 
 /// A proof of `len` bytes verified on DA slot `slot`, with a small output.

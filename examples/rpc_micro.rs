@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ledgerd::ledger::{Ledger, LedgerRead, OpenOptions};
+use ledgerd::progress::Progress;
 use ledgerd::rpc::{Rpc, RpcConfig};
-use ledgerd::sync::progress::Progress;
 
 /// A small xorshift: random heights without a crate.
 struct Rng(u64);

@@ -59,7 +59,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::ledger::{Frontier, FrontierMark, FrontierRead, Ledger, LedgerRead};
-use crate::sync::progress::{unix_ms, Progress};
+use crate::progress::{unix_ms, Progress};
 
 /// Where the node's blocks come from (what `/health` reports as `source`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,18 +74,6 @@ pub enum SourceKind {
 }
 
 impl SourceKind {
-    /// The kind of a configured source.
-    pub fn of(source: &crate::config::SourceConfig) -> SourceKind {
-        use crate::config::SourceConfig;
-        match source {
-            SourceConfig::Devnet(_) => SourceKind::Devnet,
-            SourceConfig::Upstream { bitcoin, .. } => SourceKind::Upstream {
-                bitcoind: bitcoin.is_some(),
-            },
-            SourceConfig::None => SourceKind::None,
-        }
-    }
-
     fn name(self) -> &'static str {
         match self {
             SourceKind::Devnet => "devnet",
@@ -150,7 +138,7 @@ fn write_images(body: &mut Vec<u8>, rules: &crate::proof::ProofRules) {
 }
 
 /// `"bitcoinHeaders":{...}`: the verified header chain the scan follows.
-fn write_headers(body: &mut Vec<u8>, h: &crate::sync::progress::HeaderProgress) {
+fn write_headers(body: &mut Vec<u8>, h: &crate::progress::HeaderProgress) {
     let (Some(chain), Some(tip)) = (h.chain.get(), h.tip()) else {
         return;
     };

@@ -10,8 +10,9 @@
 //! lowercase without `0x`; `l1FeeRate` is a u128 written as a JSON number.
 //! [`crate::json_in`] reads these shapes back (the tests below round-trip them).
 
-use crate::sync::progress::LayerStatus;
-use crate::types::{SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof};
+use crate::types::{
+    LayerStatus, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof,
+};
 
 const DIGIT_PAIRS: &[u8; 200] = b"\
 0001020304050607080910111213141516171819\

@@ -4,7 +4,9 @@
 //! ```text
 //!  chain sources ──> sync thread (verify, write) ──> LMDB ledger <── server loop (read, answer)
 //!  source/ (devnet,     sync/ (l2_pass, da_pass,      ledger/          server/ → routes → rpc/
-//!  upstream, bitcoind)   verify.rs)
+//!  upstream, bitcoind,  verify.rs)
+//!  p2p)
+//!     └──────────────────────┴──> progress/ (counters) <──────────── read by the server
 //! ```
 //!
 //! # Embedding in tests
@@ -74,7 +76,9 @@
 //!   two source traits, the shared JSON-RPC client and back-off.
 //! - [`devnet`]: the devnet as a node runs it: the source re-exported, and [`devnet::control`],
 //!   the `dev_*` calls and [`Node::devnet`], which drive it through the sync thread.
-//! - [`sync`]: the sync thread: the L2 pass, the DA pass, shared progress.
+//! - [`sync`]: the sync thread: the L2 pass, the DA pass.
+//! - [`progress`]: the counters the sync thread and the sources update and the server reads
+//!   (`svc_syncStatus`, `/health`, `/metrics`), below all three.
 //! - [`verify`]: the chain-rule verifier: where a block, a commitment and a proof are checked
 //!   (the sync thread, `ledgerd import`, `ledgerd verify`, proofs and rollback use it).
 //! - [`types`]: the records (soft confirmations, commitments, proofs, statuses).
@@ -110,6 +114,7 @@ pub mod node;
 pub mod ops_args;
 pub mod os;
 pub mod process;
+pub mod progress;
 pub mod proof;
 pub mod replica;
 pub mod rollback;

@@ -14,9 +14,9 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use crate::ledger::{Frontier, FrontierRead, Ledger};
+use crate::progress::Progress;
 use crate::rpc::{dev, CallOutcome, Tally, METHOD_NAMES};
 use crate::server::Stats;
-use crate::sync::progress::Progress;
 
 /// Method label of a name that is not one of ours (client strings are never
 /// used as labels: a label per typo would grow without bound).
@@ -364,7 +364,7 @@ impl Metrics {
                 "counter",
                 "Bitcoin transactions addressed to Citrea that were not taken, by reason",
             )?;
-            for reason in crate::sync::progress::REFUSAL_REASONS {
+            for reason in crate::progress::REFUSAL_REASONS {
                 writeln!(
                     out,
                     "ledgerd_bitcoin_reveals_refused_total{{reason=\"{reason}\"}} {}",

@@ -15,8 +15,8 @@ use crate::chain::Network;
 use crate::config::{BitcoinConfig, Config, SourceConfig};
 use crate::devnet::control::{self, DevnetControl};
 use crate::headers::HeaderChain;
-use crate::health::SourceKind;
 use crate::ledger::{Ledger, LedgerError, OpenOptions};
+use crate::progress::Progress;
 use crate::routes::{Cors, Routes};
 use crate::rpc::{DevAccess, Rpc, RpcConfig};
 use crate::server::{Server, ServerError, Stopper};
@@ -26,7 +26,6 @@ use crate::source::devnet::{Devnet, DevnetConfig, DevnetError};
 use crate::source::p2p::{PeerOptions, PeerSet, PeersDa};
 use crate::source::upstream::failover::Upstreams;
 use crate::stop::Stop;
-use crate::sync::progress::Progress;
 use crate::sync::{DaSide, Separate, SyncConfig, SyncError, Syncer};
 use crate::verify::BlockRules;
 
@@ -545,7 +544,7 @@ impl Node {
             .with_dev(dev_access)
             .with_blocks_on_demand(config.source.devnet().is_some_and(|d| d.block_ms == 0)),
         );
-        let source = SourceKind::of(source);
+        let source = source.kind();
         let cors = match &config.cors_origin {
             Some(origin) => Cors::Origin(origin.clone()),
             None => Cors::Any,

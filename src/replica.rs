@@ -15,8 +15,8 @@ use std::time::Duration;
 use log::warn;
 
 use crate::ledger::{Ledger, LedgerRead};
+use crate::progress::{unix_ms, Progress};
 use crate::stop::Stop;
-use crate::sync::progress::{unix_ms, Progress};
 
 /// How often a replica looks at the ledger's heads.
 pub const POLL: Duration = Duration::from_millis(100);

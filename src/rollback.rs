@@ -195,7 +195,7 @@ pub fn rollback_in(w: &mut LedgerWriter<'_>, target: Target) -> Result<Report, R
     for (table, step) in STEPS {
         removed.push((table, step(w, &cut)?));
     }
-    crate::sync::cut_last_slot_hash(w, cut.slot)?;
+    w.cut_last_slot_hash(cut.slot)?;
     recompute(w, cut.height)?;
     Ok(Report {
         before,

@@ -133,6 +133,14 @@ impl fmt::Display for Status {
     }
 }
 
+/// One layer's progress (`svc_syncStatus`'s `l1Status`, `l2Status`): the
+/// head its source reported and how far the ledger has got.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayerStatus {
+    Synced(u64),
+    Syncing { head: u64, synced: u64 },
+}
+
 /// One DA (layer-1) slot as the sync thread sees it: its hash (when the
 /// source tells it), and the commitments and the verified proofs found on it.
 ///

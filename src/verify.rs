@@ -10,7 +10,7 @@ use crate::chain::{
     block_hash, first_bad_signature, merkle_root, signed_message, verify_block_signature, Fork,
     ForkTable,
 };
-use crate::ledger::{LedgerError, LedgerRead};
+use crate::ledger::{LedgerError, LedgerRead, ProofCommitmentsError};
 use crate::types::{Hash, SequencerCommitment, SoftConfirmation, VerifiedBatchProof, ZERO_HASH};
 
 /// The chain rule that a block, commitment or proof broke.
@@ -470,50 +470,19 @@ pub enum ProofVerdict {
     NotYet,
 }
 
-/// The commitments a proof proves, by Citrea's rule (`process_zk_proof`):
-/// the proof's `daSlotHash` names the DA slot whose commitments it proves;
-/// that slot's commitments are sorted by `l2StartBlockNumber`, the
-/// positions in `preprovenCommitments` are dropped, and
-/// `sequencerCommitmentsRange` [a, b] indexes (from 0) what is left.
+/// The commitments a proof proves, by Citrea's rule, as the ledger picks
+/// them ([`LedgerRead::proof_commitments`]); a proof they cannot be picked
+/// for fails the proof check.
 ///
 /// `Ok(None)` when the named slot's hash is not known yet.
 pub fn proof_commitments(
     ledger: &impl LedgerRead,
     proof: &VerifiedBatchProof,
 ) -> Result<Option<Vec<SequencerCommitment>>, VerifyError> {
-    let out = &proof.proof_output;
-    let fail = |what: String| {
-        VerifyError::failed(
-            Check::Proof,
-            format!("proof on slot {}: {what}", proof.height),
-        )
-    };
-    let Some(slot) = ledger.slot_by_hash(&out.da_slot_hash)? else {
-        return Ok(None);
-    };
-    let mut on_slot = ledger.commitments_on_slot(slot)?.ok_or_else(|| {
-        fail(format!(
-            "daSlotHash {} names DA slot {slot}, which holds no verified commitments",
-            hex::encode(out.da_slot_hash)
-        ))
-    })?;
-    on_slot.sort_by_key(|c| c.l2_start_block_number);
-    let left: Vec<SequencerCommitment> = on_slot
-        .into_iter()
-        .enumerate()
-        .filter(|(i, _)| !out.preproven_commitments.contains(&(*i as u64)))
-        .map(|(_, c)| c)
-        .collect();
-    let (a, b) = out.sequencer_commitments_range;
-    if a > b || b >= left.len() as u64 {
-        return Err(fail(format!(
-            "sequencerCommitmentsRange [{a}, {b}] does not index the {} commitments of DA slot \
-             {slot} left after dropping the preproven ones {:?}",
-            left.len(),
-            out.preproven_commitments
-        )));
-    }
-    Ok(Some(left[a as usize..=b as usize].to_vec()))
+    ledger.proof_commitments(proof).map_err(|e| match e {
+        ProofCommitmentsError::Ledger(e) => VerifyError::Ledger(e),
+        e => VerifyError::failed(Check::Proof, format!("proof on slot {}: {e}", proof.height)),
+    })
 }
 
 /// Checks a verified batch proof against the stored chain by Citrea's rule
@@ -632,4 +601,58 @@ pub fn verify_proof(
             .map(|c| (c.l2_start_block_number, c.l2_end_block_number))
             .collect(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    //! The chain-rule verifier over the fork vectors (`crate::chain`'s).
+    use super::*;
+    use crate::chain::tests::vector_blocks;
+    use crate::chain::ForkTable;
+
+    #[test]
+    fn the_vector_chain_verifies_across_the_fork_and_not_by_one_forks_rules() {
+        let check = |chain: &[SoftConfirmation], below, key, forks: &ForkTable| {
+            let v = verify_blocks(chain, below, key, forks, BlockRules::default());
+            (v.good, v.failure)
+        };
+        let (forks, blocks) = vector_blocks();
+        let chain: Vec<SoftConfirmation> = blocks.into_iter().map(|(_, _, sc)| sc).collect();
+        let key = chain[0].pub_key;
+        let below = (0, crate::types::ZERO_HASH);
+        let (good, failure) = check(&chain, below, &key, &forks);
+        assert_eq!((good, failure.map(|e| e.to_string())), (8, None));
+        let (good, failure) = check(&chain, below, &key, &ForkTable::KUMQUAT_ONLY);
+        assert_eq!(good, 0);
+        assert!(failure.unwrap().to_string().contains("Kumquat rules"));
+        let (good, _) = check(&chain, below, &key, &ForkTable::kumquat_from(100));
+        assert_eq!(
+            good, 4,
+            "the Genesis heights verify, the first Kumquat one does not"
+        );
+    }
+
+    #[test]
+    fn signatures_checked_ahead_on_the_fetch_side_give_the_verdict_of_checking_them_all() {
+        let (forks, blocks) = vector_blocks();
+        let chain: Vec<SoftConfirmation> = blocks.into_iter().map(|(_, _, sc)| sc).collect();
+        let key = chain[0].pub_key;
+        let below = (0, crate::types::ZERO_HASH);
+        let rules = BlockRules::default();
+        assert_eq!(signed_prefix(&chain, &forks, 1), chain.len());
+        for bad in 0..chain.len() {
+            let mut broken = chain.clone();
+            broken[bad].signature[40] ^= 1;
+            let prefix = signed_prefix(&broken, &forks, 1);
+            assert_eq!(prefix, bad);
+            let all = verify_blocks(&broken, below, &key, &forks, rules);
+            let after = verify_blocks_on(&broken, below, &key, &forks, rules, 1, prefix);
+            assert_eq!(all.good, bad);
+            assert_eq!(after.good, all.good);
+            assert_eq!(
+                after.failure.map(|e| e.to_string()),
+                all.failure.map(|e| e.to_string())
+            );
+        }
+    }
 }

@@ -209,7 +209,7 @@ pub fn verify_signature(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::value::RawValue;
     use serde_json::Value;
@@ -247,7 +247,9 @@ mod tests {
         entries: Vec<Entry<'a>>,
     }
 
-    fn vector_blocks() -> (ForkTable, Vec<(Fork, Vec<u8>, SoftConfirmation)>) {
+    /// The blocks of `tests/data/chain_vectors.json`, with the fork of each
+    /// and its signed message, and the vectors' fork table.
+    pub(crate) fn vector_blocks() -> (ForkTable, Vec<(Fork, Vec<u8>, SoftConfirmation)>) {
         let v: Vectors = serde_json::from_str(VECTORS).unwrap();
         let blocks = v
             .entries
@@ -334,54 +336,6 @@ mod tests {
                 Fork::Genesis => assert_ne!(block_hash(&without, *fork), sc.hash),
                 Fork::Kumquat => assert_eq!(block_hash(&without, *fork), sc.hash),
             }
-        }
-    }
-
-    #[test]
-    fn the_vector_chain_verifies_across_the_fork_and_not_by_one_forks_rules() {
-        use crate::verify::{self, BlockRules};
-        let verify_blocks = |chain: &[SoftConfirmation], below, key, forks: &ForkTable| {
-            let v = verify::verify_blocks(chain, below, key, forks, BlockRules::default());
-            (v.good, v.failure)
-        };
-        let (forks, blocks) = vector_blocks();
-        let chain: Vec<SoftConfirmation> = blocks.into_iter().map(|(_, _, sc)| sc).collect();
-        let key = chain[0].pub_key;
-        let below = (0, crate::types::ZERO_HASH);
-        let (good, failure) = verify_blocks(&chain, below, &key, &forks);
-        assert_eq!((good, failure.map(|e| e.to_string())), (8, None));
-        let (good, failure) = verify_blocks(&chain, below, &key, &ForkTable::KUMQUAT_ONLY);
-        assert_eq!(good, 0);
-        assert!(failure.unwrap().to_string().contains("Kumquat rules"));
-        let (good, _) = verify_blocks(&chain, below, &key, &ForkTable::kumquat_from(100));
-        assert_eq!(
-            good, 4,
-            "the Genesis heights verify, the first Kumquat one does not"
-        );
-    }
-
-    #[test]
-    fn signatures_checked_ahead_on_the_fetch_side_give_the_verdict_of_checking_them_all() {
-        use crate::verify::{self, BlockRules};
-        let (forks, blocks) = vector_blocks();
-        let chain: Vec<SoftConfirmation> = blocks.into_iter().map(|(_, _, sc)| sc).collect();
-        let key = chain[0].pub_key;
-        let below = (0, crate::types::ZERO_HASH);
-        let rules = BlockRules::default();
-        assert_eq!(verify::signed_prefix(&chain, &forks, 1), chain.len());
-        for bad in 0..chain.len() {
-            let mut broken = chain.clone();
-            broken[bad].signature[40] ^= 1;
-            let prefix = verify::signed_prefix(&broken, &forks, 1);
-            assert_eq!(prefix, bad);
-            let all = verify::verify_blocks(&broken, below, &key, &forks, rules);
-            let after = verify::verify_blocks_on(&broken, below, &key, &forks, rules, 1, prefix);
-            assert_eq!(all.good, bad);
-            assert_eq!(after.good, all.good);
-            assert_eq!(
-                after.failure.map(|e| e.to_string()),
-                all.failure.map(|e| e.to_string())
-            );
         }
     }
 

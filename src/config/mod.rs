@@ -162,6 +162,18 @@ pub enum SourceConfig {
 }
 
 impl SourceConfig {
+    /// What `/health` reports as this source.
+    pub fn kind(&self) -> crate::health::SourceKind {
+        use crate::health::SourceKind;
+        match self {
+            SourceConfig::Devnet(_) => SourceKind::Devnet,
+            SourceConfig::Upstream { bitcoin, .. } => SourceKind::Upstream {
+                bitcoind: bitcoin.is_some(),
+            },
+            SourceConfig::None => SourceKind::None,
+        }
+    }
+
     /// The devnet's settings, with `--dev`.
     pub fn devnet(&self) -> Option<&DevnetConfig> {
         match self {

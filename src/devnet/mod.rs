@@ -6,3 +6,6 @@
 pub mod control;
 
 pub use crate::source::devnet::*;
+
+#[cfg(test)]
+mod tests;

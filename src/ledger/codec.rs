@@ -69,18 +69,125 @@ use crate::types::{
     Hash, ProofOutput, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof,
 };
 
-/// Why a stored value could not be decoded.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DecodeError(pub String);
+/// Why a stored value could not be decoded. `what` names the field being
+/// read (`hash`, `txs`, `proof count`, ...).
+#[derive(Debug)]
+pub enum DecodeError {
+    /// A field needs more bytes than are left.
+    Truncated {
+        what: &'static str,
+        needs: usize,
+        left: usize,
+    },
+    /// A soft confirmation shorter than its fixed part, read for one field.
+    ShortFixedPart { what: &'static str, len: usize },
+    /// A number's last byte is missing.
+    UnfinishedNumber { what: &'static str },
+    /// A number larger than its type.
+    Overflow { what: &'static str, bits: u32 },
+    /// A count of items the bytes left cannot hold.
+    Count {
+        what: &'static str,
+        count: u64,
+        left: usize,
+    },
+    /// Bytes after the value's end.
+    Trailing { count: usize },
+    /// A fixed-size value of another length.
+    Length { expected: usize, found: usize },
+    /// A soft confirmation's flags byte with a flag this version does not know.
+    UnknownFlags(u8),
+    /// A soft confirmation that omits its pubKey in a ledger with no block key.
+    NoBlockKey,
+    /// A stateDiff entry's tag that is neither 0 (null) nor 1.
+    StateDiffTag(u8),
+    /// A byte that is not a status.
+    NotStatus(u8),
+    /// A meta `forks` value that is not a fork table (`len` bytes, the first one shown).
+    NotForkTable { len: usize, first: Option<u8> },
+    /// A `bitcoin_headers` entry of another length than 112 bytes.
+    HeaderEntryLength(usize),
+    /// A `bitcoin_headers` entry whose 80-byte header does not decode.
+    Header(bitcoin::consensus::encode::Error),
+    /// A `bitcoin_chunks` entry shorter than its 8-byte height.
+    ChunkEntryLength(usize),
+    /// Proof `index` (from 1) of a list of `count` does not decode.
+    InList {
+        index: u64,
+        count: usize,
+        error: Box<DecodeError>,
+    },
+}
 
 impl fmt::Display for DecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            DecodeError::Truncated { what, needs, left } => {
+                write!(f, "{what} needs {needs} bytes but only {left} are left")
+            }
+            DecodeError::ShortFixedPart { what, len } => write!(
+                f,
+                "value is {len} bytes, shorter than the {FIXED_PART}-byte fixed part (reading {what})"
+            ),
+            DecodeError::UnfinishedNumber { what } => {
+                write!(f, "{what} ends in the middle of a number")
+            }
+            DecodeError::Overflow { what, bits } => write!(f, "{what} does not fit in {bits} bits"),
+            DecodeError::Count { what, count, left } => {
+                write!(f, "{what} says {count} items but only {left} bytes are left")
+            }
+            DecodeError::Trailing { count } => write!(f, "{count} unexpected bytes after the end"),
+            DecodeError::Length { expected: 1, found } => {
+                write!(f, "expected 1 byte, found {found}")
+            }
+            DecodeError::Length { expected, found } => {
+                write!(f, "expected {expected} bytes, found {found}")
+            }
+            DecodeError::UnknownFlags(flags) => write!(f, "unknown flags {flags:#04x}"),
+            DecodeError::NoBlockKey => {
+                f.write_str("pubKey is omitted but the ledger has no block key")
+            }
+            DecodeError::StateDiffTag(t) => {
+                write!(f, "stateDiff tag {t} is neither 0 (null) nor 1")
+            }
+            DecodeError::NotStatus(b) => write!(f, "{b} is not a status"),
+            DecodeError::NotForkTable { len, first } => write!(
+                f,
+                "{len} bytes starting {first:?} are not a fork table (version 1, then 8 bytes)"
+            ),
+            DecodeError::HeaderEntryLength(len) => {
+                write!(f, "a Bitcoin header entry is 112 bytes, this one {len}")
+            }
+            DecodeError::Header(e) => write!(f, "the header does not decode: {e}"),
+            DecodeError::ChunkEntryLength(len) => write!(
+                f,
+                "a chunk entry is {len} bytes, shorter than its 8-byte height"
+            ),
+            DecodeError::InList {
+                index,
+                count,
+                error,
+            } => write!(f, "proof {index} of {count}: {error}"),
+        }
     }
 }
 
-fn err<T>(msg: impl Into<String>) -> Result<T, DecodeError> {
-    Err(DecodeError(msg.into()))
+impl std::error::Error for DecodeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DecodeError::Header(e) => Some(e),
+            DecodeError::InList { error, .. } => Some(error.as_ref()),
+            _ => None,
+        }
+    }
+}
+
+/// A fixed-size value of `expected` bytes that has another length.
+fn length(expected: usize, bytes: &[u8]) -> DecodeError {
+    DecodeError::Length {
+        expected,
+        found: bytes.len(),
+    }
 }
 
 const FLAG_KEY_OMITTED: u8 = 1;
@@ -142,31 +249,32 @@ impl<'a> Reader<'a> {
         Reader { buf }
     }
 
-    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], DecodeError> {
+    fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], DecodeError> {
         if n > self.buf.len() {
-            return err(format!(
-                "{what} needs {n} bytes but only {} are left",
-                self.buf.len()
-            ));
+            return Err(DecodeError::Truncated {
+                what,
+                needs: n,
+                left: self.buf.len(),
+            });
         }
         let (head, tail) = self.buf.split_at(n);
         self.buf = tail;
         Ok(head)
     }
 
-    fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N], DecodeError> {
+    fn array<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N], DecodeError> {
         let bytes = self.take(N, what)?;
         let mut out = [0u8; N];
         out.copy_from_slice(bytes);
         Ok(out)
     }
 
-    fn byte(&mut self, what: &str) -> Result<u8, DecodeError> {
+    fn byte(&mut self, what: &'static str) -> Result<u8, DecodeError> {
         let [b] = self.array::<1>(what)?;
         Ok(b)
     }
 
-    fn varint_u128(&mut self, what: &str, bits: u32) -> Result<u128, DecodeError> {
+    fn varint_u128(&mut self, what: &'static str, bits: u32) -> Result<u128, DecodeError> {
         let mut value: u128 = 0;
         let mut shift: u32 = 0;
         loop {
@@ -175,11 +283,11 @@ impl<'a> Reader<'a> {
                     self.buf = rest;
                     *b
                 }
-                None => return err(format!("{what} ends in the middle of a number")),
+                None => return Err(DecodeError::UnfinishedNumber { what }),
             };
             let chunk = u128::from(b & 0x7f);
             if shift >= bits || (shift > 0 && chunk >> (bits - shift) != 0) {
-                return err(format!("{what} does not fit in {bits} bits"));
+                return Err(DecodeError::Overflow { what, bits });
             }
             value |= chunk << shift;
             if b & 0x80 == 0 {
@@ -189,35 +297,36 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn u64(&mut self, what: &str) -> Result<u64, DecodeError> {
+    fn u64(&mut self, what: &'static str) -> Result<u64, DecodeError> {
         // varint_u128 with bits = 64 guarantees the value fits.
         self.varint_u128(what, 64).map(|v| v as u64)
     }
 
-    fn u128(&mut self, what: &str) -> Result<u128, DecodeError> {
+    fn u128(&mut self, what: &'static str) -> Result<u128, DecodeError> {
         self.varint_u128(what, 128)
     }
 
     /// A count of items that each take at least `min_item` bytes: refused if
     /// the bytes left cannot hold that many (so a corrupt count cannot make
     /// us allocate gigabytes).
-    fn count(&mut self, what: &str, min_item: usize) -> Result<usize, DecodeError> {
+    fn count(&mut self, what: &'static str, min_item: usize) -> Result<usize, DecodeError> {
         let n = self.u64(what)?;
         match usize::try_from(n) {
             Ok(n) if n.saturating_mul(min_item.max(1)) <= self.buf.len() => Ok(n),
-            _ => err(format!(
-                "{what} says {n} items but only {} bytes are left",
-                self.buf.len()
-            )),
+            _ => Err(DecodeError::Count {
+                what,
+                count: n,
+                left: self.buf.len(),
+            }),
         }
     }
 
-    fn blob(&mut self, what: &str) -> Result<Vec<u8>, DecodeError> {
+    fn blob(&mut self, what: &'static str) -> Result<Vec<u8>, DecodeError> {
         let n = self.count(what, 1)?;
         Ok(self.take(n, what)?.to_vec())
     }
 
-    fn blobs(&mut self, what: &str) -> Result<Vec<Vec<u8>>, DecodeError> {
+    fn blobs(&mut self, what: &'static str) -> Result<Vec<Vec<u8>>, DecodeError> {
         let n = self.count(what, 1)?;
         let mut out = Vec::with_capacity(n);
         for _ in 0..n {
@@ -230,7 +339,9 @@ impl<'a> Reader<'a> {
         if self.buf.is_empty() {
             Ok(())
         } else {
-            err(format!("{} unexpected bytes after the end", self.buf.len()))
+            Err(DecodeError::Trailing {
+                count: self.buf.len(),
+            })
         }
     }
 }
@@ -278,7 +389,7 @@ pub fn decode_soft_confirmation(
     let mut r = Reader::new(bytes);
     let flags = r.byte("flags")?;
     if flags & !FLAG_KEY_OMITTED != 0 {
-        return err(format!("unknown flags {flags:#04x}"));
+        return Err(DecodeError::UnknownFlags(flags));
     }
     let hash = r.array("hash")?;
     let prev_hash = r.array("prevHash")?;
@@ -289,7 +400,7 @@ pub fn decode_soft_confirmation(
     let pub_key = if flags & FLAG_KEY_OMITTED != 0 {
         match block_key {
             Some(k) => *k,
-            None => return err("pubKey is omitted but the ledger has no block key"),
+            None => return Err(DecodeError::NoBlockKey),
         }
     } else {
         r.array("pubKey")?
@@ -323,12 +434,12 @@ pub fn sc_omits_key(bytes: &[u8]) -> bool {
     bytes.first().is_some_and(|f| f & FLAG_KEY_OMITTED != 0)
 }
 
-fn fixed_hash(bytes: &[u8], offset: usize, what: &str) -> Result<Hash, DecodeError> {
+fn fixed_hash(bytes: &[u8], offset: usize, what: &'static str) -> Result<Hash, DecodeError> {
     if bytes.len() < FIXED_PART {
-        return err(format!(
-            "value is {} bytes, shorter than the {FIXED_PART}-byte fixed part (reading {what})",
-            bytes.len()
-        ));
+        return Err(DecodeError::ShortFixedPart {
+            what,
+            len: bytes.len(),
+        });
     }
     Reader::new(bytes.get(offset..).unwrap_or_default()).array(what)
 }
@@ -453,7 +564,7 @@ pub fn decode_proof(bytes: &[u8]) -> Result<VerifiedBatchProof, DecodeError> {
         let v = match r.byte("stateDiff tag")? {
             0 => None,
             1 => Some(r.blob("stateDiff value")?),
-            t => return err(format!("stateDiff tag {t} is neither 0 (null) nor 1")),
+            t => return Err(DecodeError::StateDiffTag(t)),
         };
         state_diff.push((k, v));
     }
@@ -502,8 +613,11 @@ pub fn decode_proofs(bytes: &[u8]) -> Result<Vec<VerifiedBatchProof>, DecodeErro
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
         let len = r.count("proof length", 1)?;
-        let p = decode_proof(r.take(len, "proof")?)
-            .map_err(|e| DecodeError(format!("proof {} of {n}: {e}", i + 1)))?;
+        let p = decode_proof(r.take(len, "proof")?).map_err(|e| DecodeError::InList {
+            index: i as u64 + 1,
+            count: n,
+            error: Box::new(e),
+        })?;
         out.push(p);
     }
     r.finish()?;
@@ -521,8 +635,14 @@ pub fn decode_last_proof(bytes: &[u8]) -> Result<Option<VerifiedBatchProof>, Dec
         last = Some(r.take(len, "proof")?);
     }
     r.finish()?;
-    last.map(|bytes| decode_proof(bytes).map_err(|e| DecodeError(format!("proof {n} of {n}: {e}"))))
-        .transpose()
+    last.map(|bytes| {
+        decode_proof(bytes).map_err(|e| DecodeError::InList {
+            index: n as u64,
+            count: n,
+            error: Box::new(e),
+        })
+    })
+    .transpose()
 }
 
 // ---------------------------------------------------------------- small values
@@ -545,11 +665,10 @@ pub fn encode_fork_table(t: &ForkTable) -> [u8; 9] {
 pub fn decode_fork_table(bytes: &[u8]) -> Result<ForkTable, DecodeError> {
     match bytes {
         [1, height @ ..] => decode_u64(height).map(ForkTable::kumquat_from),
-        _ => err(format!(
-            "{} bytes starting {:?} are not a fork table (version 1, then 8 bytes)",
-            bytes.len(),
-            bytes.first()
-        )),
+        _ => Err(DecodeError::NotForkTable {
+            len: bytes.len(),
+            first: bytes.first().copied(),
+        }),
     }
 }
 
@@ -557,7 +676,7 @@ pub fn decode_fork_table(bytes: &[u8]) -> Result<ForkTable, DecodeError> {
 pub fn decode_u64(bytes: &[u8]) -> Result<u64, DecodeError> {
     match <[u8; 8]>::try_from(bytes) {
         Ok(b) => Ok(u64::from_be_bytes(b)),
-        Err(_) => err(format!("expected 8 bytes, found {}", bytes.len())),
+        Err(_) => Err(length(8, bytes)),
     }
 }
 
@@ -565,7 +684,7 @@ pub fn decode_u64(bytes: &[u8]) -> Result<u64, DecodeError> {
 pub fn decode_hash(bytes: &[u8]) -> Result<Hash, DecodeError> {
     match <[u8; 32]>::try_from(bytes) {
         Ok(b) => Ok(b),
-        Err(_) => err(format!("expected 32 bytes, found {}", bytes.len())),
+        Err(_) => Err(length(32, bytes)),
     }
 }
 
@@ -582,7 +701,7 @@ pub fn encode_frontier_mark((height, index, at): (u64, u64, u64)) -> [u8; 24] {
 /// Decodes a frontier entry written by [`encode_frontier_mark`].
 pub fn decode_frontier_mark(bytes: &[u8]) -> Result<(u64, u64, u64), DecodeError> {
     if bytes.len() != 24 {
-        return err(format!("expected 24 bytes, found {}", bytes.len()));
+        return Err(length(24, bytes));
     }
     let at = |i: usize| decode_u64(&bytes[i..i + 8]);
     Ok((at(0)?, at(8)?, at(16)?))
@@ -596,8 +715,8 @@ pub fn encode_status(s: Status) -> [u8; 1] {
 /// Decodes a one-byte status.
 pub fn decode_status(bytes: &[u8]) -> Result<Status, DecodeError> {
     match bytes {
-        [b] => Status::from_byte(*b).map_or_else(|| err(format!("{b} is not a status")), Ok),
-        _ => err(format!("expected 1 byte, found {}", bytes.len())),
+        [b] => Status::from_byte(*b).ok_or(DecodeError::NotStatus(*b)),
+        _ => Err(length(1, bytes)),
     }
 }
 
@@ -614,13 +733,10 @@ pub fn encode_bitcoin_header(v: &super::StoredHeader) -> [u8; 112] {
 /// The inverse of [`encode_bitcoin_header`]; the height is the key's.
 pub fn decode_bitcoin_header(bytes: &[u8]) -> Result<super::StoredHeader, DecodeError> {
     if bytes.len() != 112 {
-        return Err(DecodeError(format!(
-            "a Bitcoin header entry is 112 bytes, this one {}",
-            bytes.len()
-        )));
+        return Err(DecodeError::HeaderEntryLength(bytes.len()));
     }
-    let header: bitcoin::block::Header = bitcoin::consensus::deserialize(&bytes[..80])
-        .map_err(|e| DecodeError(format!("the header does not decode: {e}")))?;
+    let header: bitcoin::block::Header =
+        bitcoin::consensus::deserialize(&bytes[..80]).map_err(DecodeError::Header)?;
     let mut work = [0u8; 32];
     work.copy_from_slice(&bytes[80..]);
     Ok(super::StoredHeader {
@@ -854,6 +970,51 @@ mod tests {
         assert_eq!(list, encode_proofs(&[proof()]));
         assert_eq!(decode_proofs(&list).unwrap(), vec![proof()]);
         assert!(proof_list_of_one(&bare[..bare.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn decode_errors_name_their_case_and_say_it_in_a_sentence() {
+        let e = decode_u64(&[0; 7]).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                DecodeError::Length {
+                    expected: 8,
+                    found: 7
+                }
+            ),
+            "{e:?}"
+        );
+        assert_eq!(e.to_string(), "expected 8 bytes, found 7");
+        assert_eq!(
+            decode_status(&[]).unwrap_err().to_string(),
+            "expected 1 byte, found 0"
+        );
+        assert!(matches!(
+            decode_status(&[3]),
+            Err(DecodeError::NotStatus(3))
+        ));
+        // A list whose one proof is 64 bytes of 0xff: its height never ends.
+        let mut list = vec![1, 64];
+        list.extend_from_slice(&[0xff; 64]);
+        let e = decode_proofs(&list).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                DecodeError::InList {
+                    index: 1,
+                    count: 1,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "proof 1 of 1: height does not fit in 64 bits"
+        );
+        let inner = std::error::Error::source(&e).expect("the proof's own error");
+        assert_eq!(inner.to_string(), "height does not fit in 64 bits");
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use super::codec::DecodeError;
 use super::tables::Table;
 use crate::chain::ForkTable;
+use crate::types::Hash;
 
 /// Why a ledger operation failed.
 #[derive(Debug)]
@@ -101,6 +102,62 @@ impl std::error::Error for LedgerError {
     }
 }
 
+/// Why the commitments a proof proves cannot be picked from the DA slot its
+/// `daSlotHash` names ([`super::LedgerRead::proof_commitments`]).
+#[derive(Debug)]
+pub enum ProofCommitmentsError {
+    /// The ledger could not be read.
+    Ledger(LedgerError),
+    /// The named slot holds no verified commitments.
+    NoCommitments { slot: u64, da_slot_hash: Hash },
+    /// `sequencerCommitmentsRange` does not index the slot's commitments
+    /// left after dropping the preproven ones.
+    Range {
+        range: (u64, u64),
+        left: usize,
+        slot: u64,
+        preproven: Vec<u64>,
+    },
+}
+
+impl fmt::Display for ProofCommitmentsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProofCommitmentsError::Ledger(e) => e.fmt(f),
+            ProofCommitmentsError::NoCommitments { slot, da_slot_hash } => write!(
+                f,
+                "daSlotHash {} names DA slot {slot}, which holds no verified commitments",
+                hex::encode(da_slot_hash)
+            ),
+            ProofCommitmentsError::Range {
+                range: (a, b),
+                left,
+                slot,
+                preproven,
+            } => write!(
+                f,
+                "sequencerCommitmentsRange [{a}, {b}] does not index the {left} commitments of DA slot \
+                 {slot} left after dropping the preproven ones {preproven:?}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ProofCommitmentsError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ProofCommitmentsError::Ledger(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<LedgerError> for ProofCommitmentsError {
+    fn from(e: LedgerError) -> Self {
+        ProofCommitmentsError::Ledger(e)
+    }
+}
+
 pub(super) fn lmdb_err(
     context: impl FnOnce() -> String,
 ) -> impl FnOnce(lmdb::Error) -> LedgerError {
@@ -114,6 +171,6 @@ pub(super) fn corrupt<T: Table>(key: &T::Key, e: DecodeError) -> LedgerError {
     LedgerError::Corrupt {
         table: T::NAME,
         key: T::show(key),
-        reason: e.0,
+        reason: e.to_string(),
     }
 }

@@ -31,7 +31,7 @@ use lmdb::{Cursor, Transaction, WriteFlags};
 
 use super::sealed::Access;
 use super::tables::{Commitments, Proofs, StatusHeights, Table, ValueTable};
-use super::{lmdb_err, LedgerError, LedgerRead, LedgerWriter};
+use super::{lmdb_err, LedgerError, LedgerRead, LedgerWriter, ProofCommitmentsError};
 use crate::types::SequencerCommitment;
 
 // LMDB cursor operations (`MDB_cursor_op`, stable C ABI values).
@@ -146,7 +146,7 @@ fn frontier_at<R: Access>(
         StatusHeights::decode(v).map_err(|e| LedgerError::Corrupt {
             table: StatusHeights::NAME,
             key: StatusHeights::show(&(which, l1)),
-            reason: e.0,
+            reason: e.to_string(),
         })?;
     Ok(Some(FrontierMark {
         l1_height: l1,
@@ -272,7 +272,7 @@ impl LedgerWriter<'_> {
                 let (h, index, _) = StatusHeights::decode(v).map_err(|e| LedgerError::Corrupt {
                     table: StatusHeights::NAME,
                     key: StatusHeights::show(&(Frontier::Committed, slot)),
-                    reason: e.0,
+                    reason: e.to_string(),
                 })?;
                 if h < height {
                     break;
@@ -328,14 +328,12 @@ impl LedgerWriter<'_> {
         for slot in slots {
             let mut proven_here = None;
             for p in self.proofs_on_slot(slot)? {
-                let top = match crate::verify::proof_commitments(&*self, &p) {
+                let top = match self.proof_commitments(&p) {
                     Ok(Some(cs)) => cs.iter().map(|c| c.l2_end_block_number).max().unwrap_or(0),
+                    Err(ProofCommitmentsError::Ledger(e)) => return Err(e),
                     // A proof whose slot cannot be read back: the last
                     // height its output names (Kumquat-era proofs).
-                    Ok(None) | Err(crate::verify::VerifyError::Failed { .. }) => {
-                        p.proof_output.last_l2_height
-                    }
-                    Err(crate::verify::VerifyError::Ledger(e)) => return Err(e),
+                    Ok(None) | Err(_) => p.proof_output.last_l2_height,
                 }
                 .min(proven_cap);
                 if top > proven {

@@ -72,8 +72,8 @@ const MDB_NEXT_DUP: u32 = 9;
 const MDB_SET: u32 = 15;
 const MDB_SET_RANGE: u32 = 17;
 
-pub use error::LedgerError;
 use error::{corrupt, lmdb_err};
+pub use error::{LedgerError, ProofCommitmentsError};
 pub use open::{LedgerStats, OpenOptions, TableStats};
 pub use read::LedgerRead;
 use read::{get, meta};

@@ -287,7 +287,7 @@ pub(super) fn check_layout(
         .begin_ro_txn()
         .map_err(|e| LayoutError::Unreadable(e.to_string()))?;
     let stored = match txn.get(meta, &tables::META_FORMAT.name) {
-        Ok(bytes) => Some(u64::decode(bytes).map_err(|e| LayoutError::Unreadable(e.0))?),
+        Ok(bytes) => Some(u64::decode(bytes).map_err(|e| LayoutError::Unreadable(e.to_string()))?),
         Err(lmdb::Error::NotFound) => None,
         Err(e) => return Err(LayoutError::Unreadable(e.to_string())),
     };

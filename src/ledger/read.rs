@@ -15,6 +15,10 @@ use super::*;
 use crate::chain::ForkTable;
 use crate::types::{Hash, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof};
 
+/// The ledger's free meta entry holding the last scanned slot's number and
+/// hash (as the DA source gave it), for the deep-reorg check.
+pub(super) const LAST_SLOT_HASH_KEY: &str = "last_scanned_slot_hash";
+
 /// The raw stored value of `key` in table `T`, if any.
 pub(super) fn get<'t, R: sealed::Access, T: Table>(
     r: &'t R,
@@ -237,6 +241,48 @@ pub trait LedgerRead: sealed::Access + Sized {
         value::<Self, DaSlots>(self, hash)
     }
 
+    /// The commitments a proof proves, by Citrea's rule (`process_zk_proof`):
+    /// the proof's `daSlotHash` names the DA slot whose commitments it proves;
+    /// that slot's commitments are sorted by `l2StartBlockNumber`, the
+    /// positions in `preprovenCommitments` are dropped, and
+    /// `sequencerCommitmentsRange` [a, b] indexes (from 0) what is left.
+    ///
+    /// `Ok(None)` when the named slot's hash is not known yet. The verifier
+    /// (`crate::verify::proof_commitments`) holds a proof to this; the
+    /// frontier index is rebuilt by it.
+    fn proof_commitments(
+        &self,
+        proof: &VerifiedBatchProof,
+    ) -> Result<Option<Vec<SequencerCommitment>>, ProofCommitmentsError> {
+        let out = &proof.proof_output;
+        let Some(slot) = self.slot_by_hash(&out.da_slot_hash)? else {
+            return Ok(None);
+        };
+        let mut on_slot =
+            self.commitments_on_slot(slot)?
+                .ok_or(ProofCommitmentsError::NoCommitments {
+                    slot,
+                    da_slot_hash: out.da_slot_hash,
+                })?;
+        on_slot.sort_by_key(|c| c.l2_start_block_number);
+        let left: Vec<SequencerCommitment> = on_slot
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| !out.preproven_commitments.contains(&(*i as u64)))
+            .map(|(_, c)| c)
+            .collect();
+        let (a, b) = out.sequencer_commitments_range;
+        if a > b || b >= left.len() as u64 {
+            return Err(ProofCommitmentsError::Range {
+                range: (a, b),
+                left: left.len(),
+                slot,
+                preproven: out.preproven_commitments.clone(),
+            });
+        }
+        Ok(Some(left[a as usize..=b as usize].to_vec()))
+    }
+
     /// Every proof verified on DA slot `slot`, in the order they were
     /// verified; empty when there is none.
     fn proofs_on_slot(&self, slot: u64) -> Result<Vec<VerifiedBatchProof>, LedgerError> {
@@ -316,5 +362,15 @@ pub trait LedgerRead: sealed::Access + Sized {
     fn meta_bytes(&self, key: &str) -> Result<Option<Vec<u8>>, LedgerError> {
         let key = format!("{}{key}", tables::USER_PREFIX);
         Ok(get::<Self, Meta>(self, &key)?.map(<[u8]>::to_vec))
+    }
+
+    /// The last scanned slot whose hash the DA source gave: (number, hash),
+    /// for the sync thread's deep-reorg check.
+    fn last_slot_hash(&self) -> Result<Option<(u64, Hash)>, LedgerError> {
+        Ok(self.meta_bytes(LAST_SLOT_HASH_KEY)?.and_then(|b| {
+            let number = u64::from_be_bytes(b.get(..8)?.try_into().ok()?);
+            let hash: Hash = b.get(8..40)?.try_into().ok()?;
+            Some((number, hash))
+        }))
     }
 }

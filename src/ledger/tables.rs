@@ -236,10 +236,7 @@ values!(
     },
     |bytes: &[u8]| {
         if bytes.len() < 8 {
-            return Err(DecodeError(format!(
-                "a chunk entry is {} bytes, shorter than its 8-byte height",
-                bytes.len()
-            )));
+            return Err(DecodeError::ChunkEntryLength(bytes.len()));
         }
         let height = decode_u64_key(&bytes[..8]).unwrap_or_default();
         Ok((height, bytes[8..].to_vec()))

@@ -7,6 +7,7 @@ use super::tables::{
     Commitments, DaSlots, Meta, MetaKey, MetaValue, Proofs, ScByHashPrefix, SoftConfirmations,
     StatusTable, Table, ValueTable,
 };
+use super::walk::LedgerWalk;
 use super::*;
 use crate::chain::ForkTable;
 use crate::types::{Hash, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof};
@@ -232,6 +233,33 @@ impl LedgerWriter<'_> {
     pub fn set_meta_bytes(&mut self, key: &str, value: &[u8]) -> Result<(), LedgerError> {
         let key = format!("{}{key}", tables::USER_PREFIX);
         self.put::<Meta>(&key, value, WriteFlags::empty())
+    }
+
+    /// Records slot `slot`'s hash as the last scanned slot's (read back with
+    /// [`LedgerRead::last_slot_hash`]).
+    pub fn set_last_slot_hash(&mut self, slot: u64, hash: &Hash) -> Result<(), LedgerError> {
+        let mut entry = slot.to_be_bytes().to_vec();
+        entry.extend_from_slice(hash);
+        self.set_meta_bytes(super::read::LAST_SLOT_HASH_KEY, &entry)
+    }
+
+    /// A rollback to DA slot `slot`: the last scanned slot's hash entry names
+    /// `slot` (its recorded hash) when it named a later one; it goes when
+    /// `slot`'s hash is not recorded.
+    pub fn cut_last_slot_hash(&mut self, slot: u64) -> Result<(), LedgerError> {
+        match self.last_slot_hash()? {
+            Some((n, _)) if n > slot => {}
+            _ => return Ok(()),
+        }
+        let hash = self
+            .all_da_slots()?
+            .into_iter()
+            .find(|(n, _)| *n == slot)
+            .map(|(_, h)| h);
+        match hash {
+            Some(hash) if slot > 0 => self.set_last_slot_hash(slot, &hash),
+            _ => self.remove_meta_bytes(super::read::LAST_SLOT_HASH_KEY),
+        }
     }
 
     /// Makes every write of this transaction durable and visible, at once.

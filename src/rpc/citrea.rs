@@ -27,7 +27,7 @@ use super::error::RpcError;
 use super::params::{Params, Slot};
 use crate::json_out;
 use crate::ledger::{Frontier, FrontierMark, FrontierRead, LedgerRead, LedgerReader};
-use crate::sync::progress::{unix_ms, Progress};
+use crate::progress::{unix_ms, Progress};
 
 const L1_HEIGHT: Slot = Slot {
     position: 0,

@@ -40,7 +40,7 @@ use serde_json::value::RawValue;
 
 use crate::devnet::control::{DevExec, DevnetControl};
 use crate::ledger::{Ledger, LedgerReader};
-use crate::sync::progress::Progress;
+use crate::progress::Progress;
 pub use args::AnswerShape;
 use envelope::{Body, Call, Entry};
 pub use error::RpcError;

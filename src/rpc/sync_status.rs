@@ -3,7 +3,7 @@
 //! Read from the sync thread's shared [`Progress`], not from the ledger.
 
 use crate::json_out;
-use crate::sync::progress::Progress;
+use crate::progress::Progress;
 
 /// Writes `{"l1Status":..,"l2Status":..}`; each layer is `{"Synced":n}` or,
 /// while behind, `{"Syncing":{"headBlockNumber":h,"syncedBlockNumber":s}}`.

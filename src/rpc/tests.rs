@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::{Rpc, RpcConfig};
 use crate::ledger::{Ledger, OpenOptions};
-use crate::sync::progress::Progress;
+use crate::progress::Progress;
 use crate::types::{
     Hash, ProofOutput, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof,
 };

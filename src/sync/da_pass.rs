@@ -11,13 +11,12 @@ use log::debug;
 use super::fetch::{fetch_ahead, ChunkRanges, Flow, Sink};
 use super::{DaSide, SyncError, Syncer};
 use crate::chain::ForkTable;
-use crate::ledger::walk::LedgerWalk;
-use crate::ledger::{ChainTip, Ledger, LedgerError, LedgerRead, LedgerWriter};
+use crate::ledger::{ChainTip, Ledger, LedgerRead, LedgerWriter};
+use crate::progress::Progress;
 use crate::proof::ProofRules;
 use crate::source::{L2Source, SourceError};
 use crate::stop::Stop;
-use crate::sync::progress::Progress;
-use crate::types::{DaSlot, Hash};
+use crate::types::DaSlot;
 use crate::verify::{self, CommitmentVerdict, ProofVerdict, VerifyError};
 
 impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
@@ -29,7 +28,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         if !self.da.separate() {
             return Ok(());
         }
-        let Some((slot, stored)) = last_slot_hash(&self.ledger.reader()?)? else {
+        let Some((slot, stored)) = self.ledger.reader()?.last_slot_hash()? else {
             return Ok(());
         };
         let chain = self
@@ -134,42 +133,6 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
                 other => other,
             })
             .map(|()| sink.total)
-    }
-}
-
-/// The ledger's free meta entry holding the last scanned slot's number and
-/// hash (as the DA source gave it), for the deep-reorg check.
-const LAST_SLOT_HASH_KEY: &str = "last_scanned_slot_hash";
-
-/// The last scanned slot whose hash the DA source gave: (number, hash).
-pub(super) fn last_slot_hash(r: &impl LedgerRead) -> Result<Option<(u64, Hash)>, LedgerError> {
-    Ok(r.meta_bytes(LAST_SLOT_HASH_KEY)?.and_then(|b| {
-        let number = u64::from_be_bytes(b.get(..8)?.try_into().ok()?);
-        let hash: Hash = b.get(8..40)?.try_into().ok()?;
-        Some((number, hash))
-    }))
-}
-
-/// A rollback to DA slot `slot`: the last scanned slot's hash entry names
-/// `slot` (its recorded hash) when it named a later one; it goes when
-/// `slot`'s hash is not recorded.
-pub fn cut_last_slot_hash(w: &mut LedgerWriter<'_>, slot: u64) -> Result<(), LedgerError> {
-    match last_slot_hash(&*w)? {
-        Some((n, _)) if n > slot => {}
-        _ => return Ok(()),
-    }
-    let hash = w
-        .all_da_slots()?
-        .into_iter()
-        .find(|(n, _)| *n == slot)
-        .map(|(_, h)| h);
-    match hash {
-        Some(hash) if slot > 0 => {
-            let mut entry = slot.to_be_bytes().to_vec();
-            entry.extend_from_slice(&hash);
-            w.set_meta_bytes(LAST_SLOT_HASH_KEY, &entry)
-        }
-        _ => w.remove_meta_bytes(LAST_SLOT_HASH_KEY),
     }
 }
 
@@ -335,9 +298,7 @@ pub(super) fn apply_slot(
     }
     if let Some(hash) = &slot.hash {
         w.put_da_slot_hash(slot.number, hash)?;
-        let mut entry = slot.number.to_be_bytes().to_vec();
-        entry.extend_from_slice(hash);
-        w.set_meta_bytes(LAST_SLOT_HASH_KEY, &entry)?;
+        w.set_last_slot_hash(slot.number, hash)?;
     }
     for (p, ranges) in &proven {
         w.apply_proof(slot.number, p, ranges)?;
@@ -377,7 +338,7 @@ pub(super) fn note_skipped(progress: &Progress, number: u64, skipped: &mut Vec<V
 mod tests {
     use super::*;
     use crate::ledger::OpenOptions;
-    use crate::types::{SequencerCommitment, SoftConfirmation, Status};
+    use crate::types::{Hash, SequencerCommitment, SoftConfirmation, Status};
 
     fn block(height: u64) -> SoftConfirmation {
         let mut hash = [0u8; 32];

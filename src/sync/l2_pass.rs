@@ -14,10 +14,10 @@ use super::fetch::{fetch_ahead, ChunkRanges, Flow, Reach, Sink};
 use super::{pipeline, DaSide, SyncError, Syncer};
 use crate::chain::ForkTable;
 use crate::ledger::{ChainTip, Ledger, LedgerRead, LedgerWriter};
+use crate::progress::Progress;
 use crate::proof::ProofRules;
 use crate::source::{DaAnchor, DaSource, L2Source, RangeFetch, SourceError};
 use crate::stop::Stop;
-use crate::sync::progress::Progress;
 use crate::types::{DaSlot, SoftConfirmation};
 use crate::verify::{self, BlockRules, Check, VerifyError};
 

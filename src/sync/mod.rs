@@ -16,22 +16,18 @@
 //! - `fetch.rs`: chunked ranges fetched ahead on a fetch thread.
 //! - [`pipeline`]: several range requests in flight, answered in order.
 //! - [`crate::verify`] (a module of its own, below the sync thread: `ledgerd import`, `verify`, proofs and rollback use it too): where a block, a commitment and a proof are verified.
-//! - [`progress`]: the counters shared with the server.
-//! - [`waiting`]: the refused record the DA scan waits on (logged once).
+//! - [`crate::progress`] (below the sync thread, beside the sources, which
+//!   update it too): the counters shared with the server, and the refused
+//!   record the DA scan waits on.
 //! - [`report`]: the few INFO lines an operator reads (caught up, fell
 //!   behind, a summary at most every 30 s); per-chunk progress is DEBUG.
 
 pub mod args;
-pub mod block_time;
 mod da_pass;
 mod fetch;
 mod l2_pass;
 pub mod pipeline;
-pub mod progress;
 pub mod report;
-pub mod waiting;
-
-pub use da_pass::cut_last_slot_hash;
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -41,12 +37,12 @@ use log::{error, info, warn};
 
 use crate::chain::ForkTable;
 use crate::ledger::{Ledger, LedgerError, LedgerRead};
+use crate::progress::Progress;
 use crate::proof::ProofRules;
 use crate::source::{DaSource, L2Source, SourceError};
 use crate::stop::Stop;
 use crate::types::Hash;
 use crate::verify::{BlockRules, Check, VerifyError};
-use progress::Progress;
 use report::Reporter;
 
 /// Sync settings.
@@ -190,7 +186,7 @@ impl From<VerifyError> for SyncError {
 
 /// The `/metrics` counter of a failed check.
 pub(super) fn failure_counter(
-    counters: &progress::FailureCounts,
+    counters: &crate::progress::FailureCounts,
     check: Check,
 ) -> &std::sync::atomic::AtomicU64 {
     match check {

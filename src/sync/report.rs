@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use log::info;
 
-use crate::sync::progress::Progress;
+use crate::progress::Progress;
 
 /// How long the ledger must stay behind the source before `fell behind` is said.
 pub const FELL_BEHIND_AFTER: Duration = Duration::from_secs(10);

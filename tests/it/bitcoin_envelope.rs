@@ -736,19 +736,30 @@ fn signed_script(kind: u16, key: &DaSecretKey, body: &[u8]) -> ScriptBuf {
     )
 }
 
-#[test]
-fn a_bad_signature_is_refused() {
-    let body = SequencerCommitment {
+/// The commitment body the envelope cases carry: root `[2; 32]` over 5..=9.
+fn commitment_body() -> [u8; body::SEQUENCER_COMMITMENT_LEN] {
+    SequencerCommitment {
         merkle_root: [2; 32],
         l2_start: 5,
         l2_end: 9,
     }
-    .encode();
+    .encode()
+}
+
+/// What the commitment reader says of a reveal carrying `script` under
+/// `namespace`'s wtxid prefix, read against the regtest sequencer's key.
+fn commitment_refusal(script: &ScriptBuf, namespace: Namespace) -> Refusal {
+    let tx = reveal_carrying(script, namespace);
+    reveal::read_commitment(&tx, &sequencer().public_key()).expect_err("a refusal")
+}
+
+#[test]
+fn a_bad_signature_is_refused() {
+    let body = commitment_body();
     let mut sig = sequencer().sign(&body);
     sig[10] ^= 1;
     let script = envelope_script(0, Some((&sig, sequencer().public_key().as_bytes())), &body);
-    let tx = reveal_carrying(&script, Namespace::BatchProof);
-    let refusal = reveal::read_commitment(&tx, &sequencer().public_key()).unwrap_err();
+    let refusal = commitment_refusal(&script, Namespace::BatchProof);
     assert!(
         matches!(
             refusal,
@@ -761,29 +772,18 @@ fn a_bad_signature_is_refused() {
 
 #[test]
 fn a_signature_over_other_bytes_is_refused() {
-    let body = SequencerCommitment {
-        merkle_root: [2; 32],
-        l2_start: 5,
-        l2_end: 9,
-    }
-    .encode();
+    let body = commitment_body();
     let sig = sequencer().sign(b"something else");
     let script = envelope_script(0, Some((&sig, sequencer().public_key().as_bytes())), &body);
-    let tx = reveal_carrying(&script, Namespace::BatchProof);
     assert_eq!(
-        reveal::read_commitment(&tx, &sequencer().public_key()),
-        Err(Refusal::Signature(SignatureError::Invalid))
+        commitment_refusal(&script, Namespace::BatchProof),
+        Refusal::Signature(SignatureError::Invalid)
     );
 }
 
 #[test]
 fn a_high_s_signature_is_refused_though_it_verifies_mathematically() {
-    let body = SequencerCommitment {
-        merkle_root: [2; 32],
-        l2_start: 5,
-        l2_end: 9,
-    }
-    .encode();
+    let body = commitment_body();
     let low = sequencer().sign(&body);
     // s' = n - s: the same signature in its malleated, high-S form.
     let n =
@@ -796,44 +796,31 @@ fn a_high_s_signature_is_refused_though_it_verifies_mathematically() {
         borrow = if d < 0 { 1 } else { 0 };
     }
     let script = envelope_script(0, Some((&high, sequencer().public_key().as_bytes())), &body);
-    let tx = reveal_carrying(&script, Namespace::BatchProof);
-    let refusal = reveal::read_commitment(&tx, &sequencer().public_key()).unwrap_err();
+    let refusal = commitment_refusal(&script, Namespace::BatchProof);
     assert_eq!(refusal, Refusal::Signature(SignatureError::HighS));
     assert!(refusal.to_string().contains("high-S"), "{refusal}");
 }
 
 #[test]
 fn a_signature_of_the_wrong_length_is_refused() {
-    let body = SequencerCommitment {
-        merkle_root: [2; 32],
-        l2_start: 5,
-        l2_end: 9,
-    }
-    .encode();
+    let body = commitment_body();
     let sig = sequencer().sign(&body);
     let script = envelope_script(
         0,
         Some((&sig[..63], sequencer().public_key().as_bytes())),
         &body,
     );
-    let tx = reveal_carrying(&script, Namespace::BatchProof);
     assert_eq!(
-        reveal::read_commitment(&tx, &sequencer().public_key()),
-        Err(Refusal::Signature(SignatureError::Length(63)))
+        commitment_refusal(&script, Namespace::BatchProof),
+        Refusal::Signature(SignatureError::Length(63))
     );
 }
 
 #[test]
 fn a_reveal_by_another_key_is_refused() {
     let other = DaSecretKey::from_bytes(&[0x42; 32]).unwrap();
-    let body = SequencerCommitment {
-        merkle_root: [2; 32],
-        l2_start: 5,
-        l2_end: 9,
-    }
-    .encode();
-    let tx = reveal_carrying(&signed_script(0, &other, &body), Namespace::BatchProof);
-    let refusal = reveal::read_commitment(&tx, &sequencer().public_key()).unwrap_err();
+    let body = commitment_body();
+    let refusal = commitment_refusal(&signed_script(0, &other, &body), Namespace::BatchProof);
     assert!(matches!(
         refusal,
         Refusal::Signature(SignatureError::OtherSigner { .. })
@@ -848,18 +835,12 @@ fn a_reveal_by_another_key_is_refused() {
 
 #[test]
 fn a_reveal_without_the_prefix_is_ignored() {
-    let body = SequencerCommitment {
-        merkle_root: [2; 32],
-        l2_start: 5,
-        l2_end: 9,
-    }
-    .encode();
+    let body = commitment_body();
     // Addressed to the other namespace: its wtxid starts 02 02.
-    let tx = reveal_carrying(
+    let refusal = commitment_refusal(
         &signed_script(0, &sequencer(), &body),
         Namespace::LightClient,
     );
-    let refusal = reveal::read_commitment(&tx, &sequencer().public_key()).unwrap_err();
     assert!(matches!(
         refusal,
         Refusal::Envelope(EnvelopeError::WrongPrefix {
@@ -874,11 +855,10 @@ fn a_reveal_without_the_prefix_is_ignored() {
 #[test]
 fn an_unknown_kind_is_refused() {
     let body = [1u8; 49];
-    let tx = reveal_carrying(
+    let refusal = commitment_refusal(
         &signed_script(7, &sequencer(), &body),
         Namespace::BatchProof,
     );
-    let refusal = reveal::read_commitment(&tx, &sequencer().public_key()).unwrap_err();
     assert_eq!(
         refusal,
         Refusal::Envelope(EnvelopeError::UnknownKind {
@@ -888,16 +868,12 @@ fn an_unknown_kind_is_refused() {
     );
     assert!(!refusal.is_not_ours());
     // Kind 1 is an aggregate in the light-client namespace but nothing in the commitment one.
-    let tx = reveal_carrying(
-        &signed_script(1, &sequencer(), &body),
-        Namespace::BatchProof,
-    );
     assert!(matches!(
-        reveal::read_commitment(&tx, &sequencer().public_key()),
-        Err(Refusal::Envelope(EnvelopeError::UnknownKind {
-            code: 1,
-            ..
-        }))
+        commitment_refusal(
+            &signed_script(1, &sequencer(), &body),
+            Namespace::BatchProof
+        ),
+        Refusal::Envelope(EnvelopeError::UnknownKind { code: 1, .. })
     ));
 }
 
@@ -956,12 +932,7 @@ fn a_brotli_bomb_stops_at_the_bound() {
 fn borsh_that_does_not_parse_is_refused() {
     let key = sequencer().public_key();
     // A commitment body one byte short, one byte long, and with a tag that is not 0.
-    let good = SequencerCommitment {
-        merkle_root: [2; 32],
-        l2_start: 5,
-        l2_end: 9,
-    }
-    .encode();
+    let good = commitment_body();
     type Expect = fn(&BodyError) -> bool;
     let cases: [(Vec<u8>, Expect); 3] = [
         (good[..48].to_vec(), |e| {
@@ -1018,12 +989,7 @@ fn borsh_that_does_not_parse_is_refused() {
 
 #[test]
 fn a_truncated_script_is_refused_at_every_length() {
-    let body = SequencerCommitment {
-        merkle_root: [2; 32],
-        l2_start: 5,
-        l2_end: 9,
-    }
-    .encode();
+    let body = commitment_body();
     let script = signed_script(0, &sequencer(), &body);
     let bytes = script.as_bytes();
     assert!(envelope::parse_script(script.as_script(), Namespace::BatchProof).is_ok());
@@ -1145,9 +1111,9 @@ fn scanned_block(height: u64, txs: &[&Transaction]) -> ledgerd::source::bitcoind
 
 #[test]
 fn a_chunked_proof_is_put_together_from_chunks_scanned_in_earlier_blocks_without_any_txindex() {
+    use ledgerd::progress::Progress;
     use ledgerd::source::bitcoind::scan::SlotScanner;
     use ledgerd::source::bitcoind::BitcoinDaConfig;
-    use ledgerd::sync::progress::Progress;
     let built = &BUILT.chunked;
     let config = BitcoinDaConfig::new(
         keys::REGTEST.sequencer_key().unwrap(),
@@ -1183,9 +1149,9 @@ fn a_chunked_proof_is_put_together_from_chunks_scanned_in_earlier_blocks_without
 #[test]
 fn chunks_stored_with_their_slots_let_a_restarted_scanner_put_the_proof_together() {
     use ledgerd::ledger::{BitcoinChunkRead, Ledger, OpenOptions};
+    use ledgerd::progress::Progress;
     use ledgerd::source::bitcoind::scan::SlotScanner;
     use ledgerd::source::bitcoind::BitcoinDaConfig;
-    use ledgerd::sync::progress::Progress;
     use std::sync::Arc;
     let built = &BUILT.chunked;
     let config = BitcoinDaConfig::new(

@@ -1,5 +1,5 @@
 //! A follower reading its DA layer from a real regtest bitcoind
-//! (`--upstream U --bitcoin-rpc B`), tests/it/common/bitcoind.rs:
+//! (`--upstream U --bitcoin-rpc B`), tests/it/common/bitcoind.rs and regtest.rs:
 //!
 //! - the Bitcoin DA source on its own: reveals published here (the regtest
 //!   sequencer's commitment taken; another key's, a wrong prefix, a proof
@@ -17,75 +17,21 @@ use crate::common;
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use bitcoin::secp256k1::{Secp256k1, SecretKey};
-use bitcoin::{Address, CompressedPublicKey, Network, OutPoint, Txid};
 use common::bitcoind::Bitcoind;
-use common::Ledgerd;
+use common::{regtest, wait_until, Ledgerd};
+use ledgerd::progress::Progress;
 use ledgerd::source::bitcoind::body::SequencerCommitment;
 use ledgerd::source::bitcoind::envelope::{wtxid_raw, Kind};
 use ledgerd::source::bitcoind::inscribe::{
-    inscribe, inscribe_proof, inscribe_where, Funding, FundingKey, InscribeOptions,
+    inscribe, inscribe_proof, inscribe_where, InscribeOptions,
 };
 use ledgerd::source::bitcoind::keys;
 use ledgerd::source::bitcoind::signer::DaSecretKey;
 use ledgerd::source::bitcoind::{BitcoinDa, BitcoinDaConfig, BitcoinRpc, Credentials, RpcOptions};
 use ledgerd::source::DaSource;
-use ledgerd::sync::progress::Progress;
 use serde_json::{json, Value};
-
-/// A key of this test's that mined coinbases to spend.
-struct Wallet {
-    key: SecretKey,
-    address: String,
-}
-
-impl Wallet {
-    fn new(seed: u8) -> Wallet {
-        let secp = Secp256k1::signing_only();
-        let key = SecretKey::from_slice(&[seed; 32]).unwrap();
-        let public = CompressedPublicKey(key.public_key(&secp));
-        let address = Address::p2wpkh(&public, Network::Regtest).to_string();
-        Wallet { key, address }
-    }
-
-    /// Mines `n` coinbases to the wallet, then 100 blocks so they mature;
-    /// the coinbase outputs, oldest first.
-    fn fund(&self, node: &Bitcoind, n: u64) -> Vec<Funding> {
-        let hashes = node.generate_to_address(n, &self.address);
-        node.mine(100);
-        hashes
-            .iter()
-            .map(|h| {
-                let block = node.call("getblock", json!([h, 2]));
-                let cb = &block["tx"][0];
-                let sats = (cb["vout"][0]["value"].as_f64().unwrap() * 1e8).round() as u64;
-                Funding {
-                    outpoint: OutPoint {
-                        txid: cb["txid"].as_str().unwrap().parse::<Txid>().unwrap(),
-                        vout: 0,
-                    },
-                    amount_sats: sats,
-                    key: FundingKey::P2wpkh(self.key),
-                }
-            })
-            .collect()
-    }
-}
-
-/// Mines one block holding exactly `txs` (raw, in order); its height.
-fn mine_txs(node: &Bitcoind, txs: &[&bitcoin::Transaction]) -> u64 {
-    let hexes: Vec<String> = txs
-        .iter()
-        .map(|t| hex::encode(bitcoin::consensus::serialize(*t)))
-        .collect();
-    node.call(
-        "generateblock",
-        json!([common::bitcoind::burn_address().to_string(), hexes]),
-    );
-    node.block_count()
-}
 
 fn rpc_of(node: &Bitcoind) -> Arc<BitcoinRpc> {
     Arc::new(BitcoinRpc::new(
@@ -111,8 +57,7 @@ fn regtest_da(node: &Bitcoind, progress: Arc<Progress>, depth: u64) -> BitcoinDa
 #[ignore = "needs bitcoind: scripts/bitcoind/build.sh"]
 fn the_bitcoin_da_source_takes_the_sequencers_commitment_and_skips_the_rest_counted() {
     let node = Bitcoind::start();
-    let wallet = Wallet::new(0x21);
-    let mut coins = wallet.fund(&node, 5).into_iter();
+    let mut coins = regtest::fund(&node, 0x21, 5).into_iter();
     let sequencer = keys::regtest_sequencer_secret().unwrap();
     let prover = keys::regtest_prover_secret().unwrap();
     let stranger = DaSecretKey::from_bytes(&[0x33; 32]).unwrap();
@@ -165,7 +110,7 @@ fn the_bitcoin_da_source_takes_the_sequencers_commitment_and_skips_the_rest_coun
         &options,
     )
     .unwrap();
-    let height = mine_txs(
+    let height = regtest::mine_txs(
         &node,
         &[
             &good.commit,
@@ -223,44 +168,10 @@ fn the_bitcoin_da_source_takes_the_sequencers_commitment_and_skips_the_rest_coun
 
 // ---- end to end, through ledgerd processes ----
 
-/// `ledgerd --dev --dev-bitcoin-rpc <node>` with no new blocks but those asked for.
-fn devnet_on(node: &Bitcoind, dir: &std::path::Path) -> Ledgerd {
-    let cookie = node.cookie_path().display().to_string();
-    Ledgerd::builder()
-        .dev(0, 0)
-        .data_dir(dir)
-        .args(&[
-            "--dev-bitcoin-rpc",
-            &node.url,
-            "--bitcoin-rpc-cookie",
-            &cookie,
-        ])
-        .start()
-}
-
-/// `ledgerd --upstream <up> --bitcoin-rpc <node> --bitcoin-finality-depth <depth>`.
+/// A follower of `up` reading `node`, `/health` 503 after 2 s behind.
 fn follower_of(up: &Ledgerd, node: &Bitcoind, dir: &std::path::Path, depth: u64) -> Ledgerd {
-    let cookie = node.cookie_path().display().to_string();
-    let depth = depth.to_string();
-    let args: Vec<String> = [
-        "--upstream",
-        &up.url,
-        "--bitcoin-rpc",
-        &node.url,
-        "--bitcoin-rpc-cookie",
-        &cookie,
-        "--bitcoin-finality-depth",
-        &depth,
-        "--health-max-lag-s",
-        "2",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    Ledgerd::builder()
-        .data_dir(dir)
-        .args(&args)
-        .log("info")
+    regtest::follower_of(up, node, dir, depth)
+        .args(&["--health-max-lag-s", "2"])
         .start()
 }
 
@@ -303,54 +214,18 @@ fn view(n: &Ledgerd, first: u64) -> Value {
     })
 }
 
-fn health(n: &Ledgerd) -> (u16, Value) {
-    let resp = ureq::get(&format!("{}/health", n.url)).call();
-    let (status, text) = match resp {
-        Ok(r) => (r.status(), r.into_string().unwrap()),
-        Err(ureq::Error::Status(code, r)) => (code, r.into_string().unwrap()),
-        Err(e) => panic!("/health: {e}"),
-    };
-    (status, serde_json::from_str(&text).unwrap())
-}
-
-fn metrics(n: &Ledgerd) -> String {
-    ureq::get(&format!("{}/metrics", n.url))
-        .call()
-        .unwrap()
-        .into_string()
-        .unwrap()
-}
-
-fn wait(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// A devnet on the regtest with 66 blocks, commitments to 60, proven to 60.
-fn busy_devnet(node: &Bitcoind, dir: &std::path::Path) -> Ledgerd {
-    let devnet = devnet_on(node, dir);
-    assert_eq!(devnet.result("dev_mine", "[60]"), 60);
-    devnet.result("dev_commit", "[]");
-    assert!(!devnet.result("dev_prove", "[]").is_null());
-    assert_eq!(devnet.result("dev_mine", "[6]"), 66);
-    devnet
-}
-
 #[test]
 #[ignore = "needs bitcoind: scripts/bitcoind/build.sh"]
 fn a_follower_reading_bitcoin_ends_with_the_devnets_answers_and_statuses_from_the_chain() {
     let node = Bitcoind::start();
     let dir = tempfile::tempdir().unwrap();
-    let devnet = busy_devnet(&node, &dir.path().join("devnet"));
+    let devnet = regtest::busy_devnet(&node, &dir.path().join("devnet"));
     let first = devnet.result("ledger_getSoftConfirmationByNumber", "[1]")["daSlotHeight"]
         .as_u64()
         .unwrap();
     let follower = follower_of(&devnet, &node, &dir.path().join("follower"), 1);
     let tip = node.block_count();
-    wait(Duration::from_secs(60), "the follower to catch up", || {
+    wait_until(Duration::from_secs(60), "the follower to catch up", || {
         follower
             .result("ledger_getLastScannedL1Height", "[]")
             .as_u64()
@@ -369,12 +244,12 @@ fn a_follower_reading_bitcoin_ends_with_the_devnets_answers_and_statuses_from_th
         follower.result("svc_syncStatus", "[]")["l1Status"],
         json!({ "Synced": tip })
     );
-    let (status, h) = health(&follower);
+    let (status, h) = follower.health();
     assert_eq!(status, 200, "{h}");
     assert_eq!(h["source"], "upstream");
     assert_eq!(h["bitcoind"], node.url.as_str());
     assert_eq!(h["bitcoindReachable"], true);
-    let m = metrics(&follower);
+    let m = follower.metrics_text();
     assert!(
         m.contains("ledgerd_bitcoin_commitments_found_total 4"),
         "{m}"
@@ -382,8 +257,7 @@ fn a_follower_reading_bitcoin_ends_with_the_devnets_answers_and_statuses_from_th
 
     // Signed by the regtest sequencer, on chain, but over a root that is not
     // the stored chain's: skipped, counted, never a status.
-    let wallet = Wallet::new(0x22);
-    let coin = wallet.fund(&node, 1).remove(0);
+    let coin = regtest::fund(&node, 0x22, 1).remove(0);
     let forged = inscribe(
         &coin,
         &keys::regtest_sequencer_secret().unwrap(),
@@ -397,8 +271,8 @@ fn a_follower_reading_bitcoin_ends_with_the_devnets_answers_and_statuses_from_th
         &InscribeOptions::default(),
     )
     .unwrap();
-    let at = mine_txs(&node, &[&forged.commit, &forged.reveal]);
-    wait(
+    let at = regtest::mine_txs(&node, &[&forged.commit, &forged.reveal]);
+    wait_until(
         Duration::from_secs(30),
         "the forged commitment's block scanned",
         || {
@@ -421,7 +295,7 @@ fn a_follower_reading_bitcoin_ends_with_the_devnets_answers_and_statuses_from_th
         ),
         Value::Null
     );
-    let m = metrics(&follower);
+    let m = follower.metrics_text();
     assert!(
         m.contains(r#"ledgerd_sync_verification_failures_total{check="merkle_root"} 1"#),
         "{m}"
@@ -434,24 +308,24 @@ fn a_follower_reading_bitcoin_ends_with_the_devnets_answers_and_statuses_from_th
 fn bitcoind_killed_and_restarted_mid_scan_is_named_by_health_and_the_scan_resumes() {
     let mut node = Bitcoind::start();
     let dir = tempfile::tempdir().unwrap();
-    let devnet = busy_devnet(&node, &dir.path().join("devnet"));
+    let devnet = regtest::busy_devnet(&node, &dir.path().join("devnet"));
     // Blocks of no one's beyond the devnet's: a longer scan.
     node.mine(300);
     node.flush();
     let tip = node.block_count();
     let follower = follower_of(&devnet, &node, &dir.path().join("follower"), 1);
-    wait(Duration::from_secs(30), "a first slot scanned", || {
+    wait_until(Duration::from_secs(30), "a first slot scanned", || {
         follower
             .result("ledger_getLastScannedL1Height", "[]")
             .as_u64()
             > Some(0)
     });
     node.kill9();
-    wait(Duration::from_secs(30), "health to name bitcoind", || {
-        let (status, h) = health(&follower);
+    wait_until(Duration::from_secs(30), "health to name bitcoind", || {
+        let (status, h) = follower.health();
         status == 503 && h["reason"] == "bitcoind" && h["bitcoindReachable"] == false
     });
-    let (_, h) = health(&follower);
+    let (_, h) = follower.health();
     assert!(
         h["bitcoindProblem"]
             .as_str()
@@ -465,7 +339,7 @@ fn bitcoind_killed_and_restarted_mid_scan_is_named_by_health_and_the_scan_resume
         "not synced while bitcoind is down: {l1}"
     );
     node.restart();
-    wait(
+    wait_until(
         Duration::from_secs(60),
         "the scan to resume to the tip",
         || {
@@ -475,8 +349,8 @@ fn bitcoind_killed_and_restarted_mid_scan_is_named_by_health_and_the_scan_resume
                 == Some(tip)
         },
     );
-    wait(Duration::from_secs(10), "health again", || {
-        health(&follower).0 == 200
+    wait_until(Duration::from_secs(10), "health again", || {
+        follower.health().0 == 200
     });
     assert_eq!(
         follower.result("ledger_getSoftConfirmationStatus", "[60]"),
@@ -489,11 +363,11 @@ fn bitcoind_killed_and_restarted_mid_scan_is_named_by_health_and_the_scan_resume
 fn a_reorg_deeper_than_the_finality_depth_is_one_error_a_503_and_nothing_rewritten() {
     let node = Bitcoind::start();
     let dir = tempfile::tempdir().unwrap();
-    let devnet = busy_devnet(&node, &dir.path().join("devnet"));
+    let devnet = regtest::busy_devnet(&node, &dir.path().join("devnet"));
     node.mine(5);
     let tip = node.block_count();
     let follower = follower_of(&devnet, &node, &dir.path().join("follower"), 3);
-    wait(
+    wait_until(
         Duration::from_secs(30),
         "the follower to scan its final blocks",
         || {
@@ -507,15 +381,15 @@ fn a_reorg_deeper_than_the_finality_depth_is_one_error_a_503_and_nothing_rewritt
     // Ten blocks back, deeper than 3: the scanned slot leaves the chain.
     node.invalidate_block(&node.block_hash(tip - 10));
     node.mine(15);
-    wait(
+    wait_until(
         Duration::from_secs(30),
         "health to report the reorg",
         || {
-            let (status, h) = health(&follower);
+            let (status, h) = follower.health();
             status == 503 && h["reason"] == "reorg"
         },
     );
-    let (_, h) = health(&follower);
+    let (_, h) = follower.health();
     assert!(
         h["problem"]
             .as_str()
@@ -557,15 +431,15 @@ fn l2_blocks_wait_for_the_bitcoin_block_they_name_and_are_refused_when_it_is_ano
         follower.result("ledger_getHeadSoftConfirmationHeight", "[]"),
         0
     );
-    let m = metrics(&follower);
+    let m = follower.metrics_text();
     assert!(
         m.contains(r#"ledgerd_sync_verification_failures_total{check="da_slot"} 0"#),
         "{m}"
     );
     // Now it has a block there, another than the one named: refused.
     node.mine(10);
-    wait(Duration::from_secs(30), "the da_slot refusal", || {
-        metrics(&follower).lines().any(|l| {
+    wait_until(Duration::from_secs(30), "the da_slot refusal", || {
+        follower.metrics_text().lines().any(|l| {
             l.starts_with(r#"ledgerd_sync_verification_failures_total{check="da_slot"}"#)
                 && !l.ends_with(" 0")
         })

@@ -14,11 +14,11 @@ use std::sync::Arc;
 use common::bitcoind::Bitcoind;
 use ledgerd::headers::{BitcoinChain, HeaderChain};
 use ledgerd::ledger::{BitcoinHeaderRead, Ledger, OpenOptions};
+use ledgerd::progress::Progress;
 use ledgerd::source::bitcoind::{
     keys, BitcoinDa, BitcoinDaConfig, BitcoinRpc, Credentials, RpcOptions,
 };
 use ledgerd::source::DaSource;
-use ledgerd::sync::progress::Progress;
 
 fn da_on(node: &Bitcoind, ledger: Arc<Ledger>, progress: Arc<Progress>) -> BitcoinDa {
     let rpc = Arc::new(BitcoinRpc::new(

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use common::bitcoind::{Bitcoind, BitcoindOptions};
 use common::lying_peer::{Lie, LyingPeer, Snapshot};
+use common::regtest::{self, busy_devnet};
 use common::Ledgerd;
 use serde_json::{json, Value};
 
@@ -30,31 +31,6 @@ fn p2p_node() -> Bitcoind {
         p2p: true,
         ..BitcoindOptions::default()
     })
-}
-
-/// `ledgerd --dev --dev-bitcoin-rpc <node>` with no new blocks but those asked for.
-fn devnet_on(node: &Bitcoind, dir: &std::path::Path) -> Ledgerd {
-    let cookie = node.cookie_path().display().to_string();
-    Ledgerd::builder()
-        .dev(0, 0)
-        .data_dir(dir)
-        .args(&[
-            "--dev-bitcoin-rpc",
-            &node.url,
-            "--bitcoin-rpc-cookie",
-            &cookie,
-        ])
-        .start()
-}
-
-/// A devnet on the regtest with 66 blocks, commitments to 60, proven to 60.
-fn busy_devnet(node: &Bitcoind, dir: &std::path::Path) -> Ledgerd {
-    let devnet = devnet_on(node, dir);
-    assert_eq!(devnet.result("dev_mine", "[60]"), 60);
-    devnet.result("dev_commit", "[]");
-    assert!(!devnet.result("dev_prove", "[]").is_null());
-    assert_eq!(devnet.result("dev_mine", "[6]"), 66);
-    devnet
 }
 
 /// `ledgerd --upstream <up> --bitcoin-peer P... --bitcoin-finality-depth 1`.
@@ -80,20 +56,7 @@ fn peers_follower(up: &Ledgerd, peers: &[String], dir: &std::path::Path) -> Ledg
 
 /// `ledgerd --upstream <up> --bitcoin-rpc <node> --bitcoin-finality-depth 1`.
 fn rpc_follower(up: &Ledgerd, node: &Bitcoind, dir: &std::path::Path) -> Ledgerd {
-    let cookie = node.cookie_path().display().to_string();
-    Ledgerd::builder()
-        .data_dir(dir)
-        .args(&[
-            "--upstream",
-            &up.url,
-            "--bitcoin-rpc",
-            &node.url,
-            "--bitcoin-rpc-cookie",
-            &cookie,
-            "--bitcoin-finality-depth",
-            "1",
-        ])
-        .start()
+    regtest::follower_of(up, node, dir, 1).start()
 }
 
 /// Everything methods 2-13 answer about the chain, from slot `first` on

@@ -8,47 +8,17 @@
 use crate::common;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::bitcoind::Bitcoind;
-use common::{run, Ledgerd};
+use common::{regtest, run, wait_until, Ledgerd};
 use serde_json::{json, Value};
 
-fn wait(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn health(n: &Ledgerd) -> (u16, Value) {
-    let resp = ureq::get(&format!("{}/health", n.url)).call();
-    let (status, text) = match resp {
-        Ok(r) => (r.status(), r.into_string().unwrap()),
-        Err(ureq::Error::Status(code, r)) => (code, r.into_string().unwrap()),
-        Err(e) => panic!("/health: {e}"),
-    };
-    (status, serde_json::from_str(&text).unwrap())
-}
-
-/// `ledgerd --upstream <up> --bitcoin-rpc <node> --bitcoin-finality-depth 3`.
+/// `ledgerd --upstream <up> --bitcoin-rpc <node> --bitcoin-finality-depth 3`,
+/// `/health` 503 after 2 s behind.
 fn follower_of(up: &Ledgerd, node: &Bitcoind, dir: &Path) -> Ledgerd {
-    let cookie = node.cookie_path().display().to_string();
-    Ledgerd::builder()
-        .data_dir(dir)
-        .args(&[
-            "--upstream",
-            &up.url,
-            "--bitcoin-rpc",
-            &node.url,
-            "--bitcoin-rpc-cookie",
-            &cookie,
-            "--bitcoin-finality-depth",
-            "3",
-            "--health-max-lag-s",
-            "2",
-        ])
+    regtest::follower_of(up, node, dir, 3)
+        .args(&["--health-max-lag-s", "2"])
         .start()
 }
 
@@ -106,22 +76,8 @@ fn view(n: &Ledgerd, first: u64, last: u64) -> Value {
 fn a_follower_stopped_by_a_deep_reorg_rolled_back_to_l1_follows_the_new_chain() {
     let node = Bitcoind::start();
     let dir = tempfile::tempdir().unwrap();
-    let cookie = node.cookie_path().display().to_string();
     // A devnet on the regtest: 66 blocks, committed and proven to 60.
-    let devnet = Ledgerd::builder()
-        .dev(0, 0)
-        .data_dir(&dir.path().join("devnet"))
-        .args(&[
-            "--dev-bitcoin-rpc",
-            &node.url,
-            "--bitcoin-rpc-cookie",
-            &cookie,
-        ])
-        .start();
-    assert_eq!(devnet.result("dev_mine", "[60]"), 60);
-    devnet.result("dev_commit", "[]");
-    assert!(!devnet.result("dev_prove", "[]").is_null());
-    assert_eq!(devnet.result("dev_mine", "[6]"), 66);
+    let devnet = regtest::busy_devnet(&node, &dir.path().join("devnet"));
     let first = devnet.result("ledger_getSoftConfirmationByNumber", "[1]")["daSlotHeight"]
         .as_u64()
         .unwrap();
@@ -131,7 +87,7 @@ fn a_follower_stopped_by_a_deep_reorg_rolled_back_to_l1_follows_the_new_chain() 
 
     let f_dir = dir.path().join("follower");
     let follower = follower_of(&devnet, &node, &f_dir);
-    wait(Duration::from_secs(60), "the follower to catch up", || {
+    wait_until(Duration::from_secs(60), "the follower to catch up", || {
         scanned(&follower) == tip - 2 && follower.head() == 66
     });
     let before = view(&follower, first, devnet_tip);
@@ -144,11 +100,11 @@ fn a_follower_stopped_by_a_deep_reorg_rolled_back_to_l1_follows_the_new_chain() 
     // invalidated block again.
     node.generate_to_address(15, &other_address());
     let new_tip = node.block_count();
-    wait(
+    wait_until(
         Duration::from_secs(30),
         "health to report the reorg",
         || {
-            let (status, h) = health(&follower);
+            let (status, h) = follower.health();
             status == 503 && h["reason"] == "reorg"
         },
     );
@@ -182,10 +138,10 @@ fn a_follower_stopped_by_a_deep_reorg_rolled_back_to_l1_follows_the_new_chain() 
     );
 
     let follower = follower_of(&devnet, &node, &f_dir);
-    wait(
+    wait_until(
         Duration::from_secs(60),
         "the follower on the new chain",
-        || scanned(&follower) == new_tip - 2 && health(&follower).0 == 200,
+        || scanned(&follower) == new_tip - 2 && follower.health().0 == 200,
     );
     assert_eq!(view(&follower, first, devnet_tip), before);
     assert_eq!(follower.status(60), "Proven");

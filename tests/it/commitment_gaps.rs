@@ -15,15 +15,13 @@
 use crate::common;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use bitcoin::secp256k1::{Secp256k1, SecretKey};
-use bitcoin::{Address, CompressedPublicKey, Network, OutPoint, Txid};
 use common::bitcoind::Bitcoind;
-use common::{call, devnet_ledger, export, hash32, run, Ledgerd};
+use common::{call, devnet_ledger, export, hash32, regtest, run, statuses, wait_until, Ledgerd};
 use ledgerd::source::bitcoind::body::SequencerCommitment;
 use ledgerd::source::bitcoind::envelope::Kind;
-use ledgerd::source::bitcoind::inscribe::{inscribe, Funding, FundingKey, InscribeOptions};
+use ledgerd::source::bitcoind::inscribe::{inscribe, Funding, InscribeOptions};
 use ledgerd::source::bitcoind::keys;
 use ledgerd::source::bitcoind::signer::DaSecretKey;
 use serde_json::{json, Value};
@@ -45,21 +43,9 @@ fn root_of(url: &str, (start, end): (u64, u64)) -> [u8; 32] {
     ledgerd::chain::merkle_root(&hashes).expect("a root")
 }
 
-/// The statuses of heights 1..=HEAD at `url`.
-fn statuses(url: &str) -> Vec<String> {
-    (1..=HEAD)
-        .map(|h| {
-            call(url, "ledger_getSoftConfirmationStatus", &format!("[{h}]"))
-                .as_str()
-                .expect("a status")
-                .to_string()
-        })
-        .collect()
-}
-
 /// Heights 1..=30 and 75..=86 Finalized, the rest Trusted.
 fn assert_gap_statuses(url: &str) {
-    let got = statuses(url);
+    let got = statuses(url, 1..=HEAD);
     for (i, s) in got.iter().enumerate() {
         let h = i as u64 + 1;
         let want = if (FIRST.0..=FIRST.1).contains(&h) || (AFTER_GAP.0..=AFTER_GAP.1).contains(&h) {
@@ -95,14 +81,6 @@ fn on_slot_by_hash(url: &str, hash: &str) -> Value {
         "ledger_getSequencerCommitmentsOnSlotByHash",
         &format!("[\"{hash}\"]"),
     )
-}
-
-fn wait(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 // ---- ledgerd import, and a follower of the imported ledger ----
@@ -176,7 +154,7 @@ fn a_commitment_after_a_gap_is_finalized_by_import_and_over_an_upstreams_da_view
         .data_dir(&tmp.path().join("follower"))
         .args(&args)
         .start();
-    wait(
+    wait_until(
         Duration::from_secs(60),
         "the follower to scan the last slot",
         || call(&follower.url, "ledger_getLastScannedL1Height", "[]").as_u64() == Some(s2),
@@ -195,33 +173,6 @@ fn a_commitment_after_a_gap_is_finalized_by_import_and_over_an_upstreams_da_view
 }
 
 // ---- a real regtest bitcoind ----
-
-/// A key of this test's that mined coinbases to spend.
-fn fund(node: &Bitcoind, seed: u8, n: u64) -> Vec<Funding> {
-    let secp = Secp256k1::signing_only();
-    let key = SecretKey::from_slice(&[seed; 32]).unwrap();
-    let address = Address::p2wpkh(
-        &CompressedPublicKey(key.public_key(&secp)),
-        Network::Regtest,
-    );
-    let hashes = node.generate_to_address(n, &address.to_string());
-    node.mine(100);
-    hashes
-        .iter()
-        .map(|h| {
-            let block = node.call("getblock", json!([h, 2]));
-            let cb = &block["tx"][0];
-            Funding {
-                outpoint: OutPoint {
-                    txid: cb["txid"].as_str().unwrap().parse::<Txid>().unwrap(),
-                    vout: 0,
-                },
-                amount_sats: (cb["vout"][0]["value"].as_f64().unwrap() * 1e8).round() as u64,
-                key: FundingKey::P2wpkh(key),
-            }
-        })
-        .collect()
-}
 
 /// Publishes a commitment over `range` with `root`, signed by `key`, in a
 /// block of its own; that block's height.
@@ -245,30 +196,12 @@ fn publish(
         &InscribeOptions::default(),
     )
     .unwrap();
-    let hexes: Vec<String> = [&tx.commit, &tx.reveal]
-        .iter()
-        .map(|t| hex::encode(bitcoin::consensus::serialize(*t)))
-        .collect();
-    node.call(
-        "generateblock",
-        json!([common::bitcoind::burn_address().to_string(), hexes]),
-    );
-    node.block_count()
+    regtest::mine_txs(node, &[&tx.commit, &tx.reveal])
 }
 
 /// A devnet on the regtest with heights 1..=90 and one commitment, 1..=30.
 fn devnet_on(node: &Bitcoind, dir: &Path) -> Ledgerd {
-    let cookie = node.cookie_path().display().to_string();
-    let devnet = Ledgerd::builder()
-        .dev(0, 0)
-        .data_dir(dir)
-        .args(&[
-            "--dev-bitcoin-rpc",
-            &node.url,
-            "--bitcoin-rpc-cookie",
-            &cookie,
-        ])
-        .start();
+    let devnet = regtest::devnet_on(node, dir, &[]);
     devnet.result("dev_setAutoCommit", "[0]");
     devnet.result("dev_setAutoProve", "[0]");
     assert_eq!(devnet.result("dev_mine", "[30]"), 30);
@@ -278,55 +211,18 @@ fn devnet_on(node: &Bitcoind, dir: &Path) -> Ledgerd {
     devnet
 }
 
-fn follower_of(up: &Ledgerd, node: &Bitcoind, dir: &Path) -> Ledgerd {
-    let cookie = node.cookie_path().display().to_string();
-    let args: Vec<String> = [
-        "--upstream",
-        &up.url,
-        "--bitcoin-rpc",
-        &node.url,
-        "--bitcoin-rpc-cookie",
-        &cookie,
-        "--bitcoin-finality-depth",
-        "1",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    Ledgerd::builder().data_dir(dir).args(&args).start()
-}
-
-fn health(n: &Ledgerd) -> Value {
-    let text = match ureq::get(&format!("{}/health", n.url)).call() {
-        Ok(r) => r.into_string().unwrap(),
-        Err(ureq::Error::Status(_, r)) => r.into_string().unwrap(),
-        Err(e) => panic!("/health: {e}"),
-    };
-    serde_json::from_str(&text).unwrap()
-}
-
 fn scanned(n: &Ledgerd) -> u64 {
     n.result("ledger_getLastScannedL1Height", "[]")
         .as_u64()
         .unwrap()
 }
 
-/// Bitcoin's printed block hash as ledgerd stores a slot hash (raw byte order).
-fn slot_hash(node: &Bitcoind, height: u64) -> String {
-    let mut raw = hex::decode(node.block_hash(height)).unwrap();
-    raw.reverse();
-    hex::encode(raw)
-}
-
-/// Publishes 31..=66 signed by a stranger and 75..=86 signed by the
-/// sequencer (`between` runs in between, once the follower scanned the
-/// first), and checks what the follower makes of them.
 fn refused_then_after_the_gap(between: impl FnOnce(&mut Bitcoind, &Ledgerd)) {
     let mut node = Bitcoind::start();
     let dir = tempfile::tempdir().unwrap();
-    let mut coins = fund(&node, 0x24, 2).into_iter();
+    let mut coins = regtest::fund(&node, 0x24, 2).into_iter();
     let devnet = devnet_on(&node, &dir.path().join("devnet"));
-    let follower = follower_of(&devnet, &node, &dir.path().join("follower"));
+    let follower = regtest::follower_of(&devnet, &node, &dir.path().join("follower"), 1).start();
     let stranger = DaSecretKey::from_bytes(&[0x35; 32]).unwrap();
     let sequencer = keys::regtest_sequencer_secret().unwrap();
 
@@ -338,7 +234,7 @@ fn refused_then_after_the_gap(between: impl FnOnce(&mut Bitcoind, &Ledgerd)) {
         REFUSED,
         root_of(&devnet.url, REFUSED),
     );
-    wait(
+    wait_until(
         Duration::from_secs(60),
         "the stranger's block scanned",
         || scanned(&follower) >= refused && follower.head() == HEAD,
@@ -356,7 +252,7 @@ fn refused_then_after_the_gap(between: impl FnOnce(&mut Bitcoind, &Ledgerd)) {
 
     let root = root_of(&devnet.url, AFTER_GAP);
     let after = publish(&node, &coins.next().unwrap(), &sequencer, AFTER_GAP, root);
-    wait(
+    wait_until(
         Duration::from_secs(60),
         "the next commitment's block scanned",
         || scanned(&follower) >= after,
@@ -365,7 +261,7 @@ fn refused_then_after_the_gap(between: impl FnOnce(&mut Bitcoind, &Ledgerd)) {
     let listed = json!([commitment_json(after, root, AFTER_GAP)]);
     assert_eq!(on_slot(&follower.url, after), listed);
     assert_eq!(
-        on_slot_by_hash(&follower.url, &slot_hash(&node, after)),
+        on_slot_by_hash(&follower.url, &regtest::slot_hash(&node, after)),
         listed
     );
     let log = follower.stderr();
@@ -386,19 +282,19 @@ fn over_bitcoin_killed_and_restarted_between_the_two_commitments_the_one_after_t
     refused_then_after_the_gap(|node, follower| {
         node.flush();
         node.kill9();
-        wait(
+        wait_until(
             Duration::from_secs(30),
             "the follower to see bitcoind gone",
             || {
-                let h = health(follower);
+                let h = follower.health().1;
                 h["bitcoindReachable"] == false && h["l1Scanned"].as_u64() > Some(0)
             },
         );
         node.restart();
-        wait(
+        wait_until(
             Duration::from_secs(30),
             "the follower to see bitcoind again",
-            || health(follower)["bitcoindReachable"] == true,
+            || follower.health().1["bitcoindReachable"] == true,
         );
     });
 }

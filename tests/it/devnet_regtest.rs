@@ -8,35 +8,17 @@
 use crate::common;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use bitcoin::consensus::deserialize;
 use bitcoin::hashes::Hash as _;
 use bitcoin::{Block, Transaction};
 use common::bitcoind::Bitcoind;
+use common::regtest::devnet_on;
 use common::Ledgerd;
 use ledgerd::source::bitcoind::body::MAX_PROOF_BYTES;
 use ledgerd::source::bitcoind::keys::REGTEST;
 use ledgerd::source::bitcoind::reveal::{self, LightClientTx};
 use serde_json::{json, Value};
-
-/// `ledgerd --dev --dev-block-ms 0 --dev-bitcoin-rpc <node> --bitcoin-rpc-cookie <its cookie>`
-/// on `data_dir`, with `extra` flags.
-fn devnet_on(node: &Bitcoind, data_dir: &Path, extra: &[&str]) -> Ledgerd {
-    let cookie = node.cookie_path().display().to_string();
-    let mut args = vec![
-        "--dev-bitcoin-rpc",
-        node.url.as_str(),
-        "--bitcoin-rpc-cookie",
-        cookie.as_str(),
-    ];
-    args.extend_from_slice(extra);
-    Ledgerd::builder()
-        .dev(0, 0)
-        .data_dir(data_dir)
-        .args(&args)
-        .start()
-}
 
 /// A hash as bitcoind prints it, in raw byte order (Citrea's daSlotHash).
 fn raw_order(printed: &str) -> String {

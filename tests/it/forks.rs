@@ -8,7 +8,7 @@ use crate::common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{call, every_answer, export, run, wait_until_value, Ledgerd};
+use common::{call, every_answer, export, run, statuses, wait_until_value, Ledgerd};
 use serde_json::{json, Value};
 
 const FORK: u64 = 50;
@@ -19,17 +19,6 @@ fn devnet_across_the_fork(dir: &Path, prefill: u64) -> Ledgerd {
         .data_dir(dir)
         .args(&["--kumquat-height", &FORK.to_string()])
         .start()
-}
-
-fn statuses(url: &str, heights: std::ops::RangeInclusive<u64>) -> Vec<String> {
-    heights
-        .map(|h| {
-            call(url, "ledger_getSoftConfirmationStatus", &format!("[{h}]"))
-                .as_str()
-                .expect("a status")
-                .to_string()
-        })
-        .collect()
 }
 
 /// The range `[from, to]` as the RPC answers it (raw text, for `ledgerd verify`).

@@ -32,6 +32,7 @@ mod haproxy_fleet;
 mod haproxy_front;
 mod hostile;
 mod http_framing;
+mod layers;
 mod log_json;
 mod monitoring;
 mod nginx_front;

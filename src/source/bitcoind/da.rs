@@ -25,7 +25,7 @@
 //!
 //! A transaction that looks like ours but is not taken is skipped: one WARN
 //! naming its txid, counted in `/metrics` by reason
-//! ([`crate::sync::progress::REFUSAL_REASONS`]).
+//! ([`crate::progress::REFUSAL_REASONS`]).
 //!
 //! The source also serves the blocks soft confirmations point at
 //! ([`DaSource::anchors`]), cached per height once final, and the chain's
@@ -46,10 +46,10 @@ use super::rpc::{BitcoinRpc, RpcError};
 use super::scan::{AnchorCache, ScanPace, SlotScanner};
 use super::signer::{DaPublicKey, SignatureError};
 use crate::headers::{unix_now, HeaderChain};
+use crate::progress::{BitcoinProgress, Progress};
 use crate::proof::{journal, receipt};
 use crate::source::{DaAnchor, DaSource, SourceError};
 use crate::stop::Stop;
-use crate::sync::progress::{BitcoinProgress, Progress};
 use crate::types::{DaSlot, Hash, VerifiedBatchProof};
 
 /// Citrea's `FINALITY_DEPTH`: a block is scanned once it has this many

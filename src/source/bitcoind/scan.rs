@@ -30,7 +30,7 @@ use super::da::{proof_from_receipt, reason_of, BitcoinDaConfig, MAX_SCAN_RATE};
 use super::envelope::Namespace;
 use super::reveal::{self, display_hash, LightClientTx, Refusal};
 use crate::ledger::{BitcoinChunkRead, Ledger};
-use crate::sync::progress::{BitcoinProgress, Progress};
+use crate::progress::{BitcoinProgress, Progress};
 use crate::types::{DaSlot, Hash, SequencerCommitment};
 
 /// Bytes of chunk transactions remembered at most: chunk parts are not

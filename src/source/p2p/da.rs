@@ -35,12 +35,12 @@ use log::{debug, info, warn};
 use super::peer::{PeerError, MAX_HEADERS};
 use super::peers::PeerSet;
 use crate::headers::{unix_now, HeaderChain};
+use crate::progress::Progress;
 use crate::source::bitcoind::block::{check_block, DaBlock};
 use crate::source::bitcoind::da::BitcoinDaConfig;
 use crate::source::bitcoind::envelope::Namespace;
 use crate::source::bitcoind::scan::{AnchorCache, ScanPace, SlotScanner};
 use crate::source::{DaAnchor, DaSource, SourceError};
-use crate::sync::progress::Progress;
 use crate::types::{DaSlot, Hash};
 
 /// Header rounds per look at the chain at most (2,000 headers each): a

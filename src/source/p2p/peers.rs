@@ -23,8 +23,8 @@ use bitcoin::{Block, BlockHash};
 use log::{debug, info, warn};
 
 use super::peer::{Peer, PeerError, PeerOptions};
+use crate::progress::Progress;
 use crate::source::SourceError;
-use crate::sync::progress::Progress;
 
 /// Blocks in flight per peer (Bitcoin Core serves one per message-loop pass).
 pub const WINDOW: usize = 16;

@@ -34,11 +34,11 @@ use std::time::{Duration, Instant};
 
 use log::info;
 
+use crate::progress::Progress;
 use crate::source::backoff::Backoff;
 use crate::source::upstream::{Upstream, UpstreamConfig};
 use crate::source::{DaSource, L2Source, RangeFetch, SourceError};
 use crate::stop::Stop;
-use crate::sync::progress::Progress;
 use crate::types::{DaSlot, Hash, SoftConfirmation};
 
 /// The log target of this module's INFO lines: the module path

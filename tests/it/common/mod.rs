@@ -6,9 +6,10 @@
 //! fuzzer shares ([`rpc_check`]); a proxy that can hold an upstream's
 //! blocks back, alter its answers or slow them ([`proxy`]), and a stand-in
 //! for a Citrea v0.6 full node written from Citrea's source
-//! ([`citrea_upstream`]); a real regtest bitcoind ([`bitcoind`]) and Bitcoin
-//! peers that lie ([`lying_peer`]); the one
-//! deadline loop, [`wait_until_value`] ([`wait`]).
+//! ([`citrea_upstream`]); a real regtest bitcoind ([`bitcoind`]), ledgerd
+//! on it (a devnet writing to it, a follower reading it: [`regtest`]) and
+//! Bitcoin peers that lie ([`lying_peer`]); the one deadline loop,
+//! [`wait_until_value`] ([`wait`]).
 
 pub mod bitcoind;
 pub mod browser;
@@ -18,6 +19,7 @@ pub mod http;
 pub mod lying_peer;
 pub mod process;
 pub mod proxy;
+pub mod regtest;
 pub mod rpc;
 pub mod rpc_check;
 pub mod smuggling;
@@ -29,9 +31,9 @@ pub use process::{
 };
 pub use rpc::{
     assert_normal_request_fast, call, call_raw, devnet_ledger, every_answer, export, hash32, head,
-    post_raw, sync_status, HEAD_HEIGHT,
+    post_raw, statuses, sync_status, HEAD_HEIGHT,
 };
-pub use wait::{poll_until, wait_until_value};
+pub use wait::{poll_until, wait_until, wait_until_value};
 
 /// The machine, as the tests share it: every node a test starts with
 /// [`LedgerdBuilder::start`] holds a share of it, and a test that measures

@@ -238,6 +238,27 @@ impl Ledgerd {
         })
     }
 
+    /// `GET /health`: its HTTP status and its JSON body (200 or 503).
+    pub fn health(&self) -> (u16, Value) {
+        let (status, text) = match ureq::get(&format!("{}/health", self.url)).call() {
+            Ok(r) => (r.status(), r.into_string().expect("a /health body")),
+            Err(ureq::Error::Status(code, r)) => (code, r.into_string().expect("a /health body")),
+            Err(e) => panic!("/health: {e}"),
+        };
+        let body = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("/health answered {text:?}, not JSON: {e}"));
+        (status, body)
+    }
+
+    /// `GET /metrics`, the whole text.
+    pub fn metrics_text(&self) -> String {
+        ureq::get(&format!("{}/metrics", self.url))
+            .call()
+            .expect("/metrics answers")
+            .into_string()
+            .expect("a /metrics body")
+    }
+
     /// `ledger_getHeadSoftConfirmationHeight`.
     pub fn head(&self) -> u64 {
         head(&self.url)
@@ -301,6 +322,18 @@ pub fn last_scanned(url: &str) -> u64 {
     call(url, "ledger_getLastScannedL1Height", "[]")
         .as_u64()
         .unwrap_or_else(|| panic!("{url}: the last scanned L1 height is not a number"))
+}
+
+/// The statuses (`"Trusted"`, ...) of `heights` at `url`.
+pub fn statuses(url: &str, heights: std::ops::RangeInclusive<u64>) -> Vec<String> {
+    heights
+        .map(|h| {
+            call(url, "ledger_getSoftConfirmationStatus", &format!("[{h}]"))
+                .as_str()
+                .expect("a status")
+                .to_string()
+        })
+        .collect()
 }
 
 /// Waits until `follower` holds and has scanned what `upstream` has now,

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use ledgerd::devnet::{Devnet, DevnetConfig};
 use ledgerd::ledger::{Ledger, OpenOptions};
+use ledgerd::progress::Progress;
 use ledgerd::rpc::{Rpc, RpcConfig};
 use ledgerd::stop::Stop;
-use ledgerd::sync::progress::Progress;
 use ledgerd::sync::{SyncConfig, Syncer};
 use serde_json::Value;
 

@@ -21,6 +21,12 @@ pub fn wait_until_value<T: Debug>(
         .unwrap_or_else(|last| panic!("waited {limit:?} for {what}; last seen: {last:?}"))
 }
 
+/// Waits until `held()` is true (looking every 20 ms), at most `limit`;
+/// panics with `what` when it runs out.
+pub fn wait_until(limit: Duration, what: &str, held: impl FnMut() -> bool) {
+    wait_until_value(limit, what, held, |held| *held);
+}
+
 /// [`wait_until_value`] that does not panic: `Ok(value)` once `done` holds,
 /// `Err(last value)` when `limit` runs out first (for a caller that asserts
 /// on the value itself, or adds its own context).

@@ -1,19 +1,25 @@
-//! What the sync thread has done, shared with the server without locks.
+//! What the sync thread and its sources have done, shared with the server
+//! without locks.
 //!
-//! The sync thread writes these counters; the server reads them to answer
+//! The sync thread and the chain sources (a follower's upstreams, bitcoind,
+//! Bitcoin peers) write these counters; the server reads them to answer
 //! `svc_syncStatus`, `/health` and `/metrics`. Every field is an atomic, so a
 //! reader may see one layer updated before the other, never a torn number.
+//! It lives below all of them, beside the sources, so that none imports
+//! another's layer to reach it.
+//!
+//! - this file: [`Progress`] and the Bitcoin source's [`BitcoinProgress`].
+//! - [`block_time`]: the time to verify and store a block, as a histogram.
+//! - [`waiting`]: the refused record the DA scan waits on (logged once).
+
+pub mod block_time;
+pub mod waiting;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// One layer's progress: the head its source reported and how far the ledger has got.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LayerStatus {
-    Synced(u64),
-    Syncing { head: u64, synced: u64 },
-}
+pub use crate::types::LayerStatus;
 
 /// Shared sync progress.
 #[derive(Debug, Default)]
@@ -56,12 +62,12 @@ pub struct Progress {
     /// The Bitcoin DA source's state (`--bitcoin-rpc`; untouched without it).
     pub bitcoin: BitcoinProgress,
     /// The time to verify and store a block (`ledgerd_sync_block_seconds`).
-    pub block_time: super::block_time::BlockTimes,
+    pub block_time: block_time::BlockTimes,
     /// The rules proofs are held to (which batch-proof images); set once at
     /// start by a node with a chain source, for `/health` and `/metrics`.
     pub proof_rules: OnceLock<crate::proof::ProofRules>,
     /// The refused record the DA scan waits on.
-    pub waiting: super::waiting::Waiting,
+    pub waiting: waiting::Waiting,
 }
 
 /// Why a Bitcoin transaction that looked like Citrea's was not taken: the

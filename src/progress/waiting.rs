@@ -8,7 +8,7 @@
 
 use std::sync::Mutex;
 
-use crate::sync::progress::unix_ms;
+use crate::progress::unix_ms;
 
 /// The refusal the DA scan waits on now, if any.
 #[derive(Debug, Default)]
