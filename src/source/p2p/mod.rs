@@ -20,9 +20,11 @@ pub mod da;
 pub mod framing;
 pub mod peer;
 pub mod peers;
+pub mod rpc;
 pub mod status;
 
 pub use da::PeersDa;
 pub use peer::{Peer, PeerError, PeerOptions};
 pub use peers::PeerSet;
-pub use status::{PeersStatus, DROP_REASONS};
+pub use rpc::RpcSide;
+pub use status::{BitcoindStatus, PeersStatus, DROP_REASONS};
