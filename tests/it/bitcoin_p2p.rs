@@ -701,3 +701,48 @@ fn with_both_a_bitcoind_on_another_network_is_refused_at_start_with_a_sentence()
         "{stderr}"
     );
 }
+
+#[test]
+#[ignore = "needs bitcoind: scripts/bitcoind/build.sh"]
+fn with_both_a_bitcoind_on_a_chain_with_less_work_than_the_peers_is_not_followed() {
+    // Each starts bitcoinds, a devnet and a follower: one at a time on a small host.
+    let _one = common::one_at_a_time();
+    // The devnet's node, read over P2P; another node, never connected to
+    // it, with a short chain of its own, read over RPC.
+    let peer_node = p2p_node();
+    let dir = tempfile::tempdir().unwrap();
+    let devnet = busy_devnet(&peer_node, &dir.path().join("devnet"));
+    let first = first_slot(&devnet);
+    let rpc_node = Bitcoind::start();
+    rpc_node.mine(5);
+    let follower = both_follower(
+        &devnet,
+        &rpc_node,
+        &[peer_node.p2p_addr()],
+        &dir.path().join("follower"),
+    );
+    let tip = peer_node.block_count();
+    wait(Duration::from_secs(90), "the follower to catch up", || {
+        caught_up(&follower, tip, 66)
+    });
+    assert_eq!(
+        view(&follower, first, &peer_node),
+        view(&devnet, first, &peer_node)
+    );
+    let (status, h) = health(&follower);
+    assert_eq!(status, 200, "{h}");
+    assert_eq!(h["bitcoindReachable"], true, "{h}");
+    assert_eq!(h["bitcoindBehind"], true, "its chain has less work: {h}");
+    assert_eq!(h["bitcoinPeersBehind"], 0, "{h}");
+    assert_eq!(
+        h["bitcoinHeaders"]["hash"],
+        peer_node.block_hash(tip),
+        "{h}"
+    );
+    let m = metrics(&follower);
+    assert_eq!(
+        metric(&m, "ledgerd_bitcoin_rpc_blocks_fetched_total"),
+        0,
+        "no block of its chain is read: {m}"
+    );
+}
