@@ -262,7 +262,9 @@ impl Health {
             let ok_at = bitcoin.ok_unix_ms.load(Relaxed).max(self.started_ms);
             let down = now.saturating_sub(ok_at);
             if down > self.max_lag_ms {
-                let (reason, who) = if bitcoin.peers.any() {
+                let (reason, who) = if bitcoin.peers.any() && bitcoin.rpc.any() {
+                    ("bitcoin", "neither bitcoind nor any Bitcoin peer has")
+                } else if bitcoin.peers.any() {
                     ("bitcoin_peers", "no Bitcoin peer has")
                 } else {
                     ("bitcoind", "bitcoind has not")
@@ -411,6 +413,11 @@ impl Health {
                 "bitcoinPeersConnected",
                 peers.iter().filter(|p| p.connected).count() as u64,
             );
+            num_after(
+                &mut body,
+                "bitcoinPeersBehind",
+                peers.iter().filter(|p| p.connected && p.behind).count() as u64,
+            );
             body.extend_from_slice(b",\"bitcoinPeers\":[");
             for (i, peer) in peers.iter().enumerate() {
                 if i > 0 {
@@ -420,6 +427,8 @@ impl Health {
                 crate::json_out::write_str(&mut body, &peer.addr);
                 body.extend_from_slice(b",\"connected\":");
                 body.extend_from_slice(if peer.connected { b"true" } else { b"false" });
+                body.extend_from_slice(b",\"behind\":");
+                body.extend_from_slice(if peer.behind { b"true" } else { b"false" });
                 num_after(&mut body, "blocksFetched", peer.blocks_fetched);
                 if let Some(why) = &peer.problem {
                     body.extend_from_slice(b",\"problem\":");
@@ -431,6 +440,33 @@ impl Health {
             if let Some(why) = bitcoin.problem() {
                 body.extend_from_slice(b",\"bitcoinProblem\":");
                 crate::json_out::write_str(&mut body, &why);
+            }
+            // bitcoind's RPC beside the peers.
+            let rpc = &bitcoin.rpc;
+            if let Some(url) = rpc.url.get() {
+                body.extend_from_slice(b",\"bitcoind\":");
+                crate::json_out::write_str(&mut body, url);
+                body.extend_from_slice(b",\"bitcoindReachable\":");
+                body.extend_from_slice(if rpc.reachable.load(Relaxed) {
+                    b"true"
+                } else {
+                    b"false"
+                });
+                body.extend_from_slice(b",\"bitcoindBehind\":");
+                body.extend_from_slice(if rpc.behind.load(Relaxed) {
+                    b"true"
+                } else {
+                    b"false"
+                });
+                num_after(
+                    &mut body,
+                    "bitcoindBlocksFetched",
+                    rpc.blocks_fetched.load(Relaxed),
+                );
+                if let Some(why) = rpc.problem() {
+                    body.extend_from_slice(b",\"bitcoindProblem\":");
+                    crate::json_out::write_str(&mut body, &why);
+                }
             }
         } else if let (true, Some(url)) = (reads_bitcoin, bitcoin.url.get()) {
             body.extend_from_slice(b",\"bitcoind\":");

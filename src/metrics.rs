@@ -411,6 +411,12 @@ impl Metrics {
                     "Bitcoin peers (--bitcoin-peer) connected now",
                     peers.iter().filter(|p| p.connected).count() as u64,
                 )?;
+                gauge(
+                    out,
+                    "ledgerd_bitcoin_peers_behind",
+                    "Connected Bitcoin peers whose chain has less work than the best one (asked for headers, for no block beyond their own chain)",
+                    peers.iter().filter(|p| p.connected && p.behind).count() as u64,
+                )?;
                 header(
                     out,
                     "ledgerd_bitcoin_peers_dropped_total",
@@ -438,6 +444,21 @@ impl Metrics {
                         peer.blocks_fetched
                     )?;
                 }
+            }
+            let rpc = &bitcoin.rpc;
+            if rpc.any() {
+                gauge(
+                    out,
+                    "ledgerd_bitcoin_rpc_reachable",
+                    "1 while bitcoind's RPC read beside the Bitcoin peers (--bitcoin-rpc with --bitcoin-peer) answers",
+                    u64::from(rpc.reachable.load(Relaxed)),
+                )?;
+                counter(
+                    out,
+                    "ledgerd_bitcoin_rpc_blocks_fetched_total",
+                    "Bitcoin blocks bitcoind's RPC (beside the peers) sent that passed their checks, since start",
+                    rpc.blocks_fetched.load(Relaxed),
+                )?;
             }
         }
         header(

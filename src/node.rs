@@ -23,7 +23,7 @@ use crate::server::{Server, ServerError, Stopper};
 use crate::source::bitcoind::da::ChainCheckError;
 use crate::source::bitcoind::{BitcoinDa, BitcoinDaConfig, BitcoinRpc, RpcOptions};
 use crate::source::devnet::{Devnet, DevnetConfig, DevnetError};
-use crate::source::p2p::{PeerOptions, PeerSet, PeersDa};
+use crate::source::p2p::{PeerOptions, PeerSet, PeersDa, RpcSide};
 use crate::source::upstream::failover::Upstreams;
 use crate::stop::Stop;
 use crate::sync::{DaSide, Separate, SyncConfig, SyncError, Syncer};
@@ -402,21 +402,41 @@ impl Node {
                         spawn_sync(syncer, &stop)?
                     }
                     Some(b) if !b.peers.is_empty() => {
-                        if let Some(url) = &b.url {
-                            warn!(
-                                "--bitcoin-rpc {url} is not read beside --bitcoin-peer: headers \
-                                 and blocks come from the peers (bitcoind can be one of them, \
-                                 by its P2P port)"
-                            );
-                        }
                         let magic = bitcoin::p2p::Magic::from(b.chain.network());
                         let peers =
                             PeerSet::new(&b.peers, PeerOptions::new(magic), progress.clone());
                         let chain = HeaderChain::open(b.chain, ledger.clone(), 0)
                             .map_err(|e| NodeError::Bitcoin(e.to_string()))?;
+                        // bitcoind's RPC beside the peers: one more source.
+                        let rpc_side = match &b.url {
+                            None => None,
+                            Some(url) => {
+                                let rpc = BitcoinRpc::new(
+                                    url,
+                                    b.credentials.clone(),
+                                    RpcOptions::default(),
+                                );
+                                let mut side = RpcSide::new(Arc::new(rpc), progress.clone())
+                                    .with_stop(stop.clone());
+                                match side.check_network(b.chain) {
+                                    Ok(()) => {}
+                                    Err(ChainCheckError::OtherChain(why)) => {
+                                        return Err(NodeError::Bitcoin(why))
+                                    }
+                                    // Logged and shown in /health; checked again
+                                    // at its first answer.
+                                    Err(ChainCheckError::Unreachable(_)) => {}
+                                }
+                                Some(side)
+                            }
+                        };
+                        let rpc_named = match &b.url {
+                            Some(url) => format!(" and bitcoind {url}"),
+                            None => String::new(),
+                        };
                         info!(
-                            "following {first} (L2) and Bitcoin {} from peers {} (DA, {} \
-                             confirmations, header tip {} at height {}, sequencer DA key {}, \
+                            "following {first} (L2) and Bitcoin {} from peers {}{rpc_named} (DA, \
+                             {} confirmations, header tip {} at height {}, sequencer DA key {}, \
                              prover DA key {}): {forks}, sequencer key {key_name}",
                             b.chain.name(),
                             b.peers.join(", "),
@@ -436,6 +456,10 @@ impl Node {
                             progress.clone(),
                         )
                         .with_chunks_in(ledger.clone());
+                        let da = match rpc_side {
+                            Some(side) => da.with_rpc(side),
+                            None => da,
+                        };
                         let syncer = Syncer::with_da(
                             ledger.clone(),
                             upstreams,

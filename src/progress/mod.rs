@@ -108,6 +108,8 @@ pub struct BitcoinProgress {
     pub proofs_found: AtomicU64,
     /// The P2P source's peers (`--bitcoin-peer`; empty without it).
     pub peers: crate::source::p2p::PeersStatus,
+    /// bitcoind's RPC read beside the peers (both flags; unset otherwise).
+    pub rpc: crate::source::p2p::BitcoindStatus,
     /// The verified header chain the scan follows.
     pub headers: HeaderProgress,
 }

@@ -1,15 +1,21 @@
 //! A follower reading its DA layer from Bitcoin's P2P network
-//! (`--upstream U --bitcoin-peer HOST:PORT`, no bitcoind RPC), against a real
-//! regtest bitcoind listening on 127.0.0.1 (tests/it/common/bitcoind.rs) and
-//! peers that lie (tests/it/common/lying_peer.rs):
+//! (`--upstream U --bitcoin-peer HOST:PORT`), with no bitcoind RPC or with
+//! one beside the peers (`--bitcoin-rpc` too), against a real regtest
+//! bitcoind listening on 127.0.0.1 (tests/it/common/bitcoind.rs) and peers
+//! that lie (tests/it/common/lying_peer.rs):
 //!
-//! - a devnet on the regtest as the upstream: the peers-only follower ends
-//!   with the same answers to methods 2-13 as the `--bitcoin-rpc` follower
-//!   and the devnet;
+//! - a devnet on the regtest as the upstream: the peers-only follower, and
+//!   the follower with both bitcoind's RPC and its P2P port, end with the
+//!   same answers to methods 2-13 as the `--bitcoin-rpc` follower and the
+//!   devnet;
 //! - four lying peers beside the honest one (a fork with less work,
 //!   headers with wrong bits, blocks whose transactions were altered,
-//!   silence after the handshake): nothing served changes, each is dropped
-//!   and counted by reason;
+//!   silence after the handshake): nothing served changes, each liar is
+//!   dropped and counted by reason, but the less-work one, which stays
+//!   connected, behind, and is asked for no block;
+//! - the same liars beside an honest bitcoind RPC: nothing changes;
+//! - both bitcoind's RPC and another bitcoind's P2P port: the RPC one
+//!   killed mid-scan, the follower goes on through the peer;
 //! - bitcoind killed and restarted mid-scan: `/health` names the peers,
 //!   the scan resumes;
 //! - ledgerd killed (`kill -9`) and started again on its data dir: it ends
@@ -57,6 +63,38 @@ fn peers_follower(up: &Ledgerd, peers: &[String], dir: &std::path::Path) -> Ledg
 /// `ledgerd --upstream <up> --bitcoin-rpc <node> --bitcoin-finality-depth 1`.
 fn rpc_follower(up: &Ledgerd, node: &Bitcoind, dir: &std::path::Path) -> Ledgerd {
     regtest::follower_of(up, node, dir, 1).start()
+}
+
+/// `ledgerd --upstream <up> --bitcoin-rpc <node> --bitcoin-peer P...
+/// --bitcoin-finality-depth 1`: bitcoind's RPC beside the peers.
+fn both_follower(
+    up: &Ledgerd,
+    node: &Bitcoind,
+    peers: &[String],
+    dir: &std::path::Path,
+) -> Ledgerd {
+    let cookie = node.cookie_path().display().to_string();
+    let mut args: Vec<String> = vec![
+        "--upstream".into(),
+        up.url.clone(),
+        "--bitcoin-rpc".into(),
+        node.url.clone(),
+        "--bitcoin-rpc-cookie".into(),
+        cookie,
+        "--bitcoin-finality-depth".into(),
+        "1".into(),
+        "--health-max-lag-s".into(),
+        "2".into(),
+    ];
+    for p in peers {
+        args.push("--bitcoin-peer".into());
+        args.push(p.clone());
+    }
+    Ledgerd::builder()
+        .data_dir(dir)
+        .args(&args)
+        .log("info")
+        .start()
 }
 
 /// Everything methods 2-13 answer about the chain, from slot `first` on
@@ -225,7 +263,8 @@ fn a_follower_with_only_peers_ends_with_the_same_answers_as_the_bitcoind_rpc_fol
 
 #[test]
 #[ignore = "needs bitcoind: scripts/bitcoind/build.sh"]
-fn lying_peers_beside_an_honest_one_change_nothing_and_are_dropped_by_reason() {
+fn lying_peers_beside_an_honest_one_change_nothing_and_the_less_work_one_stays_connected_unasked_for_blocks(
+) {
     // Each starts a bitcoind, a devnet and followers: one at a time on a small host.
     let _one = common::one_at_a_time();
     let node = p2p_node();
@@ -254,16 +293,36 @@ fn lying_peers_beside_an_honest_one_change_nothing_and_are_dropped_by_reason() {
     };
     wait(
         Duration::from_secs(120),
-        "the follower to catch up and every liar to be dropped",
+        "the follower to catch up, every other liar to be dropped, the less-work one behind",
         || {
             let m = metrics(&follower);
             caught_up(&follower, tip, 66)
-                && ["less_work", "bad_header", "bad_block", "stalled"]
+                && ["bad_header", "bad_block", "stalled"]
                     .iter()
                     .all(|r| dropped(&m, r) >= 1)
+                && metric(&m, "ledgerd_bitcoin_peers_behind") == 1
         },
     );
     assert_eq!(view(&follower, first, &node), view(&devnet, first, &node));
+    // The less-work peer: connected all along, asked for headers at each
+    // look, never for a block; never dropped.
+    let less_work = &liars[0];
+    assert_eq!(less_work.asked("getdata"), 0);
+    assert!(
+        less_work.asked("getheaders") >= 2,
+        "asked again at each look"
+    );
+    let (_, h) = health(&follower);
+    assert_eq!(h["bitcoinPeersBehind"], 1, "{h}");
+    assert_eq!(h["bitcoinPeers"][0]["connected"], true, "{h}");
+    assert_eq!(h["bitcoinPeers"][0]["behind"], true, "{h}");
+    assert_eq!(h["bitcoinPeers"][4]["behind"], false, "{h}");
+    let log = follower.stderr();
+    assert!(
+        !log.lines()
+            .any(|l| l.contains(less_work.addr.as_str()) && l.contains("disconnected")),
+        "{log}"
+    );
     // The honest peer delivered the blocks; no liar's block was taken.
     let m = metrics(&follower);
     for liar in &liars {
@@ -381,5 +440,272 @@ fn a_peers_follower_killed_mid_scan_ends_with_the_same_answers_after_a_restart()
     assert_eq!(
         follower.result("ledger_getSoftConfirmationStatus", "[60]"),
         "Proven"
+    );
+}
+
+#[test]
+#[ignore = "needs bitcoind: scripts/bitcoind/build.sh"]
+fn a_follower_with_bitcoind_rpc_and_its_peer_port_ends_with_the_same_answers_as_the_rpc_follower() {
+    // Each starts a bitcoind, a devnet and followers: one at a time on a small host.
+    let _one = common::one_at_a_time();
+    let node = p2p_node();
+    let dir = tempfile::tempdir().unwrap();
+    let devnet = busy_devnet(&node, &dir.path().join("devnet"));
+    let first = first_slot(&devnet);
+    let both = both_follower(&devnet, &node, &[node.p2p_addr()], &dir.path().join("both"));
+    let by_rpc = rpc_follower(&devnet, &node, &dir.path().join("rpc"));
+    let tip = node.block_count();
+    wait(
+        Duration::from_secs(90),
+        "both followers to catch up",
+        || caught_up(&both, tip, 66) && caught_up(&by_rpc, tip, 66),
+    );
+    let ours = view(&both, first, &node);
+    assert_eq!(ours["blocks"][59][2], "Proven", "{}", ours["blocks"][59]);
+    assert_eq!(ours["blocks"][60][2], "Trusted");
+    assert_eq!(ours, view(&by_rpc, first, &node));
+    assert_eq!(ours, view(&devnet, first, &node));
+    assert_eq!(
+        both.result("svc_syncStatus", "[]")["l1Status"],
+        json!({ "Synced": tip })
+    );
+    let (status, h) = health(&both);
+    assert_eq!(status, 200, "{h}");
+    assert_eq!(h["bitcoinPeersConnected"], 1, "{h}");
+    assert_eq!(h["bitcoinPeersBehind"], 0, "{h}");
+    assert_eq!(h["bitcoind"], node.url.as_str(), "{h}");
+    assert_eq!(h["bitcoindReachable"], true, "{h}");
+    assert_eq!(h["bitcoindBehind"], false, "{h}");
+    assert!(h.get("bitcoindProblem").is_none(), "{h}");
+    assert_eq!(h["bitcoinHeaders"]["height"], tip, "{h}");
+    // bitcoind is asked first while it answers: it sent the blocks.
+    let m = metrics(&both);
+    assert_eq!(metric(&m, "ledgerd_bitcoin_rpc_reachable"), 1, "{m}");
+    assert!(
+        metric(&m, "ledgerd_bitcoin_rpc_blocks_fetched_total") >= tip - first,
+        "{m}"
+    );
+    assert!(
+        !both.stderr().contains("is not read beside"),
+        "the RPC is read: {}",
+        both.stderr()
+    );
+}
+
+#[test]
+#[ignore = "needs bitcoind: scripts/bitcoind/build.sh"]
+fn with_both_the_scan_goes_on_through_a_peer_when_bitcoind_rpc_is_killed() {
+    // Each starts bitcoinds, a devnet and a follower: one at a time on a small host.
+    let _one = common::one_at_a_time();
+    // The devnet's node, read by the follower over P2P only; a second
+    // node, connected to it, read over RPC only.
+    let peer_node = p2p_node();
+    let mut rpc_node = Bitcoind::start();
+    let dir = tempfile::tempdir().unwrap();
+    let devnet = busy_devnet(&peer_node, &dir.path().join("devnet"));
+    peer_node.mine(300);
+    peer_node.flush();
+    rpc_node.call("addnode", json!([peer_node.p2p_addr(), "onetry"]));
+    let tip = peer_node.block_count();
+    wait(
+        Duration::from_secs(60),
+        "the RPC node to have the peer node's chain",
+        || rpc_node.block_count() == tip,
+    );
+    let follower = both_follower(
+        &devnet,
+        &rpc_node,
+        &[peer_node.p2p_addr()],
+        &dir.path().join("follower"),
+    );
+    wait(Duration::from_secs(30), "a first slot scanned", || {
+        scanned(&follower) > Some(0)
+    });
+    rpc_node.kill9();
+    // Blocks bitcoind never had: only the peer can serve them.
+    peer_node.mine(5);
+    let tip = peer_node.block_count();
+    wait(
+        Duration::from_secs(90),
+        "the scan to reach the peer's tip",
+        || scanned(&follower) == Some(tip),
+    );
+    let (status, h) = health(&follower);
+    assert_eq!(status, 200, "a peer still answers: {h}");
+    assert_eq!(h["bitcoindReachable"], false, "{h}");
+    assert!(
+        h["bitcoindProblem"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("cannot be asked"),
+        "{h}"
+    );
+    assert_eq!(h["bitcoinPeersConnected"], 1, "{h}");
+    let m = metrics(&follower);
+    let by_peer = metric(
+        &m,
+        &format!(
+            "ledgerd_bitcoin_peer_blocks_fetched_total{{peer=\"{}\"}}",
+            peer_node.p2p_addr()
+        ),
+    );
+    assert!(
+        by_peer >= 5,
+        "the peer served the blocks past the kill: {m}"
+    );
+    assert_eq!(metric(&m, "ledgerd_bitcoin_rpc_reachable"), 0, "{m}");
+    assert_eq!(
+        follower.result("ledger_getSoftConfirmationStatus", "[60]"),
+        "Proven"
+    );
+    let first = first_slot(&devnet);
+    let theirs = view(&devnet, first, &peer_node);
+    let last = theirs["scanned"].as_u64().unwrap();
+    assert_eq!(view_upto(&follower, first, last, &peer_node), theirs);
+}
+
+#[test]
+#[ignore = "needs bitcoind: scripts/bitcoind/build.sh"]
+fn lying_peers_beside_an_honest_bitcoind_rpc_change_nothing() {
+    // Each starts a bitcoind, a devnet and a follower: one at a time on a small host.
+    let _one = common::one_at_a_time();
+    let node = Bitcoind::start();
+    let dir = tempfile::tempdir().unwrap();
+    let devnet = busy_devnet(&node, &dir.path().join("devnet"));
+    let first = first_slot(&devnet);
+    let snapshot = Snapshot::of(&node);
+    let liars: Vec<LyingPeer> = [
+        Lie::LessWorkFork { back: 10 },
+        Lie::WrongBits,
+        Lie::AlteredBlocks,
+        Lie::Silent,
+    ]
+    .into_iter()
+    .map(|lie| LyingPeer::start(lie, snapshot.clone()))
+    .collect();
+    let peers: Vec<String> = liars.iter().map(|l| l.addr.clone()).collect();
+    let follower = both_follower(&devnet, &node, &peers, &dir.path().join("follower"));
+    let tip = node.block_count();
+    let dropped = |m: &str, reason: &str| {
+        metric(
+            m,
+            &format!("ledgerd_bitcoin_peers_dropped_total{{reason=\"{reason}\"}}"),
+        )
+    };
+    wait(
+        Duration::from_secs(120),
+        "the follower to catch up, the liars to be dropped or behind",
+        || {
+            let m = metrics(&follower);
+            caught_up(&follower, tip, 66)
+                && dropped(&m, "bad_header") >= 1
+                && dropped(&m, "stalled") >= 1
+                && metric(&m, "ledgerd_bitcoin_peers_behind") == 1
+        },
+    );
+    assert_eq!(view(&follower, first, &node), view(&devnet, first, &node));
+    assert_eq!(
+        follower.result("svc_syncStatus", "[]")["l1Status"],
+        json!({ "Synced": tip })
+    );
+    let m = metrics(&follower);
+    for liar in &liars {
+        let fetched = metric(
+            &m,
+            &format!(
+                "ledgerd_bitcoin_peer_blocks_fetched_total{{peer=\"{}\"}}",
+                liar.addr
+            ),
+        );
+        assert_eq!(fetched, 0, "{}: {m}", liar.addr);
+    }
+    assert_eq!(liars[0].asked("getdata"), 0);
+    assert!(
+        metric(&m, "ledgerd_bitcoin_rpc_blocks_fetched_total") >= tip - first,
+        "{m}"
+    );
+    assert_eq!(
+        metric(&m, "ledgerd_bitcoin_header_height"),
+        tip,
+        "the wrong-bits headers above the tip were not taken: {m}"
+    );
+    let (status, h) = health(&follower);
+    assert_eq!(status, 200, "{h}");
+    assert_eq!(h["bitcoindReachable"], true, "{h}");
+    assert_eq!(h["bitcoindBehind"], false, "{h}");
+}
+
+#[test]
+#[ignore = "needs bitcoind: scripts/bitcoind/build.sh"]
+fn with_both_a_bitcoind_on_another_network_is_refused_at_start_with_a_sentence() {
+    let node = Bitcoind::start();
+    let dir = tempfile::tempdir().unwrap();
+    let cookie = node.cookie_path().display().to_string();
+    let data = dir.path().display().to_string();
+    let (status, _, stderr) = common::process::run_to_exit(&[
+        "--upstream",
+        "http://127.0.0.1:9",
+        "--bitcoin-peer",
+        "127.0.0.1:9",
+        "--bitcoin-rpc",
+        &node.url,
+        "--bitcoin-rpc-cookie",
+        &cookie,
+        "--bitcoin-chain",
+        "testnet4",
+        "--data-dir",
+        &data,
+        "--bind",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("is on the regtest network, not testnet4"),
+        "{stderr}"
+    );
+}
+
+#[test]
+#[ignore = "needs bitcoind: scripts/bitcoind/build.sh"]
+fn with_both_a_bitcoind_on_a_chain_with_less_work_than_the_peers_is_not_followed() {
+    // Each starts bitcoinds, a devnet and a follower: one at a time on a small host.
+    let _one = common::one_at_a_time();
+    // The devnet's node, read over P2P; another node, never connected to
+    // it, with a short chain of its own, read over RPC.
+    let peer_node = p2p_node();
+    let dir = tempfile::tempdir().unwrap();
+    let devnet = busy_devnet(&peer_node, &dir.path().join("devnet"));
+    let first = first_slot(&devnet);
+    let rpc_node = Bitcoind::start();
+    rpc_node.mine(5);
+    let follower = both_follower(
+        &devnet,
+        &rpc_node,
+        &[peer_node.p2p_addr()],
+        &dir.path().join("follower"),
+    );
+    let tip = peer_node.block_count();
+    wait(Duration::from_secs(90), "the follower to catch up", || {
+        caught_up(&follower, tip, 66)
+    });
+    assert_eq!(
+        view(&follower, first, &peer_node),
+        view(&devnet, first, &peer_node)
+    );
+    let (status, h) = health(&follower);
+    assert_eq!(status, 200, "{h}");
+    assert_eq!(h["bitcoindReachable"], true, "{h}");
+    assert_eq!(h["bitcoindBehind"], true, "its chain has less work: {h}");
+    assert_eq!(h["bitcoinPeersBehind"], 0, "{h}");
+    assert_eq!(
+        h["bitcoinHeaders"]["hash"],
+        peer_node.block_hash(tip),
+        "{h}"
+    );
+    let m = metrics(&follower);
+    assert_eq!(
+        metric(&m, "ledgerd_bitcoin_rpc_blocks_fetched_total"),
+        0,
+        "no block of its chain is read: {m}"
     );
 }

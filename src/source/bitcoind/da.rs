@@ -35,17 +35,18 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bitcoin::hashes::Hash as _;
-use log::{debug, info};
+use log::debug;
 
 use super::block::DaBlock;
 use super::body::{BodyError, MAX_PROOF_BYTES};
+use super::chain_sync::{self, other_network, HeaderSyncError};
 use super::envelope::{EnvelopeError, Namespace};
 use super::reader::{BlockReader, ReadError, ReaderOptions};
 use super::reveal::Refusal;
 use super::rpc::{BitcoinRpc, RpcError};
 use super::scan::{AnchorCache, ScanPace, SlotScanner};
 use super::signer::{DaPublicKey, SignatureError};
-use crate::headers::{unix_now, HeaderChain};
+use crate::headers::HeaderChain;
 use crate::progress::{BitcoinProgress, Progress};
 use crate::proof::{journal, receipt};
 use crate::source::{DaAnchor, DaSource, SourceError};
@@ -56,8 +57,7 @@ use crate::types::{DaSlot, Hash, VerifiedBatchProof};
 /// confirmations (itself included).
 pub const DEFAULT_FINALITY_DEPTH: u64 = 30;
 
-/// Headers asked of bitcoind per batch (Core's `getheaders` answers 2,000).
-pub const HEADERS_PER_BATCH: u64 = 2_000;
+pub use super::chain_sync::HEADERS_PER_BATCH;
 
 /// How the Bitcoin DA source reads and whom it believes.
 #[derive(Clone, Debug)]
@@ -186,70 +186,17 @@ impl BitcoinDa {
     /// Asks bitcoind which network it is on (`getblockchaininfo`): it
     /// must be the header chain's.
     pub fn check_chain(&mut self) -> Result<(), ChainCheckError> {
-        let name = match self.rpc.get_chain_name() {
-            Ok(n) => n,
+        let other = match other_network(&self.rpc, self.headers.chain()) {
+            Ok(o) => o,
             Err(e) => return Err(ChainCheckError::Unreachable(self.rpc_error(e))),
         };
         self.status().answered();
-        let want = self.headers.chain();
-        if name != want.name() {
-            let instead = match name.parse::<crate::headers::BitcoinChain>() {
-                Ok(other) if name != "bitcoin" && name != "mainnet" => {
-                    format!(", or give --bitcoin-chain {other}")
-                }
-                _ => format!(" (ledgerd does not follow {name})"),
-            };
-            let sentence = format!(
-                "bitcoind at {} is on the {name} network, not {want} (--bitcoin-chain, or the \
-                 chain --network reads): point --bitcoin-rpc at a {want} bitcoind{instead}",
-                self.rpc.url()
-            );
+        if let Some(sentence) = other {
             self.status().failed(&sentence);
             return Err(ChainCheckError::OtherChain(sentence));
         }
         self.chain_checked = true;
         Ok(())
-    }
-
-    /// The highest height where bitcoind's chain and the stored best chain
-    /// have the same block, at most `from` (they share genesis at least).
-    fn common_height(&mut self, from: u64) -> Result<u64, SourceError> {
-        let same = |me: &mut Self, h: u64| -> Result<bool, SourceError> {
-            let theirs = me.rpc.get_block_hash(h).map_err(|e| me.rpc_error(e))?;
-            let ours = me.headers.hash_at(h).map_err(|e| {
-                SourceError::unreadable("the stored Bitcoin headers cannot be read", e)
-            })?;
-            Ok(ours == Some(theirs))
-        };
-        if same(self, from)? {
-            return Ok(from);
-        }
-        // Back in doubling steps to a shared block, then halve the gap.
-        let (mut bad, mut step) = (from, 1u64);
-        let mut good = loop {
-            let h = bad.saturating_sub(step);
-            if same(self, h)? {
-                break h;
-            }
-            if h == 0 {
-                return Err(SourceError::bad_answer(format!(
-                    "bitcoind at {} has another genesis block than {}'s",
-                    self.rpc.url(),
-                    self.headers.chain()
-                )));
-            }
-            bad = h;
-            step *= 2;
-        };
-        while bad - good > 1 {
-            let mid = good + (bad - good) / 2;
-            if same(self, mid)? {
-                good = mid;
-            } else {
-                bad = mid;
-            }
-        }
-        Ok(good)
     }
 
     /// Reads bitcoind's headers the header chain lacks, from where the two
@@ -264,66 +211,38 @@ impl BitcoinDa {
             }
         }
         let count = self.block_count()?;
-        let ours = self.headers.tip().height;
-        let mut next = self.common_height(ours.min(count))? + 1;
-        let mut added = 0u64;
-        while next <= count && !self.stop.is_stopped() {
-            let to = (next + HEADERS_PER_BATCH - 1).min(count);
-            let hashes = self
-                .rpc
-                .get_block_hashes(next..to + 1)
-                .map_err(|e| self.rpc_error(e))?;
-            let headers = self
-                .rpc
-                .get_block_headers(&hashes)
-                .map_err(|e| self.rpc_error(e))?;
-            self.status().answered();
-            if let Some((i, h)) = headers
-                .iter()
-                .zip(&hashes)
-                .enumerate()
-                .find(|(_, (h, hash))| h.block_hash() != **hash)
-            {
-                let err = SourceError::bad_answer(format!(
-                    "bitcoind at {} answered header {} for block {} at height {}",
-                    self.rpc.url(),
-                    h.0.block_hash(),
-                    h.1,
-                    next + i as u64
-                ));
+        let progress = self.progress.clone();
+        let result =
+            chain_sync::sync_headers(&self.rpc, count, &mut self.headers, &self.stop, |chain| {
+                progress.bitcoin.answered();
+                progress.bitcoin.headers.note(chain);
+            });
+        let added = match result {
+            Ok(sync) => sync.added,
+            Err(HeaderSyncError::Rpc(e)) => return Err(self.rpc_error(e)),
+            Err(HeaderSyncError::Answer(s)) => {
+                let err = SourceError::bad_answer(s);
                 self.status().failed(&err.to_string());
                 return Err(err);
             }
-            let result = self.headers.accept(&headers, unix_now());
-            self.headers
-                .save()
-                .map_err(|e| SourceError::unreadable("the Bitcoin headers cannot be stored", e))?;
-            self.status().headers.note(&self.headers);
-            match result {
-                Ok(a) => {
-                    added += a.added as u64;
-                    if let Some(r) = a.reorg {
-                        info!(
-                            "the Bitcoin header chain moved to a branch with more work: it forks \
-                             after height {} (the tip was {} {})",
-                            r.fork_height, r.old_tip.0, r.old_tip.1
-                        );
-                    }
-                }
-                Err(e) => {
-                    let err = SourceError::unreadable(
-                        format!(
-                            "bitcoind at {} sent a header that breaks Bitcoin's rules",
-                            self.rpc.url()
-                        ),
-                        &e,
-                    );
-                    self.status().failed(&err.to_string());
-                    return Err(err);
-                }
+            Err(HeaderSyncError::Rule(e)) => {
+                let err = SourceError::unreadable(
+                    format!(
+                        "bitcoind at {} sent a header that breaks Bitcoin's rules",
+                        self.rpc.url()
+                    ),
+                    &e,
+                );
+                self.status().failed(&err.to_string());
+                return Err(err);
             }
-            next = to + 1;
-        }
+            Err(HeaderSyncError::Store(e)) => {
+                return Err(SourceError::unreadable(
+                    "the Bitcoin headers cannot be stored",
+                    e,
+                ))
+            }
+        };
         if added > 0 {
             debug!(
                 "bitcoin headers: {added} verified, best {} at height {}",

@@ -24,12 +24,15 @@
 //!   share): commitments and proofs found, chunks remembered for their
 //!   aggregate.
 //! - [`keys`]: v0.6.2's sequencer and prover DA keys per network, and the regtest private keys.
+//! - [`chain_sync`]: bitcoind's headers brought into the verified header chain (its network
+//!   checked first), for both sources that read bitcoind.
 //! - [`da`]: all of the above as the follower's DA source (`--bitcoin-rpc`): slots with the
 //!   commitments and proofs Bitcoin carried, the blocks soft confirmations point at.
 //! - [`inscribe`]: the other direction, for the devnet: building Citrea-format commit/reveal pairs.
 pub mod args;
 pub mod block;
 pub mod body;
+pub mod chain_sync;
 pub mod da;
 pub mod envelope;
 pub mod inscribe;

@@ -1,28 +1,35 @@
-//! The P2P network as a [`DaSource`] (`--bitcoin-peer`): the header chain
-//! from the peers, checked by Bitcoin Core's rules ([`crate::headers`]), and
-//! the blocks of the most-work chain from its DA start on, each checked
-//! against its header and scanned as the RPC source scans them
-//! ([`crate::source::bitcoind::scan`]).
+//! The P2P network as a [`DaSource`] (`--bitcoin-peer`), with bitcoind's
+//! RPC beside it or not (`--bitcoin-rpc` too: [`super::rpc`]): the header
+//! chain from every source, checked by Bitcoin Core's rules
+//! ([`crate::headers`]), and the blocks of the most-work chain from its DA
+//! start on, each checked against its header and scanned as the RPC source
+//! scans them ([`crate::source::bitcoind::scan`]).
 //!
-//! Each look at the chain ([`DaSource::last_scanned`]) connects the peers
+//! Each look at the chain ([`DaSource::last_scanned`]) brings bitcoind's
+//! headers in (when it is given and not backing off), connects the peers
 //! that are due, asks every connected peer for the headers after the best
 //! chain's locator (in parallel, so one that stalls costs one bound, not
 //! one per peer), and accepts what they send: a header that breaks a rule
-//! drops its peer (`bad_header`), and a peer whose headers end on a branch
-//! with less work than the best chain is dropped from the scan
-//! (`less_work`). The best chain's new headers are then stored. A slot is
-//! final once the best chain has `--bitcoin-finality-depth` blocks on it,
-//! and only while the chain has at least the network's minimum chainwork.
+//! drops its peer (`bad_header`). Whoever sent them, the header chain
+//! follows the most work. A source whose chain has less work than the best
+//! one (another branch, or not up to its tip) stays connected and is asked
+//! for headers at each look, but for no block its own chain does not hold:
+//! none at all while it is on another branch. `/health` shows it behind.
+//! The best chain's new headers are then stored. A slot is final once the
+//! best chain has `--bitcoin-finality-depth` blocks on it, and only while
+//! the chain has at least the network's minimum chainwork.
 //!
-//! Blocks are asked as witness blocks by the hash the header chain has at
-//! their height, spread over the peers ([`super::peers`]); a block whose
-//! transactions do not hash to its header's Merkle root, or whose witness
-//! data does not match its coinbase's commitment, drops the peer that sent
-//! it (`bad_block`) and is asked of another.
+//! Blocks are asked by the hash the header chain has at their height: of
+//! bitcoind first, for the heights its chain holds, then of the peers
+//! whose chains hold them, spread over them ([`super::peers`]); a block
+//! whose transactions do not hash to its header's Merkle root, or whose
+//! witness data does not match its coinbase's commitment, drops the peer
+//! that sent it (`bad_block`) and is asked of another. bitcoind that fails
+//! hands its blocks to the peers.
 //!
-//! With no peer connected, the source answers as a bitcoind that is down:
-//! the sync thread backs off, L1 is reported not synced, and `/health`
-//! names why (each peer's last failure).
+//! With no peer connected and no bitcoind answering, the source answers as
+//! a bitcoind that is down: the sync thread backs off, L1 is reported not
+//! synced, and `/health` names why (each source's last failure).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -33,7 +40,8 @@ use bitcoin::{Block, BlockHash};
 use log::{debug, info, warn};
 
 use super::peer::{PeerError, MAX_HEADERS};
-use super::peers::PeerSet;
+use super::peers::{PeerChain, PeerSet};
+use super::rpc::RpcSide;
 use crate::headers::{unix_now, HeaderChain};
 use crate::progress::Progress;
 use crate::source::bitcoind::block::{check_block, DaBlock};
@@ -50,6 +58,8 @@ const ROUNDS_PER_LOOK: usize = 100;
 /// The DA side of a follower, read from Bitcoin peers (module docs).
 pub struct PeersDa {
     peers: PeerSet,
+    /// bitcoind's RPC beside the peers (`--bitcoin-rpc` too).
+    rpc: Option<RpcSide>,
     chain: HeaderChain,
     finality_depth: u64,
     scanner: SlotScanner,
@@ -75,6 +85,7 @@ impl PeersDa {
         progress.bitcoin.headers.note(&chain);
         PeersDa {
             peers,
+            rpc: None,
             chain,
             finality_depth: config.finality_depth.max(1),
             scanner: SlotScanner::new(config, progress.clone()),
@@ -88,6 +99,12 @@ impl PeersDa {
     /// (see [`crate::source::bitcoind::scan`]).
     pub fn with_chunks_in(mut self, ledger: Arc<crate::ledger::Ledger>) -> Self {
         self.scanner.set_ledger(ledger);
+        self
+    }
+
+    /// Reads bitcoind's RPC beside the peers ([`super::rpc`]).
+    pub fn with_rpc(mut self, rpc: RpcSide) -> Self {
+        self.rpc = Some(rpc);
         self
     }
 
@@ -108,62 +125,155 @@ impl PeersDa {
             .saturating_sub(self.finality_depth - 1)
     }
 
-    /// Connects the peers that are due; an error when none is connected.
-    fn ensure_peers(&mut self) -> Result<(), SourceError> {
-        if self.peers.connect_due() == 0 {
-            let err = self.peers.none_usable();
-            self.progress.bitcoin.failed(&err.to_string());
-            return Err(err);
-        }
-        Ok(())
+    /// The error when no source can be read: why each is not.
+    fn none_usable(&self) -> SourceError {
+        let peers = self.peers.none_usable();
+        let err = match &self.rpc {
+            None => peers,
+            Some(rpc) => SourceError::unreachable(
+                "neither bitcoind nor any Bitcoin peer can be read",
+                format!(
+                    "{}; {peers}",
+                    rpc.problem().unwrap_or_else(|| format!(
+                        "bitcoind at {} does not hold the blocks asked (its chain is behind the \
+                         best one)",
+                        rpc.url()
+                    ))
+                ),
+            ),
+        };
+        self.progress.bitcoin.failed(&err.to_string());
+        err
     }
 
     /// Asks every connected peer for the headers after the best chain, and
-    /// accepts what they send (module docs), until no peer has more.
+    /// accepts what they send (module docs), until no peer has more; then
+    /// notes what each peer's chain is.
     fn sync_headers(&mut self) -> Result<(), SourceError> {
         for _ in 0..ROUNDS_PER_LOOK {
             let locator = self.chain.locator().map_err(|e| {
                 SourceError::unreadable("the Bitcoin header chain cannot be read", e)
             })?;
             let answers = self.peers.ask_all(|peer| peer.get_headers(locator.clone()));
-            let tip_before = self.chain.tip().hash;
+            let tip_before = self.chain.tip().clone();
             let mut full = false;
+            let mut shown = Vec::with_capacity(answers.len());
             for (i, answer) in answers {
                 match answer {
                     Ok(headers) => {
                         full |= headers.len() == MAX_HEADERS;
-                        self.take_headers(i, &headers);
+                        if self.take_headers(i, &headers) {
+                            shown.push((i, headers.last().map(|h| h.block_hash())));
+                        }
                     }
                     Err(e) => self.peers.fail(i, &e),
                 }
             }
-            if !full || self.chain.tip().hash == tip_before {
+            // Once every answer is in (a later one may have moved the tip).
+            for (i, last) in shown {
+                let chain = match last {
+                    // Nothing after the locator's first hash: it is at the
+                    // tip the locator started from.
+                    None => PeerChain::On(tip_before.height, tip_before.hash),
+                    Some(hash) => match self.chain.height_of(&hash) {
+                        Some(height) => PeerChain::On(height, hash),
+                        None => PeerChain::Branch(hash),
+                    },
+                };
+                self.peers.set_chain(i, chain);
+            }
+            if !full || self.chain.tip().hash == tip_before.hash {
                 break;
             }
         }
+        Ok(())
+    }
+
+    /// Stores the best chain's new headers and shows which sources are
+    /// behind it.
+    fn save_headers(&mut self) -> Result<(), SourceError> {
         self.chain
             .save()
             .map_err(|e| SourceError::unreadable("the Bitcoin header chain cannot be stored", e))?;
         self.progress.bitcoin.headers.note(&self.chain);
+        let tip = self.chain.tip().clone();
+        for i in self.peers.connected_indexes() {
+            let addr = self.peers.addr(i).to_string();
+            let behind = match self.peers.chain(i) {
+                PeerChain::On(_, hash) if hash == tip.hash => None,
+                PeerChain::Unknown => None,
+                PeerChain::On(height, _) => Some(format!(
+                    "bitcoin peer {addr}: its chain ends at height {height}, below the best \
+                     chain's tip at {}: asked for no block above it",
+                    tip.height
+                )),
+                PeerChain::Branch(hash) => Some(format!(
+                    "bitcoin peer {addr}: its chain (ending at {hash}) has less work than the \
+                     best one (tip {} at height {}); asked for headers, not for blocks",
+                    tip.hash, tip.height
+                )),
+            };
+            let was_behind = self
+                .progress
+                .bitcoin
+                .peers
+                .snapshot()
+                .get(i)
+                .is_some_and(|p| p.behind);
+            match (&behind, self.peers.chain(i)) {
+                (Some(why), PeerChain::Branch(_)) if !was_behind => info!("{why}"),
+                (Some(why), _) => debug!("{why}"),
+                (None, _) if was_behind => debug!("bitcoin peer {addr} is on the best chain's tip"),
+                (None, _) => {}
+            }
+            self.progress.bitcoin.peers.set_behind(i, behind.as_deref());
+        }
+        if let Some(rpc) = &self.rpc {
+            let behind = match rpc.chain() {
+                PeerChain::On(_, hash) => hash != tip.hash,
+                PeerChain::Branch(_) => true,
+                PeerChain::Unknown => false,
+            };
+            let was = self
+                .progress
+                .bitcoin
+                .rpc
+                .behind
+                .swap(behind, std::sync::atomic::Ordering::Relaxed);
+            if behind && !was {
+                if let PeerChain::Branch(hash) = rpc.chain() {
+                    info!(
+                        "bitcoind at {}: its chain (ending at {hash}) has less work than the \
+                         best one (tip {} at height {}); its blocks above the fork are asked \
+                         of the peers",
+                        rpc.url(),
+                        tip.hash,
+                        tip.height
+                    );
+                }
+            }
+        }
         Ok(())
     }
 
-    /// Peer `i`'s answer to `getheaders`: accepted, or the peer dropped.
-    fn take_headers(&mut self, i: usize, headers: &[Header]) {
-        let Some(last) = headers.last() else {
-            return;
-        };
+    /// Peer `i`'s answer to `getheaders`: accepted (true), or the peer
+    /// dropped.
+    fn take_headers(&mut self, i: usize, headers: &[Header]) -> bool {
+        if headers.is_empty() {
+            return true;
+        }
         match self.chain.accept(headers, unix_now()) {
             Ok(accepted) => {
                 if let Some(reorg) = accepted.reorg {
                     info!(
                         "bitcoin: the best chain now forks from the old one at height {} \
-                         (old tip {} at {}; new tip {} at {})",
+                         (old tip {} at {}; new tip {} at {}, from peer {})",
                         reorg.fork_height,
                         reorg.old_tip.1,
                         reorg.old_tip.0,
                         self.chain.tip().hash,
-                        self.chain.tip().height
+                        self.chain.tip().height,
+                        self.peers.addr(i)
                     );
                 }
                 if accepted.added > 0 {
@@ -175,33 +285,37 @@ impl PeersDa {
                         self.chain.tip().height
                     );
                 }
-                let last = last.block_hash();
-                if self.chain.height_of(&last).is_none() {
-                    self.peers.fail(
-                        i,
-                        &PeerError::misbehaved(
-                            "less_work",
-                            format!(
-                                "its chain (ending at {last}) has less work than the best one \
-                                 (tip {} at height {}); not followed",
-                                self.chain.tip().hash,
-                                self.chain.tip().height
-                            ),
-                        ),
-                    );
-                }
+                true
             }
-            Err(e) => self.peers.fail(
-                i,
-                &PeerError::misbehaved(
-                    "bad_header",
-                    format!(
-                        "it sent a header that breaks a rule ({}): {e}",
-                        e.rule.name()
+            Err(e) => {
+                self.peers.fail(
+                    i,
+                    &PeerError::misbehaved(
+                        "bad_header",
+                        format!(
+                            "it sent a header that breaks a rule ({}): {e}",
+                            e.rule.name()
+                        ),
                     ),
-                ),
-            ),
+                );
+                false
+            }
         }
+    }
+
+    /// The connected peers whose chains hold the best chain's blocks up to
+    /// `height`.
+    fn serving(&self, height: u64) -> Vec<usize> {
+        self.peers
+            .connected_indexes()
+            .into_iter()
+            .filter(|i| match self.peers.chain(*i) {
+                PeerChain::On(h, hash) => {
+                    h >= height && self.chain.hash_at(h).ok().flatten() == Some(hash)
+                }
+                _ => false,
+            })
+            .collect()
     }
 
     /// The best chain's hash at each of `from..=to`.
@@ -221,28 +335,65 @@ impl PeersDa {
             .collect()
     }
 
-    /// Blocks `wanted` from the peers, checked; with `filtered`, keeping only
-    /// the transactions with one of Citrea's wtxid prefixes.
+    /// Blocks `wanted`, checked, in the order asked: of bitcoind first (the
+    /// heights its chain holds), the rest of the peers whose chains hold
+    /// them; with `filtered`, keeping only the transactions with one of
+    /// Citrea's wtxid prefixes.
     fn blocks(
         &mut self,
         wanted: &[(u64, BlockHash)],
         filtered: bool,
     ) -> Result<Vec<DaBlock>, SourceError> {
-        let check = move |height: u64, expected: &BlockHash, block: Block| {
-            let mut checked = check_block(height, expected, block).map_err(|e| e.to_string())?;
-            checked.txs.retain(|t| {
-                filtered
-                    && (Namespace::BatchProof.matches(&t.wtxid)
-                        || Namespace::LightClient.matches(&t.wtxid))
-            });
-            Ok(checked)
-        };
-        let result = self.peers.fetch_blocks(wanted, &check);
-        match &result {
-            Ok(_) => self.progress.bitcoin.answered(),
-            Err(e) => self.progress.bitcoin.failed(&e.to_string()),
+        let mut got: Vec<Option<DaBlock>> = (0..wanted.len()).map(|_| None).collect();
+        if let Some(rpc) = &mut self.rpc {
+            if let Some(limit) = rpc.holds_up_to(&self.chain) {
+                let mine: Vec<usize> = (0..wanted.len())
+                    .filter(|k| wanted[*k].0 <= limit)
+                    .collect();
+                let asked: Vec<(u64, BlockHash)> = mine.iter().map(|k| wanted[*k]).collect();
+                if !asked.is_empty() {
+                    if let Some(blocks) = rpc.blocks(&asked, filtered) {
+                        for (k, block) in mine.into_iter().zip(blocks) {
+                            got[k] = Some(block);
+                        }
+                    }
+                }
+            }
         }
-        result
+        let rest: Vec<usize> = (0..wanted.len()).filter(|k| got[*k].is_none()).collect();
+        if !rest.is_empty() {
+            let asked: Vec<(u64, BlockHash)> = rest.iter().map(|k| wanted[*k]).collect();
+            let top = asked.iter().map(|w| w.0).max().unwrap_or(0);
+            let serving = self.serving(top);
+            let check = move |height: u64, expected: &BlockHash, block: Block| {
+                let mut checked =
+                    check_block(height, expected, block).map_err(|e| e.to_string())?;
+                checked.txs.retain(|t| {
+                    filtered
+                        && (Namespace::BatchProof.matches(&t.wtxid)
+                            || Namespace::LightClient.matches(&t.wtxid))
+                });
+                Ok(checked)
+            };
+            match self.peers.fetch_blocks(&asked, &serving, &check) {
+                Ok(blocks) => {
+                    for (k, block) in rest.into_iter().zip(blocks) {
+                        got[k] = Some(block);
+                    }
+                }
+                Err(e) => {
+                    return Err(match self.rpc {
+                        None => {
+                            self.progress.bitcoin.failed(&e.to_string());
+                            e
+                        }
+                        Some(_) => self.none_usable(),
+                    })
+                }
+            }
+        }
+        self.progress.bitcoin.answered();
+        Ok(got.into_iter().flatten().collect())
     }
 
     fn remember(&mut self, block: &DaBlock) {
@@ -253,12 +404,16 @@ impl PeersDa {
 
 impl DaSource for PeersDa {
     fn last_scanned(&mut self) -> Result<u64, SourceError> {
-        self.ensure_peers()?;
-        self.sync_headers()?;
-        if self.peers.connected() == 0 {
-            let err = self.peers.none_usable();
-            self.progress.bitcoin.failed(&err.to_string());
-            return Err(err);
+        let rpc_answered = match &mut self.rpc {
+            Some(rpc) => rpc.sync_headers(&mut self.chain),
+            None => false,
+        };
+        if self.peers.connect_due() > 0 {
+            self.sync_headers()?;
+        }
+        self.save_headers()?;
+        if self.peers.connected() == 0 && !rpc_answered {
+            return Err(self.none_usable());
         }
         self.progress.bitcoin.answered();
         if !self.chain.meets_min_chainwork() {
@@ -272,14 +427,14 @@ impl DaSource for PeersDa {
     }
 
     fn rejected(&mut self, why: &str) {
-        warn!("bitcoin: a slot read from the peers was refused: {why}");
+        warn!("bitcoin: a slot read from Bitcoin was refused: {why}");
     }
 
     fn slot(&mut self, number: u64) -> Result<DaSlot, SourceError> {
         let mut slots = self.slots(number, number)?;
         slots
             .pop()
-            .ok_or_else(|| SourceError::bad_answer("the peers sent no block"))
+            .ok_or_else(|| SourceError::bad_answer("no Bitcoin source sent the block"))
     }
 
     fn slots(&mut self, from: u64, to: u64) -> Result<Vec<DaSlot>, SourceError> {

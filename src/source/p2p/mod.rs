@@ -1,6 +1,7 @@
 //! Bitcoin read from its P2P network (`--bitcoin-peer HOST:PORT`), with no
-//! bitcoind RPC: Bitcoin's v1 protocol spoken over blocking sockets, the
-//! `bitcoin` crate's `p2p` module as the message codec.
+//! bitcoind RPC or with one beside the peers: Bitcoin's v1 protocol spoken
+//! over blocking sockets, the `bitcoin` crate's `p2p` module as the message
+//! codec.
 //!
 //! - [`framing`]: one message read whole, with a 4,000,000-byte cap checked
 //!   before anything is allocated.
@@ -9,6 +10,8 @@
 //!   witness blocks; every wait bounded.
 //! - [`peers`]: the peers given: back-off, drops by reason, block downloads
 //!   spread over them, several blocks in flight each.
+//! - [`rpc`]: bitcoind's RPC beside the peers (`--bitcoin-rpc` too): one
+//!   more source of headers and blocks, asked for blocks first.
 //! - [`status`]: what `/health` and `/metrics` show of them.
 //! - [`da`]: all of the above as the follower's DA source: the header chain
 //!   kept by Core's rules, the blocks of the most-work chain scanned.
@@ -20,9 +23,11 @@ pub mod da;
 pub mod framing;
 pub mod peer;
 pub mod peers;
+pub mod rpc;
 pub mod status;
 
 pub use da::PeersDa;
 pub use peer::{Peer, PeerError, PeerOptions};
 pub use peers::PeerSet;
-pub use status::{PeersStatus, DROP_REASONS};
+pub use rpc::RpcSide;
+pub use status::{BitcoindStatus, PeersStatus, DROP_REASONS};

@@ -7,8 +7,13 @@
 //! that doubles with each failure in a row (1 s up to [`MAX_BACKOFF`]); a
 //! peer that delivers something checked starts afresh.
 //!
-//! [`PeerSet::fetch_blocks`] gives each connected peer a thread of its own for
-//! the download: each takes heights from one shared queue, keeping up to
+//! A peer whose chain has less work than the best one is not a failure: it
+//! stays connected, is asked for headers at each look (it may catch up),
+//! and is asked for no block its own chain does not hold ([`PeerChain`]:
+//! the caller says which peers may serve a download).
+//!
+//! [`PeerSet::fetch_blocks`] gives each peer that may serve a thread of its
+//! own for the download: each takes heights from one shared queue, keeping up to
 //! [`WINDOW`] blocks in flight, and checks each block as it arrives (on its
 //! own thread, so peers' blocks are hashed in parallel). A peer that fails
 //! mid-download puts the blocks it had in flight back on the queue, for the
@@ -32,9 +37,24 @@ pub const WINDOW: usize = 16;
 /// The longest back-off before a failed peer is tried again.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
+/// What a connected peer's last answer to `getheaders` showed of its chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PeerChain {
+    /// Not asked since it connected.
+    Unknown,
+    /// Its chain ends at this block of the best chain then (height, hash):
+    /// it holds the best chain's blocks up to there.
+    On(u64, BlockHash),
+    /// Its chain ends on another branch, with less work than the best one
+    /// (its last header's hash): none of its blocks above the fork is read.
+    Branch(BlockHash),
+}
+
 struct Slot {
     addr: String,
     conn: Option<Peer>,
+    /// What its headers showed (reset when it disconnects).
+    chain: PeerChain,
     /// Failures in a row (the back-off's exponent).
     failures: u32,
     /// Not tried again before this.
@@ -58,6 +78,7 @@ impl PeerSet {
                 .map(|a| Slot {
                     addr: a.clone(),
                     conn: None,
+                    chain: PeerChain::Unknown,
                     failures: 0,
                     retry_at: now,
                 })
@@ -143,6 +164,22 @@ impl PeerSet {
             .collect()
     }
 
+    /// What peer `index`'s headers showed of its chain.
+    pub fn chain(&self, index: usize) -> PeerChain {
+        self.slots
+            .get(index)
+            .map_or(PeerChain::Unknown, |s| s.chain)
+    }
+
+    /// Records what peer `index`'s headers showed of its chain.
+    pub fn set_chain(&mut self, index: usize, chain: PeerChain) {
+        if let Some(s) = self.slots.get_mut(index) {
+            if s.conn.is_some() {
+                s.chain = chain;
+            }
+        }
+    }
+
     /// Peer `index`'s connection, if it is connected.
     pub fn peer(&mut self, index: usize) -> Option<&mut Peer> {
         self.slots.get_mut(index).and_then(|s| s.conn.as_mut())
@@ -160,6 +197,7 @@ impl PeerSet {
     pub fn fail(&mut self, index: usize, error: &PeerError) {
         let slot = &mut self.slots[index];
         let was_connected = slot.conn.take().is_some();
+        slot.chain = PeerChain::Unknown;
         let backoff = Duration::from_secs(1u64 << slot.failures.min(6)).min(MAX_BACKOFF);
         slot.failures = slot.failures.saturating_add(1);
         slot.retry_at = Instant::now() + backoff;
@@ -217,14 +255,15 @@ impl PeerSet {
             .collect()
     }
 
-    /// The blocks `wanted` (height, hash) from the connected peers (a peer
-    /// on a chain with less work was dropped when its headers showed it),
-    /// each passed through `check` (which names what is wrong with a block
-    /// that does not match its header), in the order asked. Fails when no
-    /// peer is left with blocks still missing.
+    /// The blocks `wanted` (height, hash) from the peers `serving` (those
+    /// whose chain holds them all: the caller knows the best chain), each
+    /// passed through `check` (which names what is wrong with a block that
+    /// does not match its header), in the order asked. Fails when none of
+    /// them is left with blocks still missing.
     pub fn fetch_blocks<T: Send>(
         &mut self,
         wanted: &[(u64, BlockHash)],
+        serving: &[usize],
         check: &(dyn Fn(u64, &BlockHash, Block) -> Result<T, String> + Sync),
     ) -> Result<Vec<T>, SourceError> {
         let results: Mutex<Vec<Option<T>>> = Mutex::new((0..wanted.len()).map(|_| None).collect());
@@ -233,11 +272,11 @@ impl PeerSet {
             if queue.lock().map(|q| q.is_empty()).unwrap_or(true) {
                 break;
             }
-            self.connect_due();
             let workers: Vec<(usize, Peer)> = self
                 .slots
                 .iter_mut()
                 .enumerate()
+                .filter(|(i, _)| serving.contains(i))
                 .filter_map(|(i, s)| s.conn.take().map(|p| (i, p)))
                 .collect();
             if workers.is_empty() {
@@ -289,7 +328,11 @@ impl PeerSet {
             .collect::<Vec<_>>()
             .join("; ");
         SourceError::unreachable(
-            "no Bitcoin peer is reachable",
+            if self.connected() == 0 {
+                "no Bitcoin peer is reachable"
+            } else {
+                "no Bitcoin peer connected holds the best chain's blocks asked"
+            },
             if detail.is_empty() {
                 "none is connected on the best chain".to_string()
             } else {

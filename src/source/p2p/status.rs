@@ -1,11 +1,12 @@
-//! The peers' state, shared with `/health` and `/metrics`.
+//! The peers' state, and bitcoind's beside them, shared with `/health` and
+//! `/metrics`.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Mutex, OnceLock};
 
 /// Why a peer was disconnected: the `reason` label of
 /// `ledgerd_bitcoin_peers_dropped_total`.
-pub const DROP_REASONS: [&str; 11] = [
+pub const DROP_REASONS: [&str; 10] = [
     // Could not connect, or the connection broke.
     "connection",
     // Sent nothing asked for within the bound.
@@ -24,8 +25,6 @@ pub const DROP_REASONS: [&str; 11] = [
     "bad_header",
     // Sent a block that does not match its header (Merkle root, witness commitment).
     "bad_block",
-    // Is on a chain with less work than the best one known.
-    "less_work",
     // Anything else.
     "other",
 ];
@@ -38,8 +37,13 @@ pub struct PeerState {
     pub connected: bool,
     /// Blocks it sent that passed their checks, since start.
     pub blocks_fetched: u64,
-    /// Why it was last dropped or could not be reached (cleared on connect).
+    /// Why it was last dropped or could not be reached (cleared on connect),
+    /// or, while [`PeerState::behind`], why it is behind.
     pub problem: Option<String>,
+    /// Connected, but its chain has less work than the best one (another
+    /// branch, or not up to the best tip): asked for headers at each look,
+    /// for no block beyond its own chain's tip.
+    pub behind: bool,
 }
 
 /// The P2P source's peers (`--bitcoin-peer`; empty without it).
@@ -83,6 +87,14 @@ impl PeersStatus {
             .unwrap_or(0)
     }
 
+    /// How many connected peers are behind the best chain.
+    pub fn behind(&self) -> usize {
+        self.peers
+            .lock()
+            .map(|p| p.iter().filter(|s| s.connected && s.behind).count())
+            .unwrap_or(0)
+    }
+
     /// How many were dropped under `reason`.
     pub fn dropped_count(&self, reason: &str) -> u64 {
         DROP_REASONS
@@ -104,6 +116,17 @@ impl PeersStatus {
         self.with(index, |s| {
             s.connected = true;
             s.problem = None;
+            s.behind = false;
+        });
+    }
+
+    /// Peer `index` is behind the best chain (`Some(why)`), or no longer.
+    pub fn set_behind(&self, index: usize, why: Option<&str>) {
+        self.with(index, |s| {
+            if s.behind || why.is_some() {
+                s.problem = why.map(str::to_string);
+            }
+            s.behind = why.is_some();
         });
     }
 
@@ -111,6 +134,7 @@ impl PeersStatus {
     pub fn unreachable(&self, index: usize, why: &str) {
         self.with(index, |s| {
             s.connected = false;
+            s.behind = false;
             s.problem = Some(why.to_string());
         });
     }
@@ -124,6 +148,7 @@ impl PeersStatus {
         self.dropped[i].fetch_add(1, Relaxed);
         self.with(index, |s| {
             s.connected = false;
+            s.behind = false;
             s.problem = Some(why.to_string());
         });
     }
@@ -131,6 +156,56 @@ impl PeersStatus {
     /// Peer `index` sent `n` more checked blocks.
     pub fn fetched(&self, index: usize, n: u64) {
         self.with(index, |s| s.blocks_fetched += n);
+    }
+}
+
+/// bitcoind's RPC read beside the peers (`--bitcoin-rpc` with
+/// `--bitcoin-peer`; unset otherwise). With `--bitcoin-rpc` alone,
+/// bitcoind is the whole source and [`crate::progress::BitcoinProgress`]
+/// itself shows it.
+#[derive(Debug, Default)]
+pub struct BitcoindStatus {
+    /// Its URL, without credentials; set once at start.
+    pub url: OnceLock<String>,
+    /// Whether its last call got an answer.
+    pub reachable: AtomicBool,
+    /// Why its last call failed, or why its chain is not read.
+    pub problem: Mutex<Option<String>>,
+    /// Its chain has less work than the best one (another branch, or not up
+    /// to the best tip): asked for no block beyond its own chain's tip.
+    pub behind: AtomicBool,
+    /// Blocks it sent that passed their checks, since start.
+    pub blocks_fetched: AtomicU64,
+}
+
+impl BitcoindStatus {
+    /// Whether bitcoind is read beside the peers.
+    pub fn any(&self) -> bool {
+        self.url.get().is_some()
+    }
+
+    /// bitcoind answered.
+    pub fn answered(&self) {
+        self.reachable.store(true, Relaxed);
+        self.set_problem(None);
+    }
+
+    /// bitcoind could not be asked (`reachable`: it answered, but not what
+    /// was wanted), and why.
+    pub fn failed(&self, reachable: bool, why: &str) {
+        self.reachable.store(reachable, Relaxed);
+        self.set_problem(Some(why));
+    }
+
+    /// Why it fails or is not read, if it is not.
+    pub fn problem(&self) -> Option<String> {
+        self.problem.lock().ok().and_then(|p| p.clone())
+    }
+
+    fn set_problem(&self, why: Option<&str>) {
+        if let Ok(mut p) = self.problem.lock() {
+            *p = why.map(str::to_string);
+        }
     }
 }
 
@@ -154,5 +229,30 @@ mod tests {
             s.snapshot()[1].problem.as_deref(),
             Some("its block does not match its header")
         );
+    }
+
+    #[test]
+    fn a_peer_behind_stays_connected_is_counted_and_is_cleared_when_it_catches_up() {
+        let s = PeersStatus::default();
+        s.set_addrs(&["a:1".into(), "b:2".into()]);
+        s.connected_now(0);
+        s.connected_now(1);
+        s.set_behind(1, Some("its chain has less work"));
+        assert_eq!((s.connected(), s.behind()), (2, 1));
+        assert_eq!(
+            s.snapshot()[1].problem.as_deref(),
+            Some("its chain has less work")
+        );
+        s.set_behind(1, None);
+        assert_eq!((s.connected(), s.behind()), (2, 0));
+        assert_eq!(s.snapshot()[1].problem, None);
+        // Not behind: a drop's problem stays.
+        s.dropped(0, "stalled", "it answered nothing");
+        s.set_behind(0, None);
+        assert_eq!(
+            s.snapshot()[0].problem.as_deref(),
+            Some("it answered nothing")
+        );
+        assert_eq!(s.behind(), 0);
     }
 }

@@ -7,12 +7,14 @@
 //! is a real bitcoind's ([`Snapshot::of`]). Every connection gets a thread;
 //! it does the handshake as Bitcoin Core does (version with NODE_NETWORK and
 //! NODE_WITNESS, verack), then answers `getheaders` and `getdata` as its lie
-//! says. Dropping it stops accepting.
+//! says, and records every message it is sent ([`LyingPeer::asked`]).
+//! Dropping it stops accepting.
 
+use std::collections::HashMap;
 use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bitcoin::block::Header;
 use bitcoin::consensus::{deserialize, encode::Decodable, serialize};
@@ -71,7 +73,9 @@ impl Snapshot {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lie {
     /// A fork from `back` blocks below the tip, shorter than the real chain
-    /// from there (less work); every real block is "not found".
+    /// from there (less work): its chain is the real one up to the fork,
+    /// then the fork, answered to `getheaders` as Bitcoin Core answers a
+    /// locator; every block is "not found".
     LessWorkFork { back: usize },
     /// The real headers, then more on top whose `bits` are not regtest's
     /// (each meets its own target).
@@ -87,6 +91,8 @@ pub enum Lie {
 pub struct LyingPeer {
     pub addr: String,
     stop: Arc<AtomicBool>,
+    /// Messages received over every connection, by command.
+    asked: Arc<Mutex<HashMap<String, usize>>>,
 }
 
 impl Drop for LyingPeer {
@@ -102,23 +108,34 @@ impl LyingPeer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         let stop = Arc::new(AtomicBool::new(false));
+        let asked = Arc::new(Mutex::new(HashMap::new()));
         let chain = Arc::new(chain);
         {
-            let stop = stop.clone();
+            let (stop, asked) = (stop.clone(), asked.clone());
             std::thread::spawn(move || {
                 for stream in listener.incoming() {
                     if stop.load(Ordering::Relaxed) {
                         return;
                     }
                     let Ok(stream) = stream else { continue };
-                    let (chain, stop) = (chain.clone(), stop.clone());
+                    let (chain, stop, asked) = (chain.clone(), stop.clone(), asked.clone());
                     std::thread::spawn(move || {
-                        let _ = serve(stream, lie, &chain, &stop);
+                        let _ = serve(stream, lie, &chain, &stop, &asked);
                     });
                 }
             });
         }
-        LyingPeer { addr, stop }
+        LyingPeer { addr, stop, asked }
+    }
+
+    /// How many `command` messages (`getheaders`, `getdata`, ...) it was sent.
+    pub fn asked(&self, command: &str) -> usize {
+        self.asked
+            .lock()
+            .unwrap()
+            .get(command)
+            .copied()
+            .unwrap_or(0)
     }
 }
 
@@ -126,10 +143,25 @@ fn send(stream: &mut TcpStream, message: NetworkMessage) -> std::io::Result<()> 
     stream.write_all(&serialize(&RawNetworkMessage::new(Magic::REGTEST, message)))
 }
 
-fn serve(stream: TcpStream, lie: Lie, chain: &Snapshot, stop: &AtomicBool) -> Result<(), String> {
+fn serve(
+    stream: TcpStream,
+    lie: Lie,
+    chain: &Snapshot,
+    stop: &AtomicBool,
+    asked: &Mutex<HashMap<String, usize>>,
+) -> Result<(), String> {
     let mut writer = stream.try_clone().map_err(|e| e.to_string())?;
     let mut reader = BufReader::new(stream);
     let fork = lie_headers(lie, chain);
+    // A less-work peer's own chain: the real one up to the fork, then the fork.
+    let own: Vec<(BlockHash, Header)> = match lie {
+        Lie::LessWorkFork { back } => chain.headers[..chain.headers.len() - back]
+            .iter()
+            .chain(&fork)
+            .map(|h| (h.block_hash(), *h))
+            .collect(),
+        _ => Vec::new(),
+    };
     loop {
         // Blocking reads: the thread ends when the client hangs up.
         let message = RawNetworkMessage::consensus_decode(&mut reader)
@@ -138,6 +170,11 @@ fn serve(stream: TcpStream, lie: Lie, chain: &Snapshot, stop: &AtomicBool) -> Re
         if stop.load(Ordering::Relaxed) {
             return Ok(());
         }
+        *asked
+            .lock()
+            .unwrap()
+            .entry(message.cmd().to_string())
+            .or_insert(0) += 1;
         let out = match (lie, message) {
             (_, NetworkMessage::Version(theirs)) => {
                 let local = writer.local_addr().unwrap();
@@ -155,8 +192,15 @@ fn serve(stream: TcpStream, lie: Lie, chain: &Snapshot, stop: &AtomicBool) -> Re
             }
             (Lie::Silent, _) => vec![],
             (_, NetworkMessage::Ping(n)) => vec![NetworkMessage::Pong(n)],
-            (Lie::LessWorkFork { .. }, NetworkMessage::GetHeaders(_)) => {
-                vec![NetworkMessage::Headers(fork.clone())]
+            (Lie::LessWorkFork { .. }, NetworkMessage::GetHeaders(m)) => {
+                // After the first locator hash on its own chain, as Core answers.
+                let from = m
+                    .locator_hashes
+                    .iter()
+                    .find_map(|l| own.iter().position(|(h, _)| h == l))
+                    .unwrap_or(0);
+                let after = own[from + 1..].iter().take(2000).map(|(_, h)| *h);
+                vec![NetworkMessage::Headers(after.collect())]
             }
             (Lie::WrongBits, NetworkMessage::GetHeaders(m)) => {
                 let mut h = chain.after(&m.locator_hashes);
