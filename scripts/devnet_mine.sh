@@ -3,13 +3,19 @@
 #
 #   scripts/devnet_mine.sh [BLOCKS] [CONNECTIONS] [QUERIES_PER_SECOND_EACH] [RUNS]
 #                                                (defaults: 100000, 4, 200, 3)
+#   COMPARE_WITH=/path/to/other/ledgerd scripts/devnet_mine.sh ...
 #
 # Builds release, then RUNS times: starts `ledgerd --dev --dev-block-ms 0`
 # on an empty data dir, and runs examples/mine_probe.rs against it: reads
 # at a steady pace on CONNECTIONS keep-alive connections while one
 # `dev_mine BLOCKS` is answered, timed. Prints the mine's time and the
-# reads' p50/p99/max for each run. Everything runs on 127.0.0.1 and is
-# stopped at the end.
+# reads' p50/p99/max for each run, the CPU time ledgerd used meanwhile
+# (the mine's work, on a busy machine a steadier figure than the wall
+# time), and the median of the mine's times.
+# With COMPARE_WITH (another build's ledgerd binary, e.g. one built from an
+# earlier commit), each run measures that binary and then this build's, in
+# turn on the same machine, and prints the median of each. Everything runs
+# on 127.0.0.1 and is stopped at the end.
 set -euo pipefail
 
 BLOCKS=${1:-100000}
@@ -21,6 +27,10 @@ cd "$(dirname "$0")/.."
 cargo build --release --quiet --bin ledgerd --example mine_probe
 BIN=target/release/ledgerd
 PROBE=target/release/examples/mine_probe
+BINS=("$BIN")
+if [ -n "${COMPARE_WITH:-}" ]; then
+  BINS=("$COMPARE_WITH" "$BIN")
+fi
 
 WORK=$(mktemp -d /tmp/ledgerd-mine.XXXXXX)
 PID=""
@@ -31,17 +41,29 @@ cleanup() {
 trap cleanup EXIT
 
 for run in $(seq 1 "$RUNS"); do
-  rm -rf "$WORK/data" "$WORK/out"
-  mkfifo "$WORK/out"
-  "$BIN" --dev --dev-block-ms 0 --bind 127.0.0.1:0 --data-dir "$WORK/data" >"$WORK/out" 2>"$WORK/log" &
-  PID=$!
-  exec {fd}<"$WORK/out"
-  if ! read -r -t 60 line <&"$fd"; then
-    echo "ledgerd did not start:" >&2; cat "$WORK/log" >&2; exit 1
-  fi
-  URL=${line#listening on }
-  echo "run $run ($(nproc) cores, load average $(cut -d' ' -f1 /proc/loadavg)):"
-  "$PROBE" "$URL" "$BLOCKS" "$CONNECTIONS" "$RATE" | sed 's/^/  /'
-  kill "$PID"; wait "$PID" 2>/dev/null || true; PID=""
-  exec {fd}<&-
+  for i in "${!BINS[@]}"; do
+    bin=${BINS[$i]}
+    rm -rf "$WORK/data" "$WORK/out"
+    mkfifo "$WORK/out"
+    "$bin" --dev --dev-block-ms 0 --bind 127.0.0.1:0 --data-dir "$WORK/data" >"$WORK/out" 2>"$WORK/log" &
+    PID=$!
+    exec {fd}<"$WORK/out"
+    if ! read -r -t 60 line <&"$fd"; then
+      echo "ledgerd did not start:" >&2; cat "$WORK/log" >&2; exit 1
+    fi
+    URL=${line#listening on }
+    echo "run $run, $bin ($(nproc) cores, load average $(cut -d' ' -f1 /proc/loadavg)):"
+    ticks() { awk '{ print $14 + $15 }' "/proc/$PID/stat"; }
+    before=$(ticks)
+    "$PROBE" "$URL" "$BLOCKS" "$CONNECTIONS" "$RATE" | tee "$WORK/probe" | sed 's/^/  /'
+    echo "  ledgerd's CPU time meanwhile (all its threads): $(awk -v t=$(( $(ticks) - before )) \
+      -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", t / hz }') s"
+    sed -n 's/.*answered after \([0-9.]*\) s.*/\1/p' "$WORK/probe" >>"$WORK/times.$i"
+    kill "$PID"; wait "$PID" 2>/dev/null || true; PID=""
+    exec {fd}<&-
+  done
+done
+for i in "${!BINS[@]}"; do
+  echo "median of $RUNS: dev_mine $BLOCKS answered after $(sort -n "$WORK/times.$i" |
+    awk '{ t[NR] = $1 } END { print (NR % 2) ? t[(NR + 1) / 2] : (t[NR / 2] + t[NR / 2 + 1]) / 2 }') s (${BINS[$i]})"
 done

@@ -2,23 +2,29 @@
 # Where `dev_mine` spends its time: a perf profile of one mine.
 #
 #   scripts/devnet_mine_profile.sh [BLOCKS]        (default: 100000)
+#   LEDGERD=/path/to/other/ledgerd scripts/devnet_mine_profile.sh ...
 #
-# Builds release, starts `ledgerd --dev --dev-block-ms 0` on an empty data
-# dir, records `perf record -g` of the process while one `dev_mine BLOCKS`
-# is answered, and prints: the mine's wall time, the CPU time of each
-# thread that is still alive (the sync thread; the fetch thread exits with
-# its pass), the share of samples per thread, and the share per kind of
-# work (curve25519 arithmetic of signing and checking signatures, SHA-2,
-# LMDB, the kernel, the rest) and the top symbols. Needs `perf` (Debian's
-# linux-perf) and kernel.perf_event_paranoid <= 1 (or root). Everything runs
-# on 127.0.0.1 and is stopped at the end.
+# Builds release (or takes LEDGERD, another build's binary), starts
+# `ledgerd --dev --dev-block-ms 0` on an empty data dir, records
+# `perf record -g` of the process while one `dev_mine BLOCKS` is answered,
+# and prints: the mine's wall time, the process's CPU time (all threads),
+# the CPU time of each thread that is still alive (the sync thread; the
+# fetch thread exits with its pass), the share of samples per thread, and
+# the share per kind of work (curve25519 arithmetic of signing and checking
+# signatures, SHA-2, LMDB, the kernel, the rest) and the top symbols. Needs
+# `perf` (Debian's linux-perf) and kernel.perf_event_paranoid <= 1 (or
+# root). Everything runs on 127.0.0.1 and is stopped at the end.
 set -euo pipefail
 
 BLOCKS=${1:-100000}
 cd "$(dirname "$0")/.."
 
-cargo build --release --quiet --bin ledgerd
-BIN=target/release/ledgerd
+if [ -n "${LEDGERD:-}" ]; then
+  BIN=$LEDGERD
+else
+  cargo build --release --quiet --bin ledgerd
+  BIN=target/release/ledgerd
+fi
 
 WORK=$(mktemp -d /tmp/ledgerd-mine-profile.XXXXXX)
 PID=""
@@ -44,6 +50,7 @@ echo "$(nproc) cores, load average $(cut -d' ' -f1 /proc/loadavg)"
 T=$(curl -sS -o /dev/null -w '%{time_total}' "$URL" \
   -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"dev_mine\",\"params\":[$BLOCKS]}")
 echo "dev_mine $BLOCKS: answered after $T s"
+awk -v hz="$(getconf CLK_TCK)" '{ printf "  the process, all threads (the exited ones too): %.2f s CPU\n", ($14 + $15) / hz }' "/proc/$PID/stat"
 for t in /proc/"$PID"/task/*; do
   awk -v tid="${t##*/}" '{ printf "  thread %s %s: %.2f s CPU\n", tid, $2, ($14 + $15) / 100 }' "$t/stat"
 done | sort -t: -k2 -rn | head -3

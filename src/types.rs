@@ -156,7 +156,7 @@ pub struct DaSlot {
     pub proofs: Vec<VerifiedBatchProof>,
     /// Proof chunks this slot's block carried, and the chunks an aggregate
     /// on it used (a source that reads Bitcoin itself; empty otherwise):
-    /// stored and forgotten with the slot.
+    /// the found ones are stored with the slot and forgotten only with it.
     pub chunks: ChunkChanges,
 }
 
@@ -166,6 +166,8 @@ pub struct DaSlot {
 pub struct ChunkChanges {
     /// Chunk transactions found on the slot: txid (raw byte order) and raw bytes.
     pub found: Vec<(Hash, Vec<u8>)>,
-    /// Chunks an aggregate on the slot put together into a proof, by txid.
+    /// Chunks an aggregate on the slot put together into a proof, by txid
+    /// (they stay stored: a rollback to a slot before the aggregate's needs
+    /// them again).
     pub used: Vec<Hash>,
 }

@@ -31,8 +31,10 @@ mod strict;
 
 use std::borrow::Cow;
 
-use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
-use sha2::{Digest, Sha256};
+use curve25519_dalek::constants::ED25519_BASEPOINT_TABLE;
+use curve25519_dalek::scalar::Scalar;
+use ed25519_dalek::{Signature, SigningKey, VerifyingKey};
+use sha2::{Digest, Sha256, Sha512};
 
 use crate::types::{Hash, SoftConfirmation};
 pub use forks::{Fork, ForkTable, Network};
@@ -144,32 +146,74 @@ pub fn merkle_root(leaves: &[Hash]) -> Option<Hash> {
     Some(level[0])
 }
 
-/// The sequencer's key, as the devnet holds it.
+/// The sequencer's key, as the devnet holds it: RFC 8032's expansion of
+/// the 32 secret bytes, kept (ed25519-dalek's `SigningKey` expands them
+/// again for every signature).
 pub struct SequencerKey {
-    key: SigningKey,
+    public: [u8; 32],
+    /// The secret scalar a: the key is \[a\]B.
+    scalar: Scalar,
+    /// The second half of SHA-512(secret), hashed into each nonce.
+    prefix: [u8; 32],
 }
 
 impl SequencerKey {
     /// A key from 32 secret bytes (the devnet derives them from its seed).
     pub fn from_secret(secret: &Hash) -> SequencerKey {
+        let key = SigningKey::from_bytes(secret);
+        let mut prefix = [0u8; 32];
+        prefix.copy_from_slice(&Sha512::digest(secret)[32..]);
         SequencerKey {
-            key: SigningKey::from_bytes(secret),
+            public: key.verifying_key().to_bytes(),
+            scalar: key.to_scalar(),
+            prefix,
         }
     }
 
     /// The 32-byte public key (`pubKey` on the wire).
     pub fn public_key(&self) -> [u8; 32] {
-        self.key.verifying_key().to_bytes()
+        self.public
     }
 
-    /// Ed25519 signature over `message`.
+    /// Ed25519 signature over `message` (RFC 8032, the bytes
+    /// ed25519-dalek's `SigningKey::sign` gives): r = SHA-512(prefix ||
+    /// message), R = \[r\]B, k = SHA-512(R || A || message), s = r + k·a.
     pub fn sign(&self, message: &[u8]) -> [u8; 64] {
-        self.key.sign(message).to_bytes()
+        let r = Scalar::from_hash(
+            Sha512::new()
+                .chain_update(self.prefix)
+                .chain_update(message),
+        );
+        let big_r = (ED25519_BASEPOINT_TABLE * &r).compress();
+        let k = Scalar::from_hash(
+            Sha512::new()
+                .chain_update(big_r.as_bytes())
+                .chain_update(self.public)
+                .chain_update(message),
+        );
+        let s = r + k * self.scalar;
+        let mut signature = [0u8; 64];
+        signature[..32].copy_from_slice(big_r.as_bytes());
+        signature[32..].copy_from_slice(s.as_bytes());
+        signature
     }
 
     /// The block's signature by `fork`'s rules (its `hash` must be set).
     pub fn sign_block(&self, sc: &SoftConfirmation, fork: Fork) -> [u8; 64] {
         self.sign(&signed_message(sc, fork))
+    }
+
+    /// Lets this process's signature checks use this key's secret (see
+    /// `chain::strict`): the sync thread then checks the blocks this key
+    /// signed with one fixed-base multiplication each instead of two, the
+    /// same verdict as with the public key. Every other key is checked as
+    /// before.
+    pub fn hold_for_checks(&self) {
+        // The scalar of a key made from secret bytes is never 0: the
+        // clamped integer is a multiple of 8 in [2^254, 2^255), and the
+        // least multiple of 8 that l (odd) divides is 8l > 2^255.
+        let held = strict::hold_secret(self.scalar);
+        debug_assert_eq!(held, Some(self.public));
     }
 }
 
@@ -213,6 +257,26 @@ pub(crate) mod tests {
     use super::*;
     use serde_json::value::RawValue;
     use serde_json::Value;
+
+    #[test]
+    fn sequencer_key_signs_the_bytes_ed25519_dalek_signs() {
+        for seed in 0u8..8 {
+            let secret = [seed.wrapping_mul(37) ^ 0x5c; 32];
+            let ours = SequencerKey::from_secret(&secret);
+            let theirs = SigningKey::from_bytes(&secret);
+            assert_eq!(ours.public_key(), theirs.verifying_key().to_bytes());
+            for len in [0usize, 1, 32, 33, 200, 3000] {
+                let message: Vec<u8> = (0..len).map(|i| (i as u8) ^ seed).collect();
+                let sig = ours.sign(&message);
+                assert_eq!(
+                    sig,
+                    ed25519_dalek::Signer::sign(&theirs, &message).to_bytes(),
+                    "seed {seed}, {len} bytes"
+                );
+                verify_signature(&ours.public_key(), &message, &sig).unwrap();
+            }
+        }
+    }
 
     /// Made by `scripts/vectors/make_vectors.py` (Python, independent of this module).
     const VECTORS: &str = include_str!(concat!(

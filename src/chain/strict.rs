@@ -52,6 +52,20 @@
 //! key outside the prime-order subgroup (which only a deliberately made
 //! key is) goes through `verify_strict` itself. The tests compare both
 //! paths on crafted and mutated signatures.
+//!
+//! # A key whose secret the process holds
+//!
+//! The devnet signs its blocks with a key it made, and its sync thread
+//! checks them like any other source's. For such a key the devnet hands
+//! its secret scalar a to the checks ([`hold_secret`]); the key's bytes
+//! are then those of \[a\]B, computed here, so A is in the prime-order
+//! subgroup and not the identity. Then R' = \[s\]B - \[k\]A =
+//! \[s - k·a\]B, since B has order l: the same point from one
+//! fixed-base multiplication instead of two, so check 2 gives the same
+//! verdict on every input (a forged or mangled signature is refused
+//! exactly as before; nothing is skipped). Every other key, and every
+//! other process (`ledgerd import`, `verify`, a follower), checks with the
+//! public key only.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -69,23 +83,51 @@ const IDENTITY: [u8; 32] = {
     b
 };
 
-/// A key in the prime-order subgroup, with a table of multiples of -A.
+/// A key in the prime-order subgroup, prepared for checking many
+/// signatures under it.
 struct PreparedKey {
     bytes: [u8; 32],
-    minus_a: EdwardsBasepointTable,
+    equation: Equation,
+}
+
+/// How a prepared key computes R' = \[s\]B - \[k\]A.
+enum Equation {
+    /// \[s\]B + \[k\](-A), from a table of multiples of -A.
+    Table(Box<EdwardsBasepointTable>),
+    /// \[s - k·a\]B, from the key's secret scalar a (the key is \[a\]B).
+    Secret(Scalar),
 }
 
 impl PreparedKey {
     /// `None` for bytes that are not a point, and for a key of small order
     /// or with a small-order component: those go through `verify_strict`.
+    /// A key whose secret is held ([`hold_secret`]) is prepared with it.
     fn new(bytes: &[u8; 32]) -> Option<PreparedKey> {
+        if let Some(a) = held_secret(bytes) {
+            return Some(PreparedKey {
+                bytes: *bytes,
+                equation: Equation::Secret(a),
+            });
+        }
         let a = CompressedEdwardsY(*bytes).decompress()?;
         if a.is_small_order() || !a.is_torsion_free() {
             return None;
         }
         Some(PreparedKey {
             bytes: *bytes,
-            minus_a: EdwardsBasepointTable::create(&-a),
+            equation: Equation::Table(Box::new(EdwardsBasepointTable::create(&-a))),
+        })
+    }
+
+    /// The key \[a\]B prepared with its secret `a`; `None` for a = 0
+    /// (the identity, a small-order key).
+    fn from_secret(a: Scalar) -> Option<PreparedKey> {
+        if a == Scalar::ZERO {
+            return None;
+        }
+        Some(PreparedKey {
+            bytes: (ED25519_BASEPOINT_TABLE * &a).compress().to_bytes(),
+            equation: Equation::Secret(a),
         })
     }
 
@@ -106,7 +148,10 @@ impl PreparedKey {
         h.update(self.bytes);
         h.update(message);
         let k = Scalar::from_hash(h);
-        let r = ED25519_BASEPOINT_TABLE * &s + &self.minus_a * &k;
+        let r = match &self.equation {
+            Equation::Table(minus_a) => ED25519_BASEPOINT_TABLE * &s + &**minus_a * &k,
+            Equation::Secret(a) => ED25519_BASEPOINT_TABLE * &(s - k * a),
+        };
         r.compress().as_bytes() == r_bytes
     }
 }
@@ -120,6 +165,43 @@ type Slot = ([u8; 32], Option<Arc<PreparedKey>>);
 /// again at each change; the sync thread and `import` check only blocks
 /// that carry the one sequencer key.)
 static PREPARED: Mutex<Option<Slot>> = Mutex::new(None);
+
+/// The secret scalars of keys this process signs with ([`hold_secret`]),
+/// each with its key's bytes; at most [`HELD_MAX`], the newest last.
+static HELD: Mutex<Vec<([u8; 32], Scalar)>> = Mutex::new(Vec::new());
+
+/// How many held secrets are kept, 64 bytes each (a process runs one
+/// devnet; the tests run many, on several seeds).
+const HELD_MAX: usize = 64;
+
+/// Lets this process's checks of signatures under the key \[a\]B use
+/// `a` (see the module docs): one fixed-base multiplication per signature
+/// instead of two, the same verdict. Returns the key's 32 bytes, or `None`
+/// (nothing held) for a = 0.
+pub(crate) fn hold_secret(a: Scalar) -> Option<[u8; 32]> {
+    let key = PreparedKey::from_secret(a)?;
+    let bytes = key.bytes;
+    {
+        let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
+        held.retain(|(b, _)| *b != bytes);
+        if held.len() == HELD_MAX {
+            held.remove(0);
+        }
+        held.push((bytes, a));
+    }
+    // A table prepared before for this key gives way to the secret.
+    let mut slot = PREPARED.lock().unwrap_or_else(PoisonError::into_inner);
+    if slot.as_ref().is_some_and(|(b, _)| *b == bytes) {
+        *slot = Some((bytes, Some(Arc::new(key))));
+    }
+    Some(bytes)
+}
+
+/// The held secret of `key`, if any.
+fn held_secret(key: &[u8; 32]) -> Option<Scalar> {
+    let held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
+    held.iter().find(|(b, _)| b == key).map(|(_, a)| *a)
+}
 
 /// The prepared `key` (`None`: it cannot be prepared).
 fn prepared(key: &[u8; 32]) -> Option<Arc<PreparedKey>> {
@@ -447,7 +529,11 @@ mod tests {
     #[test]
     fn the_prepared_key_accepts_exactly_what_verify_strict_accepts() {
         let signer = Signer::new(17, EdwardsPoint::identity());
-        let key = PreparedKey::new(&signer.public).unwrap();
+        let table = PreparedKey::new(&signer.public).unwrap();
+        assert!(matches!(table.equation, Equation::Table(_)));
+        // The same key checked with its secret: [s - k·a]B.
+        let secret = PreparedKey::from_secret(signer.a).unwrap();
+        assert_eq!(secret.bytes, signer.public);
         let messages: Vec<Vec<u8>> = (0..4)
             .map(|i| format!("block {i}").into_bytes())
             .chain([Vec::new(), vec![0xa5; 3000]])
@@ -498,10 +584,51 @@ mod tests {
         let mut accepted = 0;
         for (m, sig) in &cases {
             let strict = strict_accepts(&signer.public, m, sig);
-            assert_eq!(key.verifies(m, sig), strict, "{}", hex::encode(sig));
+            assert_eq!(table.verifies(m, sig), strict, "{}", hex::encode(sig));
+            assert_eq!(secret.verifies(m, sig), strict, "{}", hex::encode(sig));
             accepted += usize::from(strict);
         }
         // Each good signature, and nothing else.
         assert_eq!(accepted, messages.len(), "of {}", cases.len());
+    }
+
+    #[test]
+    fn a_held_secret_is_used_for_its_key_only_and_finds_the_same_bad_signatures() {
+        let signer = Signer::new(19, EdwardsPoint::identity());
+        let other = Signer::new(20, EdwardsPoint::identity());
+        // Prepared before the secret is held: the table, then the secret.
+        assert!(matches!(
+            prepared(&signer.public).map(|p| matches!(p.equation, Equation::Table(_))),
+            Some(true)
+        ));
+        assert_eq!(hold_secret(signer.a), Some(signer.public));
+        let p = prepared(&signer.public).unwrap();
+        assert!(matches!(p.equation, Equation::Secret(a) if a == signer.a));
+        assert!(matches!(
+            prepared(&other.public).unwrap().equation,
+            Equation::Table(_)
+        ));
+        assert_eq!(hold_secret(Scalar::ZERO), None, "the identity is no key");
+
+        // The crafted signatures of the tests above, under the held key.
+        let identity_r = signer.sign_with(IDENTITY, Scalar::ZERO, b"block 1");
+        found_among_good_ones(&signer, b"block 1", &identity_r);
+        let r = Scalar::from_bytes_mod_order([0x33; 32]);
+        for t in &EIGHT_TORSION[1..] {
+            let small = signer.sign_with(t.compress().to_bytes(), Scalar::ZERO, b"block 2");
+            found_among_good_ones(&signer, b"block 2", &small);
+            let mixed = (ED25519_BASEPOINT_POINT * r + t).compress().to_bytes();
+            let mixed = signer.sign_with(mixed, r, b"block 3");
+            assert!(!strict_accepts(&signer.public, b"block 3", &mixed));
+            found_among_good_ones(&signer, b"block 3", &mixed);
+        }
+        let mut y_above_p = [0xff; 32];
+        y_above_p[0] = 0xee;
+        y_above_p[31] = 0x7f;
+        let above = signer.sign_with(y_above_p, Scalar::ZERO, b"block 4");
+        found_among_good_ones(&signer, b"block 4", &above);
+        // Another key's good signature under this key.
+        let foreign = other.sign(1, b"block 5");
+        found_among_good_ones(&signer, b"block 5", &foreign);
     }
 }

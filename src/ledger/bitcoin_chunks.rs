@@ -1,7 +1,16 @@
 //! The `bitcoin_chunks` table: the chunk transactions of chunked proofs
-//! found in scanned Bitcoin blocks, by txid, kept until the aggregate that
-//! names them is applied, so a follower needs no transaction index and a
-//! restart between a proof's chunks and its aggregate loses nothing.
+//! found in scanned Bitcoin blocks, by txid, so a follower needs no
+//! transaction index and a restart between a proof's chunks and its
+//! aggregate loses nothing.
+//!
+//! A chunk stays stored after its aggregate was applied: `ledgerd rollback
+//! --to-l1 S` with S between a chunk's slot and its aggregate's keeps the
+//! chunk's slot (it is not scanned again) and takes back the aggregate's
+//! (it is), and the scan needs the chunk to put the proof together again.
+//! A rollback may go back any distance, so no used chunk is ever safe to
+//! forget: the table keeps every chunk transaction scanned, as many bytes
+//! as the chunked proofs take on Bitcoin. A chunk goes only with its own
+//! slot (a rollback below it: the scan finds it again there).
 //!
 //! Written by the sync thread in the same write transaction as the slot
 //! they were found on ([`crate::types::DaSlot::chunks`]); read by the
@@ -42,7 +51,8 @@ impl LedgerWriter<'_> {
         self.put::<BitcoinChunks>(txid, &value, WriteFlags::empty())
     }
 
-    /// Forgets chunk `txid` (its aggregate was applied); absent is fine.
+    /// Forgets chunk `txid` (a rollback took back the slot it was found
+    /// on); absent is fine.
     pub fn delete_bitcoin_chunk(&mut self, txid: &Hash) -> Result<(), LedgerError> {
         let db = BitcoinChunks::db(self.dbs());
         match self.txn.del(db, &BitcoinChunks::key(txid), None) {

@@ -218,8 +218,8 @@ u64_table!(
 
 hash_table!(
     /// `bitcoin_chunks`: a proof chunk's txid (raw byte order) -> the Bitcoin
-    /// height it was found at (u64 BE) and the raw transaction, kept until the
-    /// aggregate that names it is applied.
+    /// height it was found at (u64 BE) and the raw transaction, kept after the
+    /// aggregate that names it is applied (a rollback may need it again).
     BitcoinChunks,
     "bitcoin_chunks",
     bitcoin_chunks

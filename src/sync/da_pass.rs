@@ -318,9 +318,9 @@ pub(super) fn apply_slot(
     for (txid, raw) in &slot.chunks.found {
         w.put_bitcoin_chunk(txid, slot.number, raw)?;
     }
-    for txid in &slot.chunks.used {
-        w.delete_bitcoin_chunk(txid)?;
-    }
+    // The chunks an aggregate used stay stored: a rollback to a slot
+    // between them and the aggregate scans the aggregate again, and it
+    // needs them (`ledger::bitcoin_chunks`).
     Ok(true)
 }
 
@@ -492,5 +492,49 @@ mod tests {
             verify::verify_commitment(r, &commitment(5, 8, 10)).unwrap(),
             CommitmentVerdict::Valid
         );
+    }
+
+    #[test]
+    fn a_rollback_between_a_proofs_chunks_and_its_aggregate_keeps_the_chunks() {
+        use crate::ledger::BitcoinChunkRead;
+        use crate::rollback::{rollback_in, Target};
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Ledger::open(dir.path(), &OpenOptions::default()).unwrap();
+        let mut w = ledger.writer().unwrap();
+        w.store_blocks(&(1..=10).map(block).collect::<Vec<_>>())
+            .unwrap();
+        w.commit().unwrap();
+        let (txid, raw) = ([0xc1; 32], vec![0x02, 0x00, 0xaa, 0xbb]);
+        let mut found = slot(101, vec![]);
+        found.chunks.found.push((txid, raw.clone()));
+        apply(&ledger, &found);
+        // The aggregate on slot 103 used it.
+        let mut aggregate = slot(103, vec![]);
+        aggregate.chunks.used.push(txid);
+        apply(&ledger, &aggregate);
+        let mut w = ledger.writer().unwrap();
+        w.set_last_scanned_l1(103).unwrap();
+        w.commit().unwrap();
+        let chunk = || ledger.reader().unwrap().bitcoin_chunk(&txid).unwrap();
+        assert_eq!(
+            chunk(),
+            Some((101, raw.clone())),
+            "kept after its aggregate"
+        );
+
+        // Back to slot 102: the aggregate's slot is scanned again and
+        // needs the chunk, whose slot is kept.
+        let mut w = ledger.writer().unwrap();
+        rollback_in(&mut w, Target::L1(102)).unwrap();
+        w.commit().unwrap();
+        assert_eq!(ledger.reader().unwrap().last_scanned_l1().unwrap(), 102);
+        assert_eq!(chunk(), Some((101, raw)));
+
+        // Back below the chunk's own slot: it goes with it (the scan finds
+        // it again there).
+        let mut w = ledger.writer().unwrap();
+        rollback_in(&mut w, Target::L1(100)).unwrap();
+        w.commit().unwrap();
+        assert_eq!(chunk(), None);
     }
 }

@@ -9,9 +9,9 @@
 //! and wtxid; the chunks are taken from the blocks scanned before (and the
 //! aggregate's own block, earlier in it), remembered for their aggregate
 //! (in memory, and in the ledger's `bitcoin_chunks` table with the slot
-//! they were found on, until the slot of their aggregate is applied), so
-//! neither source needs bitcoind's transaction index and a restart between
-//! the chunks and their aggregate loses nothing. A transaction that is
+//! they were found on, kept after their aggregate is applied), so neither
+//! source needs bitcoind's transaction index, and neither a restart nor a
+//! rollback between the chunks and their aggregate loses anything. A transaction that is
 //! not taken is skipped: one WARN naming its txid, counted in `/metrics` by
 //! reason; wrong prefixes and scripts that are no envelope at all are
 //! routine and logged at debug.
