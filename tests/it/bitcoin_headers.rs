@@ -105,27 +105,7 @@ fn bitcoinds_headers_are_checked_stored_and_followed_through_a_reorg() {
 fn a_bitcoind_on_another_network_is_refused_at_start_with_a_sentence() {
     let node = Bitcoind::start();
     let dir = tempfile::tempdir().unwrap();
-    let cookie = node.cookie_path().display().to_string();
-    let data = dir.path().display().to_string();
-    let (status, _, stderr) = common::process::run_to_exit(&[
-        "--upstream",
-        "http://127.0.0.1:9",
-        "--bitcoin-rpc",
-        &node.url,
-        "--bitcoin-rpc-cookie",
-        &cookie,
-        "--bitcoin-chain",
-        "testnet4",
-        "--data-dir",
-        &data,
-        "--bind",
-        "127.0.0.1:0",
-    ]);
-    assert_eq!(status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("is on the regtest network, not testnet4"),
-        "{stderr}"
-    );
+    common::regtest::assert_refused_as_another_network(&node, dir.path(), &[]);
     // Started right, the same node is taken: the DA source confirms it.
     let ledger = Arc::new(Ledger::open(&dir.path().join("ok"), &OpenOptions::default()).unwrap());
     let mut da = da_on(&node, ledger, Arc::new(Progress::default()));

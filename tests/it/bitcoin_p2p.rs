@@ -640,28 +640,10 @@ fn lying_peers_beside_an_honest_bitcoind_rpc_change_nothing() {
 fn with_both_a_bitcoind_on_another_network_is_refused_at_start_with_a_sentence() {
     let node = Bitcoind::start();
     let dir = tempfile::tempdir().unwrap();
-    let cookie = node.cookie_path().display().to_string();
-    let data = dir.path().display().to_string();
-    let (status, _, stderr) = common::process::run_to_exit(&[
-        "--upstream",
-        "http://127.0.0.1:9",
-        "--bitcoin-peer",
-        "127.0.0.1:9",
-        "--bitcoin-rpc",
-        &node.url,
-        "--bitcoin-rpc-cookie",
-        &cookie,
-        "--bitcoin-chain",
-        "testnet4",
-        "--data-dir",
-        &data,
-        "--bind",
-        "127.0.0.1:0",
-    ]);
-    assert_eq!(status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("is on the regtest network, not testnet4"),
-        "{stderr}"
+    common::regtest::assert_refused_as_another_network(
+        &node,
+        dir.path(),
+        &["--bitcoin-peer", "127.0.0.1:9"],
     );
 }
 

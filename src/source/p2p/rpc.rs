@@ -28,6 +28,7 @@ use log::{debug, info, warn};
 
 use super::peers::PeerChain;
 use crate::headers::{BitcoinChain, HeaderChain};
+use crate::progress::Progress;
 use crate::source::backoff::Backoff;
 use crate::source::bitcoind::block::DaBlock;
 use crate::source::bitcoind::chain_sync::{self, other_network, HeaderSyncError};
@@ -37,7 +38,6 @@ use crate::source::bitcoind::reader::{BlockReader, ReadError, ReaderOptions};
 use crate::source::bitcoind::rpc::{BitcoinRpc, RpcError};
 use crate::source::SourceError;
 use crate::stop::Stop;
-use crate::progress::Progress;
 
 /// The longest wait before a failed bitcoind is asked again (a restarted
 /// bitcoind is read again within this).

@@ -104,3 +104,31 @@ pub fn slot_hash(node: &Bitcoind, height: u64) -> String {
     raw.reverse();
     hex::encode(raw)
 }
+
+/// Starts ledgerd reading `node` (its RPC, beside the `extra` DA flags) as
+/// `--bitcoin-chain testnet4` on `data`, and checks that it stops at once
+/// with the sentence naming the network `node` is on.
+pub fn assert_refused_as_another_network(node: &Bitcoind, data: &Path, extra: &[&str]) {
+    let cookie = node.cookie_path().display().to_string();
+    let data = data.display().to_string();
+    let mut args = vec!["--upstream", "http://127.0.0.1:9"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&[
+        "--bitcoin-rpc",
+        &node.url,
+        "--bitcoin-rpc-cookie",
+        &cookie,
+        "--bitcoin-chain",
+        "testnet4",
+        "--data-dir",
+        &data,
+        "--bind",
+        "127.0.0.1:0",
+    ]);
+    let (status, _, stderr) = super::process::run_to_exit(&args);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("is on the regtest network, not testnet4"),
+        "{stderr}"
+    );
+}
