@@ -15,7 +15,7 @@
 //!   taproot output, rebuilds the commit and re-signs the reveal at every try. Here the script
 //!   keeps Citrea's first nonce (16) and each try only makes another BIP 340 signature of the
 //!   same sighash: the signature is in the witness, so the wtxid changes while nothing signed
-//!   does. Same transactions to a reader, and far less work per try ([`grind`]: the signature
+//!   does. Same transactions to a reader, and far less work per try (`grind`: the signature
 //!   nonces step by one, so each try costs a point addition, not a multiplication; the tries
 //!   are spread over the cores; the transaction's bytes are hashed from a midstate);
 //! - a proof whose brotli(borsh(proof)) reaches the size threshold goes as chunk-part reveals,
