@@ -169,20 +169,26 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn made_blocks_link_hash_and_sign_by_their_forks_rules() {
-        let key = SequencerKey::from_secret(&schedule::sequencer_secret(7));
-        let forks = ForkTable::kumquat_from(120);
-        let genesis = (0, [0u8; 32], schedule::genesis_state_root(7));
+    /// Blocks 1..=`n` of seed `seed`'s devnet, Kumquat from `kumquat_from`.
+    fn seed_chain(seed: u64, kumquat_from: u64, n: u64) -> (ForkTable, Vec<SoftConfirmation>) {
+        let key = SequencerKey::from_secret(&schedule::sequencer_secret(seed));
+        let forks = ForkTable::kumquat_from(kumquat_from);
+        let genesis = (0, [0u8; 32], schedule::genesis_state_root(seed));
         let blocks = make_blocks(
             &key,
-            7,
+            seed,
             &forks,
             genesis,
             1,
-            &slots(1, 300),
+            &slots(1, n),
             &Inputs::default(),
         );
+        (forks, blocks)
+    }
+
+    #[test]
+    fn made_blocks_link_hash_and_sign_by_their_forks_rules() {
+        let (forks, blocks) = seed_chain(7, 120, 300);
         assert_eq!(blocks.len(), 300);
         let mut prev = [0u8; 32];
         for sc in &blocks {
@@ -227,18 +233,7 @@ mod tests {
 
     #[test]
     fn the_devnet_makes_the_same_bytes_as_before_for_a_fixed_seed() {
-        let key = SequencerKey::from_secret(&schedule::sequencer_secret(7));
-        let forks = ForkTable::kumquat_from(120);
-        let genesis = (0, [0u8; 32], schedule::genesis_state_root(7));
-        let blocks = make_blocks(
-            &key,
-            7,
-            &forks,
-            genesis,
-            1,
-            &slots(1, 2000),
-            &Inputs::default(),
-        );
+        let (forks, blocks) = seed_chain(7, 120, 2000);
         // Signed as ed25519-dalek's SigningKey signs, byte for byte.
         let dalek = ed25519_dalek::SigningKey::from_bytes(&schedule::sequencer_secret(7));
         let mut all = Vec::new();
