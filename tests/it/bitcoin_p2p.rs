@@ -182,6 +182,28 @@ fn metric(text: &str, name: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// One lying peer of each kind, each serving `node`'s chain as it stands.
+fn every_liar(node: &Bitcoind) -> Vec<LyingPeer> {
+    let snapshot = Snapshot::of(node);
+    [
+        Lie::LessWorkFork { back: 10 },
+        Lie::WrongBits,
+        Lie::AlteredBlocks,
+        Lie::Silent,
+    ]
+    .into_iter()
+    .map(|lie| LyingPeer::start(lie, snapshot.clone()))
+    .collect()
+}
+
+/// The peers the follower dropped for `reason`, from its `/metrics` text.
+fn dropped(metrics_text: &str, reason: &str) -> u64 {
+    metric(
+        metrics_text,
+        &format!("ledgerd_bitcoin_peers_dropped_total{{reason=\"{reason}\"}}"),
+    )
+}
+
 fn wait(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
     let start = Instant::now();
     while !f() {
@@ -271,26 +293,11 @@ fn lying_peers_beside_an_honest_one_change_nothing_and_the_less_work_one_stays_c
     let dir = tempfile::tempdir().unwrap();
     let devnet = busy_devnet(&node, &dir.path().join("devnet"));
     let first = first_slot(&devnet);
-    let snapshot = Snapshot::of(&node);
-    let liars: Vec<LyingPeer> = [
-        Lie::LessWorkFork { back: 10 },
-        Lie::WrongBits,
-        Lie::AlteredBlocks,
-        Lie::Silent,
-    ]
-    .into_iter()
-    .map(|lie| LyingPeer::start(lie, snapshot.clone()))
-    .collect();
+    let liars = every_liar(&node);
     let mut peers: Vec<String> = liars.iter().map(|l| l.addr.clone()).collect();
     peers.push(node.p2p_addr());
     let follower = peers_follower(&devnet, &peers, &dir.path().join("follower"));
     let tip = node.block_count();
-    let dropped = |m: &str, reason: &str| {
-        metric(
-            m,
-            &format!("ledgerd_bitcoin_peers_dropped_total{{reason=\"{reason}\"}}"),
-        )
-    };
     wait(
         Duration::from_secs(120),
         "the follower to catch up, every other liar to be dropped, the less-work one behind",
@@ -573,25 +580,10 @@ fn lying_peers_beside_an_honest_bitcoind_rpc_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let devnet = busy_devnet(&node, &dir.path().join("devnet"));
     let first = first_slot(&devnet);
-    let snapshot = Snapshot::of(&node);
-    let liars: Vec<LyingPeer> = [
-        Lie::LessWorkFork { back: 10 },
-        Lie::WrongBits,
-        Lie::AlteredBlocks,
-        Lie::Silent,
-    ]
-    .into_iter()
-    .map(|lie| LyingPeer::start(lie, snapshot.clone()))
-    .collect();
+    let liars = every_liar(&node);
     let peers: Vec<String> = liars.iter().map(|l| l.addr.clone()).collect();
     let follower = both_follower(&devnet, &node, &peers, &dir.path().join("follower"));
     let tip = node.block_count();
-    let dropped = |m: &str, reason: &str| {
-        metric(
-            m,
-            &format!("ledgerd_bitcoin_peers_dropped_total{{reason=\"{reason}\"}}"),
-        )
-    };
     wait(
         Duration::from_secs(120),
         "the follower to catch up, the liars to be dropped or behind",
