@@ -65,6 +65,8 @@ fn main() {
 
     let gap = Duration::from_micros(1_000_000 / rate.max(1));
     let mut latencies = Vec::new();
+    // (latency, method, when asked since the start) of every answered query.
+    let mut timed: Vec<(Duration, &str, Duration)> = Vec::new();
     let mut errors = 0u64;
     let mut rng = 0x2545_f491_4f6c_dd1du64;
     let start = Instant::now();
@@ -93,6 +95,7 @@ fn main() {
         match call(&agent, follower, method, params) {
             Ok(v) => {
                 latencies.push(asked.elapsed());
+                timed.push((asked.elapsed(), method, asked - start));
                 if method == "svc_syncStatus" {
                     let (s, d) = progress(&v, l2_head, l1_head);
                     synced = s;
@@ -146,6 +149,13 @@ fn main() {
         ms(percentile(&latencies, 0.99)),
         ms(percentile(&latencies, 1.0)),
     );
+    timed.sort_by_key(|t| std::cmp::Reverse(t.0));
+    let slowest: Vec<String> = timed
+        .iter()
+        .take(5)
+        .map(|(d, m, at)| format!("{:.2} ms {m} at +{:.3} s", ms(*d), at.as_secs_f64()))
+        .collect();
+    println!("  slowest: {}", slowest.join(", "));
     for e in &failures {
         println!("  a failed query: {e}");
     }

@@ -24,6 +24,13 @@
 # daSlotHeight to the tip, over the time until both layers read Synced), the
 # query latencies (p50/p99/max) and the follower's largest RssAnon sampled
 # every 100 ms (/proc/PID/status).
+#
+# CHAIN_DIR=DIR keeps the made chain: the first run with DIR saves bitcoind's
+# and the devnet's data dirs there once the chain is made; later runs with
+# the same DIR copy them and skip the making (the other arguments must match:
+# DIR/made says with which). Every follower starts on an empty data dir.
+# PERF_SCHED=FILE records the host's scheduling (`perf sched record -a`)
+# while the probe runs.
 set -euo pipefail
 
 EMPTY=${1:-5000}
@@ -48,21 +55,11 @@ cleanup() {
 trap cleanup EXIT
 
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-RPC_PORT=$(port)
-P2P_PORT=$(port)
-mkdir "$WORK/btc"
-if [ "$SOURCE" = p2p ]; then LISTEN=(-listen=1 "-bind=127.0.0.1:$P2P_PORT"); else LISTEN=(-listen=0); fi
-"$BITCOIND" -regtest -checkblockindex=0 -txindex=1 "${LISTEN[@]}" -server -printtoconsole=0 -datadir="$WORK/btc" \
-  -rpcbind=127.0.0.1 -rpcallowip=127.0.0.1 -rpcport="$RPC_PORT" -port="$P2P_PORT" &
-PIDS+=($!)
-BTC=http://127.0.0.1:$RPC_PORT
 COOKIE=$WORK/btc/regtest/.cookie
 btc() {
   curl -s --user "$(cat "$COOKIE")" -H 'content-type: application/json' \
     -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"$1\",\"params\":$2}" "$BTC"
 }
-for _ in $(seq 100); do [ -f "$COOKIE" ] && btc getblockcount '[]' | grep -q '"result"' && break; sleep 0.2; done
-
 rpc() { curl -s -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"$2\",\"params\":$3}" "$1"; }
 
 # Starts ledgerd with the given args; sets URL from its first stdout line.
@@ -79,32 +76,67 @@ start() {
   URL=${line#listening on }
 }
 
-start devnet --dev --dev-block-ms 0 --dev-bitcoin-rpc "$BTC" --bitcoin-rpc-cookie "$COOKIE" \
-  --data-dir "$WORK/devnet"
-DEVNET=$URL
-rpc "$DEVNET" dev_mine '[60]' >/dev/null
-rpc "$DEVNET" dev_commit '[]' >/dev/null
-rpc "$DEVNET" dev_prove '[]' >/dev/null
+# Starts bitcoind and the devnet on $WORK/btc and $WORK/devnet, each on new ports.
+start_chain() {
+  RPC_PORT=$(port)
+  P2P_PORT=$(port)
+  if [ "$SOURCE" = p2p ]; then LISTEN=(-listen=1 "-bind=127.0.0.1:$P2P_PORT"); else LISTEN=(-listen=0); fi
+  mkdir -p "$WORK/btc"
+  rm -f "$WORK/btc/regtest/.cookie" "$WORK/devnet.fifo"
+  "$BITCOIND" -regtest -checkblockindex=0 -txindex=1 "${LISTEN[@]}" -server -printtoconsole=0 -datadir="$WORK/btc" \
+    -rpcbind=127.0.0.1 -rpcallowip=127.0.0.1 -rpcport="$RPC_PORT" -port="$P2P_PORT" &
+  PIDS+=($!)
+  BTC=http://127.0.0.1:$RPC_PORT
+  for _ in $(seq 100); do [ -f "$COOKIE" ] && btc getblockcount '[]' | grep -q '"result"' && break; sleep 0.2; done
+  start devnet --dev --dev-block-ms 0 --dev-bitcoin-rpc "$BTC" --bitcoin-rpc-cookie "$COOKIE" \
+    --data-dir "$WORK/devnet"
+  DEVNET=$URL
+}
 
-if [ "${CITREA_EVERY_BLOCK:-0}" = 1 ]; then
-  made=$(date +%s)
-  for _ in $(seq "$EMPTY"); do
-    rpc "$DEVNET" dev_mine '[1]' >/dev/null
-    rpc "$DEVNET" dev_commit '[]' | grep -q foundInL1 || { echo "dev_commit found nothing to commit" >&2; exit 1; }
-  done
-  echo "$EMPTY blocks, each with a Citrea commitment, made in $(( $(date +%s) - made )) s"
-else
-  btc generatetodescriptor "[$EMPTY, \"raw(51)\"]" >/dev/null
+MADE="${CITREA_EVERY_BLOCK:-0} $EMPTY"
+REUSE=0
+if [ -n "${CHAIN_DIR:-}" ] && [ -f "$CHAIN_DIR/made" ]; then
+  [ "$(cat "$CHAIN_DIR/made")" = "$MADE" ] ||
+    { echo "$CHAIN_DIR holds a chain made with ($(cat "$CHAIN_DIR/made")), not ($MADE)" >&2; exit 2; }
+  cp -r "$CHAIN_DIR/btc" "$CHAIN_DIR/devnet" "$WORK/"
+  REUSE=1
 fi
-# The devnet's first call after another miner's blocks may fail once.
-rpc "$DEVNET" dev_mine '[30]' >/dev/null
-rpc "$DEVNET" dev_mine '[30]' >/dev/null
-rpc "$DEVNET" dev_commit '[]' >/dev/null
-rpc "$DEVNET" dev_prove '[]' >/dev/null
+start_chain
+if [ "$REUSE" = 0 ]; then
+  rpc "$DEVNET" dev_mine '[60]' >/dev/null
+  rpc "$DEVNET" dev_commit '[]' >/dev/null
+  rpc "$DEVNET" dev_prove '[]' >/dev/null
+
+  if [ "${CITREA_EVERY_BLOCK:-0}" = 1 ]; then
+    made=$(date +%s)
+    for _ in $(seq "$EMPTY"); do
+      rpc "$DEVNET" dev_mine '[1]' >/dev/null
+      rpc "$DEVNET" dev_commit '[]' | grep -q foundInL1 || { echo "dev_commit found nothing to commit" >&2; exit 1; }
+    done
+    echo "$EMPTY blocks, each with a Citrea commitment, made in $(( $(date +%s) - made )) s"
+  else
+    btc generatetodescriptor "[$EMPTY, \"raw(51)\"]" >/dev/null
+  fi
+  # The devnet's first call after another miner's blocks may fail once.
+  rpc "$DEVNET" dev_mine '[30]' >/dev/null
+  rpc "$DEVNET" dev_mine '[30]' >/dev/null
+  rpc "$DEVNET" dev_commit '[]' >/dev/null
+  rpc "$DEVNET" dev_prove '[]' >/dev/null
+fi
 TIP=$(btc getblockcount '[]' | sed 's/.*"result":\([0-9]*\).*/\1/')
 FIRST=$(rpc "$DEVNET" ledger_getSoftConfirmationByNumber '[1]' | sed 's/.*"daSlotHeight":\([0-9]*\).*/\1/')
 HEAD=$(rpc "$DEVNET" ledger_getHeadSoftConfirmationHeight '[]' | sed 's/.*"result":\([0-9]*\).*/\1/')
 SLOTS=$((TIP - FIRST + 1))
+if [ -n "${CHAIN_DIR:-}" ] && [ "$REUSE" = 0 ]; then
+  # Stopped first so that the copies are whole; started again on the same dirs.
+  kill "${PIDS[@]}"; wait "${PIDS[@]}" 2>/dev/null || true
+  PIDS=()
+  rm -rf "$CHAIN_DIR"; mkdir -p "$CHAIN_DIR"
+  cp -r "$WORK/btc" "$WORK/devnet" "$CHAIN_DIR/"
+  echo "$MADE" >"$CHAIN_DIR/made"
+  echo "chain kept in $CHAIN_DIR"
+  start_chain
+fi
 echo "regtest: tip $TIP; devnet: L2 head $HEAD, its first slot $FIRST: $SLOTS Bitcoin blocks to scan"
 
 if [ "$SOURCE" = p2p ]; then
@@ -126,7 +158,12 @@ FPID=${PIDS[-1]}
 ) &
 PIDS+=($!)
 t0=$(date +%s.%N)
-"$PROBE" "$FOLLOWER" "$DEVNET" "$RATE" 300 | tee "$WORK/probe.out"
+if [ -n "${PERF_SCHED:-}" ]; then
+  # Every context switch on the host while the probe runs, for `perf sched timehist -i FILE`.
+  perf sched record -a -o "$PERF_SCHED" -- "$PROBE" "$FOLLOWER" "$DEVNET" "$RATE" 300 | tee "$WORK/probe.out"
+else
+  "$PROBE" "$FOLLOWER" "$DEVNET" "$RATE" 300 | tee "$WORK/probe.out"
+fi
 t1=$(date +%s.%N)
 grep -q '^caught up' "$WORK/probe.out" || { echo "the follower did not catch up" >&2; tail "$WORK/follower.log" >&2; exit 1; }
 secs=$(sed -n 's/^caught up: .* in \([0-9.]*\) s .*/\1/p' "$WORK/probe.out")

@@ -66,7 +66,24 @@
 //! exactly as before; nothing is skipped). Every other key, and every
 //! other process (`ledgerd import`, `verify`, a follower), checks with the
 //! public key only.
+//!
+//! # The nonces it signed with
+//!
+//! For a valid signature s - k·a is the signer's nonce r, so R' is the
+//! point \[r\]B the signer computed a moment before on the fetch thread.
+//! While a secret is held, the signer remembers the encoding of \[r\]B for
+//! each nonce it used ([`remember_nonce`], the last [`NONCES_MAX`]), and a
+//! check looks up the encoding of \[s - k·a\]B there before computing it
+//! ([`super::comb`]). The lookup is a cache of a pure function: an entry
+//! holds the encoding of \[r\]B for its r, whoever asks, so check 2 gives
+//! the same verdict with or without it (a forged or mangled signature
+//! gives an s - k·a no signature used, and that point is computed). What
+//! the check still does for each block: parse s, hash R || A || message
+//! for k (the message as the checker encodes it from the block), compute
+//! s - k·a, and compare the encodings.
 
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use curve25519_dalek::constants::ED25519_BASEPOINT_TABLE;
@@ -150,7 +167,7 @@ impl PreparedKey {
         let k = Scalar::from_hash(h);
         let r = match &self.equation {
             Equation::Table(minus_a) => ED25519_BASEPOINT_TABLE * &s + &**minus_a * &k,
-            Equation::Secret(a) => ED25519_BASEPOINT_TABLE * &(s - k * a),
+            Equation::Secret(a) => return &nonce_point(&(s - k * a)) == r_bytes,
         };
         r.compress().as_bytes() == r_bytes
     }
@@ -174,6 +191,62 @@ static HELD: Mutex<Vec<([u8; 32], Scalar)>> = Mutex::new(Vec::new());
 /// devnet; the tests run many, on several seeds).
 const HELD_MAX: usize = 64;
 
+/// The encodings of \[r\]B for the nonces r signed with lately, while a
+/// secret is held (see the module docs), at most [`NONCES_MAX`]; each is
+/// taken out when a check uses it.
+static NONCES: Mutex<Nonces> = Mutex::new(Nonces {
+    points: None,
+    order: VecDeque::new(),
+});
+
+/// Whether a secret is held: only then are nonces remembered.
+static REMEMBER: AtomicBool = AtomicBool::new(false);
+
+/// How many nonces are remembered (64 bytes each, and the map's own): the
+/// devnet's fetch thread signs at most its prefetch depth of 300-block
+/// chunks ahead of the checks.
+pub(crate) const NONCES_MAX: usize = 4096;
+
+struct Nonces {
+    /// Nonce r's bytes -> the encoding of \[r\]B.
+    points: Option<HashMap<[u8; 32], [u8; 32]>>,
+    /// The nonces in `points`, oldest first.
+    order: VecDeque<[u8; 32]>,
+}
+
+/// Remembers that the encoding of \[r\]B is `point`, for a check of the
+/// signature soon (nothing while no secret is held).
+pub(crate) fn remember_nonce(r: &Scalar, point: [u8; 32]) {
+    if !REMEMBER.load(Relaxed) {
+        return;
+    }
+    let mut nonces = NONCES.lock().unwrap_or_else(PoisonError::into_inner);
+    let Nonces { points, order } = &mut *nonces;
+    let points = points.get_or_insert_with(HashMap::new);
+    if order.len() == NONCES_MAX {
+        if let Some(oldest) = order.pop_front() {
+            points.remove(&oldest);
+        }
+    }
+    if points.insert(r.to_bytes(), point).is_none() {
+        order.push_back(r.to_bytes());
+    }
+}
+
+/// The encoding of \[r\]B: remembered by the signer, or computed.
+fn nonce_point(r: &Scalar) -> [u8; 32] {
+    let remembered = {
+        let mut nonces = NONCES.lock().unwrap_or_else(PoisonError::into_inner);
+        nonces
+            .points
+            .as_mut()
+            .and_then(|points| points.remove(r.as_bytes()))
+    };
+    // (Its place in `order` stays until it comes first: removing an absent
+    // key then is harmless.)
+    remembered.unwrap_or_else(|| super::comb::mul_base_vartime(r).compress().to_bytes())
+}
+
 /// Lets this process's checks of signatures under the key \[a\]B use
 /// `a` (see the module docs): one fixed-base multiplication per signature
 /// instead of two, the same verdict. Returns the key's 32 bytes, or `None`
@@ -189,6 +262,7 @@ pub(crate) fn hold_secret(a: Scalar) -> Option<[u8; 32]> {
         }
         held.push((bytes, a));
     }
+    REMEMBER.store(true, Relaxed);
     // A table prepared before for this key gives way to the secret.
     let mut slot = PREPARED.lock().unwrap_or_else(PoisonError::into_inner);
     if slot.as_ref().is_some_and(|(b, _)| *b == bytes) {
@@ -630,5 +704,61 @@ mod tests {
         // Another key's good signature under this key.
         let foreign = other.sign(1, b"block 5");
         found_among_good_ones(&signer, b"block 5", &foreign);
+    }
+
+    /// The signer remembers \[r\]B for its nonce r; a signature that uses r
+    /// with another R (the point plus a torsion point, or another point)
+    /// is still refused, and the honest one still passes.
+    #[test]
+    fn a_remembered_nonce_vouches_for_no_other_r() {
+        let key = crate::chain::SequencerKey::from_secret(&[0x77; 32]);
+        key.hold_for_checks();
+        let signer = Signer {
+            a: key.scalar,
+            public: key.public_key(),
+        };
+        let message = b"block 6";
+        let honest = key.sign(message);
+        let mut honest_r = [0u8; 32];
+        honest_r.copy_from_slice(&honest[..32]);
+        let mut s = [0u8; 32];
+        s.copy_from_slice(&honest[32..]);
+        let s = Option::<Scalar>::from(Scalar::from_canonical_bytes(s)).unwrap();
+        let r = s - signer.challenge(&honest_r, message) * signer.a;
+        let point = ED25519_BASEPOINT_POINT * r;
+        assert_eq!(
+            point.compress().to_bytes(),
+            honest_r,
+            "s - k·a is the nonce"
+        );
+        for other in [point + EIGHT_TORSION[1], point + ED25519_BASEPOINT_POINT] {
+            let forged = signer.sign_with(other.compress().to_bytes(), r, message);
+            assert!(!strict_accepts(&signer.public, message, &forged));
+            remember_nonce(&r, honest_r);
+            assert_eq!(
+                first_bad_signature(&[(&signer.public, message, &forged)]),
+                Some(0)
+            );
+        }
+        remember_nonce(&r, honest_r);
+        assert!(strict_accepts(&signer.public, message, &honest));
+        assert_eq!(
+            first_bad_signature(&[(&signer.public, message, &honest)]),
+            None
+        );
+    }
+
+    #[test]
+    fn remembered_nonces_stay_within_their_bound() {
+        let key = crate::chain::SequencerKey::from_secret(&[0x78; 32]);
+        key.hold_for_checks();
+        for i in 0..NONCES_MAX as u64 + 100 {
+            // True entries: other tests share the cache.
+            let r = Scalar::from(i);
+            remember_nonce(&r, (ED25519_BASEPOINT_TABLE * &r).compress().to_bytes());
+        }
+        let nonces = NONCES.lock().unwrap();
+        assert!(nonces.order.len() <= NONCES_MAX);
+        assert!(nonces.points.as_ref().unwrap().len() <= NONCES_MAX);
     }
 }
