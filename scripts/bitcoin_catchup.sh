@@ -29,6 +29,8 @@
 # and the devnet's data dirs there once the chain is made; later runs with
 # the same DIR copy them and skip the making (the other arguments must match:
 # DIR/made says with which). Every follower starts on an empty data dir.
+# FOLLOWER_BIN=PATH runs the follower from another build (the devnet from this one).
+# PEER_NICE=N runs bitcoind, the one peer, at nice N.
 # PERF_SCHED=FILE records the host's scheduling (`perf sched record -a`)
 # while the probe runs.
 set -euo pipefail
@@ -83,7 +85,7 @@ start_chain() {
   if [ "$SOURCE" = p2p ]; then LISTEN=(-listen=1 "-bind=127.0.0.1:$P2P_PORT"); else LISTEN=(-listen=0); fi
   mkdir -p "$WORK/btc"
   rm -f "$WORK/btc/regtest/.cookie" "$WORK/devnet.fifo"
-  "$BITCOIND" -regtest -checkblockindex=0 -txindex=1 "${LISTEN[@]}" -server -printtoconsole=0 -datadir="$WORK/btc" \
+  ${PEER_NICE:+nice -n "$PEER_NICE"} "$BITCOIND" -regtest -checkblockindex=0 -txindex=1 "${LISTEN[@]}" -server -printtoconsole=0 -datadir="$WORK/btc" \
     -rpcbind=127.0.0.1 -rpcallowip=127.0.0.1 -rpcport="$RPC_PORT" -port="$P2P_PORT" &
   PIDS+=($!)
   BTC=http://127.0.0.1:$RPC_PORT
@@ -144,7 +146,7 @@ if [ "$SOURCE" = p2p ]; then
 else
   DA=(--bitcoin-rpc "$BTC" --bitcoin-rpc-cookie "$COOKIE")
 fi
-start follower --upstream "$DEVNET" "${DA[@]}" \
+BIN=${FOLLOWER_BIN:-$BIN} start follower --upstream "$DEVNET" "${DA[@]}" \
   --bitcoin-finality-depth 1 --data-dir "$WORK/follower"
 FOLLOWER=$URL
 FPID=${PIDS[-1]}
