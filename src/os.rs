@@ -10,6 +10,12 @@
 /// scheduler (6.6 and later) lets a running thread finish its slice
 /// (about 1.5 ms on two cores, then up to a 4 ms tick) before a woken one
 /// gets the core. With a 0.1 ms slice a sync thread gives way at once.
+///
+/// The short slice cuts both ways: a woken sync thread may take a core
+/// from a nice-0 thread (EEVDF lets a shorter slice preempt) and, on a
+/// kernel built without forced preemption, keep it until the next tick.
+/// SCHED_BATCH, which never preempts on waking, was measured against this
+/// and read no faster (docs/PERFORMANCE.md, "Where the reads wait").
 pub fn yield_to_the_server() {
     const NICE: i32 = 10;
     /// `struct sched_attr` of sched_setattr(2).
