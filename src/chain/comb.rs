@@ -1,7 +1,8 @@
 //! \[x\]B, the base point times a scalar, in variable time from a table of
 //! 4,096 precomputed points: 32 point additions instead of the 64
 //! additions and 64 constant-time table scans of ed25519-dalek's
-//! `ED25519_BASEPOINT_TABLE`, about 2.5 times as fast here.
+//! `ED25519_BASEPOINT_TABLE`: on the 2-core development machine, 8.1 µs
+//! against 17.2 µs a multiplication (20,000 hashed scalars, three runs).
 //!
 //! Variable time: how long it takes depends on x. It is used only where x
 //! is no secret worth keeping from a timing attacker: the nonces of the
