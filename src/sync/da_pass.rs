@@ -168,6 +168,7 @@ impl Sink<Vec<DaSlot>> for DaSink<'_> {
             return Ok(Flow::Stop);
         };
         for slot in &slots {
+            crate::os::give_way();
             if slot.number != self.scanned + 1 {
                 return Err(SourceError::bad_answer(format!(
                     "asked for DA slot {}, got slot {}",

@@ -477,6 +477,7 @@ impl Sink<Fetched> for L2Sink<'_> {
                 }
                 let mut last_slot = None;
                 for sc in &blocks[..good] {
+                    crate::os::give_way();
                     w.put_soft_confirmation(sc)?;
                     // The slot hash a signed block points at is verified
                     // with it: index it for ..OnSlotByHash.

@@ -442,6 +442,7 @@ impl DaSource for PeersDa {
         let blocks = self.blocks(&wanted, true)?;
         let mut slots = Vec::with_capacity(blocks.len());
         for block in &blocks {
+            crate::os::give_way();
             self.remember(block);
             slots.push(self.scanner.slot_of(block));
         }

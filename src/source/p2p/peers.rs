@@ -382,6 +382,7 @@ fn download<T>(
         if in_flight.is_empty() {
             return (fetched, None);
         }
+        crate::os::give_way();
         let block = match peer.next_block() {
             Ok(b) => b,
             Err(e) => {
