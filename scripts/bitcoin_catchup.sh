@@ -153,7 +153,7 @@ FPID=${PIDS[-1]}
 # The sampler uses bash's builtins only (no awk, no sleep: 20 forks a second
 # took the cores from the reads it runs beside), at nice 19.
 (
-  renice -n 19 "$BASHPID" >/dev/null
+  renice -n 19 "$BASHPID" >/dev/null || true
   exec {never}<> <(:)
   max=0
   while kill -0 "$FPID" 2>/dev/null; do

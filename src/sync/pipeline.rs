@@ -134,9 +134,9 @@ fn worker<T>(queue: &Mutex<Receiver<Job<T>>>, fetcher: &dyn RangeFetch<T>) {
         };
         let Ok(job) = job else { return };
         let answer = fetcher.fetch(job.from, job.to);
-        crate::os::give_way();
         // The pipeline may have dropped this request: nobody to tell.
         let _ = job.reply.send(answer);
+        crate::os::give_way();
     }
 }
 
