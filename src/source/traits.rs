@@ -142,6 +142,15 @@ pub trait DaSource {
     fn slots(&mut self, from: u64, to: u64) -> Result<Vec<DaSlot>, SourceError> {
         (from..=to).map(|n| self.slot(n)).collect()
     }
+    /// For a source that makes its DA slots along with its blocks (the
+    /// devnet): the newest slot it can serve now, whether or not the blocks
+    /// that slot's commitments and proofs cover are stored yet. The L2 part
+    /// of a pass then applies such a slot after those blocks, in the same
+    /// write transaction, instead of leaving it to the DA part. `None` (the
+    /// default): slots up to [`DaSource::last_scanned`] when the pass began.
+    fn made_with_blocks(&mut self) -> Option<u64> {
+        None
+    }
     /// A handle that fetches ranges of slots from other threads (see
     /// [`L2Source::parallel`]); `None` (the default): one at a time.
     fn parallel_slots(&self) -> Option<Box<dyn RangeFetch<Vec<DaSlot>>>> {

@@ -139,6 +139,12 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
             };
             let anchors = anchors_for(da_side.source(l2), &blocks);
             let mut slots = Vec::new();
+            if let Some((_, da_head)) = da.as_mut() {
+                // A devnet has made the slots these blocks open.
+                if let Some(made) = da_side.source(l2).made_with_blocks() {
+                    *da_head = (*da_head).max(made);
+                }
+            }
             if let (Some((next, da_head)), Some(last)) = (da.as_mut(), blocks.last()) {
                 let until = (*da_head).min(last.da_slot_height.saturating_sub(1));
                 let mut give_up = false;
@@ -218,7 +224,9 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
 
     /// Where DA scanning would go on: (next slot, the source's last scanned
     /// slot); `None` when there is nothing to scan or the source cannot say
-    /// (the DA pass finds out and reports it).
+    /// (the DA pass finds out and reports it). A source that makes slots
+    /// along with its blocks ([`DaSource::made_with_blocks`]) always gets a
+    /// plan: its last scanned slot grows as the pass fetches.
     pub(super) fn da_plan(&mut self) -> Result<Option<(u64, u64)>, SyncError> {
         let scanned = self.ledger.reader()?.last_scanned_l1()?;
         let next = if scanned == 0 {
@@ -229,11 +237,15 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         } else {
             scanned + 1
         };
-        let Ok(da_head) = self.da.source(&mut self.l2).last_scanned() else {
+        let da = self.da.source(&mut self.l2);
+        let Ok(da_head) = da.last_scanned() else {
             return Ok(None);
         };
+        // A source that makes slots along with its blocks has more to come
+        // in this pass, even when none is due now.
+        let more_to_come = da.made_with_blocks().is_some();
         self.progress.l1_source_head.fetch_max(da_head, Relaxed);
-        Ok((next <= da_head).then_some((next, da_head)))
+        Ok((next <= da_head || more_to_come).then_some((next, da_head)))
     }
 }
 

@@ -178,6 +178,54 @@ pub struct Devnet {
     dirty: bool,
     /// `dev_snapshot`s not reverted past ([`snapshot`]).
     snapshots: snapshot::Snapshots,
+    /// The hashes and state roots of the newest blocks made, for the DA
+    /// slots made before those blocks are stored.
+    made: Made,
+}
+
+/// The hash and state root of each of the newest blocks made, at most
+/// [`Made::KEPT`]: the DA slots that open along with the blocks are made on
+/// the sync thread's fetch thread, ahead of the writes, from what the
+/// ledger holds and from this.
+#[derive(Debug, Default)]
+struct Made {
+    /// The height of the first entry.
+    first: u64,
+    blocks: std::collections::VecDeque<(Hash, Hash)>,
+}
+
+impl Made {
+    /// More than a sync pass holds made and not yet stored (the fetch
+    /// thread's 4 chunks ahead, the one it makes, and a write transaction:
+    /// about 2,000 blocks of 300-block chunks); 4,096 entries are 256 KB. A
+    /// slot that needs an older block not yet stored is left to the DA part
+    /// of the pass, which makes it from the ledger.
+    const KEPT: usize = 4096;
+
+    /// Block `sc` was made: it replaces what was kept from its height up
+    /// (made before a revert, or before a failed write was made again).
+    fn push(&mut self, sc: &SoftConfirmation) {
+        let h = sc.l2_height;
+        match h.checked_sub(self.first) {
+            Some(at) if at <= self.blocks.len() as u64 => {
+                self.blocks.truncate(at as usize);
+            }
+            _ => {
+                self.blocks.clear();
+                self.first = h;
+            }
+        }
+        if self.blocks.len() == Self::KEPT {
+            self.blocks.pop_front();
+            self.first += 1;
+        }
+        self.blocks.push_back((sc.hash, sc.state_root));
+    }
+
+    fn get(&self, h: u64) -> Option<&(Hash, Hash)> {
+        self.blocks
+            .get(usize::try_from(h.checked_sub(self.first)?).ok()?)
+    }
 }
 
 impl Devnet {
@@ -261,6 +309,7 @@ impl Devnet {
             genesis,
             dirty: false,
             snapshots: snapshot::Snapshots::default(),
+            made: Made::default(),
         })
     }
 
@@ -355,6 +404,7 @@ impl Devnet {
                 let view = View {
                     reader: &reader,
                     recent,
+                    made: None,
                     seed: self.config.seed,
                     chain: Some(chain),
                 };
@@ -515,6 +565,8 @@ struct View<'a, R: LedgerRead> {
     reader: &'a R,
     /// Blocks made and not stored yet, in height order.
     recent: &'a [SoftConfirmation],
+    /// The newest blocks made (stored or not).
+    made: Option<&'a Made>,
     seed: u64,
     chain: Option<&'a RegtestChain>,
 }
@@ -532,6 +584,9 @@ impl<R: LedgerRead> da::Known for View<'_, R> {
         if let Some(b) = self.recent(h) {
             return Ok(b.hash);
         }
+        if let Some((hash, _)) = self.made.and_then(|m| m.get(h)) {
+            return Ok(*hash);
+        }
         self.reader
             .hash_at(h)
             .map_err(Devnet::source_err)?
@@ -541,6 +596,9 @@ impl<R: LedgerRead> da::Known for View<'_, R> {
     fn state_root(&self, h: u64) -> Result<Hash, SourceError> {
         if let Some(b) = self.recent(h) {
             return Ok(b.state_root);
+        }
+        if let Some((_, root)) = self.made.and_then(|m| m.get(h)) {
+            return Ok(*root);
         }
         self.reader
             .state_root_at(h)
@@ -601,6 +659,9 @@ impl L2Source for Devnet {
         if let Some(last) = made.last() {
             self.tip = (last.l2_height, last.hash, last.state_root);
         }
+        for sc in &made {
+            self.made.push(sc);
+        }
         Ok(made.into_iter().filter(|b| b.l2_height >= from).collect())
     }
 
@@ -637,6 +698,15 @@ impl DaSource for Devnet {
         Ok(head.map_or(0, |sc| sc.da_slot_height))
     }
 
+    fn made_with_blocks(&mut self) -> Option<u64> {
+        // A regtest's slots are read back from bitcoind once mined: the
+        // DA part of the pass scans them as a follower would.
+        if self.chain.is_some() || self.dirty {
+            return None;
+        }
+        Some(self.timeline.tip())
+    }
+
     fn slot(&mut self, number: u64) -> Result<DaSlot, SourceError> {
         self.slots(number, number)?
             .pop()
@@ -653,6 +723,7 @@ impl DaSource for Devnet {
         let view = View {
             reader: &reader,
             recent: &[],
+            made: Some(&self.made),
             seed: self.config.seed,
             chain: None,
         };
