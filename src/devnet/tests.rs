@@ -193,3 +193,25 @@ fn reopening_with_another_seed_is_refused_and_the_same_seed_continues() {
         head_hash
     );
 }
+
+#[test]
+fn a_pass_applies_the_devnets_slots_along_with_its_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    acted(dir.path(), 0, |syncer| {
+        syncer.source_mut().mine(3000);
+        let report = syncer.step(&Stop::new()).unwrap();
+        assert_eq!(report.blocks, 3000);
+        let r = syncer.ledger().reader().unwrap();
+        let last = schedule::slot_of(3000);
+        assert_eq!(r.last_scanned_l1().unwrap(), last);
+        // The DA part of the pass found only the slots of the last chunk
+        // left (the L2 part applies a slot once a later chunk's blocks
+        // point past it): not the 1,500 the blocks opened.
+        let chunk_slots = SyncConfig::default().chunk / schedule::BLOCKS_PER_SLOT;
+        assert!(
+            report.slots <= chunk_slots + 1,
+            "{} slots left to the DA part",
+            report.slots
+        );
+    });
+}

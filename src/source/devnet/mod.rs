@@ -202,10 +202,10 @@ impl Made {
     /// of the pass, which makes it from the ledger.
     const KEPT: usize = 4096;
 
-    /// Block `sc` was made: it replaces what was kept from its height up
-    /// (made before a revert, or before a failed write was made again).
-    fn push(&mut self, sc: &SoftConfirmation) {
-        let h = sc.l2_height;
+    /// Block `h` was made with `hash` and `state_root`: it replaces what was
+    /// kept from its height up (made before a revert, or before a failed
+    /// write was made again).
+    fn push(&mut self, h: u64, hash: Hash, state_root: Hash) {
         match h.checked_sub(self.first) {
             Some(at) if at <= self.blocks.len() as u64 => {
                 self.blocks.truncate(at as usize);
@@ -219,7 +219,7 @@ impl Made {
             self.blocks.pop_front();
             self.first += 1;
         }
-        self.blocks.push_back((sc.hash, sc.state_root));
+        self.blocks.push_back((hash, state_root));
     }
 
     fn get(&self, h: u64) -> Option<&(Hash, Hash)> {
@@ -660,7 +660,7 @@ impl L2Source for Devnet {
             self.tip = (last.l2_height, last.hash, last.state_root);
         }
         for sc in &made {
-            self.made.push(sc);
+            self.made.push(sc.l2_height, sc.hash, sc.state_root);
         }
         Ok(made.into_iter().filter(|b| b.l2_height >= from).collect())
     }
@@ -735,5 +735,45 @@ impl DaSource for Devnet {
                 Ok(slot)
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Block `h` as `Made` keeps it: hash `[tag; 32]`, root `[!tag; 32]`.
+    fn push(made: &mut Made, h: u64, tag: u8) {
+        made.push(h, [tag; 32], [!tag; 32]);
+    }
+
+    #[test]
+    fn made_keeps_the_newest_blocks_and_forgets_the_oldest() {
+        let mut made = Made::default();
+        let n = Made::KEPT as u64 + 10;
+        for h in 1..=n {
+            push(&mut made, h, (h % 251) as u8);
+        }
+        assert_eq!(made.get(10), None, "older than the window");
+        assert_eq!(made.get(11), Some(&([11; 32], [!11; 32])));
+        assert_eq!(made.get(n).map(|e| e.0), Some([(n % 251) as u8; 32]));
+        assert_eq!(made.get(n + 1), None, "not made yet");
+    }
+
+    #[test]
+    fn a_block_made_again_replaces_what_was_kept_from_its_height_up() {
+        let mut made = Made::default();
+        for h in 1..=20 {
+            push(&mut made, h, 1);
+        }
+        // Made again from height 15 (after a revert, or a failed write).
+        push(&mut made, 15, 2);
+        assert_eq!(made.get(14).map(|e| e.0), Some([1; 32]));
+        assert_eq!(made.get(15).map(|e| e.0), Some([2; 32]));
+        assert_eq!(made.get(16), None, "16..=20 of the old chain are gone");
+        // A height past a gap starts the window afresh.
+        push(&mut made, 40, 3);
+        assert_eq!(made.get(15), None);
+        assert_eq!(made.get(40).map(|e| e.0), Some([3; 32]));
     }
 }
