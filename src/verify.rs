@@ -112,7 +112,7 @@ pub fn verify_block_alone(
     sequencer: &[u8; 32],
     forks: &ForkTable,
 ) -> Result<(), VerifyError> {
-    verify_hash_and_key(sc, sequencer, forks, BlockRules::default())?;
+    verify_hash_and_key(sc, sequencer, forks, BlockRules::default(), false)?;
     let fork = forks.fork_at(sc.l2_height);
     verify_block_signature(sc, fork, sequencer).map_err(|e| {
         VerifyError::failed(
@@ -135,19 +135,20 @@ enum HashCheck {
     WithoutBodiesLinked,
 }
 
-/// The hash recomputes from the fields by the block's fork's rules and the
-/// key is the sequencer's (the signature is checked by the caller: one by
-/// one, or batched).
+/// The hash recomputes from the fields by the block's fork's rules (known
+/// already when `hashed`: [`hashed_prefix`]) and the key is the sequencer's
+/// (the signature is checked by the caller: one by one, or batched).
 fn verify_hash_and_key(
     sc: &SoftConfirmation,
     sequencer: &[u8; 32],
     forks: &ForkTable,
     rules: BlockRules,
+    hashed: bool,
 ) -> Result<HashCheck, VerifyError> {
     let h = sc.l2_height;
     let fork = forks.fork_at(h);
     let mut outcome = HashCheck::Whole;
-    if block_hash(sc, fork) != sc.hash {
+    if !hashed && block_hash(sc, fork) != sc.hash {
         if !sc.txs.is_empty() {
             return Err(VerifyError::failed(
                 Check::Hash,
@@ -273,7 +274,37 @@ pub fn verify_blocks(
     forks: &ForkTable,
     rules: BlockRules,
 ) -> BlocksVerdict {
-    verify_blocks_on(blocks, below, sequencer, forks, rules, 2, 0)
+    verify_blocks_on(
+        blocks,
+        below,
+        sequencer,
+        forks,
+        rules,
+        2,
+        Prechecked::default(),
+    )
+}
+
+/// What the fetch side checked of a chunk before the sync thread takes it:
+/// how many leading blocks' hashes recompute ([`hashed_prefix`]) and how
+/// many leading blocks' signatures verify ([`signed_prefix`]). Both are
+/// pure functions of each block's own fields, so the sync thread skips them
+/// for those blocks with the same verdict, and checks links, keys and the
+/// rest in order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Prechecked {
+    pub hashed: usize,
+    pub signed: usize,
+}
+
+/// How many leading `blocks` have a hash that recomputes from their fields
+/// by their fork's rules ([`verify_blocks_on`]'s hash check, without the
+/// others).
+pub fn hashed_prefix(blocks: &[SoftConfirmation], forks: &ForkTable) -> usize {
+    blocks
+        .iter()
+        .take_while(|sc| block_hash(sc, forks.fork_at(sc.l2_height)) == sc.hash)
+        .count()
 }
 
 /// How many leading `blocks` carry a signature that verifies under their
@@ -296,10 +327,11 @@ pub fn signed_prefix(blocks: &[SoftConfirmation], forks: &ForkTable, threads: us
 
 /// [`verify_blocks`] with the signatures checked on `threads` threads (1:
 /// all on the calling thread; more than 2 counts as 2), except the first
-/// `presigned`, which verified already ([`signed_prefix`]). Skipping them
-/// changes no verdict: a signature's check depends only on the key, the
-/// message and the signature, and every block that passes the other checks
-/// carries `sequencer` as its key.
+/// `pre.signed`, which verified already ([`signed_prefix`]), and the hashes
+/// of the first `pre.hashed` ([`hashed_prefix`]). Skipping them changes no
+/// verdict: a signature's check depends only on the key, the message and
+/// the signature, and every block that passes the other checks carries
+/// `sequencer` as its key; a hash's only on the block's fields.
 pub fn verify_blocks_on(
     blocks: &[SoftConfirmation],
     below: (u64, Hash),
@@ -307,7 +339,7 @@ pub fn verify_blocks_on(
     forks: &ForkTable,
     rules: BlockRules,
     threads: usize,
-    presigned: usize,
+    pre: Prechecked,
 ) -> BlocksVerdict {
     let mut failure = None;
     let mut limit = blocks.len();
@@ -316,8 +348,8 @@ pub fn verify_blocks_on(
     // Blocks whose signature cannot be checked (Genesis, bodies withheld).
     let mut unsigned = Vec::new();
     for (i, sc) in blocks.iter().enumerate() {
-        let checked =
-            verify_link(sc, below).and_then(|_| verify_hash_and_key(sc, sequencer, forks, rules));
+        let checked = verify_link(sc, below)
+            .and_then(|_| verify_hash_and_key(sc, sequencer, forks, rules, i < pre.hashed));
         match checked {
             Ok(HashCheck::Whole) => {}
             Ok(HashCheck::WithoutBodiesSigned) => bodiless.push(i),
@@ -340,7 +372,7 @@ pub fn verify_blocks_on(
     };
     // The messages of the signatures still to check only (a Genesis
     // block's is its borsh bytes, built anew).
-    let checked: Vec<usize> = (presigned.min(limit)..limit)
+    let checked: Vec<usize> = (pre.signed.min(limit)..limit)
         .filter(|i| unsigned.binary_search(i).is_err())
         .collect();
     let messages: Vec<_> = checked
@@ -646,8 +678,41 @@ mod tests {
             let prefix = signed_prefix(&broken, &forks, 1);
             assert_eq!(prefix, bad);
             let all = verify_blocks(&broken, below, &key, &forks, rules);
-            let after = verify_blocks_on(&broken, below, &key, &forks, rules, 1, prefix);
+            let pre = Prechecked {
+                hashed: 0,
+                signed: prefix,
+            };
+            let after = verify_blocks_on(&broken, below, &key, &forks, rules, 1, pre);
             assert_eq!(all.good, bad);
+            assert_eq!(after.good, all.good);
+            assert_eq!(
+                after.failure.map(|e| e.to_string()),
+                all.failure.map(|e| e.to_string())
+            );
+        }
+    }
+
+    #[test]
+    fn hashes_checked_ahead_on_the_fetch_side_give_the_verdict_of_checking_them_all() {
+        let (forks, blocks) = vector_blocks();
+        let chain: Vec<SoftConfirmation> = blocks.into_iter().map(|(_, _, sc)| sc).collect();
+        let key = chain[0].pub_key;
+        let below = (0, crate::types::ZERO_HASH);
+        let rules = BlockRules::default();
+        assert_eq!(hashed_prefix(&chain, &forks), chain.len());
+        for bad in 0..chain.len() {
+            let mut broken = chain.clone();
+            broken[bad].l1_fee_rate += 1;
+            let prefix = hashed_prefix(&broken, &forks);
+            assert_eq!(prefix, bad);
+            let all = verify_blocks(&broken, below, &key, &forks, rules);
+            let pre = Prechecked {
+                hashed: prefix,
+                signed: signed_prefix(&broken, &forks, 1),
+            };
+            let after = verify_blocks_on(&broken, below, &key, &forks, rules, 1, pre);
+            assert_eq!(all.good, bad);
+            assert!(all.failure.as_ref().unwrap().to_string().contains("hash"));
             assert_eq!(after.good, all.good);
             assert_eq!(
                 after.failure.map(|e| e.to_string()),

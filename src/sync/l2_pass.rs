@@ -19,7 +19,7 @@ use crate::proof::ProofRules;
 use crate::source::{DaAnchor, DaSource, L2Source, RangeFetch, SourceError};
 use crate::stop::Stop;
 use crate::types::{DaSlot, SoftConfirmation};
-use crate::verify::{self, BlockRules, Check, VerifyError};
+use crate::verify::{self, BlockRules, Check, Prechecked, VerifyError};
 
 impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
     pub(super) fn sync_l2(&mut self, stop: &Stop) -> Result<u64, SyncError> {
@@ -88,7 +88,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         let mut da = da_plan;
         let slots_per_fetch = config.slots_per_fetch.max(1);
         // With signature threads to spare (an upstream, whose fetch threads
-        // mostly wait), the fetch side checks the signatures of what
+        // mostly wait), the fetch side checks the hashes and signatures of what
         // arrives (each pipeline worker its own answer), while the sync
         // thread writes and commits what came before. (A serving devnet has
         // one: its fetch thread is busy signing.)
@@ -126,8 +126,8 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         // Slots fetched ahead of the blocks that let them be applied.
         let mut fetched_slots: VecDeque<DaSlot> = VecDeque::new();
         let fetch = move |(l2, da_side): &mut (&mut L, &mut D), (from, to): (u64, u64)| {
-            let (blocks, presigned) = match pipeline.as_mut().map(|p| p.next_from(from)) {
-                Some(Ok(Some((blocks, presigned)))) if !blocks.is_empty() => (blocks, presigned),
+            let (blocks, pre) = match pipeline.as_mut().map(|p| p.next_from(from)) {
+                Some(Ok(Some((blocks, pre)))) if !blocks.is_empty() => (blocks, pre),
                 // A failure or an empty answer: the rest of this pass asks
                 // the plain way, so the source sees what went wrong (and can
                 // move to another upstream).
@@ -189,25 +189,30 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
                     da = None;
                 }
             }
-            let presigned = match (presigned, presign) {
-                (Some(n), _) => n,
-                (None, Some(forks)) => verify::signed_prefix(&blocks, &forks, 2),
+            let pre = match (pre, presign) {
+                (Some(pre), _) => pre,
+                (None, Some(forks)) => Prechecked {
+                    hashed: verify::hashed_prefix(&blocks, &forks),
+                    signed: verify::signed_prefix(&blocks, &forks, 2),
+                },
                 // One signature thread (a serving devnet, whose fetch
                 // thread makes and signs the blocks): the fetch thread
-                // checks the first third of each chunk too, so the two
-                // threads share the work (signing a block costs about as
-                // much as checking one with the devnet's held secret, and
-                // the sync thread also writes).
+                // checks the hashes and the first third of each chunk's
+                // signatures, so the two threads share the work (the sync
+                // thread writes, and applies the DA slots).
                 (None, None) => {
                     let share = blocks.len() / FETCH_SIDE_SHARE;
-                    verify::signed_prefix(&blocks[..share], &forks, 1)
+                    Prechecked {
+                        hashed: verify::hashed_prefix(&blocks, &forks),
+                        signed: verify::signed_prefix(&blocks[..share], &forks, 1),
+                    }
                 }
             };
             Ok(Fetched {
                 blocks,
                 slots,
                 anchors,
-                presigned,
+                pre,
             })
         };
         let mut sources = (l2, da_side);
@@ -320,37 +325,37 @@ struct Fetched {
     blocks: Vec<SoftConfirmation>,
     slots: Vec<DaSlot>,
     anchors: Anchors,
-    /// How many leading blocks' signatures the fetch side checked already
-    /// ([`verify::signed_prefix`]).
-    presigned: usize,
+    /// What the fetch side checked already of its leading blocks.
+    pre: Prechecked,
 }
 
 /// With one signature thread, the fetch side checks the signatures of the
-/// first 1/FETCH_SIDE_SHARE of each chunk (profiled on a `dev_mine 100000`:
+/// first 1/FETCH_SIDE_SHARE of each chunk (and every block's hash) (profiled on a `dev_mine 100000`:
 /// without it the sync thread spent 2/3 of the samples, checking and
 /// writing, the fetch thread 1/3, making and signing; with it, and the
 /// devnet's own blocks checked with its secret, 49% and 45%).
 const FETCH_SIDE_SHARE: usize = 3;
 
 /// An upstream's block ranges, each with how many of its leading blocks'
-/// signatures verified ([`verify::signed_prefix`], checked on the pipeline
+/// hashes and signatures verified ([`Prechecked`], checked on the pipeline
 /// worker that fetched it; `None` without `forks`).
 struct Presigning {
     blocks: Box<dyn RangeFetch<Vec<SoftConfirmation>>>,
     forks: Option<ForkTable>,
 }
 
-impl RangeFetch<(Vec<SoftConfirmation>, Option<usize>)> for Presigning {
+impl RangeFetch<(Vec<SoftConfirmation>, Option<Prechecked>)> for Presigning {
     fn fetch(
         &self,
         from: u64,
         to: u64,
-    ) -> Result<(Vec<SoftConfirmation>, Option<usize>), SourceError> {
+    ) -> Result<(Vec<SoftConfirmation>, Option<Prechecked>), SourceError> {
         let blocks = self.blocks.fetch(from, to)?;
-        let presigned = self
-            .forks
-            .map(|forks| verify::signed_prefix(&blocks, &forks, 1));
-        Ok((blocks, presigned))
+        let pre = self.forks.map(|forks| Prechecked {
+            hashed: verify::hashed_prefix(&blocks, &forks),
+            signed: verify::signed_prefix(&blocks, &forks, 1),
+        });
+        Ok((blocks, pre))
     }
 
     fn preferred_chunk(&self, wanted: u64) -> u64 {
@@ -446,7 +451,7 @@ impl Sink<Fetched> for L2Sink<'_> {
             blocks,
             slots,
             anchors,
-            presigned,
+            pre,
         } = fetched;
         let Some(first) = blocks.first() else {
             return Ok(Flow::Stop);
@@ -473,7 +478,7 @@ impl Sink<Fetched> for L2Sink<'_> {
             &self.forks,
             self.rules,
             self.verify_threads,
-            presigned,
+            pre,
         );
         let (good, failure) = (verdict.good, verdict.failure);
         if good > 0 {
