@@ -27,6 +27,7 @@
 
 pub mod args;
 mod comb;
+mod curve;
 pub mod forks;
 mod strict;
 
@@ -186,16 +187,16 @@ impl SequencerKey {
         );
         // Variable time: fit for the devnet's keys only (`chain::comb`).
         let big_r = comb::mul_base_vartime(&r).compress();
-        strict::remember_nonce(&r, big_r.to_bytes());
+        strict::remember_nonce(&r, big_r);
         let k = Scalar::from_hash(
             Sha512::new()
-                .chain_update(big_r.as_bytes())
+                .chain_update(big_r)
                 .chain_update(self.public)
                 .chain_update(message),
         );
         let s = r + k * self.scalar;
         let mut signature = [0u8; 64];
-        signature[..32].copy_from_slice(big_r.as_bytes());
+        signature[..32].copy_from_slice(&big_r);
         signature[32..].copy_from_slice(s.as_bytes());
         signature
     }
