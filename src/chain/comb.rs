@@ -1,7 +1,9 @@
 //! \[x\]B, the base point times a scalar, in variable time from a table of
 //! 4,096 precomputed points: 32 mixed additions (7 field multiplications
 //! each, [`super::curve`]) instead of the 64 additions and 64 constant-time
-//! table scans of ed25519-dalek's `ED25519_BASEPOINT_TABLE`.
+//! table scans of ed25519-dalek's `ED25519_BASEPOINT_TABLE`. The result is
+//! left in extended coordinates, so that a signer can encode many nonce
+//! points with one inversion between them ([`Extended::compress_batch`]).
 //!
 //! Variable time: how long it takes depends on x. It is used only where x
 //! is no secret worth keeping from a timing attacker: the nonces of the
@@ -139,6 +141,18 @@ mod tests {
     fn hashed_scalars_give_the_tables_point() {
         for i in 0u32..300 {
             same_as_the_table(hashed(i));
+        }
+    }
+
+    #[test]
+    fn hashed_scalars_compressed_together_give_the_tables_points() {
+        let scalars: Vec<Scalar> = (1000u32..1300).map(hashed).collect();
+        let points: Vec<Extended> = scalars.iter().map(mul_base_vartime).collect();
+        let encodings = Extended::compress_batch(&points);
+        assert_eq!(encodings.len(), scalars.len());
+        for ((x, encoding), point) in scalars.iter().zip(&encodings).zip(&points) {
+            assert_eq!(*encoding, tables_encoding(x));
+            assert_eq!(*encoding, point.compress());
         }
     }
 

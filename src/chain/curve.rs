@@ -314,6 +314,14 @@ impl Extended {
     pub(super) fn compress(&self) -> [u8; 32] {
         self.to_affine().to_bytes()
     }
+
+    /// Each point's 32-byte encoding, with one inversion for all.
+    pub(super) fn compress_batch(points: &[Extended]) -> Vec<[u8; 32]> {
+        Extended::batch_to_affine(points)
+            .into_iter()
+            .map(Affine::to_bytes)
+            .collect()
+    }
 }
 
 /// A point in affine Niels form (y + x, y − x, 2d·x·y), ready to be added
@@ -454,5 +462,21 @@ mod tests {
         }
         let expected = (ED25519_BASEPOINT_TABLE * &-Scalar::from(2u64)).compress();
         assert_eq!(sum.compress(), expected.to_bytes());
+    }
+
+    #[test]
+    fn a_batch_compression_gives_each_points_own_encoding() {
+        let b = AffineNiels::from_affine(&Affine::BASEPOINT);
+        let mut points = Vec::new();
+        let mut p = Extended::from_affine(&Affine::BASEPOINT);
+        for i in 0..50 {
+            points.push(p);
+            p = p.add_niels(&b, i % 3 == 0);
+        }
+        for n in [0, 1, 2, 50] {
+            let batch = Extended::compress_batch(&points[..n]);
+            let one_by_one: Vec<[u8; 32]> = points[..n].iter().map(Extended::compress).collect();
+            assert_eq!(batch, one_by_one, "{n} points");
+        }
     }
 }
