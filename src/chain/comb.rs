@@ -1,7 +1,12 @@
 //! \[x\]B, the base point times a scalar, in variable time from a table of
 //! 4,096 precomputed points: 32 mixed additions (7 field multiplications
 //! each, [`super::curve`]) instead of the 64 additions and 64 constant-time
-//! table scans of ed25519-dalek's `ED25519_BASEPOINT_TABLE`. The result is
+//! table scans of ed25519-dalek's `ED25519_BASEPOINT_TABLE`. On the 2-core
+//! development machine, with another build on one core (20,000 hashed
+//! scalars, three runs, each in turn with the others): 11.3-13.7 µs a
+//! multiplication, against 15.0-17.3 µs for the comb of curve25519-dalek
+//! `EdwardsPoint`s it replaced (extended + extended, 9 multiplications an
+//! addition) and 30.3-33.8 µs for the constant-time table. The result is
 //! left in extended coordinates, so that a signer can encode many nonce
 //! points with one inversion between them ([`Extended::compress_batch`]).
 //!
@@ -30,7 +35,8 @@ const DIGITS: usize = 32;
 const MULTIPLES: usize = 128;
 
 /// T\[j\]\[d - 1\] = \[d·256^j\]B at index j·MULTIPLES + d - 1 (4,096
-/// entries of 120 bytes, 491 KB, made on first use; see [`build_table`]).
+/// entries of 120 bytes, 491 KB, made on first use in about 5 ms; see
+/// [`build_table`]).
 static TABLE: OnceLock<Vec<AffineNiels>> = OnceLock::new();
 
 fn table() -> &'static [AffineNiels] {

@@ -4,7 +4,9 @@
 //! form (y + x, y − x, 2d·x·y), which [`super::comb`] adds with mixed
 //! additions (7 field multiplications instead of the 9 of adding two
 //! extended points), and the encoding of many points with one field
-//! inversion between them (Montgomery's trick) instead of one each.
+//! inversion between them (Montgomery's trick) instead of one each: for
+//! 20,000 points, 0.4-0.5 µs a point against 6.1-6.8 µs one by one on the
+//! 2-core development machine (curve25519-dalek's `compress`: 6.8-7.5 µs).
 //!
 //! What this room is for: computing nonce points \[r\]B and their
 //! encodings for the devnet's signatures, and for the checks of those
