@@ -244,7 +244,7 @@ fn nonce_point(r: &Scalar) -> [u8; 32] {
     };
     // (Its place in `order` stays until it comes first: removing an absent
     // key then is harmless.)
-    remembered.unwrap_or_else(|| super::comb::mul_base_vartime(r).compress().to_bytes())
+    remembered.unwrap_or_else(|| super::comb::mul_base_vartime(r).compress())
 }
 
 /// Lets this process's checks of signatures under the key \[a\]B use

@@ -75,12 +75,14 @@ pub fn timestamp(h: u64, offset: i64) -> u64 {
 /// Makes blocks `first..=last` on top of `tip` = (height, hash, state root)
 /// of block `first - 1`, each by its fork's rules in `forks`; block
 /// `first + i` points at DA slot `slots[i]` (its height, hash and
-/// transactions commitment). Hashes are chained in order
-/// and blocks signed, all on the calling thread: the sync thread makes
-/// blocks on its fetch thread while it verifies the chunk before on
-/// another, which already keeps two cores busy during a `dev_mine`. More
-/// threads made the mine at most 6% faster on a two-core machine and kept
-/// the server's reads waiting for a core (see docs/DEVNET.md).
+/// transactions commitment). Hashes are chained in order, then the blocks
+/// are signed together ([`SequencerKey::sign_blocks`]: one field inversion
+/// for the chunk's nonce points), all on the calling thread: the sync
+/// thread makes blocks on its fetch thread while it verifies the chunk
+/// before on another, which already keeps two cores busy during a
+/// `dev_mine`. More threads made the mine at most 6% faster on a two-core
+/// machine and kept the server's reads waiting for a core (see
+/// docs/DEVNET.md).
 pub fn make_blocks(
     key: &SequencerKey,
     seed: u64,
@@ -100,8 +102,9 @@ pub fn make_blocks(
         prev_root = sc.state_root;
         blocks.push(sc);
     }
-    for sc in &mut blocks {
-        sc.signature = key.sign_block(sc, forks.fork_at(sc.l2_height));
+    let signatures = key.sign_blocks(&blocks, forks);
+    for (sc, signature) in blocks.iter_mut().zip(signatures) {
+        sc.signature = signature;
     }
     blocks
 }
