@@ -4,6 +4,8 @@
 #   scripts/devnet_mine.sh [BLOCKS] [CONNECTIONS] [QUERIES_PER_SECOND_EACH] [RUNS]
 #                                                (defaults: 100000, 4, 200, 3)
 #   COMPARE_WITH=/path/to/other/ledgerd scripts/devnet_mine.sh ...
+#   EPHEMERAL=1 scripts/devnet_mine.sh ...     (`--ephemeral`: a test harness's
+#                                                devnet, no fsync, no data dir kept)
 #
 # Builds release, then RUNS times: starts `ledgerd --dev --dev-block-ms 0`
 # on an empty data dir, and runs examples/mine_probe.rs against it: reads
@@ -33,6 +35,11 @@ if [ -n "${COMPARE_WITH:-}" ]; then
 fi
 
 WORK=$(mktemp -d /tmp/ledgerd-mine.XXXXXX)
+STORE=(--data-dir "$WORK/data")
+if [ -n "${EPHEMERAL:-}" ]; then
+  STORE=(--ephemeral)
+  export TMPDIR=$WORK # where ledgerd makes (and removes) its data dir
+fi
 PID=""
 cleanup() {
   if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi
@@ -45,7 +52,7 @@ for run in $(seq 1 "$RUNS"); do
     bin=${BINS[$i]}
     rm -rf "$WORK/data" "$WORK/out"
     mkfifo "$WORK/out"
-    "$bin" --dev --dev-block-ms 0 --bind 127.0.0.1:0 --data-dir "$WORK/data" >"$WORK/out" 2>"$WORK/log" &
+    "$bin" --dev --dev-block-ms 0 --bind 127.0.0.1:0 "${STORE[@]}" >"$WORK/out" 2>"$WORK/log" &
     PID=$!
     exec {fd}<"$WORK/out"
     if ! read -r -t 60 line <&"$fd"; then

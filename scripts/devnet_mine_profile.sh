@@ -3,6 +3,7 @@
 #
 #   scripts/devnet_mine_profile.sh [BLOCKS]        (default: 100000)
 #   LEDGERD=/path/to/other/ledgerd scripts/devnet_mine_profile.sh ...
+#   EPHEMERAL=1 scripts/devnet_mine_profile.sh ...   (`--ephemeral`, no fsync)
 #
 # Builds release (or takes LEDGERD, another build's binary), starts
 # `ledgerd --dev --dev-block-ms 0` on an empty data dir, records
@@ -27,6 +28,11 @@ else
 fi
 
 WORK=$(mktemp -d /tmp/ledgerd-mine-profile.XXXXXX)
+STORE=(--data-dir "$WORK/data")
+if [ -n "${EPHEMERAL:-}" ]; then
+  STORE=(--ephemeral)
+  export TMPDIR=$WORK # where ledgerd makes (and removes) its data dir
+fi
 PID=""
 cleanup() {
   if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi
@@ -35,7 +41,7 @@ cleanup() {
 trap cleanup EXIT
 
 mkfifo "$WORK/out"
-"$BIN" --dev --dev-block-ms 0 --bind 127.0.0.1:0 --data-dir "$WORK/data" >"$WORK/out" 2>"$WORK/log" &
+"$BIN" --dev --dev-block-ms 0 --bind 127.0.0.1:0 "${STORE[@]}" >"$WORK/out" 2>"$WORK/log" &
 PID=$!
 exec {fd}<"$WORK/out"
 if ! read -r -t 60 line <&"$fd"; then
@@ -63,7 +69,7 @@ echo "samples per kind of work:"
 $REPORT -s dso,symbol 2>/dev/null | grep '%' | awk '
   { share = $1; sub("%", "", share)
     kind = "other"
-    if ($0 ~ /curve25519|subtle::/) kind = "curve25519 (sign and check signatures)"
+    if ($0 ~ /curve25519|subtle::|chain::curve|chain::comb/) kind = "curve25519 (sign and check signatures)"
     else if ($0 ~ /sha2::|sha256|sha512/) kind = "SHA-2 (block hashes, signature hashes)"
     else if ($0 ~ /mdb_/) kind = "LMDB"
     else if ($0 ~ /\[k\]/) kind = "kernel (writes, page faults, scheduling)"

@@ -477,10 +477,16 @@ impl Devnet {
         let tip = made
             .last()
             .map_or(self.tip, |b| (b.l2_height, b.hash, b.state_root));
-        let refs = pending
-            .iter()
-            .map(|n| self.slot_ref(*n))
-            .collect::<Result<Vec<SlotRef>, SourceError>>()?;
+        // Blocks point at slots in runs (two blocks a slot): each slot's
+        // hashes are derived once.
+        let mut refs: Vec<SlotRef> = Vec::with_capacity(pending.len());
+        for &n in pending.iter() {
+            let known = refs.last().filter(|r| r.number == n).copied();
+            refs.push(match known {
+                Some(r) => r,
+                None => self.slot_ref(n)?,
+            });
+        }
         let inputs = block::Inputs {
             at: self.queued.at,
             txs: &self.queued.txs,
