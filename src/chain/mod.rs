@@ -194,7 +194,15 @@ impl SequencerKey {
     pub fn sign_many(&self, messages: &[&[u8]]) -> Vec<[u8; 64]> {
         let nonces: Vec<Scalar> = messages.iter().map(|m| self.nonce(m)).collect();
         // Variable time: fit for the devnet's keys only (`chain::comb`).
-        let points: Vec<_> = nonces.iter().map(comb::mul_base_vartime).collect();
+        // Between multiplications the server's threads may take the core
+        // (`os::give_way`): a chunk is milliseconds of signing.
+        let points: Vec<_> = nonces
+            .iter()
+            .map(|r| {
+                crate::os::give_way();
+                comb::mul_base_vartime(r)
+            })
+            .collect();
         let encodings = curve::Extended::compress_batch(&points);
         messages
             .iter()

@@ -97,6 +97,7 @@ pub fn make_blocks(
     let (_, mut prev_hash, mut prev_root) = tip;
     let mut blocks = Vec::with_capacity(slots.len());
     for (h, slot) in (first..).zip(slots) {
+        crate::os::give_way();
         let sc = unsigned_block(seed, forks, h, slot, prev_hash, prev_root, pub_key, inputs);
         prev_hash = sc.hash;
         prev_root = sc.state_root;

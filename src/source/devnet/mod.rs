@@ -735,6 +735,7 @@ impl DaSource for Devnet {
         };
         (from..=to)
             .map(|n| {
+                crate::os::give_way();
                 let plan = self.timeline.plan(n);
                 let mut slot = da::make_slot(&self.config, &self.forks, &pub_key, &view, n, plan)?;
                 slot.hash = Some(schedule::slot_hash(self.config.seed, n));
