@@ -185,8 +185,9 @@ pub struct Devnet {
 
 /// The hash and state root of each of the newest blocks made, at most
 /// [`Made::KEPT`]: the DA slots that open along with the blocks are made on
-/// the sync thread's fetch thread, ahead of the writes, from what the
-/// ledger holds and from this.
+/// the sync thread's fetch thread, ahead of the writes (and on a regtest,
+/// mined between the blocks of one request), from what the ledger holds
+/// and from this.
 #[derive(Debug, Default)]
 struct Made {
     /// The height of the first entry.
@@ -197,9 +198,10 @@ struct Made {
 impl Made {
     /// More than a sync pass holds made and not yet stored (the fetch
     /// thread's 4 chunks ahead, the one it makes, and a write transaction:
-    /// about 2,000 blocks of 300-block chunks); 4,096 entries are 256 KB. A
-    /// slot that needs an older block not yet stored is left to the DA part
-    /// of the pass, which makes it from the ledger.
+    /// about 2,000 blocks of 300-block chunks, each made in one request);
+    /// 4,096 entries are 256 KB. A slot that needs an older block not yet
+    /// stored is left to the DA part of the pass, which makes it from the
+    /// ledger.
     const KEPT: usize = 4096;
 
     /// Block `h` was made with `hash` and `state_root`: it replaces what was
@@ -361,7 +363,7 @@ impl Devnet {
         self.reload_if_dirty()?;
         let before = self.timeline.tip();
         let slot = self.timeline.commit_now(self.tip.0);
-        self.mine_opened(before, &[])?;
+        self.mine_opened(before)?;
         Ok(slot)
     }
 
@@ -372,7 +374,7 @@ impl Devnet {
         self.reload_if_dirty()?;
         let before = self.timeline.tip();
         let slot = self.timeline.prove_now();
-        self.mine_opened(before, &[])?;
+        self.mine_opened(before)?;
         Ok(slot)
     }
 
@@ -391,9 +393,10 @@ impl Devnet {
     }
 
     /// On a regtest: mines the slots the timeline opened above `before`,
-    /// each with what its plan puts on it; `recent` holds blocks made and
-    /// not stored yet. A failure leaves the devnet to be read again.
-    fn mine_opened(&mut self, before: u64, recent: &[SoftConfirmation]) -> Result<(), SourceError> {
+    /// each with what its plan puts on it (from the ledger, and from
+    /// [`Made`] for blocks not stored yet). A failure leaves the devnet to
+    /// be read again.
+    fn mine_opened(&mut self, before: u64) -> Result<(), SourceError> {
         let Some(chain) = &self.chain else {
             return Ok(());
         };
@@ -403,8 +406,7 @@ impl Devnet {
                 let reader = self.ledger.reader().map_err(Self::source_err)?;
                 let view = View {
                     reader: &reader,
-                    recent,
-                    made: None,
+                    made: &self.made,
                     seed: self.config.seed,
                     chain: Some(chain),
                 };
@@ -457,7 +459,7 @@ impl Devnet {
             let slot = self.timeline.next_block(h);
             if self.chain.is_some() && self.timeline.tip() > before {
                 self.make_pending(&mut made, &mut pending)?;
-                self.mine_opened(before, &made)?;
+                self.mine_opened(before)?;
             }
             pending.push(slot);
         }
@@ -465,9 +467,10 @@ impl Devnet {
         Ok(made)
     }
 
-    /// Makes the blocks after `made` (or the tip) that point at `pending`.
+    /// Makes the blocks after `made` (or the tip) that point at `pending`,
+    /// and keeps their hashes and state roots in [`Made`].
     fn make_pending(
-        &self,
+        &mut self,
         made: &mut Vec<SoftConfirmation>,
         pending: &mut Vec<u64>,
     ) -> Result<(), SourceError> {
@@ -494,7 +497,7 @@ impl Devnet {
             timestamp_offset: self.timestamp_offset,
             l1_fee_rate: self.l1_fee_rate,
         };
-        made.extend(block::make_blocks(
+        let new = block::make_blocks(
             &self.key,
             self.config.seed,
             &self.forks,
@@ -502,7 +505,11 @@ impl Devnet {
             tip.0 + 1,
             &refs,
             &inputs,
-        ));
+        );
+        for sc in &new {
+            self.made.push(sc.l2_height, sc.hash, sc.state_root);
+        }
+        made.extend(new);
         pending.clear();
         Ok(())
     }
@@ -565,32 +572,18 @@ impl Devnet {
     }
 }
 
-/// What [`da::make_slot`] reads: the ledger, the blocks of the batch being
-/// made, and the DA chain's slot hashes.
+/// What [`da::make_slot`] reads: the ledger, the newest blocks made
+/// (stored or not), and the DA chain's slot hashes.
 struct View<'a, R: LedgerRead> {
     reader: &'a R,
-    /// Blocks made and not stored yet, in height order.
-    recent: &'a [SoftConfirmation],
-    /// The newest blocks made (stored or not).
-    made: Option<&'a Made>,
+    made: &'a Made,
     seed: u64,
     chain: Option<&'a RegtestChain>,
 }
 
-impl<R: LedgerRead> View<'_, R> {
-    fn recent(&self, h: u64) -> Option<&SoftConfirmation> {
-        let first = self.recent.first()?.l2_height;
-        self.recent
-            .get(usize::try_from(h.checked_sub(first)?).ok()?)
-    }
-}
-
 impl<R: LedgerRead> da::Known for View<'_, R> {
     fn hash(&self, h: u64) -> Result<Hash, SourceError> {
-        if let Some(b) = self.recent(h) {
-            return Ok(b.hash);
-        }
-        if let Some((hash, _)) = self.made.and_then(|m| m.get(h)) {
+        if let Some((hash, _)) = self.made.get(h) {
             return Ok(*hash);
         }
         self.reader
@@ -600,10 +593,7 @@ impl<R: LedgerRead> da::Known for View<'_, R> {
     }
 
     fn state_root(&self, h: u64) -> Result<Hash, SourceError> {
-        if let Some(b) = self.recent(h) {
-            return Ok(b.state_root);
-        }
-        if let Some((_, root)) = self.made.and_then(|m| m.get(h)) {
+        if let Some((_, root)) = self.made.get(h) {
             return Ok(*root);
         }
         self.reader
@@ -665,9 +655,6 @@ impl L2Source for Devnet {
         if let Some(last) = made.last() {
             self.tip = (last.l2_height, last.hash, last.state_root);
         }
-        for sc in &made {
-            self.made.push(sc.l2_height, sc.hash, sc.state_root);
-        }
         Ok(made.into_iter().filter(|b| b.l2_height >= from).collect())
     }
 
@@ -728,8 +715,7 @@ impl DaSource for Devnet {
         let pub_key = self.key.public_key();
         let view = View {
             reader: &reader,
-            recent: &[],
-            made: Some(&self.made),
+            made: &self.made,
             seed: self.config.seed,
             chain: None,
         };
