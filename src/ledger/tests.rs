@@ -506,6 +506,31 @@ fn data_survives_reopening() {
 }
 
 #[test]
+fn an_ephemeral_ledger_is_written_through_its_map_and_its_disk_size_is_what_it_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = OpenOptions {
+        no_sync: true,
+        ..OpenOptions::default()
+    };
+    {
+        let ledger = Ledger::open(dir.path(), &opts).unwrap();
+        store(&ledger, 1..=300);
+        let file = std::fs::metadata(dir.path().join("data.mdb"))
+            .unwrap()
+            .len();
+        // Written through the map: the (sparse) file is as long as the map.
+        assert_eq!(file, opts.map_size as u64);
+        let size = ledger.disk_size();
+        assert!(size > 0 && size < 16 << 20, "disk_size {size}");
+    }
+    // What it wrote is there when it is opened again the ordinary way.
+    let ledger = open(dir.path());
+    let r = ledger.reader().unwrap();
+    assert_eq!(r.head_height().unwrap(), 300);
+    assert_eq!(r.soft_confirmation(300).unwrap(), Some(block(300)));
+}
+
+#[test]
 fn read_only_open_sees_commits_of_another_handle_and_cannot_write() {
     let dir = tempfile::tempdir().unwrap();
     let writer = open(dir.path());
