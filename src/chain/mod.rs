@@ -74,6 +74,20 @@ impl Sha256 {
     }
 }
 
+/// SHA-512 of the concatenated `parts`, reduced mod l: Ed25519's nonces
+/// and challenges (curve25519-dalek's `Scalar::from_hash` of the same
+/// bytes), on ring's SHA-512, which took 305-336 ns for a 96-byte input
+/// against 395-410 ns for sha2's on the development machine.
+pub(crate) fn sha512_scalar(parts: &[&[u8]]) -> Scalar {
+    let mut h = ring::digest::Context::new(&ring::digest::SHA512);
+    for part in parts {
+        h.update(part);
+    }
+    let mut wide = [0u8; 64];
+    wide.copy_from_slice(h.finish().as_ref());
+    Scalar::from_bytes_mod_order_wide(&wide)
+}
+
 /// The block's hash by `fork`'s rules (what its `hash` field must be).
 pub fn block_hash(sc: &SoftConfirmation, fork: Fork) -> Hash {
     let mut h = Sha256::new();
@@ -252,23 +266,14 @@ impl SequencerKey {
 
     /// The nonce r = SHA-512(prefix || message).
     fn nonce(&self, message: &[u8]) -> Scalar {
-        Scalar::from_hash(
-            Sha512::new()
-                .chain_update(self.prefix)
-                .chain_update(message),
-        )
+        sha512_scalar(&[&self.prefix, message])
     }
 
     /// The signature (R, s) from the nonce r and R's encoding; remembers
     /// R for the checks (`chain::strict`).
     fn finish(&self, message: &[u8], r: &Scalar, big_r: [u8; 32]) -> [u8; 64] {
         strict::remember_nonce(r, big_r);
-        let k = Scalar::from_hash(
-            Sha512::new()
-                .chain_update(big_r)
-                .chain_update(self.public)
-                .chain_update(message),
-        );
+        let k = sha512_scalar(&[&big_r, &self.public, message]);
         let s = r + k * self.scalar;
         let mut signature = [0u8; 64];
         signature[..32].copy_from_slice(&big_r);

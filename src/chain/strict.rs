@@ -91,7 +91,6 @@ use curve25519_dalek::edwards::{CompressedEdwardsY, EdwardsBasepointTable};
 use curve25519_dalek::scalar::Scalar;
 use curve25519_dalek::traits::BasepointTable;
 use ed25519_dalek::{Signature, VerifyingKey};
-use sha2::{Digest, Sha512};
 
 /// The canonical encoding of the identity point (x = 0, y = 1).
 const IDENTITY: [u8; 32] = {
@@ -160,11 +159,7 @@ impl PreparedKey {
         if r_bytes == &IDENTITY {
             return false;
         }
-        let mut h = Sha512::new();
-        h.update(r_bytes);
-        h.update(self.bytes);
-        h.update(message);
-        let k = Scalar::from_hash(h);
+        let k = super::sha512_scalar(&[r_bytes, &self.bytes, message]);
         let r = match &self.equation {
             Equation::Table(minus_a) => ED25519_BASEPOINT_TABLE * &s + &**minus_a * &k,
             Equation::Secret(a) => return &nonce_point(&(s - k * a)) == r_bytes,
