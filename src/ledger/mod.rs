@@ -28,9 +28,9 @@
 //! - Durable commits: no `NO_SYNC`, `MAP_ASYNC` or `WRITE_MAP`, so every
 //!   committed transaction survives `kill -9` and power loss. The one
 //!   exception is a ledger nothing outlives: `--ephemeral`'s, removed when
-//!   the process stops ([`OpenOptions::no_sync`]); its commits still
-//!   survive a `kill -9` of the process (the OS has the pages), not a
-//!   power loss.
+//!   the process stops ([`OpenOptions::no_sync`]), also written through
+//!   the map (`WRITE_MAP`); its commits still survive a `kill -9` of the
+//!   process (the OS has the pages), not a power loss.
 
 mod apply;
 pub mod args;
