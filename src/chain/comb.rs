@@ -125,8 +125,9 @@ fn prefetch(entry: &AffineNiels) {
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         let at = (entry as *const AffineNiels).cast::<i8>();
-        // SAFETY: prefetching is a hint that never faults; both addresses
-        // are inside (or one line past the start of) a live table entry.
+        // SAFETY: a prefetch is a hint that never faults, and both
+        // addresses lie inside the entry (120 bytes), which lives as long
+        // as the table.
         unsafe {
             _mm_prefetch::<_MM_HINT_T0>(at);
             _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(64));

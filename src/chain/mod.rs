@@ -54,8 +54,9 @@ pub fn sha256(data: &[u8]) -> Hash {
 /// input in 425-472 ns against 654-708 ns for sha2's assembly (three runs,
 /// each in turn). Block hashes, state roots and Merkle roots are a fifth of
 /// a devnet mine's work and most of a check of its blocks, so this one
-/// type is where ledgerd's own SHA-256 goes (SHA-512, and the SHA-256
-/// inside risc0's receipts, stay with sha2).
+/// type is where ledgerd's own SHA-256 goes (sha2 stays where other crates
+/// hash inside: ed25519-dalek, risc0's receipt claims, and for the Bitcoin
+/// inscriptions the devnet writes).
 struct Sha256(ring::digest::Context);
 
 impl Sha256 {
