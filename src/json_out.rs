@@ -187,6 +187,32 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
+/// A JSON-RPC error object, `{"code":..,"message":"..","data":".."}`:
+/// every error the node answers is written here (the RPC layer's and the
+/// transport's own).
+pub fn write_error_object(out: &mut Vec<u8>, code: i64, message: &str, data: &str) {
+    out.extend_from_slice(b"{\"code\":");
+    if code < 0 {
+        out.push(b'-');
+    }
+    write_u64(out, code.unsigned_abs());
+    out.extend_from_slice(b",\"message\":");
+    write_str(out, message);
+    out.extend_from_slice(b",\"data\":");
+    write_str(out, data);
+    out.push(b'}');
+}
+
+/// A whole JSON-RPC error answer to a request with no id to echo:
+/// `{"jsonrpc":"2.0","id":null,"error":{...}}`.
+pub fn error_answer(code: i64, message: &str, data: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(96 + data.len());
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":");
+    write_error_object(&mut out, code, message, data);
+    out.push(b'}');
+    out
+}
+
 /// Writes `null`.
 pub fn write_null(out: &mut Vec<u8>) {
     out.extend_from_slice(b"null");

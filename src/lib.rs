@@ -55,8 +55,11 @@
 //! # Module map
 //!
 //! - [`node`]: a running node (ledger + sync thread + server); `Node::builder()`.
-//! - [`config`]: the configuration: the commands, flags, `LEDGERD_*` variables and TOML config
-//!   files into a [`config::Config`]; each subsystem's flags live beside it (`server::args`, ...).
+//! - [`cmd`]: the commands, one file each (`run`, `serve-readonly`, `import`, `export`, `verify`,
+//!   `verify-proof`, `verify-headers`, `rollback`, `config`): its flags, their checks, its run.
+//! - [`config`]: flags as `LEDGERD_*` variables and TOML config-file keys, read into a command's
+//!   flags; a node's [`config::Config`]. Each subsystem's flags live beside it (`server::args`,
+//!   ...), with the headings and value parsers of [`flags`].
 //! - [`ops_args`]: the operations flags (`/health` limits, CORS).
 //! - [`server`]: the HTTP transport: one tiny_http loop thread, hardened against bad clients;
 //!   [`server::framing`] refuses requests whose body length is ambiguous (request smuggling).
@@ -90,16 +93,16 @@
 //! - [`replica`]: `ledgerd serve-readonly`: following a ledger another process writes.
 //! - [`rollback`]: `ledgerd rollback`: a ledger taken back to an L2 height or DA slot (also the
 //!   devnet's `dev_revert` / `dev_reset`).
-//! - [`verify_cmd`]: `ledgerd verify`: checking soft confirmations an RPC answered, offline.
-//! - [`verify_proof_cmd`]: `ledgerd verify-proof`: auditing batch proofs (receipt, journal, image).
 //! - [`json_in`]: reading another node's JSON answers back into records (follower, import,
 //!   tests), in either answer shape ([`rpc::AnswerShape`]: ledgerd's or Citrea's).
 //! - [`logs`]: log lines on stderr, as text or JSON (`--log-format`).
 //! - [`stop`], [`signals`]: stopping cleanly on Ctrl-C and SIGTERM; [`os`]: thread priority;
 //!   [`memory`]: handing the heap back after catch-up.
 pub mod chain;
+pub mod cmd;
 pub mod config;
 pub mod devnet;
+pub mod flags;
 pub mod headers;
 pub mod health;
 pub mod hexstr;
@@ -128,8 +131,6 @@ pub mod stop;
 pub mod sync;
 pub mod types;
 pub mod verify;
-pub mod verify_cmd;
-pub mod verify_proof_cmd;
 
 pub use node::{Node, NodeBuilder};
 

@@ -20,7 +20,7 @@ use std::io::Write as _;
 
 use log::{LevelFilter, Log, Metadata, Record};
 
-use crate::config::heading;
+use crate::flags::heading;
 use crate::server::QuietAcceptTimeouts;
 
 /// `--log-format` (`[operations]` in a config file), taken by `run`.

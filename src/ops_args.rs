@@ -2,8 +2,8 @@
 //! /health` turns 503 ([`crate::health`]), and which browser origin may read
 //! answers ([`crate::routes`]).
 
-use crate::config::heading;
-use crate::config::values::{at_least_one, number};
+use crate::flags::heading;
+use crate::flags::{at_least_one, number};
 
 pub const DEFAULT_HEALTH_MAX_LAG_S: u64 = 60;
 pub const DEFAULT_HEALTH_MAX_BEHIND: u64 = 100;

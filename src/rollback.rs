@@ -22,7 +22,8 @@
 //! LMDB commits a transaction at once or not at all: a crash or `kill -9`
 //! in the middle leaves the ledger as it was. A running node's data dir is
 //! refused: every process with the LMDB environment open holds a shared
-//! `fcntl` lock on byte 0 of its `lock.mdb`, which [`holder`] asks about.
+//! `fcntl` lock on byte 0 of its `lock.mdb`, which
+//! [`crate::ledger::lock::environment_holder`] asks about.
 
 use std::fmt;
 use std::path::Path;
@@ -284,39 +285,6 @@ pub fn rollback(ledger: &Ledger, target: Target, dry_run: bool) -> Result<Report
     Ok(report)
 }
 
-/// The pid of another process that has the LMDB environment in `dir` open
-/// (`Some(None)` when the lock does not say which), from the `fcntl` lock
-/// LMDB keeps on byte 0 of `lock.mdb` while a process has it open. Ask
-/// before opening the environment in this process: closing any descriptor
-/// of `lock.mdb` would drop this process's own lock.
-pub fn holder(dir: &Path) -> std::io::Result<Option<Option<i32>>> {
-    use std::os::unix::io::AsRawFd;
-    let file = match std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(dir.join("lock.mdb"))
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    // SAFETY: a zeroed `flock` is a valid value; fcntl(F_GETLK) reads and
-    // writes only `lock`, which outlives the call.
-    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
-    lock.l_type = libc::F_WRLCK as libc::c_short;
-    lock.l_whence = libc::SEEK_SET as libc::c_short;
-    lock.l_start = 0;
-    lock.l_len = 1;
-    let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETLK, &mut lock) };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    if lock.l_type == libc::F_UNLCK as libc::c_short {
-        return Ok(None);
-    }
-    Ok(Some((lock.l_pid > 0).then_some(lock.l_pid)))
-}
-
 /// `ledgerd rollback`: refuses a data dir a process has open, then rolls
 /// back (or, with `dry_run`, reports what it would remove).
 pub fn run(dir: &Path, target: Target, dry_run: bool) -> Result<Report, RollbackError> {
@@ -337,7 +305,7 @@ pub fn run(dir: &Path, target: Target, dry_run: bool) -> Result<Report, Rollback
                 .into(),
         }));
     }
-    if let Some(pid) = holder(dir).map_err(lock_err)? {
+    if let Some(pid) = crate::ledger::lock::environment_holder(dir).map_err(lock_err)? {
         return Err(running(pid));
     }
     let ledger = Ledger::open(dir, &OpenOptions::default())?;

@@ -18,8 +18,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::cli::NOT_SETTINGS;
-use super::{heading, ConfigError};
+use super::env::NOT_SETTINGS;
+use crate::flags::{heading, ConfigError};
 
 /// Whether `arg` takes `value`: its own parser, on a command of it alone.
 fn check_value(arg: &clap::Arg, value: &str) -> Result<(), clap::Error> {

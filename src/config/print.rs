@@ -8,9 +8,9 @@ use std::fmt::Write;
 
 use clap::parser::ValueSource;
 
-use super::cli::{env_name, NOT_SETTINGS};
+use super::env::{env_name, NOT_SETTINGS};
 use super::file::FileConfig;
-use super::heading;
+use crate::flags::heading;
 
 /// The configuration `cmd` parsed into `matches`, as TOML.
 pub fn effective(

@@ -1,13 +1,9 @@
 //! The Bitcoin chain flag (`--bitcoin-chain`, `[bitcoin]` in a config
 //! file), taken by a follower that reads Bitcoin and by `ledgerd
-//! verify-headers`, and that command's own flags (`[headers]`).
-
-use std::path::PathBuf;
+//! verify-headers`.
 
 use super::BitcoinChain;
-use crate::config::cli::FileArgs;
-use crate::config::heading;
-use crate::config::values::number;
+use crate::flags::heading;
 
 #[derive(clap::Args, Clone, Debug, Default)]
 #[command(next_help_heading = heading::BITCOIN)]
@@ -23,21 +19,6 @@ impl BitcoinChainArgs {
         self.bitcoin_chain
             .unwrap_or_else(|| BitcoinChain::of_citrea_network(network))
     }
-}
-
-/// `ledgerd verify-headers FILE`: Bitcoin headers checked by Core's rules.
-#[derive(clap::Args, Clone, Debug)]
-pub struct VerifyHeadersCmd {
-    /// Raw 80-byte headers back to back, or hex, one header per line; - reads stdin
-    #[arg(value_name = "FILE")]
-    pub file: Option<PathBuf>,
-    /// The height of the file's first header [default: 0, the chain's genesis]
-    #[arg(long, value_name = "H", value_parser = number::<u64>, help_heading = heading::HEADERS)]
-    pub start_height: Option<u64>,
-    #[command(flatten)]
-    pub chain: BitcoinChainArgs,
-    #[command(flatten)]
-    pub file_args: FileArgs,
 }
 
 fn chain(value: &str) -> Result<BitcoinChain, String> {

@@ -38,6 +38,9 @@ pub enum LedgerError {
         stored: ForkTable,
         wanted: ForkTable,
     },
+    /// Another process holds the data dir's writer lock (its PID, once
+    /// it has written it): one process writes a ledger at a time.
+    InUse { path: PathBuf, pid: Option<u32> },
 }
 
 impl fmt::Display for LedgerError {
@@ -88,6 +91,16 @@ impl fmt::Display for LedgerError {
                 path.display(),
                 stored.kumquat_height()
             ),
+            LedgerError::InUse { path, pid } => {
+                let who = pid.map_or("another process".to_string(), |p| format!("process {p}"));
+                write!(
+                    f,
+                    "the data dir {} is in use: {who} writes the ledger in it, and one process \
+                     writes a ledger at a time; stop that process first, or give this one another \
+                     --data-dir (`ledgerd serve-readonly` serves a ledger another process writes)",
+                    path.display()
+                )
+            }
         }
     }
 }

@@ -30,7 +30,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use lmdb::{Cursor, Transaction, WriteFlags};
 
 use super::sealed::Access;
-use super::tables::{Commitments, Proofs, StatusHeights, Table, ValueTable};
+use super::tables::{Commitments, Frontier, Proofs, StatusHeights, Table, ValueTable};
 use super::{lmdb_err, LedgerError, LedgerRead, LedgerWriter, ProofCommitmentsError};
 use crate::types::SequencerCommitment;
 
@@ -38,33 +38,6 @@ use crate::types::SequencerCommitment;
 const MDB_PREV: u32 = 12;
 const MDB_LAST: u32 = 6;
 const MDB_SET_RANGE: u32 = 17;
-
-/// Which frontier: the committed one (heights Finalized or Proven) or the
-/// proven one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Frontier {
-    Committed,
-    Proven,
-}
-
-impl Frontier {
-    /// The key's first byte (the status byte of `Status::Finalized` and
-    /// `Status::Proven`).
-    pub(crate) fn byte(self) -> u8 {
-        match self {
-            Frontier::Committed => 1,
-            Frontier::Proven => 2,
-        }
-    }
-
-    /// The name metrics and `/health` use: `finalized` or `proven`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Frontier::Committed => "finalized",
-            Frontier::Proven => "proven",
-        }
-    }
-}
 
 /// Where a frontier stood after a DA slot moved it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -39,6 +39,7 @@ pub mod bitcoin_headers;
 pub mod codec;
 mod error;
 pub mod frontier;
+pub mod lock;
 mod migrate;
 mod open;
 mod read;
@@ -57,7 +58,8 @@ use crate::types::Hash;
 pub use apply::ChainTip;
 pub use bitcoin_chunks::BitcoinChunkRead;
 pub use bitcoin_headers::{BitcoinHeaderRead, StoredHeader};
-pub use frontier::{Frontier, FrontierMark, FrontierRead};
+pub use frontier::{FrontierMark, FrontierRead};
+pub use tables::Frontier;
 
 /// The ledger's layout version this build writes (`ledgerd_build_info`).
 pub const LAYOUT_VERSION: u64 = tables::FORMAT_VERSION;
@@ -92,6 +94,9 @@ pub struct Ledger {
     /// is written with the first block and never changed, so readers need
     /// not look it up again for every block.
     block_key: OnceLock<Hash>,
+    /// The data dir's writer lock, held while a ledger opened for writing
+    /// lives (`None` when read-only).
+    _writer: Option<lock::WriterLock>,
 }
 
 impl fmt::Debug for Ledger {

@@ -64,6 +64,12 @@ impl Ledger {
                 source,
             })?;
         }
+        // One writer per data dir, before anything in it is touched.
+        let writer = if opts.read_only {
+            None
+        } else {
+            Some(lock::WriterLock::take(dir)?)
+        };
         let mut flags = EnvironmentFlags::NO_TLS | EnvironmentFlags::NO_READAHEAD;
         if opts.read_only {
             flags |= EnvironmentFlags::READ_ONLY;
@@ -126,6 +132,7 @@ impl Ledger {
             path: dir.to_path_buf(),
             read_only: opts.read_only,
             block_key: OnceLock::new(),
+            _writer: writer,
         };
         match layout {
             Layout::Fresh if !opts.read_only => {

@@ -250,6 +250,33 @@ values!(
     codec::decode_bitcoin_header
 );
 
+/// Which frontier: the committed one (heights Finalized or Proven) or the
+/// proven one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Frontier {
+    Committed,
+    Proven,
+}
+
+impl Frontier {
+    /// The key's first byte (the status byte of `Status::Finalized` and
+    /// `Status::Proven`).
+    pub(crate) fn byte(self) -> u8 {
+        match self {
+            Frontier::Committed => 1,
+            Frontier::Proven => 2,
+        }
+    }
+
+    /// The name metrics and `/health` use: `finalized` or `proven`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Frontier::Committed => "finalized",
+            Frontier::Proven => "proven",
+        }
+    }
+}
+
 /// `status_heights`: (frontier, DA slot number) -> where the frontier stood
 /// once that slot was applied (see `frontier.rs`): key one byte (1
 /// committed, 2 proven) then the slot as u64 BE, so one frontier's entries
@@ -259,7 +286,7 @@ pub(crate) struct StatusHeights;
 
 impl Table for StatusHeights {
     const NAME: &'static str = "status_heights";
-    type Key = (super::frontier::Frontier, u64);
+    type Key = (Frontier, u64);
     type KeyBytes = [u8; 9];
     fn db(dbs: &Dbs) -> Database {
         dbs.status_heights

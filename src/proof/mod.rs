@@ -7,7 +7,7 @@
 //! its output says at all. The sync thread calls [`verify_proof_receipt`]
 //! for every proof that passed that rule, before anything of it is stored;
 //! `ledgerd import` does the same, and `ledgerd verify-proof`
-//! ([`crate::verify_proof_cmd`]) runs the steps one by one for a person.
+//! ([`crate::cmd::verify_proof`]) runs the steps one by one for a person.
 //!
 //! - [`receipt`]: bincode of a risc0 receipt; verification with Citrea's
 //!   pre-1.1.0 fallback; fake receipts.
@@ -26,6 +26,7 @@
 //! `--allow-fake-proofs` (Citrea's dev mode); each one accepted is counted
 //! in the ledger ([`fake_proofs_stored`]), shown by `/metrics` and `/health`.
 
+pub mod args;
 pub mod image_ids;
 pub mod journal;
 pub mod receipt;

@@ -1,8 +1,8 @@
 //! The RPC layer's flags (`[server]` in a config file): answer shapes and
 //! request limits. Their defaults are [`super::RpcConfig::default`]'s.
 
-use crate::config::heading;
-use crate::config::values::number;
+use crate::flags::heading;
+use crate::flags::number;
 
 /// Most request objects in one batch unless `--max-batch` says otherwise.
 pub const DEFAULT_MAX_BATCH: usize = 50;

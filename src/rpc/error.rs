@@ -105,23 +105,12 @@ impl RpcError {
     /// `{"jsonrpc":"2.0","id":null,"error":{...}}`. Every error body the
     /// node sends is built here or by [`super::Rpc`]'s envelope.
     pub fn body(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(96 + self.data.len());
-        super::write_error(&mut out, None, self);
-        out
+        json_out::error_answer(self.code, self.message, &self.data)
     }
 
     /// Writes `{"code":..,"message":"..","data":".."}`.
     pub fn write(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(b"{\"code\":");
-        if self.code < 0 {
-            out.push(b'-');
-        }
-        json_out::write_u64(out, self.code.unsigned_abs());
-        out.extend_from_slice(b",\"message\":");
-        json_out::write_str(out, self.message);
-        out.extend_from_slice(b",\"data\":");
-        json_out::write_str(out, &self.data);
-        out.push(b'}');
+        json_out::write_error_object(out, self.code, self.message, &self.data);
     }
 }
 

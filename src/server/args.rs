@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use super::ServerConfig;
-use crate::config::heading;
-use crate::config::values::{at_least_one, number, switch};
+use crate::flags::heading;
+use crate::flags::{at_least_one, number, switch};
 
 /// Where a node listens unless `--bind` says otherwise.
 pub const DEFAULT_BIND: &str = "127.0.0.1:12346";

@@ -64,8 +64,9 @@ impl Refusal {
         } else {
             "Invalid request framing"
         };
-        // The RPC layer escapes the data (it may quote a header value).
-        crate::rpc::RpcError::framing(message, self.data.as_str()).body()
+        // `-32600`, as the RPC layer's `RpcError::framing`; the data is
+        // escaped (it may quote a header value).
+        crate::json_out::error_answer(-32600, message, &self.data)
     }
 }
 

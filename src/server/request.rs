@@ -14,13 +14,13 @@ pub(super) fn method_of(m: &tiny_http::Method) -> HttpMethod {
     }
 }
 
-/// An answer the transport gives on its own (the body is built by the RPC
-/// layer, escaped).
+/// An answer the transport gives on its own: a JSON-RPC error `-32000`
+/// (as the RPC layer's `RpcError::transport`), the data escaped.
 pub(super) fn json_error(status: u16, message: &'static str, data: &str) -> HttpResponse {
     HttpResponse {
         status,
         content_type: "application/json",
-        body: crate::rpc::RpcError::transport(message, data).body(),
+        body: crate::json_out::error_answer(-32000, message, data),
         headers: Vec::new(),
     }
 }

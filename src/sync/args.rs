@@ -1,8 +1,8 @@
 //! A follower's sync flags (`[follower]` in a config file). Their defaults
 //! are [`super::SyncConfig::default`]'s.
 
-use crate::config::heading;
-use crate::config::values::{at_least_one, number, switch};
+use crate::flags::heading;
+use crate::flags::{at_least_one, number, switch};
 
 pub const DEFAULT_SYNC_CHUNK: u64 = 100;
 pub const DEFAULT_SYNC_CONCURRENCY: usize = 8;

@@ -12,8 +12,9 @@ use std::process::{Command, Stdio};
 use clap::CommandFactory;
 use common::process::BIN;
 use common::{call_raw, Ledgerd};
-use ledgerd::config::cli::{env_name, prepare, Cli, NOT_SETTINGS};
-use ledgerd::config::heading;
+use ledgerd::cmd::Cli;
+use ledgerd::config::env::{env_name, prepare, NOT_SETTINGS};
+use ledgerd::flags::heading;
 
 /// The commands and their settings (long names), as the parser has them.
 fn parser() -> Vec<(String, Vec<clap::Arg>)> {

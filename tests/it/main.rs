@@ -18,6 +18,7 @@ mod citrea_follow;
 mod commitment_gaps;
 mod common;
 mod configuration;
+mod data_dir_lock;
 mod devnet_control;
 mod devnet_live;
 mod devnet_regtest;

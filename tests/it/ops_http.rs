@@ -263,7 +263,10 @@ fn health_is_503_when_every_block_fails_verification_and_metrics_count_the_check
             bitcoin: None,
         },
         // Not the devnet's sequencer: every block is refused.
-        sequencer_pubkey: Some([7; 32]),
+        chain: ledgerd::chain::args::ChainArgs {
+            sequencer_pubkey: Some([7; 32]),
+            ..Default::default()
+        },
         health_max_lag: Duration::from_secs(1),
         bind: "127.0.0.1:0".into(),
         ..Config::default()

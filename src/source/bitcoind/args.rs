@@ -6,9 +6,9 @@ use std::path::PathBuf;
 
 use super::signer::DaPublicKey;
 use super::{Credentials, DEFAULT_FINALITY_DEPTH};
-use crate::config::heading;
-use crate::config::values::{bitcoind_url, number};
-use crate::config::ConfigError;
+use crate::flags::heading;
+use crate::flags::ConfigError;
+use crate::flags::{bitcoind_url, number};
 
 #[derive(clap::Args, Clone, Debug)]
 #[command(next_help_heading = heading::BITCOIN)]

@@ -33,6 +33,7 @@ pub mod args;
 pub mod block;
 pub mod body;
 pub mod chain_sync;
+pub mod config;
 pub mod da;
 pub mod envelope;
 pub mod inscribe;
@@ -42,8 +43,10 @@ pub mod reveal;
 pub mod rpc;
 pub mod scan;
 pub mod signer;
+pub mod start;
 
 pub use block::{parse_block, BlockError, DaBlock, DaTx};
+pub use config::BitcoinConfig;
 pub use da::{BitcoinDa, BitcoinDaConfig, DEFAULT_FINALITY_DEPTH};
 pub use reader::{BlockReader, ReadError, ReaderOptions};
 pub use rpc::{BitcoinRpc, Credentials, RpcError, RpcOptions};

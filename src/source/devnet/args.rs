@@ -2,8 +2,8 @@
 //! `[chain-source]`). Their defaults are [`DevnetConfig::default`]'s.
 
 use super::DevnetConfig;
-use crate::config::heading;
-use crate::config::values::{bitcoind_url, number, switch};
+use crate::flags::heading;
+use crate::flags::{bitcoind_url, number, switch};
 
 pub const DEFAULT_SEED: u64 = 1;
 pub const DEFAULT_PREFILL: u64 = 0;

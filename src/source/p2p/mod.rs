@@ -24,6 +24,7 @@ pub mod framing;
 pub mod peer;
 pub mod peers;
 pub mod rpc;
+pub mod start;
 pub mod status;
 
 pub use da::PeersDa;

@@ -1,8 +1,8 @@
 //! `--upstream` (`[chain-source]` in a config file): the nodes a follower
 //! follows, the first preferred.
 
-use crate::config::heading;
-use crate::config::values::is_http_url;
+use crate::flags::heading;
+use crate::flags::is_http_url;
 
 #[derive(clap::Args, Clone, Debug)]
 #[command(next_help_heading = heading::CHAIN_SOURCE)]

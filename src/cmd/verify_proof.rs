@@ -14,10 +14,14 @@
 
 use std::fmt;
 use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
 
 use serde_json::Value;
 
+use super::input_file;
 use crate::chain::ForkTable;
+use crate::flags::ConfigError;
 use crate::proof::journal::{self, Journal};
 use crate::proof::{receipt, verify_decoded, ProofRules};
 use crate::types::ProofOutput;
@@ -308,7 +312,7 @@ fn check_one(
 
 /// Checks every proof in `input`, writing the report to `out`. `Ok(n)`:
 /// how many proofs a node with these options would refuse (0: all pass).
-pub fn run(
+pub fn check_all(
     input: &[u8],
     options: &VerifyProofOptions,
     out: &mut impl Write,
@@ -330,6 +334,61 @@ pub fn run(
         }
     }
     Ok(refused)
+}
+
+/// `ledgerd verify-proof [--network N] [--allow-fake-proofs] FILE`, checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifyProof {
+    /// Proofs as the RPC answers them, or raw receipt bytes; `-` reads stdin.
+    pub file: PathBuf,
+    /// `--network`'s images; `--allow-fake-proofs`.
+    pub receipts: ProofRules,
+    /// `--network` / `--kumquat-height`: the fork of a new-layout journal.
+    pub forks: ForkTable,
+}
+
+/// `verify-proof` takes `verify`'s flags.
+pub fn resolve(v: super::verify::Args) -> Result<VerifyProof, ConfigError> {
+    Ok(VerifyProof {
+        file: input_file(
+            v.file,
+            "verify-proof needs a FILE: a proof as the RPC answers it, or raw receipt bytes \
+             (`-` reads stdin)",
+        )?,
+        receipts: v
+            .proof
+            .receipt_rules(v.chain.network, false)
+            .map_err(ConfigError)?,
+        forks: v.chain.forks(),
+    })
+}
+
+impl VerifyProof {
+    /// The report on stdout; exit 0 only when every proof would be
+    /// accepted, 1 when one would not, 2 when the input cannot be read.
+    pub fn run(&self) -> ExitCode {
+        let name = self.file.display();
+        let bytes = match super::read_input("verify-proof", &self.file) {
+            Ok(b) => b,
+            Err(code) => return code,
+        };
+        let options = VerifyProofOptions {
+            rules: self.receipts,
+            forks: self.forks,
+        };
+        let mut out = std::io::stdout().lock();
+        match check_all(&bytes, &options, &mut out) {
+            Ok(0) => ExitCode::SUCCESS,
+            Ok(refused) => {
+                eprintln!("ledgerd verify-proof: {name}: {refused} proof(s) refused");
+                ExitCode::from(1)
+            }
+            Err(e) => {
+                eprintln!("ledgerd verify-proof: {name}: {e}");
+                ExitCode::from(2)
+            }
+        }
+    }
 }
 
 #[cfg(test)]

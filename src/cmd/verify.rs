@@ -1,4 +1,4 @@
-//! `ledgerd verify`: checks soft confirmations as an RPC answered them,
+//! `ledgerd verify FILE`: checks soft confirmations as an RPC answered them,
 //! without a data dir.
 //!
 //! The input is what `ledger_getSoftConfirmation*` answers: one JSON object
@@ -20,12 +20,18 @@
 
 use std::fmt;
 use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::{input_file, FileArgs};
+use crate::chain::args::ChainArgs;
 use crate::chain::{block_hash, verify_block_signature, Fork, ForkTable};
+use crate::flags::ConfigError;
 use crate::json_in;
+use crate::proof::args::ProofArgs;
 use crate::types::SoftConfirmation;
 use crate::verify::{self, Check};
 
@@ -303,7 +309,11 @@ fn hash_failure(sc: &SoftConfirmation, fork: Fork, key: &[u8; 32]) -> String {
 }
 
 /// Verifies every block of `text`, writing one line per block to `out`.
-pub fn run(text: &str, options: &VerifyOptions, out: &mut impl Write) -> Result<Summary, RunError> {
+pub fn check_all(
+    text: &str,
+    options: &VerifyOptions,
+    out: &mut impl Write,
+) -> Result<Summary, RunError> {
     let blocks = read_blocks(text)?;
     let mut summary = Summary::default();
     let first_key = blocks.iter().flatten().next().map(|sc| sc.pub_key);
@@ -368,6 +378,82 @@ impl From<io::Error> for RunError {
     }
 }
 
+/// `ledgerd verify FILE` and `ledgerd verify-proof FILE`: an input and the chain rules.
+#[derive(clap::Args, Clone, Debug)]
+pub struct Args {
+    /// What a node answered (soft confirmations; proofs, or raw receipt bytes); - reads stdin
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub chain: ChainArgs,
+    #[command(flatten)]
+    pub proof: ProofArgs,
+    #[command(flatten)]
+    pub file_args: FileArgs,
+}
+
+/// `ledgerd verify [--network N | --kumquat-height H] [--sequencer-pubkey K] FILE`, checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verify {
+    /// Soft confirmations as the RPC answers them; `-` reads stdin.
+    pub file: PathBuf,
+    /// `--network` / `--kumquat-height`.
+    pub forks: ForkTable,
+    /// `--sequencer-pubkey`, else the network's key; `None`: the first block's.
+    pub sequencer_key: Option<[u8; 32]>,
+    /// Where the key comes from, for the report (`testnet key`).
+    pub sequencer_key_name: String,
+}
+
+pub fn resolve(v: Args) -> Result<Verify, ConfigError> {
+    Ok(Verify {
+        file: input_file(
+            v.file,
+            "verify needs a FILE of soft confirmations as the RPC answers them (`-` reads stdin)",
+        )?,
+        forks: v.chain.forks(),
+        sequencer_key: v.chain.sequencer_key(),
+        sequencer_key_name: v.chain.sequencer_key_name(),
+    })
+}
+
+impl Verify {
+    /// One line per block on stdout; exit 0 only when every block passed,
+    /// 1 when one failed, 2 when the input cannot be read.
+    pub fn run(&self) -> ExitCode {
+        let name = self.file.display();
+        let text = match super::read_input("verify", &self.file).and_then(|bytes| {
+            String::from_utf8(bytes).map_err(|_| {
+                eprintln!("ledgerd verify: cannot read {name}: stream did not contain valid UTF-8");
+                ExitCode::from(2)
+            })
+        }) {
+            Ok(t) => t,
+            Err(code) => return code,
+        };
+        let options = VerifyOptions {
+            forks: self.forks,
+            sequencer_key: self.sequencer_key,
+            sequencer_key_name: self.sequencer_key_name.clone(),
+        };
+        let mut out = std::io::stdout().lock();
+        match check_all(&text, &options, &mut out) {
+            Ok(summary) => {
+                eprintln!("ledgerd verify: {name}: {summary}");
+                if summary.all_passed() {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                }
+            }
+            Err(e) => {
+                eprintln!("ledgerd verify: {name}: {e}");
+                ExitCode::from(2)
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -426,7 +512,7 @@ mod tests {
         let forks = ForkTable::kumquat_from(3);
         let (_, blocks) = chain(&forks);
         let mut out = Vec::new();
-        let summary = run(&json_lines(&blocks), &options(forks), &mut out).unwrap();
+        let summary = check_all(&json_lines(&blocks), &options(forks), &mut out).unwrap();
         assert_eq!(String::from_utf8(out).unwrap(), "ok 1\nok 2\nok 3\nok 4\n");
         assert!(summary.all_passed());
         assert_eq!(summary.to_string(), "4 block(s): 4 ok, 0 failed");
@@ -466,7 +552,7 @@ mod tests {
         blocks[2].pub_key = other.public_key();
         blocks[2].signature = other.sign_block(&blocks[2], crate::chain::Fork::Kumquat);
         let mut out = Vec::new();
-        let summary = run(&json_lines(&blocks), &options(forks), &mut out).unwrap();
+        let summary = check_all(&json_lines(&blocks), &options(forks), &mut out).unwrap();
         let out = String::from_utf8(out).unwrap();
         assert_eq!(summary.failed, 1, "{out}");
         let line = out.lines().nth(2).unwrap();

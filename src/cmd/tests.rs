@@ -1,9 +1,17 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::rollback::{Rollback, RollbackTo};
 use super::*;
 use crate::chain::ForkTable;
+use crate::chain::Network;
+use crate::config::env;
+use crate::config::Config;
+use crate::logs::LogFormat;
+use crate::rpc::AnswerShape;
 use crate::source::bitcoind::keys;
+use crate::source::bitcoind::Credentials;
+use crate::source::devnet::DevnetConfig;
 
 fn run(args: &[&str]) -> Result<Config, ConfigError> {
     match parse(args.iter().map(|s| s.to_string()))? {
@@ -21,7 +29,10 @@ fn sequencer_pubkey_reads_hex_as_every_other_input_does() {
         format!("0X{}", key.to_uppercase()),
     ] {
         let c = run(&["--sequencer-pubkey", &form]).unwrap();
-        assert_eq!(c.sequencer_pubkey.map(hex::encode).as_deref(), Some(key));
+        assert_eq!(
+            c.chain.sequencer_pubkey.map(hex::encode).as_deref(),
+            Some(key)
+        );
     }
     let e = run(&["--sequencer-pubkey", "0x52f4"]).unwrap_err();
     assert!(
@@ -578,17 +589,17 @@ fn sample(flag: &str) -> (&'static str, &'static str) {
 
 #[test]
 fn every_setting_of_every_command_is_a_config_file_key_and_a_variable() {
-    let cmd = cli::prepare(<cli::Cli as clap::CommandFactory>::command());
+    let cmd = env::prepare(<Cli as clap::CommandFactory>::command());
     let mut seen = 0;
     for sub in cmd.get_subcommands() {
         for arg in sub.get_arguments() {
             let Some(long) = arg.get_long() else { continue };
-            if cli::NOT_SETTINGS.contains(&long) {
+            if env::NOT_SETTINGS.contains(&long) {
                 continue;
             }
             assert_eq!(
                 arg.get_env().and_then(|e| e.to_str()),
-                Some(cli::env_name(long).as_str()),
+                Some(env::env_name(long).as_str()),
                 "--{long}'s variable"
             );
             // A switch is set by `true`; a value by its sample.
@@ -884,7 +895,7 @@ fn rollback_takes_one_target_and_a_data_dir() {
     };
     assert_eq!(
         r,
-        RollbackArgs {
+        Rollback {
             data_dir: PathBuf::from("/d"),
             to: RollbackTo::L2(100),
             dry_run: true

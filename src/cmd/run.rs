@@ -1,0 +1,261 @@
+//! `ledgerd [run]`: a node. Its flags are every subsystem's (each struct
+//! defined beside its subsystem, flattened here); [`resolve`] checks them
+//! against each other (which go together, which exclude each other) into
+//! the node's [`Config`]; [`run`] starts the node, prints its listening
+//! line and serves until stopped.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{Command, FileArgs};
+use crate::chain::args::ChainArgs;
+use crate::config::{Config, Given, SourceConfig};
+use crate::flags::ConfigError;
+use crate::ledger::args::{DataDirArgs, EphemeralArgs};
+use crate::node::{Node, NodeError};
+use crate::ops_args::OpsArgs;
+use crate::proof::args::ProofArgs;
+use crate::proof::image_ids::BATCH_PROOF_IMAGE;
+use crate::rpc::args::RpcArgs;
+use crate::server::args::ServerArgs;
+use crate::source::bitcoind::args::BitcoinArgs;
+use crate::source::bitcoind::signer::DaPublicKey;
+use crate::source::bitcoind::{keys, BitcoinConfig};
+use crate::source::devnet::args::DevArgs;
+use crate::source::upstream::args::UpstreamArgs;
+use crate::stop::Stop;
+use crate::sync::args::FollowerArgs;
+
+/// `ledgerd run`: every subsystem's flags.
+#[derive(clap::Args, Clone, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    pub dev: DevArgs,
+    #[command(flatten)]
+    pub upstream: UpstreamArgs,
+    #[command(flatten)]
+    pub bitcoin: BitcoinArgs,
+    #[command(flatten)]
+    pub follower: FollowerArgs,
+    #[command(flatten)]
+    pub chain: ChainArgs,
+    #[command(flatten)]
+    pub proof: ProofArgs,
+    #[command(flatten)]
+    pub ledger: DataDirArgs,
+    #[command(flatten)]
+    pub ephemeral: EphemeralArgs,
+    #[command(flatten)]
+    pub server: ServerArgs,
+    #[command(flatten)]
+    pub rpc: RpcArgs,
+    #[command(flatten)]
+    pub ops: OpsArgs,
+    #[command(flatten)]
+    pub logs: crate::logs::LogArgs,
+    #[command(flatten)]
+    pub file_args: FileArgs,
+}
+
+/// `run` and `serve-readonly`: the chain source and its flags.
+pub fn resolve(r: Args, read_only: bool, given: &Given) -> Result<Command, ConfigError> {
+    use crate::source::devnet::args::DevArgs;
+    let urls = r.upstream.urls().map_err(ConfigError)?;
+    let dev_on = r.dev.dev;
+    if read_only && (dev_on || !urls.is_empty()) {
+        return Err(ConfigError(
+            "serve-readonly has no chain source: it serves the ledger another ledgerd writes; \
+             drop --dev / --upstream"
+                .into(),
+        ));
+    }
+    let ephemeral = r.ephemeral.ephemeral;
+    if read_only && ephemeral {
+        return Err(ConfigError(
+            "--ephemeral does not apply to `ledgerd serve-readonly`: it serves the ledger another \
+             ledgerd writes (--data-dir DIR)"
+                .into(),
+        ));
+    }
+    if ephemeral && given.contains("data-dir") {
+        return Err(ConfigError(
+            "--ephemeral runs on a new temporary data dir, removed at exit: drop --data-dir (or \
+             --ephemeral, to keep the ledger)"
+                .into(),
+        ));
+    }
+    if dev_on && !urls.is_empty() {
+        return Err(ConfigError(
+            "--dev and --upstream are two chain sources: choose one".into(),
+        ));
+    }
+    let batch_proof_images = r.proof.image_pins(r.chain.network).map_err(ConfigError)?;
+    if dev_on && !batch_proof_images.is_empty() {
+        return Err(ConfigError(format!(
+            "{BATCH_PROOF_IMAGE} pins the images of a chain a follower reads; the devnet's proofs \
+             claim its own image (its /health shows it): drop the flag, or give it to the follower"
+        )));
+    }
+    if let Some(n) = r.chain.network.filter(|_| dev_on) {
+        return Err(ConfigError(format!(
+            "--network {n} names a public Citrea network, whose sequencer key the devnet does \
+             not hold: give the devnet a fork height with --kumquat-height H instead"
+        )));
+    }
+    if let Some(flag) = given.first_of::<DevArgs>("dev").filter(|_| !dev_on) {
+        return Err(ConfigError(format!("{flag} only applies with --dev")));
+    }
+    let bitcoin = &r.bitcoin;
+    let reads_bitcoin = bitcoin.reads_bitcoin();
+    if !reads_bitcoin {
+        if given.contains("bitcoin-chain") {
+            return Err(ConfigError(
+                "--bitcoin-chain only applies with --bitcoin-rpc or --bitcoin-peer (or to \
+                 `ledgerd verify-headers`)"
+                    .into(),
+            ));
+        }
+        let only_with_bitcoin = [
+            "bitcoin-finality-depth",
+            "sequencer-da-pubkey",
+            "prover-da-pubkey",
+        ];
+        if let Some(flag) = only_with_bitcoin.iter().find(|f| given.contains(f)) {
+            return Err(ConfigError(format!(
+                "--{flag} only applies with --bitcoin-rpc or --bitcoin-peer"
+            )));
+        }
+    }
+    if reads_bitcoin && urls.is_empty() {
+        let flag = match bitcoin.bitcoin_rpc {
+            Some(_) => "--bitcoin-rpc",
+            None => "--bitcoin-peer",
+        };
+        return Err(ConfigError(format!(
+            "{flag} reads the DA layer from Bitcoin; the L2 chain still comes from a sequencer or \
+             full node: give --upstream URL too (the devnet on a regtest takes --dev \
+             --dev-bitcoin-rpc URL)"
+        )));
+    }
+    // One set of credential flags for every bitcoind this node talks to.
+    let mut dev = r.dev.devnet_config();
+    match (&mut dev.bitcoin, &bitcoin.bitcoin_rpc) {
+        (Some(b), _) => b.credentials = bitcoin.credentials("--dev-bitcoin-rpc")?,
+        (None, None) if bitcoin.credentials_given() => {
+            return Err(ConfigError(
+                "--bitcoin-rpc-user, --bitcoin-rpc-password and --bitcoin-rpc-cookie only \
+                 apply with --bitcoin-rpc or --dev-bitcoin-rpc"
+                    .into(),
+            ))
+        }
+        _ => {}
+    }
+    let bitcoin_config = match reads_bitcoin {
+        true => Some(bitcoin_config(bitcoin, r.chain.network)?),
+        false => None,
+    };
+    let source = if dev_on {
+        SourceConfig::Devnet(dev)
+    } else if !urls.is_empty() {
+        SourceConfig::Upstream {
+            urls,
+            bitcoin: bitcoin_config,
+        }
+    } else {
+        SourceConfig::None
+    };
+    Ok(Command::Run(Box::new(Config {
+        bind: r.server.bind.clone(),
+        data_dir: r.ledger.data_dir,
+        source,
+        sync_chunk: r.follower.sync_chunk,
+        sync_concurrency: r.follower.sync_concurrency,
+        allow_missing_tx_bodies: r.follower.allow_missing_tx_bodies,
+        allow_fake_proofs: r.proof.allow_fake_proofs,
+        batch_proof_images,
+        chain: r.chain.clone(),
+        wire: r.rpc.wire,
+        max_range: r.rpc.max_range,
+        max_batch: r.rpc.max_batch,
+        server: r.server.server_config(),
+        health_max_lag: Duration::from_secs(r.ops.health_max_lag_s),
+        health_max_behind: r.ops.health_max_behind,
+        cors_origin: r.ops.cors_origin(),
+        read_only,
+        ephemeral,
+        log_format: r.logs.log_format,
+    })))
+}
+
+/// `--bitcoin-rpc`'s settings; the DA keys default to the network's
+/// (Citrea's regtest keys, the devnet's, without `--network`).
+fn bitcoin_config(
+    b: &crate::source::bitcoind::args::BitcoinArgs,
+    network: Option<crate::chain::Network>,
+) -> Result<BitcoinConfig, ConfigError> {
+    let preset = match network {
+        Some(n) => keys::for_network(&n.to_string()),
+        None => Some(keys::REGTEST),
+    };
+    let preset_key = |pick: fn(&keys::NetworkDaKeys) -> &'static str, flag: &str| {
+        preset
+            .and_then(|k| DaPublicKey::from_hex(pick(&k)).ok())
+            .ok_or_else(|| {
+                ConfigError(format!(
+                    "--network {} has no DA keys in Citrea v0.6.2: give {flag}",
+                    network.map(|n| n.to_string()).unwrap_or_default()
+                ))
+            })
+    };
+    let sequencer_key = match b.sequencer_da_pubkey {
+        Some(k) => k,
+        None => preset_key(|k| k.sequencer, "--sequencer-da-pubkey")?,
+    };
+    let prover_key = match b.prover_da_pubkey {
+        Some(k) => k,
+        None => preset_key(|k| k.prover, "--prover-da-pubkey")?,
+    };
+    let credentials = match b.bitcoin_rpc {
+        Some(_) => b.credentials("--bitcoin-rpc")?,
+        None => crate::source::bitcoind::Credentials::None,
+    };
+    Ok(BitcoinConfig {
+        credentials,
+        url: b.bitcoin_rpc.clone(),
+        peers: b.peers(),
+        chain: b.chain.chain(network.map(|n| n.name())),
+        finality_depth: b.bitcoin_finality_depth,
+        sequencer_key,
+        prover_key,
+    })
+}
+
+/// Starts the node, prints `listening on http://HOST:PORT` and serves until
+/// `stop`; exit 1 with one line on stderr when it cannot start.
+pub fn run(config: Config, stop: Arc<Stop>) -> ExitCode {
+    let node = match Node::builder()
+        .config(config)
+        .stop_signal(stop.clone())
+        .start()
+    {
+        Ok(node) => node,
+        Err(NodeError::Stopped) => return ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ledgerd: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let mut out = std::io::stdout();
+    if writeln!(out, "listening on {}", node.url())
+        .and_then(|_| out.flush())
+        .is_err()
+    {
+        // Nobody reads stdout: keep serving anyway.
+    }
+    while !stop.sleep(Duration::from_secs(3600)) {}
+    log::info!("stopping");
+    node.shutdown();
+    ExitCode::SUCCESS
+}

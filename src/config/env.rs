@@ -1,0 +1,43 @@
+//! Every flag's `LEDGERD_*` variable, by one rule ([`env_name`]), given to
+//! a command's flags by [`prepare`].
+
+/// Flags that are no setting: no variable, no config-file key.
+pub const NOT_SETTINGS: [&str; 4] = ["help", "version", "config", "print-config"];
+
+/// The variable that sets `--flag`: `LEDGERD_FLAG` (`--data-dir`: `LEDGERD_DATA_DIR`).
+pub fn env_name(long: &str) -> String {
+    format!("LEDGERD_{}", long.to_ascii_uppercase().replace('-', "_"))
+}
+
+/// Gives every setting of `cmd` and its subcommands its variable, lets a
+/// flag given twice take its last value (as the command line overrides a
+/// config file's key) and a number value start with `-` (to be refused
+/// by its parser in words that name the flag).
+pub fn prepare(cmd: clap::Command) -> clap::Command {
+    with_env(cmd, true).mut_subcommands(|c| with_env(c, true))
+}
+
+/// [`prepare`] for a command line that names its command: the flags of
+/// the bare form (`ledgerd [FLAGS]`, which is `run`) read no variables, so
+/// that a variable of `run` does not count for `import`.
+pub fn prepare_for_command(cmd: clap::Command) -> clap::Command {
+    with_env(cmd, false).mut_subcommands(|c| with_env(c, true))
+}
+
+fn with_env(cmd: clap::Command, env: bool) -> clap::Command {
+    cmd.args_override_self(true)
+        .allow_negative_numbers(true)
+        .mut_args(|a| {
+            if !env {
+                return a;
+            }
+            let setting = a
+                .get_long()
+                .filter(|l| !NOT_SETTINGS.contains(l) || *l == "config")
+                .map(env_name);
+            match setting {
+                Some(name) => a.env(name),
+                None => a,
+            }
+        })
+}

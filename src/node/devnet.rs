@@ -1,0 +1,80 @@
+//! A devnet node's chain source: the embedded devnet opened on the ledger,
+//! its prefill verified by the sync thread before the node serves, then the
+//! sync thread handed to the devnet's control loop (`dev_*` calls, new
+//! blocks on a timer).
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use log::info;
+
+use super::NodeError;
+use crate::config::Config;
+use crate::devnet::control::{self, DevnetControl};
+use crate::ledger::Ledger;
+use crate::progress::Progress;
+use crate::source::devnet::{Devnet, DevnetConfig};
+use crate::stop::Stop;
+use crate::sync::{SyncConfig, Syncer};
+
+/// Opens the devnet, runs its prefill, starts the sync thread; returns it
+/// and the devnet's controls.
+pub(super) fn start(
+    dev: &DevnetConfig,
+    config: &Config,
+    ledger: &Arc<Ledger>,
+    progress: &Arc<Progress>,
+    stop: &Arc<Stop>,
+) -> Result<(JoinHandle<()>, DevnetControl), NodeError> {
+    let forks = config.forks();
+    let devnet = Devnet::open(dev.clone(), forks, ledger.clone())?;
+    let sync_config = SyncConfig {
+        // A write transaction's worth (see `SyncConfig::commit_blocks`).
+        chunk: SyncConfig::default().commit_blocks,
+        // While it prefills nothing is served yet: both cores verify (the
+        // fetch thread signs meanwhile); then one (see
+        // `SyncConfig::verify_threads`).
+        verify_threads: 2,
+        poll: poll(dev),
+        sequencer_pubkey: Some(devnet.public_key()),
+        forks,
+        // Its own image (shown in /health for followers to pin).
+        receipts: config.receipt_rules(),
+        ..SyncConfig::default()
+    };
+    let _ = progress.proof_rules.set(sync_config.receipts);
+    let mut syncer = Syncer::new(ledger.clone(), devnet, progress.clone(), sync_config);
+    let started = Instant::now();
+    syncer.catch_up(stop)?;
+    if stop.is_stopped() {
+        return Err(NodeError::Stopped);
+    }
+    syncer.set_verify_threads(1);
+    // The heap the prefill used goes back before serving.
+    crate::memory::trim();
+    info!(
+        "devnet ready: head {} after {:.2?}",
+        progress
+            .l2_synced
+            .load(std::sync::atomic::Ordering::Relaxed),
+        started.elapsed()
+    );
+    let thread_stop = stop.clone();
+    let (control, jobs) = DevnetControl::channel();
+    let thread = std::thread::Builder::new()
+        .name("sync".into())
+        .spawn(move || control::run(syncer, jobs, &thread_stop))
+        .map_err(NodeError::Thread)?;
+    Ok((thread, control))
+}
+
+/// How often the sync thread looks for new devnet blocks.
+fn poll(dev: &DevnetConfig) -> Duration {
+    let ms = if dev.block_ms == 0 {
+        250
+    } else {
+        (dev.block_ms / 4).clamp(5, 250)
+    };
+    Duration::from_millis(ms)
+}
