@@ -11,6 +11,9 @@
 //!   has been stored for that long (`stalled`), or the sync thread has
 //!   neither asked the source anything nor stored anything for that long
 //!   (`silent`); or
+//! - the chain source has not answered once since start (`unreached`: an
+//!   upstream that cannot be reached, or whose TLS certificate was refused;
+//!   the problem names why); or
 //! - a follower's L2 head is more than `--health-max-behind` blocks below
 //!   the newest head its upstreams reported (`behind`): a node catching up from
 //!   far behind, or one whose upstream stopped serving blocks, is taken out
@@ -52,7 +55,8 @@
 //! With a chain source, `batchProofImages` says which batch-proof images
 //! proofs are held to (a devnet's, for its followers to pin) and
 //! `proofsOnUnpinnedImages` counts those accepted with none pinned;
-//! `waitingOn` names the refused record the DA scan waits on, if any.
+//! `waitingOn` names the refused record the DA scan waits on, if any;
+//! `sourceProblem` why the last request to the source failed, while it fails.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -279,6 +283,17 @@ impl Health {
                 ));
             }
         }
+        let source_problem = p.source_problem();
+        if problem.is_none() && has_source && p.source_ok_unix_ms.load(Relaxed) == 0 {
+            // Nothing is known of the chain until the source answers once.
+            problem = Some((
+                "unreached",
+                match &source_problem {
+                    Some(why) => format!("the chain source has not answered since start: {why}"),
+                    None => "the chain source has not answered since start (asking)".to_string(),
+                },
+            ));
+        }
         if problem.is_none() && has_source {
             let ok_at = p.source_ok_unix_ms.load(Relaxed).max(self.started_ms);
             let behind_since = p.behind_since_unix_ms.load(Relaxed);
@@ -405,6 +420,13 @@ impl Health {
         if let Some(upstream) = p.upstream() {
             body.extend_from_slice(b",\"upstream\":");
             crate::json_out::write_str(&mut body, upstream);
+        }
+        if let Some(why) = source_problem
+            .as_deref()
+            .filter(|_| has_source && !reachable)
+        {
+            body.extend_from_slice(b",\"sourceProblem\":");
+            crate::json_out::write_str(&mut body, why);
         }
         if reads_bitcoin && bitcoin.peers.any() {
             let peers = bitcoin.peers.snapshot();

@@ -86,6 +86,11 @@ pub fn resolve(r: Args, read_only: bool, given: &Given) -> Result<Command, Confi
                 .into(),
         ));
     }
+    if r.upstream.upstream_ca.is_some() && urls.is_empty() {
+        return Err(ConfigError(
+            "--upstream-ca only applies with --upstream (the CA of an https:// upstream)".into(),
+        ));
+    }
     if dev_on && !urls.is_empty() {
         return Err(ConfigError(
             "--dev and --upstream are two chain sources: choose one".into(),
@@ -172,6 +177,7 @@ pub fn resolve(r: Args, read_only: bool, given: &Given) -> Result<Command, Confi
         source,
         sync_chunk: r.follower.sync_chunk,
         sync_concurrency: r.follower.sync_concurrency,
+        upstream_ca: r.upstream.upstream_ca.clone(),
         allow_missing_tx_bodies: r.follower.allow_missing_tx_bodies,
         allow_fake_proofs: r.proof.allow_fake_proofs,
         batch_proof_images,

@@ -75,6 +75,9 @@ pub struct Config {
     pub sync_chunk: u64,
     /// `--sync-concurrency`: range requests a follower keeps in flight.
     pub sync_concurrency: usize,
+    /// `--upstream-ca`: CA certificates trusted beside the system's roots
+    /// for `https://` upstreams.
+    pub upstream_ca: Option<PathBuf>,
     /// `--allow-missing-tx-bodies`: accept blocks whose bodies the upstream withheld.
     pub allow_missing_tx_bodies: bool,
     /// `--allow-fake-proofs`: fake risc0 receipts prove heights on a named network.
@@ -176,6 +179,7 @@ impl Default for Config {
             source: SourceConfig::None,
             sync_chunk: DEFAULT_SYNC_CHUNK,
             sync_concurrency: DEFAULT_SYNC_CONCURRENCY,
+            upstream_ca: None,
             allow_missing_tx_bodies: false,
             allow_fake_proofs: false,
             batch_proof_images: ImagePins::default(),

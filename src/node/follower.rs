@@ -62,6 +62,7 @@ pub(super) fn start(
     // passed over, so following it cannot make us unhealthy.
     let (upstreams, watcher) = Upstreams::new(
         urls,
+        config.upstream_ca.as_deref(),
         progress.clone(),
         config.health_max_behind / 2,
         sync_config.max_backoff,

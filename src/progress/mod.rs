@@ -47,6 +47,9 @@ pub struct Progress {
     pub failures: FailureCounts,
     /// Unix milliseconds of the last request to the source that succeeded (0: none yet).
     pub source_ok_unix_ms: AtomicU64,
+    /// Why the last request to the source failed, while it fails (a TLS
+    /// refusal, a refused connection, an HTTP error): `/health` shows it.
+    pub source_problem: Mutex<Option<String>>,
     /// Unix milliseconds since when the ledger has been behind the source's
     /// heads without catching up (0: caught up). `/health` uses it.
     pub behind_since_unix_ms: AtomicU64,
@@ -295,8 +298,30 @@ impl Progress {
 
     /// Records that a request to the source succeeded.
     pub fn source_ok(&self) {
-        self.source_reachable.store(true, Relaxed);
+        if !self.source_reachable.swap(true, Relaxed) {
+            *self
+                .source_problem
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = None;
+        }
         self.source_ok_unix_ms.store(unix_ms(), Relaxed);
+    }
+
+    /// Records that a request to the source failed, and why.
+    pub fn source_failed(&self, why: String) {
+        self.source_reachable.store(false, Relaxed);
+        *self
+            .source_problem
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(why);
+    }
+
+    /// Why the source fails, while it does.
+    pub fn source_problem(&self) -> Option<String> {
+        self.source_problem
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Records that the ledger now has DA slots scanned up to `slot`.

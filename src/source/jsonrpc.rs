@@ -6,11 +6,14 @@
 //! each source's own (`upstream`, `bitcoind::rpc`).
 
 use std::io::Read;
-use std::sync::Mutex;
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
+
+use super::tls;
 
 /// One answer object: `result` on success, `error` otherwise (Bitcoin
 /// Core's legacy form sends both keys, one of them null).
@@ -102,11 +105,21 @@ pub enum PostError {
     TooLarge { limit: u64 },
     /// The answer broke off while it was read.
     Broken(String),
+    /// TLS refused the endpoint, or it speaks another protocol than the
+    /// URL says (`http://` to a TLS port, `https://` to a plain one): the
+    /// end of a sentence that says which.
+    Tls(String),
 }
 
 /// One JSON-RPC endpoint over HTTP.
 pub struct Client {
-    agent: ureq::Agent,
+    /// Built at the first request (an `https://` URL's roots are read
+    /// then, not at start); a sentence when TLS cannot be set up.
+    agent: OnceLock<Result<ureq::Agent, String>>,
+    connect_timeout: Duration,
+    timeout: Option<Duration>,
+    /// `--upstream-ca`: certificates trusted beside the system's.
+    ca_file: Option<PathBuf>,
     url: String,
     /// The `Authorization` header value, if any (a cookie's changes at
     /// every bitcoind start: [`Client::set_authorization`]).
@@ -123,18 +136,40 @@ impl Client {
         timeout: Option<Duration>,
         max_answer_bytes: u64,
     ) -> Client {
-        let mut agent = ureq::AgentBuilder::new()
-            .timeout_connect(connect_timeout)
-            .max_idle_connections_per_host(16);
-        if let Some(t) = timeout {
-            agent = agent.timeout(t);
-        }
         Client {
-            agent: agent.build(),
+            agent: OnceLock::new(),
+            connect_timeout,
+            timeout,
+            ca_file: None,
             url: url.to_string(),
             authorization: Mutex::new(None),
             max_answer_bytes,
         }
+    }
+
+    /// Trusts the certificates of this PEM file too, beside the system's
+    /// roots (`--upstream-ca`).
+    pub fn with_ca(mut self, ca_file: Option<PathBuf>) -> Client {
+        self.ca_file = ca_file;
+        self
+    }
+
+    fn agent(&self) -> Result<&ureq::Agent, PostError> {
+        self.agent
+            .get_or_init(|| {
+                let mut agent = ureq::AgentBuilder::new()
+                    .timeout_connect(self.connect_timeout)
+                    .max_idle_connections_per_host(16);
+                if let Some(t) = self.timeout {
+                    agent = agent.timeout(t);
+                }
+                if self.url.starts_with("https://") {
+                    agent = agent.tls_config(tls::client_config(self.ca_file.as_deref())?);
+                }
+                Ok(agent.build())
+            })
+            .as_ref()
+            .map_err(|e| PostError::Tls(e.clone()))
     }
 
     /// The endpoint's URL.
@@ -161,7 +196,7 @@ impl Client {
     /// POSTs `body` (JSON) and returns the answer's body, at most the cap.
     pub fn post(&self, body: &[u8], timeout: Option<Duration>) -> Result<Vec<u8>, PostError> {
         let mut request = self
-            .agent
+            .agent()?
             .post(&self.url)
             .set("Content-Type", "application/json");
         if let Some(t) = timeout {
@@ -177,11 +212,21 @@ impl Client {
         }
         match request.send_bytes(body) {
             Ok(response) => self.read(response),
-            Err(ureq::Error::Status(code, response)) => Err(PostError::Status {
-                code,
-                body: self.read(response).unwrap_or_default(),
+            Err(ureq::Error::Status(code, response)) => {
+                let body = self.read(response).unwrap_or_default();
+                if tls::plain_http_to_tls_port(code, &body) {
+                    return Err(PostError::Tls(
+                        "it speaks TLS: http:// was given for a port that answers only TLS (use \
+                         https://)"
+                            .into(),
+                    ));
+                }
+                Err(PostError::Status { code, body })
+            }
+            Err(ureq::Error::Transport(t)) => Err(match tls::explain(&self.url, &t) {
+                Some(why) => PostError::Tls(why),
+                None => PostError::Transport(t.to_string()),
             }),
-            Err(ureq::Error::Transport(t)) => Err(PostError::Transport(t.to_string())),
         }
     }
 

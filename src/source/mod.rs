@@ -22,6 +22,7 @@ pub mod bitcoind;
 pub mod devnet;
 pub mod jsonrpc;
 pub mod p2p;
+pub mod tls;
 pub mod upstream;
 
 mod traits;

@@ -413,9 +413,9 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
     fn record_failure(&mut self, e: &SyncError) {
         let counters = &self.progress.failures;
         match e {
-            SyncError::Source(_) => {
+            SyncError::Source(s) => {
                 self.progress.upstream_errors.fetch_add(1, Relaxed);
-                self.progress.source_reachable.store(false, Relaxed);
+                self.progress.source_failed(s.to_string());
             }
             SyncError::Da(_) => {}
             SyncError::Reorg { .. } => self.progress.bitcoin.set_reorg(Some(e.to_string())),

@@ -47,5 +47,6 @@ mod rollback;
 mod rpc_http;
 mod server_transport;
 mod signatures;
+mod upstream_tls;
 mod verify_cmd;
 mod verify_headers;

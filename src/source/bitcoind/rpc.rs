@@ -339,7 +339,7 @@ impl BitcoinRpc {
                     method: method.to_string(),
                     limit: self.max_answer_bytes,
                 }),
-                Err(PostError::Transport(reason)) => {
+                Err(PostError::Transport(reason) | PostError::Tls(reason)) => {
                     Err(RpcError::Unreachable { url: url(), reason })
                 }
                 Err(PostError::Broken(e)) => Err(RpcError::Unreachable {

@@ -1,6 +1,8 @@
 //! `--upstream` (`[chain-source]` in a config file): the nodes a follower
 //! follows, the first preferred.
 
+use std::path::PathBuf;
+
 use crate::flags::heading;
 use crate::flags::is_http_url;
 
@@ -10,6 +12,9 @@ pub struct UpstreamArgs {
     /// Follow another node's L2 chain and DA view over JSON-RPC; give it again (or a comma list) for fallbacks, the first preferred
     #[arg(long, value_name = "URL", value_parser = urls)]
     pub upstream: Vec<String>,
+    /// With --upstream: trust the CA certificates in this PEM file too, beside the system's roots, for https:// upstreams
+    #[arg(long, value_name = "FILE", value_parser = ca_file)]
+    pub upstream_ca: Option<PathBuf>,
 }
 
 impl UpstreamArgs {
@@ -31,6 +36,13 @@ impl UpstreamArgs {
         }
         Ok(list)
     }
+}
+
+/// `--upstream-ca FILE`: a PEM file of at least one usable certificate.
+fn ca_file(value: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(value);
+    crate::source::tls::read_ca_file(&path)?;
+    Ok(path)
 }
 
 /// One `--upstream` value: a URL or a comma list of them.

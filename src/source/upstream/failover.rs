@@ -119,11 +119,17 @@ impl Upstreams {
     /// `progress`.
     pub fn new(
         urls: &[String],
+        ca_file: Option<&std::path::Path>,
         progress: Arc<Progress>,
         tolerance: u64,
         max_backoff: Duration,
     ) -> (Upstreams, Watcher) {
-        let client = |url: &String| Upstream::new(UpstreamConfig::new(url));
+        let client = |url: &String| {
+            Upstream::new(UpstreamConfig {
+                ca_file: ca_file.map(Into::into),
+                ..UpstreamConfig::new(url)
+            })
+        };
         let seen = Arc::new(Seen {
             heads: urls.iter().map(|_| AtomicU64::new(0)).collect(),
             up: urls.iter().map(|_| AtomicBool::new(false)).collect(),
@@ -143,6 +149,7 @@ impl Upstreams {
             })
             .collect();
         let mut probe = UpstreamConfig::new("");
+        probe.ca_file = ca_file.map(Into::into);
         probe.connect_timeout = Duration::from_secs(1);
         probe.read_timeout = Duration::from_secs(2);
         let clients: Vec<Upstream> = candidates
@@ -413,6 +420,7 @@ mod tests {
             .collect();
         let (u, _) = Upstreams::new(
             &urls,
+            None,
             Arc::new(Progress::default()),
             10,
             Duration::from_secs(5),

@@ -28,6 +28,7 @@ pub mod args;
 pub mod failover;
 pub mod pace;
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -53,6 +54,8 @@ pub struct UpstreamConfig {
     pub url: String,
     pub connect_timeout: Duration,
     pub read_timeout: Duration,
+    /// `--upstream-ca`: certificates trusted beside the system's roots.
+    pub ca_file: Option<PathBuf>,
 }
 
 impl UpstreamConfig {
@@ -61,6 +64,7 @@ impl UpstreamConfig {
             url: url.to_string(),
             connect_timeout: Duration::from_secs(2),
             read_timeout: Duration::from_secs(10),
+            ca_file: None,
         }
     }
 }
@@ -129,7 +133,8 @@ impl Upstream {
     pub fn with_pace(config: UpstreamConfig, pace: Arc<Pace>) -> Upstream {
         // Each request's deadline is set from the pace (see `post`).
         let client =
-            jsonrpc::Client::new(&config.url, config.connect_timeout, None, MAX_ANSWER_BYTES);
+            jsonrpc::Client::new(&config.url, config.connect_timeout, None, MAX_ANSWER_BYTES)
+                .with_ca(config.ca_file.clone());
         Upstream {
             config: Arc::new(config),
             client: Arc::new(client),
@@ -195,6 +200,12 @@ impl Upstream {
             }
             Err(PostError::Transport(why)) => {
                 return Err(failed(format!("upstream {url} cannot be reached"), why))
+            }
+            Err(PostError::Tls(why)) => {
+                return Err(SourceError::unreachable(
+                    format!("upstream {url} refused"),
+                    why,
+                ))
             }
             Err(PostError::Broken(why)) => {
                 return Err(failed(
