@@ -661,8 +661,29 @@ mod tests {
     #[test]
     fn an_unreachable_source_is_a_stall_only_after_the_limit() {
         let (mut h, p, _d) = health(SourceKind::Upstream { bitcoind: false }, 1000);
-        assert_eq!(h.check().status, 200, "just started");
+        // Never reached since start: nothing is known of the chain yet.
+        let r = h.check();
+        assert_eq!(r.status, 503, "just started: {}", text(&r));
+        assert!(
+            text(&r).contains("\"reason\":\"unreached\""),
+            "{}",
+            text(&r)
+        );
+        p.source_failed("upstream http://a:1 cannot be reached: refused".into());
+        let r = h.check();
+        assert!(
+            text(&r).contains("since start: upstream http://a:1 cannot be reached"),
+            "{}",
+            text(&r)
+        );
+        assert!(text(&r).contains("\"sourceProblem\""), "{}", text(&r));
+        // Reached once, then lost: a stall only after the limit.
+        p.source_ok();
+        assert_eq!(h.check().status, 200);
+        p.source_failed("refused".into());
+        assert_eq!(h.check().status, 200, "lost a moment ago");
         h.started_ms -= 5_000;
+        p.source_ok_unix_ms.store(unix_ms() - 5_000, Relaxed);
         let r = h.check();
         assert_eq!(r.status, 503, "{}", text(&r));
         assert!(text(&r).contains("has not answered"), "{}", text(&r));

@@ -536,6 +536,14 @@ fn sample(flag: &str) -> (&'static str, &'static str) {
         "bind" => ("\"127.0.0.1:0\"", ""),
         "data-dir" => ("\"/tmp/x\"", ""),
         "upstream" => ("[\"http://127.0.0.1:1\"]", ""),
+        "upstream-ca" => (
+            concat!(
+                "\"",
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/data/upstream_ca.pem\""
+            ),
+            "upstream = \"https://127.0.0.1:1\"\n",
+        ),
         "sequencer-pubkey" => (
             "\"92c5f7b9205a71b792b99c372c49d4d5256bb0d4a6db095520586d4330a15503\"",
             "",
