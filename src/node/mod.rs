@@ -251,6 +251,9 @@ impl Node {
             &config.source
         };
         if !matches!(source, SourceConfig::None) {
+            progress
+                .has_source
+                .store(true, std::sync::atomic::Ordering::Relaxed);
             // The chain is verified (or made) by one fork table for its
             // whole life: refuse a data dir that holds another's.
             let mut w = ledger.writer()?;

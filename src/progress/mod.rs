@@ -47,6 +47,9 @@ pub struct Progress {
     pub failures: FailureCounts,
     /// Unix milliseconds of the last request to the source that succeeded (0: none yet).
     pub source_ok_unix_ms: AtomicU64,
+    /// Whether the node has a chain source (a devnet or upstreams; not a
+    /// stored ledger served as it is): set once at start.
+    pub has_source: AtomicBool,
     /// Why the last request to the source failed, while it fails (a TLS
     /// refusal, a refused connection, an HTTP error): `/health` shows it.
     pub source_problem: Mutex<Option<String>>,
@@ -263,10 +266,24 @@ pub fn unix_ms() -> u64 {
 impl Progress {
     /// L2: Synced while the ledger holds the newest head the source reported.
     pub fn l2_status(&self) -> LayerStatus {
-        layer(
+        let (head, synced) = (
             self.l2_source_head.load(Relaxed),
             self.l2_synced.load(Relaxed),
-        )
+        );
+        if self.unreached() {
+            return LayerStatus::Syncing {
+                head: head.max(synced),
+                synced,
+            };
+        }
+        layer(head, synced)
+    }
+
+    /// Whether the node has a chain source that has not answered once
+    /// since start: nothing is known of the chain, so neither layer is
+    /// Synced (docs/API.md, "Sync states").
+    pub fn unreached(&self) -> bool {
+        self.has_source.load(Relaxed) && self.source_ok_unix_ms.load(Relaxed) == 0
     }
 
     /// L1 (DA): Synced while the ledger has scanned the newest slot the
@@ -278,7 +295,7 @@ impl Progress {
             self.l1_source_head.load(Relaxed),
             self.l1_synced.load(Relaxed),
         );
-        if self.bitcoin.is_down() || self.bitcoin.reorg().is_some() {
+        if self.unreached() || self.bitcoin.is_down() || self.bitcoin.reorg().is_some() {
             return LayerStatus::Syncing {
                 head: head.max(synced),
                 synced,
