@@ -9,8 +9,8 @@
 //! In a test of your own, the same lines go in a `#[test]` function (see the
 //! crate docs); `Node` stops when dropped, even when an assertion panics.
 
-use ledgerd::devnet::DevnetConfig;
 use ledgerd::ledger::LedgerRead;
+use ledgerd::source::devnet::DevnetConfig;
 use ledgerd::Node;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

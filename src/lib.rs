@@ -18,7 +18,7 @@
 //! [`Node`] does the same.
 //!
 //! ```
-//! use ledgerd::devnet::DevnetConfig;
+//! use ledgerd::source::devnet::DevnetConfig;
 //! use ledgerd::ledger::LedgerRead;
 //! use ledgerd::types::Status;
 //! use ledgerd::Node;
@@ -77,9 +77,8 @@
 //!   makes blocks), [`source::upstream`] (another node, with failover), [`source::bitcoind`]
 //!   (Bitcoin through Bitcoin Core's RPC), [`source::p2p`] (Bitcoin from its P2P network); the
 //!   two source traits, the shared JSON-RPC client and back-off.
-//! - [`devnet`]: the devnet as a node runs it: the source re-exported, and [`devnet::control`],
-//!   the `dev_*` calls and [`Node::devnet`], which drive it through the sync thread.
-//! - [`sync`]: the sync thread: the L2 pass, the DA pass.
+//! - [`sync`]: the sync thread: the L2 pass, the DA pass; [`sync::devnet`], the devnet's jobs it
+//!   runs (the `dev_*` calls and [`Node::devnet`]).
 //! - [`progress`]: the counters the sync thread and the sources update and the server reads
 //!   (`svc_syncStatus`, `/health`, `/metrics`), below all three.
 //! - [`verify`]: the chain-rule verifier: where a block, a commitment and a proof are checked
@@ -101,7 +100,6 @@
 pub mod chain;
 pub mod cmd;
 pub mod config;
-pub mod devnet;
 pub mod flags;
 pub mod headers;
 pub mod health;

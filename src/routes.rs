@@ -24,12 +24,12 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::devnet::control::{Job, Refuse};
 use crate::health::{Health, SourceKind};
 use crate::metrics::{Metrics, Route};
 use crate::rpc::{CallOutcome, Rpc, RpcError, Tally};
 use crate::server::{Defer, Handler, HttpMethod, HttpRequest, HttpResponse, Stats};
 use crate::status_page;
+use crate::sync::devnet::{Job, Refuse};
 
 const JSON: &str = "application/json";
 const PROMETHEUS: &str = "text/plain; version=0.0.4; charset=utf-8";

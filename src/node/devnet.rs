@@ -11,11 +11,11 @@ use log::info;
 
 use super::NodeError;
 use crate::config::Config;
-use crate::devnet::control::{self, DevnetControl};
 use crate::ledger::Ledger;
 use crate::progress::Progress;
 use crate::source::devnet::{Devnet, DevnetConfig};
 use crate::stop::Stop;
+use crate::sync::devnet::DevnetControl;
 use crate::sync::{SyncConfig, Syncer};
 
 /// Opens the devnet, runs its prefill, starts the sync thread; returns it
@@ -64,7 +64,7 @@ pub(super) fn start(
     let (control, jobs) = DevnetControl::channel();
     let thread = std::thread::Builder::new()
         .name("sync".into())
-        .spawn(move || control::run(syncer, jobs, &thread_stop))
+        .spawn(move || crate::sync::devnet::run(syncer, jobs, &thread_stop))
         .map_err(NodeError::Thread)?;
     Ok((thread, control))
 }

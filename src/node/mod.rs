@@ -20,7 +20,6 @@ mod follower;
 
 use crate::chain::Network;
 use crate::config::{Config, SourceConfig};
-use crate::devnet::control::DevnetControl;
 use crate::ledger::{Ledger, LedgerError, OpenOptions};
 use crate::progress::Progress;
 use crate::routes::{Cors, Routes};
@@ -29,6 +28,7 @@ use crate::server::{Server, ServerError, Stopper};
 use crate::source::bitcoind::BitcoinConfig;
 use crate::source::devnet::{DevnetConfig, DevnetError};
 use crate::stop::Stop;
+use crate::sync::devnet::DevnetControl;
 use crate::sync::SyncError;
 use ephemeral::EphemeralDir;
 

@@ -3,13 +3,13 @@
 //! Answered only by a `--dev` node whose address is loopback (or that was
 //! started with `--dev-allow-remote-control`); elsewhere they are `-32601`
 //! saying why. The server hands a body holding one to the devnet's sync
-//! thread ([`crate::devnet::control`]), which runs it there and answers
+//! thread ([`crate::sync::devnet`]), which runs it there and answers
 //! once its effect is readable.
 
 use super::error::{shorten, RpcError};
 use super::params::{hex_text, parse_height, Params, Slot};
-use crate::devnet::control::{DevCommand, DevError, DevExec, DevOutcome};
 use crate::json_out;
+use crate::sync::devnet::{DevCommand, DevError, DevExec, DevOutcome};
 
 /// Every `dev_*` method name.
 pub const NAMES: [&str; 13] = [

@@ -38,9 +38,9 @@ use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
-use crate::devnet::control::{DevExec, DevnetControl};
 use crate::ledger::{Ledger, LedgerReader};
 use crate::progress::Progress;
+use crate::sync::devnet::{DevExec, DevnetControl};
 pub use args::AnswerShape;
 use envelope::{Body, Call, Entry};
 pub use error::RpcError;
@@ -115,7 +115,7 @@ enum Command {
     Proofs(proofs::Request),
     Counters(counters::Request),
     Citrea(citrea::Request),
-    Dev(crate::devnet::control::DevCommand),
+    Dev(crate::sync::devnet::DevCommand),
 }
 
 impl Command {

@@ -6,7 +6,7 @@
 //! written, so a source is never trusted.
 //!
 //! - [`devnet`]: the embedded devnet, which makes blocks, commitments and
-//!   proofs (both layers); `dev_*` calls drive it ([`crate::devnet::control`]).
+//!   proofs (both layers); `dev_*` calls drive it ([`crate::sync::devnet`]).
 //! - [`upstream`]: another node (a ledgerd, or a Citrea v0.6 sequencer or
 //!   full node) over its ledger JSON-RPC (both layers); `upstream::failover`
 //!   picks which of several URLs is asked, `upstream::pace` how hard.

@@ -24,6 +24,7 @@
 
 pub mod args;
 mod da_pass;
+pub mod devnet;
 mod fetch;
 mod l2_pass;
 pub mod pipeline;

@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use common::rpc::{post_raw, request, wait_synced_with};
 use common::{every_answer, Ledgerd};
-use ledgerd::devnet::control::DevError;
-use ledgerd::devnet::DevnetConfig;
 use ledgerd::ledger::LedgerRead;
+use ledgerd::source::devnet::DevnetConfig;
+use ledgerd::sync::devnet::DevError;
 use ledgerd::types::Status;
 use ledgerd::Node;
 use serde_json::{json, Value};

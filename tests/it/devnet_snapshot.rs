@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use common::{every_answer, Ledgerd};
-use ledgerd::devnet::DevnetConfig;
 use ledgerd::ledger::LedgerRead;
+use ledgerd::source::devnet::DevnetConfig;
 use ledgerd::types::Status;
 use ledgerd::Node;
 

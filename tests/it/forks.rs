@@ -250,8 +250,8 @@ fn the_devnet_refuses_a_public_network_whose_key_it_does_not_hold() {
 
 #[test]
 fn node_builders_take_the_fork_table_and_the_sequencer_key() {
-    use ledgerd::devnet::DevnetConfig;
     use ledgerd::ledger::LedgerRead;
+    use ledgerd::source::devnet::DevnetConfig;
     use ledgerd::Node;
     let dir = tempfile::tempdir().unwrap();
     let upstream = Node::builder()

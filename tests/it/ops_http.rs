@@ -13,8 +13,8 @@ use std::time::Duration;
 use common::http::{metric, request as http};
 use common::{free_port, run_to_exit, Answer, Ledgerd, PREFILL};
 use ledgerd::config::Config;
-use ledgerd::devnet::DevnetConfig;
 use ledgerd::ledger::{Ledger, LedgerRead, OpenOptions};
+use ledgerd::source::devnet::DevnetConfig;
 use ledgerd::Node;
 
 fn rpc(addr: SocketAddr, body: &str) -> Answer {

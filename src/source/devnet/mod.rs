@@ -17,7 +17,7 @@
 //! - [`da`]: where it makes DA slots, sequencer commitments and batch proofs.
 //! - [`schedule`]: the timetable's numbers and the values derived from the seed.
 //! - [`timeline`]: which block points at which slot, and what lands on each.
-//! - [`crate::devnet::control`]: `dev_*` calls and [`crate::devnet::control::DevnetControl`]: mine, commit,
+//! - [`crate::sync::devnet`]: `dev_*` calls and [`crate::sync::devnet::DevnetControl`]: mine, commit,
 //!   prove and inject now, run on the sync thread.
 //! - [`regtest`]: the DA chain as real regtest blocks (`--dev-bitcoin-rpc`):
 //!   each slot mined, its commitments and proofs published in Citrea's

@@ -169,7 +169,7 @@ impl Devnet {
             height: r.head_height().map_err(|e| failed(e.to_string()))?,
             slot: r.last_scanned_l1().map_err(|e| failed(e.to_string()))?,
         };
-        log::debug!(target: "ledgerd::devnet::control", "{report}");
+        log::debug!(target: "ledgerd::sync::devnet", "{report}");
         Ok(reverted)
     }
 }

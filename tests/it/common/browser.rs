@@ -139,10 +139,10 @@ impl Drop for OpenPage {
 pub fn dev_node(dir: &Path, prefill: u64, cors_origin: Option<&str>) -> ledgerd::Node {
     let mut b = ledgerd::Node::builder()
         .data_dir(dir)
-        .dev(ledgerd::devnet::DevnetConfig {
+        .dev(ledgerd::source::devnet::DevnetConfig {
             prefill,
             block_ms: 0,
-            ..ledgerd::devnet::DevnetConfig::default()
+            ..ledgerd::source::devnet::DevnetConfig::default()
         })
         .bind("127.0.0.1:0");
     if let Some(origin) = cors_origin {

@@ -5,10 +5,10 @@
 
 use std::sync::Arc;
 
-use ledgerd::devnet::{Devnet, DevnetConfig};
 use ledgerd::ledger::{Ledger, OpenOptions};
 use ledgerd::progress::Progress;
 use ledgerd::rpc::{Rpc, RpcConfig};
+use ledgerd::source::devnet::{Devnet, DevnetConfig};
 use ledgerd::stop::Stop;
 use ledgerd::sync::{SyncConfig, Syncer};
 use serde_json::Value;

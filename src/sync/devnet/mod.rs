@@ -1,4 +1,6 @@
-//! Driving the devnet from a test: mine, commit, prove and inject *now*.
+//! The devnet's jobs, run by the sync thread: driving the devnet from a
+//! test (mine, commit, prove and inject *now*). The devnet itself, the chain
+//! source, is [`crate::source::devnet`].
 //!
 //! A call ([`DevCommand`]) is handed to the sync thread as a [`Job`] through
 //! a [`DevnetControl`] (the `dev_*` JSON-RPC methods and [`crate::Node::devnet`]
@@ -458,3 +460,6 @@ pub fn run(syncer: Syncer<Devnet>, jobs: Receiver<Job>, stop: &Stop) {
         }
     });
 }
+
+#[cfg(test)]
+mod tests;

@@ -11,6 +11,7 @@ use crate::ledger::walk::LedgerWalk;
 use crate::ledger::OpenOptions;
 use crate::ledger::{Ledger, LedgerRead};
 use crate::progress::Progress;
+use crate::source::devnet::*;
 use crate::stop::Stop;
 use crate::sync::{SyncConfig, Syncer};
 use crate::types::Status;
