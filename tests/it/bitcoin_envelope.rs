@@ -15,12 +15,12 @@ use bitcoin::{
 };
 use ledgerd::source::bitcoind::body::{self, BodyError, LightClientBody, SequencerCommitment};
 use ledgerd::source::bitcoind::envelope::{self, EnvelopeError, Kind, Namespace};
-use ledgerd::source::bitcoind::inscribe::{
-    self, Funding, FundingKey, InscribeOptions, Inscription, REVEAL_OUTPUT_SATS,
-};
 use ledgerd::source::bitcoind::keys;
 use ledgerd::source::bitcoind::reveal::{self, LightClientTx, Refusal};
 use ledgerd::source::bitcoind::signer::{DaPublicKey, DaSecretKey, SignatureError};
+use ledgerd::source::devnet::inscribe::{
+    self, Funding, FundingKey, InscribeOptions, Inscription, REVEAL_OUTPUT_SATS,
+};
 
 const BOUND: usize = body::MAX_PROOF_BYTES;
 

@@ -24,12 +24,12 @@ use common::{regtest, wait_until, Ledgerd};
 use ledgerd::progress::Progress;
 use ledgerd::source::bitcoind::body::SequencerCommitment;
 use ledgerd::source::bitcoind::envelope::{wtxid_raw, Kind};
-use ledgerd::source::bitcoind::inscribe::{
-    inscribe, inscribe_proof, inscribe_where, InscribeOptions,
-};
 use ledgerd::source::bitcoind::keys;
 use ledgerd::source::bitcoind::signer::DaSecretKey;
 use ledgerd::source::bitcoind::{BitcoinDa, BitcoinDaConfig, BitcoinRpc, Credentials, RpcOptions};
+use ledgerd::source::devnet::inscribe::{
+    inscribe, inscribe_proof, inscribe_where, InscribeOptions,
+};
 use ledgerd::source::DaSource;
 use serde_json::{json, Value};
 

@@ -21,9 +21,9 @@ use common::bitcoind::Bitcoind;
 use common::{call, devnet_ledger, export, hash32, regtest, run, statuses, wait_until, Ledgerd};
 use ledgerd::source::bitcoind::body::SequencerCommitment;
 use ledgerd::source::bitcoind::envelope::Kind;
-use ledgerd::source::bitcoind::inscribe::{inscribe, Funding, InscribeOptions};
 use ledgerd::source::bitcoind::keys;
 use ledgerd::source::bitcoind::signer::DaSecretKey;
+use ledgerd::source::devnet::inscribe::{inscribe, Funding, InscribeOptions};
 use serde_json::{json, Value};
 
 /// The commitments of every test here: 1..=30, then 31..=66 refused (or

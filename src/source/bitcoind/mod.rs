@@ -28,7 +28,6 @@
 //!   checked first), for both sources that read bitcoind.
 //! - [`da`]: all of the above as the follower's DA source (`--bitcoin-rpc`): slots with the
 //!   commitments and proofs Bitcoin carried, the blocks soft confirmations point at.
-//! - [`inscribe`]: the other direction, for the devnet: building Citrea-format commit/reveal pairs.
 pub mod args;
 pub mod block;
 pub mod body;
@@ -36,7 +35,6 @@ pub mod chain_sync;
 pub mod config;
 pub mod da;
 pub mod envelope;
-pub mod inscribe;
 pub mod keys;
 pub mod reader;
 pub mod reveal;

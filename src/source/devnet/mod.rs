@@ -26,6 +26,8 @@
 pub mod args;
 pub mod block;
 pub mod da;
+mod grind;
+pub mod inscribe;
 pub mod regtest;
 mod restore;
 pub mod schedule;

@@ -10,7 +10,7 @@
 //! - A fresh devnet mines [`MATURITY_BLOCKS`] blocks to its own key (their
 //!   coinbases fund it once mature) and one more, its first DA slot.
 //! - A slot's sequencer commitments and proofs go on chain as Citrea-format
-//!   commit/reveal pairs ([`crate::source::bitcoind::inscribe`]) signed with
+//!   commit/reveal pairs ([`crate::source::devnet::inscribe`]) signed with
 //!   Citrea's regtest sequencer and prover DA keys
 //!   ([`crate::source::bitcoind::keys`]), funded from the largest mature
 //!   output of the devnet's key (found with `scantxoutset`: no wallet, no
@@ -33,14 +33,14 @@ use serde::Deserialize;
 use crate::proof::{journal, receipt};
 use crate::source::bitcoind::body::{self, SequencerCommitment as BodyCommitment};
 use crate::source::bitcoind::envelope::Namespace;
-use crate::source::bitcoind::inscribe::{
-    inscribe_commitment, inscribe_proof, Funding, FundingKey, InscribeOptions,
-};
 use crate::source::bitcoind::keys;
 use crate::source::bitcoind::reveal::{self, display_hash, LightClientTx};
 use crate::source::bitcoind::signer::{DaPublicKey, DaSecretKey};
 use crate::source::bitcoind::{
     parse_block, BitcoinRpc, BlockReader, Credentials, DaBlock, ReaderOptions, RpcError, RpcOptions,
+};
+use crate::source::devnet::inscribe::{
+    inscribe_commitment, inscribe_proof, Funding, FundingKey, InscribeOptions,
 };
 use crate::source::devnet::schedule::{self, SlotRef};
 use crate::source::SourceError;
@@ -277,7 +277,7 @@ impl RegtestChain {
         slot: &DaSlot,
     ) -> Result<Vec<bitcoin::Transaction>, SourceError> {
         let options = InscribeOptions::default();
-        let failed = |e: crate::source::bitcoind::inscribe::InscribeError| {
+        let failed = |e: crate::source::devnet::inscribe::InscribeError| {
             SourceError::bad_answer(format!("devnet cannot publish DA slot {n}: {e}"))
         };
         let broke = || {

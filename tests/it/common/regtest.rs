@@ -7,7 +7,7 @@ use std::path::Path;
 
 use bitcoin::secp256k1::{Secp256k1, SecretKey};
 use bitcoin::{Address, CompressedPublicKey, Network, OutPoint, Transaction, Txid};
-use ledgerd::source::bitcoind::inscribe::{Funding, FundingKey};
+use ledgerd::source::devnet::inscribe::{Funding, FundingKey};
 use serde_json::json;
 
 use super::bitcoind::{burn_address, Bitcoind};
