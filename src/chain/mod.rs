@@ -134,7 +134,13 @@ pub fn merkle_root(leaves: &[Hash]) -> Option<Hash> {
         for pair in level.chunks(2) {
             match pair {
                 [left, right] => {
-                    next.push(Sha256::new().chain_update(left).chain_update(right).finalize().into());
+                    next.push(
+                        Sha256::new()
+                            .chain_update(left)
+                            .chain_update(right)
+                            .finalize()
+                            .into(),
+                    );
                 }
                 [odd] => next.push(*odd),
                 _ => unreachable!("chunks(2) yields one or two items"),

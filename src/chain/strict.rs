@@ -460,7 +460,10 @@ mod tests {
         for t in &EIGHT_TORSION[1..] {
             let mixed = Signer::new(18, *t).public;
             assert!(VerifyingKey::from_bytes(&mixed).is_ok_and(|k| !k.is_weak()));
-            assert!(PreparedKey::new(&mixed).is_none(), "goes through verify_strict");
+            assert!(
+                PreparedKey::new(&mixed).is_none(),
+                "goes through verify_strict"
+            );
         }
         // The public networks' sequencer keys take the prepared path.
         for network in [Network::Testnet, Network::Devnet] {
