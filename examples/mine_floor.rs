@@ -1,6 +1,6 @@
 //! What a devnet block costs before LMDB sees it, on one thread: making and
 //! hashing it, signing it, and checking its signature as the devnet's sync
-//! thread does (with the key's secret, `chain::first_bad_signature`). The
+//! thread does (`chain::first_bad_signature`: `verify_strict`). The
 //! sum over `dev_mine N`'s blocks, halved for this machine's two cores, is
 //! a floor under the mine's wall time that no change to the pipeline or
 //! the ledger's writes can go below while every block is signed and checked.
@@ -28,7 +28,6 @@ fn main() {
     let rounds: usize = args.next().map_or(5, |a| a.parse().expect("ROUNDS"));
     let seed = 1;
     let key = SequencerKey::from_secret(&schedule::sequencer_secret(seed));
-    key.hold_for_checks();
     let forks = ForkTable::kumquat_from(0);
     let slots: Vec<_> = (1..=blocks)
         .map(|h| schedule::simulated_slot(seed, schedule::slot_of(h)))
@@ -89,7 +88,7 @@ fn main() {
         "    of which sign:     {:.1} µs/block (timed apart)",
         us(sign)
     );
-    println!("  check (secret):      {:.1} µs/block", us(check));
+    println!("  check:               {:.1} µs/block", us(check));
     let per_block = make_sign + check;
     println!(
         "  floor for 100,000 blocks: {:.2} s on one core, {:.2} s on two (no LMDB, no reads)",

@@ -27,16 +27,16 @@
 //! Test vectors made without this module are in `tests/data/chain_vectors.json`.
 
 pub mod args;
-mod comb;
-mod curve;
 pub mod forks;
 mod strict;
 
 use std::borrow::Cow;
 
-use curve25519_dalek::scalar::Scalar;
-use ed25519_dalek::{Signature, SigningKey, VerifyingKey};
-use sha2::{Digest, Sha512};
+use ed25519_dalek::{Signature, Signer as _, SigningKey, VerifyingKey};
+// ledgerd's own SHA-256 (block hashes, state and Merkle roots, proof
+// journals): sha2, which takes the CPU's SHA extensions at run time where
+// it has them (README, Dependencies).
+use sha2::{Digest, Sha256};
 
 use crate::types::{Hash, SoftConfirmation};
 pub use forks::{Fork, ForkTable, Network};
@@ -44,49 +44,7 @@ pub use strict::first_bad_signature;
 
 /// SHA-256 of `data`.
 pub fn sha256(data: &[u8]) -> Hash {
-    let mut h = Sha256::new();
-    h.update(data);
-    h.finalize()
-}
-
-/// SHA-256 fed in pieces, on ring's implementation: on a CPU without SHA
-/// extensions (the development machine's) its AVX code hashes a 64-byte
-/// input in 425-472 ns against 654-708 ns for sha2's assembly (three runs,
-/// each in turn). Block hashes, state roots and Merkle roots are a fifth of
-/// a devnet mine's work and most of a check of its blocks, so this one
-/// type is where ledgerd's own SHA-256 goes (sha2 stays where other crates
-/// hash inside: ed25519-dalek, risc0's receipt claims, and for the Bitcoin
-/// inscriptions the devnet writes).
-struct Sha256(ring::digest::Context);
-
-impl Sha256 {
-    fn new() -> Sha256 {
-        Sha256(ring::digest::Context::new(&ring::digest::SHA256))
-    }
-
-    fn update(&mut self, bytes: &[u8]) {
-        self.0.update(bytes);
-    }
-
-    fn finalize(self) -> Hash {
-        let mut out = [0u8; 32];
-        out.copy_from_slice(self.0.finish().as_ref());
-        out
-    }
-}
-
-/// SHA-512 of the concatenated `parts`, reduced mod l: Ed25519's nonces
-/// and challenges (curve25519-dalek's `Scalar::from_hash` of the same
-/// bytes), on ring's SHA-512, which took 305-336 ns for a 96-byte input
-/// against 395-410 ns for sha2's on the development machine.
-pub(crate) fn sha512_scalar(parts: &[&[u8]]) -> Scalar {
-    let mut h = ring::digest::Context::new(&ring::digest::SHA512);
-    for part in parts {
-        h.update(part);
-    }
-    let mut wide = [0u8; 64];
-    wide.copy_from_slice(h.finish().as_ref());
-    Scalar::from_bytes_mod_order_wide(&wide)
+    Sha256::digest(data).into()
 }
 
 /// The block's hash by `fork`'s rules (what its `hash` field must be).
@@ -96,7 +54,7 @@ pub fn block_hash(sc: &SoftConfirmation, fork: Fork) -> Hash {
         Fork::Kumquat => write_kumquat(sc, &mut |bytes| h.update(bytes)),
         Fork::Genesis => write_genesis(sc, &mut |bytes| h.update(bytes)),
     }
-    h.finalize()
+    h.finalize().into()
 }
 
 /// The Genesis message of a block: the borsh bytes it hashes and signs.
@@ -176,10 +134,13 @@ pub fn merkle_root(leaves: &[Hash]) -> Option<Hash> {
         for pair in level.chunks(2) {
             match pair {
                 [left, right] => {
-                    let mut h = Sha256::new();
-                    h.update(left);
-                    h.update(right);
-                    next.push(h.finalize());
+                    next.push(
+                        Sha256::new()
+                            .chain_update(left)
+                            .chain_update(right)
+                            .finalize()
+                            .into(),
+                    );
                 }
                 [odd] => next.push(*odd),
                 _ => unreachable!("chunks(2) yields one or two items"),
@@ -190,114 +151,47 @@ pub fn merkle_root(leaves: &[Hash]) -> Option<Hash> {
     Some(level[0])
 }
 
-/// The sequencer's key, as the devnet holds it: RFC 8032's expansion of
-/// the 32 secret bytes, kept (ed25519-dalek's `SigningKey` expands them
-/// again for every signature).
+/// The sequencer's key, as the devnet holds it: ed25519-dalek's
+/// `SigningKey`, which signs (RFC 8032, deterministic nonces).
 pub struct SequencerKey {
-    public: [u8; 32],
-    /// The secret scalar a: the key is \[a\]B.
-    scalar: Scalar,
-    /// The second half of SHA-512(secret), hashed into each nonce.
-    prefix: [u8; 32],
+    key: SigningKey,
 }
 
 impl SequencerKey {
     /// A key from 32 secret bytes (the devnet derives them from its seed).
     pub fn from_secret(secret: &Hash) -> SequencerKey {
-        let key = SigningKey::from_bytes(secret);
-        let mut prefix = [0u8; 32];
-        prefix.copy_from_slice(&Sha512::digest(secret)[32..]);
         SequencerKey {
-            public: key.verifying_key().to_bytes(),
-            scalar: key.to_scalar(),
-            prefix,
+            key: SigningKey::from_bytes(secret),
         }
     }
 
     /// The 32-byte public key (`pubKey` on the wire).
     pub fn public_key(&self) -> [u8; 32] {
-        self.public
+        self.key.verifying_key().to_bytes()
     }
 
-    /// Ed25519 signature over `message` (RFC 8032, the bytes
-    /// ed25519-dalek's `SigningKey::sign` gives): r = SHA-512(prefix ||
-    /// message), R = \[r\]B, k = SHA-512(R || A || message), s = r + k·a.
+    /// Ed25519 signature over `message` (ed25519-dalek's `SigningKey::sign`).
     pub fn sign(&self, message: &[u8]) -> [u8; 64] {
-        let r = self.nonce(message);
-        // Variable time: fit for the devnet's keys only (`chain::comb`).
-        let big_r = comb::mul_base_vartime(&r).compress();
-        self.finish(message, &r, big_r)
-    }
-
-    /// The signatures over each of `messages`, in order, each the bytes
-    /// [`SequencerKey::sign`] gives: the nonce points R are encoded
-    /// together, with one field inversion for all of them instead of one
-    /// each.
-    pub fn sign_many(&self, messages: &[&[u8]]) -> Vec<[u8; 64]> {
-        let nonces: Vec<Scalar> = messages.iter().map(|m| self.nonce(m)).collect();
-        // Variable time: fit for the devnet's keys only (`chain::comb`).
-        // Between multiplications the server's threads may take the core
-        // (`os::give_way`): a chunk is milliseconds of signing.
-        let points: Vec<_> = nonces
-            .iter()
-            .map(|r| {
-                crate::os::give_way();
-                comb::mul_base_vartime(r)
-            })
-            .collect();
-        let encodings = curve::Extended::compress_batch(&points);
-        messages
-            .iter()
-            .zip(&nonces)
-            .zip(encodings)
-            .map(|((message, r), big_r)| self.finish(message, r, big_r))
-            .collect()
+        self.key.sign(message).to_bytes()
     }
 
     /// The signatures of `blocks`, each by its own fork's rules in `forks`
-    /// (their `hash` must be set), with [`SequencerKey::sign_many`].
+    /// (their `hash` must be set), in order. Between signatures the
+    /// server's threads may take the core (`os::give_way`): a chunk is
+    /// milliseconds of signing.
     pub fn sign_blocks(&self, blocks: &[SoftConfirmation], forks: &ForkTable) -> Vec<[u8; 64]> {
-        let messages: Vec<Cow<'_, [u8]>> = blocks
+        blocks
             .iter()
-            .map(|sc| signed_message(sc, forks.fork_at(sc.l2_height)))
-            .collect();
-        let messages: Vec<&[u8]> = messages.iter().map(AsRef::as_ref).collect();
-        self.sign_many(&messages)
-    }
-
-    /// The nonce r = SHA-512(prefix || message).
-    fn nonce(&self, message: &[u8]) -> Scalar {
-        sha512_scalar(&[&self.prefix, message])
-    }
-
-    /// The signature (R, s) from the nonce r and R's encoding; remembers
-    /// R for the checks (`chain::strict`).
-    fn finish(&self, message: &[u8], r: &Scalar, big_r: [u8; 32]) -> [u8; 64] {
-        strict::remember_nonce(r, big_r);
-        let k = sha512_scalar(&[&big_r, &self.public, message]);
-        let s = r + k * self.scalar;
-        let mut signature = [0u8; 64];
-        signature[..32].copy_from_slice(&big_r);
-        signature[32..].copy_from_slice(s.as_bytes());
-        signature
+            .map(|sc| {
+                crate::os::give_way();
+                self.sign_block(sc, forks.fork_at(sc.l2_height))
+            })
+            .collect()
     }
 
     /// The block's signature by `fork`'s rules (its `hash` must be set).
     pub fn sign_block(&self, sc: &SoftConfirmation, fork: Fork) -> [u8; 64] {
         self.sign(&signed_message(sc, fork))
-    }
-
-    /// Lets this process's signature checks use this key's secret (see
-    /// `chain::strict`): the sync thread then checks the blocks this key
-    /// signed with one fixed-base multiplication each instead of two, the
-    /// same verdict as with the public key. Every other key is checked as
-    /// before.
-    pub fn hold_for_checks(&self) {
-        // The scalar of a key made from secret bytes is never 0: the
-        // clamped integer is a multiple of 8 in [2^254, 2^255), and the
-        // least multiple of 8 that l (odd) divides is 8l > 2^255.
-        let held = strict::hold_secret(self.scalar);
-        debug_assert_eq!(held, Some(self.public));
     }
 }
 
@@ -360,32 +254,6 @@ pub(crate) mod tests {
                 verify_signature(&ours.public_key(), &message, &sig).unwrap();
             }
         }
-    }
-
-    #[test]
-    fn signing_many_at_once_gives_the_bytes_ed25519_dalek_signs() {
-        let secret = [0x3a; 32];
-        let ours = SequencerKey::from_secret(&secret);
-        let theirs = SigningKey::from_bytes(&secret);
-        let messages: Vec<Vec<u8>> = (0u32..400)
-            .map(|i| {
-                let len = (i as usize * 7) % 300;
-                (0..len).map(|j| (j as u32 ^ i) as u8).collect()
-            })
-            .collect();
-        for n in [0usize, 1, 2, 3, 300, 400] {
-            let batch: Vec<&[u8]> = messages[..n].iter().map(Vec::as_slice).collect();
-            let sigs = ours.sign_many(&batch);
-            assert_eq!(sigs.len(), n);
-            for (i, (message, sig)) in batch.iter().zip(&sigs).enumerate() {
-                let expected = ed25519_dalek::Signer::sign(&theirs, message).to_bytes();
-                assert_eq!(*sig, expected, "message {i} of a batch of {n}");
-                assert_eq!(*sig, ours.sign(message));
-            }
-        }
-        // The same message twice in a batch: the same signature twice.
-        let twice = ours.sign_many(&[b"block 1", b"block 1"]);
-        assert_eq!(twice[0], twice[1]);
     }
 
     /// Made by `scripts/vectors/make_vectors.py` (Python, independent of this module).

@@ -76,8 +76,7 @@ pub fn timestamp(h: u64, offset: i64) -> u64 {
 /// of block `first - 1`, each by its fork's rules in `forks`; block
 /// `first + i` points at DA slot `slots[i]` (its height, hash and
 /// transactions commitment). Hashes are chained in order, then the blocks
-/// are signed together ([`SequencerKey::sign_blocks`]: one field inversion
-/// for the chunk's nonce points), all on the calling thread: the sync
+/// are signed ([`SequencerKey::sign_blocks`]), all on the calling thread: the sync
 /// thread makes blocks on its fetch thread while it verifies the chunk
 /// before on another, which already keeps two cores busy during a
 /// `dev_mine`. More threads made the mine at most 6% faster on a two-core
@@ -231,8 +230,7 @@ mod tests {
     /// SHA-256 over every made block's hash, state root and signature, in
     /// order: seed 7, Genesis rules below height 120, 2,000 blocks. Every
     /// devnet chain changes if this does; each signature is also compared
-    /// with ed25519-dalek's `SigningKey`'s, which the devnet signed with
-    /// before `chain::SequencerKey` signed by itself.
+    /// with one from an ed25519-dalek `SigningKey` made in the test.
     const SEED_7_CHAIN: &str = "88d844473050ba037e12f877933e8e0a64051ffab41a50cbdd10d90810a8a9c0";
 
     #[test]

@@ -244,10 +244,6 @@ impl Devnet {
         ledger: Arc<Ledger>,
     ) -> Result<Devnet, DevnetError> {
         let key = SequencerKey::from_secret(&schedule::sequencer_secret(config.seed));
-        // The sync thread checks every block this key signs, as it checks
-        // any source's; with the secret, at half the cost and the same
-        // verdict (`chain::SequencerKey::hold_for_checks`).
-        key.hold_for_checks();
         let chain = match &config.bitcoin {
             Some(b) => Some(RegtestChain::new(b, config.seed)?),
             None => None,
