@@ -69,9 +69,11 @@ fn an_upstream_of_another_chain_is_refused_with_one_error_and_nothing_is_written
     // A new data dir takes the chain of the first upstream that answers.
     let a = devnet(&d("a"), 20, 1);
     let f = follower(&d("f"), &[&a.url]);
-    f.wait_for(Duration::from_secs(30), "the follower holds A's 20 blocks", |f| {
-        head(&f.url) == 20
-    });
+    f.wait_for(
+        Duration::from_secs(30),
+        "the follower holds A's 20 blocks",
+        |f| head(&f.url) == 20,
+    );
     let ours = block_one(&f.url);
     assert_eq!(ours, block_one(&a.url));
     let _ = f.stop();
@@ -132,9 +134,11 @@ fn with_several_upstreams_the_one_of_another_chain_is_skipped_and_the_other_keep
     // Another chain, longer: were its heads counted, A would look behind.
     let b = devnet(&d("b"), 40, 2);
     let f = follower(&d("f"), &[&a.url]);
-    f.wait_for(Duration::from_secs(30), "the follower holds A's blocks", |f| {
-        head(&f.url) == 10
-    });
+    f.wait_for(
+        Duration::from_secs(30),
+        "the follower holds A's blocks",
+        |f| head(&f.url) == 10,
+    );
     let _ = f.stop();
 
     // B preferred: refused, and A followed.
@@ -149,7 +153,8 @@ fn with_several_upstreams_the_one_of_another_chain_is_skipped_and_the_other_keep
     let why = h["refusedUpstreams"][&b.url].as_str().expect("B refused");
     assert!(why.contains("block 1"), "{why}");
     // What it holds is A's, byte for byte.
-    let range = r#"{"jsonrpc":"2.0","id":1,"method":"ledger_getSoftConfirmationRange","params":[1,25]}"#;
+    let range =
+        r#"{"jsonrpc":"2.0","id":1,"method":"ledger_getSoftConfirmationRange","params":[1,25]}"#;
     assert_eq!(post_raw(&f.url, range), post_raw(&a.url, range));
     assert_eq!(
         call_raw(&f.url, "ledger_getL2GenesisStateRoot", "[]"),
