@@ -70,8 +70,11 @@ impl Proxy {
     }
 }
 
-/// Reads one request: its headers (lower-cased names) and body.
-fn read_request(r: &mut impl BufRead) -> std::io::Result<(Vec<(String, String)>, Vec<u8>)> {
+/// A request's headers (lower-cased names, values) and body.
+type Request = (Vec<(String, String)>, Vec<u8>);
+
+/// Reads one request: its headers and body.
+fn read_request(r: &mut impl BufRead) -> std::io::Result<Request> {
     let mut headers = Vec::new();
     let mut line = String::new();
     r.read_line(&mut line)?;
