@@ -313,8 +313,11 @@ impl Upstreams {
         }
         c.failed_at = Some(now);
         c.retry_at = Some(now + c.backoff.fail());
-        // It may come back as another node: its chain is checked again.
-        c.checked = None;
+        // Once it could not be reached, it may come back as another node:
+        // its chain is checked again.
+        if e.kind == SourceErrorKind::Unreachable {
+            c.checked = None;
+        }
         // Until the watcher hears from it again.
         self.seen.up[self.current].store(false, Relaxed);
         // Only to one the watcher hears from: while all are down, the sync
@@ -437,8 +440,14 @@ impl L2Source for Upstreams {
         Ok(blocks)
     }
 
+    /// The one the upstream in use served when its chain was checked (no
+    /// request more), else asked.
     fn genesis_state_root(&mut self) -> Result<Option<Hash>, SourceError> {
-        self.ask(|u| u.genesis_state_root())
+        self.confirm_chain()?;
+        match self.held.genesis_root {
+            Some(root) => Ok(Some(root)),
+            None => self.ask(|u| u.genesis_state_root()),
+        }
     }
 
     /// The data dir's parts win over those learnt from the first upstream.
@@ -515,7 +524,8 @@ impl Watcher {
                     }
                 }
                 Err(e) => {
-                    if self.seen.up[i].swap(false, Relaxed) {
+                    let lost = e.kind == SourceErrorKind::Unreachable;
+                    if self.seen.up[i].swap(false, Relaxed) && lost {
                         self.seen.downs[i].fetch_add(1, Relaxed);
                         log::debug!("upstream watcher: {e}");
                     }

@@ -185,26 +185,29 @@ impl Upstream {
 
     /// Which chain the upstream serves: its genesis state root and its
     /// block 1's hash, each once it has one.
+    /// Both in one batch request: one round trip, which counts at an
+    /// upstream that answers one request at a time.
     pub fn identity(&self) -> Result<ChainIdentity, SourceError> {
-        let mut me = self.clone();
+        let (root, block) = (
+            "ledger_getL2GenesisStateRoot",
+            "ledger_getSoftConfirmationByNumber",
+        );
+        let mut answers = self
+            .batch(&[(root, "[]".to_string()), (block, "[1]".to_string())])?
+            .into_iter();
+        let (Some(r), Some(b)) = (answers.next(), answers.next()) else {
+            return Err(err("upstream answered a batch short"));
+        };
         Ok(ChainIdentity {
-            genesis_root: me.genesis_state_root()?,
-            block_one: self.block_one()?.map(|b| b.hash),
+            genesis_root: genesis_root_of(&r.into_result(root)?)?,
+            block_one: block_one_of(&b.into_result(block)?)?.map(|b| b.hash),
         })
     }
 
     /// Block 1, once the upstream has it.
     fn block_one(&self) -> Result<Option<SoftConfirmation>, SourceError> {
         let method = "ledger_getSoftConfirmationByNumber";
-        let text = self.call(method, "[1]")?.into_result(method)?;
-        if text.trim() == "null" {
-            return Ok(None);
-        }
-        json_in::soft_confirmation(&text).map(Some).map_err(|e| {
-            err(format!(
-                "upstream {method} answered an unreadable block: {e}"
-            ))
-        })
+        block_one_of(&self.call(method, "[1]")?.into_result(method)?)
     }
 
     fn post(&self, body: String) -> Result<Vec<u8>, SourceError> {
@@ -322,6 +325,34 @@ impl Upstream {
     }
 }
 
+/// `ledger_getSoftConfirmationByNumber [1]`'s result: block 1, or `None`.
+fn block_one_of(text: &str) -> Result<Option<SoftConfirmation>, SourceError> {
+    if text.trim() == "null" {
+        return Ok(None);
+    }
+    json_in::soft_confirmation(text).map(Some).map_err(|e| {
+        err(format!(
+            "upstream ledger_getSoftConfirmationByNumber answered an unreadable block: {e}"
+        ))
+    })
+}
+
+/// `ledger_getL2GenesisStateRoot`'s result: the root, or `None`.
+fn genesis_root_of(text: &str) -> Result<Option<Hash>, SourceError> {
+    let method = "ledger_getL2GenesisStateRoot";
+    let bytes: Option<Vec<u8>> = serde_json::from_str(text).map_err(|e| {
+        SourceError::unreadable(format!("upstream {method} answered {text:.80}"), e)
+    })?;
+    match bytes {
+        None => Ok(None),
+        Some(b) => b.try_into().map(Some).map_err(|_| {
+            err(format!(
+                "upstream {method} answered a root that is not 32 bytes"
+            ))
+        }),
+    }
+}
+
 /// What a 429 or 503 answer is said as (the same through one episode, so
 /// that it is logged once).
 fn pushed_back(url: &str, code: u16) -> String {
@@ -359,18 +390,7 @@ impl L2Source for Upstream {
 
     fn genesis_state_root(&mut self) -> Result<Option<Hash>, SourceError> {
         let method = "ledger_getL2GenesisStateRoot";
-        let text = self.call(method, "[]")?.into_result(method)?;
-        let bytes: Option<Vec<u8>> = serde_json::from_str(&text).map_err(|e| {
-            SourceError::unreadable(format!("upstream {method} answered {text:.80}"), e)
-        })?;
-        match bytes {
-            None => Ok(None),
-            Some(b) => b.try_into().map(Some).map_err(|_| {
-                err(format!(
-                    "upstream {method} answered a root that is not 32 bytes"
-                ))
-            }),
-        }
+        genesis_root_of(&self.call(method, "[]")?.into_result(method)?)
     }
 
     fn parallel(&self) -> Option<Box<dyn RangeFetch<Vec<SoftConfirmation>>>> {
