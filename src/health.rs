@@ -11,6 +11,9 @@
 //!   has been stored for that long (`stalled`), or the sync thread has
 //!   neither asked the source anything nor stored anything for that long
 //!   (`silent`); or
+//! - every upstream of a follower serves another chain than the data dir's
+//!   (`other_chain`: the problem says what differs; see docs/FOLLOWING.md,
+//!   "The right chain"); or
 //! - the chain source has not answered once since start (`unreached`: an
 //!   upstream that cannot be reached, or whose TLS certificate was refused;
 //!   the problem names why); or
@@ -56,7 +59,9 @@
 //! proofs are held to (a devnet's, for its followers to pin) and
 //! `proofsOnUnpinnedImages` counts those accepted with none pinned;
 //! `waitingOn` names the refused record the DA scan waits on, if any;
-//! `sourceProblem` why the last request to the source failed, while it fails.
+//! `sourceProblem` why the last request to the source failed, while it fails;
+//! `refusedUpstreams` the follower's upstreams refused for serving another
+//! chain, each with what differs (`{"URL":"..."}`), once there is one.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -284,6 +289,9 @@ impl Health {
             }
         }
         let source_problem = p.source_problem();
+        if let (None, Some(why)) = (&problem, p.every_upstream_refused()) {
+            problem = Some(("other_chain", why));
+        }
         if problem.is_none() && has_source && p.source_ok_unix_ms.load(Relaxed) == 0 {
             // Nothing is known of the chain until the source answers once.
             problem = Some((
@@ -427,6 +435,19 @@ impl Health {
         {
             body.extend_from_slice(b",\"sourceProblem\":");
             crate::json_out::write_str(&mut body, why);
+        }
+        let refused = p.refused_upstreams();
+        if !refused.is_empty() {
+            body.extend_from_slice(b",\"refusedUpstreams\":{");
+            for (i, (url, why)) in refused.iter().enumerate() {
+                if i > 0 {
+                    body.push(b',');
+                }
+                crate::json_out::write_str(&mut body, url);
+                body.push(b':');
+                crate::json_out::write_str(&mut body, why);
+            }
+            body.push(b'}');
         }
         if reads_bitcoin && bitcoin.peers.any() {
             let peers = bitcoin.peers.snapshot();
@@ -656,6 +677,41 @@ mod tests {
         let v: serde_json::Value = serde_json::from_slice(&h.check().body).unwrap();
         assert_eq!(v["uptimeSeconds"], 3723, "{v}");
         assert_eq!(v["version"], env!("CARGO_PKG_VERSION"), "{v}");
+    }
+
+    #[test]
+    fn a_follower_whose_every_upstream_serves_another_chain_is_unhealthy_and_says_what_differs() {
+        let (h, p, _dir) = health(SourceKind::Upstream { bitcoind: false }, 60_000);
+        let _ = p
+            .upstream_urls
+            .set(vec!["http://a:1".into(), "http://b:2".into()]);
+        p.source_ok();
+        p.upstream_refused(1, "its block 1 is 01, the data dir's is 02".into());
+        let r = h.check();
+        assert_eq!(r.status, 200, "{}", text(&r));
+        assert!(
+            text(&r).contains(
+                r#""refusedUpstreams":{"http://b:2":"its block 1 is 01, the data dir's is 02"}"#
+            ),
+            "{}",
+            text(&r)
+        );
+        p.upstream_refused(
+            0,
+            "its genesis state root is 03, the data dir's is 04".into(),
+        );
+        let r = h.check();
+        assert_eq!(r.status, 503);
+        assert!(
+            text(&r).contains(r#""reason":"other_chain""#),
+            "{}",
+            text(&r)
+        );
+        assert!(
+            text(&r).contains("upstream http://a:1 serves another chain: its genesis"),
+            "{}",
+            text(&r)
+        );
     }
 
     #[test]

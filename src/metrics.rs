@@ -331,6 +331,44 @@ impl Metrics {
                     u64::from(i == in_use)
                 )?;
             }
+            header(
+                out,
+                "ledgerd_sync_upstream_other_chain",
+                "gauge",
+                "1 for an upstream refused for serving another chain than the data dir's, 0 \
+                 otherwise",
+            )?;
+            let refused = progress.upstreams_refused.lock().map_or(Vec::new(), |r| {
+                r.iter().map(|(i, _)| *i).collect::<Vec<usize>>()
+            });
+            for (i, url) in urls.iter().enumerate() {
+                writeln!(
+                    out,
+                    "ledgerd_sync_upstream_other_chain{{url=\"{}\"}} {}",
+                    label_value(url),
+                    u64::from(refused.contains(&i))
+                )?;
+            }
+            if let Some(pushback) = progress.upstream_pushback.get() {
+                header(
+                    out,
+                    "ledgerd_sync_upstream_pushback_total",
+                    "counter",
+                    "HTTP 429 and 503 answers from each upstream since start, by status code \
+                     (each waited out as its Retry-After asks, at most 5 minutes)",
+                )?;
+                for (url, counts) in urls.iter().zip(pushback) {
+                    for (code, n) in [(429, &counts.too_many_requests), (503, &counts.unavailable)]
+                    {
+                        writeln!(
+                            out,
+                            "ledgerd_sync_upstream_pushback_total{{url=\"{}\",code=\"{code}\"}} {}",
+                            label_value(url),
+                            n.load(Relaxed)
+                        )?;
+                    }
+                }
+            }
             counter(
                 out,
                 "ledgerd_sync_upstream_switches_total",

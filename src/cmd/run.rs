@@ -91,6 +91,11 @@ pub fn resolve(r: Args, read_only: bool, given: &Given) -> Result<Command, Confi
             "--upstream-ca only applies with --upstream (the CA of an https:// upstream)".into(),
         ));
     }
+    if r.upstream.upstream_max_rps.is_some() && urls.is_empty() {
+        return Err(ConfigError(
+            "--upstream-max-rps only applies with --upstream (the rate of requests to it)".into(),
+        ));
+    }
     if dev_on && !urls.is_empty() {
         return Err(ConfigError(
             "--dev and --upstream are two chain sources: choose one".into(),
@@ -178,6 +183,7 @@ pub fn resolve(r: Args, read_only: bool, given: &Given) -> Result<Command, Confi
         sync_chunk: r.follower.sync_chunk,
         sync_concurrency: r.follower.sync_concurrency,
         upstream_ca: r.upstream.upstream_ca.clone(),
+        upstream_max_rps: r.upstream.upstream_max_rps,
         allow_missing_tx_bodies: r.follower.allow_missing_tx_bodies,
         allow_fake_proofs: r.proof.allow_fake_proofs,
         batch_proof_images,

@@ -544,6 +544,7 @@ fn sample(flag: &str) -> (&'static str, &'static str) {
             ),
             "upstream = \"https://127.0.0.1:1\"\n",
         ),
+        "upstream-max-rps" => ("5", "upstream = \"http://127.0.0.1:1\"\n"),
         "sequencer-pubkey" => (
             "\"92c5f7b9205a71b792b99c372c49d4d5256bb0d4a6db095520586d4330a15503\"",
             "",

@@ -78,6 +78,9 @@ pub struct Config {
     /// `--upstream-ca`: CA certificates trusted beside the system's roots
     /// for `https://` upstreams.
     pub upstream_ca: Option<PathBuf>,
+    /// `--upstream-max-rps`: requests started per second at each upstream
+    /// (`None`: no cap).
+    pub upstream_max_rps: Option<u32>,
     /// `--allow-missing-tx-bodies`: accept blocks whose bodies the upstream withheld.
     pub allow_missing_tx_bodies: bool,
     /// `--allow-fake-proofs`: fake risc0 receipts prove heights on a named network.
@@ -180,6 +183,7 @@ impl Default for Config {
             sync_chunk: DEFAULT_SYNC_CHUNK,
             sync_concurrency: DEFAULT_SYNC_CONCURRENCY,
             upstream_ca: None,
+            upstream_max_rps: None,
             allow_missing_tx_bodies: false,
             allow_fake_proofs: false,
             batch_proof_images: ImagePins::default(),

@@ -63,6 +63,7 @@ pub(super) fn start(
     let (upstreams, watcher) = Upstreams::new(
         urls,
         config.upstream_ca.as_deref(),
+        config.upstream_max_rps,
         progress.clone(),
         config.health_max_behind / 2,
         sync_config.max_backoff,

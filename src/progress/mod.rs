@@ -65,6 +65,12 @@ pub struct Progress {
     pub upstream_in_use: AtomicUsize,
     /// Times the follower has moved to another upstream since start.
     pub upstream_switches: AtomicU64,
+    /// Each upstream's 429 and 503 answers, by `upstream_urls` index; set
+    /// once at start.
+    pub upstream_pushback: OnceLock<Vec<std::sync::Arc<Pushback>>>,
+    /// The upstreams refused for serving another chain, by `upstream_urls`
+    /// index, and what differs (see `source::ChainIdentity`).
+    pub upstreams_refused: Mutex<Vec<(usize, String)>>,
     /// The Bitcoin DA source's state (`--bitcoin-rpc`; untouched without it).
     pub bitcoin: BitcoinProgress,
     /// The time to verify and store a block (`ledgerd_sync_block_seconds`).
@@ -233,6 +239,16 @@ impl BitcoinProgress {
     }
 }
 
+/// An upstream's answers that said to wait, by status (`/metrics`:
+/// `ledgerd_sync_upstream_pushback_total`).
+#[derive(Debug, Default)]
+pub struct Pushback {
+    /// HTTP 429 Too Many Requests.
+    pub too_many_requests: AtomicU64,
+    /// HTTP 503 Service Unavailable.
+    pub unavailable: AtomicU64,
+}
+
 /// Verification failures by the check that failed.
 #[derive(Debug, Default)]
 pub struct FailureCounts {
@@ -368,6 +384,45 @@ impl Progress {
         let urls = self.upstream_urls.get()?;
         urls.get(self.upstream_in_use.load(Relaxed))
             .map(String::as_str)
+    }
+
+    /// Records that upstream `i` serves another chain (`why`: what differs).
+    pub fn upstream_refused(&self, i: usize, why: String) {
+        let mut refused = self
+            .upstreams_refused
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if !refused.iter().any(|(j, _)| *j == i) {
+            refused.push((i, why));
+        }
+    }
+
+    /// The upstreams refused for serving another chain: URL and what differs.
+    pub fn refused_upstreams(&self) -> Vec<(String, String)> {
+        let urls = self.upstream_urls.get();
+        self.upstreams_refused
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(i, why)| {
+                let url = urls.and_then(|u| u.get(*i)).cloned().unwrap_or_default();
+                (url, why.clone())
+            })
+            .collect()
+    }
+
+    /// When every upstream serves another chain: why, naming each (the
+    /// follower has nothing to follow; `/health` answers 503).
+    pub fn every_upstream_refused(&self) -> Option<String> {
+        let count = self.upstream_urls.get()?.len();
+        let refused = self.refused_upstreams();
+        (count > 0 && refused.len() == count).then(|| {
+            refused
+                .iter()
+                .map(|(url, why)| format!("upstream {url} serves another chain: {why}"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
     }
 
     /// Blocks the ledger's L2 head is below the newest head the source reported.

@@ -195,8 +195,19 @@ impl Client {
 
     /// POSTs `body` (JSON) and returns the answer's body, at most the cap.
     pub fn post(&self, body: &[u8], timeout: Option<Duration>) -> Result<Vec<u8>, PostError> {
+        self.post_answer(body, timeout).map_err(|f| f.error)
+    }
+
+    /// [`Client::post`], and on an HTTP error status the answer's
+    /// `Retry-After` header, if it has one.
+    pub fn post_answer(&self, body: &[u8], timeout: Option<Duration>) -> Result<Vec<u8>, Failed> {
+        let failed = |error: PostError| Failed {
+            error,
+            retry_after: None,
+        };
         let mut request = self
-            .agent()?
+            .agent()
+            .map_err(failed)?
             .post(&self.url)
             .set("Content-Type", "application/json");
         if let Some(t) = timeout {
@@ -211,44 +222,89 @@ impl Client {
             request = request.set("Authorization", &auth);
         }
         match request.send_bytes(body) {
-            Ok(response) => self.read(response),
+            Ok(response) => self.read(response).map_err(failed),
             Err(ureq::Error::Status(code, response)) => {
+                let retry_after = response.header("Retry-After").map(str::to_string);
                 let body = self.read(response).unwrap_or_default();
                 if tls::plain_http_to_tls_port(code, &body) {
-                    return Err(PostError::Tls(
+                    return Err(failed(PostError::Tls(
                         "it speaks TLS: http:// was given for a port that answers only TLS (use \
                          https://)"
                             .into(),
-                    ));
+                    )));
                 }
-                Err(PostError::Status { code, body })
+                Err(Failed {
+                    error: PostError::Status { code, body },
+                    retry_after,
+                })
             }
-            Err(ureq::Error::Transport(t)) => Err(match tls::explain(&self.url, &t) {
+            Err(ureq::Error::Transport(t)) => Err(failed(match tls::explain(&self.url, &t) {
                 Some(why) => PostError::Tls(why),
                 None => PostError::Transport(t.to_string()),
-            }),
+            })),
         }
     }
 
     fn read(&self, response: ureq::Response) -> Result<Vec<u8>, PostError> {
-        let mut bytes = Vec::with_capacity(64 * 1024);
-        response
-            .into_reader()
-            .take(self.max_answer_bytes + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| PostError::Broken(e.to_string()))?;
-        if bytes.len() as u64 > self.max_answer_bytes {
+        read_capped(response.into_reader(), self.max_answer_bytes)
+    }
+}
+
+/// A failed POST ([`Client::post_answer`]): why, and the answer's
+/// `Retry-After` header when it had one.
+#[derive(Debug)]
+pub struct Failed {
+    pub error: PostError,
+    pub retry_after: Option<String>,
+}
+
+/// Reads `reader` to its end, at most `limit` bytes, never holding more
+/// than `limit` bytes (and a read's worth): a compressed answer that
+/// decodes to more (a gzip bomb) is [`PostError::TooLarge`] once the
+/// decoded bytes pass the limit, with no buffer grown past it.
+fn read_capped(mut reader: impl Read, limit: u64) -> Result<Vec<u8>, PostError> {
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    let mut bytes: Vec<u8> = Vec::with_capacity(limit.min(64 * 1024));
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        let n = match reader.read(&mut chunk) {
+            Ok(0) => return Ok(bytes),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(PostError::Broken(e.to_string())),
+        };
+        let len = bytes.len() + n;
+        if len > limit {
             return Err(PostError::TooLarge {
-                limit: self.max_answer_bytes,
+                limit: limit as u64,
             });
         }
-        Ok(bytes)
+        if len > bytes.capacity() {
+            // Doubling, as a Vec grows, but never past the limit.
+            let to = bytes.capacity().saturating_mul(2).max(len).min(limit);
+            bytes.reserve_exact(to - bytes.len());
+        }
+        bytes.extend_from_slice(&chunk[..n]);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_is_read_within_its_cap_and_no_buffer_grows_past_it() {
+        let small = read_capped(&[7u8; 1000][..], 1000).unwrap();
+        assert_eq!(small.len(), 1000);
+        let limit = 300_000u64;
+        // Endless zeros: a compressed answer that decodes forever.
+        let e = read_capped(std::io::repeat(0), limit).unwrap_err();
+        assert!(matches!(e, PostError::TooLarge { limit: 300_000 }), "{e:?}");
+        // Just under the cap: held in a buffer no larger than the cap.
+        let under = read_capped(std::io::repeat(1).take(limit - 1), limit).unwrap();
+        assert_eq!(under.len() as u64, limit - 1);
+        assert!(under.capacity() as u64 <= limit, "{}", under.capacity());
+    }
 
     #[test]
     fn a_batch_escapes_method_names_and_numbers_its_calls() {

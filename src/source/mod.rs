@@ -27,4 +27,6 @@ pub mod upstream;
 
 mod traits;
 
-pub use traits::{DaAnchor, DaSource, L2Source, RangeFetch, SourceError, SourceErrorKind};
+pub use traits::{
+    ChainIdentity, DaAnchor, DaSource, L2Source, RangeFetch, SourceError, SourceErrorKind,
+};

@@ -11,6 +11,9 @@ pub enum SourceErrorKind {
     BadAnswer,
     /// It refused the request with this JSON-RPC error code.
     Refused(i64),
+    /// It serves another chain than the one the data dir holds: refused
+    /// for good, not retried ([`ChainIdentity`]).
+    OtherChain,
 }
 
 /// A source that could not answer: it is down, slow, refused, or said
@@ -75,6 +78,53 @@ impl std::fmt::Display for SourceError {
 
 impl std::error::Error for SourceError {}
 
+/// What tells one L2 chain from another: its genesis state root
+/// (`ledger_getL2GenesisStateRoot`) and the hash of its block 1
+/// (`ledger_getSoftConfirmationByNumber [1]`), each once known. (The fork
+/// table is the data dir's own, pinned when it was made: a node started
+/// with another one refuses the data dir.)
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChainIdentity {
+    pub genesis_root: Option<Hash>,
+    pub block_one: Option<Hash>,
+}
+
+impl ChainIdentity {
+    /// Whether both parts are known.
+    pub fn complete(&self) -> bool {
+        self.genesis_root.is_some() && self.block_one.is_some()
+    }
+
+    /// What differs between the chain held (`self`) and the one `served`:
+    /// each part both know and that is not the same, as a phrase; `None`
+    /// when nothing known differs (a part one side does not know yet, as
+    /// on a new data dir or an upstream without block 1, is no difference).
+    pub fn differs(&self, served: &ChainIdentity) -> Option<String> {
+        let parts = [
+            ("genesis state root", self.genesis_root, served.genesis_root),
+            ("block 1", self.block_one, served.block_one),
+        ];
+        let differ: Vec<String> = parts
+            .iter()
+            .filter_map(|(name, held, theirs)| match (held, theirs) {
+                (Some(h), Some(t)) if h != t => Some(format!(
+                    "its {name} is {}, the data dir's is {}",
+                    hex::encode(t),
+                    hex::encode(h)
+                )),
+                _ => None,
+            })
+            .collect();
+        (!differ.is_empty()).then(|| differ.join("; "))
+    }
+
+    /// Takes the parts of `other` this one does not know yet.
+    pub fn learn(&mut self, other: &ChainIdentity) {
+        self.genesis_root = self.genesis_root.or(other.genesis_root);
+        self.block_one = self.block_one.or(other.block_one);
+    }
+}
+
 /// The L2 chain: soft confirmations by height.
 pub trait L2Source {
     /// The newest height the source has (0: none yet).
@@ -91,6 +141,11 @@ pub trait L2Source {
     /// Told when something this source sent failed verification (`why`),
     /// so a source with a choice of nodes can ask another.
     fn rejected(&mut self, _why: &str) {}
+    /// Told which chain the data dir holds (as much of it as it holds),
+    /// before the first request of a pass while it does not hold all of
+    /// it: a source of nodes that may serve another chain (upstreams)
+    /// refuses those; the default ignores it.
+    fn hold_to(&mut self, _held: ChainIdentity) {}
     /// A handle that fetches block ranges from other threads, for a source
     /// that can answer several range requests at once (an upstream node);
     /// `None` (the default): ranges are fetched one at a time.

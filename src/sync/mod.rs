@@ -40,7 +40,7 @@ use crate::chain::ForkTable;
 use crate::ledger::{Ledger, LedgerError, LedgerRead};
 use crate::progress::Progress;
 use crate::proof::ProofRules;
-use crate::source::{DaSource, L2Source, SourceError};
+use crate::source::{ChainIdentity, DaSource, L2Source, SourceError, SourceErrorKind};
 use crate::stop::Stop;
 use crate::types::Hash;
 use crate::verify::{BlockRules, Check, VerifyError};
@@ -229,6 +229,9 @@ pub struct Syncer<L: L2Source, D: DaSide<L> = SameSource> {
     /// The last pass failed on a DA slot refused for the same reason
     /// before ([`waiting`]): counted, not logged again.
     repeated_refusal: bool,
+    /// Whether the L2 source has been told the whole chain the data dir
+    /// holds (its genesis state root and block 1): [`Syncer::hold_chain`].
+    chain_held: bool,
     report: Reporter,
 }
 
@@ -294,6 +297,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
             config,
             last_failure: None,
             repeated_refusal: false,
+            chain_held: false,
             report,
         }
     }
@@ -439,6 +443,11 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         // refused, is one outage: `SourceError::state`); a rejected
         // record's is the whole message (the same block failing the same
         // check).
+        // The source said it once, as an ERROR, and asks it no more.
+        if matches!(e, SyncError::Source(s) if s.kind == SourceErrorKind::OtherChain) {
+            self.last_failure = Some(e.to_string());
+            return;
+        }
         let text = e.to_string();
         let state = match e {
             SyncError::Source(s) | SyncError::Da(s) => {
@@ -474,11 +483,32 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
 
     /// One pass: L2 up to the source's head, then DA slots.
     pub fn step(&mut self, stop: &Stop) -> Result<StepReport, SyncError> {
+        self.hold_chain()?;
         self.check_da_chain()?;
         let blocks = self.sync_l2(stop)?;
         let slots = self.sync_da(stop)?;
         self.progress.note_behind();
         Ok(StepReport { blocks, slots })
+    }
+
+    /// Tells the L2 source which chain the data dir holds (its genesis state
+    /// root and block 1's hash), until it holds both: a source of upstreams
+    /// refuses one that serves another chain. The source only reads this;
+    /// the sync thread stores the chain as it verifies it.
+    fn hold_chain(&mut self) -> Result<(), SyncError> {
+        if self.chain_held {
+            return Ok(());
+        }
+        let held = {
+            let r = self.ledger.reader()?;
+            ChainIdentity {
+                genesis_root: r.genesis_state_root()?,
+                block_one: r.hash_at(1)?,
+            }
+        };
+        self.chain_held = held.complete();
+        self.l2.hold_to(held);
+        Ok(())
     }
 
     /// The key blocks must carry: `--sequencer-pubkey`, else the key pinned

@@ -47,6 +47,8 @@ mod rollback;
 mod rpc_http;
 mod server_transport;
 mod signatures;
+mod upstream_identity;
+mod upstream_pushback;
 mod upstream_tls;
 mod verify_cmd;
 mod verify_headers;

@@ -15,6 +15,9 @@ pub struct UpstreamArgs {
     /// With --upstream: trust the CA certificates in this PEM file too, beside the system's roots, for https:// upstreams
     #[arg(long, value_name = "FILE", value_parser = ca_file)]
     pub upstream_ca: Option<PathBuf>,
+    /// With --upstream: start at most N requests per second at each upstream (for public endpoints that ask for it; default unlimited)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub upstream_max_rps: Option<u32>,
 }
 
 impl UpstreamArgs {

@@ -20,6 +20,18 @@
 //! trusted: the sync thread verifies it all, so a bad upstream can delay the
 //! follower but never make it store anything wrong.
 //!
+//! Before it follows an upstream, and again after the upstream failed or
+//! stopped answering the watcher (a reconnect: it may be another node
+//! now), it checks that the upstream serves the data dir's chain: its
+//! genesis state root and its block 1's hash ([`ChainIdentity`]) against
+//! those the data dir holds (or, on a new data dir, those the first
+//! upstream to answer served: that chain is then the data dir's, and is
+//! stored as it syncs). An upstream of another chain is refused for good:
+//! one ERROR that says "this upstream serves another chain" and what
+//! differs, never asked again until restart, its heads not counted; the
+//! others keep serving, and when none is left `/health` answers 503
+//! (`other_chain`). Nothing of a refused upstream is written.
+//!
 //! A [`Watcher`] thread asks every upstream for its head once a second, so
 //! the choice above, and `/health`'s "how far behind" (the newest head
 //! reported, in [`Progress::l2_source_head`]), stay fresh while the sync
@@ -28,16 +40,16 @@
 //! [`SLOW_WATCH_FACTOR`] answer times: at an upstream that answers one
 //! request at a time, each head poll delays the blocks.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use log::info;
+use log::{error, info};
 
 use crate::progress::Progress;
 use crate::source::backoff::Backoff;
 use crate::source::upstream::{Upstream, UpstreamConfig};
-use crate::source::{DaSource, L2Source, RangeFetch, SourceError};
+use crate::source::{ChainIdentity, DaSource, L2Source, RangeFetch, SourceError, SourceErrorKind};
 use crate::stop::Stop;
 use crate::types::{DaSlot, Hash, SoftConfirmation};
 
@@ -72,7 +84,20 @@ struct Seen {
     heads: Vec<AtomicU64>,
     /// Whether its last head request was answered.
     up: Vec<AtomicBool>,
+    /// Times the watcher saw it stop answering: a change means its chain
+    /// is checked again before it is followed.
+    downs: Vec<AtomicU64>,
+    /// Whether it serves the data dir's chain: [`UNCHECKED`], [`SAME_CHAIN`]
+    /// or [`OTHER_CHAIN`].
+    chain: Vec<AtomicU8>,
 }
+
+/// [`Seen::chain`]: not checked yet (its heads are not counted).
+const UNCHECKED: u8 = 0;
+/// [`Seen::chain`]: serves the data dir's chain.
+const SAME_CHAIN: u8 = 1;
+/// [`Seen::chain`]: serves another chain; refused for good.
+const OTHER_CHAIN: u8 = 2;
 
 /// One upstream as the sync thread sees it.
 struct Candidate {
@@ -88,6 +113,11 @@ struct Candidate {
     failed_at: Option<Instant>,
     /// Not asked again before this, after a failure.
     retry_at: Option<Instant>,
+    /// Its chain was found to be the data dir's while its [`Seen::downs`]
+    /// was this (`None`: not since it last failed).
+    checked: Option<u64>,
+    /// Why it is refused for good: it serves another chain.
+    refused: Option<SourceError>,
 }
 
 /// The follower's chain source over one or more upstreams.
@@ -101,6 +131,9 @@ pub struct Upstreams {
     max_backoff: Duration,
     /// The head the upstream in use reported at the start of this pass.
     pass_head: u64,
+    /// The chain followed: the data dir's, or, for what it does not hold
+    /// yet, what the first upstream to answer served.
+    held: ChainIdentity,
 }
 
 /// Asks every upstream for its head, every [`WATCH_EVERY`] (less often
@@ -117,9 +150,13 @@ impl Upstreams {
     /// The source over `urls` (preferred first, at least one) and its
     /// watcher, to be run on a thread of its own. Publishes the list in
     /// `progress`.
+    ///
+    /// `max_rps` (`--upstream-max-rps`) caps the requests started per second
+    /// at each upstream, the watcher's included.
     pub fn new(
         urls: &[String],
         ca_file: Option<&std::path::Path>,
+        max_rps: Option<u32>,
         progress: Arc<Progress>,
         tolerance: u64,
         max_backoff: Duration,
@@ -127,12 +164,15 @@ impl Upstreams {
         let client = |url: &String| {
             Upstream::new(UpstreamConfig {
                 ca_file: ca_file.map(Into::into),
+                max_rps,
                 ..UpstreamConfig::new(url)
             })
         };
         let seen = Arc::new(Seen {
             heads: urls.iter().map(|_| AtomicU64::new(0)).collect(),
             up: urls.iter().map(|_| AtomicBool::new(false)).collect(),
+            downs: urls.iter().map(|_| AtomicU64::new(0)).collect(),
+            chain: urls.iter().map(|_| AtomicU8::new(UNCHECKED)).collect(),
         });
         let names: Vec<String> = urls.iter().map(|u| display_url(u)).collect();
         let _ = progress.upstream_urls.set(names.clone());
@@ -146,8 +186,16 @@ impl Upstreams {
                 backoff: Backoff::new(max_backoff),
                 failed_at: None,
                 retry_at: None,
+                checked: None,
+                refused: None,
             })
             .collect();
+        let _ = progress.upstream_pushback.set(
+            candidates
+                .iter()
+                .map(|c| c.client.pace().pushback().clone())
+                .collect(),
+        );
         let mut probe = UpstreamConfig::new("");
         probe.ca_file = ca_file.map(Into::into);
         probe.connect_timeout = Duration::from_secs(1);
@@ -176,6 +224,7 @@ impl Upstreams {
             tolerance,
             max_backoff,
             pass_head: 0,
+            held: ChainIdentity::default(),
         };
         (upstreams, watcher)
     }
@@ -189,9 +238,12 @@ impl Upstreams {
         &mut self.candidates[self.current].client
     }
 
-    /// Whether `i` may be asked now: not backing off, and answering the watcher.
+    /// Whether `i` may be asked now: not refused, not backing off, and
+    /// answering the watcher.
     fn usable(&self, i: usize, now: Instant) -> bool {
-        self.candidates[i].retry_at.is_none_or(|t| now >= t) && self.seen.up[i].load(Relaxed)
+        self.candidates[i].refused.is_none()
+            && self.candidates[i].retry_at.is_none_or(|t| now >= t)
+            && self.seen.up[i].load(Relaxed)
     }
 
     /// At the start of a pass: the first usable upstream that is not behind
@@ -199,7 +251,7 @@ impl Upstreams {
     fn choose(&mut self, now: Instant) {
         let n = self.candidates.len();
         let best = (0..n)
-            .filter(|&i| self.seen.up[i].load(Relaxed))
+            .filter(|&i| self.seen.up[i].load(Relaxed) && self.candidates[i].refused.is_none())
             .map(|i| self.seen.heads[i].load(Relaxed))
             .max();
         let Some(best) = best else { return };
@@ -261,6 +313,11 @@ impl Upstreams {
         }
         c.failed_at = Some(now);
         c.retry_at = Some(now + c.backoff.fail());
+        // Once it could not be reached, it may come back as another node:
+        // its chain is checked again.
+        if e.kind == SourceErrorKind::Unreachable {
+            c.checked = None;
+        }
         // Until the watcher hears from it again.
         self.seen.up[self.current].store(false, Relaxed);
         // Only to one the watcher hears from: while all are down, the sync
@@ -274,11 +331,81 @@ impl Upstreams {
         e
     }
 
-    /// Passes `call` to the upstream in use; a failure moves to the next.
+    /// Makes sure the upstream in use serves the chain followed, asking it
+    /// which it serves if it has not been asked since it last failed;
+    /// refuses (for good) one that serves another, and moves to the next.
+    /// Fails when no upstream is left that serves it, or when the one in
+    /// use cannot say.
+    fn confirm_chain(&mut self) -> Result<(), SourceError> {
+        loop {
+            let i = self.current;
+            if let Some(refused) = &self.candidates[i].refused {
+                let refused = refused.clone();
+                // Another one not refused: the first usable one, else the
+                // first (a failure there says why it is not usable).
+                let now = Instant::now();
+                let n = self.candidates.len();
+                let open = |j: &usize| self.candidates[*j].refused.is_none();
+                let next = (0..n)
+                    .filter(open)
+                    .find(|&j| self.usable(j, now))
+                    .or_else(|| (0..n).find(open));
+                match next {
+                    Some(next) => {
+                        let why = format!("{} serves another chain", self.candidates[i].name);
+                        self.switch(next, &why);
+                        continue;
+                    }
+                    None => return Err(refused),
+                }
+            }
+            let downs = self.seen.downs[i].load(Relaxed);
+            if self.candidates[i].checked == Some(downs) {
+                return Ok(());
+            }
+            let served = match self.candidates[i].client.identity() {
+                Ok(served) => served,
+                Err(e) => return Err(self.failed(e)),
+            };
+            match self.held.differs(&served) {
+                None => {
+                    // On a new data dir, the first to answer names the chain.
+                    self.held.learn(&served);
+                    self.candidates[i].checked = Some(downs);
+                    self.seen.chain[i].store(SAME_CHAIN, Relaxed);
+                    return Ok(());
+                }
+                Some(what) => self.refuse(i, what),
+            }
+        }
+    }
+
+    /// Refuses upstream `i` for good: it serves another chain (`what`
+    /// differs). One ERROR; `/health` and `/metrics` show it.
+    fn refuse(&mut self, i: usize, what: String) {
+        let name = self.candidates[i].name.clone();
+        error!(
+            target: LOG_TARGET,
+            "upstream {name}: this upstream serves another chain ({what}); it is refused for \
+             good: nothing of it is written, and it is not asked again until ledgerd restarts"
+        );
+        self.candidates[i].refused = Some(SourceError::new(
+            SourceErrorKind::OtherChain,
+            format!("upstream {name} serves another chain"),
+            Some(what.clone()),
+        ));
+        self.seen.chain[i].store(OTHER_CHAIN, Relaxed);
+        self.seen.up[i].store(false, Relaxed);
+        self.progress.upstream_refused(i, what);
+    }
+
+    /// Passes `call` to the upstream in use, once it is known to serve the
+    /// chain followed; a failure moves to the next.
     fn ask<T>(
         &mut self,
         call: impl FnOnce(&mut Upstream) -> Result<T, SourceError>,
     ) -> Result<T, SourceError> {
+        self.confirm_chain()?;
         match call(self.client()) {
             Ok(v) => Ok(v),
             Err(e) => Err(self.failed(e)),
@@ -313,8 +440,21 @@ impl L2Source for Upstreams {
         Ok(blocks)
     }
 
+    /// The one the upstream in use served when its chain was checked (no
+    /// request more), else asked.
     fn genesis_state_root(&mut self) -> Result<Option<Hash>, SourceError> {
-        self.ask(|u| u.genesis_state_root())
+        self.confirm_chain()?;
+        match self.held.genesis_root {
+            Some(root) => Ok(Some(root)),
+            None => self.ask(|u| u.genesis_state_root()),
+        }
+    }
+
+    /// The data dir's parts win over those learnt from the first upstream.
+    fn hold_to(&mut self, held: ChainIdentity) {
+        let mut chain = held;
+        chain.learn(&self.held);
+        self.held = chain;
     }
 
     fn rejected(&mut self, why: &str) {
@@ -361,6 +501,10 @@ impl Watcher {
     pub fn look(&mut self) {
         let now = Instant::now();
         for (i, client) in self.clients.iter_mut().enumerate() {
+            // Refused for good: not asked again.
+            if self.seen.chain[i].load(Relaxed) == OTHER_CHAIN {
+                continue;
+            }
             let every = match client.pace().answer_time() {
                 Some(t) if client.pace().is_slow() => WATCH_EVERY.max(t * SLOW_WATCH_FACTOR),
                 _ => WATCH_EVERY,
@@ -374,10 +518,15 @@ impl Watcher {
                 Ok(head) => {
                     self.seen.heads[i].store(head, Relaxed);
                     self.seen.up[i].store(true, Relaxed);
-                    self.progress.l2_source_head.fetch_max(head, Relaxed);
+                    // Only a chain known to be ours says how far behind we are.
+                    if self.seen.chain[i].load(Relaxed) == SAME_CHAIN {
+                        self.progress.l2_source_head.fetch_max(head, Relaxed);
+                    }
                 }
                 Err(e) => {
-                    if self.seen.up[i].swap(false, Relaxed) {
+                    let lost = e.kind == SourceErrorKind::Unreachable;
+                    if self.seen.up[i].swap(false, Relaxed) && lost {
+                        self.seen.downs[i].fetch_add(1, Relaxed);
                         log::debug!("upstream watcher: {e}");
                     }
                 }
@@ -420,6 +569,7 @@ mod tests {
             .collect();
         let (u, _) = Upstreams::new(
             &urls,
+            None,
             None,
             Arc::new(Progress::default()),
             10,

@@ -22,7 +22,15 @@
 //! [`Pace`]: how many requests it takes at once, how long it takes to
 //! answer), so several threads can each have a range request in flight.
 //! Each request waits at most [`Pace::timeout`]: the configured read
-//! timeout, or longer for an upstream seen to answer slower.
+//! timeout, or longer for an upstream seen to answer slower. An HTTP 429
+//! or 503 answer is waited out as the upstream asks (`Retry-After`,
+//! capped), and `--upstream-max-rps` spaces the requests ([`pace`]);
+//! answers may come gzip-compressed and are decoded within the same size
+//! cap ([`MAX_ANSWER_BYTES`]).
+//!
+//! [`Upstream::identity`] says which chain the upstream serves (its
+//! genesis state root and block 1's hash); [`failover`] compares it with
+//! the data dir's before it follows an upstream.
 
 pub mod args;
 pub mod failover;
@@ -31,11 +39,11 @@ pub mod pace;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::json_in;
-use crate::source::jsonrpc::{self, PostError, Reply};
-use crate::source::{DaSource, L2Source, RangeFetch, SourceError};
+use crate::source::jsonrpc::{self, Failed, PostError, Reply};
+use crate::source::{ChainIdentity, DaSource, L2Source, RangeFetch, SourceError};
 use crate::types::{DaSlot, Hash, SoftConfirmation};
 use pace::Pace;
 
@@ -45,8 +53,8 @@ use pace::Pace;
 const LOG_TARGET: &str = "ledgerd::sync::upstream";
 
 /// The largest answer read from the upstream (a range of 1000 blocks with
-/// large transactions fits many times over).
-const MAX_ANSWER_BYTES: u64 = 256 << 20;
+/// large transactions fits many times over), decoded.
+pub const MAX_ANSWER_BYTES: u64 = 256 << 20;
 
 /// Timeouts of the upstream client.
 #[derive(Clone, Debug)]
@@ -56,6 +64,8 @@ pub struct UpstreamConfig {
     pub read_timeout: Duration,
     /// `--upstream-ca`: certificates trusted beside the system's roots.
     pub ca_file: Option<PathBuf>,
+    /// `--upstream-max-rps`: requests started per second, at most.
+    pub max_rps: Option<u32>,
 }
 
 impl UpstreamConfig {
@@ -65,6 +75,7 @@ impl UpstreamConfig {
             connect_timeout: Duration::from_secs(2),
             read_timeout: Duration::from_secs(10),
             ca_file: None,
+            max_rps: None,
         }
     }
 }
@@ -124,7 +135,8 @@ impl Answer {
 
 impl Upstream {
     pub fn new(config: UpstreamConfig) -> Upstream {
-        Upstream::with_pace(config, Arc::new(Pace::new()))
+        let pace = Arc::new(Pace::with_max_rps(config.max_rps));
+        Upstream::with_pace(config, pace)
     }
 
     /// A client with its own connections and timeouts that shares `pace`
@@ -171,7 +183,49 @@ impl Upstream {
             .map_err(|e| err(format!("upstream answered an unreadable sync status: {e}")))
     }
 
+    /// Which chain the upstream serves: its genesis state root and its
+    /// block 1's hash, each once it has one.
+    /// Both in one batch request: one round trip, which counts at an
+    /// upstream that answers one request at a time.
+    pub fn identity(&self) -> Result<ChainIdentity, SourceError> {
+        let (root, block) = (
+            "ledger_getL2GenesisStateRoot",
+            "ledger_getSoftConfirmationByNumber",
+        );
+        let mut answers = self
+            .batch(&[(root, "[]".to_string()), (block, "[1]".to_string())])?
+            .into_iter();
+        let (Some(r), Some(b)) = (answers.next(), answers.next()) else {
+            return Err(err("upstream answered a batch short"));
+        };
+        Ok(ChainIdentity {
+            genesis_root: genesis_root_of(&r.into_result(root)?)?,
+            block_one: block_one_of(&b.into_result(block)?)?.map(|b| b.hash),
+        })
+    }
+
+    /// Block 1, once the upstream has it.
+    fn block_one(&self) -> Result<Option<SoftConfirmation>, SourceError> {
+        let method = "ledger_getSoftConfirmationByNumber";
+        block_one_of(&self.call(method, "[1]")?.into_result(method)?)
+    }
+
     fn post(&self, body: String) -> Result<Vec<u8>, SourceError> {
+        let url = &self.config.url;
+        // Asked to wait (429, 503): nothing is sent until the wait is over.
+        if let Some((code, left)) = self.pace.waiting() {
+            return Err(SourceError::unreachable(
+                pushed_back(url, code),
+                format!(
+                    "not asked again for {:.0} s more, as it asked",
+                    left.as_secs_f64().ceil()
+                ),
+            ));
+        }
+        let turn = self.pace.turn();
+        if !turn.is_zero() {
+            std::thread::sleep(turn);
+        }
         let timeout = self.pace.timeout(self.config.read_timeout);
         let sent = Instant::now();
         // A failure after (about) the whole wait is a timeout: the pace
@@ -184,38 +238,57 @@ impl Upstream {
                 SourceError::unreachable(what, why)
             }
         };
-        let url = &self.config.url;
-        let answer = self.client.post(body.as_bytes(), Some(timeout));
-        let body = match answer {
-            Ok(body) => body,
-            Err(PostError::Status { code, .. }) => {
+        let answer = self.client.post_answer(body.as_bytes(), Some(timeout));
+        let error = match answer {
+            Ok(body) => {
                 self.pace.answered(sent);
-                return Err(err(format!("upstream {url} answered HTTP {code}")));
+                self.pace.not_pushed_back();
+                return Ok(body);
             }
-            Err(PostError::TooLarge { limit }) => {
+            Err(Failed {
+                error: PostError::Status { code, .. },
+                retry_after,
+            }) if code == 429 || code == 503 => {
                 self.pace.answered(sent);
-                return Err(err(format!(
-                    "upstream {url} sent an answer larger than {limit} bytes"
-                )));
-            }
-            Err(PostError::Transport(why)) => {
-                return Err(failed(format!("upstream {url} cannot be reached"), why))
-            }
-            Err(PostError::Tls(why)) => {
+                let asked = retry_after
+                    .as_deref()
+                    .and_then(|v| pace::retry_after(v, SystemTime::now()));
+                let wait = self.pace.pushed_back(code, asked);
+                let said = match (&retry_after, asked) {
+                    (Some(v), Some(_)) => format!("Retry-After: {v}"),
+                    (Some(v), None) => format!("an unreadable Retry-After {v:?}"),
+                    (None, _) => "no Retry-After".to_string(),
+                };
                 return Err(SourceError::unreachable(
-                    format!("upstream {url} refused"),
-                    why,
-                ))
+                    pushed_back(url, code),
+                    format!(
+                        "not asked again for {:.0} s ({said}; at most {} s)",
+                        wait.as_secs_f64().ceil(),
+                        pace::MAX_PUSHBACK_WAIT.as_secs()
+                    ),
+                ));
             }
-            Err(PostError::Broken(why)) => {
-                return Err(failed(
-                    format!("upstream {url} sent an unreadable body"),
-                    why,
-                ))
-            }
+            Err(f) => f.error,
         };
-        self.pace.answered(sent);
-        Ok(body)
+        Err(match error {
+            PostError::Status { code, .. } => {
+                // An answer, if not the one wanted: a push-back is over.
+                self.pace.answered(sent);
+                self.pace.not_pushed_back();
+                err(format!("upstream {url} answered HTTP {code}"))
+            }
+            PostError::TooLarge { limit } => {
+                self.pace.answered(sent);
+                err(format!(
+                    "upstream {url} sent an answer larger than {limit} bytes"
+                ))
+            }
+            PostError::Transport(why) => failed(format!("upstream {url} cannot be reached"), why),
+            PostError::Tls(why) => SourceError::unreachable(format!("upstream {url} refused"), why),
+            PostError::Broken(why) => {
+                failed(format!("upstream {url} sent an unreadable body"), why)
+            }
+        })
     }
 
     fn call(&self, method: &str, params: &str) -> Result<Answer, SourceError> {
@@ -252,6 +325,44 @@ impl Upstream {
     }
 }
 
+/// `ledger_getSoftConfirmationByNumber [1]`'s result: block 1, or `None`.
+fn block_one_of(text: &str) -> Result<Option<SoftConfirmation>, SourceError> {
+    if text.trim() == "null" {
+        return Ok(None);
+    }
+    json_in::soft_confirmation(text).map(Some).map_err(|e| {
+        err(format!(
+            "upstream ledger_getSoftConfirmationByNumber answered an unreadable block: {e}"
+        ))
+    })
+}
+
+/// `ledger_getL2GenesisStateRoot`'s result: the root, or `None`.
+fn genesis_root_of(text: &str) -> Result<Option<Hash>, SourceError> {
+    let method = "ledger_getL2GenesisStateRoot";
+    let bytes: Option<Vec<u8>> = serde_json::from_str(text).map_err(|e| {
+        SourceError::unreadable(format!("upstream {method} answered {text:.80}"), e)
+    })?;
+    match bytes {
+        None => Ok(None),
+        Some(b) => b.try_into().map(Some).map_err(|_| {
+            err(format!(
+                "upstream {method} answered a root that is not 32 bytes"
+            ))
+        }),
+    }
+}
+
+/// What a 429 or 503 answer is said as (the same through one episode, so
+/// that it is logged once).
+fn pushed_back(url: &str, code: u16) -> String {
+    let name = match code {
+        429 => "429 Too Many Requests",
+        _ => "503 Service Unavailable",
+    };
+    format!("upstream {url} answered HTTP {name}: backing off as it asks")
+}
+
 /// Reads the limit out of "requested range too large. Max: N" (a ledgerd)
 /// or "requested batch range too large. Max: N" (Citrea).
 fn range_limit_of(text: &str) -> Option<u64> {
@@ -266,17 +377,7 @@ fn range_limit_of(text: &str) -> Option<u64> {
 
 impl L2Source for Upstream {
     fn first_slot(&mut self) -> Result<Option<u64>, SourceError> {
-        let method = "ledger_getSoftConfirmationByNumber";
-        let text = self.call(method, "[1]")?.into_result(method)?;
-        if text.trim() == "null" {
-            return Ok(None);
-        }
-        let sc = json_in::soft_confirmation(&text).map_err(|e| {
-            err(format!(
-                "upstream {method} answered an unreadable block: {e}"
-            ))
-        })?;
-        Ok(Some(sc.da_slot_height))
+        Ok(self.block_one()?.map(|b| b.da_slot_height))
     }
 
     fn head(&mut self) -> Result<u64, SourceError> {
@@ -289,18 +390,7 @@ impl L2Source for Upstream {
 
     fn genesis_state_root(&mut self) -> Result<Option<Hash>, SourceError> {
         let method = "ledger_getL2GenesisStateRoot";
-        let text = self.call(method, "[]")?.into_result(method)?;
-        let bytes: Option<Vec<u8>> = serde_json::from_str(&text).map_err(|e| {
-            SourceError::unreadable(format!("upstream {method} answered {text:.80}"), e)
-        })?;
-        match bytes {
-            None => Ok(None),
-            Some(b) => b.try_into().map(Some).map_err(|_| {
-                err(format!(
-                    "upstream {method} answered a root that is not 32 bytes"
-                ))
-            }),
-        }
+        genesis_root_of(&self.call(method, "[]")?.into_result(method)?)
     }
 
     fn parallel(&self) -> Option<Box<dyn RangeFetch<Vec<SoftConfirmation>>>> {

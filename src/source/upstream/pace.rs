@@ -25,14 +25,27 @@
 //!   each timeout in a row (at most [`MAX_TIMEOUT`]): an upstream that
 //!   takes 12 s per answer is followed slowly, not failed forever.
 //!
+//! Two manners are the upstream's to ask for, not learnt:
+//!
+//! - an HTTP 429 (too many requests) or 503 (unavailable) answer says to
+//!   wait: nothing is sent to the upstream until its `Retry-After` (seconds
+//!   or an HTTP date) has passed, or, without one, 1 s doubled per such
+//!   answer in a row; at most [`MAX_PUSHBACK_WAIT`] either way
+//!   ([`Pace::pushed_back`], [`Pace::waiting`]);
+//! - `--upstream-max-rps N`: requests start at least 1/N s apart
+//!   ([`Pace::turn`]), all clients of the upstream together.
+//!
 //! An upstream whose typical answer takes [`SLOW`] or more is slow: the
 //! follower then fetches its blocks before its DA slots, and the watcher
 //! asks it for its head less often. Clones of an [`super::Upstream`]
 //! share one `Pace`; nothing here is a chain rule, only manners.
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::progress::Pushback;
 
 /// Answer times remembered.
 pub const WINDOW: usize = 16;
@@ -50,10 +63,23 @@ pub const MAX_IN_FLIGHT: usize = 64;
 /// The longest a request is waited for, however slow the upstream.
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// The longest wait an upstream's 429 or 503 answer is honoured for.
+pub const MAX_PUSHBACK_WAIT: Duration = Duration::from_secs(300);
+
+/// The wait after a 429 or 503 answer without `Retry-After` (doubled for
+/// each such answer in a row).
+pub const FIRST_PUSHBACK_WAIT: Duration = Duration::from_secs(1);
+
 /// The learnt pace of one upstream (see the module docs).
 #[derive(Debug)]
 pub struct Pace {
     state: Mutex<State>,
+    /// Its 429 and 503 answers, counted (`/metrics`).
+    pushback: Arc<Pushback>,
+    /// `--upstream-max-rps`: the least time between two requests' starts.
+    gap: Option<Duration>,
+    /// When the next request may start, under `gap`.
+    next_turn: Mutex<Option<Instant>>,
 }
 
 #[derive(Debug)]
@@ -66,6 +92,10 @@ struct State {
     cut_at: Option<Instant>,
     /// Requests in a row that timed out.
     timeouts: u32,
+    /// Asked to wait (429 or 503): until when, and the status that asked.
+    wait: Option<(Instant, u16)>,
+    /// 429 and 503 answers in a row (0: none since the last answer).
+    pushbacks: u32,
 }
 
 impl Default for Pace {
@@ -75,16 +105,81 @@ impl Default for Pace {
 }
 
 impl Pace {
-    /// Nothing known yet: one request in flight.
+    /// Nothing known yet: one request in flight, no rate cap.
     pub fn new() -> Pace {
+        Pace::with_max_rps(None)
+    }
+
+    /// [`Pace::new`], with at most `max_rps` requests started per second
+    /// (`--upstream-max-rps`; `None` or 0: no cap).
+    pub fn with_max_rps(max_rps: Option<u32>) -> Pace {
         Pace {
             state: Mutex::new(State {
                 recent: VecDeque::with_capacity(WINDOW),
                 limit: 1.0,
                 cut_at: None,
                 timeouts: 0,
+                wait: None,
+                pushbacks: 0,
             }),
+            pushback: Arc::new(Pushback::default()),
+            gap: max_rps
+                .filter(|n| *n > 0)
+                .map(|n| Duration::from_secs(1) / n),
+            next_turn: Mutex::new(None),
         }
+    }
+
+    /// The counts of the upstream's 429 and 503 answers.
+    pub fn pushback(&self) -> &Arc<Pushback> {
+        &self.pushback
+    }
+
+    /// How long to wait before the next request starts, under
+    /// `--upstream-max-rps` (zero without it); the turn is taken.
+    pub fn turn(&self) -> Duration {
+        let Some(gap) = self.gap else {
+            return Duration::ZERO;
+        };
+        let now = Instant::now();
+        let mut next = self.next_turn.lock().unwrap_or_else(|p| p.into_inner());
+        let at = next.map_or(now, |t| t.max(now));
+        *next = Some(at + gap);
+        at - now
+    }
+
+    /// Records a 429 or 503 answer (`code`) that said to wait `retry_after`
+    /// (its `Retry-After`, if it had one): returns how long nothing will be
+    /// sent, at most [`MAX_PUSHBACK_WAIT`].
+    pub fn pushed_back(&self, code: u16, retry_after: Option<Duration>) -> Duration {
+        let counter = match code {
+            429 => &self.pushback.too_many_requests,
+            _ => &self.pushback.unavailable,
+        };
+        counter.fetch_add(1, Relaxed);
+        let mut s = self.state();
+        let doubled = FIRST_PUSHBACK_WAIT.saturating_mul(1 << s.pushbacks.min(16));
+        s.pushbacks = s.pushbacks.saturating_add(1);
+        let wait = retry_after.unwrap_or(doubled).min(MAX_PUSHBACK_WAIT);
+        s.wait = Some((Instant::now() + wait, code));
+        wait
+    }
+
+    /// While the upstream's last 429 or 503 asks to wait: that status, and
+    /// how much of the wait is left.
+    pub fn waiting(&self) -> Option<(u16, Duration)> {
+        let s = self.state();
+        let (until, code) = s.wait?;
+        let left = until.saturating_duration_since(Instant::now());
+        (!left.is_zero()).then_some((code, left))
+    }
+
+    /// Records an answer that was not a 429 or 503: a push-back episode,
+    /// if there was one, is over.
+    pub fn not_pushed_back(&self) {
+        let mut s = self.state();
+        s.pushbacks = 0;
+        s.wait = None;
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -165,6 +260,17 @@ impl Pace {
     pub fn is_slow(&self) -> bool {
         self.state().timeouts > 0 || self.answer_time().is_some_and(|t| t >= SLOW)
     }
+}
+
+/// A `Retry-After` value as a wait from `now`: seconds, or an HTTP date
+/// (a date past is no wait); `None` when it is neither.
+pub fn retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or_default())
 }
 
 impl State {
@@ -254,6 +360,53 @@ mod tests {
             answer(&p, ms);
         }
         assert_eq!(p.in_flight(8), 8);
+    }
+
+    #[test]
+    fn retry_after_is_read_as_seconds_or_an_http_date() {
+        let now = httpdate::parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap();
+        assert_eq!(retry_after("120", now), Some(Duration::from_secs(120)));
+        assert_eq!(
+            retry_after("Sun, 06 Nov 1994 08:50:07 GMT", now),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            retry_after("Sun, 06 Nov 1994 08:00:00 GMT", now),
+            Some(Duration::ZERO),
+            "a date past"
+        );
+        assert_eq!(retry_after("soon", now), None);
+        assert_eq!(retry_after("-5", now), None);
+    }
+
+    #[test]
+    fn a_push_back_is_waited_out_capped_and_doubles_without_retry_after() {
+        let p = Pace::new();
+        assert_eq!(p.waiting(), None);
+        assert_eq!(
+            p.pushed_back(429, Some(Duration::from_secs(3600))),
+            MAX_PUSHBACK_WAIT
+        );
+        let (code, left) = p.waiting().unwrap();
+        assert_eq!(code, 429);
+        assert!(left > Duration::from_secs(299), "{left:?}");
+        assert_eq!(p.pushed_back(503, None), Duration::from_secs(2));
+        assert_eq!(p.pushed_back(503, None), Duration::from_secs(4));
+        assert_eq!(p.pushback().too_many_requests.load(Relaxed), 1);
+        assert_eq!(p.pushback().unavailable.load(Relaxed), 2);
+        p.not_pushed_back();
+        assert_eq!(p.waiting(), None);
+        assert_eq!(p.pushed_back(503, None), FIRST_PUSHBACK_WAIT);
+    }
+
+    #[test]
+    fn a_rate_cap_spaces_the_starts_of_requests() {
+        assert_eq!(Pace::new().turn(), Duration::ZERO);
+        let p = Pace::with_max_rps(Some(10));
+        let waits: Vec<Duration> = (0..4).map(|_| p.turn()).collect();
+        assert_eq!(waits[0], Duration::ZERO);
+        assert!(waits[3] > Duration::from_millis(250), "{waits:?}");
+        assert!(waits[3] <= Duration::from_millis(300), "{waits:?}");
     }
 
     #[test]
