@@ -31,13 +31,11 @@ use lmdb::{Cursor, Transaction, WriteFlags};
 
 use super::sealed::Access;
 use super::tables::{Commitments, Frontier, Proofs, StatusHeights, Table, ValueTable};
-use super::{lmdb_err, LedgerError, LedgerRead, LedgerWriter, ProofCommitmentsError};
+use super::{
+    lmdb_err, LedgerError, LedgerRead, LedgerWriter, ProofCommitmentsError, MDB_LAST, MDB_PREV,
+    MDB_SET_RANGE,
+};
 use crate::types::SequencerCommitment;
-
-// LMDB cursor operations (`MDB_cursor_op`, stable C ABI values).
-const MDB_PREV: u32 = 12;
-const MDB_LAST: u32 = 6;
-const MDB_SET_RANGE: u32 = 17;
 
 /// Where a frontier stood after a DA slot moved it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -67,10 +67,11 @@ pub use rollback::Cut;
 use tables::Dbs;
 
 // LMDB cursor operations (`MDB_cursor_op`, stable C ABI values; the ffi crate
-// is not re-exported by lmdb-rkv).
+// is not re-exported by lmdb-rkv): the one place the ledger's files take them.
 const MDB_LAST: u32 = 6;
 const MDB_NEXT: u32 = 8;
 const MDB_NEXT_DUP: u32 = 9;
+const MDB_PREV: u32 = 12;
 const MDB_SET: u32 = 15;
 const MDB_SET_RANGE: u32 = 17;
 

@@ -9,7 +9,7 @@ use lmdb::{Cursor, Transaction};
 
 use super::sealed::Access;
 use super::tables::{self, Commitments, DaSlots, Proofs, Table, ValueTable};
-use super::{corrupt, lmdb_err, LedgerError, LedgerRead};
+use super::{corrupt, lmdb_err, LedgerError, LedgerRead, MDB_LAST, MDB_PREV};
 use crate::types::{Hash, SequencerCommitment, VerifiedBatchProof};
 
 fn walk<R: Access, T: Table>(
@@ -49,10 +49,6 @@ fn by_slot<R: Access, T: ValueTable<Key = u64>>(
     })?;
     Ok(out)
 }
-
-// LMDB cursor operations (`MDB_cursor_op`, stable C ABI values).
-const MDB_LAST: u32 = 6;
-const MDB_PREV: u32 = 12;
 
 /// Walks of tables, in key order. Implemented for every [`LedgerRead`].
 pub trait LedgerWalk: LedgerRead {

@@ -8,7 +8,7 @@
 //!    envelope error for the whole body);
 //! 2. each request's method name and params are parsed into a typed request
 //!    of its method family ([`sync_status`], [`soft_confirmations`],
-//!    [`commitments`], [`proofs`], [`counters`], and [`citrea`]: what a
+//!    [`commitments`], [`proofs`], [`ledger_info`], and [`citrea`]: what a
 //!    Citrea full node answers beyond the seed's 13 methods), parameters
 //!    through [`params`];
 //! 3. the request is applied against one read transaction of the ledger,
@@ -25,10 +25,10 @@
 pub mod args;
 pub mod citrea;
 pub mod commitments;
-pub mod counters;
 pub mod dev;
 pub mod envelope;
 pub mod error;
+pub mod ledger_info;
 pub mod params;
 pub mod proofs;
 pub mod soft_confirmations;
@@ -113,7 +113,7 @@ enum Command {
     SoftConfirmations(soft_confirmations::Request),
     Commitments(commitments::Request),
     Proofs(proofs::Request),
-    Counters(counters::Request),
+    LedgerInfo(ledger_info::Request),
     Citrea(citrea::Request),
     Dev(crate::sync::devnet::DevCommand),
 }
@@ -155,8 +155,10 @@ impl Command {
                 Proofs(proofs::Request::parse_by_slot_height(params)?)
             }
             "ledger_getLastVerifiedBatchProof" => Proofs(proofs::Request::Last),
-            "ledger_getL2GenesisStateRoot" => Counters(counters::Request::GenesisStateRoot),
-            "ledger_getLastScannedL1Height" => Counters(counters::Request::LastScannedL1Height),
+            "ledger_getL2GenesisStateRoot" => LedgerInfo(ledger_info::Request::GenesisStateRoot),
+            "ledger_getLastScannedL1Height" => {
+                LedgerInfo(ledger_info::Request::LastScannedL1Height)
+            }
             "citrea_getLastCommittedL2Height"
             | "citrea_getLastProvenL2Height"
             | "citrea_getL2StatusHeightsByL1Height"
@@ -421,7 +423,7 @@ impl Rpc {
             Command::SoftConfirmations(req) => req.apply(snapshot.reader()?, &self.config, out),
             Command::Commitments(req) => req.apply(snapshot.reader()?, out),
             Command::Proofs(req) => req.apply(snapshot.reader()?, self.config.wire, out),
-            Command::Counters(req) => req.apply(snapshot.reader()?, out),
+            Command::LedgerInfo(req) => req.apply(snapshot.reader()?, out),
             Command::Citrea(req) => req.apply(
                 snapshot.reader()?,
                 &self.progress,

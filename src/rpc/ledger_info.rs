@@ -1,11 +1,11 @@
-//! Ledger counters: the L2 genesis state root (6) and the last scanned L1
-//! height (13).
+//! What the ledger says of itself: the L2 genesis state root (6) and the
+//! last scanned L1 height (13).
 
 use super::error::RpcError;
 use crate::json_out;
 use crate::ledger::{LedgerRead, LedgerReader};
 
-/// A counter query (neither takes parameters).
+/// A query of the ledger's own facts (neither takes parameters).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Request {
     /// `ledger_getL2GenesisStateRoot`: 32 byte values, or `null` when not known yet.
