@@ -39,17 +39,13 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
     /// chain it now follows, before anything is scanned from it.
     pub(super) fn da_head(&mut self) -> Result<u64, SyncError> {
         let separate = self.da.separate();
-        let head = self
-            .da
-            .source(&mut self.l2)
-            .last_scanned()
-            .map_err(|e| {
-                if separate {
-                    SyncError::Da(e)
-                } else {
-                    SyncError::Source(e)
-                }
-            })?;
+        let head = self.da.source(&mut self.l2).last_scanned().map_err(|e| {
+            if separate {
+                SyncError::Da(e)
+            } else {
+                SyncError::Source(e)
+            }
+        })?;
         if separate {
             self.check_last_slot()?;
         }

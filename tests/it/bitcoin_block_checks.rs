@@ -210,7 +210,10 @@ fn witness_root_of_citreas_regtest_block_matches_its_coinbase_commitment() {
         bits: bitcoin::CompactTarget::from_consensus(0x207f_ffff),
         nonce: 0,
     };
-    let block = Block { header, txdata: txs };
+    let block = Block {
+        header,
+        txdata: txs,
+    };
     assert_eq!(block.witness_root().unwrap().to_byte_array(), root);
 }
 

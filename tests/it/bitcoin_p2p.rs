@@ -53,12 +53,7 @@ fn peers_follower(up: &Ledgerd, peers: &[String], dir: &std::path::Path) -> Ledg
 }
 
 /// [`peers_follower`] with `--bitcoin-finality-depth depth`.
-fn peers_follower_at(
-    up: &Ledgerd,
-    peers: &[String],
-    dir: &std::path::Path,
-    depth: u64,
-) -> Ledgerd {
+fn peers_follower_at(up: &Ledgerd, peers: &[String], dir: &std::path::Path, depth: u64) -> Ledgerd {
     let mut args: Vec<String> = vec![
         "--upstream".into(),
         up.url.clone(),
@@ -745,7 +740,10 @@ fn a_peer_stripping_one_blocks_witnesses_is_dropped_counted_and_changes_nothing_
     let mut stripped_copy = block.clone();
     common::lying_peer::strip_witnesses(&mut stripped_copy, false);
     assert_eq!(stripped_copy.block_hash(), block.block_hash());
-    assert!(stripped_copy.check_merkle_root(), "the header still matches");
+    assert!(
+        stripped_copy.check_merkle_root(),
+        "the header still matches"
+    );
     // Some L2 blocks name it: the anchor check takes it as well as the scan.
     let naming = (1..=66)
         .filter(|h| {

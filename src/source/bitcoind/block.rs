@@ -295,9 +295,10 @@ pub fn check_block(height: u64, expected: &BlockHash, block: Block) -> Result<Da
 /// root, rust-bitcoin's `merkle_tree::calculate_root` over those leaves; the
 /// same as its `Block::witness_root`).
 pub fn witness_root(txs: &[DaTx]) -> Hash {
-    let leaves = txs.iter().enumerate().map(|(i, t)| {
-        sha256d::Hash::from_byte_array(if i == 0 { [0u8; 32] } else { t.wtxid })
-    });
+    let leaves = txs
+        .iter()
+        .enumerate()
+        .map(|(i, t)| sha256d::Hash::from_byte_array(if i == 0 { [0u8; 32] } else { t.wtxid }));
     bitcoin::merkle_tree::calculate_root(leaves).map_or([0u8; 32], |r| r.to_byte_array())
 }
 

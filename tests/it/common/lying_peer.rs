@@ -149,7 +149,13 @@ impl LyingPeer {
     /// witnesses yet.
     pub fn has_stripped(&self) -> impl Fn() -> bool + Send + 'static {
         let asked = self.asked.clone();
-        move || asked.lock().unwrap().get("stripped").is_some_and(|n| *n > 0)
+        move || {
+            asked
+                .lock()
+                .unwrap()
+                .get("stripped")
+                .is_some_and(|n| *n > 0)
+        }
     }
 
     /// How many `command` messages (`getheaders`, `getdata`, ...) it was sent.
@@ -231,10 +237,7 @@ fn serve(
                 h.extend(fork.iter().copied());
                 vec![NetworkMessage::Headers(h)]
             }
-            (
-                Lie::AlteredBlocks | Lie::StrippedWitness { .. },
-                NetworkMessage::GetHeaders(m),
-            ) => {
+            (Lie::AlteredBlocks | Lie::StrippedWitness { .. }, NetworkMessage::GetHeaders(m)) => {
                 vec![NetworkMessage::Headers(chain.after(&m.locator_hashes))]
             }
             (Lie::AlteredBlocks, NetworkMessage::GetData(items)) => items
@@ -265,11 +268,7 @@ fn serve(
                             let mut block: Block = deserialize(&chain.blocks[i]).unwrap();
                             if i == height {
                                 strip_witnesses(&mut block, keep_coinbase);
-                                *asked
-                                    .lock()
-                                    .unwrap()
-                                    .entry("stripped".into())
-                                    .or_insert(0) += 1;
+                                *asked.lock().unwrap().entry("stripped".into()).or_insert(0) += 1;
                             }
                             NetworkMessage::Block(block)
                         }
