@@ -470,6 +470,19 @@ impl Metrics {
                 }
                 header(
                     out,
+                    "ledgerd_bitcoin_blocks_refused_total",
+                    "counter",
+                    "Bitcoin blocks refused as not matching their header (a peer's, or bitcoind's beside the peers), by Bitcoin Core's reject reason, since start",
+                )?;
+                for reason in crate::source::p2p::BLOCK_REFUSALS {
+                    writeln!(
+                        out,
+                        "ledgerd_bitcoin_blocks_refused_total{{reason=\"{reason}\"}} {}",
+                        bitcoin.peers.blocks_refused_count(reason)
+                    )?;
+                }
+                header(
+                    out,
                     "ledgerd_bitcoin_peer_blocks_fetched_total",
                     "counter",
                     "Bitcoin blocks each peer sent that passed their checks, since start",

@@ -220,9 +220,12 @@ pub trait DaSource {
         Ok(None)
     }
     /// For a source that reads the DA chain itself: the hash of the chain's
-    /// block at `number` now (`None`: the chain is not that long, or the
-    /// source cannot tell), to check that a slot already scanned is still
-    /// on the chain.
+    /// block at `number` as of its last look at the chain
+    /// ([`DaSource::last_scanned`]; `None`: the chain is not that long, or
+    /// the source cannot tell), to check, after each look, that a slot
+    /// already scanned is still on the chain (a reorg deeper than the
+    /// finality depth otherwise). The chain must not move between a look
+    /// and the next one: slots and anchors are read from it as it was seen.
     fn block_hash(&mut self, _number: u64) -> Result<Option<Hash>, SourceError> {
         Ok(None)
     }

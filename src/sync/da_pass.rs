@@ -20,14 +20,45 @@ use crate::types::DaSlot;
 use crate::verify::{self, CommitmentVerdict, ProofVerdict, VerifyError};
 
 impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
-    /// With a DA source that reads the chain itself: the last slot scanned
-    /// must still be the chain's block at its height. A chain that no longer
-    /// has it reorganized deeper than the finality depth; nothing is
-    /// scanned or stored until it has it again (`/health` says why).
+    /// With a DA source that reads the chain itself, at the start of a
+    /// pass: while a deep reorg is being reported, the source looks at the
+    /// chain again (it may have the block back) and the last slot scanned
+    /// is checked against it ([`Syncer::check_last_slot`]). Otherwise the
+    /// check runs after each look the pass makes ([`Syncer::da_head`]).
     pub(super) fn check_da_chain(&mut self) -> Result<(), SyncError> {
-        if !self.da.separate() {
+        if !self.da.separate() || self.progress.bitcoin.reorg().is_none() {
             return Ok(());
         }
+        self.da_head()?;
+        Ok(())
+    }
+
+    /// The DA source's newest slot it can scan (its look at the chain:
+    /// [`crate::source::DaSource::last_scanned`]); with a DA source that reads
+    /// the chain itself, then the last slot scanned checked against the
+    /// chain it now follows, before anything is scanned from it.
+    pub(super) fn da_head(&mut self) -> Result<u64, SyncError> {
+        let separate = self.da.separate();
+        let head = self.da.source(&mut self.l2).last_scanned().map_err(|e| {
+            if separate {
+                SyncError::Da(e)
+            } else {
+                SyncError::Source(e)
+            }
+        })?;
+        if separate {
+            self.check_last_slot()?;
+        }
+        Ok(head)
+    }
+
+    /// The last slot scanned must still be the chain's block at its height,
+    /// as the DA source saw the chain at its last look (both Bitcoin
+    /// sources, bitcoind's RPC and the peers, whichever peer showed the
+    /// chain). A chain that no longer has it reorganized deeper than the
+    /// finality depth: [`SyncError::Reorg`], and nothing is scanned or
+    /// stored until it has it again (`/health` says why).
+    fn check_last_slot(&mut self) -> Result<(), SyncError> {
         let Some((slot, stored)) = self.ledger.reader()?.last_slot_hash()? else {
             return Ok(());
         };
@@ -63,11 +94,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
             }
         };
         self.store_genesis_root()?;
-        let da_head = self
-            .da
-            .source(&mut self.l2)
-            .last_scanned()
-            .map_err(da_error)?;
+        let da_head = self.da_head()?;
         self.progress.l1_source_head.fetch_max(da_head, Relaxed);
         self.progress.note_behind();
         let mut scanned = self.ledger.reader()?.last_scanned_l1()?;

@@ -239,13 +239,16 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         } else {
             scanned + 1
         };
-        let da = self.da.source(&mut self.l2);
-        let Ok(da_head) = da.last_scanned() else {
-            return Ok(None);
+        let da_head = match self.da_head() {
+            Ok(head) => head,
+            // Stops the pass: nothing is scanned from a chain that left a
+            // scanned slot out.
+            Err(e @ SyncError::Reorg { .. }) => return Err(e),
+            Err(_) => return Ok(None),
         };
         // A source that makes slots along with its blocks has more to come
         // in this pass, even when none is due now.
-        let more_to_come = da.made_with_blocks().is_some();
+        let more_to_come = self.da.source(&mut self.l2).made_with_blocks().is_some();
         self.progress.l1_source_head.fetch_max(da_head, Relaxed);
         Ok((next <= da_head || more_to_come).then_some((next, da_head)))
     }

@@ -6,7 +6,7 @@
 use bitcoin::consensus::{deserialize, serialize};
 use bitcoin::hashes::Hash as _;
 use bitcoin::{Block, BlockHash, Transaction};
-use ledgerd::source::bitcoind::block::{merkle_root, parse_block, witness_root, BlockError};
+use ledgerd::source::bitcoind::block::{parse_block, witness_root, BlockError};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -201,14 +201,79 @@ fn witness_root_of_citreas_regtest_block_matches_its_coinbase_commitment() {
         .find(|s| s.starts_with(&[0x6a, 0x24, 0xaa, 0x21, 0xa9, 0xed]))
         .expect("the coinbase's witness commitment");
     assert_eq!(&script[6..38], &commitment);
-    // And the same root as rust-bitcoin's Merkle over the same leaves.
-    let (ours, mutated) =
-        merkle_root(
-            da_txs
-                .iter()
-                .enumerate()
-                .map(|(i, t)| if i == 0 { [0; 32] } else { t.wtxid }),
-        );
-    assert!(!mutated);
-    assert_eq!(ours, root);
+    // And the same root as rust-bitcoin's own witness root of that block.
+    let header = bitcoin::block::Header {
+        version: bitcoin::block::Version::TWO,
+        prev_blockhash: BlockHash::all_zeros(),
+        merkle_root: bitcoin::TxMerkleNode::all_zeros(),
+        time: 0,
+        bits: bitcoin::CompactTarget::from_consensus(0x207f_ffff),
+        nonce: 0,
+    };
+    let block = Block {
+        header,
+        txdata: txs,
+    };
+    assert_eq!(block.witness_root().unwrap().to_byte_array(), root);
+}
+
+/// The block of the testnet3 data with witness data, with `change` made to
+/// it, checked against its real hash.
+fn changed_witness_block(change: impl FnOnce(&mut Block)) -> Result<(), BlockError> {
+    let real = with_witness();
+    let mut block: Block = deserialize(&hex::decode(&real.block).unwrap()).unwrap();
+    change(&mut block);
+    parse_block(real.height, &real.hash.parse().unwrap(), &serialize(&block)).map(|_| ())
+}
+
+#[test]
+fn a_block_stripped_of_its_witnesses_is_refused_though_its_merkle_root_matches() {
+    // Every witness gone, the coinbase's reserved value too (what a peer
+    // sends for MSG_BLOCK): the txids, so the header, are unchanged.
+    let err = changed_witness_block(|b| {
+        for tx in &mut b.txdata {
+            for input in &mut tx.input {
+                input.witness = bitcoin::Witness::new();
+            }
+        }
+        assert!(b.check_merkle_root());
+        // rust-bitcoin's own check lets it through: no witness, no check.
+        assert!(b.check_witness_commitment());
+    })
+    .unwrap_err();
+    assert_eq!(err.reason(), "bad-witness-nonce-size", "{err}");
+    assert!(err.is_mutated());
+    // The reserved value kept, the others stripped: the commitment no
+    // longer matches.
+    let err = changed_witness_block(|b| {
+        for tx in b.txdata.iter_mut().skip(1) {
+            for input in &mut tx.input {
+                input.witness = bitcoin::Witness::new();
+            }
+        }
+    })
+    .unwrap_err();
+    assert_eq!(err.reason(), "bad-witness-merkle-match", "{err}");
+}
+
+#[test]
+fn a_block_with_its_last_transactions_repeated_keeps_the_root_and_is_refused() {
+    // CVE-2012-2459: with an odd count, repeating the last transaction
+    // leaves the Merkle root as it was.
+    let real = testnet3_blocks()
+        .into_iter()
+        .find(|b| {
+            let block: Block = deserialize(&hex::decode(&b.block).unwrap()).unwrap();
+            block.txdata.len() % 2 == 1 && block.txdata.len() > 1
+        })
+        .expect("a block with an odd number of transactions");
+    let mut block: Block = deserialize(&hex::decode(&real.block).unwrap()).unwrap();
+    let last = block.txdata.last().unwrap().clone();
+    block.txdata.push(last);
+    assert!(block.check_merkle_root(), "the root is unchanged");
+    let err = parse_block(real.height, &real.hash.parse().unwrap(), &serialize(&block));
+    assert!(
+        matches!(err, Err(BlockError::DuplicateTx { .. })),
+        "{err:?}"
+    );
 }

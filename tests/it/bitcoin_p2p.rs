@@ -19,14 +19,22 @@
 //! - bitcoind killed and restarted mid-scan: `/health` names the peers,
 //!   the scan resumes;
 //! - ledgerd killed (`kill -9`) and started again on its data dir: it ends
-//!   with the same answers.
+//!   with the same answers;
+//! - a peer that strips the witnesses of the block carrying a commitment
+//!   and proofs, the only peer until it has sent it (the honest bitcoind
+//!   reachable only then), run after run: each time it is dropped and the
+//!   refusal counted by Core's reason, the block fetched from bitcoind, and
+//!   the answers are the devnet's;
+//! - a reorg deeper than the finality depth seen over P2P: one ERROR,
+//!   `/health` 503 `reorg`, nothing scanned or rewritten; `ledgerd rollback
+//!   --to-l1` and a restart bring it onto the new chain.
 
 use crate::common;
 
 use std::time::{Duration, Instant};
 
 use common::bitcoind::{Bitcoind, BitcoindOptions};
-use common::lying_peer::{Lie, LyingPeer, Snapshot};
+use common::lying_peer::{LateForward, Lie, LyingPeer, Snapshot};
 use common::regtest::{self, busy_devnet};
 use common::Ledgerd;
 use serde_json::{json, Value};
@@ -41,11 +49,16 @@ fn p2p_node() -> Bitcoind {
 
 /// `ledgerd --upstream <up> --bitcoin-peer P... --bitcoin-finality-depth 1`.
 fn peers_follower(up: &Ledgerd, peers: &[String], dir: &std::path::Path) -> Ledgerd {
+    peers_follower_at(up, peers, dir, 1)
+}
+
+/// [`peers_follower`] with `--bitcoin-finality-depth depth`.
+fn peers_follower_at(up: &Ledgerd, peers: &[String], dir: &std::path::Path, depth: u64) -> Ledgerd {
     let mut args: Vec<String> = vec![
         "--upstream".into(),
         up.url.clone(),
         "--bitcoin-finality-depth".into(),
-        "1".into(),
+        depth.to_string(),
         "--health-max-lag-s".into(),
         "2".into(),
     ];
@@ -204,6 +217,14 @@ fn dropped(metrics_text: &str, reason: &str) -> u64 {
     )
 }
 
+/// The blocks the follower refused for Core's `reason`, from its `/metrics` text.
+fn refused(metrics_text: &str, reason: &str) -> u64 {
+    metric(
+        metrics_text,
+        &format!("ledgerd_bitcoin_blocks_refused_total{{reason=\"{reason}\"}}"),
+    )
+}
+
 fn wait(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
     let start = Instant::now();
     while !f() {
@@ -307,6 +328,7 @@ fn lying_peers_beside_an_honest_one_change_nothing_and_the_less_work_one_stays_c
                 && ["bad_header", "bad_block", "stalled"]
                     .iter()
                     .all(|r| dropped(&m, r) >= 1)
+                && refused(&m, "bad-txnmrklroot") >= 1
                 && metric(&m, "ledgerd_bitcoin_peers_behind") == 1
         },
     );
@@ -682,4 +704,280 @@ fn with_both_a_bitcoind_on_a_chain_with_less_work_than_the_peers_is_not_followed
         0,
         "no block of its chain is read: {m}"
     );
+}
+
+#[test]
+#[ignore = "needs bitcoind: scripts/bitcoind/build.sh"]
+fn a_peer_stripping_one_blocks_witnesses_is_dropped_counted_and_changes_nothing_run_after_run() {
+    // Starts a bitcoind, a devnet and followers: one at a time on a small host.
+    let _one = common::one_at_a_time();
+    let node = p2p_node();
+    let dir = tempfile::tempdir().unwrap();
+    let devnet = busy_devnet(&node, &dir.path().join("devnet"));
+    let first = first_slot(&devnet);
+    let tip = node.block_count();
+    let theirs = view(&devnet, first, &node);
+    // The block that carries the commitment (and proofs): its reveals have
+    // witnesses, which the liar strips.
+    let stripped = theirs["slots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| !s[1].is_null())
+        .expect("a slot with a commitment")[0]
+        .as_u64()
+        .unwrap();
+    let snapshot = Snapshot::of(&node);
+    let block: bitcoin::Block =
+        bitcoin::consensus::deserialize(&snapshot.blocks[stripped as usize]).unwrap();
+    let with_witness = block
+        .txdata
+        .iter()
+        .skip(1)
+        .filter(|t| t.input.iter().any(|i| !i.witness.is_empty()))
+        .count();
+    assert!(with_witness >= 2, "block {stripped}: {with_witness}");
+    let mut stripped_copy = block.clone();
+    common::lying_peer::strip_witnesses(&mut stripped_copy, false);
+    assert_eq!(stripped_copy.block_hash(), block.block_hash());
+    assert!(
+        stripped_copy.check_merkle_root(),
+        "the header still matches"
+    );
+    // Some L2 blocks name it: the anchor check takes it as well as the scan.
+    let naming = (1..=66)
+        .filter(|h| {
+            devnet.result("ledger_getSoftConfirmationByNumber", &format!("[{h}]"))["daSlotHeight"]
+                == stripped
+        })
+        .count();
+    let started = Instant::now();
+    let mut runs = 0;
+    while runs < 20 && started.elapsed() < Duration::from_secs(60) {
+        let keep_coinbase = runs % 2 == 1;
+        let liar = LyingPeer::start(
+            Lie::StrippedWitness {
+                height: stripped as usize,
+                keep_coinbase,
+            },
+            snapshot.clone(),
+        );
+        // The honest bitcoind, reachable only once the liar has sent the
+        // stripped block: the follower asks the liar for it each run.
+        let honest = LateForward::start(&node.p2p_addr(), liar.has_stripped());
+        let follower = peers_follower(
+            &devnet,
+            &[liar.addr.clone(), honest.addr.clone()],
+            &dir.path().join(format!("follower-{runs}")),
+        );
+        wait(
+            Duration::from_secs(60),
+            "the follower to catch up through the honest peer",
+            || caught_up(&follower, tip, 66),
+        );
+        assert!(honest.is_open(), "run {runs}: the liar sent its block");
+        assert_eq!(
+            view(&follower, first, &node),
+            theirs,
+            "run {runs}: the answers are the devnet's"
+        );
+        let m = metrics(&follower);
+        let (reason, other) = if keep_coinbase {
+            ("bad-witness-merkle-match", "bad-witness-nonce-size")
+        } else {
+            ("bad-witness-nonce-size", "bad-witness-merkle-match")
+        };
+        assert!(refused(&m, reason) >= 1, "run {runs}: {m}");
+        assert_eq!(refused(&m, other), 0, "run {runs}: {m}");
+        assert_eq!(
+            refused(&m, "bad-txnmrklroot"),
+            0,
+            "run {runs}: the txids are intact: {m}"
+        );
+        assert!(dropped(&m, "bad_block") >= 1, "run {runs}: {m}");
+        let log = follower.stderr();
+        assert!(
+            log.lines().any(|l| l.contains(liar.addr.as_str())
+                && l.contains(reason)
+                && l.contains("disconnected")),
+            "run {runs}: {log}"
+        );
+        let (status, h) = health(&follower);
+        assert_eq!(status, 200, "run {runs}: {h}");
+        runs += 1;
+    }
+    assert!(runs >= 3, "only {runs} runs in {:?}", started.elapsed());
+    eprintln!(
+        "{runs} runs in {:?} (block {stripped}, {with_witness} transactions with witnesses, \
+         named by {naming} L2 blocks)",
+        started.elapsed()
+    );
+}
+
+/// What a follower serves of blocks and slots `first..=last`, by number
+/// (the same after a reorg, whose chain has other hashes).
+fn by_number(n: &Ledgerd, first: u64, last: u64) -> Value {
+    let head = n
+        .result("ledger_getHeadSoftConfirmationHeight", "[]")
+        .as_u64()
+        .unwrap();
+    let blocks: Vec<Value> = (1..=head)
+        .map(|h| {
+            json!([
+                n.result("ledger_getSoftConfirmationByNumber", &format!("[{h}]")),
+                n.result("ledger_getSoftConfirmationStatus", &format!("[{h}]")),
+            ])
+        })
+        .collect();
+    let slots: Vec<Value> = (first..=last)
+        .map(|s| {
+            json!([
+                n.result(
+                    "ledger_getSequencerCommitmentsOnSlotByNumber",
+                    &format!("[{s}]")
+                ),
+                n.result(
+                    "ledger_getVerifiedBatchProofsBySlotHeight",
+                    &format!("[{s}]")
+                ),
+            ])
+        })
+        .collect();
+    json!({
+        "head": head,
+        "scanned": scanned(n),
+        "blocks": blocks,
+        "slots": slots,
+        "lastProof": n.result("ledger_getLastVerifiedBatchProof", "[]"),
+    })
+}
+
+/// A regtest address of another key than the burn address (blocks mined
+/// to it after `invalidateblock` are not the invalidated ones again).
+fn other_address() -> String {
+    use bitcoin::secp256k1::{Secp256k1, SecretKey};
+    let secp = Secp256k1::signing_only();
+    let key = SecretKey::from_slice(&[0x44; 32]).expect("a valid key");
+    let public = bitcoin::CompressedPublicKey(key.public_key(&secp));
+    bitcoin::Address::p2wpkh(&public, bitcoin::Network::Regtest).to_string()
+}
+
+#[test]
+#[ignore = "needs bitcoind: scripts/bitcoind/build.sh"]
+fn a_reorg_deeper_than_the_finality_depth_over_p2p_stops_the_scan_loudly_until_rolled_back() {
+    // Starts a bitcoind, a devnet and a follower: one at a time on a small host.
+    let _one = common::one_at_a_time();
+    let node = p2p_node();
+    let dir = tempfile::tempdir().unwrap();
+    let devnet = busy_devnet(&node, &dir.path().join("devnet"));
+    let first = first_slot(&devnet);
+    let devnet_tip = node.block_count();
+    // Blocks of no one's above the devnet's: the reorg replaces only those
+    // (the L2 blocks name none of them, so the way back ends on all 66).
+    node.mine(10);
+    let tip = node.block_count();
+    let data = dir.path().join("follower");
+    let follower = peers_follower_at(&devnet, &[node.p2p_addr()], &data, 3);
+    wait(
+        Duration::from_secs(60),
+        "the follower to scan its final blocks",
+        || caught_up(&follower, tip - 2, 66),
+    );
+    let before = by_number(&follower, first, devnet_tip);
+    assert_eq!(
+        follower.result("ledger_getSoftConfirmationStatus", "[60]"),
+        "Proven"
+    );
+    // A 5-block reorg: blocks tip-4..=tip replaced, the scanned slot tip-2
+    // among them, deeper than the finality depth of 3.
+    let fork = tip - 4;
+    node.invalidate_block(&node.block_hash(fork));
+    node.generate_to_address(6, &other_address());
+    let new_tip = node.block_count();
+    assert!(new_tip > tip);
+    wait(
+        Duration::from_secs(30),
+        "health to report the reorg",
+        || {
+            let (status, h) = health(&follower);
+            status == 503 && h["reason"] == "reorg"
+        },
+    );
+    let (_, h) = health(&follower);
+    assert!(
+        h["problem"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("deeper than the finality depth"),
+        "{h}"
+    );
+    // It keeps looking at the chain (it follows a block mined now), and
+    // scans nothing of it, rewrites nothing, says it once.
+    node.generate_to_address(1, &other_address());
+    wait(
+        Duration::from_secs(30),
+        "the header chain to reach the new tip",
+        || health(&follower).1["bitcoinHeaders"]["height"] == new_tip + 1,
+    );
+    let (status, h) = health(&follower);
+    assert_eq!((status, &h["reason"]), (503, &json!("reorg")), "{h}");
+    assert_eq!(
+        by_number(&follower, first, devnet_tip),
+        before,
+        "nothing rewritten"
+    );
+    assert_eq!(scanned(&follower), Some(tip - 2), "nothing scanned");
+    let l1 = follower.result("svc_syncStatus", "[]")["l1Status"].clone();
+    assert!(l1.get("Syncing").is_some(), "{l1}");
+    let log = follower.stderr();
+    let errors = log
+        .lines()
+        .filter(|l| l.contains("ERROR") && l.contains("finality depth"))
+        .count();
+    assert_eq!(errors, 1, "{log}");
+    assert!(
+        log.contains(&format!("DA slot {} was scanned as block", tip - 2)),
+        "{log}"
+    );
+    let (status, _) = follower.stop();
+    assert!(status.success());
+
+    // The way back: to the last block both chains share, then the new chain.
+    let shared = fork - 1;
+    let out = common::run(
+        &[
+            "rollback",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--to-l1",
+            &shared.to_string(),
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let follower = peers_follower_at(&devnet, &[node.p2p_addr()], &data, 3);
+    let final_slot = new_tip + 1 - 2;
+    wait(
+        Duration::from_secs(60),
+        "the follower on the new chain",
+        || caught_up(&follower, final_slot, 66) && health(&follower).0 == 200,
+    );
+    let mut after = by_number(&follower, first, devnet_tip);
+    after["scanned"] = before["scanned"].clone();
+    assert_eq!(after, before);
+    assert_eq!(
+        follower.result("svc_syncStatus", "[]")["l1Status"],
+        json!({ "Synced": final_slot })
+    );
+    let errors = follower
+        .stderr()
+        .lines()
+        .filter(|l| l.contains("ERROR"))
+        .count();
+    assert_eq!(errors, 0, "{}", follower.stderr());
 }

@@ -452,10 +452,10 @@ impl DaSource for BitcoinDa {
             .collect();
         let mut fresh = BTreeMap::new();
         if !missing.is_empty() {
-            if missing.iter().any(|h| *h > self.headers.tip().height) {
-                // Named blocks beyond the header tip: bitcoind may have them.
-                self.sync_headers()?;
-            }
+            // Named blocks beyond the header tip wait for the next look at
+            // the chain ([`DaSource::last_scanned`], each pass): the chain
+            // moves only there, where the sync checks the last scanned slot
+            // against it before anything is scanned.
             let tip = self.headers.tip().height;
             // Consecutive runs (a chunk of soft confirmations names a few
             // neighbouring blocks), each read in one go.
@@ -481,10 +481,10 @@ impl DaSource for BitcoinDa {
         Ok(Some(self.anchors.answer(heights, &fresh)))
     }
 
-    /// The best header chain's block at `number` (headers synced first, so
-    /// a reorg bitcoind made shows here).
+    /// The best header chain's block at `number` as of the last look at
+    /// bitcoind's chain ([`DaSource::last_scanned`], which the sync calls
+    /// just before, so a reorg bitcoind made shows here).
     fn block_hash(&mut self, number: u64) -> Result<Option<Hash>, SourceError> {
-        self.sync_headers()?;
         self.headers
             .hash_at(number)
             .map(|h| h.map(|h| h.to_byte_array()))

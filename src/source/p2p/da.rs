@@ -27,11 +27,22 @@
 //! that sent it (`bad_block`) and is asked of another. bitcoind that fails
 //! hands its blocks to the peers.
 //!
+//! Every block is fetched and checked in one place ([`PeersDa::blocks`]),
+//! for the L2 anchor check and the DA scan alike: a block fetched for an
+//! anchor is kept, checked, until the scan takes it, so it is downloaded
+//! once. Nothing a peer sent is kept before it passed the check.
+//!
+//! The header chain moves only at a look ([`DaSource::last_scanned`]);
+//! right after each, the sync checks that the last slot scanned is still on
+//! the chain ([`DaSource::block_hash`]), so a reorg deeper than the
+//! finality depth stops the scan as over bitcoind's RPC (`/health` 503
+//! `reorg`), whichever peer showed it.
+//!
 //! With no peer connected and no bitcoind answering, the source answers as
 //! a bitcoind that is down: the sync thread backs off, L1 is reported not
 //! synced, and `/health` names why (each source's last failure).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use bitcoin::block::Header;
@@ -65,7 +76,76 @@ pub struct PeersDa {
     scanner: SlotScanner,
     progress: Arc<Progress>,
     anchors: AnchorCache,
+    /// Checked blocks fetched for an anchor and not scanned yet.
+    kept: KeptBlocks,
     pace: ScanPace,
+}
+
+/// Checked blocks fetched but not scanned yet: the L2 anchor check asks for
+/// a block before the DA scan reaches it, and the scan then takes it from
+/// here instead of downloading it again (each block is fetched and checked
+/// once). Only blocks that passed [`check_block`] are kept, by their hash
+/// (a block is its hash once checked), keeping only Citrea's transactions;
+/// at most [`KEPT_BLOCKS`] blocks and [`KEPT_BYTES`] bytes of them, the
+/// lowest heights forgotten first (fetched again if asked).
+#[derive(Default)]
+struct KeptBlocks {
+    by_hash: HashMap<BlockHash, DaBlock>,
+    bytes: usize,
+}
+
+/// The most blocks [`KeptBlocks`] holds (an L2 chunk names a few).
+const KEPT_BLOCKS: usize = 256;
+/// The most bytes of transactions it holds.
+const KEPT_BYTES: usize = 64 << 20;
+
+impl KeptBlocks {
+    fn size(block: &DaBlock) -> usize {
+        block.txs.iter().map(|t| t.tx.total_size()).sum()
+    }
+
+    fn get(&self, hash: &BlockHash) -> Option<&DaBlock> {
+        self.by_hash.get(hash)
+    }
+
+    fn keep(&mut self, block: &DaBlock) {
+        let hash = block.block_hash();
+        if self.by_hash.contains_key(&hash) {
+            return;
+        }
+        self.bytes += Self::size(block);
+        self.by_hash.insert(hash, block.clone());
+        while self.by_hash.len() > KEPT_BLOCKS || self.bytes > KEPT_BYTES {
+            let lowest = self
+                .by_hash
+                .iter()
+                .min_by_key(|(_, b)| b.height)
+                .map(|(h, _)| *h);
+            match lowest {
+                Some(h) => self.take(&h),
+                None => break,
+            };
+        }
+    }
+
+    fn take(&mut self, hash: &BlockHash) -> Option<DaBlock> {
+        let block = self.by_hash.remove(hash)?;
+        self.bytes -= Self::size(&block);
+        Some(block)
+    }
+
+    /// Forgets the blocks below `height` (scanned: not asked again).
+    fn forget_below(&mut self, height: u64) {
+        let below: Vec<BlockHash> = self
+            .by_hash
+            .iter()
+            .filter(|(_, b)| b.height < height)
+            .map(|(h, _)| *h)
+            .collect();
+        for h in below {
+            self.take(&h);
+        }
+    }
 }
 
 impl PeersDa {
@@ -91,6 +171,7 @@ impl PeersDa {
             scanner: SlotScanner::new(config, progress.clone()),
             progress,
             anchors: AnchorCache::default(),
+            kept: KeptBlocks::default(),
             pace: ScanPace::new(),
         }
     }
@@ -335,15 +416,49 @@ impl PeersDa {
             .collect()
     }
 
-    /// Blocks `wanted`, checked, in the order asked: of bitcoind first (the
-    /// heights its chain holds), the rest of the peers whose chains hold
-    /// them; with `filtered`, keeping only the transactions with one of
-    /// Citrea's wtxid prefixes.
+    /// Blocks `wanted`, checked, in the order asked, keeping only the
+    /// transactions with one of Citrea's wtxid prefixes: the one place the
+    /// P2P source takes blocks, for the anchor check and the scan alike.
+    /// A block kept since an earlier call is not fetched again (`take`: and
+    /// is forgotten, the scan has it; else it is kept, for the scan). The
+    /// others: of bitcoind first (the heights its chain holds), the rest of
+    /// the peers whose chains hold them, each checked against its header
+    /// ([`check_block`]) before anything reads it. A peer whose block fails
+    /// is dropped (`bad_block`), the refusal counted by Core's reason, and
+    /// the block asked of another; nothing of it is kept.
     fn blocks(
         &mut self,
         wanted: &[(u64, BlockHash)],
-        filtered: bool,
+        take: bool,
     ) -> Result<Vec<DaBlock>, SourceError> {
+        let mut got: Vec<Option<DaBlock>> = wanted
+            .iter()
+            .map(|(_, hash)| {
+                if take {
+                    self.kept.take(hash)
+                } else {
+                    self.kept.get(hash).cloned()
+                }
+            })
+            .collect();
+        let missing: Vec<usize> = (0..wanted.len()).filter(|k| got[*k].is_none()).collect();
+        if !missing.is_empty() {
+            let asked: Vec<(u64, BlockHash)> = missing.iter().map(|k| wanted[*k]).collect();
+            let fetched = self.fetch(&asked)?;
+            for (k, block) in missing.into_iter().zip(fetched) {
+                if !take {
+                    self.kept.keep(&block);
+                }
+                got[k] = Some(block);
+            }
+        }
+        got.into_iter()
+            .map(|b| b.ok_or_else(|| SourceError::bad_answer("a block asked is missing")))
+            .collect()
+    }
+
+    /// Downloads and checks blocks `wanted` (see [`PeersDa::blocks`]).
+    fn fetch(&mut self, wanted: &[(u64, BlockHash)]) -> Result<Vec<DaBlock>, SourceError> {
         let mut got: Vec<Option<DaBlock>> = (0..wanted.len()).map(|_| None).collect();
         if let Some(rpc) = &mut self.rpc {
             if let Some(limit) = rpc.holds_up_to(&self.chain) {
@@ -352,7 +467,7 @@ impl PeersDa {
                     .collect();
                 let asked: Vec<(u64, BlockHash)> = mine.iter().map(|k| wanted[*k]).collect();
                 if !asked.is_empty() {
-                    if let Some(blocks) = rpc.blocks(&asked, filtered) {
+                    if let Some(blocks) = rpc.blocks(&asked, true) {
                         for (k, block) in mine.into_iter().zip(blocks) {
                             got[k] = Some(block);
                         }
@@ -365,13 +480,15 @@ impl PeersDa {
             let asked: Vec<(u64, BlockHash)> = rest.iter().map(|k| wanted[*k]).collect();
             let top = asked.iter().map(|w| w.0).max().unwrap_or(0);
             let serving = self.serving(top);
+            let progress = self.progress.clone();
             let check = move |height: u64, expected: &BlockHash, block: Block| {
-                let mut checked =
-                    check_block(height, expected, block).map_err(|e| e.to_string())?;
+                let mut checked = check_block(height, expected, block).map_err(|e| {
+                    progress.bitcoin.peers.block_refused(e.reason());
+                    e.to_string()
+                })?;
                 checked.txs.retain(|t| {
-                    filtered
-                        && (Namespace::BatchProof.matches(&t.wtxid)
-                            || Namespace::LightClient.matches(&t.wtxid))
+                    Namespace::BatchProof.matches(&t.wtxid)
+                        || Namespace::LightClient.matches(&t.wtxid)
                 });
                 Ok(checked)
             };
@@ -438,6 +555,7 @@ impl DaSource for PeersDa {
     }
 
     fn slots(&mut self, from: u64, to: u64) -> Result<Vec<DaSlot>, SourceError> {
+        self.kept.forget_below(from);
         let wanted = self.hashes(from, to)?;
         let blocks = self.blocks(&wanted, true)?;
         let mut slots = Vec::with_capacity(blocks.len());
@@ -475,6 +593,9 @@ impl DaSource for PeersDa {
         Ok(Some(self.anchors.answer(heights, &fresh)))
     }
 
+    /// The best chain's block at `number`, as of the last look (whichever
+    /// source showed it): the sync checks the last scanned slot against it
+    /// right after each look, as with bitcoind's RPC.
     fn block_hash(&mut self, number: u64) -> Result<Option<Hash>, SourceError> {
         self.chain
             .hash_at(number)

@@ -31,4 +31,4 @@ pub use da::PeersDa;
 pub use peer::{Peer, PeerError, PeerOptions};
 pub use peers::PeerSet;
 pub use rpc::RpcSide;
-pub use status::{BitcoindStatus, PeersStatus, DROP_REASONS};
+pub use status::{BitcoindStatus, PeersStatus, BLOCK_REFUSALS, DROP_REASONS};

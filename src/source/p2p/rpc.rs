@@ -251,6 +251,9 @@ impl RpcSide {
                     return None;
                 }
                 Err(e) => {
+                    if let ReadError::Block(refused) = &e {
+                        self.progress.bitcoin.peers.block_refused(refused.reason());
+                    }
                     let why = format!("bitcoind at {} sent a block we refuse: {e}", self.rpc.url());
                     warn!("{why}; the peers are asked");
                     self.status().failed(true, &why);

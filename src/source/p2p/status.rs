@@ -4,6 +4,8 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, OnceLock};
 
+pub use crate::source::bitcoind::block::BLOCK_REFUSALS;
+
 /// Why a peer was disconnected: the `reason` label of
 /// `ledgerd_bitcoin_peers_dropped_total`.
 pub const DROP_REASONS: [&str; 10] = [
@@ -23,7 +25,11 @@ pub const DROP_REASONS: [&str; 10] = [
     "not_found",
     // Sent a header that breaks a header-chain rule.
     "bad_header",
-    // Sent a block that does not match its header (Merkle root, witness commitment).
+    // Sent a block that does not match its header: mutated (Merkle root,
+    // a duplicated transaction, witnesses stripped or changed: Core
+    // disconnects for these too), or another block than asked, or one
+    // below its own target; `ledgerd_bitcoin_blocks_refused_total` counts
+    // the blocks by Core's reject reason.
     "bad_block",
     // Anything else.
     "other",
@@ -53,6 +59,10 @@ pub struct PeersStatus {
     pub peers: Mutex<Vec<PeerState>>,
     /// Peers dropped, by [`DROP_REASONS`] index.
     pub dropped: [AtomicU64; DROP_REASONS.len()],
+    /// Blocks refused as not matching their header, whoever sent them (a
+    /// peer, or bitcoind beside the peers), by [`BLOCK_REFUSALS`] index
+    /// (Bitcoin Core's reject reasons).
+    pub blocks_refused: [AtomicU64; BLOCK_REFUSALS.len()],
 }
 
 impl PeersStatus {
@@ -101,6 +111,21 @@ impl PeersStatus {
             .iter()
             .position(|r| *r == reason)
             .map_or(0, |i| self.dropped[i].load(Relaxed))
+    }
+
+    /// A block was refused for `reason` (one of [`BLOCK_REFUSALS`]).
+    pub fn block_refused(&self, reason: &str) {
+        if let Some(i) = BLOCK_REFUSALS.iter().position(|r| *r == reason) {
+            self.blocks_refused[i].fetch_add(1, Relaxed);
+        }
+    }
+
+    /// How many blocks were refused for `reason`.
+    pub fn blocks_refused_count(&self, reason: &str) -> u64 {
+        BLOCK_REFUSALS
+            .iter()
+            .position(|r| *r == reason)
+            .map_or(0, |i| self.blocks_refused[i].load(Relaxed))
     }
 
     fn with(&self, index: usize, f: impl FnOnce(&mut PeerState)) {

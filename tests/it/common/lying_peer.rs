@@ -85,13 +85,30 @@ pub enum Lie {
     AlteredBlocks,
     /// Nothing at all after the handshake.
     Silent,
+    /// The real headers and blocks, but the block at `height` served with
+    /// its witnesses stripped (the header and txids unchanged, so its Merkle
+    /// root still matches): every witness with `keep_coinbase` false (what
+    /// a peer sends for `MSG_BLOCK`), else all but the coinbase's reserved
+    /// value (the commitment then no longer matches).
+    StrippedWitness { height: usize, keep_coinbase: bool },
+}
+
+/// `block` with its witnesses stripped (see [`Lie::StrippedWitness`]).
+pub fn strip_witnesses(block: &mut Block, keep_coinbase: bool) {
+    let skip = usize::from(keep_coinbase);
+    for tx in block.txdata.iter_mut().skip(skip) {
+        for input in &mut tx.input {
+            input.witness = bitcoin::Witness::new();
+        }
+    }
 }
 
 /// A running lying peer.
 pub struct LyingPeer {
     pub addr: String,
     stop: Arc<AtomicBool>,
-    /// Messages received over every connection, by command.
+    /// Messages received over every connection, by command; and
+    /// `"stripped"`: blocks sent with their witnesses stripped.
     asked: Arc<Mutex<HashMap<String, usize>>>,
 }
 
@@ -126,6 +143,19 @@ impl LyingPeer {
             });
         }
         LyingPeer { addr, stop, asked }
+    }
+
+    /// For another thread: whether it has sent a block stripped of its
+    /// witnesses yet.
+    pub fn has_stripped(&self) -> impl Fn() -> bool + Send + 'static {
+        let asked = self.asked.clone();
+        move || {
+            asked
+                .lock()
+                .unwrap()
+                .get("stripped")
+                .is_some_and(|n| *n > 0)
+        }
     }
 
     /// How many `command` messages (`getheaders`, `getdata`, ...) it was sent.
@@ -207,7 +237,7 @@ fn serve(
                 h.extend(fork.iter().copied());
                 vec![NetworkMessage::Headers(h)]
             }
-            (Lie::AlteredBlocks, NetworkMessage::GetHeaders(m)) => {
+            (Lie::AlteredBlocks | Lie::StrippedWitness { .. }, NetworkMessage::GetHeaders(m)) => {
                 vec![NetworkMessage::Headers(chain.after(&m.locator_hashes))]
             }
             (Lie::AlteredBlocks, NetworkMessage::GetData(items)) => items
@@ -217,6 +247,29 @@ fn serve(
                         Some(i) => {
                             let mut block: Block = deserialize(&chain.blocks[i]).unwrap();
                             block.txdata[0].output[0].value += bitcoin::Amount::from_sat(1);
+                            NetworkMessage::Block(block)
+                        }
+                        None => NetworkMessage::NotFound(vec![*item]),
+                    },
+                    other => NetworkMessage::NotFound(vec![*other]),
+                })
+                .collect(),
+            (
+                Lie::StrippedWitness {
+                    height,
+                    keep_coinbase,
+                },
+                NetworkMessage::GetData(items),
+            ) => items
+                .iter()
+                .map(|item| match item {
+                    Inventory::WitnessBlock(h) => match chain.height_of(h) {
+                        Some(i) => {
+                            let mut block: Block = deserialize(&chain.blocks[i]).unwrap();
+                            if i == height {
+                                strip_witnesses(&mut block, keep_coinbase);
+                                *asked.lock().unwrap().entry("stripped".into()).or_insert(0) += 1;
+                            }
                             NetworkMessage::Block(block)
                         }
                         None => NetworkMessage::NotFound(vec![*item]),
@@ -264,4 +317,67 @@ fn lie_headers(lie: Lie, chain: &Snapshot) -> Vec<Header> {
         prev = h;
     }
     out
+}
+
+/// A TCP forwarder on 127.0.0.1 port 0 to a real peer that refuses (accepts
+/// and closes) every connection until opened ([`LateForward::open`] or
+/// `opens_when` turning true), then passes bytes both ways: the honest peer
+/// a follower can reach only once something has happened.
+pub struct LateForward {
+    pub addr: String,
+    open: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for LateForward {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = TcpStream::connect(&self.addr);
+    }
+}
+
+impl LateForward {
+    pub fn start(target: &str, opens_when: impl Fn() -> bool + Send + 'static) -> LateForward {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let open = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        let target = target.to_string();
+        {
+            let (open, stop) = (open.clone(), stop.clone());
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    if stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    let Ok(client) = stream else { continue };
+                    if !open.load(Ordering::Relaxed) && opens_when() {
+                        open.store(true, Ordering::Relaxed);
+                    }
+                    if !open.load(Ordering::Relaxed) {
+                        drop(client);
+                        continue;
+                    }
+                    let Ok(server) = TcpStream::connect(&target) else {
+                        continue;
+                    };
+                    for (mut from, mut to) in [
+                        (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                        (server, client),
+                    ] {
+                        std::thread::spawn(move || {
+                            let _ = std::io::copy(&mut from, &mut to);
+                            let _ = to.shutdown(std::net::Shutdown::Both);
+                        });
+                    }
+                }
+            });
+        }
+        LateForward { addr, open, stop }
+    }
+
+    /// Whether it forwards now.
+    pub fn is_open(&self) -> bool {
+        self.open.load(Ordering::Relaxed)
+    }
 }
