@@ -461,7 +461,7 @@ impl Metrics {
                     "counter",
                     "Bitcoin peers disconnected since start, by reason",
                 )?;
-                for reason in crate::source::p2p::DROP_REASONS {
+                for reason in crate::progress::bitcoin_peers::DROP_REASONS {
                     writeln!(
                         out,
                         "ledgerd_bitcoin_peers_dropped_total{{reason=\"{reason}\"}} {}",
@@ -474,7 +474,7 @@ impl Metrics {
                     "counter",
                     "Bitcoin blocks refused as not matching their header (a peer's, or bitcoind's beside the peers), by Bitcoin Core's reject reason, since start",
                 )?;
-                for reason in crate::source::p2p::BLOCK_REFUSALS {
+                for reason in crate::progress::bitcoin_peers::BLOCK_REFUSALS {
                     writeln!(
                         out,
                         "ledgerd_bitcoin_blocks_refused_total{{reason=\"{reason}\"}} {}",

@@ -12,6 +12,7 @@
 //! - [`block_time`]: the time to verify and store a block, as a histogram.
 //! - [`waiting`]: the refused record the DA scan waits on (logged once).
 
+pub mod bitcoin_peers;
 pub mod block_time;
 pub mod waiting;
 
@@ -119,9 +120,9 @@ pub struct BitcoinProgress {
     pub commitments_found: AtomicU64,
     pub proofs_found: AtomicU64,
     /// The P2P source's peers (`--bitcoin-peer`; empty without it).
-    pub peers: crate::source::p2p::PeersStatus,
+    pub peers: bitcoin_peers::PeersStatus,
     /// bitcoind's RPC read beside the peers (both flags; unset otherwise).
-    pub rpc: crate::source::p2p::BitcoindStatus,
+    pub rpc: bitcoin_peers::BitcoindStatus,
     /// The verified header chain the scan follows.
     pub headers: HeaderProgress,
 }

@@ -55,7 +55,7 @@ fn prover() -> DaSecretKey {
 fn testnet4_proof_reveal_becomes_a_proof_whose_receipt_verifies_under_network_testnet() {
     use ledgerd::chain::{ForkTable, Network};
     use ledgerd::proof::{verify_proof_receipt, ReceiptRules};
-    use ledgerd::source::bitcoind::da::proof_from_receipt;
+    use ledgerd::source::bitcoind::scan::proof_from_receipt;
     let tx = issue_1686_reveal();
     let prover = keys::TESTNET.prover_key().unwrap();
     let bytes = match reveal::read_light_client(&tx, &prover, body::MAX_PROOF_BYTES).unwrap() {

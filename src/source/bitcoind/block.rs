@@ -111,19 +111,6 @@ pub enum BlockError {
     UnexpectedWitness { height: u64, hash: BlockHash },
 }
 
-/// Every [`BlockError::reason`], the `reason` label of
-/// `ledgerd_bitcoin_blocks_refused_total`.
-pub const BLOCK_REFUSALS: [&str; 8] = [
-    "undecodable",
-    "bad-blk-hash",
-    "high-hash",
-    "bad-txnmrklroot",
-    "bad-txns-duplicate",
-    "bad-witness-nonce-size",
-    "bad-witness-merkle-match",
-    "unexpected-witness",
-];
-
 impl BlockError {
     /// Bitcoin Core's reject reason for it (ours for the two Core has no
     /// name for: a block that does not decode, or is not the one asked).

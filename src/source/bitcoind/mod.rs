@@ -45,6 +45,7 @@ pub mod start;
 
 pub use block::{parse_block, BlockError, DaBlock, DaTx};
 pub use config::BitcoinConfig;
-pub use da::{BitcoinDa, BitcoinDaConfig, DEFAULT_FINALITY_DEPTH};
+pub use da::BitcoinDa;
 pub use reader::{BlockReader, ReadError, ReaderOptions};
 pub use rpc::{BitcoinRpc, Credentials, RpcError, RpcOptions};
+pub use scan::{BitcoinDaConfig, DEFAULT_FINALITY_DEPTH};

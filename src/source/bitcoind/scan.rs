@@ -26,12 +26,115 @@ use bitcoin::Transaction;
 use log::{debug, warn};
 
 use super::block::DaBlock;
-use super::da::{proof_from_receipt, reason_of, BitcoinDaConfig, MAX_SCAN_RATE};
+use super::body::{BodyError, MAX_PROOF_BYTES};
+use super::envelope::EnvelopeError;
 use super::envelope::Namespace;
 use super::reveal::{self, display_hash, LightClientTx, Refusal};
+use super::signer::{DaPublicKey, SignatureError};
 use crate::ledger::{BitcoinChunkRead, Ledger};
 use crate::progress::{BitcoinProgress, Progress};
+use crate::proof::{journal, receipt};
+use crate::types::VerifiedBatchProof;
 use crate::types::{DaSlot, Hash, SequencerCommitment};
+
+/// Citrea's `FINALITY_DEPTH`: a block is scanned once it has this many
+/// confirmations (itself included).
+pub const DEFAULT_FINALITY_DEPTH: u64 = 30;
+
+/// How the Bitcoin DA source reads and whom it believes.
+#[derive(Clone, Debug)]
+pub struct BitcoinDaConfig {
+    /// Confirmations a block needs before it is scanned (at least 1).
+    pub finality_depth: u64,
+    /// Signs sequencer commitments (`--sequencer-da-pubkey`, else the network's).
+    pub sequencer_key: DaPublicKey,
+    /// Signs proofs (`--prover-da-pubkey`, else the network's).
+    pub prover_key: DaPublicKey,
+    /// Most bytes a proof may decompress to.
+    pub proof_bound: usize,
+    /// Heights per JSON-RPC batch and batches in flight (10 and 1: short
+    /// bursts of bitcoind's work, which the server loop shares the cores
+    /// with; see [`MAX_SCAN_RATE`]).
+    pub batch: usize,
+    pub in_flight: usize,
+}
+
+impl BitcoinDaConfig {
+    /// Citrea's defaults with these keys.
+    pub fn new(sequencer_key: DaPublicKey, prover_key: DaPublicKey) -> Self {
+        BitcoinDaConfig {
+            finality_depth: DEFAULT_FINALITY_DEPTH,
+            sequencer_key,
+            prover_key,
+            proof_bound: MAX_PROOF_BYTES,
+            batch: 10,
+            in_flight: 1,
+        }
+    }
+}
+
+/// At most this many Bitcoin blocks a second while a follower catches up:
+/// 2,500 times Citrea's pace of one a second, five times the 500 a follower
+/// is asked to keep, and it leaves a small host's cores to the server loop
+/// (a bitcoind serving raw blocks at full speed competes with it for them,
+/// and reads served meanwhile lose their p99). 2,500 rather than 2,000 since
+/// the sync threads give way every 0.2 ms (`os::give_way`): measured on a
+/// 2-core host, the reads' p99 during a P2P scan was the same at either pace.
+pub const MAX_SCAN_RATE: u64 = 2_500;
+
+/// Proof bytes from Bitcoin (a risc0 receipt) as a proof found on slot
+/// `height` whose output is the receipt's journal; refused (with the
+/// `/metrics` reason and why) when the bytes are no receipt, the journal does
+/// not read, or it names another sequencer DA key than `sequencer` (Citrea's
+/// full node checks the same). The sync thread then checks it against the
+/// chain and the receipt against the network's image.
+pub fn proof_from_receipt(
+    bytes: Vec<u8>,
+    height: u64,
+    sequencer: &DaPublicKey,
+) -> Result<VerifiedBatchProof, (&'static str, String)> {
+    let decoded = receipt::decode(&bytes)
+        .map_err(|e| ("receipt", format!("the bytes are not a risc0 receipt: {e}")))?;
+    let output = journal::decode(decoded.journal())
+        .map_err(|e| {
+            (
+                "journal",
+                format!("the receipt's journal does not read: {e}"),
+            )
+        })?
+        .proof_output();
+    if output.sequencer_da_public_key != sequencer.as_bytes() {
+        return Err((
+            "journal_key",
+            format!(
+                "the journal names sequencer DA key {}, not {sequencer}",
+                hex::encode(&output.sequencer_da_public_key),
+            ),
+        ));
+    }
+    Ok(VerifiedBatchProof {
+        proof: bytes,
+        proof_output: output,
+        height,
+    })
+}
+
+/// The `/metrics` reason of a refusal.
+pub fn reason_of(r: &Refusal) -> &'static str {
+    match r {
+        Refusal::Envelope(EnvelopeError::UnknownKind { .. }) | Refusal::Kind { .. } => "kind",
+        Refusal::Envelope(_) => "envelope",
+        Refusal::Signature(SignatureError::OtherSigner { .. }) => "other_key",
+        Refusal::Signature(_) => "signature",
+        Refusal::Body(BodyError::Brotli(_)) => "brotli",
+        Refusal::Body(BodyError::TooLarge { .. }) => "bound",
+        Refusal::Body(_) => "borsh",
+        Refusal::BadAggregate { .. }
+        | Refusal::TooManyChunks { .. }
+        | Refusal::MissingChunk { .. }
+        | Refusal::ChunkMismatch { .. } => "chunk",
+    }
+}
 
 /// Bytes of chunk transactions remembered at most: chunk parts are not
 /// signed, so anyone can publish them; the earliest found are forgotten

@@ -7,11 +7,9 @@ use bitcoin::secp256k1::{All, Message, PublicKey, Scalar, Secp256k1, SecretKey};
 use bitcoin::Transaction;
 use sha2::{Digest, Sha256};
 
-use super::inscribe::InscribeError;
-
 /// The grind: BIP 340 signatures of `message` by `keypair`, one per try, until the reveal's
 /// wtxid (its witness holding the signature) satisfies `wanted`; the first try in order that
-/// does, as (try, signature), or `None` after `max_tries`.
+/// does, as (try, signature), or `None` after `max_tries`; the error is why signing failed.
 ///
 /// A signature is (R, s) with R = \[k\]G of even y, e = H_BIP0340/challenge(R.x || P.x || m) and
 /// s = k + e*d. Try i uses the nonce k = k0 + i (k0 a hash of the key and the message, negated
@@ -28,8 +26,8 @@ pub(super) fn grind(
     reveal: &Transaction,
     max_tries: u64,
     wanted: &(impl Fn(&[u8; 32]) -> bool + Sync),
-) -> Result<Option<(u64, [u8; 64])>, InscribeError> {
-    let fail = |what: &str| InscribeError::Signing(format!("cannot grind the reveal: {what}"));
+) -> Result<Option<(u64, [u8; 64])>, String> {
+    let fail = |what: &str| format!("cannot grind the reveal: {what}");
     let (key_x, parity) = keypair.x_only_public_key();
     let d = match parity {
         bitcoin::secp256k1::Parity::Even => keypair.secret_key(),
@@ -71,7 +69,7 @@ pub(super) fn grind(
         secp,
         &SecretKey::from_slice(&step.to_be_bytes()).map_err(|_| fail("no step key"))?,
     );
-    let search = |first: u64| -> Result<Option<(u64, [u8; 64])>, InscribeError> {
+    let search = |first: u64| -> Result<Option<(u64, [u8; 64])>, String> {
         let offset = Scalar::from_be_bytes({
             let mut b = [0u8; 32];
             b[24..].copy_from_slice(&first.to_be_bytes());

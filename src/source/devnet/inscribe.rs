@@ -355,7 +355,8 @@ pub fn inscribe_where(
         &reveal,
         options.max_tries,
         &wanted,
-    )?;
+    )
+    .map_err(InscribeError::Signing)?;
     let Some((attempt, signature)) = found else {
         return Err(InscribeError::NoPrefix {
             tries: options.max_tries,

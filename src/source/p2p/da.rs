@@ -56,9 +56,9 @@ use super::rpc::RpcSide;
 use crate::headers::{unix_now, HeaderChain};
 use crate::progress::Progress;
 use crate::source::bitcoind::block::{check_block, DaBlock};
-use crate::source::bitcoind::da::BitcoinDaConfig;
 use crate::source::bitcoind::envelope::Namespace;
 use crate::source::bitcoind::scan::{AnchorCache, ScanPace, SlotScanner};
+use crate::source::bitcoind::BitcoinDaConfig;
 use crate::source::{DaAnchor, DaSource, SourceError};
 use crate::types::{DaSlot, Hash};
 

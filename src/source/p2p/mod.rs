@@ -25,10 +25,8 @@ pub mod peer;
 pub mod peers;
 pub mod rpc;
 pub mod start;
-pub mod status;
 
 pub use da::PeersDa;
 pub use peer::{Peer, PeerError, PeerOptions};
 pub use peers::PeerSet;
 pub use rpc::RpcSide;
-pub use status::{BitcoindStatus, PeersStatus, BLOCK_REFUSALS, DROP_REASONS};

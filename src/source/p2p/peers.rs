@@ -3,7 +3,7 @@
 //!
 //! A peer that fails (cannot be reached, breaks the protocol, stalls, sends
 //! something false) is disconnected, its failure counted under its reason
-//! ([`super::status::DROP_REASONS`]), and it is tried again after a back-off
+//! ([`crate::progress::bitcoin_peers::DROP_REASONS`]), and it is tried again after a back-off
 //! that doubles with each failure in a row (1 s up to [`MAX_BACKOFF`]); a
 //! peer that delivers something checked starts afresh.
 //!

@@ -275,7 +275,7 @@ impl RpcSide {
         self.status().problem()
     }
 
-    fn status(&self) -> &super::BitcoindStatus {
+    fn status(&self) -> &crate::progress::bitcoin_peers::BitcoindStatus {
         &self.progress.bitcoin.rpc
     }
 

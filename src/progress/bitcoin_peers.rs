@@ -4,7 +4,18 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, OnceLock};
 
-pub use crate::source::bitcoind::block::BLOCK_REFUSALS;
+/// Every `BlockError::reason` (`source::bitcoind::block`), the `reason` label of
+/// `ledgerd_bitcoin_blocks_refused_total`.
+pub const BLOCK_REFUSALS: [&str; 8] = [
+    "undecodable",
+    "bad-blk-hash",
+    "high-hash",
+    "bad-txnmrklroot",
+    "bad-txns-duplicate",
+    "bad-witness-nonce-size",
+    "bad-witness-merkle-match",
+    "unexpected-witness",
+];
 
 /// Why a peer was disconnected: the `reason` label of
 /// `ledgerd_bitcoin_peers_dropped_total`.
