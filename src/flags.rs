@@ -78,8 +78,90 @@ pub fn is_http_url(url: &str) -> bool {
     !(host.is_empty() || host.starts_with('/') || host.contains(' '))
 }
 
+/// The values a switch takes in the environment or a config file.
+pub const SWITCH_VALUES: &str = "true, false, 1, 0, yes, no, on or off";
+
 /// A switch's value in the environment or a config file: true, false, 1, 0,
-/// yes, no, on, off.
-pub fn switch() -> clap::builder::BoolishValueParser {
-    clap::builder::BoolishValueParser::new()
+/// yes, no, on, off (any case); the error lists them.
+pub fn switch() -> fn(&str) -> Result<bool, String> {
+    switch_value
+}
+
+fn switch_value(value: &str) -> Result<bool, String> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" | "y" | "t" => Ok(true),
+        "false" | "0" | "no" | "off" | "n" | "f" => Ok(false),
+        _ => Err(format!(
+            "is a switch: it takes {SWITCH_VALUES}, not {value:?}"
+        )),
+    }
+}
+
+/// The one of `known` closest to `word` by edit distance (letter case
+/// aside), when it is close enough to be a slip (a letter or two for a
+/// short word, a few for a long one); `None` otherwise: a guess far off
+/// helps no one.
+pub fn closest<'a, I: IntoIterator<Item = &'a str>>(word: &str, known: I) -> Option<&'a str> {
+    let word = word.to_ascii_lowercase();
+    let limit = (word.chars().count() / 4).clamp(1, 3);
+    known
+        .into_iter()
+        .map(|k| (edit_distance(&word, &k.to_ascii_lowercase()), k))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+/// Levenshtein distance: insertions, deletions and substitutions of
+/// characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                diagonal
+            } else {
+                1 + diagonal.min(above).min(row[j])
+            };
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn closest_suggests_only_a_near_word() {
+        let known = [
+            "ledger_getSoftConfirmationByNumber",
+            "ledger_getSoftConfirmationByHash",
+        ];
+        assert_eq!(
+            closest("ledger_getSoftConfirmationByNumbr", known),
+            Some("ledger_getSoftConfirmationByNumber")
+        );
+        assert_eq!(
+            closest("LEDGER_GETSOFTCONFIRMATIONBYHASH", known),
+            Some("ledger_getSoftConfirmationByHash")
+        );
+        assert_eq!(closest("eth_blockNumber", known), None);
+        assert_eq!(closest("bnd", ["bind", "dev"]), Some("bind"));
+        assert_eq!(closest("xyz", ["bind", "dev"]), None);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn a_switch_error_lists_the_values_it_takes() {
+        assert_eq!(switch_value("On"), Ok(true));
+        assert_eq!(switch_value("0"), Ok(false));
+        let e = switch_value("").unwrap_err();
+        assert!(e.contains("true, false, 1, 0, yes, no, on or off"), "{e}");
+    }
 }

@@ -190,7 +190,8 @@ fn method_not_allowed() -> HttpResponse {
         status: 405,
         content_type: JSON,
         body: RpcError::invalid_request(
-            "send JSON-RPC requests with HTTP POST; GET serves only /health and /metrics",
+            "send JSON-RPC requests with HTTP POST; GET serves / (the status page, to a browser: \
+             Accept: text/html), /health and /metrics",
         )
         .body(),
         headers: vec![("Allow", "POST, OPTIONS".to_string())],

@@ -75,7 +75,7 @@ pub enum Sub {
     /// Run a node (the default: `ledgerd [FLAGS]` is `ledgerd run [FLAGS]`)
     Run(Box<run::Args>),
     /// Serve a ledger another ledgerd writes (--data-dir DIR), read-only
-    ServeReadonly(Box<run::Args>),
+    ServeReadonly(Box<serve_readonly::Args>),
     /// Load a fixture (- reads stdin)
     Import(import::Args),
     /// Write heights A..=B as a fixture to stdout
@@ -89,7 +89,7 @@ pub enum Sub {
     /// Take a stopped node's ledger (--data-dir DIR) back to L2 height H or DA slot S, in one transaction
     Rollback(rollback::Args),
     /// Print run's effective configuration as TOML, each value with where it came from (--print-config does it for any command)
-    Config(Box<run::Args>),
+    Config(Box<config::Args>),
 }
 
 /// The configuration's own flags, on every command.
@@ -175,9 +175,10 @@ pub fn parse_with_warnings<I: IntoIterator<Item = String>>(
 /// Checks the flags against each other and builds the command.
 fn finish(cli: Cli, given: &Given) -> Result<Command, ConfigError> {
     match cli.command {
-        None => run::resolve(*cli.run, false, given),
-        Some(Sub::Run(r) | Sub::Config(r)) => run::resolve(*r, false, given),
-        Some(Sub::ServeReadonly(r)) => serve_readonly::resolve(*r, given),
+        None => run::resolve(*cli.run, given),
+        Some(Sub::Run(r)) => run::resolve(*r, given),
+        Some(Sub::Config(c)) => run::resolve(c.run, given),
+        Some(Sub::ServeReadonly(r)) => serve_readonly::resolve(*r),
         Some(Sub::Import(x)) => import::resolve(x).map(Command::Import),
         Some(Sub::Export(x)) => export::resolve(x).map(Command::Export),
         Some(Sub::Verify(x)) => verify::resolve(x).map(Command::Verify),

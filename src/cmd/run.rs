@@ -59,26 +59,12 @@ pub struct Args {
     pub file_args: FileArgs,
 }
 
-/// `run` and `serve-readonly`: the chain source and its flags.
-pub fn resolve(r: Args, read_only: bool, given: &Given) -> Result<Command, ConfigError> {
+/// `run`: the chain source and its flags, checked against each other.
+pub fn resolve(r: Args, given: &Given) -> Result<Command, ConfigError> {
     use crate::source::devnet::args::DevArgs;
     let urls = r.upstream.urls().map_err(ConfigError)?;
     let dev_on = r.dev.dev;
-    if read_only && (dev_on || !urls.is_empty()) {
-        return Err(ConfigError(
-            "serve-readonly has no chain source: it serves the ledger another ledgerd writes; \
-             drop --dev / --upstream"
-                .into(),
-        ));
-    }
     let ephemeral = r.ephemeral.ephemeral;
-    if read_only && ephemeral {
-        return Err(ConfigError(
-            "--ephemeral does not apply to `ledgerd serve-readonly`: it serves the ledger another \
-             ledgerd writes (--data-dir DIR)"
-                .into(),
-        ));
-    }
     if ephemeral && given.contains("data-dir") {
         return Err(ConfigError(
             "--ephemeral runs on a new temporary data dir, removed at exit: drop --data-dir (or \
@@ -195,7 +181,7 @@ pub fn resolve(r: Args, read_only: bool, given: &Given) -> Result<Command, Confi
         health_max_lag: Duration::from_secs(r.ops.health_max_lag_s),
         health_max_behind: r.ops.health_max_behind,
         cors_origin: r.ops.cors_origin(),
-        read_only,
+        read_only: false,
         ephemeral,
         log_format: r.logs.log_format,
     })))
@@ -247,6 +233,10 @@ fn bitcoin_config(
 /// Starts the node, prints `listening on http://HOST:PORT` and serves until
 /// `stop`; exit 1 with one line on stderr when it cannot start.
 pub fn run(config: Config, stop: Arc<Stop>) -> ExitCode {
+    if let Some(why) = nothing_to_serve(&config) {
+        eprintln!("ledgerd: {why}");
+        return ExitCode::from(2);
+    }
     let node = match Node::builder()
         .config(config)
         .stop_signal(stop.clone())
@@ -270,4 +260,20 @@ pub fn run(config: Config, stop: Arc<Stop>) -> ExitCode {
     log::info!("stopping");
     node.shutdown();
     ExitCode::SUCCESS
+}
+
+/// A node with no chain source serves the ledger stored in its data dir;
+/// without one there, it would make an empty one and serve nothing: the
+/// sentence that says what to give instead.
+fn nothing_to_serve(config: &Config) -> Option<String> {
+    let sourceless = matches!(config.source, SourceConfig::None);
+    if !sourceless || config.read_only || config.ephemeral || config.data_dir.exists() {
+        return None;
+    }
+    Some(format!(
+        "no chain source and no ledger at {}: nothing to serve; give --dev (a local devnet) or \
+         --upstream URL (follow a Citrea node or another ledgerd), or --data-dir DIR of a \
+         ledger written before",
+        config.data_dir.display()
+    ))
 }

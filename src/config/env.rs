@@ -2,7 +2,39 @@
 //! a command's flags by [`prepare`].
 
 /// Flags that are no setting: no variable, no config-file key.
-pub const NOT_SETTINGS: [&str; 4] = ["help", "version", "config", "print-config"];
+pub const NOT_SETTINGS: [&str; 5] = ["help", "version", "config", "print-config", "convert"];
+
+/// `LEDGERD_*` variables that are not settings but the project's scripts'
+/// and tests' own (which ledgerd, which bitcoind): no warning for them.
+const TOOLS_VARIABLES: [&str; 3] = ["LEDGERD_BIN", "LEDGERD_BITCOIND", "LEDGERD_TOOLS_DIR"];
+
+/// A warning for each `LEDGERD_*` variable in the environment that no flag
+/// of `cmd` (or its subcommands) reads, with the nearest one that is.
+pub fn unknown_variables(cmd: &clap::Command) -> Vec<String> {
+    let known: Vec<String> = std::iter::once(cmd)
+        .chain(cmd.get_subcommands())
+        .flat_map(|c| c.get_arguments())
+        .filter_map(|a| a.get_long())
+        .filter(|l| !NOT_SETTINGS.contains(l) || *l == "config")
+        .map(env_name)
+        .collect();
+    let mut names: Vec<String> = std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .filter(|k| k.starts_with("LEDGERD_"))
+        .filter(|k| !known.contains(k) && !TOOLS_VARIABLES.contains(&k.as_str()))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .map(|name| {
+            let near = crate::flags::closest(&name, known.iter().map(String::as_str))
+                .map(|k| format!(" (did you mean {k}?)"))
+                .unwrap_or_default();
+            format!("{name} is set, but no ledgerd setting has that name{near}: it is ignored")
+        })
+        .collect()
+}
 
 /// The variable that sets `--flag`: `LEDGERD_FLAG` (`--data-dir`: `LEDGERD_DATA_DIR`).
 pub fn env_name(long: &str) -> String {

@@ -11,10 +11,12 @@
 //! ```
 //!
 //! Its values become the flags' defaults ([`FileConfig::apply`]), so the
-//! environment and the command line override them. An unknown key, or a
-//! value its flag does not take, is an error naming the file, line and key.
-//! A file of the older `key = value` lines that is not TOML is still read,
-//! with one warning.
+//! environment and the command line override them. A file that is not
+//! TOML, a key given twice, an unknown key (with the nearest known one) or
+//! a value its flag does not take is an error naming the file, line and
+//! key. A file of the older `key = value` lines is refused like any other
+//! that is not TOML, the sentence naming the command that converts it
+//! (`ledgerd config --convert OLD`, [`read_old_form`]).
 
 use std::path::{Path, PathBuf};
 
@@ -62,39 +64,77 @@ pub enum Shape {
     List,
 }
 
-/// Reads `path`: TOML, else the older `key = value` lines (with a warning).
-pub fn read(path: &Path) -> Result<FileConfig, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+/// The command that converts a file of the older form to TOML.
+pub const CONVERT: &str = "ledgerd config --convert";
+
+fn read_text(path: &Path) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path).map_err(|e| {
         ConfigError(format!(
             "config file {} cannot be read: {e}",
             path.display()
         ))
-    })?;
+    })
+}
+
+/// Reads `path`, a TOML file. One that is not TOML is refused, naming the
+/// line and column; when it reads as the older `key = value` form, the
+/// sentence says so and names [`CONVERT`] (nothing is guessed).
+pub fn read(path: &Path) -> Result<FileConfig, ConfigError> {
+    let text = read_text(path)?;
     let at = |line: usize, key: &str, what: &str| at(path, line, key, what);
-    let mut warning = None;
     let entries = match toml_edit::Document::parse(text.as_str()) {
         Ok(doc) => toml_entries(&text, doc.as_table(), &at)?,
-        Err(toml_error) => match legacy_entries(&text) {
-            Some(entries) => {
-                warning = Some(format!(
-                    "config file {} is in the old `key = value` form, read as before; to make it \
-                     TOML, quote its text values (bind = \"127.0.0.1:8080\") and write switches \
-                     as true or false (`ledgerd config --config FILE` prints it as TOML)",
+        Err(toml_error) => {
+            let offset = toml_error.span().map_or(0, |s| s.start);
+            let (line, column) = (line_of(&text, offset), column_of(&text, offset));
+            let why = toml_error
+                .message()
+                .trim()
+                .trim_end_matches('.')
+                .to_string();
+            let old_form = match legacy_entries(&text) {
+                Some(_) => format!(
+                    "; it would read in the older `key = value` form, which ledgerd no longer \
+                     reads: if that is what it is, convert it with `{CONVERT} {} > new.toml` \
+                     and check what it prints",
                     path.display()
-                ));
-                entries
-            }
-            None => {
-                let line = toml_error.span().map_or(1, |s| line_of(&text, s.start));
-                let why = toml_error.message().trim().to_string();
-                return Err(at(line, "", &format!("not TOML: {why}")));
-            }
-        },
+                ),
+                None => String::new(),
+            };
+            return Err(ConfigError(format!(
+                "config file {} line {line}, column {column}: not TOML: {why}{old_form}",
+                path.display()
+            )));
+        }
     };
     Ok(FileConfig {
         path: path.to_path_buf(),
         entries,
-        warning,
+        warning: None,
+    })
+}
+
+/// Reads `path` in the older form, `key = value` lines with unquoted
+/// values (`ledgerd config --convert OLD`): what it says, to be printed as
+/// TOML.
+pub fn read_old_form(path: &Path) -> Result<FileConfig, ConfigError> {
+    let text = read_text(path)?;
+    let entries = legacy_entries(&text).ok_or_else(|| {
+        let line = text
+            .lines()
+            .position(|l| legacy_line(l.trim()).is_none())
+            .map_or(1, |i| i + 1);
+        at(
+            path,
+            line,
+            "",
+            "not in the older `key = value` form (each line a key, =, a value; # comments)",
+        )
+    })?;
+    Ok(FileConfig {
+        path: path.to_path_buf(),
+        entries,
+        warning: None,
     })
 }
 
@@ -108,6 +148,13 @@ fn at(path: &Path, line: usize, key: &str, what: &str) -> ConfigError {
             path.display()
         )
     })
+}
+
+/// 1-based, in characters.
+fn column_of(text: &str, offset: usize) -> usize {
+    let offset = offset.min(text.len());
+    let start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    text[start..offset].chars().count() + 1
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
@@ -152,6 +199,20 @@ fn toml_entries(
                     "is not `key = value` or a [section]",
                 ))
             }
+        }
+    }
+    // A key at the top and again under its section: one setting said twice.
+    for (i, e) in entries.iter().enumerate() {
+        if let Some(first) = entries[..i].iter().find(|f| f.key == e.key) {
+            return Err(at(
+                e.line,
+                &e.key,
+                &format!(
+                    "given twice (first on line {}): a setting is given once; keep the one you \
+                     mean",
+                    first.line
+                ),
+            ));
         }
     }
     Ok(entries)
@@ -204,15 +265,7 @@ fn legacy_entries(text: &str) -> Option<Vec<Entry>> {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let (key, value) = line.split_once('=')?;
-        let (key, value) = (key.trim(), value.trim());
-        if key.is_empty() || key.contains([' ', '[', '"']) {
-            return None;
-        }
-        let value = value
-            .strip_prefix('"')
-            .and_then(|v| v.strip_suffix('"'))
-            .unwrap_or(value);
+        let (key, value) = legacy_line(line)?;
         let shape = match value {
             "true" | "false" => Shape::Switch,
             _ => Shape::One,
@@ -236,6 +289,24 @@ fn legacy_entries(text: &str) -> Option<Vec<Entry>> {
     Some(entries)
 }
 
+/// One `key = value` line of the older form: the key and the value
+/// (without its double quotes).
+fn legacy_line(line: &str) -> Option<(&str, &str)> {
+    if line.is_empty() || line.starts_with('#') {
+        return Some(("", ""));
+    }
+    let (key, value) = line.split_once('=')?;
+    let (key, value) = (key.trim(), value.trim());
+    if key.is_empty() || key.contains([' ', '[', '"']) {
+        return None;
+    }
+    let value = value
+        .strip_prefix('"')
+        .and_then(|v| v.strip_suffix('"'))
+        .unwrap_or(value);
+    Some((key, value))
+}
+
 impl FileConfig {
     /// The entry for `--long`, if the file sets it.
     pub fn get(&self, long: &str) -> Option<&Entry> {
@@ -255,11 +326,19 @@ impl FileConfig {
             let Some((owner, arg)) = owner.filter(|_| !NOT_SETTINGS.contains(&e.key.as_str()))
             else {
                 let why = if NOT_SETTINGS.contains(&e.key.as_str()) {
-                    "not a setting; keys are the flags without --, such as data-dir"
+                    "not a setting; keys are the flags without --, such as data-dir".to_string()
                 } else {
-                    "unknown key; keys are the flags of ledgerd --help without --"
+                    let keys = std::iter::once(&cmd)
+                        .chain(cmd.get_subcommands())
+                        .flat_map(|c| c.get_arguments())
+                        .filter_map(|a| a.get_long())
+                        .filter(|l| !NOT_SETTINGS.contains(l));
+                    let near = crate::flags::closest(&e.key.replace('_', "-"), keys)
+                        .map(|k| format!(" (did you mean {k}?)"))
+                        .unwrap_or_default();
+                    format!("unknown key{near}; keys are the flags of ledgerd --help without --")
                 };
-                return Err(at(e, why));
+                return Err(at(e, &why));
             };
             let section = heading::section(arg.get_help_heading().unwrap_or(""));
             if let Some(s) = e.section.as_deref().filter(|s| *s != section) {

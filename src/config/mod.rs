@@ -251,6 +251,15 @@ impl ConfigError {
         let arg = context(ContextKind::InvalidArg);
         // "--max-range <N>" -> "--max-range".
         let flag = arg.split([' ', '=']).next().unwrap_or("").to_string();
+        let help = help_of(sub);
+        // "Did you mean": the nearest flag of this command.
+        let this = cmd.find_subcommand(sub).unwrap_or(cmd);
+        let suggested = flag
+            .strip_prefix("--")
+            .and_then(|f| {
+                crate::flags::closest(f, this.get_arguments().filter_map(|a| a.get_long()))
+            })
+            .map(|l| format!("--{l}"));
         ConfigError(match e.kind() {
             ErrorKind::ValueValidation => {
                 let why = std::error::Error::source(e)
@@ -267,7 +276,7 @@ impl ConfigError {
                 unknown_command(&context(ContextKind::InvalidSubcommand), cmd)
             }
             ErrorKind::UnknownArgument if !flag.starts_with('-') => match sub {
-                "import" | "verify" | "verify-proof" => {
+                "import" | "verify" | "verify-proof" | "verify-headers" => {
                     format!("{sub} takes one FILE; {flag:?} is a second one")
                 }
                 _ => unknown_command(&flag, cmd),
@@ -275,17 +284,27 @@ impl ConfigError {
             ErrorKind::UnknownArgument
                 if all_longs(cmd).iter().any(|l| format!("--{l}") == flag) =>
             {
-                format!("{flag} does not apply to `ledgerd {sub}`; see ledgerd --help")
+                format!("{flag} does not apply to `ledgerd {sub}`; see {help}")
             }
-            ErrorKind::UnknownArgument => {
-                format!("unknown argument {flag:?}; see ledgerd --help")
-            }
+            ErrorKind::UnknownArgument => match suggested {
+                Some(near) => format!("unknown argument {flag:?}: did you mean {near}? see {help}"),
+                None => format!("unknown argument {flag:?}; see {help}"),
+            },
             _ => {
                 let text = e.to_string();
                 let line = text.lines().next().unwrap_or("");
-                format!("{}; see ledgerd --help", line.trim_start_matches("error: "))
+                format!("{}; see {help}", line.trim_start_matches("error: "))
             }
         })
+    }
+}
+
+/// Where `sub`'s flags are listed: `ledgerd --help` for the bare form
+/// (`run`), `ledgerd CMD --help` for a command.
+fn help_of(sub: &str) -> String {
+    match sub {
+        "run" => "ledgerd --help".to_string(),
+        _ => format!("ledgerd {sub} --help"),
     }
 }
 
@@ -295,8 +314,12 @@ fn unknown_command(name: &str, cmd: &clap::Command) -> String {
         .map(clap::Command::get_name)
         .filter(|n| *n != "help")
         .collect();
+    let near = match crate::flags::closest(name, commands.iter().copied()) {
+        Some(c) => format!(" (did you mean {c}?)"),
+        None => String::new(),
+    };
     format!(
-        "unknown command {name:?}; the commands are {}; see ledgerd --help",
+        "unknown command {name:?}{near}; the commands are {}; see ledgerd --help",
         commands.join(", ")
     )
 }
@@ -340,9 +363,20 @@ pub fn parse_flags<C: clap::Parser>(
         Some(_) => env::prepare_for_command(base),
         None => env::prepare(base),
     };
-    let file = match config_path(&args) {
-        Some(path) => Some(file::read(&path)?),
-        None => None,
+    warnings.extend(env::unknown_variables(&cmd));
+    let convert = (sub == "config")
+        .then(|| flag_value(&args, "--convert"))
+        .flatten();
+    let file = match (convert, config_path(&args)) {
+        (Some(_), Some(_)) if args.iter().any(|a| a.starts_with("--config")) => {
+            return Err(ConfigError(
+                "--convert reads a file of the older form and --config a TOML file: give one"
+                    .into(),
+            ))
+        }
+        (Some(old), _) => Some(file::read_old_form(&old)?),
+        (None, Some(path)) => Some(file::read(&path)?),
+        (None, None) => None,
     };
     if let Some(file) = &file {
         warnings.extend(file.warning.clone());
@@ -405,18 +439,23 @@ fn from_variable(e: &clap::Error, args: &[String], error: ConfigError) -> Config
 
 /// `--config FILE` on the command line (the last one), else `LEDGERD_CONFIG`.
 fn config_path(args: &[String]) -> Option<PathBuf> {
-    let mut found = None;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        if a == "--config" {
-            found = it.next().map(PathBuf::from);
-        } else if let Some(v) = a.strip_prefix("--config=") {
-            found = Some(PathBuf::from(v));
-        }
-    }
-    found.or_else(|| {
+    flag_value(args, "--config").or_else(|| {
         std::env::var_os(env::env_name("config"))
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     })
+}
+
+/// The value of `flag` on the command line (its last), as `FLAG V` or `FLAG=V`.
+fn flag_value(args: &[String], flag: &str) -> Option<PathBuf> {
+    let mut found = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == flag {
+            found = it.next().map(PathBuf::from);
+        } else if let Some(v) = a.strip_prefix(flag).and_then(|r| r.strip_prefix('=')) {
+            found = Some(PathBuf::from(v));
+        }
+    }
+    found
 }

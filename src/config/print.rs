@@ -1,8 +1,10 @@
 //! `ledgerd config` / `--print-config`: the effective configuration as
 //! TOML, grouped in the sections a config file takes, each value followed
 //! by where it came from (defaults commented out, so that the output read
-//! as a config file sets what was set). Secrets (the flags whose variable
-//! `--help` hides) are masked.
+//! as a config file sets what was set: fed back with `--config`, it gives
+//! the same settings). A secret (a flag whose variable `--help` hides) is
+//! never printed, not even masked: its line is a comment naming where it
+//! comes from, to be set there again.
 
 use std::fmt::Write;
 
@@ -64,11 +66,18 @@ fn line(arg: &clap::Arg, matches: &clap::ArgMatches, file: Option<&FileConfig>) 
         (Some(ValueSource::DefaultValue), None) => "default".to_string(),
         _ => return format!("# {long}: not set\n"),
     };
-    let secret = arg.is_hide_env_values_set();
+    if arg.is_hide_env_values_set() {
+        return match source.as_str() {
+            "default" => format!("# {long}: not set\n"),
+            _ => format!(
+                "# {long}: set by {source}; a secret, not printed here: keep it there (or in \
+                 {}, or a --{long}-file)\n",
+                env_name(long)
+            ),
+        };
+    }
     let value = |v: &String| {
-        if secret {
-            "\"********\"".to_string()
-        } else if matches!(arg.get_action(), clap::ArgAction::SetTrue) {
+        if matches!(arg.get_action(), clap::ArgAction::SetTrue) {
             matches.get_flag(id).to_string()
         } else if !v.is_empty() && v.len() < 19 && v.bytes().all(|b| b.is_ascii_digit()) {
             v.clone()

@@ -88,7 +88,7 @@ pub fn parse(method: &str, params: &Params) -> Result<DevCommand, RpcError> {
         "dev_snapshot" => Snapshot,
         "dev_revert" => Revert(params.height(ID)?),
         "dev_reset" => Reset,
-        _ => return Err(RpcError::method_not_found(method)),
+        _ => return Err(RpcError::method_not_found(method, &NAMES)),
     })
 }
 

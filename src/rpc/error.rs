@@ -32,16 +32,23 @@ impl RpcError {
         RpcError::new(-32600, "Invalid request", data)
     }
 
-    /// `-32601`: no method of that name.
-    pub fn method_not_found(method: &str) -> RpcError {
+    /// `-32601`: no method of that name; the closest known one when it
+    /// is near (a slip), then every known one: [`super::METHOD_NAMES`] and
+    /// `more` (a `--dev` node's `dev_*` methods).
+    pub fn method_not_found(method: &str, more: &[&str]) -> RpcError {
         let mut shown = String::new();
         shorten_into(&mut shown, method);
+        let known: Vec<&str> = super::METHOD_NAMES.iter().chain(more).copied().collect();
+        let hint = match crate::flags::closest(method, known.iter().copied()) {
+            Some(near) => format!(" (did you mean \"{near}\"?)"),
+            None => String::new(),
+        };
         RpcError::new(
             -32601,
             "Method not found",
             format!(
-                "no method named \"{shown}\"; known methods: {}",
-                super::METHOD_NAMES.join(", ")
+                "no method named \"{shown}\"{hint}; known methods: {}",
+                known.join(", ")
             ),
         )
     }

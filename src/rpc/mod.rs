@@ -123,6 +123,11 @@ impl Command {
     fn parse(method: &str, params: &Params, access: &DevAccess) -> Result<Command, RpcError> {
         use soft_confirmations::Request as Sc;
         use Command::*;
+        // A `--dev` node knows its `dev_*` methods (even where it refuses them).
+        let dev_names: &[&str] = match access {
+            DevAccess::Off => &[],
+            DevAccess::Refused(_) | DevAccess::On(_) => &dev::NAMES,
+        };
         if dev::is_dev_method(method) {
             return match access {
                 DevAccess::Off => Err(RpcError::unavailable(format!(
@@ -166,9 +171,9 @@ impl Command {
             | "ledger_getBatchProofsBySlotHash"
             | "health_check" => match citrea::Request::parse(method, params) {
                 Some(request) => Citrea(request?),
-                None => return Err(RpcError::method_not_found(method)),
+                None => return Err(RpcError::method_not_found(method, dev_names)),
             },
-            _ => return Err(RpcError::method_not_found(method)),
+            _ => return Err(RpcError::method_not_found(method, dev_names)),
         })
     }
 }

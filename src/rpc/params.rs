@@ -108,6 +108,27 @@ fn hash_error(name: &str, raw: &str, why: &str) -> RpcError {
     ))
 }
 
+/// A hash with a character that is not a hex digit: that character and
+/// its position (1-based, in the string as sent, `0x` included), not the
+/// whole string cut short.
+fn bad_digit(name: &str, text: &str, digits: &str) -> RpcError {
+    let sent: String = serde_json::from_str(text).unwrap_or_default();
+    let prefix = sent.chars().count() - digits.chars().count();
+    let Some((i, c)) = digits
+        .chars()
+        .enumerate()
+        .find(|(_, c)| !c.is_ascii_hexdigit())
+    else {
+        return hash_error(name, text, "holds a character that is not a hex digit");
+    };
+    RpcError::invalid_params(format!(
+        "`{name}` holds {c:?}, which is not a hex digit, at character {} of {}; give a 32-byte \
+         hash as a string of exactly 64 hex digits, with or without 0x",
+        prefix + i + 1,
+        sent.chars().count()
+    ))
+}
+
 /// The text of a JSON string parameter without an optional `0x`/`0X`, for
 /// hashes and blobs; the error is the reason, for the caller's sentence.
 pub fn hex_text(text: &str) -> Result<String, &'static str> {
@@ -133,8 +154,7 @@ pub fn parse_hash(name: &str, raw: &RawValue) -> Result<Hash, RpcError> {
         ));
     }
     let mut hash = [0u8; 32];
-    hex::decode_to_slice(&digits, &mut hash)
-        .map_err(|_| hash_error(name, text, "holds a character that is not a hex digit"))?;
+    hex::decode_to_slice(&digits, &mut hash).map_err(|_| bad_digit(name, text, &digits))?;
     Ok(hash)
 }
 
@@ -230,6 +250,20 @@ mod tests {
             assert_eq!(e.code, -32602, "{text}");
             assert!(e.data.contains("64 hex digits"), "{}", e.data);
         }
+    }
+
+    #[test]
+    fn a_bad_character_in_a_hash_is_shown_with_its_position() {
+        let text = format!("\"0x{}zb\"", "ab".repeat(31));
+        let e = parse_hash("hash", &raw(&text)).expect_err(&text);
+        assert_eq!(e.code, -32602);
+        assert!(
+            e.data
+                .starts_with("`hash` holds 'z', which is not a hex digit, at character 65 of 66;"),
+            "{}",
+            e.data
+        );
+        assert!(e.data.contains("64 hex digits"), "{}", e.data);
     }
 
     #[test]

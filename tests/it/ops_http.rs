@@ -91,8 +91,9 @@ fn get_slash_answers_a_browser_the_status_page_and_curl_the_json_error_as_before
     assert_eq!(head.status, 200);
     assert!(head.body.is_empty());
 
-    // curl (`Accept: */*`), no Accept at all, JSON only: today's 405 answer.
-    let before = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request","data":"send JSON-RPC requests with HTTP POST; GET serves only /health and /metrics"}}"#;
+    // curl (`Accept: */*`), no Accept at all, JSON only: a 405 answer that
+    // names / as the status page (a browser's), beside /health and /metrics.
+    let before = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request","data":"send JSON-RPC requests with HTTP POST; GET serves / (the status page, to a browser: Accept: text/html), /health and /metrics"}}"#;
     for accept in [
         &[("Accept", "*/*")][..],
         &[],

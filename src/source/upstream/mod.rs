@@ -104,6 +104,23 @@ enum Answer {
     },
 }
 
+/// An HTTP error status from an upstream: what it was, and, when its body
+/// is not a JSON-RPC answer, that the URL may not be a JSON-RPC server.
+fn http_error(url: &str, code: u16, body: &[u8]) -> SourceError {
+    let json_rpc = serde_json::from_slice::<serde_json::Value>(body)
+        .is_ok_and(|v| v.get("jsonrpc").is_some() || v.get("error").is_some());
+    let what = format!("upstream {url} answered with an HTTP error, status {code}");
+    if json_rpc {
+        SourceError::bad_answer(what)
+    } else {
+        SourceError::unreadable(
+            what,
+            "its answer is not JSON-RPC: is this the URL of a Citrea node or a ledgerd (its RPC \
+             port, and path if any), not a web server?",
+        )
+    }
+}
+
 fn err(what: impl std::fmt::Display) -> SourceError {
     SourceError::bad_answer(what.to_string())
 }
@@ -271,11 +288,11 @@ impl Upstream {
             Err(f) => f.error,
         };
         Err(match error {
-            PostError::Status { code, .. } => {
+            PostError::Status { code, body } => {
                 // An answer, if not the one wanted: a push-back is over.
                 self.pace.answered(sent);
                 self.pace.not_pushed_back();
-                err(format!("upstream {url} answered HTTP {code}"))
+                http_error(url, code, &body)
             }
             PostError::TooLarge { limit } => {
                 self.pace.answered(sent);
