@@ -83,7 +83,7 @@ pub enum Sub {
     /// Check soft confirmations (RPC answers; - reads stdin): hashes, signatures, links
     Verify(verify::Args),
     /// Check batch proofs (RPC answers or raw receipt bytes): journal, receipt, image
-    VerifyProof(verify::Args),
+    VerifyProof(verify_proof::Args),
     /// Check Bitcoin headers (raw 80-byte or hex lines) by Bitcoin Core's rules
     VerifyHeaders(verify_headers::Args),
     /// Take a stopped node's ledger (--data-dir DIR) back to L2 height H or DA slot S, in one transaction

@@ -1148,3 +1148,57 @@ fn log_format_is_text_unless_json_is_asked_for() {
     let e = run(&["--log-format", "yaml"]).unwrap_err();
     assert!(e.0.contains("--log-format takes text or json"), "{e}");
 }
+
+/// Each flag a command takes reaches what it does: the command resolved
+/// with the flag (and what it needs) is not the one resolved without it.
+#[test]
+fn every_flag_a_command_takes_changes_what_it_does() {
+    let cmd = env::prepare(<Cli as clap::CommandFactory>::command());
+    let mut seen = 0;
+    // `config` takes run's flags, and prints them.
+    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "config") {
+        let name = sub.get_name();
+        let args: &[&str] = match name {
+            "import" | "verify" | "verify-proof" | "verify-headers" => &["f"],
+            _ => &[],
+        };
+        for arg in sub.get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            if env::NOT_SETTINGS.contains(&long) {
+                continue;
+            }
+            let (value, needs) = match arg.get_action() {
+                clap::ArgAction::SetTrue => ("true".to_string(), sample(long).1),
+                _ => (sample(long).0.to_string(), sample(long).1),
+            };
+            // Samples that are the defaults already (Citrea's regtest DA keys).
+            let value = match long {
+                "sequencer-da-pubkey" => format!("\"{}\"", keys::TESTNET.sequencer),
+                "prover-da-pubkey" => format!("\"{}\"", keys::TESTNET.prover),
+                _ => value,
+            };
+            let needs = match (name, long) {
+                ("rollback", "data-dir") => "to-l2 = 5\n",
+                ("rollback", "to-l2" | "to-l1" | "dry-run") => needs,
+                ("rollback", _) => "data-dir = \"/tmp/x\"\nto-l2 = 5\n",
+                (_, "bitcoin-rpc-password-file") => {
+                    "bitcoin-rpc-user = \"u\"\ndev = true\ndev-bitcoin-rpc = \"http://h:1\"\n"
+                }
+                _ => needs,
+            };
+            let resolved = |text: &str| format!("{:?}", with_file(Some(name), text, args));
+            let without = resolved(needs);
+            let with = resolved(&format!("{long} = {value}\n{needs}"));
+            assert!(
+                !with.starts_with("Err"),
+                "`ledgerd {name}` refuses --{long} = {value}: {with}"
+            );
+            assert_ne!(
+                with, without,
+                "`ledgerd {name}` takes --{long} but does nothing with it"
+            );
+            seen += 1;
+        }
+    }
+    assert!(seen > 60, "{seen} flags over the commands");
+}

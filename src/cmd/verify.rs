@@ -31,7 +31,6 @@ use crate::chain::args::ChainArgs;
 use crate::chain::{block_hash, verify_block_signature, Fork, ForkTable};
 use crate::flags::ConfigError;
 use crate::json_in;
-use crate::proof::args::ProofArgs;
 use crate::types::SoftConfirmation;
 use crate::verify::{self, Check};
 
@@ -378,16 +377,15 @@ impl From<io::Error> for RunError {
     }
 }
 
-/// `ledgerd verify FILE` and `ledgerd verify-proof FILE`: an input and the chain rules.
+/// `ledgerd verify FILE`: an input and the chain rules (not the proof
+/// flags: it checks no proof).
 #[derive(clap::Args, Clone, Debug)]
 pub struct Args {
-    /// What a node answered (soft confirmations; proofs, or raw receipt bytes); - reads stdin
+    /// Soft confirmations as a node answered them; - reads stdin
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
     #[command(flatten)]
     pub chain: ChainArgs,
-    #[command(flatten)]
-    pub proof: ProofArgs,
     #[command(flatten)]
     pub file_args: FileArgs,
 }

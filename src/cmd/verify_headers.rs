@@ -7,7 +7,6 @@ use std::process::ExitCode;
 
 use super::{input_file, FileArgs};
 use crate::flags::{heading, number, ConfigError};
-use crate::headers::args::BitcoinChainArgs;
 use crate::headers::BitcoinChain;
 
 /// `ledgerd verify-headers FILE`: Bitcoin headers checked by Core's rules.
@@ -19,10 +18,17 @@ pub struct Args {
     /// The height of the file's first header [default: 0, the chain's genesis]
     #[arg(long, value_name = "H", value_parser = number::<u64>, help_heading = heading::HEADERS)]
     pub start_height: Option<u64>,
-    #[command(flatten)]
-    pub chain: BitcoinChainArgs,
+    /// The Bitcoin network of the headers (main, testnet4, signet or regtest): its genesis and header rules [default: regtest]
+    #[arg(long, value_name = "CHAIN", value_parser = bitcoin_chain, help_heading = heading::BITCOIN)]
+    pub bitcoin_chain: Option<BitcoinChain>,
     #[command(flatten)]
     pub file_args: FileArgs,
+}
+
+/// `--bitcoin-chain`: a chain's name. verify-headers takes no `--network`,
+/// so its help names its own default, not the one `--network` reads.
+fn bitcoin_chain(value: &str) -> Result<BitcoinChain, String> {
+    value.parse().map_err(|e| format!("--bitcoin-chain: {e}"))
 }
 
 /// `ledgerd verify-headers [--bitcoin-chain C] [--start-height H] FILE`, checked.
@@ -43,7 +49,7 @@ pub fn resolve(v: Args) -> Result<VerifyHeaders, ConfigError> {
             "verify-headers needs a FILE of Bitcoin headers: raw 80-byte headers back to back, \
              or hex, one header per line (`-` reads stdin)",
         )?,
-        chain: v.chain.chain(None),
+        chain: v.bitcoin_chain.unwrap_or(BitcoinChain::Regtest),
         start_height: v.start_height,
     })
 }

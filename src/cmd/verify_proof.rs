@@ -20,8 +20,8 @@ use std::process::ExitCode;
 use serde_json::Value;
 
 use super::input_file;
-use crate::chain::ForkTable;
-use crate::flags::ConfigError;
+use crate::chain::{ForkTable, Network};
+use crate::flags::{heading, number, ConfigError};
 use crate::proof::journal::{self, Journal};
 use crate::proof::{receipt, verify_decoded, ProofRules};
 use crate::types::ProofOutput;
@@ -347,8 +347,35 @@ pub struct VerifyProof {
     pub forks: ForkTable,
 }
 
-/// `verify-proof` takes `verify`'s flags.
-pub fn resolve(v: super::verify::Args) -> Result<VerifyProof, ConfigError> {
+/// `ledgerd verify-proof FILE`: an input, the fork table and the proof
+/// flags (no sequencer key: a proof carries none).
+#[derive(clap::Args, Clone, Debug)]
+pub struct Args {
+    /// Batch proofs as a node answered them, or raw receipt bytes; - reads stdin
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Testnet, devnet, mainnet or nightly: Citrea v0.6.2's Kumquat height and batch-proof images for that network
+    #[arg(long, value_name = "NAME", value_parser = network, help_heading = heading::CHAIN_RULES)]
+    pub network: Option<Network>,
+    /// Genesis rules below L2 height H, Kumquat from H [default: the network's, else 0: Kumquat for every block]
+    #[arg(long, value_name = "H", value_parser = number::<u64>, help_heading = heading::CHAIN_RULES)]
+    pub kumquat_height: Option<u64>,
+    #[command(flatten)]
+    pub proof: crate::proof::args::ProofArgs,
+    #[command(flatten)]
+    pub file_args: super::FileArgs,
+}
+
+fn network(value: &str) -> Result<Network, String> {
+    value.parse().map_err(|e| format!("--network: {e}"))
+}
+
+pub fn resolve(v: Args) -> Result<VerifyProof, ConfigError> {
+    let chain = crate::chain::args::ChainArgs {
+        network: v.network,
+        kumquat_height: v.kumquat_height,
+        sequencer_pubkey: None,
+    };
     Ok(VerifyProof {
         file: input_file(
             v.file,
@@ -357,9 +384,9 @@ pub fn resolve(v: super::verify::Args) -> Result<VerifyProof, ConfigError> {
         )?,
         receipts: v
             .proof
-            .receipt_rules(v.chain.network, false)
+            .receipt_rules(v.network, false)
             .map_err(ConfigError)?,
-        forks: v.chain.forks(),
+        forks: chain.forks(),
     })
 }
 
