@@ -112,25 +112,33 @@ pub fn closest<'a, I: IntoIterator<Item = &'a str>>(word: &str, known: I) -> Opt
         .map(|(_, k)| k)
 }
 
-/// Levenshtein distance: insertions, deletions and substitutions of
-/// characters.
+/// Edit distance (optimal string alignment): insertions, deletions,
+/// substitutions and swaps of two neighbouring characters (`dve` -> `dev`
+/// is one).
 fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = if ca == *cb {
-                diagonal
-            } else {
-                1 + diagonal.min(above).min(row[j])
-            };
-            diagonal = above;
+    // d[i][j]: the distance between a[..i] and b[..j].
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for j in 0..=b.len() {
+        d[0][j] = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
         }
     }
-    row[b.len()]
+    d[a.len()][b.len()]
 }
 
 #[cfg(test)]
@@ -154,7 +162,9 @@ mod tests {
         assert_eq!(closest("eth_blockNumber", known), None);
         assert_eq!(closest("bnd", ["bind", "dev"]), Some("bind"));
         assert_eq!(closest("xyz", ["bind", "dev"]), None);
+        assert_eq!(closest("dve", ["dev", "data-dir"]), Some("dev"));
         assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("dve", "dev"), 1);
     }
 
     #[test]

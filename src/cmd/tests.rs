@@ -703,7 +703,7 @@ fn every_setting_of_every_command_is_a_config_file_key_and_a_variable() {
                 .lines()
                 .find(|l| {
                     l.starts_with(&format!("{long} = "))
-                        || l.starts_with(&format!("# {long}: set by file "))
+                        || l.starts_with(&format!("# {long} = (a secret, not printed) # file "))
                 })
                 .unwrap_or_else(|| panic!("{name} --{long}:\n{printed}"));
             assert!(line.contains("file "), "{name} --{long}: {line}");
@@ -753,7 +753,7 @@ fn print_config_says_where_each_value_came_from_and_never_prints_the_password() 
     assert!(out.contains("dev = true # flag --dev\n"), "{out}");
     assert!(
         out.contains(
-            "\n# bitcoin-rpc-password: set by flag --bitcoin-rpc-password; a secret, not printed"
+            "\n# bitcoin-rpc-password = (a secret, not printed) # flag --bitcoin-rpc-password\n"
         ),
         "{out}"
     );

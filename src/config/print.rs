@@ -67,13 +67,11 @@ fn line(arg: &clap::Arg, matches: &clap::ArgMatches, file: Option<&FileConfig>) 
         _ => return format!("# {long}: not set\n"),
     };
     if arg.is_hide_env_values_set() {
+        // Commented out, its source named: set it there again (a variable
+        // or a `--{long}-file` keeps it off the command line).
         return match source.as_str() {
             "default" => format!("# {long}: not set\n"),
-            _ => format!(
-                "# {long}: set by {source}; a secret, not printed here: keep it there (or in \
-                 {}, or a --{long}-file)\n",
-                env_name(long)
-            ),
+            _ => format!("# {long} = (a secret, not printed) # {source}\n"),
         };
     }
     let value = |v: &String| {

@@ -78,8 +78,9 @@ fn health_check_passes_while_blocks_come_and_fails_as_citrea_when_they_stop() {
     std::thread::sleep(Duration::from_millis(1600));
     assert_eq!(quiet.result("health_check", "[]"), Value::Null);
     // Fewer than 2 blocks: Citrea passes without looking (a node serving
-    // an empty ledger, no source).
-    let empty = Ledgerd::builder().start();
+    // an empty ledger, no source: a data dir that exists, with nothing in it).
+    let stored = tempfile::tempdir().unwrap();
+    let empty = Ledgerd::builder().data_dir(stored.path()).start();
     assert_eq!(empty.result("health_check", "[]"), Value::Null);
 }
 

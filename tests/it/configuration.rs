@@ -103,7 +103,7 @@ fn the_help_the_docs_and_the_parser_name_the_same_flags() {
         }
         helped.extend(in_help);
     }
-    for meta in ["help", "version", "config", "print-config"] {
+    for meta in ["help", "version", "config", "print-config", "convert"] {
         parsed.insert(meta.to_string());
     }
     assert_eq!(
@@ -226,7 +226,10 @@ fn every_setting_comes_from_a_flag_a_variable_or_the_file_in_that_order() {
         let line_of = |lines: &[String], long: &str| {
             lines
                 .iter()
-                .find(|l| l.starts_with(&format!("{long} = ")))
+                .find(|l| {
+                    l.starts_with(&format!("{long} = "))
+                        || l.starts_with(&format!("# {long} = (a secret, not printed) # "))
+                })
                 .cloned()
                 .unwrap_or_else(|| panic!("{name}: no line for {long} in {lines:#?}"))
         };
@@ -323,23 +326,113 @@ fn a_node_takes_each_setting_from_the_flag_else_the_variable_else_the_file() {
 }
 
 #[test]
-fn an_old_key_value_file_is_read_with_one_warning() {
+fn a_file_that_is_not_toml_is_refused_and_config_convert_reads_the_old_form() {
     let tmp = tempfile::tempdir().unwrap();
-    let conf = tmp.path().join("ledgerd.conf");
+    // The issue's file: a quote left open. It was read as the old form,
+    // with a warning, and the node failed later on a bind address with a quote.
+    let broken = tmp.path().join("c9.toml");
+    std::fs::write(&broken, "dev = true\nbind = \"127.0.0.1:18798\n").unwrap();
+    let (ok, out, err) = ledgerd(&["config", "--config", broken.to_str().unwrap()], &[]);
+    assert!(!ok && out.is_empty(), "{out}");
+    assert!(
+        err.contains(&format!(
+            "config file {} line 2, column 24: not TOML: ",
+            broken.display()
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "`ledgerd config --convert {} > new.toml`",
+            broken.display()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("WARN"), "{err}");
+    // A key given twice.
+    let twice = tmp.path().join("twice.toml");
+    std::fs::write(&twice, "dev = true\nmax-range = 4\ndev = true\n").unwrap();
+    let (ok, _, err) = ledgerd(&["--config", twice.to_str().unwrap()], &[]);
+    assert!(!ok);
+    assert!(
+        err.contains("line 3, column 1: not TOML: duplicate key"),
+        "{err}"
+    );
+
+    // The old form, converted by the command the sentence names.
+    let old = tmp.path().join("ledgerd.conf");
     std::fs::write(
-        &conf,
+        &old,
         "# old form\ndev = true\nmax-range = 4\nbind = 127.0.0.1:0\n",
     )
     .unwrap();
-    let (ok, out, err) = ledgerd(&["config", "--config", conf.to_str().unwrap()], &[]);
+    let (ok, _, err) = ledgerd(&["config", "--config", old.to_str().unwrap()], &[]);
+    assert!(!ok && err.contains("it would read in the older"), "{err}");
+    let (ok, toml, err) = ledgerd(&["config", "--convert", old.to_str().unwrap()], &[]);
     assert!(ok, "{err}");
-    assert!(out.contains("max-range = 4 # file "), "{out}");
-    assert!(out.contains("bind = \"127.0.0.1:0\" # file "), "{out}");
-    assert_eq!(err.matches("WARN").count(), 1, "{err}");
-    assert!(
-        err.contains("old `key = value` form") && err.contains("TOML"),
-        "{err}"
-    );
+    assert!(err.is_empty(), "{err}");
+    assert!(toml.contains("max-range = 4 # file "), "{toml}");
+    assert!(toml.contains("bind = \"127.0.0.1:0\" # file "), "{toml}");
+    let new = tmp.path().join("new.toml");
+    std::fs::write(&new, &toml).unwrap();
+    let (ok, again, err) = ledgerd(&["config", "--config", new.to_str().unwrap()], &[]);
+    assert!(ok, "{err}");
+    assert_eq!(settings(&again), settings(&toml));
+}
+
+/// The `key = value` lines of `ledgerd config`'s output, without their
+/// source comments.
+fn settings(printed: &str) -> Vec<String> {
+    printed
+        .lines()
+        .filter(|l| !l.starts_with('#') && l.contains(" = "))
+        .map(|l| {
+            l.rsplit_once(" # ")
+                .map_or(l, |(setting, _)| setting)
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn what_ledgerd_config_prints_gives_the_same_settings_fed_back() {
+    for (name, args) in parser() {
+        // Every setting from the environment (a password too).
+        let mut env = Vec::new();
+        for arg in &args {
+            let long = arg.get_long().unwrap();
+            let v = if is_switch(arg) {
+                "true".to_string()
+            } else if long.contains("password") && !long.ends_with("file") {
+                "hunter1".to_string()
+            } else {
+                values(arg)[1].clone()
+            };
+            env.push((env_name(long), v));
+        }
+        let first = printed(&name, &[], &env, None).join("\n");
+        let again = printed(&name, &[], &[], Some(&first)).join("\n");
+        let want = settings(&first);
+        assert_eq!(settings(&again), want, "ledgerd {name}: fed back");
+        assert_eq!(
+            want.len() + usize::from(first.contains("# bitcoin-rpc-password = (a secret")),
+            args.len(),
+            "ledgerd {name}: every setting printed:\n{first}"
+        );
+        if args
+            .iter()
+            .any(|a| a.get_long() == Some("bitcoin-rpc-password"))
+        {
+            assert!(
+                first.contains(
+                    "\n# bitcoin-rpc-password = (a secret, not printed) # env \
+                     LEDGERD_BITCOIN_RPC_PASSWORD\n"
+                ),
+                "{name}: {first}"
+            );
+            assert!(!first.contains("********"), "{first}");
+        }
+    }
 }
 
 #[test]
@@ -387,9 +480,12 @@ fn a_password_from_the_environment_or_a_file_stays_off_the_command_line_logs_and
     let (ok, out, err) = ledgerd(&["config"], &env);
     assert!(ok, "{err}");
     assert!(
-        out.contains("bitcoin-rpc-password = \"********\" # env LEDGERD_BITCOIN_RPC_PASSWORD"),
+        out.contains(
+            "\n# bitcoin-rpc-password = (a secret, not printed) # env LEDGERD_BITCOIN_RPC_PASSWORD\n"
+        ),
         "{out}"
     );
+    assert!(!out.contains("\nbitcoin-rpc-password = "), "{out}");
     assert!(!out.contains(secret), "{out}");
     let (_, help, _) = ledgerd(&["--help"], &env);
     assert!(!help.contains(secret), "{help}");

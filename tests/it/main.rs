@@ -31,6 +31,7 @@ mod frontier;
 mod fuzz_regressions;
 mod haproxy_fleet;
 mod haproxy_front;
+mod hints;
 mod hostile;
 mod http_framing;
 mod layers;
