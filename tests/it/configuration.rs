@@ -509,3 +509,100 @@ fn a_bad_value_in_a_variable_names_the_variable() {
     assert!(ok, "{err}");
     assert!(!out.contains("max-batch"), "{out}");
 }
+
+/// A command's help, its flags (settings and the configuration's own),
+/// and `ledgerd NAME [FILE]` to put before flags.
+fn command_line(name: &str) -> Vec<String> {
+    let mut args = vec![name.to_string()];
+    if matches!(
+        name,
+        "import" | "verify" | "verify-proof" | "verify-headers"
+    ) {
+        args.push("-".into());
+    }
+    args
+}
+
+#[test]
+fn each_command_takes_the_flags_its_help_shows_and_refuses_the_others_with_a_pointer() {
+    let (ok, top, _) = ledgerd(&["--help"], &[]);
+    assert!(ok);
+    let top_flags = flags_in_help(&top);
+    let top_cmd = prepare(Cli::command());
+    let arg_of = |long: &str| {
+        std::iter::once(&top_cmd)
+            .chain(top_cmd.get_subcommands())
+            .flat_map(|c| c.get_arguments())
+            .find(|a| a.get_long() == Some(long))
+            .cloned()
+            .unwrap_or_else(|| panic!("no --{long} in the parser"))
+    };
+    // `--flag` (a switch) or `--flag=VALUE`.
+    let given = |arg: &clap::Arg| {
+        let long = arg.get_long().unwrap();
+        if is_switch(arg) {
+            format!("--{long}")
+        } else {
+            format!("--{long}={}", values(arg)[0])
+        }
+    };
+    let mut refused = 0;
+    for (name, _) in parser() {
+        let (ok, help, err) = ledgerd(&[&name, "--help"], &[]);
+        assert!(ok, "{err}");
+        let in_help = flags_in_help(&help);
+        for long in in_help
+            .iter()
+            .filter(|l| !NOT_SETTINGS.contains(&l.as_str()))
+        {
+            // Taken: the configuration says it came from the command line.
+            let arg = arg_of(long);
+            let mut args = command_line(&name);
+            args.extend([given(&arg), "--print-config".into()]);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let (ok, out, err) = ledgerd(&args, &[]);
+            assert!(ok, "ledgerd {args:?}: {err}");
+            assert!(
+                out.lines()
+                    .any(|l| l.contains(" = ") && l.ends_with(&format!("# flag --{long}"))),
+                "ledgerd {args:?}:\n{out}"
+            );
+        }
+        for long in top_flags
+            .difference(&in_help)
+            .filter(|l| !NOT_SETTINGS.contains(&l.as_str()))
+        {
+            let arg = arg_of(long);
+            let mut args = command_line(&name);
+            args.push(given(&arg));
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let (ok, out, err) = ledgerd(&args, &[]);
+            assert!(!ok && out.is_empty(), "ledgerd {args:?} took --{long}");
+            assert_eq!(
+                err.trim(),
+                format!("ledgerd: --{long} does not apply to `ledgerd {name}`; see ledgerd {name} --help"),
+                "ledgerd {args:?}"
+            );
+            refused += 1;
+        }
+    }
+    assert!(refused > 100, "{refused} flags refused over the commands");
+    // serve-readonly: no chain source, no chain rules, no devnet, Bitcoin or follower flags.
+    let (_, help, _) = ledgerd(&["serve-readonly", "--help"], &[]);
+    for absent in [
+        "--dev ",
+        "--upstream ",
+        "--network",
+        "--sync-chunk",
+        "--bitcoin-rpc",
+        "--ephemeral",
+    ] {
+        assert!(
+            !help.contains(absent),
+            "serve-readonly --help shows {absent}:\n{help}"
+        );
+    }
+    // verify-headers takes no --network: its help does not send you to one.
+    let (_, help, _) = ledgerd(&["verify-headers", "--help"], &[]);
+    assert!(!help.contains("--network"), "{help}");
+}
