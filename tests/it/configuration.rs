@@ -111,6 +111,33 @@ fn the_help_the_docs_and_the_parser_name_the_same_flags() {
         "docs/OPERATIONS.md's flag table and the parser"
     );
     assert_eq!(helped, parsed, "--help and the parser");
+
+    // Each command's row of flags: | `ledgerd NAME` | `--a` `--b` ... |, as its --help lists them.
+    let mut rows = 0;
+    for row in docs.lines().filter(|l| l.starts_with("| `ledgerd ")) {
+        let cells: Vec<&str> = row.split(" | ").collect();
+        if cells.len() < 2 || !cells[1].starts_with("`--") {
+            continue;
+        }
+        let name = cells[0]
+            .trim_start_matches("| `ledgerd ")
+            .trim_end_matches('`');
+        let documented: BTreeSet<String> = cells[1]
+            .trim_end_matches(" |")
+            .split_whitespace()
+            .map(|f| f.trim_matches('`').trim_start_matches("--").to_string())
+            .collect();
+        let (ok, help, err) = ledgerd(&[name, "--help"], &[]);
+        assert!(ok, "{name}: {err}");
+        let mut in_help = flags_in_help(&help);
+        in_help.remove("help");
+        assert_eq!(
+            documented, in_help,
+            "docs/OPERATIONS.md's flags of `ledgerd {name}` and its --help"
+        );
+        rows += 1;
+    }
+    assert_eq!(rows, parser().len(), "a row of flags for every command");
 }
 
 /// Three values `arg` takes, different from each other and its default.
