@@ -222,8 +222,8 @@ fn an_upstream_that_answers_an_http_error_is_logged_as_what_it_was() {
     let (_, log) = node.stop();
     assert!(
         log.contains(&format!(
-            "upstream {web} answered with an HTTP error, status 501: its answer is not JSON-RPC: \
-             is this the URL of a Citrea node or a ledgerd"
+            "upstream {web} answered with an HTTP error, status 501: its answer is not JSON-RPC, \
+             so the URL may name a web server, not a Citrea node or a ledgerd: check its port"
         )),
         "{log}"
     );
@@ -235,16 +235,27 @@ fn a_bare_ledgerd_with_nothing_to_serve_says_what_to_give() {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("ledgerd-data");
     // From a directory with no ledger: the default ./ledgerd-data.
-    let started = Instant::now();
-    let out = Command::new(BIN)
+    let mut child = Command::new(BIN)
         .args(["--bind", "127.0.0.1:0"])
         .current_dir(tmp.path())
         .env_remove("LEDGERD_DATA_DIR")
         .stdin(Stdio::null())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
-    assert!(started.elapsed() < Duration::from_secs(5));
+    // It exits at once; one that serves instead is stopped and fails here.
+    let until = Instant::now() + Duration::from_secs(5);
+    while child.try_wait().unwrap().is_none() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let served = child.try_wait().unwrap().is_none();
+    if served {
+        let _ = child.kill();
+    }
+    let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!served, "a bare ledgerd served: {err}");
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(out.stdout.is_empty());
     assert_eq!(

@@ -115,8 +115,8 @@ fn http_error(url: &str, code: u16, body: &[u8]) -> SourceError {
     } else {
         SourceError::unreadable(
             what,
-            "its answer is not JSON-RPC: is this the URL of a Citrea node or a ledgerd (its RPC \
-             port, and path if any), not a web server?",
+            "its answer is not JSON-RPC, so the URL may name a web server, not a Citrea node or a \
+             ledgerd: check its port (the node's RPC port) and path",
         )
     }
 }
