@@ -147,7 +147,7 @@ impl Command {
 
 /// Parses the arguments after the program name, with the environment and
 /// the config file (`--config FILE` or `LEDGERD_CONFIG`) beneath them; logs
-/// what the operator should know about the file (its older form).
+/// what the operator should know (a `LEDGERD_` variable no setting has).
 pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, ConfigError> {
     let (command, warnings) = parse_with_warnings(args);
     for warning in warnings {

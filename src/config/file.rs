@@ -38,8 +38,6 @@ fn check_value(arg: &clap::Arg, value: &str) -> Result<(), clap::Error> {
 pub struct FileConfig {
     pub path: PathBuf,
     pub entries: Vec<Entry>,
-    /// What to tell the operator about the file (its older form), once.
-    pub warning: Option<String>,
 }
 
 /// One key of a config file.
@@ -110,7 +108,6 @@ pub fn read(path: &Path) -> Result<FileConfig, ConfigError> {
     Ok(FileConfig {
         path: path.to_path_buf(),
         entries,
-        warning: None,
     })
 }
 
@@ -134,7 +131,6 @@ pub fn read_old_form(path: &Path) -> Result<FileConfig, ConfigError> {
     Ok(FileConfig {
         path: path.to_path_buf(),
         entries,
-        warning: None,
     })
 }
 

@@ -37,7 +37,7 @@
 //! parser's error is the end of a sentence after the flag's name
 //! ([`crate::flags`]); a repeatable flag is a `Vec<_>` (a TOML list); a
 //! switch is a `bool` with `value_parser = switch()`; a secret gets
-//! `hide_env_values = true` (masked by `ledgerd config`). The variable and
+//! `hide_env_values = true` (never printed by `ledgerd config`). The variable and
 //! the TOML key follow by themselves. Then: its use in the command
 //! (`cmd/run.rs` for a node: into [`Config`], with any check against other
 //! flags), and a row in docs/OPERATIONS.md's flag table (a test holds the
@@ -349,7 +349,7 @@ pub enum Parsed<C> {
 /// Parses the arguments after the program name into `C` (the commands,
 /// [`crate::cmd`]), with every flag's variable and the config file
 /// (`--config FILE` or `LEDGERD_CONFIG`) beneath them; what the operator
-/// should know about the file (its older form) goes to `warnings`.
+/// should know (a `LEDGERD_` variable no setting has) goes to `warnings`.
 pub fn parse_flags<C: clap::Parser>(
     args: Vec<String>,
     warnings: &mut Vec<String>,
@@ -379,7 +379,6 @@ pub fn parse_flags<C: clap::Parser>(
         (None, None) => None,
     };
     if let Some(file) = &file {
-        warnings.extend(file.warning.clone());
         cmd = file.apply(cmd)?;
     }
     let argv = std::iter::once("ledgerd".to_string()).chain(args.iter().cloned());

@@ -114,7 +114,12 @@ fn serve_readonly_refuses_a_chain_source_and_a_missing_ledger() {
     let out = run(&["serve-readonly", "--dev"], None);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("serve-readonly has no chain source"), "{err}");
+    assert!(
+        err.contains(
+            "--dev does not apply to `ledgerd serve-readonly`; see ledgerd serve-readonly --help"
+        ),
+        "{err}"
+    );
 
     let tmp = tempfile::tempdir().unwrap();
     let missing = tmp.path().join("none");
