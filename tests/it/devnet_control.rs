@@ -332,8 +332,10 @@ fn bad_params_answer_32602_with_a_sentence_naming_the_parameter() {
 
 #[test]
 fn a_node_without_dev_answers_32601_saying_the_methods_need_dev() {
+    // A node serving a stored ledger (a data dir that exists), no chain source.
     let dir = tempfile::tempdir().expect("temp dir");
     let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
     let node = Ledgerd::builder().data_dir(&data).start();
     for method in ledgerd::rpc::dev::NAMES {
         let e = node.error(method, "[1]");
