@@ -200,6 +200,10 @@ impl Upstreams {
         probe.ca_file = ca_file.map(Into::into);
         probe.connect_timeout = Duration::from_secs(1);
         probe.read_timeout = Duration::from_secs(2);
+        // Heads and the chain's identity (block 1) are small: a watcher
+        // reading a hostile upstream's answers beside the sync thread holds
+        // little more than the sync thread's cap.
+        probe.max_answer_bytes = 16 << 20;
         let clients: Vec<Upstream> = candidates
             .iter()
             .map(|c: &Candidate| {

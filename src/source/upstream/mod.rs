@@ -66,6 +66,9 @@ pub struct UpstreamConfig {
     pub ca_file: Option<PathBuf>,
     /// `--upstream-max-rps`: requests started per second, at most.
     pub max_rps: Option<u32>,
+    /// The largest answer read, decoded ([`MAX_ANSWER_BYTES`] for the sync
+    /// thread's requests; less for the watcher's head polls).
+    pub max_answer_bytes: u64,
 }
 
 impl UpstreamConfig {
@@ -76,6 +79,7 @@ impl UpstreamConfig {
             read_timeout: Duration::from_secs(10),
             ca_file: None,
             max_rps: None,
+            max_answer_bytes: MAX_ANSWER_BYTES,
         }
     }
 }
@@ -161,9 +165,13 @@ impl Upstream {
     /// polls and the sync thread's requests queue at the same node).
     pub fn with_pace(config: UpstreamConfig, pace: Arc<Pace>) -> Upstream {
         // Each request's deadline is set from the pace (see `post`).
-        let client =
-            jsonrpc::Client::new(&config.url, config.connect_timeout, None, MAX_ANSWER_BYTES)
-                .with_ca(config.ca_file.clone());
+        let client = jsonrpc::Client::new(
+            &config.url,
+            config.connect_timeout,
+            None,
+            config.max_answer_bytes,
+        )
+        .with_ca(config.ca_file.clone());
         Upstream {
             config: Arc::new(config),
             client: Arc::new(client),
