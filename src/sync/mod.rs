@@ -135,8 +135,15 @@ pub enum SyncError {
 impl std::fmt::Display for SyncError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            SyncError::Source(e) => write!(f, "the chain source did not answer: {e}"),
-            SyncError::Da(e) => write!(f, "the DA source did not answer: {e}"),
+            // Said as what it was: no answer, or an answer not taken.
+            SyncError::Source(e) => match e.kind {
+                SourceErrorKind::Unreachable => write!(f, "the chain source did not answer: {e}"),
+                _ => write!(f, "the chain source's answer was not taken: {e}"),
+            },
+            SyncError::Da(e) => match e.kind {
+                SourceErrorKind::Unreachable => write!(f, "the DA source did not answer: {e}"),
+                _ => write!(f, "the DA source's answer was not taken: {e}"),
+            },
             SyncError::Reorg {
                 slot,
                 stored,
