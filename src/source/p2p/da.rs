@@ -27,7 +27,7 @@
 //! that sent it (`bad_block`) and is asked of another. bitcoind that fails
 //! hands its blocks to the peers.
 //!
-//! Every block is fetched and checked in one place ([`PeersDa::blocks`]),
+//! Every block is fetched and checked in one place (`PeersDa::blocks`),
 //! for the L2 anchor check and the DA scan alike: a block fetched for an
 //! anchor is kept, checked, until the scan takes it, so it is downloaded
 //! once. Nothing a peer sent is kept before it passed the check.

@@ -12,7 +12,7 @@
 //!   spread over them, several blocks in flight each.
 //! - [`rpc`]: bitcoind's RPC beside the peers (`--bitcoin-rpc` too): one
 //!   more source of headers and blocks, asked for blocks first.
-//! - [`status`]: what `/health` and `/metrics` show of them.
+//! - what `/health` and `/metrics` show of them: [`crate::progress::bitcoin_peers`].
 //! - [`da`]: all of the above as the follower's DA source: the header chain
 //!   kept by Core's rules, the blocks of the most-work chain scanned.
 //!
