@@ -340,7 +340,10 @@ impl Upstreams {
     /// refuses (for good) one that serves another, and moves to the next.
     /// Fails when no upstream is left that serves it, or when the one in
     /// use cannot say.
-    fn confirm_chain(&mut self) -> Result<(), SourceError> {
+    ///
+    /// With `with_head`, a check asks the head in the same request and
+    /// returns it (`None`: no check was needed, the head not asked).
+    fn confirm_chain(&mut self, with_head: bool) -> Result<Option<u64>, SourceError> {
         loop {
             let i = self.current;
             if let Some(refused) = &self.candidates[i].refused {
@@ -365,10 +368,10 @@ impl Upstreams {
             }
             let downs = self.seen.downs[i].load(Relaxed);
             if self.candidates[i].checked == Some(downs) {
-                return Ok(());
+                return Ok(None);
             }
-            let served = match self.candidates[i].client.identity() {
-                Ok(served) => served,
+            let (served, head) = match self.candidates[i].client.identity_and_head(with_head) {
+                Ok(answer) => answer,
                 Err(e) => return Err(self.failed(e)),
             };
             match self.held.differs(&served) {
@@ -377,7 +380,7 @@ impl Upstreams {
                     self.held.learn(&served);
                     self.candidates[i].checked = Some(downs);
                     self.seen.chain[i].store(SAME_CHAIN, Relaxed);
-                    return Ok(());
+                    return Ok(head);
                 }
                 Some(what) => self.refuse(i, what),
             }
@@ -409,7 +412,7 @@ impl Upstreams {
         &mut self,
         call: impl FnOnce(&mut Upstream) -> Result<T, SourceError>,
     ) -> Result<T, SourceError> {
-        self.confirm_chain()?;
+        self.confirm_chain(false)?;
         match call(self.client()) {
             Ok(v) => Ok(v),
             Err(e) => Err(self.failed(e)),
@@ -426,7 +429,11 @@ impl L2Source for Upstreams {
         if self.candidates.len() > 1 {
             self.choose(Instant::now());
         }
-        let head = self.ask(|u| u.head())?;
+        // A check of the chain (first use, a reconnect) brings the head.
+        let head = match self.confirm_chain(true)? {
+            Some(head) => head,
+            None => self.ask(|u| u.head())?,
+        };
         self.pass_head = head;
         Ok(head)
     }
@@ -447,7 +454,7 @@ impl L2Source for Upstreams {
     /// The one the upstream in use served when its chain was checked (no
     /// request more), else asked.
     fn genesis_state_root(&mut self) -> Result<Option<Hash>, SourceError> {
-        self.confirm_chain()?;
+        self.confirm_chain(false)?;
         match self.held.genesis_root {
             Some(root) => Ok(Some(root)),
             None => self.ask(|u| u.genesis_state_root()),

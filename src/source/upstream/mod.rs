@@ -213,20 +213,38 @@ impl Upstream {
     /// Both in one batch request: one round trip, which counts at an
     /// upstream that answers one request at a time.
     pub fn identity(&self) -> Result<ChainIdentity, SourceError> {
-        let (root, block) = (
+        Ok(self.identity_and_head(false)?.0)
+    }
+
+    /// [`Upstream::identity`] and, `with_head`, the head too, in the same
+    /// batch request: a slow upstream's first answer then already says
+    /// where its chain ends.
+    pub fn identity_and_head(
+        &self,
+        with_head: bool,
+    ) -> Result<(ChainIdentity, Option<u64>), SourceError> {
+        let (root, block, height) = (
             "ledger_getL2GenesisStateRoot",
             "ledger_getSoftConfirmationByNumber",
+            "ledger_getHeadSoftConfirmationHeight",
         );
-        let mut answers = self
-            .batch(&[(root, "[]".to_string()), (block, "[1]".to_string())])?
-            .into_iter();
+        let mut calls = vec![(root, "[]".to_string()), (block, "[1]".to_string())];
+        if with_head {
+            calls.push((height, "[]".to_string()));
+        }
+        let mut answers = self.batch(&calls)?.into_iter();
         let (Some(r), Some(b)) = (answers.next(), answers.next()) else {
             return Err(err("upstream answered a batch short"));
         };
-        Ok(ChainIdentity {
+        let identity = ChainIdentity {
             genesis_root: genesis_root_of(&r.into_result(root)?)?,
             block_one: block_one_of(&b.into_result(block)?)?.map(|b| b.hash),
-        })
+        };
+        let head = match answers.next() {
+            Some(h) => Some(height_of(height, &h.into_result(height)?)?),
+            None => None,
+        };
+        Ok((identity, head))
     }
 
     /// Block 1, once the upstream has it.
@@ -341,13 +359,17 @@ impl Upstream {
     }
 
     fn number(&self, method: &str) -> Result<u64, SourceError> {
-        let text = self.call(method, "[]")?.into_result(method)?;
-        text.trim().parse().map_err(|_| {
-            err(format!(
-                "upstream {method} answered {text:.80}, not a height"
-            ))
-        })
+        height_of(method, &self.call(method, "[]")?.into_result(method)?)
     }
+}
+
+/// A height `method` answered.
+fn height_of(method: &str, text: &str) -> Result<u64, SourceError> {
+    text.trim().parse().map_err(|_| {
+        err(format!(
+            "upstream {method} answered {text:.80}, not a height"
+        ))
+    })
 }
 
 /// `ledger_getSoftConfirmationByNumber [1]`'s result: block 1, or `None`.
