@@ -1,4 +1,4 @@
-//! Raw-block read speed from a bitcoind, through `source::bitcoind`'s block
+//! Raw-block read speed from a bitcoind, through `source::bitcoin`'s block
 //! reader (batches of `getblockhash` + `getblock <hash> 0`, several in
 //! flight, every block decoded and checked). Run by
 //! `scripts/bitcoind/read_bench.sh`, which starts a regtest bitcoind.
@@ -15,7 +15,11 @@ use std::time::Instant;
 
 use bitcoin::secp256k1::{Secp256k1, SecretKey};
 use bitcoin::{Address, CompressedPublicKey, Network};
-use ledgerd::source::bitcoind::{BitcoinRpc, BlockReader, Credentials, ReaderOptions, RpcOptions};
+use ledgerd::source::bitcoin::rpc::client::BitcoinRpc;
+use ledgerd::source::bitcoin::rpc::client::Credentials;
+use ledgerd::source::bitcoin::rpc::client::RpcOptions;
+use ledgerd::source::bitcoin::rpc::reader::BlockReader;
+use ledgerd::source::bitcoin::rpc::reader::ReaderOptions;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();

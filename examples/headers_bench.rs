@@ -22,7 +22,7 @@ use bitcoin::TxMerkleNode;
 use std::sync::Arc;
 use std::time::Instant;
 
-use ledgerd::headers::{rules, unix_now, BitcoinChain, HeaderChain};
+use ledgerd::headers::{rules, unix_now, BitcoinNetwork, HeaderTree};
 use ledgerd::ledger::{Ledger, OpenOptions};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -36,7 +36,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let n: u64 = args[1].parse()?;
     let mut out = std::io::BufWriter::new(std::fs::File::create(&args[2])?);
-    let mut prev = BitcoinChain::Regtest.genesis();
+    let mut prev = BitcoinNetwork::Regtest.genesis();
     out.write_all(&bitcoin::consensus::serialize(&prev))?;
     for i in 0..n {
         let h = mine(&prev, i);
@@ -50,7 +50,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 /// The regtest header after `prev`, 60 s later.
 fn mine(prev: &Header, i: u64) -> Header {
-    let params = BitcoinChain::Regtest.params();
+    let params = BitcoinNetwork::Regtest.params();
     let mut h = Header {
         version: Version::from_consensus(0x2000_0000),
         prev_blockhash: prev.block_hash(),
@@ -68,13 +68,13 @@ fn mine(prev: &Header, i: u64) -> Header {
 /// N headers through a ledger-backed header chain, 2,000 a batch.
 fn store(n: u64, dir: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
     let mut headers = Vec::with_capacity(n as usize);
-    let mut prev = BitcoinChain::Regtest.genesis();
+    let mut prev = BitcoinNetwork::Regtest.genesis();
     for i in 0..n {
         prev = mine(&prev, i);
         headers.push(prev);
     }
     let ledger = Arc::new(Ledger::open(dir, &OpenOptions::default())?);
-    let mut chain = HeaderChain::open(BitcoinChain::Regtest, ledger.clone(), 0)?;
+    let mut chain = HeaderTree::open(BitcoinNetwork::Regtest, ledger.clone(), 0)?;
     let started = Instant::now();
     for batch in headers.chunks(2000) {
         chain.accept(batch, unix_now())?;

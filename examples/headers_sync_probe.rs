@@ -19,14 +19,20 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use ledgerd::headers::{BitcoinChain, HeaderChain};
+use ledgerd::headers::{BitcoinNetwork, HeaderTree};
 use ledgerd::ledger::{Ledger, OpenOptions};
 use ledgerd::progress::Progress;
-use ledgerd::source::bitcoind::da::HEADERS_PER_BATCH;
-use ledgerd::source::bitcoind::{
-    keys, BitcoinDa, BitcoinDaConfig, BitcoinRpc, Credentials, RpcOptions,
-};
-use ledgerd::source::p2p::{Peer, PeerOptions, PeerSet, PeersDa};
+use ledgerd::source::bitcoin::keys;
+use ledgerd::source::bitcoin::p2p::da::PeersDa;
+use ledgerd::source::bitcoin::p2p::peer::Peer;
+use ledgerd::source::bitcoin::p2p::peer::PeerOptions;
+use ledgerd::source::bitcoin::p2p::peers::PeerSet;
+use ledgerd::source::bitcoin::rpc::client::BitcoinRpc;
+use ledgerd::source::bitcoin::rpc::client::Credentials;
+use ledgerd::source::bitcoin::rpc::client::RpcOptions;
+use ledgerd::source::bitcoin::rpc::da::BitcoinDa;
+use ledgerd::source::bitcoin::rpc::headers::HEADERS_PER_BATCH;
+use ledgerd::source::bitcoin::scan::BitcoinDaConfig;
 use ledgerd::source::DaSource;
 
 /// One P2P run against `peer`: (link headers/s, header sync headers/s).
@@ -35,12 +41,12 @@ fn p2p_run(
     tip: u64,
     dir: &std::path::Path,
 ) -> Result<(f64, f64), Box<dyn std::error::Error>> {
-    let magic = bitcoin::p2p::Magic::from(BitcoinChain::Regtest.network());
+    let magic = bitcoin::p2p::Magic::from(BitcoinNetwork::Regtest.network());
     // The link alone: getheaders from genesis, each answer's last hash the next locator.
     let mut conn = Peer::connect(peer, PeerOptions::new(magic))?;
     let started = Instant::now();
-    let mut last =
-        bitcoin::blockdata::constants::genesis_block(BitcoinChain::Regtest.network()).block_hash();
+    let mut last = bitcoin::blockdata::constants::genesis_block(BitcoinNetwork::Regtest.network())
+        .block_hash();
     let mut got = 0u64;
     loop {
         let headers = conn.get_headers(vec![last])?;
@@ -53,7 +59,7 @@ fn p2p_run(
     drop(conn);
     // A follower's first look: connect, every header checked and stored.
     let ledger = Arc::new(Ledger::open(dir, &OpenOptions::default())?);
-    let chain = HeaderChain::open(BitcoinChain::Regtest, ledger.clone(), 0)?;
+    let chain = HeaderTree::open(BitcoinNetwork::Regtest, ledger.clone(), 0)?;
     let progress = Arc::new(Progress::default());
     let peers = PeerSet::new(
         &[peer.to_string()],
@@ -112,7 +118,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // The header path: checked and stored.
         let dir = std::path::Path::new(&args[3]).join(format!("run{run}"));
         let ledger = Arc::new(Ledger::open(&dir, &OpenOptions::default())?);
-        let headers = HeaderChain::open(BitcoinChain::Regtest, ledger.clone(), 0)?;
+        let headers = HeaderTree::open(BitcoinNetwork::Regtest, ledger.clone(), 0)?;
         let config =
             BitcoinDaConfig::new(keys::REGTEST.sequencer_key()?, keys::REGTEST.prover_key()?);
         let mut da = BitcoinDa::new(rpc(), config, Arc::new(Progress::default()), headers);

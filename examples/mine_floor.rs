@@ -13,7 +13,7 @@
 
 use std::time::Instant;
 
-use ledgerd::chain::{first_bad_signature, signed_message, ForkTable, SequencerKey};
+use ledgerd::chain_rules::{first_bad_signature, signed_message, ForkTable, SequencerKey};
 use ledgerd::source::devnet::block::{make_blocks, Inputs};
 use ledgerd::source::devnet::schedule;
 

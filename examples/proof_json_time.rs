@@ -1,19 +1,19 @@
 //! What a 1 MiB batch proof costs to answer: writing its JSON alone
-//! (`json_out::write_verified_batch_proof`), and a whole request for it through
+//! (`wire::write::write_verified_batch_proof`), and a whole request for it through
 //! `Rpc::handle` on a real ledger in a temp dir (LMDB read, decode, JSON).
 //! Prints the mean time per write and per request; it asserts nothing (the
-//! tests pin the JSON itself, `src/json_out.rs` and `src/rpc/tests.rs`).
+//! tests pin the JSON itself, `src/wire/write.rs` and `src/rpc/tests.rs`).
 //!
 //! `cargo run --release --example proof_json_time [RUNS]`
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use ledgerd::json_out;
 use ledgerd::ledger::{Ledger, OpenOptions};
 use ledgerd::progress::Progress;
 use ledgerd::rpc::{Rpc, RpcConfig};
 use ledgerd::types::{ProofOutput, VerifiedBatchProof};
+use ledgerd::wire;
 
 /// A proof of `len` bytes verified on DA slot `slot`, with a small output.
 fn proof(slot: u64, len: usize) -> VerifiedBatchProof {
@@ -47,7 +47,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let start = Instant::now();
     for _ in 0..runs {
         out.clear();
-        json_out::write_verified_batch_proof(&mut out, &p);
+        wire::write::write_verified_batch_proof(&mut out, &p);
     }
     println!(
         "1 MiB proof -> {} bytes of JSON in {:?} per write",

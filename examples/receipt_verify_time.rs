@@ -10,7 +10,7 @@
 
 use std::time::{Duration, Instant};
 
-use ledgerd::chain::{Fork, Network};
+use ledgerd::chain_rules::{Fork, Network};
 use ledgerd::proof::{check, image_ids, journal, receipt, ReceiptRules};
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -33,7 +33,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
     let bytes = std::fs::read(format!("{dir}/testnet_batch_proof_1686.receipt"))?;
     let text = std::fs::read_to_string(format!("{dir}/testnet_batch_proof_1686_output.json"))?;
-    let output = ledgerd::json_in::proof_output(&text)?;
+    let output = ledgerd::wire::read::proof_output(&text)?;
     let rules = ReceiptRules {
         network: Some(Network::Testnet),
         allow_fake_proofs: false,

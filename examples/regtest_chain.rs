@@ -21,7 +21,7 @@ use bitcoin::{
     transaction, Amount, Block, OutPoint, ScriptBuf, Sequence, Transaction, TxIn, TxMerkleNode,
     TxOut, Witness,
 };
-use ledgerd::headers::{rules, unix_now, BitcoinChain};
+use ledgerd::headers::{rules, unix_now, BitcoinNetwork};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
@@ -30,12 +30,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::process::exit(2);
     }
     let n: u64 = args[1].parse()?;
-    let params = BitcoinChain::Regtest.params();
+    let params = BitcoinNetwork::Regtest.params();
     let magic = params.magic;
     let mut out = std::io::BufWriter::new(std::fs::File::create(&args[2])?);
     // The file starts with genesis, as a node's own block files do
     // (bitcoind's import of a fresh datadir expects it first).
-    let genesis = bitcoin::blockdata::constants::genesis_block(BitcoinChain::Regtest.network());
+    let genesis = bitcoin::blockdata::constants::genesis_block(BitcoinNetwork::Regtest.network());
     let bytes = bitcoin::consensus::serialize(&genesis);
     out.write_all(&magic)?;
     out.write_all(&(bytes.len() as u32).to_le_bytes())?;

@@ -114,9 +114,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .soft_confirmation(head / 2 + 1)?
         .ok_or("no block at head/2")?;
     let mut out = Vec::new();
-    time("  json_out::write_soft_confirmation", iters, |_| {
+    time("  wire::write::write_soft_confirmation", iters, |_| {
         out.clear();
-        ledgerd::json_out::write_soft_confirmation(&mut out, &sc);
+        ledgerd::wire::write::write_soft_confirmation(&mut out, &sc);
     });
     time("  allocate + free a 2 KiB Vec", iters, |_| {
         std::hint::black_box(Vec::<u8>::with_capacity(2048));

@@ -97,7 +97,7 @@ fn num_after(body: &mut Vec<u8>, name: &str, v: u64) {
     body.extend_from_slice(b",\"");
     body.extend_from_slice(name.as_bytes());
     body.extend_from_slice(b"\":");
-    crate::json_out::write_u64(body, v);
+    crate::wire::write::write_u64(body, v);
 }
 
 /// Appends `,"{what}L1Height":n,"{what}Time":t` (`null`s before the first).
@@ -111,8 +111,8 @@ fn write_mark(body: &mut Vec<u8>, what: &str, mark: Option<FrontierMark>) {
         body.extend_from_slice(field.as_bytes());
         body.extend_from_slice(b"\":");
         match v {
-            Some(v) => crate::json_out::write_u64(body, v),
-            None => crate::json_out::write_null(body),
+            Some(v) => crate::wire::write::write_u64(body, v),
+            None => crate::wire::write::write_null(body),
         }
     }
 }
@@ -122,16 +122,16 @@ fn write_mark(body: &mut Vec<u8>, what: &str, mark: Option<FrontierMark>) {
 /// pinned), and the image ID of each fork where one is fixed (null where
 /// not), so a follower of this node can pin the same ones.
 fn write_images(body: &mut Vec<u8>, rules: &crate::proof::ProofRules) {
-    use crate::chain::Fork;
+    use crate::chain_rules::Fork;
     use crate::proof::Images;
     body.extend_from_slice(b",\"batchProofImages\":{\"pinnedBy\":");
     match rules.images {
-        Images::Network(n, _) => crate::json_out::write_str(body, &format!("--network {n}")),
-        Images::Devnet => crate::json_out::write_str(body, "devnet"),
+        Images::Network(n, _) => crate::wire::write::write_str(body, &format!("--network {n}")),
+        Images::Devnet => crate::wire::write::write_str(body, "devnet"),
         Images::Pinned(_) => {
-            crate::json_out::write_str(body, crate::proof::image_ids::BATCH_PROOF_IMAGE)
+            crate::wire::write::write_str(body, crate::proof::image_ids::BATCH_PROOF_IMAGE)
         }
-        Images::Unpinned => crate::json_out::write_null(body),
+        Images::Unpinned => crate::wire::write::write_null(body),
     }
     let fixed = rules.fixed_images();
     for fork in [Fork::Genesis, Fork::Kumquat] {
@@ -139,8 +139,8 @@ fn write_images(body: &mut Vec<u8>, rules: &crate::proof::ProofRules) {
         body.extend_from_slice(crate::proof::image_ids::fork_word(fork).as_bytes());
         body.extend_from_slice(b"\":");
         match fixed.iter().find(|(f, _)| *f == fork) {
-            Some((_, image)) => crate::json_out::write_str(body, &hex::encode(image.id)),
-            None => crate::json_out::write_null(body),
+            Some((_, image)) => crate::wire::write::write_str(body, &hex::encode(image.id)),
+            None => crate::wire::write::write_null(body),
         }
     }
     body.push(b'}');
@@ -152,12 +152,12 @@ fn write_headers(body: &mut Vec<u8>, h: &crate::progress::HeaderProgress) {
         return;
     };
     body.extend_from_slice(b",\"bitcoinHeaders\":{\"chain\":");
-    crate::json_out::write_str(body, chain);
+    crate::wire::write::write_str(body, chain);
     num_after(body, "height", h.height.load(Relaxed));
     body.extend_from_slice(b",\"hash\":");
-    crate::json_out::write_str(body, &tip.hash);
+    crate::wire::write::write_str(body, &tip.hash);
     body.extend_from_slice(b",\"chainwork\":");
-    crate::json_out::write_str(body, &tip.chainwork);
+    crate::wire::write::write_str(body, &tip.chainwork);
     body.extend_from_slice(b",\"minimumChainworkMet\":");
     body.extend_from_slice(if h.min_work_met.load(Relaxed) {
         b"true"
@@ -371,7 +371,7 @@ impl Health {
             body.extend_from_slice(b",\"");
             body.extend_from_slice(name.as_bytes());
             body.extend_from_slice(b"\":");
-            crate::json_out::write_u64(&mut body, v);
+            crate::wire::write::write_u64(&mut body, v);
         };
         num("l2Head", l2_head);
         num("l2SourceHead", l2_source);
@@ -385,7 +385,7 @@ impl Health {
         write_mark(&mut body, "lastProof", proven);
         body.extend_from_slice(b",\"secondsSinceLastBlock\":");
         if last_block == 0 {
-            crate::json_out::write_null(&mut body);
+            crate::wire::write::write_null(&mut body);
         } else {
             let ms = now.saturating_sub(last_block);
             body.extend_from_slice(format!("{}.{:03}", ms / 1000, ms % 1000).as_bytes());
@@ -402,11 +402,11 @@ impl Health {
         }
         if let Some(w) = &waiting {
             body.extend_from_slice(b",\"waitingOn\":{\"slot\":");
-            crate::json_out::write_u64(&mut body, w.slot);
+            crate::wire::write::write_u64(&mut body, w.slot);
             body.extend_from_slice(b",\"check\":");
-            crate::json_out::write_str(&mut body, w.check);
+            crate::wire::write::write_str(&mut body, w.check);
             body.extend_from_slice(b",\"why\":");
-            crate::json_out::write_str(&mut body, &w.why);
+            crate::wire::write::write_str(&mut body, &w.why);
             num_after(&mut body, "refusals", w.retries);
             num_after(
                 &mut body,
@@ -423,18 +423,18 @@ impl Health {
         if has_source {
             body.extend_from_slice(if reachable { b"true" } else { b"false" });
         } else {
-            crate::json_out::write_null(&mut body);
+            crate::wire::write::write_null(&mut body);
         }
         if let Some(upstream) = p.upstream() {
             body.extend_from_slice(b",\"upstream\":");
-            crate::json_out::write_str(&mut body, upstream);
+            crate::wire::write::write_str(&mut body, upstream);
         }
         if let Some(why) = source_problem
             .as_deref()
             .filter(|_| has_source && !reachable)
         {
             body.extend_from_slice(b",\"sourceProblem\":");
-            crate::json_out::write_str(&mut body, why);
+            crate::wire::write::write_str(&mut body, why);
         }
         let refused = p.refused_upstreams();
         if !refused.is_empty() {
@@ -443,9 +443,9 @@ impl Health {
                 if i > 0 {
                     body.push(b',');
                 }
-                crate::json_out::write_str(&mut body, url);
+                crate::wire::write::write_str(&mut body, url);
                 body.push(b':');
-                crate::json_out::write_str(&mut body, why);
+                crate::wire::write::write_str(&mut body, why);
             }
             body.push(b'}');
         }
@@ -467,7 +467,7 @@ impl Health {
                     body.push(b',');
                 }
                 body.extend_from_slice(b"{\"addr\":");
-                crate::json_out::write_str(&mut body, &peer.addr);
+                crate::wire::write::write_str(&mut body, &peer.addr);
                 body.extend_from_slice(b",\"connected\":");
                 body.extend_from_slice(if peer.connected { b"true" } else { b"false" });
                 body.extend_from_slice(b",\"behind\":");
@@ -475,20 +475,20 @@ impl Health {
                 num_after(&mut body, "blocksFetched", peer.blocks_fetched);
                 if let Some(why) = &peer.problem {
                     body.extend_from_slice(b",\"problem\":");
-                    crate::json_out::write_str(&mut body, why);
+                    crate::wire::write::write_str(&mut body, why);
                 }
                 body.push(b'}');
             }
             body.push(b']');
             if let Some(why) = bitcoin.problem() {
                 body.extend_from_slice(b",\"bitcoinProblem\":");
-                crate::json_out::write_str(&mut body, &why);
+                crate::wire::write::write_str(&mut body, &why);
             }
             // bitcoind's RPC beside the peers.
             let rpc = &bitcoin.rpc;
             if let Some(url) = rpc.url.get() {
                 body.extend_from_slice(b",\"bitcoind\":");
-                crate::json_out::write_str(&mut body, url);
+                crate::wire::write::write_str(&mut body, url);
                 body.extend_from_slice(b",\"bitcoindReachable\":");
                 body.extend_from_slice(if rpc.reachable.load(Relaxed) {
                     b"true"
@@ -508,17 +508,17 @@ impl Health {
                 );
                 if let Some(why) = rpc.problem() {
                     body.extend_from_slice(b",\"bitcoindProblem\":");
-                    crate::json_out::write_str(&mut body, &why);
+                    crate::wire::write::write_str(&mut body, &why);
                 }
             }
         } else if let (true, Some(url)) = (reads_bitcoin, bitcoin.url.get()) {
             body.extend_from_slice(b",\"bitcoind\":");
-            crate::json_out::write_str(&mut body, url);
+            crate::wire::write::write_str(&mut body, url);
             body.extend_from_slice(b",\"bitcoindReachable\":");
             body.extend_from_slice(if bitcoin.is_down() { b"false" } else { b"true" });
             if let Some(why) = bitcoin.problem() {
                 body.extend_from_slice(b",\"bitcoindProblem\":");
-                crate::json_out::write_str(&mut body, &why);
+                crate::wire::write::write_str(&mut body, &why);
             }
         }
         if reads_bitcoin {
@@ -536,7 +536,7 @@ impl Health {
             body.extend_from_slice(b",\"reason\":\"");
             body.extend_from_slice(reason.as_bytes());
             body.extend_from_slice(b"\",\"problem\":");
-            crate::json_out::write_str(&mut body, problem);
+            crate::wire::write::write_str(&mut body, problem);
         }
         body.push(b'}');
         Report {

@@ -4,7 +4,7 @@
 //! flags such as `--sequencer-pubkey`) goes through here, so each accepts the
 //! same forms: any case, with or without a `0x` or `0X` prefix. Errors say
 //! what is wrong in words ([`HexError`]); callers put the field's name
-//! before them. Writing hex is [`crate::json_out::write_hex`]'s job.
+//! before them. Writing hex is [`crate::wire::write::write_hex`]'s job.
 
 use std::fmt;
 

@@ -4,8 +4,8 @@
 //! ```text
 //!  chain sources ──> sync thread (verify, write) ──> LMDB ledger <── server loop (read, answer)
 //!  source/ (devnet,     sync/ (l2_pass, da_pass,      ledger/          server/ → routes → rpc/
-//!  upstream, bitcoind,  verify.rs)
-//!  p2p)
+//!  upstream,           checks.rs)
+//!  bitcoin/{rpc,p2p})
 //!     └──────────────────────┴──> progress/ (counters) <──────────── read by the server
 //! ```
 //!
@@ -60,59 +60,58 @@
 //! - [`config`]: flags as `LEDGERD_*` variables and TOML config-file keys, read into a command's
 //!   flags; a node's [`config::Config`]. Each subsystem's flags live beside it (`server::args`,
 //!   ...), with the headings and value parsers of [`flags`].
-//! - [`ops_args`]: the operations flags (`/health` limits, CORS).
 //! - [`server`]: the HTTP transport: one tiny_http loop thread, hardened against bad clients;
 //!   [`server::framing`] refuses requests whose body length is ambiguous (request smuggling).
-//! - [`routes`]: which part answers which HTTP request (JSON-RPC, health, metrics, CORS).
+//! - [`routes`]: which part answers which HTTP request (JSON-RPC, health, metrics, CORS); its
+//!   flags ([`routes::args`]: `/health` limits, CORS).
 //! - [`health`], [`metrics`]: `GET /health` and `GET /metrics` for operators;
 //!   [`process`]: the `process_*` metrics from `/proc/self`.
 //! - [`status_page`]: `GET /` from a browser: one static HTML page that shows the chain at a glance.
 //! - [`rpc`]: JSON-RPC 2.0: the envelope, then one module per method family.
-//! - [`json_out`]: the JSON writer for answers, /health and the rest (no intermediate values);
+//! - [`wire`]: JSON on the wire: [`wire::WireShape`] (ledgerd's or Citrea's answer shapes),
+//!   [`wire::write`] for answers, /health and the rest (no intermediate values), [`wire::read`]
+//!   for another node's answers read back into records (follower, import, tests);
 //!   [`hexstr`]: reading hex strings (every hex input goes through it).
 //! - [`headers`]: Bitcoin's header chain by Bitcoin Core's rules (main, testnet4, signet,
 //!   regtest): the most-work chain the DA scan follows, stored in the ledger.
 //! - [`ledger`]: all LMDB code: tables, codecs, the reader and the writer.
 //! - [`source`]: the chain sources, one home each: [`source::devnet`] (the embedded devnet, which
-//!   makes blocks), [`source::upstream`] (another node, with failover), [`source::bitcoind`]
-//!   (Bitcoin through Bitcoin Core's RPC), [`source::p2p`] (Bitcoin from its P2P network); the
+//!   makes blocks), [`source::upstream`] (another node, with failover), [`source::bitcoin`]
+//!   (Bitcoin through Bitcoin Core's RPC), [`source::bitcoin::p2p`] (Bitcoin from its P2P network); the
 //!   two source traits, the shared JSON-RPC client and back-off.
 //! - [`sync`]: the sync thread: the L2 pass, the DA pass; [`sync::devnet`], the devnet's jobs it
 //!   runs (the `dev_*` calls and [`Node::devnet`]).
 //! - [`progress`]: the counters the sync thread and the sources update and the server reads
 //!   (`svc_syncStatus`, `/health`, `/metrics`), below all three.
-//! - [`verify`]: the chain-rule verifier: where a block, a commitment and a proof are checked
+//! - [`checks`]: the chain-rule checks: where a block, a commitment and a proof are checked
 //!   (the sync thread, `ledgerd import`, `ledgerd verify`, proofs and rollback use it).
 //! - [`types`]: the records (soft confirmations, commitments, proofs, statuses).
 //! - [`proof`]: a batch proof's bytes: the risc0 receipt, its journal against `proofOutput`, the
 //!   network's batch-proof image IDs; fake receipts.
-//! - [`chain`]: the chain rules per fork (Genesis, Kumquat): hashing, signatures, Merkle roots;
-//!   `chain::forks`: which fork applies at which height, and the public networks.
+//! - [`chain_rules`]: the chain rules per fork (Genesis, Kumquat): hashing, signatures, Merkle roots;
+//!   `chain_rules::forks`: which fork applies at which height, and the public networks.
 //! - [`jsonl`]: `ledgerd import` / `export`: the ledger as JSON Lines (fixtures for tests, audits).
 //! - [`replica`]: `ledgerd serve-readonly`: following a ledger another process writes.
 //! - [`rollback`]: `ledgerd rollback`: a ledger taken back to an L2 height or DA slot (also the
 //!   devnet's `dev_revert` / `dev_reset`).
-//! - [`json_in`]: reading another node's JSON answers back into records (follower, import,
-//!   tests), in either answer shape ([`rpc::AnswerShape`]: ledgerd's or Citrea's).
 //! - [`logs`]: log lines on stderr, as text or JSON (`--log-format`).
 //! - [`stop`], [`signals`]: stopping cleanly on Ctrl-C and SIGTERM; [`os`]: thread priority;
 //!   [`memory`]: handing the heap back after catch-up.
-pub mod chain;
+pub mod chain_rules;
 pub mod cmd;
 pub mod config;
 pub mod flags;
 pub mod headers;
 pub mod health;
 pub mod hexstr;
-pub mod json_in;
-pub mod json_out;
+
+pub mod checks;
 pub mod jsonl;
 pub mod ledger;
 pub mod logs;
 pub mod memory;
 pub mod metrics;
 pub mod node;
-pub mod ops_args;
 pub mod os;
 pub mod process;
 pub mod progress;
@@ -128,7 +127,7 @@ pub mod status_page;
 pub mod stop;
 pub mod sync;
 pub mod types;
-pub mod verify;
+pub mod wire;
 
 pub use node::{Node, NodeBuilder};
 

@@ -5,7 +5,7 @@
 //! A rollback removes the L2 blocks above the cut with their hash index and
 //! statuses, the DA slots scanned above it with the commitments and proofs
 //! found on them, and the slot hashes only they recorded (table by table:
-//! `ledger::rollback::STEPS`). Then every status is recomputed from the
+//! `ledger::cut::STEPS`). Then every status is recomputed from the
 //! commitments and proofs that remain, by the write rules sync uses
 //! (`ledger/apply.rs`): the derived state is cleared and the kept records
 //! are applied again in DA order, each slot's proofs before its commitments,
@@ -28,11 +28,11 @@
 use std::fmt;
 use std::path::Path;
 
-use crate::ledger::rollback::STEPS;
+use crate::checks::{self, VerifyError};
+use crate::ledger::cut::STEPS;
 use crate::ledger::walk::LedgerWalk;
 use crate::ledger::{Cut, Ledger, LedgerError, LedgerRead, LedgerWriter, OpenOptions};
 use crate::types::{SequencerCommitment, VerifiedBatchProof};
-use crate::verify::{self, VerifyError};
 
 /// Where to take the ledger back to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -250,12 +250,12 @@ fn recompute(w: &mut LedgerWriter<'_>, height: u64) -> Result<(), RollbackError>
 }
 
 /// The heights a kept proof proves, by the rule the sync thread used when
-/// it stored it (`verify::proof_commitments`).
+/// it stored it (`checks::proof_commitments`).
 fn proven_ranges(
     w: &LedgerWriter<'_>,
     proof: &VerifiedBatchProof,
 ) -> Result<Vec<(u64, u64)>, RollbackError> {
-    match verify::proof_commitments(w, proof) {
+    match checks::proof_commitments(w, proof) {
         Ok(Some(list)) => Ok(list
             .iter()
             .map(|c| (c.l2_start_block_number, c.l2_end_block_number))

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Measures raw-block read speed from a local regtest bitcoind through
-# ledgerd's block reader (src/source/bitcoind/reader.rs): batched
+# ledgerd's block reader (src/source/bitcoin/rpc/reader.rs): batched
 # getblockhash + getblock <hash> 0, several batches in flight, every block
 # decoded and checked.
 #

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::{input_file, FileArgs};
-use crate::chain::args::ChainArgs;
-use crate::chain::ForkTable;
+use crate::chain_rules::args::ChainRulesArgs;
+use crate::chain_rules::ForkTable;
 use crate::flags::{heading, switch, ConfigError};
 use crate::ledger::args::DataDirArgs;
 use crate::proof::args::ProofArgs;
@@ -24,7 +24,7 @@ pub struct Args {
     #[command(flatten)]
     pub ledger: DataDirArgs,
     #[command(flatten)]
-    pub chain: ChainArgs,
+    pub chain: ChainRulesArgs,
     #[command(flatten)]
     pub proof: ProofArgs,
     #[command(flatten)]

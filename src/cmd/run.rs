@@ -10,19 +10,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Command, FileArgs};
-use crate::chain::args::ChainArgs;
+use crate::chain_rules::args::ChainRulesArgs;
 use crate::config::{Config, Given, SourceConfig};
 use crate::flags::ConfigError;
 use crate::ledger::args::{DataDirArgs, EphemeralArgs};
 use crate::node::{Node, NodeError};
-use crate::ops_args::OpsArgs;
 use crate::proof::args::ProofArgs;
 use crate::proof::image_ids::BATCH_PROOF_IMAGE;
+use crate::routes::args::OpsArgs;
 use crate::rpc::args::RpcArgs;
 use crate::server::args::ServerArgs;
-use crate::source::bitcoind::args::BitcoinArgs;
-use crate::source::bitcoind::signer::DaPublicKey;
-use crate::source::bitcoind::{keys, BitcoinConfig};
+use crate::source::bitcoin::args::BitcoinArgs;
+use crate::source::bitcoin::config::BitcoinConfig;
+use crate::source::bitcoin::keys;
+use crate::source::bitcoin::signer::DaPublicKey;
 use crate::source::devnet::args::DevArgs;
 use crate::source::upstream::args::UpstreamArgs;
 use crate::stop::Stop;
@@ -40,7 +41,7 @@ pub struct Args {
     #[command(flatten)]
     pub follower: FollowerArgs,
     #[command(flatten)]
-    pub chain: ChainArgs,
+    pub chain: ChainRulesArgs,
     #[command(flatten)]
     pub proof: ProofArgs,
     #[command(flatten)]
@@ -190,8 +191,8 @@ pub fn resolve(r: Args, given: &Given) -> Result<Command, ConfigError> {
 /// `--bitcoin-rpc`'s settings; the DA keys default to the network's
 /// (Citrea's regtest keys, the devnet's, without `--network`).
 fn bitcoin_config(
-    b: &crate::source::bitcoind::args::BitcoinArgs,
-    network: Option<crate::chain::Network>,
+    b: &crate::source::bitcoin::args::BitcoinArgs,
+    network: Option<crate::chain_rules::Network>,
 ) -> Result<BitcoinConfig, ConfigError> {
     let preset = match network {
         Some(n) => keys::for_network(&n.to_string()),
@@ -217,7 +218,7 @@ fn bitcoin_config(
     };
     let credentials = match b.bitcoin_rpc {
         Some(_) => b.credentials("--bitcoin-rpc")?,
-        None => crate::source::bitcoind::Credentials::None,
+        None => crate::source::bitcoin::rpc::client::Credentials::None,
     };
     Ok(BitcoinConfig {
         credentials,

@@ -10,7 +10,7 @@ use super::{Command, FileArgs};
 use crate::config::Config;
 use crate::flags::ConfigError;
 use crate::ledger::args::DataDirArgs;
-use crate::ops_args::OpsArgs;
+use crate::routes::args::OpsArgs;
 use crate::rpc::args::RpcArgs;
 use crate::server::args::ServerArgs;
 use std::time::Duration;

@@ -3,15 +3,15 @@ use std::time::Duration;
 
 use super::rollback::{Rollback, RollbackTo};
 use super::*;
-use crate::chain::ForkTable;
-use crate::chain::Network;
+use crate::chain_rules::ForkTable;
+use crate::chain_rules::Network;
 use crate::config::env;
 use crate::config::Config;
 use crate::logs::LogFormat;
-use crate::rpc::AnswerShape;
-use crate::source::bitcoind::keys;
-use crate::source::bitcoind::Credentials;
+use crate::source::bitcoin::keys;
+use crate::source::bitcoin::rpc::client::Credentials;
 use crate::source::devnet::DevnetConfig;
+use crate::wire::WireShape;
 
 fn run(args: &[&str]) -> Result<Config, ConfigError> {
     match parse(args.iter().map(|s| s.to_string()))? {
@@ -52,7 +52,7 @@ fn defaults_match_the_documented_ones() {
     );
     assert_eq!(
         (c.wire, c.sync_concurrency, c.sync_chunk),
-        (AnswerShape::Ledgerd, 8, 100)
+        (WireShape::Ledgerd, 8, 100)
     );
     assert_eq!(c.server.idle_timeout, Duration::from_secs(10));
     assert_eq!(c.server.body_timeout, Duration::from_secs(5));
@@ -151,10 +151,10 @@ fn ops_flags_parse_and_check_their_values() {
 #[test]
 fn wire_citrea_serves_20_block_ranges_unless_max_range_says_otherwise() {
     let c = run(&["--wire", "citrea"]).unwrap();
-    assert_eq!((c.wire, c.max_range()), (AnswerShape::Citrea, 20));
+    assert_eq!((c.wire, c.max_range()), (WireShape::Citrea, 20));
     let c = run(&["--wire=citrea", "--max-range", "50"]).unwrap();
     assert_eq!(c.max_range(), 50);
-    assert_eq!(run(&["--wire", "seed"]).unwrap().wire, AnswerShape::Ledgerd);
+    assert_eq!(run(&["--wire", "seed"]).unwrap().wire, WireShape::Ledgerd);
     let e = run(&["--wire", "json"]).unwrap_err();
     assert!(e.0.contains("--wire takes ledgerd"), "{e}");
     let c = run(&[
@@ -801,7 +801,7 @@ fn network_and_kumquat_height_make_the_fork_table_and_the_key() {
         (ForkTable::KUMQUAT_ONLY, None)
     );
     let c = run(&["--dev", "--kumquat-height", "50"]).unwrap();
-    assert_eq!(c.forks().fork_at(49), crate::chain::Fork::Genesis);
+    assert_eq!(c.forks().fork_at(49), crate::chain_rules::Fork::Genesis);
     let e = run(&["--network", "signet"]).unwrap_err();
     assert!(e.0.contains("--network: unknown network \"signet\""), "{e}");
     let e = run(&["--dev", "--network", "testnet"]).unwrap_err();
@@ -1013,7 +1013,7 @@ fn ephemeral_runs_without_a_data_dir() {
 
 #[test]
 fn bitcoin_chain_defaults_to_the_networks_and_applies_with_bitcoin_rpc() {
-    use crate::headers::BitcoinChain;
+    use crate::headers::BitcoinNetwork;
     let chain_of = |extra: &[&str]| {
         let mut args = vec![
             "--upstream",
@@ -1026,18 +1026,18 @@ fn bitcoin_chain_defaults_to_the_networks_and_applies_with_bitcoin_rpc() {
         args.extend_from_slice(extra);
         run(&args).map(|c| c.source.bitcoin().map(|b| b.chain))
     };
-    assert_eq!(chain_of(&[]).unwrap(), Some(BitcoinChain::Regtest));
+    assert_eq!(chain_of(&[]).unwrap(), Some(BitcoinNetwork::Regtest));
     assert_eq!(
         chain_of(&["--network", "testnet"]).unwrap(),
-        Some(BitcoinChain::Testnet4)
+        Some(BitcoinNetwork::Testnet4)
     );
     assert_eq!(
         chain_of(&["--network", "devnet"]).unwrap(),
-        Some(BitcoinChain::Signet)
+        Some(BitcoinNetwork::Signet)
     );
     assert_eq!(
         chain_of(&["--network", "testnet", "--bitcoin-chain", "signet"]).unwrap(),
-        Some(BitcoinChain::Signet)
+        Some(BitcoinNetwork::Signet)
     );
     let e = chain_of(&["--bitcoin-chain", "testnet3"]).unwrap_err();
     assert!(e.0.contains("main, testnet4, signet or regtest"), "{e}");
@@ -1047,7 +1047,7 @@ fn bitcoin_chain_defaults_to_the_networks_and_applies_with_bitcoin_rpc() {
 
 #[test]
 fn verify_headers_takes_a_file_a_chain_and_a_start_height() {
-    use crate::headers::BitcoinChain;
+    use crate::headers::BitcoinNetwork;
     let parsed = parse(
         [
             "verify-headers",
@@ -1063,7 +1063,7 @@ fn verify_headers_takes_a_file_a_chain_and_a_start_height() {
     .unwrap();
     match parsed {
         Command::VerifyHeaders(a) => {
-            assert_eq!(a.chain, BitcoinChain::Main);
+            assert_eq!(a.chain, BitcoinNetwork::Main);
             assert_eq!(a.start_height, Some(40310));
             assert_eq!(a.file, PathBuf::from("h.txt"));
         }
@@ -1077,7 +1077,7 @@ fn verify_headers_takes_a_file_a_chain_and_a_start_height() {
 
 #[test]
 fn bitcoin_peer_is_repeatable_needs_no_credentials_and_takes_host_and_port() {
-    use crate::source::bitcoind::Credentials;
+    use crate::source::bitcoin::rpc::client::Credentials;
     let c = run(&[
         "--upstream",
         "http://u:1",

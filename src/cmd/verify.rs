@@ -6,7 +6,7 @@
 //! not hold), a whole JSON-RPC response (`{"jsonrpc":..,"result":..}`, or a
 //! batch of them), or `ledgerd export` lines (`{"softConfirmation":..}`;
 //! its other records are skipped). Every block is checked by the rules of
-//! its height's fork ([`crate::chain`]):
+//! its height's fork ([`crate::chain_rules`]):
 //!
 //! - its hash recomputes from its fields;
 //! - its pubKey is the sequencer key (`--sequencer-pubkey`, the network's,
@@ -27,12 +27,12 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::{input_file, FileArgs};
-use crate::chain::args::ChainArgs;
-use crate::chain::{block_hash, verify_block_signature, Fork, ForkTable};
+use crate::chain_rules::args::ChainRulesArgs;
+use crate::chain_rules::{block_hash, verify_block_signature, Fork, ForkTable};
+use crate::checks::{self, Check};
 use crate::flags::ConfigError;
-use crate::json_in;
 use crate::types::SoftConfirmation;
-use crate::verify::{self, Check};
+use crate::wire;
 
 /// What `verify` checks against.
 #[derive(Clone, Debug)]
@@ -195,7 +195,8 @@ fn collect(
     }
     let kind: Kind = serde_json::from_str(value.get()).map_err(|e| not_a_block(e.to_string()))?;
     if kind.l2_height.is_some() {
-        let sc = json_in::soft_confirmation(value.get()).map_err(|e| not_a_block(e.to_string()))?;
+        let sc =
+            wire::read::soft_confirmation(value.get()).map_err(|e| not_a_block(e.to_string()))?;
         blocks.push(Some(sc));
         return Ok(());
     }
@@ -251,7 +252,7 @@ pub fn check_block(
                 prev.l2_height
             ));
         } else if sc.l2_height == prev.l2_height + 1
-            && verify::verify_link(sc, (prev.l2_height, prev.hash)).is_err()
+            && checks::verify_link(sc, (prev.l2_height, prev.hash)).is_err()
         {
             failures.push(format!(
                 "prevHash {} does not link to the hash {} of {}",
@@ -261,7 +262,7 @@ pub fn check_block(
             ));
         }
     }
-    for check in verify::block_failures(sc, key, forks) {
+    for check in checks::block_failures(sc, key, forks) {
         failures.push(match check {
             Check::Hash => hash_failure(sc, fork, key),
             Check::PubKey => format!(
@@ -385,7 +386,7 @@ pub struct Args {
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
     #[command(flatten)]
-    pub chain: ChainArgs,
+    pub chain: ChainRulesArgs,
     #[command(flatten)]
     pub file_args: FileArgs,
 }
@@ -455,7 +456,7 @@ impl Verify {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::SequencerKey;
+    use crate::chain_rules::SequencerKey;
 
     /// A little chain across a fork at height 3, signed by a test key.
     fn chain(forks: &ForkTable) -> (SequencerKey, Vec<SoftConfirmation>) {
@@ -499,7 +500,7 @@ mod tests {
     fn json_lines(blocks: &[SoftConfirmation]) -> String {
         let mut out = Vec::new();
         for sc in blocks {
-            crate::json_out::write_soft_confirmation(&mut out, sc);
+            crate::wire::write::write_soft_confirmation(&mut out, sc);
             out.push(b'\n');
         }
         String::from_utf8(out).unwrap()
@@ -548,7 +549,7 @@ mod tests {
         let (_, mut blocks) = chain(&forks);
         let other = SequencerKey::from_secret(&[6; 32]);
         blocks[2].pub_key = other.public_key();
-        blocks[2].signature = other.sign_block(&blocks[2], crate::chain::Fork::Kumquat);
+        blocks[2].signature = other.sign_block(&blocks[2], crate::chain_rules::Fork::Kumquat);
         let mut out = Vec::new();
         let summary = check_all(&json_lines(&blocks), &options(forks), &mut out).unwrap();
         let out = String::from_utf8(out).unwrap();

@@ -1,13 +1,13 @@
 //! `ledgerd verify-headers FILE`: Bitcoin headers (raw 80-byte headers back
 //! to back, or hex lines) checked by Bitcoin Core's rules
-//! ([`crate::headers::verify`]), offline.
+//! ([`crate::headers::file`]), offline.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::{input_file, FileArgs};
 use crate::flags::{heading, number, ConfigError};
-use crate::headers::BitcoinChain;
+use crate::headers::BitcoinNetwork;
 
 /// `ledgerd verify-headers FILE`: Bitcoin headers checked by Core's rules.
 #[derive(clap::Args, Clone, Debug)]
@@ -20,14 +20,14 @@ pub struct Args {
     pub start_height: Option<u64>,
     /// The Bitcoin network of the headers (main, testnet4, signet or regtest): its genesis and header rules [default: regtest]
     #[arg(long, value_name = "CHAIN", value_parser = bitcoin_chain, help_heading = heading::BITCOIN)]
-    pub bitcoin_chain: Option<BitcoinChain>,
+    pub bitcoin_chain: Option<BitcoinNetwork>,
     #[command(flatten)]
     pub file_args: FileArgs,
 }
 
 /// `--bitcoin-chain`: a chain's name. verify-headers takes no `--network`,
 /// so its help names its own default, not the one `--network` reads.
-fn bitcoin_chain(value: &str) -> Result<BitcoinChain, String> {
+fn bitcoin_chain(value: &str) -> Result<BitcoinNetwork, String> {
     value.parse().map_err(|e| format!("--bitcoin-chain: {e}"))
 }
 
@@ -37,7 +37,7 @@ pub struct VerifyHeaders {
     /// Raw 80-byte headers or hex lines; `-` reads stdin.
     pub file: PathBuf,
     /// `--bitcoin-chain` (regtest when not given).
-    pub chain: BitcoinChain,
+    pub chain: BitcoinNetwork,
     /// `--start-height`: the first header's height (`None`: genesis).
     pub start_height: Option<u64>,
 }
@@ -49,7 +49,7 @@ pub fn resolve(v: Args) -> Result<VerifyHeaders, ConfigError> {
             "verify-headers needs a FILE of Bitcoin headers: raw 80-byte headers back to back, \
              or hex, one header per line (`-` reads stdin)",
         )?,
-        chain: v.bitcoin_chain.unwrap_or(BitcoinChain::Regtest),
+        chain: v.bitcoin_chain.unwrap_or(BitcoinNetwork::Regtest),
         start_height: v.start_height,
     })
 }
@@ -58,14 +58,14 @@ impl VerifyHeaders {
     /// The report on stdout; exit 0 only when every check made passed, 1
     /// when a header failed one, 2 when the input cannot be read.
     pub fn run(&self) -> ExitCode {
-        use crate::headers::{unix_now, verify};
+        use crate::headers::{file, unix_now};
         let name = self.file.display();
         let bytes = match super::read_input("verify-headers", &self.file) {
             Ok(b) => b,
             Err(code) => return code,
         };
         let started = std::time::Instant::now();
-        match verify::verify_bytes(&bytes, self.chain, self.start_height, unix_now()) {
+        match file::verify_bytes(&bytes, self.chain, self.start_height, unix_now()) {
             Ok(outcome) => {
                 let secs = started.elapsed().as_secs_f64();
                 println!("{outcome}");

@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use serde_json::Value;
 
 use super::input_file;
-use crate::chain::{ForkTable, Network};
+use crate::chain_rules::{ForkTable, Network};
 use crate::flags::{heading, number, ConfigError};
 use crate::proof::journal::{self, Journal};
 use crate::proof::{receipt, verify_decoded, ProofRules};
@@ -47,7 +47,7 @@ pub enum InputError {
     /// An object without `"proof"`.
     NoProof,
     /// A `"proofOutput"` that is not one.
-    ProofOutput(crate::json_in::WireError),
+    ProofOutput(crate::wire::read::WireError),
     /// No bytes at all.
     Empty,
     /// An empty JSON array.
@@ -128,7 +128,7 @@ fn one(v: &Value) -> Result<Given, InputError> {
     let output = match obj.get("proofOutput") {
         None | Some(Value::Null) => None,
         Some(o) => {
-            Some(crate::json_in::proof_output(&o.to_string()).map_err(InputError::ProofOutput)?)
+            Some(crate::wire::read::proof_output(&o.to_string()).map_err(InputError::ProofOutput)?)
         }
     };
     Ok(Given {
@@ -371,7 +371,7 @@ fn network(value: &str) -> Result<Network, String> {
 }
 
 pub fn resolve(v: Args) -> Result<VerifyProof, ConfigError> {
-    let chain = crate::chain::args::ChainArgs {
+    let chain = crate::chain_rules::args::ChainRulesArgs {
         network: v.network,
         kumquat_height: v.kumquat_height,
         sequencer_pubkey: None,

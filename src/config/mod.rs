@@ -4,9 +4,9 @@
 //!
 //! Each flag is defined once, beside the subsystem it configures, as a field
 //! of that subsystem's `#[derive(clap::Args)]` struct (`server::args`,
-//! `rpc::args`, `source::devnet::args`, `source::bitcoind::args`,
+//! `rpc::args`, `source::devnet::args`, `source::bitcoin::args`,
 //! `source::upstream::args`, `sync::args`, `chain::args`, `ledger::args`,
-//! `ops_args`), with the headings and value parsers of [`crate::flags`]:
+//! `routes::args`), with the headings and value parsers of [`crate::flags`]:
 //! its name, help, default and value parser. From that one place come:
 //! - the flag (`--data-dir DIR`), grouped in `--help` by its heading;
 //! - its variable, `LEDGERD_` + the flag in upper snake case
@@ -51,17 +51,17 @@ pub mod print;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::chain::args::ChainArgs;
-use crate::chain::ForkTable;
+use crate::chain_rules::args::ChainRulesArgs;
+use crate::chain_rules::ForkTable;
 use crate::flags::ConfigError;
 use crate::proof::image_ids::ImagePins;
 use crate::proof::ProofRules;
 use crate::server::ServerConfig;
-use crate::source::bitcoind::BitcoinConfig;
+use crate::source::bitcoin::config::BitcoinConfig;
 use crate::source::devnet::DevnetConfig;
 
 use crate::logs::LogFormat;
-use crate::rpc::AnswerShape;
+use crate::wire::WireShape;
 pub use given::Given;
 
 /// Everything a node is told at start (what `ledgerd run` resolves to).
@@ -91,9 +91,9 @@ pub struct Config {
     pub batch_proof_images: ImagePins,
     /// `--network`, `--kumquat-height`, `--sequencer-pubkey`: the fork
     /// table and the sequencer key.
-    pub chain: ChainArgs,
+    pub chain: ChainRulesArgs,
     /// `--wire`: the answer shapes served.
-    pub wire: AnswerShape,
+    pub wire: WireShape,
     /// `--max-range`; `None`: the wire's default (1000 ledgerd, 20 citrea).
     pub max_range: Option<u64>,
     pub max_batch: usize,
@@ -174,7 +174,7 @@ impl SourceConfig {
 
 impl Default for Config {
     fn default() -> Self {
-        use crate::ops_args::{DEFAULT_HEALTH_MAX_BEHIND, DEFAULT_HEALTH_MAX_LAG_S};
+        use crate::routes::args::{DEFAULT_HEALTH_MAX_BEHIND, DEFAULT_HEALTH_MAX_LAG_S};
         use crate::sync::args::{DEFAULT_SYNC_CHUNK, DEFAULT_SYNC_CONCURRENCY};
         Config {
             bind: crate::server::args::DEFAULT_BIND.to_string(),
@@ -187,8 +187,8 @@ impl Default for Config {
             allow_missing_tx_bodies: false,
             allow_fake_proofs: false,
             batch_proof_images: ImagePins::default(),
-            chain: ChainArgs::default(),
-            wire: AnswerShape::default(),
+            chain: ChainRulesArgs::default(),
+            wire: WireShape::default(),
             max_range: None,
             max_batch: crate::rpc::args::DEFAULT_MAX_BATCH,
             server: ServerConfig::default(),
@@ -209,12 +209,12 @@ impl Config {
             .unwrap_or_else(|| self.wire.default_max_range())
     }
 
-    /// The fork table ([`ChainArgs::forks`]).
+    /// The fork table ([`ChainRulesArgs::forks`]).
     pub fn forks(&self) -> ForkTable {
         self.chain.forks()
     }
 
-    /// The sequencer key blocks must carry ([`ChainArgs::sequencer_key`]).
+    /// The sequencer key blocks must carry ([`ChainRulesArgs::sequencer_key`]).
     pub fn sequencer_key(&self) -> Option<[u8; 32]> {
         self.chain.sequencer_key()
     }
@@ -231,7 +231,7 @@ impl Config {
         )
     }
 
-    /// Where the sequencer key comes from ([`ChainArgs::sequencer_key_name`]).
+    /// Where the sequencer key comes from ([`ChainRulesArgs::sequencer_key_name`]).
     pub fn sequencer_key_name(&self) -> String {
         self.chain.sequencer_key_name()
     }

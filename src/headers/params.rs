@@ -13,50 +13,50 @@ use bitcoin::{BlockHash, Network};
 
 /// A Bitcoin network (`--bitcoin-chain`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum BitcoinChain {
+pub enum BitcoinNetwork {
     Main,
     Testnet4,
     Signet,
     Regtest,
 }
 
-impl BitcoinChain {
+impl BitcoinNetwork {
     /// Every chain, in the order the docs list them.
-    pub const ALL: [BitcoinChain; 4] = [
-        BitcoinChain::Main,
-        BitcoinChain::Testnet4,
-        BitcoinChain::Signet,
-        BitcoinChain::Regtest,
+    pub const ALL: [BitcoinNetwork; 4] = [
+        BitcoinNetwork::Main,
+        BitcoinNetwork::Testnet4,
+        BitcoinNetwork::Signet,
+        BitcoinNetwork::Regtest,
     ];
 
     /// The name `--bitcoin-chain` takes (and `getblockchaininfo`'s `chain`
     /// answers, but for main, which bitcoind calls `main` too).
     pub fn name(self) -> &'static str {
         match self {
-            BitcoinChain::Main => "main",
-            BitcoinChain::Testnet4 => "testnet4",
-            BitcoinChain::Signet => "signet",
-            BitcoinChain::Regtest => "regtest",
+            BitcoinNetwork::Main => "main",
+            BitcoinNetwork::Testnet4 => "testnet4",
+            BitcoinNetwork::Signet => "signet",
+            BitcoinNetwork::Regtest => "regtest",
         }
     }
 
     /// The `bitcoin` crate's name of this network.
     pub fn network(self) -> Network {
         match self {
-            BitcoinChain::Main => Network::Bitcoin,
-            BitcoinChain::Testnet4 => Network::Testnet4,
-            BitcoinChain::Signet => Network::Signet,
-            BitcoinChain::Regtest => Network::Regtest,
+            BitcoinNetwork::Main => Network::Bitcoin,
+            BitcoinNetwork::Testnet4 => Network::Testnet4,
+            BitcoinNetwork::Signet => Network::Signet,
+            BitcoinNetwork::Regtest => Network::Regtest,
         }
     }
 
     /// This network's parameters.
     pub fn params(self) -> &'static ChainParams {
         match self {
-            BitcoinChain::Main => &MAIN,
-            BitcoinChain::Testnet4 => &TESTNET4,
-            BitcoinChain::Signet => &SIGNET,
-            BitcoinChain::Regtest => &REGTEST,
+            BitcoinNetwork::Main => &MAIN,
+            BitcoinNetwork::Testnet4 => &TESTNET4,
+            BitcoinNetwork::Signet => &SIGNET,
+            BitcoinNetwork::Regtest => &REGTEST,
         }
     }
 
@@ -67,30 +67,30 @@ impl BitcoinChain {
 
     /// The chain of a Citrea network name (`--network`): testnet reads
     /// testnet4, devnet signet, mainnet main, and nightly (or none) regtest.
-    pub fn of_citrea_network(network: Option<&str>) -> BitcoinChain {
+    pub fn of_citrea_network(network: Option<&str>) -> BitcoinNetwork {
         match network {
-            Some("testnet") => BitcoinChain::Testnet4,
-            Some("devnet") => BitcoinChain::Signet,
-            Some("mainnet") => BitcoinChain::Main,
-            _ => BitcoinChain::Regtest,
+            Some("testnet") => BitcoinNetwork::Testnet4,
+            Some("devnet") => BitcoinNetwork::Signet,
+            Some("mainnet") => BitcoinNetwork::Main,
+            _ => BitcoinNetwork::Regtest,
         }
     }
 }
 
-impl fmt::Display for BitcoinChain {
+impl fmt::Display for BitcoinNetwork {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
 }
 
-impl FromStr for BitcoinChain {
+impl FromStr for BitcoinNetwork {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
-            "main" | "mainnet" | "bitcoin" => Ok(BitcoinChain::Main),
-            "testnet4" => Ok(BitcoinChain::Testnet4),
-            "signet" => Ok(BitcoinChain::Signet),
-            "regtest" => Ok(BitcoinChain::Regtest),
+            "main" | "mainnet" | "bitcoin" => Ok(BitcoinNetwork::Main),
+            "testnet4" => Ok(BitcoinNetwork::Testnet4),
+            "signet" => Ok(BitcoinNetwork::Signet),
+            "regtest" => Ok(BitcoinNetwork::Regtest),
             other => Err(format!(
                 "{other:?} is not a Bitcoin chain ledgerd knows: use main, testnet4, signet or regtest"
             )),
@@ -102,7 +102,7 @@ impl FromStr for BitcoinChain {
 /// `CChainParams`, the parts headers need).
 #[derive(Debug)]
 pub struct ChainParams {
-    pub chain: BitcoinChain,
+    pub chain: BitcoinNetwork,
     /// The P2P message start (`pchMessageStart`).
     pub magic: [u8; 4],
     /// The default P2P port.
@@ -170,7 +170,7 @@ impl ChainParams {
 
 /// Bitcoin's main network.
 pub static MAIN: ChainParams = ChainParams {
-    chain: BitcoinChain::Main,
+    chain: BitcoinNetwork::Main,
     magic: [0xf9, 0xbe, 0xb4, 0xd9],
     default_port: 8333,
     genesis_hash: "000000000019d6689c085ae165831e934ff763ae46a2a6c172b3f1b60a8ce26f",
@@ -189,7 +189,7 @@ pub static MAIN: ChainParams = ChainParams {
 
 /// Testnet4 (BIP94).
 pub static TESTNET4: ChainParams = ChainParams {
-    chain: BitcoinChain::Testnet4,
+    chain: BitcoinNetwork::Testnet4,
     magic: [0x1c, 0x16, 0x3f, 0x28],
     default_port: 48333,
     genesis_hash: "00000000da84f2bafbbc53dee25a72ae507ff4914b867c565be350b0da8bf043",
@@ -209,7 +209,7 @@ pub static TESTNET4: ChainParams = ChainParams {
 /// The default signet (the block signatures of BIP325 are in the blocks,
 /// not the headers: headers alone do not check them).
 pub static SIGNET: ChainParams = ChainParams {
-    chain: BitcoinChain::Signet,
+    chain: BitcoinNetwork::Signet,
     magic: [0x0a, 0x03, 0xcf, 0x40],
     default_port: 38333,
     genesis_hash: "00000008819873e925422c1ff0f99f7cc9bbb232af63a077a480a3633bee1ef6",
@@ -228,7 +228,7 @@ pub static SIGNET: ChainParams = ChainParams {
 
 /// Regtest (Core's defaults: no `-test=bip94`, BIP34/65/66 from height 1).
 pub static REGTEST: ChainParams = ChainParams {
-    chain: BitcoinChain::Regtest,
+    chain: BitcoinNetwork::Regtest,
     magic: [0xfa, 0xbf, 0xb5, 0xda],
     default_port: 18444,
     genesis_hash: "0f9188f13cb7b2c71f2a335e3a4fc328bf5beb436012afca590b1a11466e2206",
@@ -251,7 +251,7 @@ mod tests {
 
     #[test]
     fn genesis_hashes_are_the_ones_core_asserts() {
-        for chain in BitcoinChain::ALL {
+        for chain in BitcoinNetwork::ALL {
             let p = chain.params();
             assert_eq!(p.chain, chain);
             assert_eq!(
@@ -269,7 +269,7 @@ mod tests {
 
     #[test]
     fn magic_matches_the_bitcoin_crate() {
-        for chain in BitcoinChain::ALL {
+        for chain in BitcoinNetwork::ALL {
             let magic = bitcoin::p2p::Magic::from(chain.network());
             assert_eq!(magic.to_bytes(), chain.params().magic, "{chain}");
         }
@@ -277,7 +277,7 @@ mod tests {
 
     #[test]
     fn pow_limits_are_cores_and_their_compact_forms_match() {
-        for chain in BitcoinChain::ALL {
+        for chain in BitcoinNetwork::ALL {
             let p = chain.params();
             assert_eq!(p.pow_limit_hex.len(), 64, "{chain}");
             assert_eq!(
@@ -302,10 +302,10 @@ mod tests {
 
     #[test]
     fn chain_names_parse_back() {
-        for chain in BitcoinChain::ALL {
-            assert_eq!(chain.name().parse::<BitcoinChain>(), Ok(chain));
+        for chain in BitcoinNetwork::ALL {
+            assert_eq!(chain.name().parse::<BitcoinNetwork>(), Ok(chain));
         }
-        let err = "testnet3".parse::<BitcoinChain>().unwrap_err();
+        let err = "testnet3".parse::<BitcoinNetwork>().unwrap_err();
         assert!(err.contains("main, testnet4, signet or regtest"), "{err}");
     }
 }

@@ -24,7 +24,7 @@ use bitcoin::block::Header;
 use bitcoin::pow::{CompactTarget, Target};
 use bitcoin::BlockHash;
 
-use super::params::{BitcoinChain, ChainParams};
+use super::params::{BitcoinNetwork, ChainParams};
 
 /// Core's `MAX_FUTURE_BLOCK_TIME`: two hours.
 pub const MAX_FUTURE_BLOCK_TIME: i64 = 2 * 60 * 60;
@@ -296,7 +296,7 @@ pub fn retarget(params: &ChainParams, base: u32, timespan: i64) -> u32 {
     // divide, capped at the pow limit) for chains whose target timespan it
     // knows as Core does: all but regtest, which never retargets.
     debug_assert!(
-        params.chain == BitcoinChain::Regtest
+        params.chain == BitcoinNetwork::Regtest
             || consensus.pow_target_timespan == params.target_timespan as u64
     );
     CompactTarget::from_next_work_required(

@@ -5,7 +5,7 @@
 //! it, inside the caller's write transaction: a block with its hash index,
 //! status and the DA slot it points at; a commitment with the statuses it
 //! raises; a proof with the heights it proves. Verification is the caller's
-//! (`crate::verify`): nothing here checks a chain rule.
+//! (`crate::checks`): nothing here checks a chain rule.
 
 use super::{LedgerError, LedgerRead, LedgerWriter};
 use crate::types::{Hash, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof};

@@ -14,7 +14,7 @@
 //!
 //! Written by the sync thread in the same write transaction as the slot
 //! they were found on ([`crate::types::DaSlot::chunks`]); read by the
-//! Bitcoin sources' scanner ([`crate::source::bitcoind::scan`]).
+//! Bitcoin sources' scanner ([`crate::source::bitcoin::scan`]).
 
 use lmdb::WriteFlags;
 

@@ -1,6 +1,6 @@
 //! The `bitcoin_headers` table: the best Bitcoin header chain from genesis,
 //! one entry per height (the header and the chainwork up to it), written by
-//! [`crate::headers::HeaderChain::save`] and read back at start.
+//! [`crate::headers::HeaderTree::save`] and read back at start.
 //!
 //! Only the best chain is stored: side branches are held in memory while
 //! they fork within the headers kept there. A reorg rewrites the heights

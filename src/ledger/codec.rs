@@ -64,7 +64,7 @@
 
 use std::fmt;
 
-use crate::chain::ForkTable;
+use crate::chain_rules::ForkTable;
 use crate::types::{
     Hash, ProofOutput, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof,
 };

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use super::codec::DecodeError;
 use super::tables::Table;
-use crate::chain::ForkTable;
+use crate::chain_rules::ForkTable;
 use crate::types::Hash;
 
 /// Why a ledger operation failed.

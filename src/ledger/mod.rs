@@ -37,13 +37,13 @@ pub mod args;
 pub mod bitcoin_chunks;
 pub mod bitcoin_headers;
 pub mod codec;
+pub mod cut;
 mod error;
 pub mod frontier;
 pub mod lock;
 mod migrate;
 mod open;
 mod read;
-pub mod rollback;
 pub mod tables;
 pub mod walk;
 mod write;
@@ -63,7 +63,7 @@ pub use tables::Frontier;
 
 /// The ledger's layout version this build writes (`ledgerd_build_info`).
 pub const LAYOUT_VERSION: u64 = tables::FORMAT_VERSION;
-pub use rollback::Cut;
+pub use cut::Cut;
 use tables::Dbs;
 
 // LMDB cursor operations (`MDB_cursor_op`, stable C ABI values; the ffi crate

@@ -12,7 +12,7 @@ use super::tables::{
     StatusTable, Table, ValueTable,
 };
 use super::*;
-use crate::chain::ForkTable;
+use crate::chain_rules::ForkTable;
 use crate::types::{Hash, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof};
 
 /// The ledger's free meta entry holding the last scanned slot's number and
@@ -248,7 +248,7 @@ pub trait LedgerRead: sealed::Access + Sized {
     /// `sequencerCommitmentsRange` [a, b] indexes (from 0) what is left.
     ///
     /// `Ok(None)` when the named slot's hash is not known yet. The verifier
-    /// (`crate::verify::proof_commitments`) holds a proof to this; the
+    /// (`crate::checks::proof_commitments`) holds a proof to this; the
     /// frontier index is rebuilt by it.
     fn proof_commitments(
         &self,

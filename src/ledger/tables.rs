@@ -24,7 +24,7 @@ use std::marker::PhantomData;
 use lmdb::{Database, DatabaseFlags};
 
 use super::codec::{self, DecodeError};
-use crate::chain::ForkTable;
+use crate::chain_rules::ForkTable;
 use crate::types::{Hash, SequencerCommitment, Status, VerifiedBatchProof};
 
 /// The database handles of one environment, opened once at `Ledger::open`

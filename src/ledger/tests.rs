@@ -431,7 +431,7 @@ fn typed_meta_entries_read_what_earlier_builds_wrote_as_free_entries() {
 
 #[test]
 fn a_ledger_keeps_the_fork_table_it_was_pinned_to_and_refuses_another() {
-    use crate::chain::ForkTable;
+    use crate::chain_rules::ForkTable;
     let dir = tempfile::tempdir().unwrap();
     let ledger = open(dir.path());
     let testnet = ForkTable::kumquat_from(5_546_000);
@@ -461,7 +461,7 @@ fn a_ledger_keeps_the_fork_table_it_was_pinned_to_and_refuses_another() {
 
 #[test]
 fn a_ledger_with_blocks_from_before_fork_tables_counts_as_kumquat_only() {
-    use crate::chain::ForkTable;
+    use crate::chain_rules::ForkTable;
     let dir = tempfile::tempdir().unwrap();
     let ledger = open(dir.path());
     let mut w = ledger.writer().unwrap();
@@ -1107,7 +1107,7 @@ fn a_version_3_data_dir_gets_the_empty_bitcoin_headers_table_and_nothing_else_ch
     assert_eq!(r.head_height().unwrap(), 5);
     assert_eq!(r.bitcoin_header_tip().unwrap(), None);
     drop(r);
-    let genesis = crate::headers::BitcoinChain::Regtest.genesis();
+    let genesis = crate::headers::BitcoinNetwork::Regtest.genesis();
     let mut w = ledger.writer().unwrap();
     w.put_bitcoin_header(&StoredHeader {
         height: 0,

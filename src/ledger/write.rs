@@ -9,7 +9,7 @@ use super::tables::{
 };
 use super::walk::LedgerWalk;
 use super::*;
-use crate::chain::ForkTable;
+use crate::chain_rules::ForkTable;
 use crate::types::{Hash, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof};
 
 impl LedgerWriter<'_> {

@@ -9,16 +9,17 @@ use std::thread::JoinHandle;
 use log::{info, warn};
 
 use super::NodeError;
+use crate::checks::BlockRules;
 use crate::config::Config;
 use crate::ledger::Ledger;
 use crate::progress::Progress;
-use crate::source::bitcoind::{BitcoinConfig, BitcoinDa};
-use crate::source::p2p::PeersDa;
+use crate::source::bitcoin::config::BitcoinConfig;
+use crate::source::bitcoin::p2p::da::PeersDa;
+use crate::source::bitcoin::rpc::da::BitcoinDa;
 use crate::source::upstream::failover::Upstreams;
 use crate::source::{DaSource, L2Source};
 use crate::stop::Stop;
 use crate::sync::{DaSide, Separate, SyncConfig, Syncer};
-use crate::verify::BlockRules;
 
 /// Starts the sync thread (and the upstream watcher, not joined: it touches
 /// no ledger); returns the sync thread.

@@ -18,14 +18,14 @@ mod devnet;
 mod ephemeral;
 mod follower;
 
-use crate::chain::Network;
+use crate::chain_rules::Network;
 use crate::config::{Config, SourceConfig};
 use crate::ledger::{Ledger, LedgerError, OpenOptions};
 use crate::progress::Progress;
 use crate::routes::{Cors, Routes};
 use crate::rpc::{DevAccess, Rpc, RpcConfig};
 use crate::server::{Server, ServerError, Stopper};
-use crate::source::bitcoind::BitcoinConfig;
+use crate::source::bitcoin::config::BitcoinConfig;
 use crate::source::devnet::{DevnetConfig, DevnetError};
 use crate::stop::Stop;
 use crate::sync::devnet::DevnetControl;

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, OnceLock};
 
-/// Every `BlockError::reason` (`source::bitcoind::block`), the `reason` label of
+/// Every `BlockError::reason` (`source::bitcoin::block`), the `reason` label of
 /// `ledgerd_bitcoin_blocks_refused_total`.
 pub const BLOCK_REFUSALS: [&str; 8] = [
     "undecodable",

@@ -155,7 +155,7 @@ pub struct HeaderTip {
 
 impl HeaderProgress {
     /// Publishes `chain`'s state.
-    pub fn note(&self, chain: &crate::headers::HeaderChain) {
+    pub fn note(&self, chain: &crate::headers::HeaderTree) {
         let _ = self.chain.set(chain.chain().name());
         let tip = chain.tip();
         self.height.store(tip.height, Relaxed);

@@ -4,7 +4,7 @@
 
 use super::image_ids::{self, ImagePins, BATCH_PROOF_IMAGE};
 use super::ProofRules;
-use crate::chain::{Fork, Network};
+use crate::chain_rules::{Fork, Network};
 use crate::flags::heading;
 use crate::flags::switch;
 

@@ -26,8 +26,8 @@
 
 use std::fmt;
 
-use crate::chain::forks::hex_key;
-use crate::chain::{Fork, Network};
+use crate::chain_rules::forks::hex_key;
+use crate::chain_rules::{Fork, Network};
 
 /// testnet and devnet `batch-0.elf` (Genesis era).
 pub const TESTNET_BATCH_0: [u8; 32] =

@@ -3,7 +3,7 @@
 //! receipt verified against the batch-proof image of the network and fork.
 //!
 //! Citrea's rule for *which heights* a proof proves is in
-//! [`crate::verify`]; this room answers whether the proof proves what
+//! [`crate::checks`]; this room answers whether the proof proves what
 //! its output says at all. The sync thread calls [`verify_proof_receipt`]
 //! for every proof that passed that rule, before anything of it is stored;
 //! `ledgerd import` does the same, and `ledgerd verify-proof`
@@ -33,10 +33,10 @@ pub mod receipt;
 
 use std::fmt;
 
-use crate::chain::{Fork, ForkTable, Network};
+use crate::chain_rules::{Fork, ForkTable, Network};
+use crate::checks::{Check, VerifyError};
 use crate::ledger::{LedgerError, LedgerRead, LedgerWriter};
 use crate::types::{ProofOutput, VerifiedBatchProof};
-use crate::verify::{Check, VerifyError};
 use image_ids::{BatchImage, ImageOrigin, ImagePins, NoImage};
 use journal::{FieldMismatch, Journal, JournalError};
 use receipt::{DecodedReceipt, ReceiptError, ReceiptKind, Verified};

@@ -31,7 +31,7 @@ use risc0_zkvm::{
 };
 
 use super::image_ids::BatchImage;
-use crate::chain::forks::hex_key;
+use crate::chain_rules::forks::hex_key;
 
 /// What kind of receipt a proof is (risc0's `InnerReceipt` tags 0-3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -257,7 +257,7 @@ fn fake_claim(image: &BatchImage, journal: &Journal) -> ReceiptClaim {
     // them was a third of the SHA-256 time of making its blocks.
     ReceiptClaim::ok(
         Digest::from(image.id),
-        MaybePruned::Pruned(Digest::from(crate::chain::sha256(&journal.bytes))),
+        MaybePruned::Pruned(Digest::from(crate::chain_rules::sha256(&journal.bytes))),
     )
 }
 
@@ -345,7 +345,7 @@ fn verifier_context_pre_1_1_0() -> VerifierContext {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::Fork;
+    use crate::chain_rules::Fork;
     use crate::proof::image_ids::batch_image;
 
     #[test]
@@ -376,7 +376,8 @@ mod tests {
     #[test]
     fn a_fake_verifies_as_fake_for_its_image_only() {
         let devnet = batch_image(None, Fork::Kumquat).unwrap();
-        let testnet = batch_image(Some(crate::chain::Network::Testnet), Fork::Kumquat).unwrap();
+        let testnet =
+            batch_image(Some(crate::chain_rules::Network::Testnet), Fork::Kumquat).unwrap();
         let bytes = make_fake(&devnet, b"journal".to_vec());
         assert_eq!(bytes.len(), fake_receipt_overhead(&devnet) + 7);
         let r = decode(&bytes).unwrap();

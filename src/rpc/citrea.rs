@@ -25,9 +25,9 @@
 
 use super::error::RpcError;
 use super::params::{Params, Slot};
-use crate::json_out;
 use crate::ledger::{Frontier, FrontierMark, FrontierRead, LedgerRead, LedgerReader};
 use crate::progress::{unix_ms, Progress};
+use crate::wire;
 
 const L1_HEIGHT: Slot = Slot {
     position: 0,
@@ -101,17 +101,17 @@ impl Request {
                 };
                 let (committed, proven) = (height(Frontier::Committed)?, height(Frontier::Proven)?);
                 out.extend_from_slice(b"{\"committed\":");
-                json_out::write_u64(out, committed);
+                wire::write::write_u64(out, committed);
                 out.extend_from_slice(b",\"proven\":");
-                json_out::write_u64(out, proven);
+                wire::write::write_u64(out, proven);
                 out.push(b'}');
             }
-            Request::BatchProofs => json_out::write_null(out),
+            Request::BatchProofs => wire::write::write_null(out),
             Request::HealthCheck => {
                 if !blocks_on_demand {
                     health_check(reader, progress, unix_ms())?;
                 }
-                json_out::write_null(out);
+                wire::write::write_null(out);
             }
         }
         Ok(())
@@ -121,12 +121,12 @@ impl Request {
 /// `{"height":n,"commitment_index":i}` or `null`.
 fn write_mark(out: &mut Vec<u8>, mark: Option<FrontierMark>) {
     match mark {
-        None => json_out::write_null(out),
+        None => wire::write::write_null(out),
         Some(m) => {
             out.extend_from_slice(b"{\"height\":");
-            json_out::write_u64(out, m.l2_height);
+            wire::write::write_u64(out, m.l2_height);
             out.extend_from_slice(b",\"commitment_index\":");
-            json_out::write_u64(out, m.commitment_index);
+            wire::write::write_u64(out, m.commitment_index);
             out.push(b'}');
         }
     }

@@ -2,9 +2,9 @@
 
 use super::error::RpcError;
 use super::params::{Params, Slot};
-use crate::json_out;
 use crate::ledger::{LedgerRead, LedgerReader};
 use crate::types::Hash;
+use crate::wire;
 
 const HEIGHT: Slot = Slot {
     position: 0,
@@ -45,8 +45,8 @@ impl Request {
             None => None,
         };
         match commitments {
-            Some(items) if !items.is_empty() => json_out::write_commitments(out, &items),
-            _ => json_out::write_null(out),
+            Some(items) if !items.is_empty() => wire::write::write_commitments(out, &items),
+            _ => wire::write::write_null(out),
         }
         Ok(())
     }

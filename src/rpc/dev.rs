@@ -8,8 +8,8 @@
 
 use super::error::{shorten, RpcError};
 use super::params::{hex_text, parse_height, Params, Slot};
-use crate::json_out;
 use crate::sync::devnet::{DevCommand, DevError, DevExec, DevOutcome};
+use crate::wire;
 
 /// Every `dev_*` method name.
 pub const NAMES: [&str; 13] = [
@@ -95,10 +95,10 @@ pub fn parse(method: &str, params: &Params) -> Result<DevCommand, RpcError> {
 /// Runs the call on the sync thread's `exec` and writes its result.
 pub fn apply(cmd: DevCommand, exec: &mut dyn DevExec, out: &mut Vec<u8>) -> Result<(), RpcError> {
     match exec.exec(cmd) {
-        Ok(DevOutcome::Number(n)) => json_out::write_u64(out, n),
-        Ok(DevOutcome::Commitment(Some(c))) => json_out::write_commitment(out, &c),
-        Ok(DevOutcome::Proof(Some(p))) => json_out::write_verified_batch_proof(out, &p),
-        Ok(DevOutcome::Commitment(None) | DevOutcome::Proof(None)) => json_out::write_null(out),
+        Ok(DevOutcome::Number(n)) => wire::write::write_u64(out, n),
+        Ok(DevOutcome::Commitment(Some(c))) => wire::write::write_commitment(out, &c),
+        Ok(DevOutcome::Proof(Some(p))) => wire::write::write_verified_batch_proof(out, &p),
+        Ok(DevOutcome::Commitment(None) | DevOutcome::Proof(None)) => wire::write::write_null(out),
         Ok(DevOutcome::Bool(b)) => out.extend_from_slice(if b { b"true" } else { b"false" }),
         Err(DevError::Invalid(why)) => return Err(RpcError::invalid_params(why)),
         Err(e) => {

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::json_out;
+use crate::wire;
 
 /// One JSON-RPC error object.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -112,12 +112,12 @@ impl RpcError {
     /// `{"jsonrpc":"2.0","id":null,"error":{...}}`. Every error body the
     /// node sends is built here or by [`super::Rpc`]'s envelope.
     pub fn body(&self) -> Vec<u8> {
-        json_out::error_answer(self.code, self.message, &self.data)
+        wire::write::error_answer(self.code, self.message, &self.data)
     }
 
     /// Writes `{"code":..,"message":"..","data":".."}`.
     pub fn write(&self, out: &mut Vec<u8>) {
-        json_out::write_error_object(out, self.code, self.message, &self.data);
+        wire::write::write_error_object(out, self.code, self.message, &self.data);
     }
 }
 

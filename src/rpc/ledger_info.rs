@@ -2,8 +2,8 @@
 //! last scanned L1 height (13).
 
 use super::error::RpcError;
-use crate::json_out;
 use crate::ledger::{LedgerRead, LedgerReader};
+use crate::wire;
 
 /// A query of the ledger's own facts (neither takes parameters).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,10 +18,10 @@ impl Request {
     pub fn apply(&self, reader: &LedgerReader, out: &mut Vec<u8>) -> Result<(), RpcError> {
         match self {
             Request::GenesisStateRoot => match reader.genesis_state_root()? {
-                Some(root) => json_out::write_byte_array(out, &root),
-                None => json_out::write_null(out),
+                Some(root) => wire::write::write_byte_array(out, &root),
+                None => wire::write::write_null(out),
             },
-            Request::LastScannedL1Height => json_out::write_u64(out, reader.last_scanned_l1()?),
+            Request::LastScannedL1Height => wire::write::write_u64(out, reader.last_scanned_l1()?),
         }
         Ok(())
     }

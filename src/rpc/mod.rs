@@ -13,7 +13,7 @@
 //!    through [`params`];
 //! 3. the request is applied against one read transaction of the ledger,
 //!    shared by every request of a batch (one consistent snapshot), and its
-//!    result is written as JSON by [`crate::json_out`] straight into the output.
+//!    result is written as JSON by [`crate::wire::write`] straight into the output.
 //!
 //! The `dev_*` methods ([`dev`]) change the devnet's chain: a body holding
 //! one is answered on the devnet's sync thread ([`Rpc::handle_dev`]), each
@@ -34,6 +34,7 @@ pub mod proofs;
 pub mod soft_confirmations;
 pub mod sync_status;
 
+use crate::wire::WireShape;
 use std::sync::Arc;
 
 use serde_json::value::RawValue;
@@ -41,7 +42,7 @@ use serde_json::value::RawValue;
 use crate::ledger::{Ledger, LedgerReader};
 use crate::progress::Progress;
 use crate::sync::devnet::{DevExec, DevnetControl};
-pub use args::AnswerShape;
+
 use envelope::{Body, Call, Entry};
 pub use error::RpcError;
 use params::Params;
@@ -80,15 +81,15 @@ pub struct RpcConfig {
     /// Most request objects in one batch (default 50).
     pub max_batch: usize,
     /// The answer shapes (`--wire`): ledgerd's own, or a Citrea v0.6 node's.
-    pub wire: AnswerShape,
+    pub wire: WireShape,
 }
 
 impl Default for RpcConfig {
     fn default() -> RpcConfig {
         RpcConfig {
-            max_range: AnswerShape::Ledgerd.default_max_range(),
+            max_range: WireShape::Ledgerd.default_max_range(),
             max_batch: args::DEFAULT_MAX_BATCH,
-            wire: AnswerShape::Ledgerd,
+            wire: WireShape::Ledgerd,
         }
     }
 }
@@ -455,7 +456,7 @@ fn write_head(out: &mut Vec<u8>, id: Option<&RawValue>) {
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     match id {
         Some(id) => out.extend_from_slice(id.get().as_bytes()),
-        None => crate::json_out::write_null(out),
+        None => crate::wire::write::write_null(out),
     }
 }
 

@@ -2,9 +2,9 @@
 
 use super::error::RpcError;
 use super::params::{Params, Slot};
-use super::AnswerShape;
-use crate::json_out;
 use crate::ledger::{LedgerRead, LedgerReader};
+use crate::wire;
+use crate::wire::WireShape;
 
 const HEIGHT: Slot = Slot {
     position: 0,
@@ -35,34 +35,34 @@ impl Request {
     pub fn apply(
         &self,
         reader: &LedgerReader,
-        wire: AnswerShape,
+        wire: WireShape,
         out: &mut Vec<u8>,
     ) -> Result<(), RpcError> {
         match (*self, wire) {
-            (Request::BySlotHeight(slot), AnswerShape::Citrea) => {
+            (Request::BySlotHeight(slot), WireShape::Citrea) => {
                 let proofs = reader.proofs_on_slot(slot)?;
                 if proofs.is_empty() {
-                    json_out::write_null(out);
+                    wire::write::write_null(out);
                 } else {
-                    json_out::write_citrea_proofs_on_slot(out, &proofs);
+                    wire::write::write_citrea_proofs_on_slot(out, &proofs);
                 }
             }
-            (Request::BySlotHeight(slot), AnswerShape::Ledgerd) => {
+            (Request::BySlotHeight(slot), WireShape::Ledgerd) => {
                 match reader.last_proof_on_slot(slot)? {
-                    Some(p) => json_out::write_verified_batch_proof(out, &p),
-                    None => json_out::write_null(out),
+                    Some(p) => wire::write::write_verified_batch_proof(out, &p),
+                    None => wire::write::write_null(out),
                 }
             }
             // Citrea v0.6.2 answers the first proof of the highest slot
             // (`get_last_verified_batch_proof`, sov-db's ledger_db/rpc.rs:
             // `item.value[0]`); the spec, the last one verified.
-            (Request::Last, AnswerShape::Ledgerd) => match reader.last_proof()? {
-                None => json_out::write_null(out),
-                Some(p) => json_out::write_verified_batch_proof(out, &p),
+            (Request::Last, WireShape::Ledgerd) => match reader.last_proof()? {
+                None => wire::write::write_null(out),
+                Some(p) => wire::write::write_verified_batch_proof(out, &p),
             },
-            (Request::Last, AnswerShape::Citrea) => match reader.first_proof_on_last_slot()? {
-                None => json_out::write_null(out),
-                Some(p) => json_out::write_citrea_last_proof(out, &p),
+            (Request::Last, WireShape::Citrea) => match reader.first_proof_on_last_slot()? {
+                None => wire::write::write_null(out),
+                Some(p) => wire::write::write_citrea_last_proof(out, &p),
             },
         }
         Ok(())

@@ -3,9 +3,10 @@
 
 use super::error::RpcError;
 use super::params::{Params, Slot};
-use super::{AnswerShape, RpcConfig};
-use crate::json_out;
+use super::RpcConfig;
 use crate::ledger::{LedgerRead, LedgerReader};
+use crate::wire;
+use crate::wire::WireShape;
 
 const NUMBER: Slot = Slot {
     position: 0,
@@ -73,14 +74,14 @@ impl Request {
         match *self {
             Request::ByNumber(height) => {
                 let sc = reader.soft_confirmation(height)?;
-                json_out::write_opt_soft_confirmation(out, sc.as_ref());
+                wire::write::write_opt_soft_confirmation(out, sc.as_ref());
             }
             Request::ByHash(hash) => {
                 let sc = match reader.height_by_hash(&hash)? {
                     Some(height) => reader.soft_confirmation(height)?,
                     None => None,
                 };
-                json_out::write_opt_soft_confirmation(out, sc.as_ref());
+                wire::write::write_opt_soft_confirmation(out, sc.as_ref());
             }
             Request::Range { start, end } => {
                 if start > end {
@@ -89,11 +90,11 @@ impl Request {
                 // end - start + 1 > max_range, without overflow at u64::MAX.
                 if end - start >= max_range {
                     return Err(RpcError::ledger(match config.wire {
-                        AnswerShape::Ledgerd => {
+                        WireShape::Ledgerd => {
                             format!("requested range too large. Max: {max_range}")
                         }
                         // Citrea's words.
-                        AnswerShape::Citrea => {
+                        WireShape::Citrea => {
                             format!("requested batch range too large. Max: {max_range}")
                         }
                     }));
@@ -101,8 +102,8 @@ impl Request {
                 let items = reader.soft_confirmation_range(start, end)?;
                 // Always end-start+1 items: null at every height not stored.
                 let count = (end - start + 1) as usize;
-                json_out::write_list(out, 0..count, |out, i| {
-                    json_out::write_opt_soft_confirmation(
+                wire::write::write_list(out, 0..count, |out, i| {
+                    wire::write::write_opt_soft_confirmation(
                         out,
                         items.get(i).and_then(Option::as_ref),
                     );
@@ -121,13 +122,13 @@ impl Request {
                 // is `null`: parameters are checked for syntax only, and the
                 // not-stored answer stays uniform across methods.
                 match (reader.status(height)?, config.wire) {
-                    (Some(status), AnswerShape::Ledgerd) => json_out::write_status(out, status),
-                    (Some(status), AnswerShape::Citrea) => {
-                        json_out::write_lowercase_status(out, status)
+                    (Some(status), WireShape::Ledgerd) => wire::write::write_status(out, status),
+                    (Some(status), WireShape::Citrea) => {
+                        wire::write::write_lowercase_status(out, status)
                     }
-                    (None, AnswerShape::Ledgerd) => json_out::write_null(out),
+                    (None, WireShape::Ledgerd) => wire::write::write_null(out),
                     // Citrea answers every height it does not hold so.
-                    (None, AnswerShape::Citrea) => {
+                    (None, WireShape::Citrea) => {
                         return Err(RpcError::ledger(format!(
                             "Soft confirmation at height {height} not processed yet."
                         )))
@@ -141,9 +142,9 @@ impl Request {
                 } else {
                     reader.soft_confirmation(head)?
                 };
-                json_out::write_opt_soft_confirmation(out, sc.as_ref());
+                wire::write::write_opt_soft_confirmation(out, sc.as_ref());
             }
-            Request::HeadHeight => json_out::write_u64(out, reader.head_height()?),
+            Request::HeadHeight => wire::write::write_u64(out, reader.head_height()?),
         }
         Ok(())
     }

@@ -2,11 +2,11 @@
 //!
 //! Read from the sync thread's shared [`Progress`], not from the ledger.
 
-use crate::json_out;
 use crate::progress::Progress;
+use crate::wire;
 
 /// Writes `{"l1Status":..,"l2Status":..}`; each layer is `{"Synced":n}` or,
 /// while behind, `{"Syncing":{"headBlockNumber":h,"syncedBlockNumber":s}}`.
 pub fn apply(progress: &Progress, out: &mut Vec<u8>) {
-    json_out::write_sync_status(out, progress.l1_status(), progress.l2_status());
+    wire::write::write_sync_status(out, progress.l1_status(), progress.l2_status());
 }

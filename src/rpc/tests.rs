@@ -196,7 +196,7 @@ fn soft_confirmations_by_number_hash_and_head() {
         .and_then(|t| t.strip_suffix('}'))
         .expect("envelope");
     assert_eq!(
-        crate::json_in::soft_confirmation(sc_text).expect("shape"),
+        crate::wire::read::soft_confirmation(sc_text).expect("shape"),
         sc(2)
     );
     assert_eq!(
@@ -373,7 +373,7 @@ fn commitments() {
 fn proofs() {
     let n = filled();
     let by_slot = result(&n, "ledger_getVerifiedBatchProofsBySlotHeight", json!([6]));
-    let back = crate::json_in::verified_batch_proof(&by_slot.to_string()).expect("shape");
+    let back = crate::wire::read::verified_batch_proof(&by_slot.to_string()).expect("shape");
     let mut want = proof(6, 300);
     want.proof_output.state_diff.sort();
     let mut got = back.expect("some");

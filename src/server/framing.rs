@@ -66,7 +66,7 @@ impl Refusal {
         };
         // `-32600`, as the RPC layer's `RpcError::framing`; the data is
         // escaped (it may quote a header value).
-        crate::json_out::error_answer(-32600, message, &self.data)
+        crate::wire::write::error_answer(-32600, message, &self.data)
     }
 }
 

@@ -20,7 +20,7 @@ pub(super) fn json_error(status: u16, message: &'static str, data: &str) -> Http
     HttpResponse {
         status,
         content_type: "application/json",
-        body: crate::json_out::error_answer(-32000, message, data),
+        body: crate::wire::write::error_answer(-32000, message, data),
         headers: Vec::new(),
     }
 }

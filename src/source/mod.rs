@@ -18,10 +18,9 @@
 //!   sources share.
 
 pub mod backoff;
-pub mod bitcoind;
+pub mod bitcoin;
 pub mod devnet;
-pub mod jsonrpc;
-pub mod p2p;
+pub mod rpc_client;
 pub mod tls;
 pub mod upstream;
 

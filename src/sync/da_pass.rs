@@ -10,14 +10,14 @@ use log::debug;
 
 use super::fetch::{fetch_ahead, ChunkRanges, Flow, Sink};
 use super::{DaSide, SyncError, Syncer};
-use crate::chain::ForkTable;
+use crate::chain_rules::ForkTable;
+use crate::checks::{self, CommitmentVerdict, ProofVerdict, VerifyError};
 use crate::ledger::{ChainTip, Ledger, LedgerRead, LedgerWriter};
 use crate::progress::Progress;
 use crate::proof::ProofRules;
 use crate::source::{L2Source, SourceError};
 use crate::stop::Stop;
 use crate::types::DaSlot;
-use crate::verify::{self, CommitmentVerdict, ProofVerdict, VerifyError};
 
 impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
     /// With a DA source that reads the chain itself, at the start of a
@@ -293,7 +293,7 @@ pub(super) fn apply_slot(
     if !slot.proofs.is_empty() {
         let head_slot = w.head_slot()?;
         for p in &slot.proofs {
-            match verify::verify_proof(&*w, p, head_slot, forks) {
+            match checks::verify_proof(&*w, p, head_slot, forks) {
                 Ok(ProofVerdict::Valid(ranges)) => {
                     // Its bytes must prove its output (no ledger needed: LMDB
                     // readers do not wait for this write transaction).
@@ -315,7 +315,7 @@ pub(super) fn apply_slot(
     // source lists them.
     let mut refused = Vec::new();
     for c in &slot.commitments {
-        match verify::verify_commitment(&*w, c) {
+        match checks::verify_commitment(&*w, c) {
             Ok(CommitmentVerdict::Valid) => {}
             Ok(CommitmentVerdict::NotYet) => return Ok(false),
             Err(e) => {
@@ -393,7 +393,7 @@ mod tests {
         let leaves: Vec<Hash> = (start..=end).map(|h| block(h).hash).collect();
         SequencerCommitment {
             found_in_l1: slot,
-            merkle_root: crate::chain::merkle_root(&leaves).unwrap_or_default(),
+            merkle_root: crate::chain_rules::merkle_root(&leaves).unwrap_or_default(),
             l2_start_block_number: start,
             l2_end_block_number: end,
         }
@@ -502,7 +502,7 @@ mod tests {
         let r = &w;
         let mut backwards = commitment(5, 4, 4);
         backwards.l2_start_block_number = 6;
-        let e = verify::verify_commitment(r, &backwards)
+        let e = checks::verify_commitment(r, &backwards)
             .unwrap_err()
             .to_string();
         assert!(
@@ -511,13 +511,13 @@ mod tests {
         );
         let mut zero = commitment(5, 1, 3);
         zero.l2_start_block_number = 0;
-        assert!(verify::verify_commitment(r, &zero).is_err());
+        assert!(checks::verify_commitment(r, &zero).is_err());
         assert_eq!(
-            verify::verify_commitment(r, &commitment(5, 8, 11)).unwrap(),
+            checks::verify_commitment(r, &commitment(5, 8, 11)).unwrap(),
             CommitmentVerdict::NotYet
         );
         assert_eq!(
-            verify::verify_commitment(r, &commitment(5, 8, 10)).unwrap(),
+            checks::verify_commitment(r, &commitment(5, 8, 10)).unwrap(),
             CommitmentVerdict::Valid
         );
     }

@@ -12,14 +12,14 @@ use log::debug;
 use super::da_pass::{apply_slot, note_skipped};
 use super::fetch::{fetch_ahead, ChunkRanges, Flow, Reach, Sink};
 use super::{pipeline, DaSide, SyncError, Syncer};
-use crate::chain::ForkTable;
+use crate::chain_rules::ForkTable;
+use crate::checks::{self, BlockRules, Check, Prechecked, VerifyError};
 use crate::ledger::{ChainTip, Ledger, LedgerRead, LedgerWriter};
 use crate::progress::Progress;
 use crate::proof::ProofRules;
 use crate::source::{DaAnchor, DaSource, L2Source, RangeFetch, SourceError};
 use crate::stop::Stop;
 use crate::types::{DaSlot, SoftConfirmation};
-use crate::verify::{self, BlockRules, Check, Prechecked, VerifyError};
 
 impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
     pub(super) fn sync_l2(&mut self, stop: &Stop) -> Result<u64, SyncError> {
@@ -191,8 +191,8 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
             let pre = match (pre, presign) {
                 (Some(pre), _) => pre,
                 (None, Some(forks)) => Prechecked {
-                    hashed: verify::hashed_prefix(&blocks, &forks),
-                    signed: verify::signed_prefix(&blocks, &forks, 2),
+                    hashed: checks::hashed_prefix(&blocks, &forks),
+                    signed: checks::signed_prefix(&blocks, &forks, 2),
                 },
                 // One signature thread (a serving devnet): its fetch thread
                 // makes, signs and makes the DA slots, which sets the pace;
@@ -345,8 +345,8 @@ impl RangeFetch<(Vec<SoftConfirmation>, Option<Prechecked>)> for Presigning {
     ) -> Result<(Vec<SoftConfirmation>, Option<Prechecked>), SourceError> {
         let blocks = self.blocks.fetch(from, to)?;
         let pre = self.forks.map(|forks| Prechecked {
-            hashed: verify::hashed_prefix(&blocks, &forks),
-            signed: verify::signed_prefix(&blocks, &forks, 1),
+            hashed: checks::hashed_prefix(&blocks, &forks),
+            signed: checks::signed_prefix(&blocks, &forks, 1),
         });
         Ok((blocks, pre))
     }
@@ -464,7 +464,7 @@ impl Sink<Fetched> for L2Sink<'_> {
         }
         let key = *self.key.get_or_insert(first.pub_key);
         let working = Instant::now();
-        let verdict = verify::verify_blocks_on(
+        let verdict = checks::verify_blocks_on(
             &blocks[..anchored],
             self.below,
             &key,

@@ -2,7 +2,7 @@
 //! source, [`crate::source`]), verifies, writes the ledger.
 //!
 //! One pass ([`Syncer::step`]) first follows the L2 chain up to the head the
-//! source reports, in chunks, each chunk verified ([`crate::verify`]) and committed
+//! source reports, in chunks, each chunk verified ([`crate::checks`]) and committed
 //! with its indexes in one LMDB write transaction; then it scans the DA
 //! slots the DA source has scanned, checking each commitment and proof
 //! before it raises statuses. Nothing is written that did not verify, and
@@ -15,7 +15,7 @@
 //! - `da_pass.rs`: the DA part of a pass, and how one slot is applied.
 //! - `fetch.rs`: chunked ranges fetched ahead on a fetch thread.
 //! - [`pipeline`]: several range requests in flight, answered in order.
-//! - [`crate::verify`] (a module of its own, below the sync thread: `ledgerd import`, `verify`, proofs and rollback use it too): where a block, a commitment and a proof are verified.
+//! - [`crate::checks`] (a module of its own, below the sync thread: `ledgerd import`, `verify`, proofs and rollback use it too): where a block, a commitment and a proof are verified.
 //! - [`crate::progress`] (below the sync thread, beside the sources, which
 //!   update it too): the counters shared with the server, and the refused
 //!   record the DA scan waits on.
@@ -36,14 +36,14 @@ use std::time::Duration;
 
 use log::{error, info, warn};
 
-use crate::chain::ForkTable;
+use crate::chain_rules::ForkTable;
+use crate::checks::{BlockRules, Check, VerifyError};
 use crate::ledger::{Ledger, LedgerError, LedgerRead};
 use crate::progress::Progress;
 use crate::proof::ProofRules;
 use crate::source::{ChainIdentity, DaSource, L2Source, SourceError, SourceErrorKind};
 use crate::stop::Stop;
 use crate::types::Hash;
-use crate::verify::{BlockRules, Check, VerifyError};
 use report::Reporter;
 
 /// Sync settings.
@@ -151,7 +151,7 @@ impl std::fmt::Display for SyncError {
             } => {
                 let chain = match chain {
                     Some(h) => {
-                        format!("block {}", crate::source::bitcoind::reveal::display_hash(h))
+                        format!("block {}", crate::source::bitcoin::reveal::display_hash(h))
                     }
                     None => "no block".to_string(),
                 };
@@ -160,7 +160,7 @@ impl std::fmt::Display for SyncError {
                     "DA slot {slot} was scanned as block {}, but the chain now has {chain} there: \
                      a reorganization deeper than the finality depth; nothing is rewritten, the \
                      node waits for the chain to come back or for an operator",
-                    crate::source::bitcoind::reveal::display_hash(stored)
+                    crate::source::bitcoin::reveal::display_hash(stored)
                 )
             }
             SyncError::Verify(e) => write!(f, "rejected what the source sent: {e}"),

@@ -1,4 +1,4 @@
-//! Raw Bitcoin blocks read and checked by `source::bitcoind::block`, on real
+//! Raw Bitcoin blocks read and checked by `source::bitcoin::block`, on real
 //! chain data (tests/data/README.md): ten testnet3 blocks with the hashes
 //! Bitcoin Core lists for them, and the transactions of a regtest block from
 //! Citrea's repository whose coinbase commits to their witness root.
@@ -6,7 +6,7 @@
 use bitcoin::consensus::{deserialize, serialize};
 use bitcoin::hashes::Hash as _;
 use bitcoin::{Block, BlockHash, Transaction};
-use ledgerd::source::bitcoind::block::{parse_block, witness_root, BlockError};
+use ledgerd::source::bitcoin::block::{parse_block, witness_root, BlockError};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -180,7 +180,7 @@ fn witness_root_of_citreas_regtest_block_matches_its_coinbase_commitment() {
     assert!(txs[0].is_coinbase());
     let da_txs: Vec<_> = txs
         .iter()
-        .map(|tx| ledgerd::source::bitcoind::DaTx {
+        .map(|tx| ledgerd::source::bitcoin::block::DaTx {
             txid: tx.compute_txid().to_byte_array(),
             wtxid: tx.compute_wtxid().to_byte_array(),
             tx: tx.clone(),

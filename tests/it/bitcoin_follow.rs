@@ -22,11 +22,15 @@ use std::time::Duration;
 use common::bitcoind::Bitcoind;
 use common::{regtest, wait_until, Ledgerd};
 use ledgerd::progress::Progress;
-use ledgerd::source::bitcoind::body::SequencerCommitment;
-use ledgerd::source::bitcoind::envelope::{wtxid_raw, Kind};
-use ledgerd::source::bitcoind::keys;
-use ledgerd::source::bitcoind::signer::DaSecretKey;
-use ledgerd::source::bitcoind::{BitcoinDa, BitcoinDaConfig, BitcoinRpc, Credentials, RpcOptions};
+use ledgerd::source::bitcoin::body::SequencerCommitment;
+use ledgerd::source::bitcoin::inscription::{wtxid_raw, Kind};
+use ledgerd::source::bitcoin::keys;
+use ledgerd::source::bitcoin::rpc::client::BitcoinRpc;
+use ledgerd::source::bitcoin::rpc::client::Credentials;
+use ledgerd::source::bitcoin::rpc::client::RpcOptions;
+use ledgerd::source::bitcoin::rpc::da::BitcoinDa;
+use ledgerd::source::bitcoin::scan::BitcoinDaConfig;
+use ledgerd::source::bitcoin::signer::DaSecretKey;
 use ledgerd::source::devnet::inscribe::{
     inscribe, inscribe_proof, inscribe_where, InscribeOptions,
 };
@@ -49,7 +53,8 @@ fn regtest_da(node: &Bitcoind, progress: Arc<Progress>, depth: u64) -> BitcoinDa
             keys::REGTEST.prover_key().unwrap(),
         )
     };
-    let headers = ledgerd::headers::HeaderChain::in_memory(ledgerd::headers::BitcoinChain::Regtest);
+    let headers =
+        ledgerd::headers::HeaderTree::in_memory(ledgerd::headers::BitcoinNetwork::Regtest);
     BitcoinDa::new(rpc_of(node), config, progress, headers)
 }
 

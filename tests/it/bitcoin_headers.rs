@@ -12,12 +12,15 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use common::bitcoind::Bitcoind;
-use ledgerd::headers::{BitcoinChain, HeaderChain};
+use ledgerd::headers::{BitcoinNetwork, HeaderTree};
 use ledgerd::ledger::{BitcoinHeaderRead, Ledger, OpenOptions};
 use ledgerd::progress::Progress;
-use ledgerd::source::bitcoind::{
-    keys, BitcoinDa, BitcoinDaConfig, BitcoinRpc, Credentials, RpcOptions,
-};
+use ledgerd::source::bitcoin::keys;
+use ledgerd::source::bitcoin::rpc::client::BitcoinRpc;
+use ledgerd::source::bitcoin::rpc::client::Credentials;
+use ledgerd::source::bitcoin::rpc::client::RpcOptions;
+use ledgerd::source::bitcoin::rpc::da::BitcoinDa;
+use ledgerd::source::bitcoin::scan::BitcoinDaConfig;
 use ledgerd::source::DaSource;
 
 fn da_on(node: &Bitcoind, ledger: Arc<Ledger>, progress: Arc<Progress>) -> BitcoinDa {
@@ -33,7 +36,7 @@ fn da_on(node: &Bitcoind, ledger: Arc<Ledger>, progress: Arc<Progress>) -> Bitco
             keys::REGTEST.prover_key().unwrap(),
         )
     };
-    let headers = HeaderChain::open(BitcoinChain::Regtest, ledger, 0).unwrap();
+    let headers = HeaderTree::open(BitcoinNetwork::Regtest, ledger, 0).unwrap();
     BitcoinDa::new(rpc, config, progress, headers)
 }
 

@@ -1,4 +1,4 @@
-//! `source::bitcoind` against a real regtest bitcoind (tests/it/common/bitcoind.rs):
+//! `source::bitcoin` against a real regtest bitcoind (tests/it/common/bitcoind.rs):
 //! blocks mined, then read back in batches and checked; a segwit spend's
 //! witness root; -8 beyond the tip; credentials; bitcoind killed mid-read
 //! and restarted with a new cookie; a block invalidated under the reader.
@@ -19,9 +19,13 @@ use bitcoin::{
     Witness,
 };
 use common::bitcoind::{burn_address, Bitcoind};
-use ledgerd::source::bitcoind::{
-    BitcoinRpc, BlockReader, Credentials, ReadError, ReaderOptions, RpcError, RpcOptions,
-};
+use ledgerd::source::bitcoin::rpc::client::BitcoinRpc;
+use ledgerd::source::bitcoin::rpc::client::Credentials;
+use ledgerd::source::bitcoin::rpc::client::RpcError;
+use ledgerd::source::bitcoin::rpc::client::RpcOptions;
+use ledgerd::source::bitcoin::rpc::reader::BlockReader;
+use ledgerd::source::bitcoin::rpc::reader::ReadError;
+use ledgerd::source::bitcoin::rpc::reader::ReaderOptions;
 use serde_json::json;
 
 fn cookie_client(node: &Bitcoind) -> BitcoinRpc {

@@ -19,10 +19,10 @@ use std::time::Duration;
 
 use common::bitcoind::Bitcoind;
 use common::{call, devnet_ledger, export, hash32, regtest, run, statuses, wait_until, Ledgerd};
-use ledgerd::source::bitcoind::body::SequencerCommitment;
-use ledgerd::source::bitcoind::envelope::Kind;
-use ledgerd::source::bitcoind::keys;
-use ledgerd::source::bitcoind::signer::DaSecretKey;
+use ledgerd::source::bitcoin::body::SequencerCommitment;
+use ledgerd::source::bitcoin::inscription::Kind;
+use ledgerd::source::bitcoin::keys;
+use ledgerd::source::bitcoin::signer::DaSecretKey;
 use ledgerd::source::devnet::inscribe::{inscribe, Funding, InscribeOptions};
 use serde_json::{json, Value};
 
@@ -40,7 +40,7 @@ fn root_of(url: &str, (start, end): (u64, u64)) -> [u8; 32] {
             hash32(&call(url, "ledger_getSoftConfirmationByNumber", &format!("[{h}]"))["hash"])
         })
         .collect();
-    ledgerd::chain::merkle_root(&hashes).expect("a root")
+    ledgerd::chain_rules::merkle_root(&hashes).expect("a root")
 }
 
 /// Heights 1..=30 and 75..=86 Finalized, the rest Trusted.

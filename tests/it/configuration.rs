@@ -155,7 +155,7 @@ fn values(arg: &clap::Arg) -> [String; 3] {
         [
             "02588d202afcc1ee4ab5254c7847ec25b9a135bbda0f2bc69ee1a714749fd77dc9",
             "03eedab888e45f3bdc3ec9918c491c11e5cf7af0a91f38b97fbc1e135ae4056601",
-            ledgerd::source::bitcoind::keys::TESTNET.sequencer,
+            ledgerd::source::bitcoin::keys::TESTNET.sequencer,
         ],
         ["*", "http://a:1", "https://b"],
         [

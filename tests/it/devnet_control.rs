@@ -156,13 +156,13 @@ fn dev_prove_proves_every_unproven_commitment_then_answers_null() {
         .iter()
         .filter_map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
         .collect();
-    let output = ledgerd::json_in::proof_output(&out.to_string()).expect("proofOutput");
+    let output = ledgerd::wire::read::proof_output(&out.to_string()).expect("proofOutput");
     assert_eq!(output.state_diff.len(), 4, "no padding entry");
     let checked = ledgerd::proof::check(
         &bytes,
         Some(&output),
         &ledgerd::proof::ReceiptRules::default(),
-        &ledgerd::chain::ForkTable::default(),
+        &ledgerd::chain_rules::ForkTable::default(),
     )
     .expect("the devnet's proof is a receipt of its output");
     assert!(checked.is_fake());

@@ -2,7 +2,7 @@
 //! slots are blocks it mines, its blocks point at them, and its commitments
 //! and proofs are on chain as Citrea reveals signed with the regtest DA keys.
 //! Everything is checked against bitcoind's own answers (getblockhash,
-//! getblock) and read back with `source::bitcoind::reveal`; a restart on the
+//! getblock) and read back with `source::bitcoin::reveal`; a restart on the
 //! same data dir and regtest continues, another regtest is refused.
 
 use crate::common;
@@ -15,9 +15,9 @@ use bitcoin::{Block, Transaction};
 use common::bitcoind::Bitcoind;
 use common::regtest::devnet_on;
 use common::Ledgerd;
-use ledgerd::source::bitcoind::body::MAX_PROOF_BYTES;
-use ledgerd::source::bitcoind::keys::REGTEST;
-use ledgerd::source::bitcoind::reveal::{self, LightClientTx};
+use ledgerd::source::bitcoin::body::MAX_PROOF_BYTES;
+use ledgerd::source::bitcoin::keys::REGTEST;
+use ledgerd::source::bitcoin::reveal::{self, LightClientTx};
 use serde_json::{json, Value};
 
 /// A hash as bitcoind prints it, in raw byte order (Citrea's daSlotHash).

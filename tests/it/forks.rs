@@ -269,7 +269,7 @@ fn node_builders_take_the_fork_table_and_the_sequencer_key() {
     let key = r.soft_confirmation(1).unwrap().unwrap().pub_key;
     assert_eq!(
         r.fork_table().unwrap(),
-        Some(ledgerd::chain::ForkTable::kumquat_from(FORK))
+        Some(ledgerd::chain_rules::ForkTable::kumquat_from(FORK))
     );
     drop(r);
     let follow = |dir: &Path, key: [u8; 32]| {

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The rows of the layer table, top first: module path (`ledger`,
-/// `source::p2p`) -> row number. A module's row is that of the longest
+/// `source::bitcoin::p2p`) -> row number. A module's row is that of the longest
 /// entry that is it or one of its parents.
 fn layer_table(design: &str) -> BTreeMap<String, usize> {
     let section = design

@@ -5,9 +5,9 @@
 //! prometheus) are `#[ignore = "needs ..."]` and run in CI with `cargo test -- --ignored`.
 
 mod bitcoin_block_checks;
-mod bitcoin_envelope;
 mod bitcoin_follow;
 mod bitcoin_headers;
+mod bitcoin_inscription;
 mod bitcoin_p2p;
 mod bitcoin_reorg_recovery;
 mod bitcoind_read;

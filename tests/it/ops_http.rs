@@ -273,7 +273,7 @@ fn health_is_503_when_every_block_fails_verification_and_metrics_count_the_check
             bitcoin: None,
         },
         // Not the devnet's sequencer: every block is refused.
-        chain: ledgerd::chain::args::ChainArgs {
+        chain: ledgerd::chain_rules::args::ChainRulesArgs {
             sequencer_pubkey: Some([7; 32]),
             ..Default::default()
         },

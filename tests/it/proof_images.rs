@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use common::process::run;
 use common::Ledgerd;
-use ledgerd::chain::{Fork, ForkTable, Network};
+use ledgerd::chain_rules::{Fork, ForkTable, Network};
 use ledgerd::proof::image_ids::{
     BatchImage, ImageOrigin, ImagePins, DEVNET_BATCH_1, DEVNET_FAKE_IMAGE, TESTNET_BATCH_0,
     TESTNET_BATCH_1,
@@ -38,7 +38,7 @@ fn real_proof() -> (Vec<u8>, ProofOutput) {
     let text = std::fs::read_to_string(OUTPUT).expect("tests/data output");
     (
         bytes,
-        ledgerd::json_in::proof_output(&text).expect("the output reads"),
+        ledgerd::wire::read::proof_output(&text).expect("the output reads"),
     )
 }
 

@@ -16,7 +16,7 @@ use common::process::run;
 use common::proxy::{Proxy, Tamper};
 use common::rpc::batch;
 use common::Ledgerd;
-use ledgerd::chain::{ForkTable, Network};
+use ledgerd::chain_rules::{ForkTable, Network};
 use ledgerd::proof::journal::{self, Journal};
 use ledgerd::proof::receipt::{self, ReceiptKind, Verified};
 use ledgerd::proof::{check, image_ids, ProofError, ReceiptRules};
@@ -36,7 +36,7 @@ const OUTPUT: &str = concat!(
 fn real_proof() -> (Vec<u8>, String, ProofOutput) {
     let bytes = std::fs::read(RECEIPT).expect("tests/data receipt");
     let text = std::fs::read_to_string(OUTPUT).expect("tests/data output");
-    let output = ledgerd::json_in::proof_output(&text).expect("the output reads");
+    let output = ledgerd::wire::read::proof_output(&text).expect("the output reads");
     (bytes, text, output)
 }
 
@@ -183,7 +183,7 @@ fn garbage_proof_bytes_are_refused_in_a_sentence_never_a_panic() {
     assert!(refuse(&huge).starts_with("the proof bytes are not a risc0 receipt"));
     assert!(refuse(&[0xff; 300]).starts_with("the proof bytes are not a risc0 receipt"));
     // A well-formed receipt whose journal is neither layout.
-    let image = image_ids::batch_image(None, ledgerd::chain::Fork::Kumquat).unwrap();
+    let image = image_ids::batch_image(None, ledgerd::chain_rules::Fork::Kumquat).unwrap();
     let odd = receipt::make_fake(&image, vec![1, 2, 3]);
     let e = check(&odd, None, &rules, &forks).unwrap_err().to_string();
     assert!(
@@ -199,7 +199,8 @@ fn fake_receipts_count_only_on_a_devnet_or_with_allow_fake_proofs() {
     let journal = journal::encode(&output, None).expect("journal");
     // Output with lastL2Height 0 in the new layout: testnet's Genesis era.
     let testnet_image =
-        image_ids::batch_image(Some(Network::Testnet), ledgerd::chain::Fork::Genesis).unwrap();
+        image_ids::batch_image(Some(Network::Testnet), ledgerd::chain_rules::Fork::Genesis)
+            .unwrap();
     let fake = receipt::make_fake(&testnet_image, journal.clone());
     let e = check(
         &fake,
@@ -229,7 +230,7 @@ fn fake_receipts_count_only_on_a_devnet_or_with_allow_fake_proofs() {
         e.contains("the fake receipt's claim is not the devnet's"),
         "{e}"
     );
-    let devnet_image = image_ids::batch_image(None, ledgerd::chain::Fork::Genesis).unwrap();
+    let devnet_image = image_ids::batch_image(None, ledgerd::chain_rules::Fork::Genesis).unwrap();
     let devnet_fake = receipt::make_fake(&devnet_image, journal);
     assert!(
         check(&devnet_fake, Some(&output), &rules(None, false), &forks)

@@ -10,7 +10,7 @@ use common::{call, run, wait_until_value, Ledgerd};
 use curve25519_dalek::constants::ED25519_BASEPOINT_POINT;
 use curve25519_dalek::scalar::Scalar;
 use ed25519_dalek::{Signature, VerifyingKey};
-use ledgerd::chain::{block_hash, Fork};
+use ledgerd::chain_rules::{block_hash, Fork};
 use ledgerd::jsonl::{write_record, Record};
 use ledgerd::ledger::LedgerRead;
 use ledgerd::types::{SoftConfirmation, ZERO_HASH};

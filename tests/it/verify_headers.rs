@@ -10,9 +10,9 @@ use crate::common;
 
 use bitcoin::hashes::Hash as _;
 use common::process::run;
+use ledgerd::headers::file::{self, Verifier};
 use ledgerd::headers::rules::{self, next_bits};
-use ledgerd::headers::verify::{self, Verifier};
-use ledgerd::headers::{BitcoinChain, Rule};
+use ledgerd::headers::{BitcoinNetwork, Rule};
 
 const MAIN_OLD: &str = include_str!("../data/bitcoin_mainnet_headers_40310_42346.txt");
 const MAIN_NEW: &str = include_str!("../data/bitcoin_mainnet_headers_872918_874954.txt");
@@ -64,7 +64,7 @@ fn citreas_three_real_header_files_pass_by_their_networks_rules() {
 #[test]
 fn the_mainnet_file_checks_its_retarget_at_42336_and_not_the_one_at_40320() {
     let v =
-        verify::verify_bytes(MAIN_OLD.as_bytes(), BitcoinChain::Main, Some(40310), NOW).unwrap();
+        file::verify_bytes(MAIN_OLD.as_bytes(), BitcoinNetwork::Main, Some(40310), NOW).unwrap();
     assert!(v.passed());
     let bits = Rule::Bits.index();
     // Not checked: 40310 (no parent in the file) and 40320 (its period
@@ -79,7 +79,7 @@ fn the_mainnet_file_checks_its_retarget_at_42336_and_not_the_one_at_40320() {
 
 #[test]
 fn testnet4s_bip94_retarget_at_42336_gives_0x1949d95f_not_the_pre_bip94_0x1d00f3ac() {
-    let mut v = Verifier::new(BitcoinChain::Testnet4, Some(40310), NOW);
+    let mut v = Verifier::new(BitcoinNetwork::Testnet4, Some(40310), NOW);
     let lines: Vec<&str> = TESTNET4.lines().collect();
     let mut raw80 = [0u8; 80];
     for line in &lines[..(42336 - 40310)] {
@@ -89,7 +89,7 @@ fn testnet4s_bip94_retarget_at_42336_gives_0x1949d95f_not_the_pre_bip94_0x1d00f3
     hex::decode_to_slice(lines[42336 - 40310].trim(), &mut raw80).unwrap();
     let header: bitcoin::block::Header = bitcoin::consensus::deserialize(&raw80).unwrap();
     assert_eq!(header.bits.to_consensus(), 0x1949d95f);
-    let params = BitcoinChain::Testnet4.params();
+    let params = BitcoinNetwork::Testnet4.params();
     assert_eq!(next_bits(params, 42335, header.time, &v), Some(0x1949d95f));
     // The period's last header carries the pow limit (a 20-minute block):
     // retargeting from it, as before BIP94, gives other bits.
@@ -137,7 +137,7 @@ fn the_wrong_start_height_is_refused_where_the_bits_change() {
     // One too high: the real retarget (40320) lands on 40321, which must
     // keep its parent's bits.
     let v =
-        verify::verify_bytes(MAIN_OLD.as_bytes(), BitcoinChain::Main, Some(40311), NOW).unwrap();
+        file::verify_bytes(MAIN_OLD.as_bytes(), BitcoinNetwork::Main, Some(40311), NOW).unwrap();
     let e = v.failure.expect("refused");
     assert_eq!((e.rule, e.height), (Rule::Bits, 40321));
 }
@@ -176,8 +176,8 @@ fn unreadable_input_exits_2_with_a_sentence() {
 
 /// Regtest headers from genesis, mined here (about two tries each).
 fn regtest_from_genesis(n: usize) -> Vec<bitcoin::block::Header> {
-    let params = BitcoinChain::Regtest.params();
-    let mut out = vec![BitcoinChain::Regtest.genesis()];
+    let params = BitcoinNetwork::Regtest.params();
+    let mut out = vec![BitcoinNetwork::Regtest.genesis()];
     for i in 0..n {
         let prev = out[i];
         let mut h = bitcoin::block::Header {
@@ -231,13 +231,13 @@ impl rules::Ancestors for Walk<'_> {
 
 #[test]
 fn the_tracked_walk_back_gives_the_bits_the_walk_gives_on_every_testnet4_header() {
-    let params = BitcoinChain::Testnet4.params();
-    let mut v = Verifier::new(BitcoinChain::Testnet4, Some(40310), NOW);
+    let params = BitcoinNetwork::Testnet4.params();
+    let mut v = Verifier::new(BitcoinNetwork::Testnet4, Some(40310), NOW);
     let mut raw80 = [0u8; 80];
     let (mut same, mut checked) = (0, 0);
     for line in TESTNET4.lines() {
         hex::decode_to_slice(line.trim(), &mut raw80).unwrap();
-        let header = verify::header_from_bytes(&raw80);
+        let header = file::header_from_bytes(&raw80);
         let prev = v.next_height() - 1;
         if v.next_height() > 40310 {
             let fast = next_bits(params, prev, header.time, &v);

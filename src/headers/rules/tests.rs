@@ -78,7 +78,7 @@ fn bad_targets_fail_as_in_bitcoin_cores_pow_tests() {
         );
     }
     // The same checks pass what is valid: genesis under its own bits.
-    let genesis = BitcoinChain::Main.genesis();
+    let genesis = BitcoinNetwork::Main.genesis();
     assert_eq!(check_pow(genesis.block_hash(), 0x1d00ffff, &MAIN), Ok(()));
     // A hash one above the target fails; the target itself passes.
     let target = Target::from_compact(CompactTarget::from_consensus(0x1d00ffff));

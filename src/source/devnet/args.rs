@@ -51,7 +51,7 @@ impl DevArgs {
                 .clone()
                 .map(|url| super::regtest::RegtestConfig {
                     url,
-                    credentials: crate::source::bitcoind::Credentials::None,
+                    credentials: crate::source::bitcoin::rpc::client::Credentials::None,
                 }),
             ..DevnetConfig::default()
         }

@@ -9,7 +9,7 @@
 //! for ([`Inputs`]: its transactions and deposits, a timestamp, a fee rate)
 //! is added before the block is hashed.
 
-use crate::chain::{block_hash, sha256, ForkTable, SequencerKey};
+use crate::chain_rules::{block_hash, sha256, ForkTable, SequencerKey};
 use crate::source::devnet::schedule::{self, SlotRef};
 use crate::types::{Hash, SoftConfirmation};
 
@@ -164,7 +164,7 @@ fn unsigned_block(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::{verify_block_signature, Fork};
+    use crate::chain_rules::{verify_block_signature, Fork};
 
     fn slots(first: u64, last: u64) -> Vec<SlotRef> {
         (first..=last)
@@ -240,7 +240,7 @@ mod tests {
         let dalek = ed25519_dalek::SigningKey::from_bytes(&schedule::sequencer_secret(7));
         let mut all = Vec::new();
         for sc in &blocks {
-            let message = crate::chain::signed_message(sc, forks.fork_at(sc.l2_height));
+            let message = crate::chain_rules::signed_message(sc, forks.fork_at(sc.l2_height));
             let sig = ed25519_dalek::Signer::sign(&dalek, &message).to_bytes();
             assert_eq!(sc.signature, sig, "block {}", sc.l2_height);
             all.extend_from_slice(&sc.hash);

@@ -13,7 +13,7 @@
 //! would a real one. `--dev-proof-bytes` pads the state diff to make each
 //! receipt that size.
 
-use crate::chain::{merkle_root, Fork, ForkTable};
+use crate::chain_rules::{merkle_root, Fork, ForkTable};
 use crate::proof::{image_ids, journal, receipt};
 use crate::source::devnet::timeline::{ProofPlan, SlotPlan};
 use crate::source::devnet::{schedule, DevnetConfig};
@@ -119,7 +119,7 @@ fn make_proof(
             key.extend_from_slice(&entropy[..4]);
             key.push(k);
             let value = (k != 3)
-                .then(|| crate::chain::sha256(&[entropy.as_slice(), &[k]].concat()).to_vec());
+                .then(|| crate::chain_rules::sha256(&[entropy.as_slice(), &[k]].concat()).to_vec());
             (key, value)
         })
         .collect();

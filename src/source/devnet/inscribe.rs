@@ -1,6 +1,6 @@
 //! Building Citrea-format commit/reveal transaction pairs: how the devnet publishes its sequencer
 //! commitments and proofs on a real (regtest) bitcoind. The layout is the one
-//! [`crate::source::bitcoind::envelope`] reads; the way of building it follows Citrea v0.6.2
+//! [`crate::source::bitcoin::inscription`] reads; the way of building it follows Citrea v0.6.2
 //! (`crates/bitcoin-da/src/helpers/builders/*.rs`):
 //!
 //! - a throwaway key `K` (here derived from the DA key, the funding outpoint and the body, so a
@@ -38,9 +38,9 @@ use bitcoin::{Amount, OutPoint, ScriptBuf, Sequence, Transaction, TxIn, TxOut, W
 use sha2::{Digest, Sha256};
 
 use super::grind::grind;
-use crate::source::bitcoind::body::{self, LightClientBody, ProofBodies, SequencerCommitment};
-use crate::source::bitcoind::envelope::{wtxid_raw, Kind};
-use crate::source::bitcoind::signer::DaSecretKey;
+use crate::source::bitcoin::body::{self, LightClientBody, ProofBodies, SequencerCommitment};
+use crate::source::bitcoin::inscription::{wtxid_raw, Kind};
+use crate::source::bitcoin::signer::DaSecretKey;
 
 /// What each reveal pays back to the funder: Citrea's `REVEAL_OUTPUT_AMOUNT` (546 sat, dust-safe
 /// for any output type).

@@ -37,7 +37,7 @@ pub mod timeline;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::chain::{ForkTable, SequencerKey};
+use crate::chain_rules::{ForkTable, SequencerKey};
 use crate::ledger::walk::LedgerWalk;
 use crate::ledger::{Ledger, LedgerError, LedgerRead};
 use crate::source::{DaSource, L2Source, SourceError};

@@ -3,7 +3,7 @@
 //! Every devnet DA slot is one regtest block the devnet mines itself, so
 //! slot number = regtest height, and a soft confirmation's `daSlotHash` /
 //! `daSlotTxsCommitment` are that block's hash (raw byte order) and Citrea's
-//! witness root ([`crate::source::bitcoind::block`]). The devnet must be the
+//! witness root ([`crate::source::bitcoin::block`]). The devnet must be the
 //! only miner of its regtest: before it mines slot `n` the tip must be
 //! `n - 1`.
 //!
@@ -12,7 +12,7 @@
 //! - A slot's sequencer commitments and proofs go on chain as Citrea-format
 //!   commit/reveal pairs ([`crate::source::devnet::inscribe`]) signed with
 //!   Citrea's regtest sequencer and prover DA keys
-//!   ([`crate::source::bitcoind::keys`]), funded from the largest mature
+//!   ([`crate::source::bitcoin::keys`]), funded from the largest mature
 //!   output of the devnet's key (found with `scantxoutset`: no wallet, no
 //!   state to keep), sent with `sendrawtransaction` and mined into the
 //!   slot's block with `generateblock`.
@@ -31,14 +31,19 @@ use bitcoin::{Address, BlockHash, CompressedPublicKey, Network, OutPoint, Txid};
 use serde::Deserialize;
 
 use crate::proof::{journal, receipt};
-use crate::source::bitcoind::body::{self, SequencerCommitment as BodyCommitment};
-use crate::source::bitcoind::envelope::Namespace;
-use crate::source::bitcoind::keys;
-use crate::source::bitcoind::reveal::{self, display_hash, LightClientTx};
-use crate::source::bitcoind::signer::{DaPublicKey, DaSecretKey};
-use crate::source::bitcoind::{
-    parse_block, BitcoinRpc, BlockReader, Credentials, DaBlock, ReaderOptions, RpcError, RpcOptions,
-};
+use crate::source::bitcoin::block::parse_block;
+use crate::source::bitcoin::block::DaBlock;
+use crate::source::bitcoin::body::{self, SequencerCommitment as BodyCommitment};
+use crate::source::bitcoin::inscription::Namespace;
+use crate::source::bitcoin::keys;
+use crate::source::bitcoin::reveal::{self, display_hash, LightClientTx};
+use crate::source::bitcoin::rpc::client::BitcoinRpc;
+use crate::source::bitcoin::rpc::client::Credentials;
+use crate::source::bitcoin::rpc::client::RpcError;
+use crate::source::bitcoin::rpc::client::RpcOptions;
+use crate::source::bitcoin::rpc::reader::BlockReader;
+use crate::source::bitcoin::rpc::reader::ReaderOptions;
+use crate::source::bitcoin::signer::{DaPublicKey, DaSecretKey};
 use crate::source::devnet::inscribe::{
     inscribe_commitment, inscribe_proof, Funding, FundingKey, InscribeOptions,
 };
@@ -106,7 +111,7 @@ impl RegtestChain {
     /// A client for the devnet of `seed` (its funding key derives from the
     /// seed; its DA keys are Citrea's regtest keys). Nothing is sent yet.
     pub fn new(config: &RegtestConfig, seed: u64) -> Result<RegtestChain, SourceError> {
-        let key_err = |e: crate::source::bitcoind::signer::KeyError| {
+        let key_err = |e: crate::source::bitcoin::signer::KeyError| {
             SourceError::bad_answer(format!("devnet cannot read Citrea's regtest DA keys: {e}"))
         };
         let secret = SecretKey::from_slice(&schedule::regtest_funding_secret(seed))

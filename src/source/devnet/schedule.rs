@@ -15,7 +15,7 @@
 //! are the timetable in closed form, which the timeline's tests check it
 //! against.
 
-use crate::chain::sha256;
+use crate::chain_rules::sha256;
 use crate::types::Hash;
 
 /// The DA slot that L2 height 1 points at.

@@ -14,7 +14,7 @@
 //! One client reads both answer shapes, with no flag: a ledgerd's (the
 //! seed's: method 11 one object with `height`) and a Citrea v0.6 node's
 //! (method 11 an array without `height`, method 12 with `height` outside);
-//! see [`crate::json_in`]. The upstream does not serve a DA slot's own hash:
+//! see [`crate::wire::read`]. The upstream does not serve a DA slot's own hash:
 //! the sync thread learns it from the blocks that point at the slot.
 //!
 //! An [`Upstream`] is cheap to clone: clones share the HTTP connection pool
@@ -41,10 +41,10 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::json_in;
-use crate::source::jsonrpc::{self, Failed, PostError, Reply};
+use crate::source::rpc_client::{self, Failed, PostError, Reply};
 use crate::source::{ChainIdentity, DaSource, L2Source, RangeFetch, SourceError};
 use crate::types::{DaSlot, Hash, SoftConfirmation};
+use crate::wire;
 use pace::Pace;
 
 /// The log target of this module's INFO lines: the module path
@@ -89,7 +89,7 @@ impl UpstreamConfig {
 #[derive(Clone)]
 pub struct Upstream {
     config: Arc<UpstreamConfig>,
-    client: Arc<jsonrpc::Client>,
+    client: Arc<rpc_client::Client>,
     /// The most blocks the upstream serves in one range request, once it
     /// has said (0: not known yet).
     range_limit: Arc<AtomicU64>,
@@ -165,7 +165,7 @@ impl Upstream {
     /// polls and the sync thread's requests queue at the same node).
     pub fn with_pace(config: UpstreamConfig, pace: Arc<Pace>) -> Upstream {
         // Each request's deadline is set from the pace (see `post`).
-        let client = jsonrpc::Client::new(
+        let client = rpc_client::Client::new(
             &config.url,
             config.connect_timeout,
             None,
@@ -198,13 +198,13 @@ impl Upstream {
     /// The upstream's own sync status, asked as `citrea_syncStatus` (what a
     /// Citrea node answers; a ledgerd answers it too) and, when the
     /// upstream does not know that name, as `svc_syncStatus`.
-    pub fn sync_status(&self) -> Result<json_in::SyncStatus, SourceError> {
+    pub fn sync_status(&self) -> Result<wire::read::SyncStatus, SourceError> {
         let mut answer = self.call("citrea_syncStatus", "[]")?;
         if matches!(answer, Answer::Error { code: -32601, .. }) {
             answer = self.call("svc_syncStatus", "[]")?;
         }
         let text = answer.into_result("citrea_syncStatus")?;
-        json_in::sync_status(&text)
+        wire::read::sync_status(&text)
             .map_err(|e| err(format!("upstream answered an unreadable sync status: {e}")))
     }
 
@@ -335,7 +335,7 @@ impl Upstream {
     }
 
     fn call(&self, method: &str, params: &str) -> Result<Answer, SourceError> {
-        let text = self.post(jsonrpc::request(1, method, params))?;
+        let text = self.post(rpc_client::request(1, method, params))?;
         let response: Reply<'_> = serde_json::from_slice(&text).map_err(|e| {
             err(format!(
                 "upstream {method} answered something that is not JSON-RPC: {e}"
@@ -346,14 +346,14 @@ impl Upstream {
 
     /// Several calls in one batch request; answers in call order.
     fn batch(&self, calls: &[(&str, String)]) -> Result<Vec<Answer>, SourceError> {
-        let body = jsonrpc::batch(0, calls.iter().map(|(m, p)| (*m, p.as_str())));
+        let body = rpc_client::batch(0, calls.iter().map(|(m, p)| (*m, p.as_str())));
         let text = self.post(body)?;
         let responses: Vec<Reply<'_>> = serde_json::from_slice(&text).map_err(|e| {
             err(format!(
                 "upstream answered a batch with something that is not a JSON-RPC batch: {e}"
             ))
         })?;
-        let ordered = jsonrpc::by_id(responses, 0, calls.len())
+        let ordered = rpc_client::by_id(responses, 0, calls.len())
             .map_err(|why| err(format!("upstream answered a wrong batch: {why}")))?;
         Ok(ordered.into_iter().map(Answer::from_response).collect())
     }
@@ -377,7 +377,7 @@ fn block_one_of(text: &str) -> Result<Option<SoftConfirmation>, SourceError> {
     if text.trim() == "null" {
         return Ok(None);
     }
-    json_in::soft_confirmation(text).map(Some).map_err(|e| {
+    wire::read::soft_confirmation(text).map(Some).map_err(|e| {
         err(format!(
             "upstream ledger_getSoftConfirmationByNumber answered an unreadable block: {e}"
         ))
@@ -475,7 +475,7 @@ impl Upstream {
         loop {
             match self.call(method, &format!("[{from},{to}]"))? {
                 Answer::Result(text) => {
-                    let list = json_in::soft_confirmation_list(&text).map_err(|e| {
+                    let list = wire::read::soft_confirmation_list(&text).map_err(|e| {
                         err(format!(
                             "upstream {method} answered an unreadable block: {e}"
                         ))
@@ -555,12 +555,12 @@ impl Upstream {
                 return Err(err("upstream answered a batch short"));
             };
             let commitments =
-                json_in::commitment_list(&c.into_result(commitments)?).map_err(|e| {
+                wire::read::commitment_list(&c.into_result(commitments)?).map_err(|e| {
                     err(format!(
                         "upstream {commitments} answered unreadable commitments: {e}"
                     ))
                 })?;
-            let proofs = json_in::verified_batch_proofs_on_slot(&p.into_result(proofs)?, number)
+            let proofs = wire::read::verified_batch_proofs_on_slot(&p.into_result(proofs)?, number)
                 .map_err(|e| {
                     err(format!(
                         "upstream {proofs} for DA slot {number} answered an unreadable proof: {e}"

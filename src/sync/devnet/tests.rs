@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::chain::ForkTable;
+use crate::chain_rules::ForkTable;
 use crate::ledger::walk::LedgerWalk;
 use crate::ledger::OpenOptions;
 use crate::ledger::{Ledger, LedgerRead};

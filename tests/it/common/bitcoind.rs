@@ -6,7 +6,7 @@
 //! its temp dir goes with it.
 //!
 //! The calls here use their own small JSON-RPC path (ureq + serde_json, the
-//! cookie read at every call), independent of `ledgerd::source::bitcoind`,
+//! cookie read at every call), independent of `ledgerd::source::bitcoin`,
 //! the client under test.
 //!
 //! A test that needs bitcoind is `#[ignore = "needs bitcoind: scripts/bitcoind/build.sh"]`

@@ -26,8 +26,12 @@ pub fn devnet_rpc(prefill: u64) -> (Rpc, tempfile::TempDir) {
         proof_bytes: 64,
         ..DevnetConfig::default()
     };
-    let devnet =
-        Devnet::open(dev, ledgerd::chain::ForkTable::default(), ledger.clone()).expect("devnet");
+    let devnet = Devnet::open(
+        dev,
+        ledgerd::chain_rules::ForkTable::default(),
+        ledger.clone(),
+    )
+    .expect("devnet");
     let config = SyncConfig {
         chunk: 2000,
         sequencer_pubkey: Some(devnet.public_key()),

@@ -1,0 +1,331 @@
+//! A Bitcoin block as ledgerd uses it, read from its raw bytes and checked.
+//!
+//! Whoever sent a block (bitcoind's RPC, a peer) is not trusted where it can
+//! be recomputed. [`check_block`] is the one check every block goes through
+//! before anything reads it, on every path that takes one (the L2 anchor
+//! check, the DA scan, and so chunk assembly), with Bitcoin Core's rules for a
+//! block that is not mutated (`IsBlockMutated` / `CheckMerkleRoot` /
+//! `CheckWitnessMalleation` in Core's `src/validation.cpp`); the hashing goes
+//! through rust-bitcoin (`merkle_tree::calculate_root`,
+//! `Block::compute_witness_commitment`), not arithmetic of ours:
+//!
+//! - its header's double SHA-256 must equal the hash the header chain has
+//!   for the height (so the block is the one the chain has there);
+//! - the header hash must meet the target of the header's own `bits`;
+//! - the first transaction is a coinbase;
+//! - the Merkle root of the txids must equal the header's `merkle_root`
+//!   (`bad-txnmrklroot`), and no txid may appear twice (`bad-txns-duplicate`:
+//!   the duplicated-subtree trick of CVE-2012-2459 keeps the root);
+//! - BIP 141, as Core checks it once segwit is active (on every network
+//!   long before any height ledgerd reads): when the coinbase has a witness
+//!   commitment output (the last one starting `OP_RETURN 0x24 aa21a9ed`),
+//!   its input's witness must be exactly one 32-byte reserved value
+//!   (`bad-witness-nonce-size`) and the commitment must equal
+//!   SHA256d(witness root || reserved value) (`bad-witness-merkle-match`);
+//!   a block without a commitment must carry no witness data at all
+//!   (`unexpected-witness`). So a block whose witnesses were stripped (a
+//!   peer that serves `MSG_BLOCK` for `MSG_WITNESS_BLOCK`, or lies) is
+//!   refused whenever it had any: every block with a witness has a
+//!   commitment, the coinbase's reserved value is itself a witness, and a
+//!   Citrea reveal (a taproot script-path spend) always has one. The wtxids
+//!   Citrea filters reveals by, and `daSlotTxsCommitment`, are therefore
+//!   the block's own.
+//!
+//! It also computes what Citrea's soft confirmations point at
+//! ([`DaBlock::hash`] = `daSlotHash`, [`DaBlock::txs_commitment`] =
+//! `daSlotTxsCommitment`).
+
+use std::collections::HashSet;
+use std::fmt;
+
+use bitcoin::block::Header;
+use bitcoin::hashes::{sha256d, Hash as _};
+use bitcoin::{Block, BlockHash, Transaction, WitnessMerkleNode};
+
+use crate::types::Hash;
+
+/// One transaction of a checked block, with the ids we computed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DaTx {
+    /// The txid in raw (internal) byte order: the reverse of what bitcoind prints.
+    pub txid: Hash,
+    /// The wtxid in raw byte order; Citrea's reveal filter looks at its first bytes.
+    pub wtxid: Hash,
+    pub tx: Transaction,
+}
+
+/// A block whose hash, transactions and witness data were checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DaBlock {
+    pub height: u64,
+    /// The header's double SHA-256 in raw byte order (Citrea's `daSlotHash`;
+    /// the byte-reverse of `getblockhash`'s hex).
+    pub hash: Hash,
+    pub header: Header,
+    /// In block order, the coinbase first; a reader may keep only some
+    /// (those whose wtxid has a Citrea prefix, [`crate::source::bitcoin::rpc::reader::ReaderOptions`]).
+    pub txs: Vec<DaTx>,
+    /// How many transactions the block has (all were checked).
+    pub tx_count: usize,
+    /// Citrea's `daSlotTxsCommitment`: the Merkle root of the wtxids with
+    /// the coinbase's as 32 zero bytes (32 zero bytes for a coinbase-only block).
+    pub txs_commitment: Hash,
+}
+
+impl DaBlock {
+    /// The previous block's hash, raw byte order.
+    pub fn prev_hash(&self) -> Hash {
+        self.header.prev_blockhash.to_byte_array()
+    }
+
+    /// The hash as bitcoind prints it.
+    pub fn block_hash(&self) -> BlockHash {
+        BlockHash::from_byte_array(self.hash)
+    }
+}
+
+/// Why a raw block was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BlockError {
+    /// The bytes are not one serialized block (or have bytes left over), or
+    /// its first transaction is not a coinbase.
+    Undecodable { height: u64, reason: String },
+    /// The header hashes to something else than the hash asked for.
+    HashMismatch {
+        height: u64,
+        expected: BlockHash,
+        got: BlockHash,
+    },
+    /// The header hash does not meet the target of its own `bits`.
+    ProofOfWork { height: u64, hash: BlockHash },
+    /// The transactions do not hash to the header's Merkle root.
+    MerkleRoot { height: u64, hash: BlockHash },
+    /// A transaction appears twice (the root may still match: CVE-2012-2459).
+    DuplicateTx { height: u64, hash: BlockHash },
+    /// The coinbase commits to witness data but its input's witness is not
+    /// one 32-byte reserved value (a block stripped of its witnesses).
+    WitnessNonce { height: u64, hash: BlockHash },
+    /// Witness data that does not match the commitment in the coinbase.
+    WitnessCommitment { height: u64, hash: BlockHash },
+    /// Witness data in a block whose coinbase commits to none.
+    UnexpectedWitness { height: u64, hash: BlockHash },
+}
+
+impl BlockError {
+    /// Bitcoin Core's reject reason for it (ours for the two Core has no
+    /// name for: a block that does not decode, or is not the one asked).
+    pub fn reason(&self) -> &'static str {
+        match self {
+            BlockError::Undecodable { .. } => "undecodable",
+            BlockError::HashMismatch { .. } => "bad-blk-hash",
+            BlockError::ProofOfWork { .. } => "high-hash",
+            BlockError::MerkleRoot { .. } => "bad-txnmrklroot",
+            BlockError::DuplicateTx { .. } => "bad-txns-duplicate",
+            BlockError::WitnessNonce { .. } => "bad-witness-nonce-size",
+            BlockError::WitnessCommitment { .. } => "bad-witness-merkle-match",
+            BlockError::UnexpectedWitness { .. } => "unexpected-witness",
+        }
+    }
+
+    /// Whether the block is mutated in Core's sense (`BLOCK_MUTATED`): its
+    /// header may be right, what came with it is not. Core disconnects a
+    /// peer for it.
+    pub fn is_mutated(&self) -> bool {
+        matches!(
+            self,
+            BlockError::MerkleRoot { .. }
+                | BlockError::DuplicateTx { .. }
+                | BlockError::WitnessNonce { .. }
+                | BlockError::WitnessCommitment { .. }
+                | BlockError::UnexpectedWitness { .. }
+        )
+    }
+}
+
+impl fmt::Display for BlockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BlockError::Undecodable { height, reason } => {
+                write!(f, "the block at height {height} does not decode: {reason}")
+            }
+            BlockError::HashMismatch {
+                height,
+                expected,
+                got,
+            } => write!(
+                f,
+                "the block sent for height {height} hashes to {got}, not to {expected}, the \
+                 header chain's block there"
+            ),
+            BlockError::ProofOfWork { height, hash } => write!(
+                f,
+                "block {hash} at height {height} does not meet the target of its own bits"
+            ),
+            BlockError::MerkleRoot { height, hash } => write!(
+                f,
+                "the transactions of block {hash} at height {height} do not hash to its header's \
+                 Merkle root (bad-txnmrklroot)"
+            ),
+            BlockError::DuplicateTx { height, hash } => write!(
+                f,
+                "block {hash} at height {height} holds a transaction twice (bad-txns-duplicate)"
+            ),
+            BlockError::WitnessNonce { height, hash } => write!(
+                f,
+                "block {hash} at height {height} commits to witness data, but its coinbase has no \
+                 32-byte witness reserved value: its witnesses were stripped \
+                 (bad-witness-nonce-size)"
+            ),
+            BlockError::WitnessCommitment { height, hash } => write!(
+                f,
+                "the witness data of block {hash} at height {height} does not match the \
+                 commitment in its coinbase (bad-witness-merkle-match)"
+            ),
+            BlockError::UnexpectedWitness { height, hash } => write!(
+                f,
+                "block {hash} at height {height} carries witness data but its coinbase commits \
+                 to none (unexpected-witness)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for BlockError {}
+
+/// Decodes `raw` as the block at `height` that the header chain names
+/// `expected`, and checks it (module docs).
+pub fn parse_block(height: u64, expected: &BlockHash, raw: &[u8]) -> Result<DaBlock, BlockError> {
+    let block: Block =
+        bitcoin::consensus::deserialize(raw).map_err(|e| BlockError::Undecodable {
+            height,
+            reason: e.to_string(),
+        })?;
+    check_block(height, expected, block)
+}
+
+/// [`parse_block`] for a block already decoded: the one check every block
+/// goes through (module docs).
+pub fn check_block(height: u64, expected: &BlockHash, block: Block) -> Result<DaBlock, BlockError> {
+    let got = block.header.block_hash();
+    if got != *expected {
+        return Err(BlockError::HashMismatch {
+            height,
+            expected: *expected,
+            got,
+        });
+    }
+    if block.header.validate_pow(block.header.target()).is_err() {
+        return Err(BlockError::ProofOfWork { height, hash: got });
+    }
+    if block.txdata.is_empty() || !block.txdata[0].is_coinbase() {
+        return Err(BlockError::Undecodable {
+            height,
+            reason: "the first transaction is not a coinbase".into(),
+        });
+    }
+    let mut txs = Vec::with_capacity(block.txdata.len());
+    for tx in block.txdata {
+        txs.push(DaTx {
+            txid: tx.compute_txid().to_byte_array(),
+            wtxid: tx.compute_wtxid().to_byte_array(),
+            tx,
+        });
+    }
+    let root = bitcoin::merkle_tree::calculate_root(
+        txs.iter().map(|t| sha256d::Hash::from_byte_array(t.txid)),
+    );
+    if root.map(|r| r.to_byte_array()) != Some(block.header.merkle_root.to_byte_array()) {
+        return Err(BlockError::MerkleRoot { height, hash: got });
+    }
+    let mut seen = HashSet::with_capacity(txs.len());
+    if !txs.iter().all(|t| seen.insert(t.txid)) {
+        return Err(BlockError::DuplicateTx { height, hash: got });
+    }
+    let txs_commitment = witness_root(&txs);
+    let coinbase = &txs[0].tx;
+    match witness_commitment(coinbase) {
+        Some(committed) => {
+            let witness = &coinbase.input[0].witness;
+            let reserved = match witness.nth(0) {
+                Some(r) if witness.len() == 1 && r.len() == 32 => r,
+                _ => return Err(BlockError::WitnessNonce { height, hash: got }),
+            };
+            let computed = Block::compute_witness_commitment(
+                &WitnessMerkleNode::from_byte_array(txs_commitment),
+                reserved,
+            );
+            if computed.to_byte_array() != committed {
+                return Err(BlockError::WitnessCommitment { height, hash: got });
+            }
+        }
+        None => {
+            if txs
+                .iter()
+                .any(|t| t.tx.input.iter().any(|i| !i.witness.is_empty()))
+            {
+                return Err(BlockError::UnexpectedWitness { height, hash: got });
+            }
+        }
+    }
+    Ok(DaBlock {
+        height,
+        hash: got.to_byte_array(),
+        header: block.header,
+        tx_count: txs.len(),
+        txs,
+        txs_commitment,
+    })
+}
+
+/// Citrea's `daSlotTxsCommitment`: the Merkle root over 32 zero bytes for the
+/// coinbase, then every other transaction's raw wtxid (BIP 141's witness
+/// root, rust-bitcoin's `merkle_tree::calculate_root` over those leaves; the
+/// same as its `Block::witness_root`).
+pub fn witness_root(txs: &[DaTx]) -> Hash {
+    let leaves = txs
+        .iter()
+        .enumerate()
+        .map(|(i, t)| sha256d::Hash::from_byte_array(if i == 0 { [0u8; 32] } else { t.wtxid }));
+    bitcoin::merkle_tree::calculate_root(leaves).map_or([0u8; 32], |r| r.to_byte_array())
+}
+
+/// BIP 141 (Core's `GetWitnessCommitmentIndex`): the 32 committed bytes of
+/// the coinbase's last output whose script is at least 38 bytes and starts
+/// `OP_RETURN 0x24 aa21a9ed`, if it has one.
+fn witness_commitment(coinbase: &Transaction) -> Option<[u8; 32]> {
+    const MAGIC: [u8; 6] = [0x6a, 0x24, 0xaa, 0x21, 0xa9, 0xed];
+    coinbase.output.iter().rev().find_map(|o| {
+        let script = o.script_pubkey.as_bytes();
+        if script.len() >= 38 && script[..6] == MAGIC {
+            script[6..38].try_into().ok()
+        } else {
+            None
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bitcoin::blockdata::constants::genesis_block;
+
+    #[test]
+    fn a_coinbase_only_block_has_a_zero_txs_commitment_and_needs_no_witness() {
+        let genesis = genesis_block(bitcoin::Network::Regtest);
+        let hash = genesis.block_hash();
+        let checked = check_block(0, &hash, genesis).unwrap();
+        assert_eq!(checked.txs_commitment, [0u8; 32]);
+        assert_eq!(checked.tx_count, 1);
+    }
+
+    #[test]
+    fn witness_data_without_a_commitment_is_unexpected() {
+        let mut block = genesis_block(bitcoin::Network::Regtest);
+        block.txdata[0].input[0].witness = bitcoin::Witness::from_slice(&[[0u8; 32]]);
+        // The txid ignores the witness: the header still matches.
+        let hash = block.block_hash();
+        let err = check_block(0, &hash, block).unwrap_err();
+        assert_eq!(err.reason(), "unexpected-witness", "{err}");
+        assert!(err.is_mutated());
+    }
+}

@@ -1,0 +1,28 @@
+//! What a follower's Bitcoin DA source is told at start.
+
+use crate::headers::BitcoinNetwork;
+use crate::source::bitcoin::rpc::client::Credentials;
+use crate::source::bitcoin::signer::DaPublicKey;
+
+/// The Bitcoin DA source a follower reads (`--bitcoin-rpc`, `--bitcoin-peer`
+/// and their flags, checked): [`crate::source::bitcoin::rpc::da::BitcoinDa::start`] or
+/// [`crate::source::bitcoin::p2p::da::PeersDa::start`] builds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BitcoinConfig {
+    /// bitcoind's RPC URL (`http://HOST:PORT`); `None`: peers only.
+    pub url: Option<String>,
+    /// From the shared credential flags (`--bitcoin-rpc-cookie`, ...);
+    /// [`Credentials::None`] without `--bitcoin-rpc`.
+    pub credentials: Credentials,
+    /// `--bitcoin-peer HOST:PORT` (repeatable): Bitcoin nodes to read
+    /// headers and blocks from over the P2P protocol.
+    pub peers: Vec<String>,
+    /// `--bitcoin-chain`, else the one `--network` reads.
+    pub chain: BitcoinNetwork,
+    /// `--bitcoin-finality-depth`: confirmations before a block is scanned.
+    pub finality_depth: u64,
+    /// `--sequencer-da-pubkey`, else the network's (regtest's without `--network`).
+    pub sequencer_key: DaPublicKey,
+    /// `--prover-da-pubkey`, else the network's (regtest's without `--network`).
+    pub prover_key: DaPublicKey,
+}

@@ -1,0 +1,605 @@
+//! The P2P network as a [`DaSource`] (`--bitcoin-peer`), with bitcoind's
+//! RPC beside it or not (`--bitcoin-rpc` too: [`crate::source::bitcoin::p2p::bitcoind`]): the header
+//! chain from every source, checked by Bitcoin Core's rules
+//! ([`crate::headers`]), and the blocks of the most-work chain from its DA
+//! start on, each checked against its header and scanned as the RPC source
+//! scans them ([`crate::source::bitcoin::scan`]).
+//!
+//! Each look at the chain ([`DaSource::last_scanned`]) brings bitcoind's
+//! headers in (when it is given and not backing off), connects the peers
+//! that are due, asks every connected peer for the headers after the best
+//! chain's locator (in parallel, so one that stalls costs one bound, not
+//! one per peer), and accepts what they send: a header that breaks a rule
+//! drops its peer (`bad_header`). Whoever sent them, the header chain
+//! follows the most work. A source whose chain has less work than the best
+//! one (another branch, or not up to its tip) stays connected and is asked
+//! for headers at each look, but for no block its own chain does not hold:
+//! none at all while it is on another branch. `/health` shows it behind.
+//! The best chain's new headers are then stored. A slot is final once the
+//! best chain has `--bitcoin-finality-depth` blocks on it, and only while
+//! the chain has at least the network's minimum chainwork.
+//!
+//! Blocks are asked by the hash the header chain has at their height: of
+//! bitcoind first, for the heights its chain holds, then of the peers
+//! whose chains hold them, spread over them ([`crate::source::bitcoin::p2p::peers`]); a block
+//! whose transactions do not hash to its header's Merkle root, or whose
+//! witness data does not match its coinbase's commitment, drops the peer
+//! that sent it (`bad_block`) and is asked of another. bitcoind that fails
+//! hands its blocks to the peers.
+//!
+//! Every block is fetched and checked in one place (`PeersDa::blocks`),
+//! for the L2 anchor check and the DA scan alike: a block fetched for an
+//! anchor is kept, checked, until the scan takes it, so it is downloaded
+//! once. Nothing a peer sent is kept before it passed the check.
+//!
+//! The header chain moves only at a look ([`DaSource::last_scanned`]);
+//! right after each, the sync checks that the last slot scanned is still on
+//! the chain ([`DaSource::block_hash`]), so a reorg deeper than the
+//! finality depth stops the scan as over bitcoind's RPC (`/health` 503
+//! `reorg`), whichever peer showed it.
+//!
+//! With no peer connected and no bitcoind answering, the source answers as
+//! a bitcoind that is down: the sync thread backs off, L1 is reported not
+//! synced, and `/health` names why (each source's last failure).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use bitcoin::block::Header;
+use bitcoin::hashes::Hash as _;
+use bitcoin::{Block, BlockHash};
+use log::{debug, info, warn};
+
+use crate::headers::{unix_now, HeaderTree};
+use crate::progress::Progress;
+use crate::source::bitcoin::block::{check_block, DaBlock};
+use crate::source::bitcoin::inscription::Namespace;
+use crate::source::bitcoin::p2p::bitcoind::RpcSide;
+use crate::source::bitcoin::p2p::peer::{PeerError, MAX_HEADERS};
+use crate::source::bitcoin::p2p::peers::{PeerChain, PeerSet};
+use crate::source::bitcoin::scan::BitcoinDaConfig;
+use crate::source::bitcoin::scan::{AnchorCache, ScanPace, SlotScanner};
+use crate::source::{DaAnchor, DaSource, SourceError};
+use crate::types::{DaSlot, Hash};
+
+/// Header rounds per look at the chain at most (2,000 headers each): a
+/// first start syncs a long chain over several looks, reporting as it goes.
+const ROUNDS_PER_LOOK: usize = 100;
+
+/// The DA side of a follower, read from Bitcoin peers (module docs).
+pub struct PeersDa {
+    peers: PeerSet,
+    /// bitcoind's RPC beside the peers (`--bitcoin-rpc` too).
+    rpc: Option<RpcSide>,
+    chain: HeaderTree,
+    finality_depth: u64,
+    scanner: SlotScanner,
+    progress: Arc<Progress>,
+    anchors: AnchorCache,
+    /// Checked blocks fetched for an anchor and not scanned yet.
+    kept: KeptBlocks,
+    pace: ScanPace,
+}
+
+/// Checked blocks fetched but not scanned yet: the L2 anchor check asks for
+/// a block before the DA scan reaches it, and the scan then takes it from
+/// here instead of downloading it again (each block is fetched and checked
+/// once). Only blocks that passed [`check_block`] are kept, by their hash
+/// (a block is its hash once checked), keeping only Citrea's transactions;
+/// at most [`KEPT_BLOCKS`] blocks and [`KEPT_BYTES`] bytes of them, the
+/// lowest heights forgotten first (fetched again if asked).
+#[derive(Default)]
+struct KeptBlocks {
+    by_hash: HashMap<BlockHash, DaBlock>,
+    bytes: usize,
+}
+
+/// The most blocks [`KeptBlocks`] holds (an L2 chunk names a few).
+const KEPT_BLOCKS: usize = 256;
+/// The most bytes of transactions it holds.
+const KEPT_BYTES: usize = 64 << 20;
+
+impl KeptBlocks {
+    fn size(block: &DaBlock) -> usize {
+        block.txs.iter().map(|t| t.tx.total_size()).sum()
+    }
+
+    fn get(&self, hash: &BlockHash) -> Option<&DaBlock> {
+        self.by_hash.get(hash)
+    }
+
+    fn keep(&mut self, block: &DaBlock) {
+        let hash = block.block_hash();
+        if self.by_hash.contains_key(&hash) {
+            return;
+        }
+        self.bytes += Self::size(block);
+        self.by_hash.insert(hash, block.clone());
+        while self.by_hash.len() > KEPT_BLOCKS || self.bytes > KEPT_BYTES {
+            let lowest = self
+                .by_hash
+                .iter()
+                .min_by_key(|(_, b)| b.height)
+                .map(|(h, _)| *h);
+            match lowest {
+                Some(h) => self.take(&h),
+                None => break,
+            };
+        }
+    }
+
+    fn take(&mut self, hash: &BlockHash) -> Option<DaBlock> {
+        let block = self.by_hash.remove(hash)?;
+        self.bytes -= Self::size(&block);
+        Some(block)
+    }
+
+    /// Forgets the blocks below `height` (scanned: not asked again).
+    fn forget_below(&mut self, height: u64) {
+        let below: Vec<BlockHash> = self
+            .by_hash
+            .iter()
+            .filter(|(_, b)| b.height < height)
+            .map(|(h, _)| *h)
+            .collect();
+        for h in below {
+            self.take(&h);
+        }
+    }
+}
+
+impl PeersDa {
+    pub fn new(
+        peers: PeerSet,
+        chain: HeaderTree,
+        config: BitcoinDaConfig,
+        progress: Arc<Progress>,
+    ) -> Self {
+        let names: Vec<String> = (0..peers.len())
+            .map(|i| peers.addr(i).to_string())
+            .collect();
+        let _ = progress
+            .bitcoin
+            .url
+            .set(format!("p2p {}", names.join(", ")));
+        progress.bitcoin.headers.note(&chain);
+        PeersDa {
+            peers,
+            rpc: None,
+            chain,
+            finality_depth: config.finality_depth.max(1),
+            scanner: SlotScanner::new(config, progress.clone()),
+            progress,
+            anchors: AnchorCache::default(),
+            kept: KeptBlocks::default(),
+            pace: ScanPace::new(),
+        }
+    }
+
+    /// Proof chunks found on applied slots are read back from `ledger`
+    /// (see [`crate::source::bitcoin::scan`]).
+    pub fn with_chunks_in(mut self, ledger: Arc<crate::ledger::Ledger>) -> Self {
+        self.scanner.set_ledger(ledger);
+        self
+    }
+
+    /// Reads bitcoind's RPC beside the peers ([`crate::source::bitcoin::p2p::bitcoind`]).
+    pub fn with_rpc(mut self, rpc: RpcSide) -> Self {
+        self.rpc = Some(rpc);
+        self
+    }
+
+    /// The header chain followed.
+    pub fn chain(&self) -> &HeaderTree {
+        &self.chain
+    }
+
+    /// The newest final height of the best chain (0 while it has less than
+    /// the network's minimum chainwork).
+    fn final_height(&self) -> u64 {
+        if !self.chain.meets_min_chainwork() {
+            return 0;
+        }
+        self.chain
+            .tip()
+            .height
+            .saturating_sub(self.finality_depth - 1)
+    }
+
+    /// The error when no source can be read: why each is not.
+    fn none_usable(&self) -> SourceError {
+        let peers = self.peers.none_usable();
+        let err = match &self.rpc {
+            None => peers,
+            Some(rpc) => SourceError::unreachable(
+                "neither bitcoind nor any Bitcoin peer can be read",
+                format!(
+                    "{}; {peers}",
+                    rpc.problem().unwrap_or_else(|| format!(
+                        "bitcoind at {} does not hold the blocks asked (its chain is behind the \
+                         best one)",
+                        rpc.url()
+                    ))
+                ),
+            ),
+        };
+        self.progress.bitcoin.failed(&err.to_string());
+        err
+    }
+
+    /// Asks every connected peer for the headers after the best chain, and
+    /// accepts what they send (module docs), until no peer has more; then
+    /// notes what each peer's chain is.
+    fn sync_headers(&mut self) -> Result<(), SourceError> {
+        for _ in 0..ROUNDS_PER_LOOK {
+            let locator = self.chain.locator().map_err(|e| {
+                SourceError::unreadable("the Bitcoin header chain cannot be read", e)
+            })?;
+            let answers = self.peers.ask_all(|peer| peer.get_headers(locator.clone()));
+            let tip_before = self.chain.tip().clone();
+            let mut full = false;
+            let mut shown = Vec::with_capacity(answers.len());
+            for (i, answer) in answers {
+                match answer {
+                    Ok(headers) => {
+                        full |= headers.len() == MAX_HEADERS;
+                        if self.take_headers(i, &headers) {
+                            shown.push((i, headers.last().map(|h| h.block_hash())));
+                        }
+                    }
+                    Err(e) => self.peers.fail(i, &e),
+                }
+            }
+            // Once every answer is in (a later one may have moved the tip).
+            for (i, last) in shown {
+                let chain = match last {
+                    // Nothing after the locator's first hash: it is at the
+                    // tip the locator started from.
+                    None => PeerChain::On(tip_before.height, tip_before.hash),
+                    Some(hash) => match self.chain.height_of(&hash) {
+                        Some(height) => PeerChain::On(height, hash),
+                        None => PeerChain::Branch(hash),
+                    },
+                };
+                self.peers.set_chain(i, chain);
+            }
+            if !full || self.chain.tip().hash == tip_before.hash {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Stores the best chain's new headers and shows which sources are
+    /// behind it.
+    fn save_headers(&mut self) -> Result<(), SourceError> {
+        self.chain
+            .save()
+            .map_err(|e| SourceError::unreadable("the Bitcoin header chain cannot be stored", e))?;
+        self.progress.bitcoin.headers.note(&self.chain);
+        let tip = self.chain.tip().clone();
+        for i in self.peers.connected_indexes() {
+            let addr = self.peers.addr(i).to_string();
+            let behind = match self.peers.chain(i) {
+                PeerChain::On(_, hash) if hash == tip.hash => None,
+                PeerChain::Unknown => None,
+                PeerChain::On(height, _) => Some(format!(
+                    "bitcoin peer {addr}: its chain ends at height {height}, below the best \
+                     chain's tip at {}: asked for no block above it",
+                    tip.height
+                )),
+                PeerChain::Branch(hash) => Some(format!(
+                    "bitcoin peer {addr}: its chain (ending at {hash}) has less work than the \
+                     best one (tip {} at height {}); asked for headers, not for blocks",
+                    tip.hash, tip.height
+                )),
+            };
+            let was_behind = self
+                .progress
+                .bitcoin
+                .peers
+                .snapshot()
+                .get(i)
+                .is_some_and(|p| p.behind);
+            match (&behind, self.peers.chain(i)) {
+                (Some(why), PeerChain::Branch(_)) if !was_behind => info!("{why}"),
+                (Some(why), _) => debug!("{why}"),
+                (None, _) if was_behind => debug!("bitcoin peer {addr} is on the best chain's tip"),
+                (None, _) => {}
+            }
+            self.progress.bitcoin.peers.set_behind(i, behind.as_deref());
+        }
+        if let Some(rpc) = &self.rpc {
+            let behind = match rpc.chain() {
+                PeerChain::On(_, hash) => hash != tip.hash,
+                PeerChain::Branch(_) => true,
+                PeerChain::Unknown => false,
+            };
+            let was = self
+                .progress
+                .bitcoin
+                .rpc
+                .behind
+                .swap(behind, std::sync::atomic::Ordering::Relaxed);
+            if behind && !was {
+                if let PeerChain::Branch(hash) = rpc.chain() {
+                    info!(
+                        "bitcoind at {}: its chain (ending at {hash}) has less work than the \
+                         best one (tip {} at height {}); its blocks above the fork are asked \
+                         of the peers",
+                        rpc.url(),
+                        tip.hash,
+                        tip.height
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Peer `i`'s answer to `getheaders`: accepted (true), or the peer
+    /// dropped.
+    fn take_headers(&mut self, i: usize, headers: &[Header]) -> bool {
+        if headers.is_empty() {
+            return true;
+        }
+        match self.chain.accept(headers, unix_now()) {
+            Ok(accepted) => {
+                if let Some(reorg) = accepted.reorg {
+                    info!(
+                        "bitcoin: the best chain now forks from the old one at height {} \
+                         (old tip {} at {}; new tip {} at {}, from peer {})",
+                        reorg.fork_height,
+                        reorg.old_tip.1,
+                        reorg.old_tip.0,
+                        self.chain.tip().hash,
+                        self.chain.tip().height,
+                        self.peers.addr(i)
+                    );
+                }
+                if accepted.added > 0 {
+                    self.peers.succeeded(i);
+                    debug!(
+                        "bitcoin peer {}: {} headers added, tip {}",
+                        self.peers.addr(i),
+                        accepted.added,
+                        self.chain.tip().height
+                    );
+                }
+                true
+            }
+            Err(e) => {
+                self.peers.fail(
+                    i,
+                    &PeerError::misbehaved(
+                        "bad_header",
+                        format!(
+                            "it sent a header that breaks a rule ({}): {e}",
+                            e.rule.name()
+                        ),
+                    ),
+                );
+                false
+            }
+        }
+    }
+
+    /// The connected peers whose chains hold the best chain's blocks up to
+    /// `height`.
+    fn serving(&self, height: u64) -> Vec<usize> {
+        self.peers
+            .connected_indexes()
+            .into_iter()
+            .filter(|i| match self.peers.chain(*i) {
+                PeerChain::On(h, hash) => {
+                    h >= height && self.chain.hash_at(h).ok().flatten() == Some(hash)
+                }
+                _ => false,
+            })
+            .collect()
+    }
+
+    /// The best chain's hash at each of `from..=to`.
+    fn hashes(&self, from: u64, to: u64) -> Result<Vec<(u64, BlockHash)>, SourceError> {
+        (from..=to)
+            .map(|h| match self.chain.hash_at(h) {
+                Ok(Some(hash)) => Ok((h, hash)),
+                Ok(None) => Err(SourceError::bad_answer(format!(
+                    "the Bitcoin header chain has no block at height {h} (tip {})",
+                    self.chain.tip().height
+                ))),
+                Err(e) => Err(SourceError::unreadable(
+                    "the Bitcoin header chain cannot be read",
+                    e,
+                )),
+            })
+            .collect()
+    }
+
+    /// Blocks `wanted`, checked, in the order asked, keeping only the
+    /// transactions with one of Citrea's wtxid prefixes: the one place the
+    /// P2P source takes blocks, for the anchor check and the scan alike.
+    /// A block kept since an earlier call is not fetched again (`take`: and
+    /// is forgotten, the scan has it; else it is kept, for the scan). The
+    /// others: of bitcoind first (the heights its chain holds), the rest of
+    /// the peers whose chains hold them, each checked against its header
+    /// ([`check_block`]) before anything reads it. A peer whose block fails
+    /// is dropped (`bad_block`), the refusal counted by Core's reason, and
+    /// the block asked of another; nothing of it is kept.
+    fn blocks(
+        &mut self,
+        wanted: &[(u64, BlockHash)],
+        take: bool,
+    ) -> Result<Vec<DaBlock>, SourceError> {
+        let mut got: Vec<Option<DaBlock>> = wanted
+            .iter()
+            .map(|(_, hash)| {
+                if take {
+                    self.kept.take(hash)
+                } else {
+                    self.kept.get(hash).cloned()
+                }
+            })
+            .collect();
+        let missing: Vec<usize> = (0..wanted.len()).filter(|k| got[*k].is_none()).collect();
+        if !missing.is_empty() {
+            let asked: Vec<(u64, BlockHash)> = missing.iter().map(|k| wanted[*k]).collect();
+            let fetched = self.fetch(&asked)?;
+            for (k, block) in missing.into_iter().zip(fetched) {
+                if !take {
+                    self.kept.keep(&block);
+                }
+                got[k] = Some(block);
+            }
+        }
+        got.into_iter()
+            .map(|b| b.ok_or_else(|| SourceError::bad_answer("a block asked is missing")))
+            .collect()
+    }
+
+    /// Downloads and checks blocks `wanted` (see [`PeersDa::blocks`]).
+    fn fetch(&mut self, wanted: &[(u64, BlockHash)]) -> Result<Vec<DaBlock>, SourceError> {
+        let mut got: Vec<Option<DaBlock>> = (0..wanted.len()).map(|_| None).collect();
+        if let Some(rpc) = &mut self.rpc {
+            if let Some(limit) = rpc.holds_up_to(&self.chain) {
+                let mine: Vec<usize> = (0..wanted.len())
+                    .filter(|k| wanted[*k].0 <= limit)
+                    .collect();
+                let asked: Vec<(u64, BlockHash)> = mine.iter().map(|k| wanted[*k]).collect();
+                if !asked.is_empty() {
+                    if let Some(blocks) = rpc.blocks(&asked, true) {
+                        for (k, block) in mine.into_iter().zip(blocks) {
+                            got[k] = Some(block);
+                        }
+                    }
+                }
+            }
+        }
+        let rest: Vec<usize> = (0..wanted.len()).filter(|k| got[*k].is_none()).collect();
+        if !rest.is_empty() {
+            let asked: Vec<(u64, BlockHash)> = rest.iter().map(|k| wanted[*k]).collect();
+            let top = asked.iter().map(|w| w.0).max().unwrap_or(0);
+            let serving = self.serving(top);
+            let progress = self.progress.clone();
+            let check = move |height: u64, expected: &BlockHash, block: Block| {
+                let mut checked = check_block(height, expected, block).map_err(|e| {
+                    progress.bitcoin.peers.block_refused(e.reason());
+                    e.to_string()
+                })?;
+                checked.txs.retain(|t| {
+                    Namespace::BatchProof.matches(&t.wtxid)
+                        || Namespace::LightClient.matches(&t.wtxid)
+                });
+                Ok(checked)
+            };
+            match self.peers.fetch_blocks(&asked, &serving, &check) {
+                Ok(blocks) => {
+                    for (k, block) in rest.into_iter().zip(blocks) {
+                        got[k] = Some(block);
+                    }
+                }
+                Err(e) => {
+                    return Err(match self.rpc {
+                        None => {
+                            self.progress.bitcoin.failed(&e.to_string());
+                            e
+                        }
+                        Some(_) => self.none_usable(),
+                    })
+                }
+            }
+        }
+        self.progress.bitcoin.answered();
+        Ok(got.into_iter().flatten().collect())
+    }
+
+    fn remember(&mut self, block: &DaBlock) {
+        let final_height = self.final_height();
+        self.anchors.remember(block, final_height);
+    }
+}
+
+impl DaSource for PeersDa {
+    fn last_scanned(&mut self) -> Result<u64, SourceError> {
+        let rpc_answered = match &mut self.rpc {
+            Some(rpc) => rpc.sync_headers(&mut self.chain),
+            None => false,
+        };
+        if self.peers.connect_due() > 0 {
+            self.sync_headers()?;
+        }
+        self.save_headers()?;
+        if self.peers.connected() == 0 && !rpc_answered {
+            return Err(self.none_usable());
+        }
+        self.progress.bitcoin.answered();
+        if !self.chain.meets_min_chainwork() {
+            debug!(
+                "bitcoin: the best header chain (tip {}) has less than the network's minimum \
+                 chainwork; nothing is scanned yet",
+                self.chain.tip().height
+            );
+        }
+        Ok(self.final_height())
+    }
+
+    fn rejected(&mut self, why: &str) {
+        warn!("bitcoin: a slot read from Bitcoin was refused: {why}");
+    }
+
+    fn slot(&mut self, number: u64) -> Result<DaSlot, SourceError> {
+        let mut slots = self.slots(number, number)?;
+        slots
+            .pop()
+            .ok_or_else(|| SourceError::bad_answer("no Bitcoin source sent the block"))
+    }
+
+    fn slots(&mut self, from: u64, to: u64) -> Result<Vec<DaSlot>, SourceError> {
+        self.kept.forget_below(from);
+        let wanted = self.hashes(from, to)?;
+        let blocks = self.blocks(&wanted, true)?;
+        let mut slots = Vec::with_capacity(blocks.len());
+        for block in &blocks {
+            crate::os::give_way();
+            self.remember(block);
+            slots.push(self.scanner.slot_of(block));
+        }
+        self.pace.keep(blocks.len() as u64);
+        Ok(slots)
+    }
+
+    fn anchors(&mut self, heights: &[u64]) -> Result<Option<Vec<Option<DaAnchor>>>, SourceError> {
+        let tip = self.chain.tip().height;
+        let missing: Vec<u64> = heights
+            .iter()
+            .copied()
+            .filter(|h| *h <= tip && !self.anchors.has(*h))
+            .collect();
+        let mut fresh = BTreeMap::new();
+        if !missing.is_empty() {
+            let mut wanted = Vec::with_capacity(missing.len());
+            for h in missing {
+                if let Some(hash) = self.chain.hash_at(h).map_err(|e| {
+                    SourceError::unreadable("the Bitcoin header chain cannot be read", e)
+                })? {
+                    wanted.push((h, hash));
+                }
+            }
+            for block in self.blocks(&wanted, false)? {
+                self.remember(&block);
+                fresh.insert(block.height, AnchorCache::anchor_of(&block));
+            }
+        }
+        Ok(Some(self.anchors.answer(heights, &fresh)))
+    }
+
+    /// The best chain's block at `number`, as of the last look (whichever
+    /// source showed it): the sync checks the last scanned slot against it
+    /// right after each look, as with bitcoind's RPC.
+    fn block_hash(&mut self, number: u64) -> Result<Option<Hash>, SourceError> {
+        self.chain
+            .hash_at(number)
+            .map(|h| h.map(|h| h.to_byte_array()))
+            .map_err(|e| SourceError::unreadable("the Bitcoin header chain cannot be read", e))
+    }
+}

@@ -1,0 +1,539 @@
+//! One connection to one Bitcoin peer: the handshake, then requests and
+//! their answers, blocking, with a bound on every wait.
+//!
+//! ledgerd connects out and says little: `version` with protocol 70016, no
+//! services and relay off (it wants no transactions announced), then
+//! `verack` once the peer's `version` came. While it waits for an answer it
+//! answers the peer's `ping` with a `pong` of the same nonce and lets other
+//! chatter (`inv`, `addr`, `sendcmpct`, `feefilter`, ...) pass.
+//!
+//! Every read is bounded ([`PeerOptions::stall`]): a peer that sends nothing
+//! for that long, or keeps talking without ever answering what was asked, is
+//! stalled and given up; a read cut off in the middle of a message would
+//! leave the stream out of step, so a connection is never read again after
+//! any error. What each error says about the peer is its
+//! [`PeerError::reason`], the `/metrics` label it is dropped under.
+
+use std::fmt;
+use std::io::{BufReader, BufWriter};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bitcoin::block::Header;
+use bitcoin::hashes::Hash as _;
+use bitcoin::p2p::address::Address;
+use bitcoin::p2p::message::NetworkMessage;
+use bitcoin::p2p::message_blockdata::{GetHeadersMessage, Inventory};
+use bitcoin::p2p::message_network::VersionMessage;
+use bitcoin::p2p::{Magic, ServiceFlags};
+use bitcoin::{Block, BlockHash};
+
+use crate::source::bitcoin::p2p::message::{read_message, write_message, FrameError};
+
+/// The protocol version ledgerd speaks (Bitcoin Core 22+: `wtxidrelay`, `sendaddrv2`).
+pub const PROTOCOL_VERSION: u32 = 70016;
+
+/// The oldest protocol a peer may speak: 70012 (Core 0.12) serves witness blocks and headers-first.
+pub const MIN_PEER_VERSION: u32 = 70012;
+
+/// The most headers one `headers` message may carry (Core's `MAX_HEADERS_RESULTS`).
+pub const MAX_HEADERS: usize = 2_000;
+
+/// How a connection waits.
+#[derive(Clone, Debug)]
+pub struct PeerOptions {
+    /// The network's magic.
+    pub magic: Magic,
+    /// Longest wait for the TCP connection.
+    pub connect_timeout: Duration,
+    /// Longest wait for an answer (the handshake, headers, the next block
+    /// asked for): past it the peer is stalled.
+    pub stall: Duration,
+}
+
+impl PeerOptions {
+    pub fn new(magic: Magic) -> Self {
+        PeerOptions {
+            magic,
+            connect_timeout: Duration::from_secs(5),
+            stall: Duration::from_secs(20),
+        }
+    }
+}
+
+/// Why a peer was given up.
+#[derive(Debug)]
+pub enum PeerError {
+    /// Reading or writing failed, or a message broke the framing rules.
+    Frame(FrameError),
+    /// It could not be connected to.
+    Connect(std::io::Error),
+    /// Nothing asked for came within the bound.
+    Stalled { waiting_for: &'static str },
+    /// It broke the protocol or sent something false; `reason` is the `/metrics` label.
+    Misbehaved { reason: &'static str, why: String },
+}
+
+impl PeerError {
+    /// The `/metrics` label a peer dropped for this error is counted under.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            PeerError::Frame(e) => e.reason(),
+            PeerError::Connect(_) => "connection",
+            PeerError::Stalled { .. } => "stalled",
+            PeerError::Misbehaved { reason, .. } => reason,
+        }
+    }
+
+    pub fn misbehaved(reason: &'static str, why: impl Into<String>) -> Self {
+        PeerError::Misbehaved {
+            reason,
+            why: why.into(),
+        }
+    }
+}
+
+impl fmt::Display for PeerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PeerError::Frame(e) => e.fmt(f),
+            PeerError::Connect(e) => write!(f, "it cannot be connected to: {e}"),
+            PeerError::Stalled { waiting_for } => {
+                write!(f, "it sent no {waiting_for} within the bound (stalled)")
+            }
+            PeerError::Misbehaved { why, .. } => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for PeerError {}
+
+impl From<FrameError> for PeerError {
+    fn from(e: FrameError) -> Self {
+        match e {
+            FrameError::Io(io)
+                if matches!(
+                    io.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                PeerError::Stalled {
+                    waiting_for: "message",
+                }
+            }
+            other => PeerError::Frame(other),
+        }
+    }
+}
+
+impl From<std::io::Error> for PeerError {
+    fn from(e: std::io::Error) -> Self {
+        PeerError::from(FrameError::Io(e))
+    }
+}
+
+/// A connected peer, past the handshake.
+pub struct Peer {
+    addr: SocketAddr,
+    reader: BufReader<TcpStream>,
+    writer: BufWriter<TcpStream>,
+    options: PeerOptions,
+    /// The height the peer said it had in its `version`.
+    pub start_height: i32,
+    /// Its user agent, as it said.
+    pub user_agent: String,
+}
+
+impl fmt::Debug for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Peer").field("addr", &self.addr).finish()
+    }
+}
+
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+impl Peer {
+    /// Connects to `host:port` and does the handshake.
+    pub fn connect(addr: &str, options: PeerOptions) -> Result<Peer, PeerError> {
+        let resolved = addr
+            .to_socket_addrs()
+            .map_err(PeerError::Connect)?
+            .next()
+            .ok_or_else(|| {
+                PeerError::Connect(std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("{addr} resolves to no address"),
+                ))
+            })?;
+        let stream = TcpStream::connect_timeout(&resolved, options.connect_timeout)
+            .map_err(PeerError::Connect)?;
+        stream.set_nodelay(true).map_err(PeerError::Connect)?;
+        stream
+            .set_write_timeout(Some(options.stall))
+            .map_err(PeerError::Connect)?;
+        let writer = BufWriter::new(stream.try_clone().map_err(PeerError::Connect)?);
+        let mut peer = Peer {
+            addr: resolved,
+            reader: BufReader::with_capacity(64 * 1024, stream),
+            writer,
+            options,
+            start_height: 0,
+            user_agent: String::new(),
+        };
+        peer.handshake()?;
+        Ok(peer)
+    }
+
+    /// The peer's address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    fn handshake(&mut self) -> Result<(), PeerError> {
+        let nonce = {
+            let t = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64);
+            t ^ (u64::from(std::process::id()) << 32)
+        };
+        let local = self
+            .reader
+            .get_ref()
+            .local_addr()
+            .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+        let mut version = VersionMessage::new(
+            ServiceFlags::NONE,
+            unix_now(),
+            Address::new(&self.addr, ServiceFlags::NONE),
+            Address::new(&local, ServiceFlags::NONE),
+            nonce,
+            format!("/ledgerd:{}/", env!("CARGO_PKG_VERSION")),
+            0,
+        );
+        version.version = PROTOCOL_VERSION;
+        version.relay = false;
+        self.send(NetworkMessage::Version(version))?;
+        let deadline = Instant::now() + self.options.stall;
+        let (mut got_version, mut got_verack) = (false, false);
+        while !(got_version && got_verack) {
+            match self.read(deadline, "version and verack")? {
+                NetworkMessage::Version(theirs) => {
+                    if got_version {
+                        return Err(PeerError::misbehaved(
+                            "protocol",
+                            "it sent a second version message",
+                        ));
+                    }
+                    if theirs.nonce == nonce {
+                        return Err(PeerError::misbehaved("protocol", "it is ourselves"));
+                    }
+                    if theirs.version < MIN_PEER_VERSION {
+                        return Err(PeerError::misbehaved(
+                            "protocol",
+                            format!(
+                                "it speaks protocol {}, older than {MIN_PEER_VERSION}",
+                                theirs.version
+                            ),
+                        ));
+                    }
+                    if !theirs.services.has(ServiceFlags::WITNESS) {
+                        return Err(PeerError::misbehaved(
+                            "protocol",
+                            "it serves no witness blocks (no NODE_WITNESS service)",
+                        ));
+                    }
+                    self.start_height = theirs.start_height;
+                    self.user_agent = theirs.user_agent;
+                    got_version = true;
+                    self.send(NetworkMessage::Verack)?;
+                }
+                NetworkMessage::Verack => got_verack = true,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends one message.
+    pub fn send(&mut self, message: NetworkMessage) -> Result<(), PeerError> {
+        write_message(&mut self.writer, self.options.magic, message)?;
+        Ok(())
+    }
+
+    /// The next message that is not a ping (answered here) by `deadline`.
+    fn read(
+        &mut self,
+        deadline: Instant,
+        waiting_for: &'static str,
+    ) -> Result<NetworkMessage, PeerError> {
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(PeerError::Stalled { waiting_for });
+            }
+            self.reader
+                .get_ref()
+                .set_read_timeout(Some(left))
+                .map_err(|e| PeerError::Frame(FrameError::Io(e)))?;
+            let message = match read_message(&mut self.reader, self.options.magic) {
+                Err(FrameError::Io(e))
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Err(PeerError::Stalled { waiting_for })
+                }
+                other => other?,
+            };
+            match message {
+                NetworkMessage::Ping(nonce) => self.send(NetworkMessage::Pong(nonce))?,
+                other => return Ok(other),
+            }
+        }
+    }
+
+    /// `getheaders` with `locator` (newest first, at most 101 hashes); the
+    /// peer's answer: the headers that follow the first locator hash on its
+    /// chain, at most [`MAX_HEADERS`], empty when it has none after them.
+    pub fn get_headers(&mut self, locator: Vec<BlockHash>) -> Result<Vec<Header>, PeerError> {
+        let mut message = GetHeadersMessage::new(locator, BlockHash::all_zeros());
+        message.version = PROTOCOL_VERSION;
+        self.send(NetworkMessage::GetHeaders(message))?;
+        let deadline = Instant::now() + self.options.stall;
+        loop {
+            match self.read(deadline, "headers")? {
+                NetworkMessage::Headers(headers) => {
+                    if headers.len() > MAX_HEADERS {
+                        return Err(PeerError::misbehaved(
+                            "oversized",
+                            format!(
+                                "it sent {} headers in one message, more than {MAX_HEADERS}",
+                                headers.len()
+                            ),
+                        ));
+                    }
+                    return Ok(headers);
+                }
+                NetworkMessage::Block(_) => {
+                    return Err(PeerError::misbehaved(
+                        "protocol",
+                        "it sent a block nobody asked for",
+                    ))
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// `getdata` for the witness blocks `hashes` (their answers come through
+    /// [`Peer::next_block`]).
+    pub fn request_blocks(&mut self, hashes: &[BlockHash]) -> Result<(), PeerError> {
+        let inventory = hashes.iter().map(|h| Inventory::WitnessBlock(*h)).collect();
+        self.send(NetworkMessage::GetData(inventory))
+    }
+
+    /// The next block the peer sends. A `notfound` for a block is an error
+    /// (`not_found`): the peer does not have what was asked.
+    pub fn next_block(&mut self) -> Result<Block, PeerError> {
+        let deadline = Instant::now() + self.options.stall;
+        loop {
+            match self.read(deadline, "block")? {
+                NetworkMessage::Block(block) => return Ok(block),
+                NetworkMessage::NotFound(items) => {
+                    if let Some(Inventory::WitnessBlock(h) | Inventory::Block(h)) = items.first() {
+                        return Err(PeerError::misbehaved(
+                            "not_found",
+                            format!("it does not have block {h}"),
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The heights of a block locator from tip height `tip`: the last 11 one by
+/// one, then back in doubling steps, genesis last (Bitcoin Core's
+/// `LocatorEntries`; far fewer than the 101 entries Core accepts).
+pub fn locator_heights(tip: u64) -> Vec<u64> {
+    let mut heights = Vec::with_capacity(32);
+    let mut step = 1u64;
+    let mut h = tip;
+    loop {
+        heights.push(h);
+        if h == 0 {
+            break;
+        }
+        h = h.saturating_sub(step);
+        if heights.len() > 10 {
+            step = step.saturating_mul(2);
+        }
+    }
+    heights
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_locator_steps_back_one_by_one_then_doubling_and_ends_at_genesis() {
+        assert_eq!(locator_heights(0), vec![0]);
+        assert_eq!(locator_heights(3), vec![3, 2, 1, 0]);
+        let l = locator_heights(1_000_000);
+        let first: Vec<u64> = (999_990..=1_000_000).rev().collect();
+        assert_eq!(&l[..11], &first[..]);
+        assert_eq!(&l[11..14], &[999_989, 999_987, 999_983]);
+        assert_eq!(*l.last().unwrap(), 0);
+        assert!(l.windows(2).all(|w| w[0] > w[1]));
+        assert!(locator_heights(u64::MAX).len() <= 101);
+    }
+}
+
+#[cfg(test)]
+mod wire_tests {
+    //! One `Peer` against a stand-in peer on a local socket that speaks the
+    //! protocol as Bitcoin Core does, or breaks it on purpose.
+    use std::io::Write;
+    use std::net::TcpListener;
+
+    use bitcoin::consensus::serialize;
+    use bitcoin::p2p::message::RawNetworkMessage;
+
+    use super::*;
+    use crate::source::bitcoin::p2p::message::{read_message, MAX_PAYLOAD};
+
+    /// What the stand-in does after reading our version.
+    #[derive(Clone, Copy)]
+    enum Then {
+        /// version (NETWORK | WITNESS) and verack; then a ping and the headers asked for.
+        Honest,
+        /// version without NODE_WITNESS.
+        NoWitness,
+        /// handshake, then a message announcing a payload over the cap.
+        Oversized,
+        /// handshake, then nothing.
+        Silent,
+    }
+
+    fn stand_in(then: Then) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut r = s.try_clone().unwrap();
+            let send = |s: &mut TcpStream, m: NetworkMessage| {
+                s.write_all(&serialize(&RawNetworkMessage::new(Magic::REGTEST, m)))
+                    .unwrap()
+            };
+            let NetworkMessage::Version(ours) = read_message(&mut r, Magic::REGTEST).unwrap()
+            else {
+                panic!("not a version first")
+            };
+            assert_eq!(ours.version, PROTOCOL_VERSION);
+            assert_eq!(ours.services, ServiceFlags::NONE);
+            assert!(!ours.relay);
+            let services = match then {
+                Then::NoWitness => ServiceFlags::NETWORK,
+                _ => ServiceFlags::NETWORK | ServiceFlags::WITNESS,
+            };
+            let local = s.local_addr().unwrap();
+            let mut v = VersionMessage::new(
+                services,
+                0,
+                Address::new(&local, ServiceFlags::NONE),
+                Address::new(&local, ServiceFlags::NONE),
+                1,
+                "/stand-in/".into(),
+                7,
+            );
+            v.version = PROTOCOL_VERSION;
+            send(&mut s, NetworkMessage::Version(v));
+            send(&mut s, NetworkMessage::Verack);
+            match then {
+                Then::Honest => {
+                    assert_eq!(
+                        read_message(&mut r, Magic::REGTEST).unwrap(),
+                        NetworkMessage::Verack
+                    );
+                    let NetworkMessage::GetHeaders(m) =
+                        read_message(&mut r, Magic::REGTEST).unwrap()
+                    else {
+                        panic!("not a getheaders")
+                    };
+                    send(&mut s, NetworkMessage::Ping(42));
+                    assert_eq!(
+                        read_message(&mut r, Magic::REGTEST).unwrap(),
+                        NetworkMessage::Pong(42)
+                    );
+                    let genesis =
+                        bitcoin::blockdata::constants::genesis_block(bitcoin::Network::Regtest);
+                    assert_eq!(m.locator_hashes, vec![genesis.block_hash()]);
+                    send(&mut s, NetworkMessage::Headers(vec![genesis.header]));
+                }
+                Then::Oversized => {
+                    let mut raw = serialize(&RawNetworkMessage::new(
+                        Magic::REGTEST,
+                        NetworkMessage::Headers(vec![]),
+                    ));
+                    raw[16..20].copy_from_slice(&(MAX_PAYLOAD as u32 + 1).to_le_bytes());
+                    s.write_all(&raw).unwrap();
+                }
+                Then::NoWitness | Then::Silent => {}
+            }
+            // Hold the connection open until the peer hangs up.
+            while read_message(&mut r, Magic::REGTEST).is_ok() {}
+        });
+        addr
+    }
+
+    fn options() -> PeerOptions {
+        PeerOptions {
+            stall: Duration::from_millis(500),
+            ..PeerOptions::new(Magic::REGTEST)
+        }
+    }
+
+    #[test]
+    fn the_handshake_then_headers_with_a_ping_answered_while_waiting() {
+        let mut peer = Peer::connect(&stand_in(Then::Honest), options()).unwrap();
+        assert_eq!(peer.start_height, 7);
+        assert_eq!(peer.user_agent, "/stand-in/");
+        let genesis = bitcoin::blockdata::constants::genesis_block(bitcoin::Network::Regtest);
+        let headers = peer.get_headers(vec![genesis.block_hash()]).unwrap();
+        assert_eq!(headers, vec![genesis.header]);
+    }
+
+    #[test]
+    fn a_peer_without_witness_blocks_is_refused_at_the_handshake() {
+        let err = Peer::connect(&stand_in(Then::NoWitness), options()).unwrap_err();
+        assert_eq!(err.reason(), "protocol", "{err}");
+        assert!(err.to_string().contains("NODE_WITNESS"), "{err}");
+    }
+
+    #[test]
+    fn a_message_over_the_cap_drops_the_peer_as_oversized() {
+        let mut peer = Peer::connect(&stand_in(Then::Oversized), options()).unwrap();
+        let err = peer.get_headers(vec![BlockHash::all_zeros()]).unwrap_err();
+        assert_eq!(err.reason(), "oversized", "{err}");
+    }
+
+    #[test]
+    fn a_peer_that_answers_nothing_is_stalled_within_the_bound() {
+        let mut peer = Peer::connect(&stand_in(Then::Silent), options()).unwrap();
+        let started = Instant::now();
+        let err = peer.get_headers(vec![BlockHash::all_zeros()]).unwrap_err();
+        assert_eq!(err.reason(), "stalled", "{err}");
+        let took = started.elapsed();
+        assert!(
+            took >= Duration::from_millis(450) && took < Duration::from_secs(5),
+            "{took:?}"
+        );
+    }
+}

@@ -1,0 +1,420 @@
+//! The set of peers (`--bitcoin-peer`, repeatable): connecting with back-off,
+//! dropping by reason, and block downloads spread over the connected peers.
+//!
+//! A peer that fails (cannot be reached, breaks the protocol, stalls, sends
+//! something false) is disconnected, its failure counted under its reason
+//! ([`crate::progress::bitcoin_peers::DROP_REASONS`]), and it is tried again after a back-off
+//! that doubles with each failure in a row (1 s up to [`MAX_BACKOFF`]); a
+//! peer that delivers something checked starts afresh.
+//!
+//! A peer whose chain has less work than the best one is not a failure: it
+//! stays connected, is asked for headers at each look (it may catch up),
+//! and is asked for no block its own chain does not hold ([`PeerChain`]:
+//! the caller says which peers may serve a download).
+//!
+//! [`PeerSet::fetch_blocks`] gives each peer that may serve a thread of its
+//! own for the download: each takes heights from one shared queue, keeping up to
+//! [`WINDOW`] blocks in flight, and checks each block as it arrives (on its
+//! own thread, so peers' blocks are hashed in parallel). A peer that fails
+//! mid-download puts the blocks it had in flight back on the queue, for the
+//! others; the download ends when every block came, or fails when no
+//! peer is left.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bitcoin::{Block, BlockHash};
+use log::{debug, info, warn};
+
+use crate::progress::Progress;
+use crate::source::bitcoin::p2p::peer::{Peer, PeerError, PeerOptions};
+use crate::source::SourceError;
+
+/// Blocks in flight per peer (Bitcoin Core serves one per message-loop pass).
+pub const WINDOW: usize = 16;
+
+/// The longest back-off before a failed peer is tried again.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// What a connected peer's last answer to `getheaders` showed of its chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PeerChain {
+    /// Not asked since it connected.
+    Unknown,
+    /// Its chain ends at this block of the best chain then (height, hash):
+    /// it holds the best chain's blocks up to there.
+    On(u64, BlockHash),
+    /// Its chain ends on another branch, with less work than the best one
+    /// (its last header's hash): none of its blocks above the fork is read.
+    Branch(BlockHash),
+}
+
+struct Slot {
+    addr: String,
+    conn: Option<Peer>,
+    /// What its headers showed (reset when it disconnects).
+    chain: PeerChain,
+    /// Failures in a row (the back-off's exponent).
+    failures: u32,
+    /// Not tried again before this.
+    retry_at: Instant,
+}
+
+/// The peers (module docs).
+pub struct PeerSet {
+    slots: Vec<Slot>,
+    options: PeerOptions,
+    progress: Arc<Progress>,
+}
+
+impl PeerSet {
+    pub fn new(addrs: &[String], options: PeerOptions, progress: Arc<Progress>) -> PeerSet {
+        progress.bitcoin.peers.set_addrs(addrs);
+        let now = Instant::now();
+        PeerSet {
+            slots: addrs
+                .iter()
+                .map(|a| Slot {
+                    addr: a.clone(),
+                    conn: None,
+                    chain: PeerChain::Unknown,
+                    failures: 0,
+                    retry_at: now,
+                })
+                .collect(),
+            options,
+            progress,
+        }
+    }
+
+    /// The number of peers given.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Peer `index`'s address.
+    pub fn addr(&self, index: usize) -> &str {
+        &self.slots[index].addr
+    }
+
+    /// Connects every peer that is not connected and whose back-off has
+    /// passed (in parallel: a peer that does not answer costs its connect
+    /// bound once, not once per peer). Returns how many are connected.
+    pub fn connect_due(&mut self) -> usize {
+        let now = Instant::now();
+        let due: Vec<usize> = (0..self.slots.len())
+            .filter(|i| self.slots[*i].conn.is_none() && self.slots[*i].retry_at <= now)
+            .collect();
+        if !due.is_empty() {
+            let options = &self.options;
+            let slots = &self.slots;
+            let results: Vec<(usize, Result<Peer, PeerError>)> = std::thread::scope(|s| {
+                let handles: Vec<_> = due
+                    .iter()
+                    .map(|&i| {
+                        let addr = slots[i].addr.clone();
+                        let options = options.clone();
+                        (i, s.spawn(move || Peer::connect(&addr, options)))
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|(i, h)| {
+                        let r = h.join().unwrap_or_else(|_| {
+                            Err(PeerError::misbehaved(
+                                "other",
+                                "the connecting thread panicked",
+                            ))
+                        });
+                        (i, r)
+                    })
+                    .collect()
+            });
+            for (i, result) in results {
+                match result {
+                    Ok(peer) => {
+                        info!(
+                            "bitcoin peer {} connected ({}, height {})",
+                            self.slots[i].addr, peer.user_agent, peer.start_height
+                        );
+                        self.progress.bitcoin.peers.connected_now(i);
+                        self.slots[i].conn = Some(peer);
+                    }
+                    Err(e) => self.fail(i, &e),
+                }
+            }
+        }
+        self.connected()
+    }
+
+    /// How many peers are connected.
+    pub fn connected(&self) -> usize {
+        self.slots.iter().filter(|s| s.conn.is_some()).count()
+    }
+
+    /// The connected peers' indexes.
+    pub fn connected_indexes(&self) -> Vec<usize> {
+        (0..self.slots.len())
+            .filter(|i| self.slots[*i].conn.is_some())
+            .collect()
+    }
+
+    /// What peer `index`'s headers showed of its chain.
+    pub fn chain(&self, index: usize) -> PeerChain {
+        self.slots
+            .get(index)
+            .map_or(PeerChain::Unknown, |s| s.chain)
+    }
+
+    /// Records what peer `index`'s headers showed of its chain.
+    pub fn set_chain(&mut self, index: usize, chain: PeerChain) {
+        if let Some(s) = self.slots.get_mut(index) {
+            if s.conn.is_some() {
+                s.chain = chain;
+            }
+        }
+    }
+
+    /// Peer `index`'s connection, if it is connected.
+    pub fn peer(&mut self, index: usize) -> Option<&mut Peer> {
+        self.slots.get_mut(index).and_then(|s| s.conn.as_mut())
+    }
+
+    /// Peer `index` delivered something checked: its back-off starts afresh.
+    pub fn succeeded(&mut self, index: usize) {
+        if let Some(s) = self.slots.get_mut(index) {
+            s.failures = 0;
+        }
+    }
+
+    /// Disconnects peer `index` for `error`: counted by reason (a failed
+    /// connect is not a drop), logged, and retried after the back-off.
+    pub fn fail(&mut self, index: usize, error: &PeerError) {
+        let slot = &mut self.slots[index];
+        let was_connected = slot.conn.take().is_some();
+        slot.chain = PeerChain::Unknown;
+        let backoff = Duration::from_secs(1u64 << slot.failures.min(6)).min(MAX_BACKOFF);
+        slot.failures = slot.failures.saturating_add(1);
+        slot.retry_at = Instant::now() + backoff;
+        let why = format!("bitcoin peer {}: {error}", slot.addr);
+        let peers = &self.progress.bitcoin.peers;
+        if was_connected {
+            warn!("{why}; disconnected, tried again in {}s", backoff.as_secs());
+            peers.dropped(index, error.reason(), &why);
+        } else {
+            if slot.failures == 1 {
+                warn!("{why}; tried again in {}s", backoff.as_secs());
+            } else {
+                debug!("{why}; tried again in {}s", backoff.as_secs());
+            }
+            peers.unreachable(index, &why);
+        }
+    }
+
+    /// Asks every connected peer the same thing at once (a thread each, so
+    /// one that stalls costs one bound): each peer's index and answer. The
+    /// caller decides what a failure means ([`PeerSet::fail`]).
+    pub fn ask_all<R: Send>(
+        &mut self,
+        ask: impl Fn(&mut Peer) -> Result<R, PeerError> + Sync,
+    ) -> Vec<(usize, Result<R, PeerError>)> {
+        let mut taken: Vec<(usize, Peer)> = (0..self.slots.len())
+            .filter_map(|i| self.slots[i].conn.take().map(|p| (i, p)))
+            .collect();
+        let answers: Vec<Result<R, PeerError>> = if taken.len() == 1 {
+            vec![ask(&mut taken[0].1)]
+        } else {
+            let ask = &ask;
+            std::thread::scope(|s| {
+                let handles: Vec<_> = taken
+                    .iter_mut()
+                    .map(|(_, peer)| s.spawn(move || ask(peer)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| {
+                            Err(PeerError::misbehaved("other", "the asking thread panicked"))
+                        })
+                    })
+                    .collect()
+            })
+        };
+        taken
+            .into_iter()
+            .zip(answers)
+            .map(|((i, peer), answer)| {
+                self.slots[i].conn = Some(peer);
+                (i, answer)
+            })
+            .collect()
+    }
+
+    /// The blocks `wanted` (height, hash) from the peers `serving` (those
+    /// whose chain holds them all: the caller knows the best chain), each
+    /// passed through `check` (which names what is wrong with a block that
+    /// does not match its header), in the order asked. Fails when none of
+    /// them is left with blocks still missing.
+    pub fn fetch_blocks<T: Send>(
+        &mut self,
+        wanted: &[(u64, BlockHash)],
+        serving: &[usize],
+        check: &(dyn Fn(u64, &BlockHash, Block) -> Result<T, String> + Sync),
+    ) -> Result<Vec<T>, SourceError> {
+        let results: Mutex<Vec<Option<T>>> = Mutex::new((0..wanted.len()).map(|_| None).collect());
+        let queue: Mutex<VecDeque<usize>> = Mutex::new((0..wanted.len()).collect());
+        loop {
+            if queue.lock().map(|q| q.is_empty()).unwrap_or(true) {
+                break;
+            }
+            let workers: Vec<(usize, Peer)> = self
+                .slots
+                .iter_mut()
+                .enumerate()
+                .filter(|(i, _)| serving.contains(i))
+                .filter_map(|(i, s)| s.conn.take().map(|p| (i, p)))
+                .collect();
+            if workers.is_empty() {
+                return Err(self.none_usable());
+            }
+            let outcomes: Vec<(usize, Peer, u64, Option<PeerError>)> = std::thread::scope(|s| {
+                let handles: Vec<_> = workers
+                    .into_iter()
+                    .map(|(i, mut peer)| {
+                        let (queue, results) = (&queue, &results);
+                        s.spawn(move || {
+                            let (n, err) = download(&mut peer, wanted, queue, results, check);
+                            (i, peer, n, err)
+                        })
+                    })
+                    .collect();
+                handles.into_iter().filter_map(|h| h.join().ok()).collect()
+            });
+            for (i, peer, fetched, err) in outcomes {
+                self.slots[i].conn = Some(peer);
+                if fetched > 0 {
+                    self.progress.bitcoin.peers.fetched(i, fetched);
+                }
+                match err {
+                    Some(e) => self.fail(i, &e),
+                    None if fetched > 0 => self.succeeded(i),
+                    None => {}
+                }
+            }
+        }
+        let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
+        results
+            .into_iter()
+            .map(|r| {
+                r.ok_or_else(|| SourceError::bad_answer("a block asked of the peers is missing"))
+            })
+            .collect()
+    }
+
+    /// The error when no peer can be asked: why each is not usable.
+    pub fn none_usable(&self) -> SourceError {
+        let detail = self
+            .progress
+            .bitcoin
+            .peers
+            .snapshot()
+            .into_iter()
+            .filter_map(|p| p.problem)
+            .collect::<Vec<_>>()
+            .join("; ");
+        SourceError::unreachable(
+            if self.connected() == 0 {
+                "no Bitcoin peer is reachable"
+            } else {
+                "no Bitcoin peer connected holds the best chain's blocks asked"
+            },
+            if detail.is_empty() {
+                "none is connected on the best chain".to_string()
+            } else {
+                detail
+            },
+        )
+    }
+}
+
+/// One peer's share of a download (see [`PeerSet::fetch_blocks`]): how many
+/// blocks it delivered, and why it stopped early, if it did.
+fn download<T>(
+    peer: &mut Peer,
+    wanted: &[(u64, BlockHash)],
+    queue: &Mutex<VecDeque<usize>>,
+    results: &Mutex<Vec<Option<T>>>,
+    check: &(dyn Fn(u64, &BlockHash, Block) -> Result<T, String> + Sync),
+) -> (u64, Option<PeerError>) {
+    let mut in_flight: VecDeque<usize> = VecDeque::with_capacity(WINDOW);
+    let mut fetched = 0;
+    let give_back = |in_flight: &mut VecDeque<usize>| {
+        if let Ok(mut q) = queue.lock() {
+            for i in in_flight.drain(..).rev() {
+                q.push_front(i);
+            }
+        }
+    };
+    loop {
+        let mut ask = Vec::new();
+        if let Ok(mut q) = queue.lock() {
+            while in_flight.len() < WINDOW {
+                match q.pop_front() {
+                    Some(i) => {
+                        in_flight.push_back(i);
+                        ask.push(wanted[i].1);
+                    }
+                    None => break,
+                }
+            }
+        }
+        if !ask.is_empty() {
+            if let Err(e) = peer.request_blocks(&ask) {
+                give_back(&mut in_flight);
+                return (fetched, Some(e));
+            }
+        }
+        if in_flight.is_empty() {
+            return (fetched, None);
+        }
+        crate::os::give_way();
+        let block = match peer.next_block() {
+            Ok(b) => b,
+            Err(e) => {
+                give_back(&mut in_flight);
+                return (fetched, Some(e));
+            }
+        };
+        let hash = block.block_hash();
+        let Some(pos) = in_flight.iter().position(|i| wanted[*i].1 == hash) else {
+            give_back(&mut in_flight);
+            return (
+                fetched,
+                Some(PeerError::misbehaved(
+                    "protocol",
+                    format!("it sent block {hash}, which was not asked for"),
+                )),
+            );
+        };
+        let i = in_flight.remove(pos).unwrap_or(pos);
+        let (height, expected) = wanted[i];
+        match check(height, &expected, block) {
+            Ok(checked) => {
+                if let Ok(mut r) = results.lock() {
+                    r[i] = Some(checked);
+                }
+                fetched += 1;
+            }
+            Err(why) => {
+                in_flight.push_front(i);
+                give_back(&mut in_flight);
+                return (fetched, Some(PeerError::misbehaved("bad_block", why)));
+            }
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! A follower's P2P DA source built from its settings: the peers, the
+//! header chain stored in the ledger, the scanner, and bitcoind's RPC
+//! beside the peers when `--bitcoin-rpc` is given too.
+
+use std::sync::Arc;
+
+use crate::headers::HeaderTree;
+use crate::ledger::Ledger;
+use crate::progress::Progress;
+use crate::source::bitcoin::config::BitcoinConfig;
+use crate::source::bitcoin::p2p::bitcoind::RpcSide;
+use crate::source::bitcoin::p2p::da::PeersDa;
+use crate::source::bitcoin::p2p::peer::PeerOptions;
+use crate::source::bitcoin::p2p::peers::PeerSet;
+use crate::source::bitcoin::rpc::client::BitcoinRpc;
+use crate::source::bitcoin::rpc::client::RpcOptions;
+use crate::source::bitcoin::rpc::da::ChainCheckError;
+use crate::source::bitcoin::scan::BitcoinDaConfig;
+use crate::stop::Stop;
+
+impl PeersDa {
+    /// The source, and what it reads as a phrase for the node's start-up
+    /// line; a sentence when it cannot be used (a bitcoind beside the peers
+    /// on another network, another chain's headers in the ledger).
+    pub fn start(
+        b: &BitcoinConfig,
+        ledger: &Arc<Ledger>,
+        progress: &Arc<Progress>,
+        stop: &Arc<Stop>,
+    ) -> Result<(PeersDa, String), String> {
+        let magic = bitcoin::p2p::Magic::from(b.chain.network());
+        let peers = PeerSet::new(&b.peers, PeerOptions::new(magic), progress.clone());
+        let chain = HeaderTree::open(b.chain, ledger.clone(), 0).map_err(|e| e.to_string())?;
+        // bitcoind's RPC beside the peers: one more source.
+        let rpc_side = match &b.url {
+            None => None,
+            Some(url) => {
+                let rpc = BitcoinRpc::new(url, b.credentials.clone(), RpcOptions::default());
+                let mut side =
+                    RpcSide::new(Arc::new(rpc), progress.clone()).with_stop(stop.clone());
+                match side.check_network(b.chain) {
+                    Ok(()) => {}
+                    Err(ChainCheckError::OtherChain(why)) => return Err(why),
+                    // Logged and shown in /health; checked again at its
+                    // first answer.
+                    Err(ChainCheckError::Unreachable(_)) => {}
+                }
+                Some(side)
+            }
+        };
+        let rpc_named = match &b.url {
+            Some(url) => format!(" and bitcoind {url}"),
+            None => String::new(),
+        };
+        let what = format!(
+            "Bitcoin {} from peers {}{rpc_named} (DA, {} confirmations, header tip {} at height \
+             {}, sequencer DA key {}, prover DA key {})",
+            b.chain.name(),
+            b.peers.join(", "),
+            b.finality_depth,
+            chain.tip().hash,
+            chain.tip().height,
+            b.sequencer_key,
+            b.prover_key
+        );
+        let da = PeersDa::new(
+            peers,
+            chain,
+            BitcoinDaConfig {
+                finality_depth: b.finality_depth,
+                ..BitcoinDaConfig::new(b.sequencer_key, b.prover_key)
+            },
+            progress.clone(),
+        )
+        .with_chunks_in(ledger.clone());
+        let da = match rpc_side {
+            Some(side) => da.with_rpc(side),
+            None => da,
+        };
+        Ok((da, what))
+    }
+}

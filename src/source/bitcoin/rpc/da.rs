@@ -1,0 +1,388 @@
+//! Bitcoin as a [`DaSource`]: the DA slots a follower scans, read from
+//! Bitcoin Core itself (`--bitcoin-rpc`).
+//!
+//! Nothing about the chain is taken on bitcoind's word. At start bitcoind
+//! must be on `--bitcoin-chain`'s network. Its headers are read first
+//! (`getblockhash`, then batched `getblockheader HASH false`, from where
+//! its chain meets the one stored) and checked by Bitcoin Core's rules into
+//! the ledger's header chain ([`crate::headers::HeaderTree`]), which
+//! follows the most work; only a chain with the network's minimum
+//! chainwork is scanned.
+//!
+//! Each slot is one block of that header chain with at least the finality
+//! depth of confirmations (`--bitcoin-finality-depth`, Citrea's 30: up to
+//! the header tip - 29), asked of bitcoind by its hash. Blocks are read raw
+//! and checked
+//! ([`crate::source::bitcoin::rpc::reader`]: hashes, Merkle roots and wtxids recomputed), keeping
+//! only the transactions whose raw wtxid starts with one of Citrea's
+//! prefixes, and scanned for Citrea's commitments and proofs as Citrea
+//! v0.6.2's full node does ([`crate::source::bitcoin::scan`], shared with the P2P source):
+//! chunked proofs are put together from the chunks found in scanned blocks,
+//! so bitcoind needs no `-txindex`. The decompressed bytes of a proof are a
+//! risc0 receipt, and its journal is the proof's output. The sync thread
+//! then checks each proof against the stored chain and its receipt against
+//! the network's image, as for any source.
+//!
+//! A transaction that looks like ours but is not taken is skipped: one WARN
+//! naming its txid, counted in `/metrics` by reason
+//! ([`crate::progress::REFUSAL_REASONS`]).
+//!
+//! The source also serves the blocks soft confirmations point at
+//! ([`DaSource::anchors`]), cached per height once final, and the chain's
+//! hash at a height ([`DaSource::block_hash`]) for the deep-reorg check.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bitcoin::hashes::Hash as _;
+use log::debug;
+
+use crate::headers::HeaderTree;
+use crate::progress::{BitcoinProgress, Progress};
+use crate::source::bitcoin::block::DaBlock;
+use crate::source::bitcoin::inscription::Namespace;
+use crate::source::bitcoin::rpc::client::{BitcoinRpc, RpcError};
+use crate::source::bitcoin::rpc::headers::{self, other_network, HeaderSyncError};
+use crate::source::bitcoin::rpc::reader::{BlockReader, ReadError, ReaderOptions};
+use crate::source::bitcoin::scan::{AnchorCache, BitcoinDaConfig, ScanPace, SlotScanner};
+use crate::source::{DaAnchor, DaSource, SourceError};
+use crate::stop::Stop;
+use crate::types::{DaSlot, Hash};
+
+/// The DA side of a follower, read from Bitcoin Core (see the module docs).
+pub struct BitcoinDa {
+    rpc: Arc<BitcoinRpc>,
+    config: BitcoinDaConfig,
+    progress: Arc<Progress>,
+    /// Final blocks' anchors by height.
+    anchors: AnchorCache,
+    /// The last `getblockcount` answer.
+    tip: u64,
+    /// The scan's pace ([`MAX_SCAN_RATE`]).
+    pace: ScanPace,
+    /// Blocks into slots, chunks remembered.
+    scanner: SlotScanner,
+    /// The verified header chain the scan follows.
+    headers: HeaderTree,
+    /// Whether bitcoind was found on the header chain's network.
+    chain_checked: bool,
+    /// A long header sync ends early once this is set.
+    stop: Arc<Stop>,
+}
+
+/// Why bitcoind's network could not be confirmed.
+#[derive(Debug)]
+pub enum ChainCheckError {
+    /// bitcoind is on another network: a sentence that says so.
+    OtherChain(String),
+    /// bitcoind could not be asked.
+    Unreachable(SourceError),
+}
+
+impl std::fmt::Display for ChainCheckError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ChainCheckError::OtherChain(s) => f.write_str(s),
+            ChainCheckError::Unreachable(e) => e.fmt(f),
+        }
+    }
+}
+
+impl BitcoinDa {
+    /// The DA source over `rpc`, following `headers` (opened on the
+    /// ledger, or in memory in tests).
+    pub fn new(
+        rpc: Arc<BitcoinRpc>,
+        config: BitcoinDaConfig,
+        progress: Arc<Progress>,
+        headers: HeaderTree,
+    ) -> Self {
+        let _ = progress.bitcoin.url.set(rpc.url().to_string());
+        progress.bitcoin.headers.note(&headers);
+        BitcoinDa {
+            headers,
+            chain_checked: false,
+            stop: Arc::new(Stop::new()),
+            rpc,
+            scanner: SlotScanner::new(config.clone(), progress.clone()),
+            config: BitcoinDaConfig {
+                finality_depth: config.finality_depth.max(1),
+                ..config
+            },
+            progress,
+            anchors: AnchorCache::default(),
+            tip: 0,
+            pace: ScanPace::new(),
+        }
+    }
+
+    /// Proof chunks found on applied slots are read back from `ledger`
+    /// (see [`crate::source::bitcoin::scan`]).
+    pub fn with_chunks_in(mut self, ledger: Arc<crate::ledger::Ledger>) -> Self {
+        self.scanner.set_ledger(ledger);
+        self
+    }
+
+    /// Ends a long header sync early once `stop` is set.
+    pub fn with_stop(mut self, stop: Arc<Stop>) -> Self {
+        self.stop = stop;
+        self
+    }
+
+    /// The verified header chain.
+    pub fn headers(&self) -> &HeaderTree {
+        &self.headers
+    }
+
+    /// Asks bitcoind which network it is on (`getblockchaininfo`): it
+    /// must be the header chain's.
+    pub fn check_chain(&mut self) -> Result<(), ChainCheckError> {
+        let other = match other_network(&self.rpc, self.headers.chain()) {
+            Ok(o) => o,
+            Err(e) => return Err(ChainCheckError::Unreachable(self.rpc_error(e))),
+        };
+        self.status().answered();
+        if let Some(sentence) = other {
+            self.status().failed(&sentence);
+            return Err(ChainCheckError::OtherChain(sentence));
+        }
+        self.chain_checked = true;
+        Ok(())
+    }
+
+    /// Reads bitcoind's headers the header chain lacks, from where the two
+    /// chains meet up to bitcoind's tip, checks them by Bitcoin Core's rules
+    /// and stores them; the headers added.
+    pub fn sync_headers(&mut self) -> Result<u64, SourceError> {
+        if !self.chain_checked {
+            match self.check_chain() {
+                Ok(()) => {}
+                Err(ChainCheckError::Unreachable(e)) => return Err(e),
+                Err(ChainCheckError::OtherChain(s)) => return Err(SourceError::bad_answer(s)),
+            }
+        }
+        let count = self.block_count()?;
+        let progress = self.progress.clone();
+        let result =
+            headers::sync_headers(&self.rpc, count, &mut self.headers, &self.stop, |chain| {
+                progress.bitcoin.answered();
+                progress.bitcoin.headers.note(chain);
+            });
+        let added = match result {
+            Ok(sync) => sync.added,
+            Err(HeaderSyncError::Rpc(e)) => return Err(self.rpc_error(e)),
+            Err(HeaderSyncError::Answer(s)) => {
+                let err = SourceError::bad_answer(s);
+                self.status().failed(&err.to_string());
+                return Err(err);
+            }
+            Err(HeaderSyncError::Rule(e)) => {
+                let err = SourceError::unreadable(
+                    format!(
+                        "bitcoind at {} sent a header that breaks Bitcoin's rules",
+                        self.rpc.url()
+                    ),
+                    &e,
+                );
+                self.status().failed(&err.to_string());
+                return Err(err);
+            }
+            Err(HeaderSyncError::Store(e)) => {
+                return Err(SourceError::unreadable(
+                    "the Bitcoin headers cannot be stored",
+                    e,
+                ))
+            }
+        };
+        if added > 0 {
+            debug!(
+                "bitcoin headers: {added} verified, best {} at height {}",
+                self.headers.tip().hash,
+                self.headers.tip().height
+            );
+        }
+        Ok(added)
+    }
+
+    /// The best chain's hashes at `from..=to` (all held: `to` is at most
+    /// the tip).
+    fn chain_hashes(&self, from: u64, to: u64) -> Result<Vec<bitcoin::BlockHash>, SourceError> {
+        let mut out = Vec::with_capacity((to + 1 - from) as usize);
+        for h in from..=to {
+            match self.headers.hash_at(h) {
+                Ok(Some(hash)) => out.push(hash),
+                Ok(None) => {
+                    return Err(SourceError::bad_answer(format!(
+                        "the Bitcoin header chain has no block at height {h} (its tip is {})",
+                        self.headers.tip().height
+                    )))
+                }
+                Err(e) => {
+                    return Err(SourceError::unreadable(
+                        "the stored Bitcoin headers cannot be read",
+                        e,
+                    ))
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn status(&self) -> &BitcoinProgress {
+        &self.progress.bitcoin
+    }
+
+    /// The newest final height for a tip.
+    fn final_height(&self, tip: u64) -> u64 {
+        tip.saturating_sub(self.config.finality_depth - 1)
+    }
+
+    fn reader(&self, filtered: bool) -> BlockReader<'_> {
+        BlockReader::new(
+            &self.rpc,
+            ReaderOptions {
+                batch: self.config.batch,
+                in_flight: self.config.in_flight,
+                wtxid_prefixes: filtered.then(|| {
+                    vec![
+                        Namespace::BatchProof.prefix().to_vec(),
+                        Namespace::LightClient.prefix().to_vec(),
+                    ]
+                }),
+            },
+        )
+    }
+
+    /// `getblockcount`, noting whether bitcoind answered.
+    fn block_count(&mut self) -> Result<u64, SourceError> {
+        let count = self.rpc.get_block_count().map_err(|e| self.rpc_error(e))?;
+        self.status().answered();
+        // A restarted bitcoind may count fewer blocks for a moment (it
+        // reconnects blocks while it loads): nothing to do but ask again.
+        if count < self.tip {
+            debug!("bitcoind now counts {count} blocks, {} before", self.tip);
+        }
+        self.tip = count;
+        Ok(count)
+    }
+
+    fn rpc_error(&self, e: RpcError) -> SourceError {
+        let what = format!("bitcoind at {}", self.rpc.url());
+        let err = match &e {
+            RpcError::Refused { code, .. } if !e.is_warming_up() => {
+                SourceError::refused(*code, format!("{what} refused a call"), Some(e.to_string()))
+            }
+            RpcError::BadAnswer { .. } | RpcError::TooLarge { .. } => {
+                SourceError::unreadable(format!("{what} sent an answer we cannot read"), &e)
+            }
+            _ => SourceError::unreachable(format!("{what} cannot be asked"), &e),
+        };
+        self.status().failed(&err.to_string());
+        err
+    }
+
+    fn read_error(&self, e: ReadError) -> SourceError {
+        match e {
+            ReadError::Rpc(e) => self.rpc_error(e),
+            other => {
+                self.status().answered();
+                SourceError::unreadable(
+                    format!("bitcoind at {} sent a block we refuse", self.rpc.url()),
+                    other,
+                )
+            }
+        }
+    }
+
+    fn remember(&mut self, block: &DaBlock) {
+        let final_height = self.final_height(self.headers.tip().height);
+        self.anchors.remember(block, final_height);
+    }
+}
+
+impl DaSource for BitcoinDa {
+    fn last_scanned(&mut self) -> Result<u64, SourceError> {
+        self.sync_headers()?;
+        if !self.headers.meets_min_chainwork() {
+            let why = format!(
+                "the best Bitcoin header chain (height {}) has less work than {}'s minimum \
+                 chainwork: nothing is scanned until it has it",
+                self.headers.tip().height,
+                self.headers.chain()
+            );
+            debug!("{why}");
+            return Ok(0);
+        }
+        Ok(self.final_height(self.headers.tip().height))
+    }
+
+    fn slot(&mut self, number: u64) -> Result<DaSlot, SourceError> {
+        let mut slots = self.slots(number, number)?;
+        slots
+            .pop()
+            .ok_or_else(|| SourceError::bad_answer("bitcoind read no block"))
+    }
+
+    fn slots(&mut self, from: u64, to: u64) -> Result<Vec<DaSlot>, SourceError> {
+        let hashes = self.chain_hashes(from, to)?;
+        let blocks = self
+            .reader(true)
+            .read_hashes(from, &hashes)
+            .map_err(|e| self.read_error(e))?;
+        self.status().answered();
+        let mut slots = Vec::with_capacity(blocks.len());
+        for block in &blocks {
+            self.remember(block);
+            slots.push(self.scanner.slot_of(block));
+        }
+        self.pace.keep(blocks.len() as u64);
+        Ok(slots)
+    }
+
+    fn anchors(&mut self, heights: &[u64]) -> Result<Option<Vec<Option<DaAnchor>>>, SourceError> {
+        let missing: Vec<u64> = heights
+            .iter()
+            .copied()
+            .filter(|h| !self.anchors.has(*h))
+            .collect();
+        let mut fresh = BTreeMap::new();
+        if !missing.is_empty() {
+            // Named blocks beyond the header tip wait for the next look at
+            // the chain ([`DaSource::last_scanned`], each pass): the chain
+            // moves only there, where the sync checks the last scanned slot
+            // against it before anything is scanned.
+            let tip = self.headers.tip().height;
+            // Consecutive runs (a chunk of soft confirmations names a few
+            // neighbouring blocks), each read in one go.
+            let mut runs: Vec<(u64, u64)> = Vec::new();
+            for h in missing.into_iter().filter(|h| *h <= tip) {
+                match runs.last_mut() {
+                    Some((_, end)) if h <= *end + 8 => *end = h,
+                    _ => runs.push((h, h)),
+                }
+            }
+            for (from, to) in runs {
+                let hashes = self.chain_hashes(from, to)?;
+                let blocks = self
+                    .reader(false)
+                    .read_hashes(from, &hashes)
+                    .map_err(|e| self.read_error(e))?;
+                for block in &blocks {
+                    self.remember(block);
+                    fresh.insert(block.height, AnchorCache::anchor_of(block));
+                }
+            }
+        }
+        Ok(Some(self.anchors.answer(heights, &fresh)))
+    }
+
+    /// The best header chain's block at `number` as of the last look at
+    /// bitcoind's chain ([`DaSource::last_scanned`], which the sync calls
+    /// just before, so a reorg bitcoind made shows here).
+    fn block_hash(&mut self, number: u64) -> Result<Option<Hash>, SourceError> {
+        self.headers
+            .hash_at(number)
+            .map(|h| h.map(|h| h.to_byte_array()))
+            .map_err(|e| SourceError::unreadable("the stored Bitcoin headers cannot be read", e))
+    }
+}
