@@ -72,7 +72,7 @@ fn all_hex(digits: &[u8]) -> Result<(), HexError> {
 }
 
 /// Decodes hex digit pairs into `out` (as long as `digits` is twice `out`).
-fn decode_into(digits: &[u8], out: &mut [u8]) -> Result<(), HexError> {
+pub fn decode_into(digits: &[u8], out: &mut [u8]) -> Result<(), HexError> {
     let mut bad = 0u8;
     for (pair, byte) in digits.chunks_exact(2).zip(out.iter_mut()) {
         let (hi, lo) = (HEX_VALUE[pair[0] as usize], HEX_VALUE[pair[1] as usize]);

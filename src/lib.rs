@@ -96,7 +96,7 @@
 //!   devnet's `dev_revert` / `dev_reset`).
 //! - [`logs`]: log lines on stderr, as text or JSON (`--log-format`).
 //! - [`stop`], [`signals`]: stopping cleanly on Ctrl-C and SIGTERM; [`os`]: thread priority;
-//!   [`memory`]: handing the heap back after catch-up.
+//!   [`memory`]: handing the heap back after catch-up; [`clock`]: dates from Unix time.
 pub mod chain_rules;
 pub mod cmd;
 pub mod config;
@@ -106,6 +106,7 @@ pub mod health;
 pub mod hexstr;
 
 pub mod checks;
+pub mod clock;
 pub mod jsonl;
 pub mod ledger;
 pub mod logs;

@@ -133,42 +133,17 @@ pub fn for_each_header(
     Ok(())
 }
 
-/// Hex digit values (0xff: not a hex digit).
-const HEX: [u8; 256] = {
-    let mut t = [0xffu8; 256];
-    let mut i = 0;
-    while i < 10 {
-        t[b'0' as usize + i] = i as u8;
-        i += 1;
-    }
-    let mut i = 0;
-    while i < 6 {
-        t[b'a' as usize + i] = 10 + i as u8;
-        t[b'A' as usize + i] = 10 + i as u8;
-        i += 1;
-    }
-    t
-};
-
 /// One header's 160 hex digits into its 80 bytes.
 fn decode_hex_80(line: &[u8], out: &mut [u8; 80]) -> Result<(), String> {
     if line.len() != 160 {
         return Err(format!("it has {} characters", line.len()));
     }
-    let mut bad = 0u8;
-    for (o, pair) in out.iter_mut().zip(line.chunks_exact(2)) {
-        let (hi, lo) = (HEX[pair[0] as usize], HEX[pair[1] as usize]);
-        bad |= hi | lo;
-        *o = (hi << 4) | (lo & 0x0f);
-    }
-    if bad & 0xf0 != 0 {
-        let at = line
-            .iter()
-            .position(|c| HEX[*c as usize] == 0xff)
-            .unwrap_or(0);
-        return Err(format!("character {} is not a hex digit", at + 1));
-    }
-    Ok(())
+    crate::hexstr::decode_into(line, out).map_err(|e| match e {
+        crate::hexstr::HexError::NotHex { at, .. } => {
+            format!("character {} is not a hex digit", at + 1)
+        }
+        other => other.to_string(),
+    })
 }
 
 /// A header from its 80 bytes as Bitcoin encodes them.

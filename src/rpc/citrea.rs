@@ -24,23 +24,12 @@
 //! only when asked (`--dev-block-ms 0`) expects none, and passes.
 
 use super::error::RpcError;
-use super::params::{Params, Slot};
+use super::params::{Params, Slot, HASH, HEIGHT};
 use crate::ledger::{Frontier, FrontierMark, FrontierRead, LedgerRead, LedgerReader};
 use crate::progress::{unix_ms, Progress};
 use crate::wire;
 
-const L1_HEIGHT: Slot = Slot {
-    position: 0,
-    name: "l1_height",
-};
-const HEIGHT: Slot = Slot {
-    position: 0,
-    name: "height",
-};
-const HASH: Slot = Slot {
-    position: 0,
-    name: "hash",
-};
+const L1_HEIGHT: Slot = Slot::at(0, "l1_height");
 
 /// Below this head height `health_check` passes without looking (Citrea's
 /// `BLOCK_NUM_THRESHOLD`).

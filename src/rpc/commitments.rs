@@ -1,19 +1,10 @@
 //! Sequencer commitments on a DA slot: by slot number (7) and by slot hash (8).
 
 use super::error::RpcError;
-use super::params::{Params, Slot};
+use super::params::{Params, HASH, HEIGHT};
 use crate::ledger::{LedgerRead, LedgerReader};
 use crate::types::Hash;
 use crate::wire;
-
-const HEIGHT: Slot = Slot {
-    position: 0,
-    name: "height",
-};
-const HASH: Slot = Slot {
-    position: 0,
-    name: "hash",
-};
 
 /// A commitments query, parsed from the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

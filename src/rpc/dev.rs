@@ -33,18 +33,14 @@ pub fn is_dev_method(method: &str) -> bool {
     NAMES.contains(&method)
 }
 
-const fn first(name: &'static str) -> Slot {
-    Slot { position: 0, name }
-}
-
-const BLOCKS: Slot = first("blocks");
-const MS: Slot = first("ms");
-const COMMITMENTS: Slot = first("commitments");
-const TX: Slot = first("tx");
-const DEPOSIT: Slot = first("deposit");
-const TIMESTAMP: Slot = first("timestamp");
-const RATE: Slot = first("rate");
-const ID: Slot = first("id");
+const BLOCKS: Slot = Slot::at(0, "blocks");
+const MS: Slot = Slot::at(0, "ms");
+const COMMITMENTS: Slot = Slot::at(0, "commitments");
+const TX: Slot = Slot::at(0, "tx");
+const DEPOSIT: Slot = Slot::at(0, "deposit");
+const TIMESTAMP: Slot = Slot::at(0, "timestamp");
+const RATE: Slot = Slot::at(0, "rate");
+const ID: Slot = Slot::at(0, "id");
 
 fn blob_error(name: &str, raw: &str, why: &str) -> RpcError {
     RpcError::invalid_params(format!(

@@ -34,6 +34,17 @@ pub struct Slot {
     pub name: &'static str,
 }
 
+impl Slot {
+    /// The parameter at `position` in an array, or named `name` in an object.
+    pub const fn at(position: usize, name: &'static str) -> Slot {
+        Slot { position, name }
+    }
+}
+
+/// The parameters several methods share.
+pub const HEIGHT: Slot = Slot::at(0, "height");
+pub const HASH: Slot = Slot::at(0, "hash");
+
 impl<'a> Params<'a> {
     /// The parameter at `slot`, if given.
     pub fn get(&self, slot: Slot) -> Option<&'a RawValue> {
@@ -268,14 +279,8 @@ mod tests {
 
     #[test]
     fn by_position_or_name() {
-        const START: Slot = Slot {
-            position: 0,
-            name: "start",
-        };
-        const END: Slot = Slot {
-            position: 1,
-            name: "end",
-        };
+        const START: Slot = Slot::at(0, "start");
+        const END: Slot = Slot::at(1, "end");
         let arr: Vec<&RawValue> = serde_json::from_str("[1, \"0x2\", 99]").expect("json");
         let p = Params::Array(arr);
         assert_eq!(p.height(START), Ok(1));

@@ -1,15 +1,10 @@
 //! Verified batch proofs: by DA slot height (11) and the last one (12).
 
 use super::error::RpcError;
-use super::params::{Params, Slot};
+use super::params::{Params, HEIGHT};
 use crate::ledger::{LedgerRead, LedgerReader};
 use crate::wire;
 use crate::wire::WireShape;
-
-const HEIGHT: Slot = Slot {
-    position: 0,
-    name: "height",
-};
 
 /// A proof query, parsed from the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,28 +2,15 @@
 //! head (9) and head height (10).
 
 use super::error::RpcError;
-use super::params::{Params, Slot};
+use super::params::{Params, Slot, HASH};
 use super::RpcConfig;
 use crate::ledger::{LedgerRead, LedgerReader};
 use crate::wire;
 use crate::wire::WireShape;
 
-const NUMBER: Slot = Slot {
-    position: 0,
-    name: "number",
-};
-const HASH: Slot = Slot {
-    position: 0,
-    name: "hash",
-};
-const START: Slot = Slot {
-    position: 0,
-    name: "start",
-};
-const END: Slot = Slot {
-    position: 1,
-    name: "end",
-};
+const NUMBER: Slot = Slot::at(0, "number");
+const START: Slot = Slot::at(0, "start");
+const END: Slot = Slot::at(1, "end");
 
 /// A soft-confirmation query, parsed from the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -68,31 +68,20 @@ impl DateCache {
 }
 
 fn http_date(secs: u64) -> String {
-    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Civil from days (H. Hinnant).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    let t = crate::clock::Utc::from_unix(secs);
     format!(
         "{}, {:02} {} {} {:02}:{:02}:{:02} GMT",
-        DAYS[(days % 7) as usize],
-        d,
-        MONTHS[(m - 1) as usize],
-        y,
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
+        DAYS[t.weekday],
+        t.day,
+        MONTHS[(t.month - 1) as usize],
+        t.year,
+        t.hour,
+        t.minute,
+        t.second
     )
 }
 

@@ -251,52 +251,67 @@ pub fn write_list<T>(
     write_separated(out, (b'[', b']'), items, write_item);
 }
 
-fn hex_list(out: &mut Vec<u8>, items: &[Vec<u8>]) {
-    write_list(out, items, |out, item| write_hex(out, item));
+/// A JSON object written field by field, one call a field:
+/// `Obj::open(out).u64("a", 1).hex("b", &h).close()` writes `{"a":1,"b":"0x.."}`
+/// (keys are trusted ASCII literals, written without escaping).
+pub struct Obj<'o> {
+    out: &'o mut Vec<u8>,
+    first: bool,
+}
+
+impl<'o> Obj<'o> {
+    pub fn open(out: &'o mut Vec<u8>) -> Obj<'o> {
+        out.push(b'{');
+        Obj { out, first: true }
+    }
+
+    /// A field written by `write_value`.
+    pub fn with(mut self, k: &str, write_value: impl FnOnce(&mut Vec<u8>)) -> Obj<'o> {
+        if !self.first {
+            self.out.push(b',');
+        }
+        self.first = false;
+        key(self.out, k);
+        write_value(self.out);
+        self
+    }
+
+    pub fn u64(self, k: &str, n: u64) -> Obj<'o> {
+        self.with(k, |out| write_u64(out, n))
+    }
+
+    pub fn hex(self, k: &str, bytes: &[u8]) -> Obj<'o> {
+        self.with(k, |out| write_hex(out, bytes))
+    }
+
+    pub fn hex_list(self, k: &str, items: &[Vec<u8>]) -> Obj<'o> {
+        self.with(k, |out| {
+            write_list(out, items, |out, item| write_hex(out, item))
+        })
+    }
+
+    pub fn close(self) {
+        self.out.push(b'}');
+    }
 }
 
 /// Writes a soft confirmation object (fields in the spec's order).
 pub fn write_soft_confirmation(out: &mut Vec<u8>, sc: &SoftConfirmation) {
-    out.push(b'{');
-    key(out, "l2Height");
-    write_u64(out, sc.l2_height);
-    out.push(b',');
-    key(out, "daSlotHeight");
-    write_u64(out, sc.da_slot_height);
-    out.push(b',');
-    key(out, "daSlotHash");
-    write_hex(out, &sc.da_slot_hash);
-    out.push(b',');
-    key(out, "daSlotTxsCommitment");
-    write_hex(out, &sc.da_slot_txs_commitment);
-    out.push(b',');
-    key(out, "hash");
-    write_hex(out, &sc.hash);
-    out.push(b',');
-    key(out, "prevHash");
-    write_hex(out, &sc.prev_hash);
-    out.push(b',');
-    key(out, "txs");
-    hex_list(out, &sc.txs);
-    out.push(b',');
-    key(out, "stateRoot");
-    write_hex(out, &sc.state_root);
-    out.push(b',');
-    key(out, "softConfirmationSignature");
-    write_hex(out, &sc.signature);
-    out.push(b',');
-    key(out, "pubKey");
-    write_hex(out, &sc.pub_key);
-    out.push(b',');
-    key(out, "depositData");
-    hex_list(out, &sc.deposit_data);
-    out.push(b',');
-    key(out, "l1FeeRate");
-    write_u128(out, sc.l1_fee_rate);
-    out.push(b',');
-    key(out, "timestamp");
-    write_u64(out, sc.timestamp);
-    out.push(b'}');
+    Obj::open(out)
+        .u64("l2Height", sc.l2_height)
+        .u64("daSlotHeight", sc.da_slot_height)
+        .hex("daSlotHash", &sc.da_slot_hash)
+        .hex("daSlotTxsCommitment", &sc.da_slot_txs_commitment)
+        .hex("hash", &sc.hash)
+        .hex("prevHash", &sc.prev_hash)
+        .hex_list("txs", &sc.txs)
+        .hex("stateRoot", &sc.state_root)
+        .hex("softConfirmationSignature", &sc.signature)
+        .hex("pubKey", &sc.pub_key)
+        .hex_list("depositData", &sc.deposit_data)
+        .with("l1FeeRate", |out| write_u128(out, sc.l1_fee_rate))
+        .u64("timestamp", sc.timestamp)
+        .close();
 }
 
 /// Writes a soft confirmation, or `null`.
@@ -309,19 +324,12 @@ pub fn write_opt_soft_confirmation(out: &mut Vec<u8>, sc: Option<&SoftConfirmati
 
 /// Writes one sequencer commitment object.
 pub fn write_commitment(out: &mut Vec<u8>, c: &SequencerCommitment) {
-    out.push(b'{');
-    key(out, "foundInL1");
-    write_u64(out, c.found_in_l1);
-    out.push(b',');
-    key(out, "merkleRoot");
-    write_hex(out, &c.merkle_root);
-    out.push(b',');
-    key(out, "l2StartBlockNumber");
-    write_u64(out, c.l2_start_block_number);
-    out.push(b',');
-    key(out, "l2EndBlockNumber");
-    write_u64(out, c.l2_end_block_number);
-    out.push(b'}');
+    Obj::open(out)
+        .u64("foundInL1", c.found_in_l1)
+        .hex("merkleRoot", &c.merkle_root)
+        .u64("l2StartBlockNumber", c.l2_start_block_number)
+        .u64("l2EndBlockNumber", c.l2_end_block_number)
+        .close();
 }
 
 /// Writes a list of sequencer commitments.
@@ -346,70 +354,50 @@ pub fn write_citrea_proofs_on_slot(out: &mut Vec<u8>, proofs: &[VerifiedBatchPro
 /// Writes Citrea's `ledger_getLastVerifiedBatchProof` answer:
 /// `{"proof":{"proof":[..],"proofOutput":{..}},"height":n}`.
 pub fn write_citrea_last_proof(out: &mut Vec<u8>, p: &VerifiedBatchProof) {
-    out.extend_from_slice(b"{\"proof\":");
-    write_proof_and_output(out, p, false);
-    out.push(b',');
-    key(out, "height");
-    write_u64(out, p.height);
-    out.push(b'}');
+    Obj::open(out)
+        .with("proof", |out| write_proof_and_output(out, p, false))
+        .u64("height", p.height)
+        .close();
 }
 
 /// `{"proof":[..],"proofOutput":{..}}`, with `,"height":n` inside when asked.
 fn write_proof_and_output(out: &mut Vec<u8>, p: &VerifiedBatchProof, with_height: bool) {
     let o = &p.proof_output;
-    out.push(b'{');
-    key(out, "proof");
-    write_byte_array(out, &p.proof);
-    out.push(b',');
-    key(out, "proofOutput");
-    out.push(b'{');
-    key(out, "initialStateRoot");
-    write_hex(out, &o.initial_state_root);
-    out.push(b',');
-    key(out, "finalStateRoot");
-    write_hex(out, &o.final_state_root);
-    out.push(b',');
-    key(out, "prevSoftConfirmationHash");
-    write_hex(out, &o.prev_soft_confirmation_hash);
-    out.push(b',');
-    key(out, "finalSoftConfirmationHash");
-    write_hex(out, &o.final_soft_confirmation_hash);
-    out.push(b',');
-    key(out, "stateDiff");
-    write_separated(out, (b'{', b'}'), &o.state_diff, |out, (k, v)| {
-        write_hex(out, k);
-        out.push(b':');
-        match v {
-            Some(v) => write_hex(out, v),
-            None => write_null(out),
-        }
-    });
-    out.push(b',');
-    key(out, "daSlotHash");
-    write_hex(out, &o.da_slot_hash);
-    out.push(b',');
-    key(out, "sequencerCommitmentsRange");
     let (first, last) = o.sequencer_commitments_range;
-    write_list(out, [first, last], write_u64);
-    out.push(b',');
-    key(out, "sequencerPublicKey");
-    write_hex(out, &o.sequencer_public_key);
-    out.push(b',');
-    key(out, "sequencerDaPublicKey");
-    write_hex(out, &o.sequencer_da_public_key);
-    out.push(b',');
-    key(out, "preprovenCommitments");
-    write_list(out, &o.preproven_commitments, |out, n| write_u64(out, *n));
-    out.push(b',');
-    key(out, "lastL2Height");
-    write_u64(out, o.last_l2_height);
-    out.push(b'}');
-    if with_height {
-        out.push(b',');
-        key(out, "height");
-        write_u64(out, p.height);
+    let obj = Obj::open(out)
+        .with("proof", |out| write_byte_array(out, &p.proof))
+        .with("proofOutput", |out| {
+            Obj::open(out)
+                .hex("initialStateRoot", &o.initial_state_root)
+                .hex("finalStateRoot", &o.final_state_root)
+                .hex("prevSoftConfirmationHash", &o.prev_soft_confirmation_hash)
+                .hex("finalSoftConfirmationHash", &o.final_soft_confirmation_hash)
+                .with("stateDiff", |out| {
+                    write_separated(out, (b'{', b'}'), &o.state_diff, |out, (k, v)| {
+                        write_hex(out, k);
+                        out.push(b':');
+                        match v {
+                            Some(v) => write_hex(out, v),
+                            None => write_null(out),
+                        }
+                    })
+                })
+                .hex("daSlotHash", &o.da_slot_hash)
+                .with("sequencerCommitmentsRange", |out| {
+                    write_list(out, [first, last], write_u64)
+                })
+                .hex("sequencerPublicKey", &o.sequencer_public_key)
+                .hex("sequencerDaPublicKey", &o.sequencer_da_public_key)
+                .with("preprovenCommitments", |out| {
+                    write_list(out, &o.preproven_commitments, |out, n| write_u64(out, *n))
+                })
+                .u64("lastL2Height", o.last_l2_height)
+                .close()
+        });
+    match with_height {
+        true => obj.u64("height", p.height).close(),
+        false => obj.close(),
     }
-    out.push(b'}');
 }
 
 /// Writes a status string: `"Trusted"`, `"Finalized"` or `"Proven"`.
@@ -446,13 +434,10 @@ fn layer_status(out: &mut Vec<u8>, s: LayerStatus) {
 /// Writes a sync status: `{"l1Status":<layer>,"l2Status":<layer>}`, each layer
 /// `{"Synced":n}` or `{"Syncing":{"headBlockNumber":h,"syncedBlockNumber":s}}`.
 pub fn write_sync_status(out: &mut Vec<u8>, l1: LayerStatus, l2: LayerStatus) {
-    out.push(b'{');
-    key(out, "l1Status");
-    layer_status(out, l1);
-    out.push(b',');
-    key(out, "l2Status");
-    layer_status(out, l2);
-    out.push(b'}');
+    Obj::open(out)
+        .with("l1Status", |out| layer_status(out, l1))
+        .with("l2Status", |out| layer_status(out, l2))
+        .close();
 }
 
 #[cfg(test)]
