@@ -13,7 +13,7 @@ use std::io::Write;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
-use crate::ledger::{Frontier, FrontierRead, Ledger};
+use crate::ledger::{Frontier, FrontierMark, FrontierRead, Ledger};
 use crate::progress::Progress;
 use crate::rpc::{dev, CallOutcome, Tally, METHOD_NAMES};
 use crate::server::Stats;
@@ -601,50 +601,33 @@ fn write_frontier(out: &mut Vec<u8>, ledger: &Ledger) -> std::io::Result<()> {
     }) else {
         return Ok(());
     };
-    header(
-        out,
-        "ledgerd_l2_height",
-        "gauge",
-        "Highest L2 height a stored sequencer commitment covers (finalized) and a verified batch \
-         proof covers (proven); 0 before the first",
-    )?;
-    for (which, mark) in &marks {
-        writeln!(
-            out,
-            "ledgerd_l2_height{{status=\"{}\"}} {}",
-            which.name(),
-            mark.map_or(0, |m| m.l2_height)
-        )?;
-    }
-    header(
-        out,
-        "ledgerd_frontier_l1_height",
-        "gauge",
-        "DA slot (L1 height) of the commitment (finalized) and the proof (proven) that last moved \
-         the frontier up; 0 before the first",
-    )?;
-    for (which, mark) in &marks {
-        writeln!(
-            out,
-            "ledgerd_frontier_l1_height{{status=\"{}\"}} {}",
-            which.name(),
-            mark.map_or(0, |m| m.l1_height)
-        )?;
-    }
-    header(
-        out,
-        "ledgerd_frontier_timestamp_seconds",
-        "gauge",
-        "Unix time this node stored the commitment (finalized) and the proof (proven) that last \
-         moved the frontier up; 0 before the first",
-    )?;
-    for (which, mark) in &marks {
-        writeln!(
-            out,
-            "ledgerd_frontier_timestamp_seconds{{status=\"{}\"}} {}",
-            which.name(),
-            mark.map_or(0, |m| m.stored_unix_s)
-        )?;
+    type Field = fn(&FrontierMark) -> u64;
+    let families: [(&str, &str, Field); 3] = [
+        (
+            "ledgerd_l2_height",
+            "Highest L2 height a stored sequencer commitment covers (finalized) and a verified \
+             batch proof covers (proven); 0 before the first",
+            |m| m.l2_height,
+        ),
+        (
+            "ledgerd_frontier_l1_height",
+            "DA slot (L1 height) of the commitment (finalized) and the proof (proven) that last \
+             moved the frontier up; 0 before the first",
+            |m| m.l1_height,
+        ),
+        (
+            "ledgerd_frontier_timestamp_seconds",
+            "Unix time this node stored the commitment (finalized) and the proof (proven) that \
+             last moved the frontier up; 0 before the first",
+            |m| m.stored_unix_s,
+        ),
+    ];
+    for (name, help, field) in families {
+        header(out, name, "gauge", help)?;
+        for (which, mark) in &marks {
+            let value = mark.as_ref().map_or(0, field);
+            writeln!(out, "{name}{{status=\"{}\"}} {value}", which.name())?;
+        }
     }
     Ok(())
 }

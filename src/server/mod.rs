@@ -92,7 +92,7 @@ use std::time::{Duration, Instant};
 
 use body::{BodyResult, Reject};
 use fds::HeldSocket;
-use write::{DateCache, Inline, OffLoop};
+use write::{DateCache, Exchange, Inline, OffLoop};
 
 use closed::ClosedConns;
 use deferred::Deferred;
@@ -183,37 +183,6 @@ struct Loop {
     /// Connections closed after an answer: requests tiny_http still hands
     /// over from them are dropped (closed.rs).
     closed: ClosedConns,
-}
-
-/// What answering a request needs to know of it beside the request and
-/// the answer: its connection, and what its log line and its body need.
-pub(super) struct Exchange {
-    pub(super) peer: SocketAddr,
-    /// Off-loop work on the connection (`Conn::pending`).
-    pub(super) pending: Arc<AtomicU32>,
-    /// A HEAD request: the answer is sent without its body.
-    pub(super) is_head: bool,
-    pub(super) started: Instant,
-    /// The path, for the debug log line (`None`: no line).
-    pub(super) path: Option<String>,
-}
-
-impl Exchange {
-    /// An exchange without a debug log line (answers the loop makes itself).
-    fn unlogged(
-        peer: SocketAddr,
-        pending: Arc<AtomicU32>,
-        is_head: bool,
-        started: Instant,
-    ) -> Self {
-        Exchange {
-            peer,
-            pending,
-            is_head,
-            started,
-            path: None,
-        }
-    }
 }
 
 const UNSPECIFIED: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(

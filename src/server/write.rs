@@ -3,6 +3,7 @@
 //! inline when small and the connection has nothing pending, else on a thread.
 
 use std::io::{self, ErrorKind, Write};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -236,5 +237,35 @@ pub(crate) fn spawn_off_loop(job: OffLoop) {
         .spawn(run)
     {
         log::warn!("cannot start a response writer thread: {e}");
+    }
+}
+/// What answering a request needs to know of it beside the request and
+/// the answer: its connection, and what its log line and its body need.
+pub(crate) struct Exchange {
+    pub(crate) peer: SocketAddr,
+    /// Off-loop work on the connection (`Conn::pending`).
+    pub(crate) pending: Arc<AtomicU32>,
+    /// A HEAD request: the answer is sent without its body.
+    pub(crate) is_head: bool,
+    pub(crate) started: Instant,
+    /// The path, for the debug log line (`None`: no line).
+    pub(crate) path: Option<String>,
+}
+
+impl Exchange {
+    /// An exchange without a debug log line (answers the loop makes itself).
+    pub(crate) fn unlogged(
+        peer: SocketAddr,
+        pending: Arc<AtomicU32>,
+        is_head: bool,
+        started: Instant,
+    ) -> Self {
+        Exchange {
+            peer,
+            pending,
+            is_head,
+            started,
+            path: None,
+        }
     }
 }
