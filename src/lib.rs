@@ -112,7 +112,7 @@ pub mod ledger;
 pub mod logs;
 pub mod memory;
 pub mod metrics;
-pub mod node;
+mod node;
 pub mod os;
 pub mod process;
 pub mod progress;

@@ -29,8 +29,8 @@ use std::fmt;
 use std::path::Path;
 
 use crate::checks::{self, VerifyError};
-use crate::ledger::cut::STEPS;
 use crate::ledger::walk::LedgerWalk;
+use crate::ledger::STEPS;
 use crate::ledger::{Cut, Ledger, LedgerError, LedgerRead, LedgerWriter, OpenOptions};
 use crate::types::{SequencerCommitment, VerifiedBatchProof};
 

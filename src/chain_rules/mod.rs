@@ -27,7 +27,7 @@
 //! Test vectors made without this module are in `tests/data/chain_vectors.json`.
 
 pub mod args;
-pub mod forks;
+mod forks;
 mod strict;
 
 use std::borrow::Cow;
@@ -39,6 +39,7 @@ use ed25519_dalek::{Signature, Signer as _, SigningKey, VerifyingKey};
 use sha2::{Digest, Sha256};
 
 use crate::types::{Hash, SoftConfirmation};
+pub(crate) use forks::hex_key;
 pub use forks::{Fork, ForkTable, Network};
 pub use strict::first_bad_signature;
 

@@ -45,7 +45,7 @@
 
 pub mod env;
 pub mod file;
-pub mod given;
+mod given;
 pub mod print;
 
 use std::path::PathBuf;

@@ -17,10 +17,10 @@
 //! it, never the other way round.
 pub mod args;
 pub mod file;
-pub mod params;
+mod params;
 pub mod rules;
-pub mod tree;
+mod tree;
 
 pub use params::{BitcoinNetwork, ChainParams};
-pub use rules::{HeaderError, Rule};
+
 pub use tree::{unix_now, Accepted, Entry, HeaderStoreError, HeaderTree, Reorg, DEFAULT_KEEP};

@@ -34,17 +34,17 @@
 
 mod apply;
 pub mod args;
-pub mod bitcoin_chunks;
-pub mod bitcoin_headers;
+mod bitcoin_chunks;
+mod bitcoin_headers;
 pub mod codec;
-pub mod cut;
+mod cut;
 mod error;
-pub mod frontier;
+mod frontier;
 pub mod lock;
 mod migrate;
 mod open;
 mod read;
-pub mod tables;
+mod tables;
 pub mod walk;
 mod write;
 
@@ -63,7 +63,7 @@ pub use tables::Frontier;
 
 /// The ledger's layout version this build writes (`ledgerd_build_info`).
 pub const LAYOUT_VERSION: u64 = tables::FORMAT_VERSION;
-pub use cut::Cut;
+pub use cut::{Cut, STEPS};
 use tables::Dbs;
 
 // LMDB cursor operations (`MDB_cursor_op`, stable C ABI values; the ffi crate

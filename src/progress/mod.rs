@@ -16,11 +16,10 @@ pub mod bitcoin_peers;
 pub mod block_time;
 pub mod waiting;
 
+use crate::types::LayerStatus;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
-
-pub use crate::types::LayerStatus;
 
 /// Shared sync progress.
 #[derive(Debug, Default)]

@@ -26,7 +26,7 @@
 
 use std::fmt;
 
-use crate::chain_rules::forks::hex_key;
+use crate::chain_rules::hex_key;
 use crate::chain_rules::{Fork, Network};
 
 /// testnet and devnet `batch-0.elf` (Genesis era).

@@ -31,7 +31,7 @@ use risc0_zkvm::{
 };
 
 use super::image_ids::BatchImage;
-use crate::chain_rules::forks::hex_key;
+use crate::chain_rules::hex_key;
 
 /// What kind of receipt a proof is (risc0's `InnerReceipt` tags 0-3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -27,7 +27,7 @@ pub mod citrea;
 pub mod commitments;
 pub mod dev;
 pub mod envelope;
-pub mod error;
+mod error;
 pub mod ledger_info;
 pub mod params;
 pub mod proofs;

@@ -11,8 +11,9 @@ use crate::common;
 use bitcoin::hashes::Hash as _;
 use common::process::run;
 use ledgerd::headers::file::{self, Verifier};
+use ledgerd::headers::rules::Rule;
 use ledgerd::headers::rules::{self, next_bits};
-use ledgerd::headers::{BitcoinNetwork, Rule};
+use ledgerd::headers::BitcoinNetwork;
 
 const MAIN_OLD: &str = include_str!("../data/bitcoin_mainnet_headers_40310_42346.txt");
 const MAIN_NEW: &str = include_str!("../data/bitcoin_mainnet_headers_872918_874954.txt");

@@ -15,7 +15,8 @@ use std::fmt;
 
 use bitcoin::BlockHash;
 
-use crate::headers::{unix_now, BitcoinNetwork, HeaderError, HeaderTree};
+use crate::headers::rules::HeaderError;
+use crate::headers::{unix_now, BitcoinNetwork, HeaderTree};
 use crate::ledger::LedgerError;
 use crate::source::bitcoin::rpc::client::{BitcoinRpc, RpcError};
 use crate::stop::Stop;
