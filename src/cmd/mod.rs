@@ -92,6 +92,38 @@ pub enum Sub {
     Config(Box<config::Args>),
 }
 
+/// The flags of a server of a ledger (`run` and `serve-readonly` both take them):
+/// where it listens, the answers, operations, logs.
+#[derive(clap::Args, Clone, Debug)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub server: crate::server::args::ServerArgs,
+    #[command(flatten)]
+    pub rpc: crate::rpc::args::RpcArgs,
+    #[command(flatten)]
+    pub ops: crate::routes::args::OpsArgs,
+    #[command(flatten)]
+    pub logs: crate::logs::LogArgs,
+}
+
+impl ServeArgs {
+    /// `config` with the serving settings these flags give.
+    pub fn into_config(self, config: crate::config::Config) -> crate::config::Config {
+        crate::config::Config {
+            bind: self.server.bind.clone(),
+            wire: self.rpc.wire,
+            max_range: self.rpc.max_range,
+            max_batch: self.rpc.max_batch,
+            server: self.server.server_config(),
+            health_max_lag: std::time::Duration::from_secs(self.ops.health_max_lag_s),
+            health_max_behind: self.ops.health_max_behind,
+            cors_origin: self.ops.cors_origin(),
+            log_format: self.logs.log_format,
+            ..config
+        }
+    }
+}
+
 /// The configuration's own flags, on every command.
 #[derive(clap::Args, Clone, Debug)]
 #[command(next_help_heading = heading::CONFIGURATION)]

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Command, FileArgs};
+use super::{Command, FileArgs, ServeArgs};
 use crate::chain_rules::args::ChainRulesArgs;
 use crate::config::{Config, Given, SourceConfig};
 use crate::flags::ConfigError;
@@ -17,9 +17,6 @@ use crate::ledger::args::{DataDirArgs, EphemeralArgs};
 use crate::node::{Node, NodeError};
 use crate::proof::args::ProofArgs;
 use crate::proof::image_ids::BATCH_PROOF_IMAGE;
-use crate::routes::args::OpsArgs;
-use crate::rpc::args::RpcArgs;
-use crate::server::args::ServerArgs;
 use crate::source::bitcoin::args::BitcoinArgs;
 use crate::source::bitcoin::config::BitcoinConfig;
 use crate::source::bitcoin::keys;
@@ -49,13 +46,7 @@ pub struct Args {
     #[command(flatten)]
     pub ephemeral: EphemeralArgs,
     #[command(flatten)]
-    pub server: ServerArgs,
-    #[command(flatten)]
-    pub rpc: RpcArgs,
-    #[command(flatten)]
-    pub ops: OpsArgs,
-    #[command(flatten)]
-    pub logs: crate::logs::LogArgs,
+    pub serve: ServeArgs,
     #[command(flatten)]
     pub file_args: FileArgs,
 }
@@ -163,8 +154,8 @@ pub fn resolve(r: Args, given: &Given) -> Result<Command, ConfigError> {
     } else {
         SourceConfig::None
     };
-    Ok(Command::Run(Box::new(Config {
-        bind: r.server.bind.clone(),
+    let serve = r.serve;
+    Ok(Command::Run(Box::new(serve.into_config(Config {
         data_dir: r.ledger.data_dir,
         source,
         sync_chunk: r.follower.sync_chunk,
@@ -175,17 +166,10 @@ pub fn resolve(r: Args, given: &Given) -> Result<Command, ConfigError> {
         allow_fake_proofs: r.proof.allow_fake_proofs,
         batch_proof_images,
         chain: r.chain.clone(),
-        wire: r.rpc.wire,
-        max_range: r.rpc.max_range,
-        max_batch: r.rpc.max_batch,
-        server: r.server.server_config(),
-        health_max_lag: Duration::from_secs(r.ops.health_max_lag_s),
-        health_max_behind: r.ops.health_max_behind,
-        cors_origin: r.ops.cors_origin(),
         read_only: false,
         ephemeral,
-        log_format: r.logs.log_format,
-    })))
+        ..Config::default()
+    }))))
 }
 
 /// `--bitcoin-rpc`'s settings; the DA keys default to the network's
