@@ -45,7 +45,7 @@
 //!  blocks behind the source's head 5000 (limit 100)"}
 //! ```
 //!
-//! The finality frontier ([`crate::ledger::frontier`]): `l2Finalized` and
+//! The finality frontier ([`crate::ledger::FrontierRead`]): `l2Finalized` and
 //! `l2Proven` are the highest heights a stored commitment and a verified
 //! proof cover (0 before the first), `lastCommitmentL1Height` and
 //! `lastProofL1Height` the DA slots that last moved them, and

@@ -54,7 +54,7 @@
 //!
 //! # Module map
 //!
-//! - [`node`]: a running node (ledger + sync thread + server); `Node::builder()`.
+//! - `node`: a running node (ledger + sync thread + server); `Node::builder()`.
 //! - [`cmd`]: the commands, one file each (`run`, `serve-readonly`, `import`, `export`, `verify`,
 //!   `verify-proof`, `verify-headers`, `rollback`, `config`): its flags, their checks, its run.
 //! - [`config`]: flags as `LEDGERD_*` variables and TOML config-file keys, read into a command's

@@ -321,7 +321,7 @@ impl HeaderTree {
 
     /// A block locator of the best chain (Core's `LocatorEntries`): the tip,
     /// the 10 before it, then doubling steps back, and genesis; at most
-    /// [`MAX_LOCATOR`] hashes.
+    /// `MAX_LOCATOR` hashes.
     pub fn locator(&self) -> Result<Vec<BlockHash>, LedgerError> {
         let mut out = Vec::with_capacity(32);
         let mut height = self.tip().height;

@@ -7,7 +7,7 @@
 //! `Arc<Ledger>`. Every read method lives once, on the [`LedgerRead`] trait,
 //! so a writer sees its own uncommitted writes through the same calls.
 //!
-//! Layout: [`tables`] names the tables with their key and value codecs;
+//! Layout: `tables.rs` names the tables with their key and value codecs;
 //! [`codec`] holds the byte layouts (compact binary). `apply.rs` holds the
 //! write rules every writer shares (a block with its indexes, a commitment
 //! with the statuses it raises, a proof with the heights it proves) and

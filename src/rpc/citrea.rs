@@ -6,7 +6,7 @@
 //!   `citrea_getLastProvenL2Height` (`{"height":n,"commitment_index":i}` or
 //!   `null`) and `citrea_getL2StatusHeightsByL1Height`
 //!   (`{"committed":n,"proven":m}`, 0 for none), read from the frontier
-//!   index ([`crate::ledger::frontier`]) with one seek each;
+//!   index ([`crate::ledger::FrontierRead`]) with one seek each;
 //! - `ledger_getBatchProofsBySlotHeight` / `ledger_getBatchProofsBySlotHash`,
 //!   which a Citrea v0.6 full node answers `null` whatever the slot (its
 //!   `ProofsBySlotNumberV2` table is written by a batch prover only; a full

@@ -10,12 +10,12 @@
 //! - [`upstream`]: another node (a ledgerd, or a Citrea v0.6 sequencer or
 //!   full node) over its ledger JSON-RPC (both layers); `upstream::failover`
 //!   picks which of several URLs is asked, `upstream::pace` how hard.
-//! - [`bitcoind`]: Bitcoin itself, through Bitcoin Core's RPC: Citrea's
-//!   transactions found in blocks, their signers checked, their bodies
-//!   decoded (the DA layer).
-//! - [`p2p`]: Bitcoin from its P2P network (`--bitcoin-peer`), no bitcoind.
-//! - [`jsonrpc`]: the blocking JSON-RPC client the upstream and bitcoind
-//!   sources share.
+//! - [`bitcoin`]: Bitcoin itself (the DA layer): Citrea's transactions found
+//!   in checked blocks, their signers checked, their bodies decoded; read
+//!   through Bitcoin Core's RPC ([`bitcoin::rpc`]) or from the P2P network
+//!   ([`bitcoin::p2p`]).
+//! - [`rpc_client`]: the blocking JSON-RPC client the upstream and bitcoind
+//!   sources share; [`tls`]: its TLS; [`backoff`]: waiting between tries.
 
 pub mod backoff;
 pub mod bitcoin;

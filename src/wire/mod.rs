@@ -1,7 +1,7 @@
 //! JSON on the wire: the shapes answers take, and the two directions.
 //!
 //! - [`WireShape`]: ledgerd's own answer shapes or a Citrea v0.6 node's (`--wire`).
-//! - [`write`]: records into JSON answers, written straight into bytes (the server's side).
+//! - [`write`](mod@write): records into JSON answers, written straight into bytes (the server's side).
 //! - [`read`]: JSON answers back into records, in either shape (the follower, `ledgerd import`,
 //!   the tests).
 
