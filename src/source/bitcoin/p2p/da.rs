@@ -157,11 +157,13 @@ impl PeersDa {
     ) -> Self {
         let names: Vec<String> = (0..peers.len())
             .map(|i| peers.addr(i).to_string())
+            .filter(|a| !a.is_empty())
             .collect();
-        let _ = progress
-            .bitcoin
-            .url
-            .set(format!("p2p {}", names.join(", ")));
+        let named = match names.is_empty() {
+            true => "(peers found)".to_string(),
+            false => names.join(", "),
+        };
+        let _ = progress.bitcoin.url.set(format!("p2p {named}"));
         progress.bitcoin.headers.note(&chain);
         PeersDa {
             peers,
@@ -277,6 +279,9 @@ impl PeersDa {
             .save()
             .map_err(|e| SourceError::unreadable("the Bitcoin header chain cannot be stored", e))?;
         self.progress.bitcoin.headers.note(&self.chain);
+        self.peers
+            .save_book()
+            .map_err(|e| SourceError::unreadable("the Bitcoin address book cannot be stored", e))?;
         let tip = self.chain.tip().clone();
         for i in self.peers.connected_indexes() {
             let addr = self.peers.addr(i).to_string();
@@ -301,6 +306,12 @@ impl PeersDa {
                 .snapshot()
                 .get(i)
                 .is_some_and(|p| p.behind);
+            if let (Some(why), PeerChain::Branch(_)) = (&behind, self.peers.chain(i)) {
+                if !self.peers.is_manual(i) {
+                    self.peers.rotate_out(i, why);
+                    continue;
+                }
+            }
             match (&behind, self.peers.chain(i)) {
                 (Some(why), PeerChain::Branch(_)) if !was_behind => info!("{why}"),
                 (Some(why), _) => debug!("{why}"),
