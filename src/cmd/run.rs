@@ -233,7 +233,13 @@ fn bitcoin_config(
         false => chain != crate::headers::BitcoinNetwork::Regtest,
     };
     let dns_seeds: Vec<String> = match b.bitcoin_dns_seed.is_empty() {
-        false => b.bitcoin_dns_seed.clone(),
+        false => b
+            .bitcoin_dns_seed
+            .iter()
+            .flat_map(|v| v.split(','))
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+            .collect(),
         true => crate::source::bitcoin::p2p::seeds::dns_seeds(chain)
             .iter()
             .map(|s| s.to_string())

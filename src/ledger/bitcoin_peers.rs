@@ -73,7 +73,9 @@ impl LedgerWriter<'_> {
         let db = BitcoinPeers::db(self.dbs());
         match self.txn.del(db, &BitcoinPeers::key(addr), None) {
             Ok(()) | Err(lmdb::Error::NotFound) => Ok(()),
-            Err(e) => Err(lmdb_err(|| format!("removing {} {addr}", BitcoinPeers::NAME))(e)),
+            Err(e) => Err(lmdb_err(|| {
+                format!("removing {} {addr}", BitcoinPeers::NAME)
+            })(e)),
         }
     }
 }

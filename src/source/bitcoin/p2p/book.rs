@@ -200,9 +200,7 @@ impl AddressBook {
     /// Whether `addr` is banned now.
     pub fn is_banned(&self, addr: &SocketAddr) -> bool {
         let now = unix_now();
-        self.entries
-            .get(addr)
-            .is_some_and(|e| e.banned_until > now)
+        self.entries.get(addr).is_some_and(|e| e.banned_until > now)
     }
 
     /// How many addresses are banned now.

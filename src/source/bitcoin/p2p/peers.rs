@@ -263,7 +263,10 @@ impl PeerSet {
                             "bitcoin peer {} connected ({}, height {})",
                             self.slots[i].addr, peer.user_agent, peer.start_height
                         );
-                        self.progress.bitcoin.peers.connected_now(i, peer.transport());
+                        self.progress
+                            .bitcoin
+                            .peers
+                            .connected_now(i, peer.transport());
                         let slot = &mut self.slots[i];
                         if let Some(d) = &mut self.discovery {
                             if slot.manual {

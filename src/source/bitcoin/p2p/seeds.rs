@@ -43,8 +43,14 @@ pub fn dns_seeds(chain: BitcoinNetwork) -> &'static [&'static str] {
             "seed.bitcoin.wiz.biz",
             "seed.mainnet.achownodes.xyz",
         ],
-        BitcoinNetwork::Testnet4 => &["seed.testnet4.bitcoin.sprovoost.nl", "seed.testnet4.wiz.biz"],
-        BitcoinNetwork::Signet => &["seed.signet.bitcoin.sprovoost.nl", "seed.signet.achownodes.xyz"],
+        BitcoinNetwork::Testnet4 => &[
+            "seed.testnet4.bitcoin.sprovoost.nl",
+            "seed.testnet4.wiz.biz",
+        ],
+        BitcoinNetwork::Signet => &[
+            "seed.signet.bitcoin.sprovoost.nl",
+            "seed.signet.achownodes.xyz",
+        ],
         BitcoinNetwork::Regtest => &[],
     }
 }
@@ -260,7 +266,9 @@ mod tests {
     fn a_seed_takes_the_default_port_unless_it_names_one() {
         let mut got = resolve("localhost", 18444).unwrap();
         got.sort();
-        assert!(got.iter().all(|a| a.ip().is_loopback() && a.port() == 18444));
+        assert!(got
+            .iter()
+            .all(|a| a.ip().is_loopback() && a.port() == 18444));
         assert!(!got.is_empty());
         assert!(resolve("127.0.0.1:7", 18444)
             .unwrap()
