@@ -160,17 +160,12 @@ impl PeersStatus {
 
     /// A peer was banned for `reason`.
     pub fn banned_for(&self, reason: &str) {
-        if let Some(i) = DROP_REASONS.iter().position(|r| *r == reason) {
-            self.bans[i].fetch_add(1, Relaxed);
-        }
+        bump(&DROP_REASONS, &self.bans, reason);
     }
 
     /// How many peers were banned for `reason` since start.
     pub fn bans_count(&self, reason: &str) -> u64 {
-        DROP_REASONS
-            .iter()
-            .position(|r| *r == reason)
-            .map_or(0, |i| self.bans[i].load(Relaxed))
+        count(&DROP_REASONS, &self.bans, reason)
     }
 
     /// The connected peers by source and transport, sorted.
@@ -201,25 +196,17 @@ impl PeersStatus {
 
     /// How many were dropped under `reason`.
     pub fn dropped_count(&self, reason: &str) -> u64 {
-        DROP_REASONS
-            .iter()
-            .position(|r| *r == reason)
-            .map_or(0, |i| self.dropped[i].load(Relaxed))
+        count(&DROP_REASONS, &self.dropped, reason)
     }
 
     /// A block was refused for `reason` (one of [`BLOCK_REFUSALS`]).
     pub fn block_refused(&self, reason: &str) {
-        if let Some(i) = BLOCK_REFUSALS.iter().position(|r| *r == reason) {
-            self.blocks_refused[i].fetch_add(1, Relaxed);
-        }
+        bump(&BLOCK_REFUSALS, &self.blocks_refused, reason);
     }
 
     /// How many blocks were refused for `reason`.
     pub fn blocks_refused_count(&self, reason: &str) -> u64 {
-        BLOCK_REFUSALS
-            .iter()
-            .position(|r| *r == reason)
-            .map_or(0, |i| self.blocks_refused[i].load(Relaxed))
+        count(&BLOCK_REFUSALS, &self.blocks_refused, reason)
     }
 
     fn with(&self, index: usize, f: impl FnOnce(&mut PeerState)) {
@@ -277,6 +264,21 @@ impl PeersStatus {
     pub fn fetched(&self, index: usize, n: u64) {
         self.with(index, |s| s.blocks_fetched += n);
     }
+}
+
+/// Adds one to the counter of `label` (one of `labels`; another: none).
+fn bump(labels: &[&str], counters: &[AtomicU64], label: &str) {
+    if let Some(i) = labels.iter().position(|l| *l == label) {
+        counters[i].fetch_add(1, Relaxed);
+    }
+}
+
+/// The counter of `label` (one of `labels`; another: 0).
+fn count(labels: &[&str], counters: &[AtomicU64], label: &str) -> u64 {
+    labels
+        .iter()
+        .position(|l| *l == label)
+        .map_or(0, |i| counters[i].load(Relaxed))
 }
 
 /// bitcoind's RPC read beside the peers (`--bitcoin-rpc` with
