@@ -26,6 +26,7 @@ pub mod bitcoind;
 pub mod book;
 pub mod da;
 pub mod discover;
+mod kept;
 pub mod message;
 pub mod peer;
 pub mod peers;
