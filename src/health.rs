@@ -450,7 +450,7 @@ impl Health {
             body.push(b'}');
         }
         if reads_bitcoin && bitcoin.peers.any() {
-            let peers = bitcoin.peers.snapshot();
+            let peers = bitcoin.peers.shown();
             num_after(
                 &mut body,
                 "bitcoinPeersConnected",
@@ -468,6 +468,12 @@ impl Health {
                 }
                 body.extend_from_slice(b"{\"addr\":");
                 crate::wire::write::write_str(&mut body, &peer.addr);
+                body.extend_from_slice(b",\"source\":");
+                crate::wire::write::write_str(&mut body, peer.source);
+                if !peer.transport.is_empty() {
+                    body.extend_from_slice(b",\"transport\":");
+                    crate::wire::write::write_str(&mut body, peer.transport);
+                }
                 body.extend_from_slice(b",\"connected\":");
                 body.extend_from_slice(if peer.connected { b"true" } else { b"false" });
                 body.extend_from_slice(b",\"behind\":");

@@ -442,13 +442,50 @@ impl Metrics {
                 )?;
             }
             if bitcoin.peers.any() {
-                let peers = bitcoin.peers.snapshot();
+                let peers = bitcoin.peers.shown();
                 gauge(
                     out,
                     "ledgerd_bitcoin_peers_connected",
-                    "Bitcoin peers (--bitcoin-peer) connected now",
+                    "Bitcoin peers (--bitcoin-peer and found ones) connected now",
                     peers.iter().filter(|p| p.connected).count() as u64,
                 )?;
+                header(
+                    out,
+                    "ledgerd_bitcoin_peer_connections",
+                    "gauge",
+                    "Bitcoin peers connected now, by where they came from (flag, dns, addr, book) and transport (v1, v2)",
+                )?;
+                for ((source, transport), n) in bitcoin.peers.connections() {
+                    writeln!(
+                        out,
+                        "ledgerd_bitcoin_peer_connections{{source=\"{source}\",transport=\"{transport}\"}} {n}"
+                    )?;
+                }
+                gauge(
+                    out,
+                    "ledgerd_bitcoin_address_book_entries",
+                    "Addresses in the Bitcoin peers' address book (the ledger's bitcoin_peers table)",
+                    bitcoin.peers.book_size.load(Relaxed),
+                )?;
+                gauge(
+                    out,
+                    "ledgerd_bitcoin_address_book_banned",
+                    "Addresses in the address book banned now (24 h after the peer misbehaved)",
+                    bitcoin.peers.banned.load(Relaxed),
+                )?;
+                header(
+                    out,
+                    "ledgerd_bitcoin_peers_banned_total",
+                    "counter",
+                    "Found Bitcoin peers banned for 24 h since start, by reason",
+                )?;
+                for reason in crate::progress::bitcoin_peers::BAN_REASONS {
+                    writeln!(
+                        out,
+                        "ledgerd_bitcoin_peers_banned_total{{reason=\"{reason}\"}} {}",
+                        bitcoin.peers.bans_count(reason)
+                    )?;
+                }
                 gauge(
                     out,
                     "ledgerd_bitcoin_peers_behind",

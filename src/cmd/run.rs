@@ -107,19 +107,23 @@ pub fn resolve(r: Args, given: &Given) -> Result<Command, ConfigError> {
         }
         let only_with_bitcoin = [
             "bitcoin-finality-depth",
+            "bitcoin-dns-seed",
+            "bitcoin-discover",
+            "bitcoin-max-peers",
             "sequencer-da-pubkey",
             "prover-da-pubkey",
         ];
         if let Some(flag) = only_with_bitcoin.iter().find(|f| given.contains(f)) {
             return Err(ConfigError(format!(
-                "--{flag} only applies with --bitcoin-rpc or --bitcoin-peer"
+                "--{flag} only applies with --bitcoin-rpc, --bitcoin-peer or --bitcoin-p2p"
             )));
         }
     }
     if reads_bitcoin && urls.is_empty() {
-        let flag = match bitcoin.bitcoin_rpc {
-            Some(_) => "--bitcoin-rpc",
-            None => "--bitcoin-peer",
+        let flag = match (&bitcoin.bitcoin_rpc, bitcoin.bitcoin_peer.is_empty()) {
+            (Some(_), _) => "--bitcoin-rpc",
+            (None, false) => "--bitcoin-peer",
+            (None, true) => "--bitcoin-p2p",
         };
         return Err(ConfigError(format!(
             "{flag} reads the DA layer from Bitcoin; the L2 chain still comes from a sequencer or \
@@ -141,7 +145,7 @@ pub fn resolve(r: Args, given: &Given) -> Result<Command, ConfigError> {
         _ => {}
     }
     let bitcoin_config = match reads_bitcoin {
-        true => Some(bitcoin_config(bitcoin, r.chain.network)?),
+        true => Some(bitcoin_config(bitcoin, r.chain.network, given)?),
         false => None,
     };
     let source = if dev_on {
@@ -177,6 +181,7 @@ pub fn resolve(r: Args, given: &Given) -> Result<Command, ConfigError> {
 fn bitcoin_config(
     b: &crate::source::bitcoin::args::BitcoinArgs,
     network: Option<crate::chain_rules::Network>,
+    given: &Given,
 ) -> Result<BitcoinConfig, ConfigError> {
     let preset = match network {
         Some(n) => keys::for_network(&n.to_string()),
@@ -204,11 +209,46 @@ fn bitcoin_config(
         Some(_) => b.credentials("--bitcoin-rpc")?,
         None => crate::source::bitcoin::rpc::client::Credentials::None,
     };
+    let chain = b.chain.chain(network.map(|n| n.name()));
+    let p2p = b.reads_p2p();
+    // A switch: given (flag, variable or file), else on off regtest.
+    let discover = match given.contains("bitcoin-discover") {
+        true => b.bitcoin_discover,
+        false => chain != crate::headers::BitcoinNetwork::Regtest,
+    };
+    let dns_seeds: Vec<String> = match b.bitcoin_dns_seed.is_empty() {
+        false => b
+            .bitcoin_dns_seed
+            .iter()
+            .flat_map(|v| v.split(','))
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+            .collect(),
+        true => crate::source::bitcoin::p2p::seeds::dns_seeds(chain)
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+    };
+    if p2p && b.bitcoin_peer.is_empty() && !discover {
+        return Err(ConfigError(format!(
+            "--bitcoin-p2p finds its peers with --bitcoin-discover, which is off{}: give \
+             --bitcoin-peer HOST:PORT, or --bitcoin-discover (with --bitcoin-dns-seed HOST on \
+             regtest)",
+            match given.contains("bitcoin-discover") {
+                true => "",
+                false => " by default on regtest",
+            }
+        )));
+    }
     Ok(BitcoinConfig {
         credentials,
         url: b.bitcoin_rpc.clone(),
         peers: b.peers(),
-        chain: b.chain.chain(network.map(|n| n.name())),
+        p2p,
+        discover,
+        dns_seeds,
+        max_peers: b.bitcoin_max_peers,
+        chain,
         finality_depth: b.bitcoin_finality_depth,
         sequencer_key,
         prover_key,

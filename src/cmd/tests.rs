@@ -619,6 +619,19 @@ fn sample(flag: &str) -> (&'static str, &'static str) {
         "to-l2" | "to-l1" => ("5", "data-dir = \"/tmp/x\"\n"),
         "log-format" => ("\"json\"", ""),
         "bitcoin-peer" => ("[\"127.0.0.1:18444\"]", "upstream = \"http://u:1\"\n"),
+        "bitcoin-p2p" => ("true", "upstream = \"http://u:1\"\nnetwork = \"testnet\"\n"),
+        "bitcoin-dns-seed" => (
+            "[\"localhost\"]",
+            "upstream = \"http://u:1\"\nnetwork = \"testnet\"\nbitcoin-p2p = true\n",
+        ),
+        "bitcoin-discover" | "bitcoin-max-peers" => (
+            if flag == "bitcoin-discover" {
+                "true"
+            } else {
+                "5"
+            },
+            "upstream = \"http://u:1\"\nbitcoin-peer = [\"127.0.0.1:18444\"]\n",
+        ),
         "bitcoin-chain" => ("\"testnet4\"", with_rpc),
         "dry-run" => ("true", "data-dir = \"/tmp/x\"\nto-l2 = 5\n"),
         "dev-bitcoin-rpc" => (

@@ -37,7 +37,7 @@ pub type Step = fn(&mut LedgerWriter<'_>, &Cut) -> Result<u64, LedgerError>;
 /// Every table with its rollback step, in the order they run (the hash
 /// index before the blocks, whose hashes it reads). `meta` is the last:
 /// its derived entries are recomputed afterwards ([`LedgerWriter::reset_derived`]).
-pub const STEPS: [(&str, Step); 10] = [
+pub const STEPS: [(&str, Step); 11] = [
     (ScByHashPrefix::NAME, remove_hash_index),
     (SoftConfirmations::NAME, remove_blocks),
     (StatusTable::NAME, remove_statuses),
@@ -47,8 +47,15 @@ pub const STEPS: [(&str, Step); 10] = [
     (BitcoinHeaders::NAME, remove_bitcoin_headers),
     (BitcoinChunks::NAME, remove_bitcoin_chunks),
     (StatusHeights::NAME, remove_frontier_marks),
+    (tables::BitcoinPeers::NAME, keep_address_book),
     (Meta::NAME, cut_meta),
 ];
+
+/// The address book of Bitcoin peers is no part of the chain: a rollback
+/// keeps it (its bans included).
+fn keep_address_book(_: &mut LedgerWriter<'_>, _: &Cut) -> Result<u64, LedgerError> {
+    Ok(0)
+}
 
 /// Bitcoin headers above the cut's slot: after a reorg they are the old
 /// chain's; either way the header sync fetches (and checks) them again.

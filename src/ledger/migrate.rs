@@ -18,6 +18,10 @@
 //! it is built from the stored commitments and proofs, slot by slot, as the
 //! write rules would have written it (its times are those of the upgrade).
 //!
+//! 6 -> 7: the address book `bitcoin_peers` (Bitcoin peers found by the
+//! P2P source) is new; `Ledger::open` creates it, empty, before the upgrade
+//! runs; nothing else changed.
+//!
 //! The whole upgrade is one write transaction, the new version number
 //! included: a crash or an error leaves the dir exactly as it was, still
 //! version 2, and the next read-write open tries again.

@@ -36,6 +36,7 @@ mod apply;
 pub mod args;
 mod bitcoin_chunks;
 mod bitcoin_headers;
+pub mod bitcoin_peers;
 pub mod codec;
 mod cut;
 mod error;
@@ -58,6 +59,7 @@ use crate::types::Hash;
 pub use apply::ChainTip;
 pub use bitcoin_chunks::BitcoinChunkRead;
 pub use bitcoin_headers::{BitcoinHeaderRead, StoredHeader};
+pub use bitcoin_peers::{BitcoinPeerRead, BookEntry};
 pub use frontier::{FrontierMark, FrontierRead};
 pub use tables::Frontier;
 

@@ -125,6 +125,7 @@ impl Ledger {
             bitcoin_headers: db(tables::BitcoinHeaders::NAME, tables::BitcoinHeaders::FLAGS)?,
             bitcoin_chunks: db(tables::BitcoinChunks::NAME, tables::BitcoinChunks::FLAGS)?,
             status_heights: db(StatusHeights::NAME, StatusHeights::FLAGS)?,
+            bitcoin_peers: db(tables::BitcoinPeers::NAME, tables::BitcoinPeers::FLAGS)?,
         };
         let ledger = Ledger {
             env,
@@ -208,6 +209,7 @@ impl Ledger {
             (tables::BitcoinHeaders::NAME, dbs.bitcoin_headers),
             (tables::BitcoinChunks::NAME, dbs.bitcoin_chunks),
             (StatusHeights::NAME, dbs.status_heights),
+            (tables::BitcoinPeers::NAME, dbs.bitcoin_peers),
         ];
         let mut tables = Vec::with_capacity(handles.len());
         let mut page_size = 0;

@@ -41,10 +41,11 @@ pub struct Dbs {
     pub(crate) bitcoin_headers: Database,
     pub(crate) bitcoin_chunks: Database,
     pub(crate) status_heights: Database,
+    pub(crate) bitcoin_peers: Database,
 }
 
 /// Every table name, in the order `Ledger::open` opens them.
-pub(crate) const ALL: [&str; 10] = [
+pub(crate) const ALL: [&str; 11] = [
     SoftConfirmations::NAME,
     ScByHashPrefix::NAME,
     StatusTable::NAME,
@@ -55,6 +56,7 @@ pub(crate) const ALL: [&str; 10] = [
     BitcoinHeaders::NAME,
     BitcoinChunks::NAME,
     StatusHeights::NAME,
+    BitcoinPeers::NAME,
 ];
 
 /// A typed table: its name, its handle and its key codec.
@@ -241,6 +243,34 @@ values!(
         let height = decode_u64_key(&bytes[..8]).unwrap_or_default();
         Ok((height, bytes[8..].to_vec()))
     }
+);
+
+/// `bitcoin_peers`: the address book of Bitcoin peers: the peer's IP (16
+/// bytes, an IPv4 address IPv4-mapped) and port (u16 BE) -> where it came
+/// from, its failures, last success, last attempt and ban
+/// ([`codec::encode_book_entry`], 30 bytes).
+pub(crate) struct BitcoinPeers;
+
+impl Table for BitcoinPeers {
+    const NAME: &'static str = "bitcoin_peers";
+    type Key = std::net::SocketAddr;
+    type KeyBytes = [u8; 18];
+    fn db(dbs: &Dbs) -> Database {
+        dbs.bitcoin_peers
+    }
+    fn key(key: &std::net::SocketAddr) -> [u8; 18] {
+        codec::encode_peer_addr(key)
+    }
+    fn show(key: &std::net::SocketAddr) -> String {
+        key.to_string()
+    }
+}
+
+values!(
+    BitcoinPeers,
+    super::BookEntry,
+    |v| codec::encode_book_entry(v),
+    codec::decode_book_entry
 );
 
 values!(
@@ -442,8 +472,9 @@ pub(crate) const META_DEVNET_SEED: MetaKey<u64> = MetaKey::new("user.devnet_seed
 /// proof verified on the slot, not the latest one alone. 4: the
 /// `bitcoin_headers` table (created empty by the upgrade). 5: the
 /// `bitcoin_chunks` table (created empty by the upgrade). 6: the frontier
-/// index `status_heights`.
-pub(crate) const FORMAT_VERSION: u64 = 6;
+/// index `status_heights`. 7: the address book `bitcoin_peers` (created
+/// empty by the upgrade).
+pub(crate) const FORMAT_VERSION: u64 = 7;
 
 /// The layout version that added the frontier index `status_heights`
 /// (`migrate.rs` builds it for older ones).

@@ -747,7 +747,7 @@ fn a_hash_index_entry_pointing_at_a_missing_block_is_not_an_answer() {
 /// `sc_by_hash` keyed by whole hashes) and, unless `format` is `None`,
 /// meta `format`.
 fn write_old_layout(dir: &Path, format: Option<u64>) {
-    let env = Environment::new().set_max_dbs(10).open(dir).unwrap();
+    let env = Environment::new().set_max_dbs(16).open(dir).unwrap();
     for name in [
         "soft_confirmations",
         "sc_by_hash",
@@ -769,7 +769,7 @@ fn write_old_layout(dir: &Path, format: Option<u64>) {
 
 fn table_exists(dir: &Path, name: &str) -> bool {
     let env = Environment::new()
-        .set_max_dbs(10)
+        .set_max_dbs(16)
         .set_flags(EnvironmentFlags::READ_ONLY)
         .open(dir)
         .unwrap();
@@ -851,6 +851,7 @@ fn dump(ledger: &Ledger) -> Vec<(&'static str, Entries)> {
         (tables::BitcoinHeaders::NAME, d.bitcoin_headers),
         (tables::BitcoinChunks::NAME, d.bitcoin_chunks),
         (StatusHeights::NAME, d.status_heights),
+        (tables::BitcoinPeers::NAME, d.bitcoin_peers),
     ]
     .into_iter()
     .map(|(name, db)| {
@@ -898,7 +899,7 @@ fn a_version_2_data_dir_is_upgraded_at_open_and_answers_as_it_did() {
     let dir = tempfile::tempdir().unwrap();
     let proofs = write_v2_ledger(dir.path());
     // What version 2 answered: the bare value of each slot, decoded.
-    let env = Environment::new().set_max_dbs(10).open(dir.path()).unwrap();
+    let env = Environment::new().set_max_dbs(16).open(dir.path()).unwrap();
     let before = {
         let db = env.open_db(Some("proofs")).unwrap();
         let txn = env.begin_ro_txn().unwrap();
@@ -954,7 +955,7 @@ fn the_upgrade_from_version_2_rewrites_only_the_proofs_and_the_version() {
     write_v2_ledger(dir.path());
     let raw_before = {
         // Read the version-2 bytes without upgrading: a raw environment.
-        let env = Environment::new().set_max_dbs(10).open(dir.path()).unwrap();
+        let env = Environment::new().set_max_dbs(16).open(dir.path()).unwrap();
         let dbs: Vec<_> = tables::ALL
             .iter()
             .map(|name| (*name, env.open_db(Some(name)).unwrap()))
@@ -1036,7 +1037,7 @@ fn a_version_2_proof_that_does_not_decode_stops_the_upgrade_and_changes_nothing(
     let dir = tempfile::tempdir().unwrap();
     write_v2_ledger(dir.path());
     {
-        let env = Environment::new().set_max_dbs(10).open(dir.path()).unwrap();
+        let env = Environment::new().set_max_dbs(16).open(dir.path()).unwrap();
         let db = env.open_db(Some("proofs")).unwrap();
         let mut txn = env.begin_rw_txn().unwrap();
         txn.put(db, &Proofs::key(&800_002), &[0xff; 5], WriteFlags::empty())
@@ -1055,7 +1056,7 @@ fn a_version_2_proof_that_does_not_decode_stops_the_upgrade_and_changes_nothing(
         "{e}"
     );
     // The first slot's value was not rewritten either: one transaction.
-    let env = Environment::new().set_max_dbs(10).open(dir.path()).unwrap();
+    let env = Environment::new().set_max_dbs(16).open(dir.path()).unwrap();
     let proofs = env.open_db(Some("proofs")).unwrap();
     let meta_db = env.open_db(Some("meta")).unwrap();
     let txn = env.begin_ro_txn().unwrap();
@@ -1230,5 +1231,55 @@ fn a_version_3_data_dir_gets_the_frontier_index_the_write_rules_would_have_writt
     assert_eq!(
         without_times(&frontier_entries(&ledger)),
         without_times(&written)
+    );
+}
+
+#[test]
+fn a_version_6_data_dir_gets_an_empty_address_book_and_keeps_its_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let ledger = open(dir.path());
+        store(&ledger, [1, 2]);
+        // As version 6 left it: no address book, layout 6.
+        let mut w = ledger.writer().unwrap();
+        // SAFETY: no handle of the table is used again in this process.
+        unsafe { w.txn.drop_db(ledger.dbs.bitcoin_peers).unwrap() };
+        w.put_meta(tables::META_FORMAT, &6).unwrap();
+        w.commit().unwrap();
+    }
+    assert!(!table_exists(dir.path(), tables::BitcoinPeers::NAME));
+    let ledger = open(dir.path());
+    let r = ledger.reader().unwrap();
+    assert_eq!(
+        meta(&r, tables::META_FORMAT).unwrap(),
+        Some(tables::FORMAT_VERSION)
+    );
+    assert_eq!(r.head_height().unwrap(), 2);
+    assert!(r.bitcoin_peers().unwrap().is_empty());
+    drop(r);
+    // The book is written and read back, IPv4 and IPv6 alike.
+    let v4: std::net::SocketAddr = "10.1.2.3:8333".parse().unwrap();
+    let v6: std::net::SocketAddr = "[2001:db8::1]:18444".parse().unwrap();
+    let entry = BookEntry {
+        source: 2,
+        ban_reason: 3,
+        failures: 7,
+        last_success: 1_700_000_000,
+        last_attempt: 1_700_000_100,
+        banned_until: 1_700_086_500,
+    };
+    let mut w = ledger.writer().unwrap();
+    w.put_bitcoin_peer(&v4, &entry).unwrap();
+    w.put_bitcoin_peer(&v6, &BookEntry::default()).unwrap();
+    w.commit().unwrap();
+    let back = ledger.reader().unwrap().bitcoin_peers().unwrap();
+    // IPv4-mapped keys (::ffff:a.b.c.d) sort before 2001:...
+    assert_eq!(back, vec![(v4, entry), (v6, BookEntry::default())]);
+    let mut w = ledger.writer().unwrap();
+    w.delete_bitcoin_peer(&v4).unwrap();
+    w.commit().unwrap();
+    assert_eq!(
+        ledger.reader().unwrap().bitcoin_peers().unwrap(),
+        vec![(v6, BookEntry::default())]
     );
 }

@@ -81,7 +81,7 @@ pub(super) fn start(
             let syncer = Syncer::new(ledger.clone(), upstreams, progress.clone(), sync_config);
             spawn(syncer, stop)?
         }
-        Some(b) if !b.peers.is_empty() => {
+        Some(b) if b.p2p => {
             let (da, what) =
                 PeersDa::start(b, ledger, progress, stop).map_err(NodeError::Bitcoin)?;
             info!("following {first} (L2) and {what}: {rules}");

@@ -19,7 +19,7 @@ pub const BLOCK_REFUSALS: [&str; 8] = [
 
 /// Why a peer was disconnected: the `reason` label of
 /// `ledgerd_bitcoin_peers_dropped_total`.
-pub const DROP_REASONS: [&str; 10] = [
+pub const DROP_REASONS: [&str; 11] = [
     // Could not connect, or the connection broke.
     "connection",
     // Sent nothing asked for within the bound.
@@ -42,15 +42,36 @@ pub const DROP_REASONS: [&str; 10] = [
     // below its own target; `ledgerd_bitcoin_blocks_refused_total` counts
     // the blocks by Core's reject reason.
     "bad_block",
+    // A found peer (not a --bitcoin-peer) whose chain has less work than
+    // the best one: rotated out for another from the address book.
+    "less_work",
     // Anything else.
     "other",
+];
+
+/// The drop reasons that ban a found peer for 24 h (the address book's):
+/// the peer's fault, not the network's. The `reason` label of
+/// `ledgerd_bitcoin_peers_banned_total`.
+pub const BAN_REASONS: [&str; 6] = [
+    "wrong_network",
+    "oversized",
+    "malformed",
+    "protocol",
+    "bad_header",
+    "bad_block",
 ];
 
 /// One peer as `/health` shows it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PeerState {
-    /// `HOST:PORT` as given.
+    /// `HOST:PORT` as given, or the address found; empty: a free
+    /// outbound slot (not shown).
     pub addr: String,
+    /// Where it came from: `flag`, `dns`, `addr`, or `book` (in the
+    /// address book at start).
+    pub source: &'static str,
+    /// The transport of its connection (`v1`, `v2`); empty before it connected.
+    pub transport: &'static str,
     pub connected: bool,
     /// Blocks it sent that passed their checks, since start.
     pub blocks_fetched: u64,
@@ -66,8 +87,16 @@ pub struct PeerState {
 /// The P2P source's peers (`--bitcoin-peer`; empty without it).
 #[derive(Debug, Default)]
 pub struct PeersStatus {
-    /// One entry per `--bitcoin-peer`, in the order given.
+    /// One entry per `--bitcoin-peer`, in the order given, then one per
+    /// outbound slot of found peers.
     pub peers: Mutex<Vec<PeerState>>,
+    /// Whether Bitcoin is read over P2P (set at start).
+    pub enabled: AtomicBool,
+    /// Addresses in the address book, and how many of them are banned now.
+    pub book_size: AtomicU64,
+    pub banned: AtomicU64,
+    /// Peers banned since start, by [`DROP_REASONS`] index.
+    pub bans: [AtomicU64; DROP_REASONS.len()],
     /// Peers dropped, by [`DROP_REASONS`] index.
     pub dropped: [AtomicU64; DROP_REASONS.len()],
     /// Blocks refused as not matching their header, whoever sent them (a
@@ -79,25 +108,74 @@ pub struct PeersStatus {
 impl PeersStatus {
     /// Sets the peers' addresses, at start.
     pub fn set_addrs(&self, addrs: &[String]) {
+        self.enabled.store(true, Relaxed);
         if let Ok(mut p) = self.peers.lock() {
             *p = addrs
                 .iter()
                 .map(|a| PeerState {
                     addr: a.clone(),
+                    source: "flag",
                     ..PeerState::default()
                 })
                 .collect();
         }
     }
 
-    /// Whether this node reads Bitcoin from peers.
-    pub fn any(&self) -> bool {
-        self.peers.lock().map(|p| !p.is_empty()).unwrap_or(false)
+    /// Adds `n` free outbound slots (after the `--bitcoin-peer`s).
+    pub fn add_slots(&self, n: usize) {
+        self.enabled.store(true, Relaxed);
+        if let Ok(mut p) = self.peers.lock() {
+            p.extend((0..n).map(|_| PeerState::default()));
+        }
     }
 
-    /// A copy of every peer's state.
+    /// Outbound slot `index` is to connect to `addr`, found from `source`
+    /// (empty: freed).
+    pub fn assign(&self, index: usize, addr: &str, source: &'static str) {
+        self.with(index, |s| {
+            *s = PeerState {
+                addr: addr.to_string(),
+                source,
+                ..PeerState::default()
+            }
+        });
+    }
+
+    /// Whether this node reads Bitcoin from peers.
+    pub fn any(&self) -> bool {
+        self.enabled.load(Relaxed)
+    }
+
+    /// A copy of every peer's state, free slots included (by index).
     pub fn snapshot(&self) -> Vec<PeerState> {
         self.peers.lock().map(|p| p.clone()).unwrap_or_default()
+    }
+
+    /// The peers to show: every one but the free slots.
+    pub fn shown(&self) -> Vec<PeerState> {
+        let mut all = self.snapshot();
+        all.retain(|p| !p.addr.is_empty());
+        all
+    }
+
+    /// A peer was banned for `reason`.
+    pub fn banned_for(&self, reason: &str) {
+        bump(&DROP_REASONS, &self.bans, reason);
+    }
+
+    /// How many peers were banned for `reason` since start.
+    pub fn bans_count(&self, reason: &str) -> u64 {
+        count(&DROP_REASONS, &self.bans, reason)
+    }
+
+    /// The connected peers by source and transport, sorted.
+    pub fn connections(&self) -> Vec<((&'static str, &'static str), u64)> {
+        let mut by: std::collections::BTreeMap<(&'static str, &'static str), u64> =
+            Default::default();
+        for p in self.shown().iter().filter(|p| p.connected) {
+            *by.entry((p.source, p.transport)).or_default() += 1;
+        }
+        by.into_iter().collect()
     }
 
     /// How many peers are connected now.
@@ -118,25 +196,17 @@ impl PeersStatus {
 
     /// How many were dropped under `reason`.
     pub fn dropped_count(&self, reason: &str) -> u64 {
-        DROP_REASONS
-            .iter()
-            .position(|r| *r == reason)
-            .map_or(0, |i| self.dropped[i].load(Relaxed))
+        count(&DROP_REASONS, &self.dropped, reason)
     }
 
     /// A block was refused for `reason` (one of [`BLOCK_REFUSALS`]).
     pub fn block_refused(&self, reason: &str) {
-        if let Some(i) = BLOCK_REFUSALS.iter().position(|r| *r == reason) {
-            self.blocks_refused[i].fetch_add(1, Relaxed);
-        }
+        bump(&BLOCK_REFUSALS, &self.blocks_refused, reason);
     }
 
     /// How many blocks were refused for `reason`.
     pub fn blocks_refused_count(&self, reason: &str) -> u64 {
-        BLOCK_REFUSALS
-            .iter()
-            .position(|r| *r == reason)
-            .map_or(0, |i| self.blocks_refused[i].load(Relaxed))
+        count(&BLOCK_REFUSALS, &self.blocks_refused, reason)
     }
 
     fn with(&self, index: usize, f: impl FnOnce(&mut PeerState)) {
@@ -147,10 +217,11 @@ impl PeersStatus {
         }
     }
 
-    /// Peer `index` is connected.
-    pub fn connected_now(&self, index: usize) {
+    /// Peer `index` is connected, over `transport`.
+    pub fn connected_now(&self, index: usize, transport: &'static str) {
         self.with(index, |s| {
             s.connected = true;
+            s.transport = transport;
             s.problem = None;
             s.behind = false;
         });
@@ -193,6 +264,21 @@ impl PeersStatus {
     pub fn fetched(&self, index: usize, n: u64) {
         self.with(index, |s| s.blocks_fetched += n);
     }
+}
+
+/// Adds one to the counter of `label` (one of `labels`; another: none).
+fn bump(labels: &[&str], counters: &[AtomicU64], label: &str) {
+    if let Some(i) = labels.iter().position(|l| *l == label) {
+        counters[i].fetch_add(1, Relaxed);
+    }
+}
+
+/// The counter of `label` (one of `labels`; another: 0).
+fn count(labels: &[&str], counters: &[AtomicU64], label: &str) -> u64 {
+    labels
+        .iter()
+        .position(|l| *l == label)
+        .map_or(0, |i| counters[i].load(Relaxed))
 }
 
 /// bitcoind's RPC read beside the peers (`--bitcoin-rpc` with
@@ -253,8 +339,8 @@ mod tests {
     fn a_drop_is_counted_under_its_reason_and_an_unknown_one_under_other() {
         let s = PeersStatus::default();
         s.set_addrs(&["a:1".into(), "b:2".into()]);
-        s.connected_now(0);
-        s.connected_now(1);
+        s.connected_now(0, "v1");
+        s.connected_now(1, "v1");
         assert_eq!(s.connected(), 2);
         s.dropped(1, "bad_block", "its block does not match its header");
         s.dropped(0, "no such reason", "why");
@@ -271,8 +357,8 @@ mod tests {
     fn a_peer_behind_stays_connected_is_counted_and_is_cleared_when_it_catches_up() {
         let s = PeersStatus::default();
         s.set_addrs(&["a:1".into(), "b:2".into()]);
-        s.connected_now(0);
-        s.connected_now(1);
+        s.connected_now(0, "v1");
+        s.connected_now(1, "v1");
         s.set_behind(1, Some("its chain has less work"));
         assert_eq!((s.connected(), s.behind()), (2, 1));
         assert_eq!(

@@ -5,6 +5,7 @@
 //! prometheus) are `#[ignore = "needs ..."]` and run in CI with `cargo test -- --ignored`.
 
 mod bitcoin_block_checks;
+mod bitcoin_discover;
 mod bitcoin_follow;
 mod bitcoin_headers;
 mod bitcoin_inscription;

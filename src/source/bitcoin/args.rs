@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use crate::flags::heading;
+use crate::flags::switch;
 use crate::flags::ConfigError;
 use crate::flags::{bitcoind_url, number};
 use crate::source::bitcoin::rpc::client::Credentials;
@@ -17,6 +18,18 @@ pub struct BitcoinArgs {
     /// A follower (beside --upstream URL; docs/BITCOIN.md): read the DA layer (commitments, proofs, the blocks L2 blocks name) from this Bitcoin node over the P2P protocol (HOST:PORT, its -port), not from the upstream; repeat (or a comma list) for more peers: blocks are spread over them
     #[arg(long, value_name = "HOST:PORT", value_parser = bitcoin_peers)]
     pub bitcoin_peer: Vec<String>,
+    /// A follower: read the DA layer from Bitcoin's P2P network with no --bitcoin-peer needed: peers from the network's DNS seeds, the address book in the ledger and their gossip (--bitcoin-peer implies it)
+    #[arg(long, value_parser = switch())]
+    pub bitcoin_p2p: bool,
+    /// Find peers from this DNS seed (HOST, the network's P2P port; HOST:PORT for another) instead of the network's built-in seeds (Bitcoin Core's); repeatable
+    #[arg(long, value_name = "HOST", value_parser = dns_seed)]
+    pub bitcoin_dns_seed: Vec<String>,
+    /// Learn peers from DNS seeds and from peers' addr/addrv2 [default: on for main, testnet4 and signet; off for regtest]; without it only the --bitcoin-peer's are read
+    #[arg(long, value_parser = switch())]
+    pub bitcoin_discover: bool,
+    /// Outbound connections to found peers kept (the --bitcoin-peer's come on top); at most 2 in one /16 (IPv4) or /32 (IPv6) outside loopback and private ranges
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_PEERS, value_parser = number::<usize>)]
+    pub bitcoin_max_peers: usize,
     /// A follower: read the DA layer from this bitcoind's RPC (http://HOST:PORT; no -txindex needed)
     #[arg(long, value_name = "URL", value_parser = bitcoind_url)]
     pub bitcoin_rpc: Option<String>,
@@ -64,7 +77,12 @@ impl BitcoinArgs {
 
     /// Whether the DA layer is read from Bitcoin (bitcoind's RPC or peers).
     pub fn reads_bitcoin(&self) -> bool {
-        self.bitcoin_rpc.is_some() || !self.bitcoin_peer.is_empty()
+        self.bitcoin_rpc.is_some() || self.reads_p2p()
+    }
+
+    /// Whether Bitcoin is read over P2P (`--bitcoin-p2p` or a `--bitcoin-peer`).
+    pub fn reads_p2p(&self) -> bool {
+        self.bitcoin_p2p || !self.bitcoin_peer.is_empty()
     }
 
     /// Whether any credential flag was given.
@@ -144,6 +162,21 @@ fn da_pubkey(value: &str) -> Result<DaPublicKey, String> {
     DaPublicKey::from_hex(value.trim_start_matches("0x")).map_err(|e| {
         format!("takes a 33-byte compressed secp256k1 key as 66 hex digits (02... or 03...): {e}")
     })
+}
+
+/// Outbound connections to found peers kept, by default (Core keeps 8 full-relay ones).
+pub const DEFAULT_MAX_PEERS: usize = 8;
+
+/// One `--bitcoin-dns-seed`: a host name or address, with a port or not.
+fn dns_seed(value: &str) -> Result<String, String> {
+    let v = value.trim();
+    if v.is_empty() || v.contains("://") || v.contains('/') || v.contains(char::is_whitespace) {
+        return Err(format!(
+            "takes a DNS seed's host name (seed.bitcoin.sipa.be, localhost; HOST:PORT for \
+             another port than the network's), not {value:?}"
+        ));
+    }
+    Ok(v.to_string())
 }
 
 /// One `--bitcoin-peer` value: `HOST:PORT`, or a comma list of them.

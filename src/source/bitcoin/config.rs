@@ -17,6 +17,14 @@ pub struct BitcoinConfig {
     /// `--bitcoin-peer HOST:PORT` (repeatable): Bitcoin nodes to read
     /// headers and blocks from over the P2P protocol.
     pub peers: Vec<String>,
+    /// Over P2P (`--bitcoin-p2p`, or any `--bitcoin-peer`).
+    pub p2p: bool,
+    /// `--bitcoin-discover`, else on for every network but regtest.
+    pub discover: bool,
+    /// `--bitcoin-dns-seed` (repeatable), else the network's seeds.
+    pub dns_seeds: Vec<String>,
+    /// `--bitcoin-max-peers`: outbound connections to found peers.
+    pub max_peers: usize,
     /// `--bitcoin-chain`, else the one `--network` reads.
     pub chain: BitcoinNetwork,
     /// `--bitcoin-finality-depth`: confirmations before a block is scanned.

@@ -72,6 +72,9 @@ impl Snapshot {
 /// What the peer lies about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lie {
+    /// Nothing: the real headers and blocks (a peer that gossips, see
+    /// [`LyingPeer::gossiping`]).
+    None,
     /// A fork from `back` blocks below the tip, shorter than the real chain
     /// from there (less work): its chain is the real one up to the fork,
     /// then the fork, answered to `getheaders` as Bitcoin Core answers a
@@ -122,13 +125,20 @@ impl Drop for LyingPeer {
 
 impl LyingPeer {
     pub fn start(lie: Lie, chain: Snapshot) -> LyingPeer {
+        Self::gossiping(lie, chain, Vec::new())
+    }
+
+    /// [`LyingPeer::start`] that answers `getaddr` with `gossip` (an
+    /// `addrv2` message, as Core answers an inbound peer's `getaddr`).
+    pub fn gossiping(lie: Lie, chain: Snapshot, gossip: Vec<std::net::SocketAddr>) -> LyingPeer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         let stop = Arc::new(AtomicBool::new(false));
         let asked = Arc::new(Mutex::new(HashMap::new()));
+        let gossip = Arc::new(gossip);
         let chain = Arc::new(chain);
         {
-            let (stop, asked) = (stop.clone(), asked.clone());
+            let (stop, asked, gossip) = (stop.clone(), asked.clone(), gossip.clone());
             std::thread::spawn(move || {
                 for stream in listener.incoming() {
                     if stop.load(Ordering::Relaxed) {
@@ -136,13 +146,19 @@ impl LyingPeer {
                     }
                     let Ok(stream) = stream else { continue };
                     let (chain, stop, asked) = (chain.clone(), stop.clone(), asked.clone());
+                    let gossip = gossip.clone();
                     std::thread::spawn(move || {
-                        let _ = serve(stream, lie, &chain, &stop, &asked);
+                        let _ = serve(stream, lie, &chain, &stop, &asked, &gossip);
                     });
                 }
             });
         }
         LyingPeer { addr, stop, asked }
+    }
+
+    /// Its address, parsed.
+    pub fn socket_addr(&self) -> std::net::SocketAddr {
+        self.addr.parse().unwrap()
     }
 
     /// For another thread: whether it has sent a block stripped of its
@@ -179,6 +195,7 @@ fn serve(
     chain: &Snapshot,
     stop: &AtomicBool,
     asked: &Mutex<HashMap<String, usize>>,
+    gossip: &[std::net::SocketAddr],
 ) -> Result<(), String> {
     let mut writer = stream.try_clone().map_err(|e| e.to_string())?;
     let mut reader = BufReader::new(stream);
@@ -221,6 +238,22 @@ fn serve(
                 vec![NetworkMessage::Version(v), NetworkMessage::Verack]
             }
             (Lie::Silent, _) => vec![],
+            (_, NetworkMessage::GetAddr) if !gossip.is_empty() => {
+                vec![NetworkMessage::AddrV2(
+                    gossip
+                        .iter()
+                        .map(|a| bitcoin::p2p::address::AddrV2Message {
+                            time: 1_700_000_000,
+                            services: ServiceFlags::NETWORK | ServiceFlags::WITNESS,
+                            addr: match a.ip() {
+                                std::net::IpAddr::V4(ip) => bitcoin::p2p::address::AddrV2::Ipv4(ip),
+                                std::net::IpAddr::V6(ip) => bitcoin::p2p::address::AddrV2::Ipv6(ip),
+                            },
+                            port: a.port(),
+                        })
+                        .collect(),
+                )]
+            }
             (_, NetworkMessage::Ping(n)) => vec![NetworkMessage::Pong(n)],
             (Lie::LessWorkFork { .. }, NetworkMessage::GetHeaders(m)) => {
                 // After the first locator hash on its own chain, as Core answers.
@@ -237,7 +270,10 @@ fn serve(
                 h.extend(fork.iter().copied());
                 vec![NetworkMessage::Headers(h)]
             }
-            (Lie::AlteredBlocks | Lie::StrippedWitness { .. }, NetworkMessage::GetHeaders(m)) => {
+            (
+                Lie::None | Lie::AlteredBlocks | Lie::StrippedWitness { .. },
+                NetworkMessage::GetHeaders(m),
+            ) => {
                 vec![NetworkMessage::Headers(chain.after(&m.locator_hashes))]
             }
             (Lie::AlteredBlocks, NetworkMessage::GetData(items)) => items
@@ -272,6 +308,16 @@ fn serve(
                             }
                             NetworkMessage::Block(block)
                         }
+                        None => NetworkMessage::NotFound(vec![*item]),
+                    },
+                    other => NetworkMessage::NotFound(vec![*other]),
+                })
+                .collect(),
+            (Lie::None, NetworkMessage::GetData(items)) => items
+                .iter()
+                .map(|item| match item {
+                    Inventory::WitnessBlock(h) => match chain.height_of(h) {
+                        Some(i) => NetworkMessage::Block(deserialize(&chain.blocks[i]).unwrap()),
                         None => NetworkMessage::NotFound(vec![*item]),
                     },
                     other => NetworkMessage::NotFound(vec![*other]),

@@ -42,7 +42,7 @@
 //! a bitcoind that is down: the sync thread backs off, L1 is reported not
 //! synced, and `/health` names why (each source's last failure).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bitcoin::block::Header;
@@ -55,6 +55,7 @@ use crate::progress::Progress;
 use crate::source::bitcoin::block::{check_block, DaBlock};
 use crate::source::bitcoin::inscription::Namespace;
 use crate::source::bitcoin::p2p::bitcoind::RpcSide;
+use crate::source::bitcoin::p2p::kept::KeptBlocks;
 use crate::source::bitcoin::p2p::peer::{PeerError, MAX_HEADERS};
 use crate::source::bitcoin::p2p::peers::{PeerChain, PeerSet};
 use crate::source::bitcoin::scan::BitcoinDaConfig;
@@ -81,73 +82,6 @@ pub struct PeersDa {
     pace: ScanPace,
 }
 
-/// Checked blocks fetched but not scanned yet: the L2 anchor check asks for
-/// a block before the DA scan reaches it, and the scan then takes it from
-/// here instead of downloading it again (each block is fetched and checked
-/// once). Only blocks that passed [`check_block`] are kept, by their hash
-/// (a block is its hash once checked), keeping only Citrea's transactions;
-/// at most [`KEPT_BLOCKS`] blocks and [`KEPT_BYTES`] bytes of them, the
-/// lowest heights forgotten first (fetched again if asked).
-#[derive(Default)]
-struct KeptBlocks {
-    by_hash: HashMap<BlockHash, DaBlock>,
-    bytes: usize,
-}
-
-/// The most blocks [`KeptBlocks`] holds (an L2 chunk names a few).
-const KEPT_BLOCKS: usize = 256;
-/// The most bytes of transactions it holds.
-const KEPT_BYTES: usize = 64 << 20;
-
-impl KeptBlocks {
-    fn size(block: &DaBlock) -> usize {
-        block.txs.iter().map(|t| t.tx.total_size()).sum()
-    }
-
-    fn get(&self, hash: &BlockHash) -> Option<&DaBlock> {
-        self.by_hash.get(hash)
-    }
-
-    fn keep(&mut self, block: &DaBlock) {
-        let hash = block.block_hash();
-        if self.by_hash.contains_key(&hash) {
-            return;
-        }
-        self.bytes += Self::size(block);
-        self.by_hash.insert(hash, block.clone());
-        while self.by_hash.len() > KEPT_BLOCKS || self.bytes > KEPT_BYTES {
-            let lowest = self
-                .by_hash
-                .iter()
-                .min_by_key(|(_, b)| b.height)
-                .map(|(h, _)| *h);
-            match lowest {
-                Some(h) => self.take(&h),
-                None => break,
-            };
-        }
-    }
-
-    fn take(&mut self, hash: &BlockHash) -> Option<DaBlock> {
-        let block = self.by_hash.remove(hash)?;
-        self.bytes -= Self::size(&block);
-        Some(block)
-    }
-
-    /// Forgets the blocks below `height` (scanned: not asked again).
-    fn forget_below(&mut self, height: u64) {
-        let below: Vec<BlockHash> = self
-            .by_hash
-            .iter()
-            .filter(|(_, b)| b.height < height)
-            .map(|(h, _)| *h)
-            .collect();
-        for h in below {
-            self.take(&h);
-        }
-    }
-}
-
 impl PeersDa {
     pub fn new(
         peers: PeerSet,
@@ -157,11 +91,13 @@ impl PeersDa {
     ) -> Self {
         let names: Vec<String> = (0..peers.len())
             .map(|i| peers.addr(i).to_string())
+            .filter(|a| !a.is_empty())
             .collect();
-        let _ = progress
-            .bitcoin
-            .url
-            .set(format!("p2p {}", names.join(", ")));
+        let named = match names.is_empty() {
+            true => "(peers found)".to_string(),
+            false => names.join(", "),
+        };
+        let _ = progress.bitcoin.url.set(format!("p2p {named}"));
         progress.bitcoin.headers.note(&chain);
         PeersDa {
             peers,
@@ -277,6 +213,9 @@ impl PeersDa {
             .save()
             .map_err(|e| SourceError::unreadable("the Bitcoin header chain cannot be stored", e))?;
         self.progress.bitcoin.headers.note(&self.chain);
+        self.peers
+            .save_book()
+            .map_err(|e| SourceError::unreadable("the Bitcoin address book cannot be stored", e))?;
         let tip = self.chain.tip().clone();
         for i in self.peers.connected_indexes() {
             let addr = self.peers.addr(i).to_string();
@@ -301,6 +240,12 @@ impl PeersDa {
                 .snapshot()
                 .get(i)
                 .is_some_and(|p| p.behind);
+            if let (Some(why), PeerChain::Branch(_)) = (&behind, self.peers.chain(i)) {
+                if !self.peers.is_manual(i) {
+                    self.peers.rotate_out(i, why);
+                    continue;
+                }
+            }
             match (&behind, self.peers.chain(i)) {
                 (Some(why), PeerChain::Branch(_)) if !was_behind => info!("{why}"),
                 (Some(why), _) => debug!("{why}"),

@@ -10,6 +10,9 @@
 //!   witness blocks; every wait bounded.
 //! - [`peers`]: the peers given: back-off, drops by reason, block downloads
 //!   spread over them, several blocks in flight each.
+//! - [`discover`]: peers found, not typed: the address book ([`book`], in
+//!   the ledger), the DNS seeds ([`seeds`]), `addr` gossip, and which
+//!   addresses fill the outbound slots.
 //! - [`bitcoind`]: bitcoind's RPC beside the peers (`--bitcoin-rpc` too): one
 //!   more source of headers and blocks, asked for blocks first.
 //! - what `/health` and `/metrics` show of them: [`crate::progress::bitcoin_peers`].
@@ -20,8 +23,12 @@
 //! rules before it is stored, and every block must match its header (its
 //! hash, Merkle root and witness commitment: [`crate::source::bitcoin::block`]).
 pub mod bitcoind;
+pub mod book;
 pub mod da;
+pub mod discover;
+mod kept;
 pub mod message;
 pub mod peer;
 pub mod peers;
+pub mod seeds;
 pub mod start;

@@ -39,6 +39,9 @@ pub const MIN_PEER_VERSION: u32 = 70012;
 /// The most headers one `headers` message may carry (Core's `MAX_HEADERS_RESULTS`).
 pub const MAX_HEADERS: usize = 2_000;
 
+/// The most addresses kept from one peer between takes (Core's `MAX_ADDR_TO_SEND`).
+pub const MAX_ADDR: usize = 1_000;
+
 /// How a connection waits.
 #[derive(Clone, Debug)]
 pub struct PeerOptions {
@@ -49,6 +52,9 @@ pub struct PeerOptions {
     /// Longest wait for an answer (the handshake, headers, the next block
     /// asked for): past it the peer is stalled.
     pub stall: Duration,
+    /// Ask for addresses (`getaddr`, once, after the handshake) and keep
+    /// those the peer sends ([`Peer::take_learned`]).
+    pub discover: bool,
 }
 
 impl PeerOptions {
@@ -57,6 +63,7 @@ impl PeerOptions {
             magic,
             connect_timeout: Duration::from_secs(5),
             stall: Duration::from_secs(20),
+            discover: false,
         }
     }
 }
@@ -138,6 +145,8 @@ pub struct Peer {
     reader: BufReader<TcpStream>,
     writer: BufWriter<TcpStream>,
     options: PeerOptions,
+    /// Addresses from its `addr`/`addrv2` not taken yet (at most [`MAX_ADDR`]).
+    learned: Vec<SocketAddr>,
     /// The height the peer said it had in its `version`.
     pub start_height: i32,
     /// Its user agent, as it said.
@@ -181,6 +190,7 @@ impl Peer {
             reader: BufReader::with_capacity(64 * 1024, stream),
             writer,
             options,
+            learned: Vec::new(),
             start_height: 0,
             user_agent: String::new(),
         };
@@ -249,13 +259,34 @@ impl Peer {
                     self.start_height = theirs.start_height;
                     self.user_agent = theirs.user_agent;
                     got_version = true;
+                    // BIP155, before verack as Core sends it.
+                    self.send(NetworkMessage::SendAddrV2)?;
                     self.send(NetworkMessage::Verack)?;
                 }
                 NetworkMessage::Verack => got_verack = true,
                 _ => {}
             }
         }
+        if self.options.discover {
+            self.send(NetworkMessage::GetAddr)?;
+        }
         Ok(())
+    }
+
+    /// The transport the connection speaks (`v1`: BIP324 is not spoken yet).
+    pub fn transport(&self) -> &'static str {
+        "v1"
+    }
+
+    /// The addresses its `addr`/`addrv2` messages gave since the last call
+    /// (IPv4 and IPv6 only).
+    pub fn take_learned(&mut self) -> Vec<SocketAddr> {
+        std::mem::take(&mut self.learned)
+    }
+
+    fn keep_addrs(&mut self, addrs: impl Iterator<Item = SocketAddr>) {
+        let room = MAX_ADDR.saturating_sub(self.learned.len());
+        self.learned.extend(addrs.take(room));
     }
 
     /// Sends one message.
@@ -292,6 +323,12 @@ impl Peer {
             };
             match message {
                 NetworkMessage::Ping(nonce) => self.send(NetworkMessage::Pong(nonce))?,
+                NetworkMessage::Addr(list) if self.options.discover => {
+                    self.keep_addrs(list.iter().filter_map(|(_, a)| a.socket_addr().ok()))
+                }
+                NetworkMessage::AddrV2(list) if self.options.discover => {
+                    self.keep_addrs(list.iter().filter_map(|a| a.socket_addr().ok()))
+                }
                 other => return Ok(other),
             }
         }
@@ -458,6 +495,10 @@ mod wire_tests {
             send(&mut s, NetworkMessage::Verack);
             match then {
                 Then::Honest => {
+                    assert_eq!(
+                        read_message(&mut r, Magic::REGTEST).unwrap(),
+                        NetworkMessage::SendAddrV2
+                    );
                     assert_eq!(
                         read_message(&mut r, Magic::REGTEST).unwrap(),
                         NetworkMessage::Verack

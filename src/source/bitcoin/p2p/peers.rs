@@ -20,14 +20,19 @@
 //! others; the download ends when every block came, or fails when no
 //! peer is left.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bitcoin::{Block, BlockHash};
 use log::{debug, info, warn};
 
+use crate::ledger::LedgerError;
 use crate::progress::Progress;
+use crate::source::bitcoin::p2p::book::Source;
+use crate::source::bitcoin::p2p::discover::Discovery;
 use crate::source::bitcoin::p2p::peer::{Peer, PeerError, PeerOptions};
 use crate::source::SourceError;
 
@@ -51,7 +56,13 @@ pub enum PeerChain {
 }
 
 struct Slot {
+    /// `HOST:PORT` as given, or the address found; empty: a free outbound slot.
     addr: String,
+    /// A `--bitcoin-peer` (kept, retried after its back-off), else an
+    /// outbound slot filled from the address book.
+    manual: bool,
+    /// The address connected to (the book's key).
+    sock: Option<SocketAddr>,
     conn: Option<Peer>,
     /// What its headers showed (reset when it disconnects).
     chain: PeerChain,
@@ -66,6 +77,8 @@ pub struct PeerSet {
     slots: Vec<Slot>,
     options: PeerOptions,
     progress: Arc<Progress>,
+    /// The address book and the outbound slots (`--bitcoin-p2p`).
+    discovery: Option<Discovery>,
 }
 
 impl PeerSet {
@@ -77,6 +90,8 @@ impl PeerSet {
                 .iter()
                 .map(|a| Slot {
                     addr: a.clone(),
+                    manual: true,
+                    sock: None,
                     conn: None,
                     chain: PeerChain::Unknown,
                     failures: 0,
@@ -85,6 +100,101 @@ impl PeerSet {
                 .collect(),
             options,
             progress,
+            discovery: None,
+        }
+    }
+
+    /// Adds the address book and `discovery.slots` outbound slots, filled
+    /// from it ([`crate::source::bitcoin::p2p::discover`]).
+    pub fn with_discovery(mut self, discovery: Discovery) -> Self {
+        let n = discovery.slots;
+        self.progress.bitcoin.peers.add_slots(n);
+        self.slots.extend((0..n).map(|_| Slot {
+            addr: String::new(),
+            manual: false,
+            sock: None,
+            conn: None,
+            chain: PeerChain::Unknown,
+            failures: 0,
+            retry_at: Instant::now(),
+        }));
+        self.discovery = Some(discovery);
+        self.note_book();
+        self
+    }
+
+    /// Whether peer `index` is a `--bitcoin-peer` (never rotated out).
+    pub fn is_manual(&self, index: usize) -> bool {
+        self.slots.get(index).is_some_and(|s| s.manual)
+    }
+
+    /// Feeds the book (the seeds' answers, the connected peers' gossip)
+    /// and fills the free outbound slots from it.
+    fn fill_slots(&mut self) {
+        let Some(d) = &mut self.discovery else {
+            return;
+        };
+        d.poll_seeds();
+        for s in &mut self.slots {
+            if let Some(peer) = &mut s.conn {
+                d.learn(&s.addr, peer.take_learned());
+            }
+        }
+        let free: Vec<usize> = (0..self.slots.len())
+            .filter(|i| !self.slots[*i].manual && self.slots[*i].addr.is_empty())
+            .collect();
+        if free.is_empty() {
+            return;
+        }
+        let mut busy: HashSet<SocketAddr> = self.slots.iter().filter_map(|s| s.sock).collect();
+        busy.extend(
+            self.slots
+                .iter()
+                .filter(|s| s.manual)
+                .filter_map(|s| s.addr.parse::<SocketAddr>().ok()),
+        );
+        let in_use: Vec<SocketAddr> = self
+            .slots
+            .iter()
+            .filter(|s| !s.manual)
+            .filter_map(|s| s.sock)
+            .collect();
+        let picked = d.pick(free.len(), &busy, &in_use);
+        for (i, addr) in free.into_iter().zip(picked) {
+            let origin = d.book.origin(&addr);
+            let s = &mut self.slots[i];
+            s.addr = addr.to_string();
+            s.sock = Some(addr);
+            s.retry_at = Instant::now();
+            self.progress.bitcoin.peers.assign(i, &s.addr, origin);
+        }
+    }
+
+    /// Shows the book's size in `/metrics`.
+    fn note_book(&self) {
+        if let Some(d) = &self.discovery {
+            let p = &self.progress.bitcoin.peers;
+            p.book_size.store(d.book.len() as u64, Relaxed);
+            p.banned.store(d.book.banned() as u64, Relaxed);
+        }
+    }
+
+    /// Writes the address book's changes (on the thread that owns the
+    /// source, the ledger's one writer).
+    pub fn save_book(&mut self) -> Result<(), LedgerError> {
+        self.note_book();
+        match &mut self.discovery {
+            Some(d) => d.book.save(),
+            None => Ok(()),
+        }
+    }
+
+    /// Rotates found peer `index` out for another from the book (its chain
+    /// has less work than the best one): dropped under `less_work`, not
+    /// banned. A `--bitcoin-peer` stays.
+    pub fn rotate_out(&mut self, index: usize, why: &str) {
+        if !self.is_manual(index) {
+            self.fail(index, &PeerError::misbehaved("less_work", why));
         }
     }
 
@@ -106,10 +216,21 @@ impl PeerSet {
     /// passed (in parallel: a peer that does not answer costs its connect
     /// bound once, not once per peer). Returns how many are connected.
     pub fn connect_due(&mut self) -> usize {
+        self.fill_slots();
         let now = Instant::now();
         let due: Vec<usize> = (0..self.slots.len())
-            .filter(|i| self.slots[*i].conn.is_none() && self.slots[*i].retry_at <= now)
+            .filter(|i| {
+                let s = &self.slots[*i];
+                s.conn.is_none() && s.retry_at <= now && !s.addr.is_empty()
+            })
             .collect();
+        if let Some(d) = &mut self.discovery {
+            for i in &due {
+                if let Some(sock) = self.slots[*i].sock {
+                    d.book.attempt(&sock);
+                }
+            }
+        }
         if !due.is_empty() {
             let options = &self.options;
             let slots = &self.slots;
@@ -142,8 +263,19 @@ impl PeerSet {
                             "bitcoin peer {} connected ({}, height {})",
                             self.slots[i].addr, peer.user_agent, peer.start_height
                         );
-                        self.progress.bitcoin.peers.connected_now(i);
-                        self.slots[i].conn = Some(peer);
+                        self.progress
+                            .bitcoin
+                            .peers
+                            .connected_now(i, peer.transport());
+                        let slot = &mut self.slots[i];
+                        if let Some(d) = &mut self.discovery {
+                            if slot.manual {
+                                d.book.learn(peer.addr(), Source::Flag);
+                            }
+                            d.book.success(&peer.addr());
+                        }
+                        slot.sock = Some(peer.addr());
+                        slot.conn = Some(peer);
                     }
                     Err(e) => self.fail(i, &e),
                 }
@@ -192,6 +324,15 @@ impl PeerSet {
         }
     }
 
+    /// The connected peers' addresses (for a test or a log).
+    pub fn connected_addrs(&self) -> Vec<SocketAddr> {
+        self.slots
+            .iter()
+            .filter(|s| s.conn.is_some())
+            .filter_map(|s| s.sock)
+            .collect()
+    }
+
     /// Disconnects peer `index` for `error`: counted by reason (a failed
     /// connect is not a drop), logged, and retried after the back-off.
     pub fn fail(&mut self, index: usize, error: &PeerError) {
@@ -203,6 +344,32 @@ impl PeerSet {
         slot.retry_at = Instant::now() + backoff;
         let why = format!("bitcoin peer {}: {error}", slot.addr);
         let peers = &self.progress.bitcoin.peers;
+        if !slot.manual {
+            // A found peer: its slot is freed for another from the book.
+            let reason = error.reason();
+            let banned = match (&mut self.discovery, slot.sock) {
+                (Some(d), Some(sock)) => d.book.failed(&sock, reason),
+                _ => false,
+            };
+            if was_connected {
+                peers.dropped(index, reason, &why);
+            }
+            if banned {
+                warn!("{why}; banned for 24 h");
+                peers.banned_for(reason);
+            } else if was_connected {
+                info!("{why}; disconnected, another peer from the address book takes its place");
+            } else {
+                debug!("{why}");
+            }
+            slot.addr.clear();
+            slot.sock = None;
+            peers.assign(index, "", "");
+            return;
+        }
+        if let (Some(d), Some(sock)) = (&mut self.discovery, slot.sock) {
+            d.book.failed(&sock, "connection");
+        }
         if was_connected {
             warn!("{why}; disconnected, tried again in {}s", backoff.as_secs());
             peers.dropped(index, error.reason(), &why);

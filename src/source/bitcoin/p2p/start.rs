@@ -9,9 +9,12 @@ use crate::ledger::Ledger;
 use crate::progress::Progress;
 use crate::source::bitcoin::config::BitcoinConfig;
 use crate::source::bitcoin::p2p::bitcoind::RpcSide;
+use crate::source::bitcoin::p2p::book::AddressBook;
 use crate::source::bitcoin::p2p::da::PeersDa;
+use crate::source::bitcoin::p2p::discover::Discovery;
 use crate::source::bitcoin::p2p::peer::PeerOptions;
 use crate::source::bitcoin::p2p::peers::PeerSet;
+use crate::source::bitcoin::p2p::seeds::{self, SeedLookup};
 use crate::source::bitcoin::rpc::client::BitcoinRpc;
 use crate::source::bitcoin::rpc::client::RpcOptions;
 use crate::source::bitcoin::rpc::da::ChainCheckError;
@@ -29,7 +32,22 @@ impl PeersDa {
         stop: &Arc<Stop>,
     ) -> Result<(PeersDa, String), String> {
         let magic = bitcoin::p2p::Magic::from(b.chain.network());
-        let peers = PeerSet::new(&b.peers, PeerOptions::new(magic), progress.clone());
+        let options = PeerOptions {
+            discover: b.discover,
+            ..PeerOptions::new(magic)
+        };
+        let book = AddressBook::load(Some(ledger.clone())).map_err(|e| e.to_string())?;
+        let in_book = book.len();
+        let lookup = (b.discover && !b.dns_seeds.is_empty()).then(|| {
+            SeedLookup::start(
+                &b.dns_seeds,
+                seeds::default_port(b.chain),
+                seeds::fixed_seeds(b.chain),
+            )
+        });
+        let slots = if b.discover { b.max_peers } else { 0 };
+        let peers = PeerSet::new(&b.peers, options, progress.clone())
+            .with_discovery(Discovery::new(book, lookup, slots));
         let chain = HeaderTree::open(b.chain, ledger.clone(), 0).map_err(|e| e.to_string())?;
         // bitcoind's RPC beside the peers: one more source.
         let rpc_side = match &b.url {
@@ -52,8 +70,17 @@ impl PeersDa {
             Some(url) => format!(" and bitcoind {url}"),
             None => String::new(),
         };
+        let found = match b.discover {
+            true => format!(
+                "{}up to {} found (DNS seeds {}; {in_book} addresses in the book)",
+                if b.peers.is_empty() { "" } else { " and " },
+                b.max_peers,
+                b.dns_seeds.join(", ")
+            ),
+            false => String::new(),
+        };
         let what = format!(
-            "Bitcoin {} from peers {}{rpc_named} (DA, {} confirmations, header tip {} at height \
+            "Bitcoin {} from peers {}{found}{rpc_named} (DA, {} confirmations, header tip {} at height \
              {}, sequencer DA key {}, prover DA key {})",
             b.chain.name(),
             b.peers.join(", "),

@@ -1,0 +1,81 @@
+//! The `bitcoin_peers` table: the P2P source's address book, one entry per
+//! peer (IP and port): where it came from, its failures, its last success
+//! and attempt, and its ban. Written by the P2P source through the one
+//! ledger writer of the sync thread, as the header chain is; read back at
+//! start.
+//!
+//! The ledger stores the entry's source and ban reason as the codes the
+//! P2P source gives them (`source::bitcoin::p2p::book`); it does not read
+//! them.
+
+use std::net::SocketAddr;
+
+use lmdb::{Cursor, Transaction, WriteFlags};
+
+use super::codec;
+use super::sealed::Access;
+use super::tables::{BitcoinPeers, Table, ValueTable};
+use super::{corrupt, lmdb_err, LedgerError, LedgerWriter};
+
+/// One address book entry (times are Unix seconds, 0: never).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BookEntry {
+    /// Where the address came from (a code of the P2P source's).
+    pub source: u8,
+    /// Why it is banned (a code of the P2P source's; 0: not banned).
+    pub ban_reason: u8,
+    /// Failures in a row (a success resets it).
+    pub failures: u32,
+    pub last_success: u64,
+    pub last_attempt: u64,
+    /// Not connected to before this (0: not banned).
+    pub banned_until: u64,
+}
+
+/// Reading the address book (any reader or writer).
+pub trait BitcoinPeerRead: Access + Sized {
+    /// Every entry, in key order.
+    fn bitcoin_peers(&self) -> Result<Vec<(SocketAddr, BookEntry)>, LedgerError> {
+        let ctx = || format!("reading {}", BitcoinPeers::NAME);
+        let mut cursor = self
+            .txn()
+            .open_ro_cursor(BitcoinPeers::db(self.dbs()))
+            .map_err(lmdb_err(ctx))?;
+        let mut out = Vec::new();
+        for item in cursor.iter_start() {
+            let (k, v) = item.map_err(lmdb_err(ctx))?;
+            let addr = codec::decode_peer_addr(k).ok_or_else(|| LedgerError::Corrupt {
+                table: BitcoinPeers::NAME,
+                key: hex::encode(k),
+                reason: format!("key is {} bytes, not 18", k.len()),
+            })?;
+            let entry = BitcoinPeers::decode(v).map_err(|e| corrupt::<BitcoinPeers>(&addr, e))?;
+            out.push((addr, entry));
+        }
+        Ok(out)
+    }
+}
+
+impl<A: Access + Sized> BitcoinPeerRead for A {}
+
+impl LedgerWriter<'_> {
+    /// Stores (or replaces) `addr`'s entry.
+    pub fn put_bitcoin_peer(
+        &mut self,
+        addr: &SocketAddr,
+        entry: &BookEntry,
+    ) -> Result<(), LedgerError> {
+        self.put::<BitcoinPeers>(addr, &BitcoinPeers::encode(entry), WriteFlags::empty())
+    }
+
+    /// Removes `addr`'s entry (none: nothing to do).
+    pub fn delete_bitcoin_peer(&mut self, addr: &SocketAddr) -> Result<(), LedgerError> {
+        let db = BitcoinPeers::db(self.dbs());
+        match self.txn.del(db, &BitcoinPeers::key(addr), None) {
+            Ok(()) | Err(lmdb::Error::NotFound) => Ok(()),
+            Err(e) => Err(lmdb_err(|| {
+                format!("removing {} {addr}", BitcoinPeers::NAME)
+            })(e)),
+        }
+    }
+}
