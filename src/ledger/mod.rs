@@ -36,7 +36,7 @@ mod apply;
 pub mod args;
 mod bitcoin_chunks;
 mod bitcoin_headers;
-pub mod bitcoin_peers;
+mod bitcoin_peers;
 pub mod codec;
 mod cut;
 mod error;
