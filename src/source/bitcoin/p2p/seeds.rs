@@ -124,6 +124,7 @@ impl SeedLookup {
     /// Starts asking `seeds`, their addresses on `port`.
     pub fn start(seeds: &[String], port: u16, fixed: &'static [&'static str]) -> SeedLookup {
         let (tx, answers) = channel();
+        let mut pending = 0;
         for seed in seeds {
             let (tx, name) = (tx.clone(), seed.clone());
             let spawned = std::thread::Builder::new()
@@ -132,13 +133,14 @@ impl SeedLookup {
                     let got = resolve(&name, port);
                     let _ = tx.send((name, got));
                 });
-            if let Err(e) = spawned {
-                log::warn!("bitcoin: DNS seed {seed} not asked: {e}");
+            match spawned {
+                Ok(_) => pending += 1,
+                Err(e) => log::warn!("bitcoin: DNS seed {seed} not asked: {e}"),
             }
         }
         SeedLookup {
             answers,
-            pending: seeds.len(),
+            pending,
             any_answered: false,
             fixed,
             fixed_at: Instant::now() + FIXED_SEEDS_AFTER,
