@@ -168,23 +168,37 @@ impl ChainParams {
     }
 }
 
+/// What the test networks share: two-week retargets of ten-minute blocks,
+/// BIP34/65/66 from height 1; each sets the rest.
+const TEST_NETWORK: ChainParams = ChainParams {
+    chain: BitcoinNetwork::Regtest,
+    magic: [0; 4],
+    default_port: 0,
+    genesis_hash: "",
+    pow_limit_hex: "00000000ffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+    pow_limit_bits: 0x1d00ffff,
+    min_chainwork: "0000000000000000000000000000000000000000000000000000000000000000",
+    target_timespan: 14 * 24 * 60 * 60,
+    target_spacing: 10 * 60,
+    allow_min_difficulty: false,
+    no_retargeting: false,
+    enforce_bip94: false,
+    bip34_height: 1,
+    bip66_height: 1,
+    bip65_height: 1,
+};
+
 /// Bitcoin's main network.
 pub static MAIN: ChainParams = ChainParams {
     chain: BitcoinNetwork::Main,
     magic: [0xf9, 0xbe, 0xb4, 0xd9],
     default_port: 8333,
     genesis_hash: "000000000019d6689c085ae165831e934ff763ae46a2a6c172b3f1b60a8ce26f",
-    pow_limit_hex: "00000000ffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
-    pow_limit_bits: 0x1d00ffff,
     min_chainwork: "0000000000000000000000000000000000000001128750f82f4c366153a3a030",
-    target_timespan: 14 * 24 * 60 * 60,
-    target_spacing: 10 * 60,
-    allow_min_difficulty: false,
-    no_retargeting: false,
-    enforce_bip94: false,
     bip34_height: 227_931,
     bip66_height: 363_725,
     bip65_height: 388_381,
+    ..TEST_NETWORK
 };
 
 /// Testnet4 (BIP94).
@@ -193,17 +207,10 @@ pub static TESTNET4: ChainParams = ChainParams {
     magic: [0x1c, 0x16, 0x3f, 0x28],
     default_port: 48333,
     genesis_hash: "00000000da84f2bafbbc53dee25a72ae507ff4914b867c565be350b0da8bf043",
-    pow_limit_hex: "00000000ffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
-    pow_limit_bits: 0x1d00ffff,
     min_chainwork: "0000000000000000000000000000000000000000000009a0fe15d0177d086304",
-    target_timespan: 14 * 24 * 60 * 60,
-    target_spacing: 10 * 60,
     allow_min_difficulty: true,
-    no_retargeting: false,
     enforce_bip94: true,
-    bip34_height: 1,
-    bip66_height: 1,
-    bip65_height: 1,
+    ..TEST_NETWORK
 };
 
 /// The default signet (the block signatures of BIP325 are in the blocks,
@@ -216,14 +223,7 @@ pub static SIGNET: ChainParams = ChainParams {
     pow_limit_hex: "00000377ae000000000000000000000000000000000000000000000000000000",
     pow_limit_bits: 0x1e0377ae,
     min_chainwork: "00000000000000000000000000000000000000000000000000000b463ea0a4b8",
-    target_timespan: 14 * 24 * 60 * 60,
-    target_spacing: 10 * 60,
-    allow_min_difficulty: false,
-    no_retargeting: false,
-    enforce_bip94: false,
-    bip34_height: 1,
-    bip66_height: 1,
-    bip65_height: 1,
+    ..TEST_NETWORK
 };
 
 /// Regtest (Core's defaults: no `-test=bip94`, BIP34/65/66 from height 1).
@@ -234,15 +234,10 @@ pub static REGTEST: ChainParams = ChainParams {
     genesis_hash: "0f9188f13cb7b2c71f2a335e3a4fc328bf5beb436012afca590b1a11466e2206",
     pow_limit_hex: "7fffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
     pow_limit_bits: 0x207fffff,
-    min_chainwork: "0000000000000000000000000000000000000000000000000000000000000000",
     target_timespan: 24 * 60 * 60,
-    target_spacing: 10 * 60,
     allow_min_difficulty: true,
     no_retargeting: true,
-    enforce_bip94: false,
-    bip34_height: 1,
-    bip66_height: 1,
-    bip65_height: 1,
+    ..TEST_NETWORK
 };
 
 #[cfg(test)]
