@@ -153,15 +153,15 @@ mod tests {
             ("dev_setBlockInterval", "[]", "missing parameter `ms`"),
             (
                 "dev_sendTransaction",
-                "[\"0xabc\"]",
+                r#"["0xabc"]"#,
                 "odd number of hex digits",
             ),
-            ("dev_sendTransaction", "[\"zz\"]", "not a hex digit"),
-            ("dev_addDeposit", "[\"0x\"]", "is empty"),
+            ("dev_sendTransaction", r#"["zz"]"#, "not a hex digit"),
+            ("dev_addDeposit", r#"["0x"]"#, "is empty"),
             ("dev_addDeposit", "[12]", "is not a string"),
             (
                 "dev_setL1FeeRate",
-                "[\"18446744073709551616\"]",
+                r#"["18446744073709551616"]"#,
                 "too large",
             ),
         ];
