@@ -473,6 +473,10 @@ impl Health {
                 body.extend_from_slice(b",\"behind\":");
                 body.extend_from_slice(if peer.behind { b"true" } else { b"false" });
                 num_after(&mut body, "blocksFetched", peer.blocks_fetched);
+                if let Some(transport) = peer.transport {
+                    body.extend_from_slice(b",\"transport\":");
+                    crate::wire::write::write_str(&mut body, transport);
+                }
                 if let Some(why) = &peer.problem {
                     body.extend_from_slice(b",\"problem\":");
                     crate::wire::write::write_str(&mut body, why);

@@ -125,6 +125,13 @@ pub fn resolve(r: Args, given: &Given) -> Result<Command, ConfigError> {
             )));
         }
     }
+    if bitcoin.bitcoin_peer.is_empty() && given.contains("bitcoin-transport") {
+        return Err(ConfigError(
+            "--bitcoin-transport says how Bitcoin peers are spoken to: it only applies with \
+             --bitcoin-peer"
+                .into(),
+        ));
+    }
     if reads_bitcoin && urls.is_empty() {
         let flag = match bitcoin.bitcoin_rpc {
             Some(_) => "--bitcoin-rpc",
@@ -224,6 +231,7 @@ fn bitcoin_config(
         credentials,
         url: b.bitcoin_rpc.clone(),
         peers: b.peers(),
+        transport: b.bitcoin_transport,
         chain: b.chain.chain(network.map(|n| n.name())),
         finality_depth: b.bitcoin_finality_depth,
         sequencer_key,

@@ -61,6 +61,8 @@ pub struct PeerState {
     /// branch, or not up to the best tip): asked for headers at each look,
     /// for no block beyond its own chain's tip.
     pub behind: bool,
+    /// While connected: the transport it speaks, `v1` or `v2` (BIP324).
+    pub transport: Option<&'static str>,
 }
 
 /// The P2P source's peers (`--bitcoin-peer`; empty without it).
@@ -74,6 +76,9 @@ pub struct PeersStatus {
     /// peer, or bitcoind beside the peers), by [`BLOCK_REFUSALS`] index
     /// (Bitcoin Core's reject reasons).
     pub blocks_refused: [AtomicU64; BLOCK_REFUSALS.len()],
+    /// Connections on which `--bitcoin-transport auto` gave up v2 (the
+    /// peer hung up on the handshake without a word) and spoke v1.
+    pub v1_fallbacks: AtomicU64,
 }
 
 impl PeersStatus {
@@ -114,6 +119,27 @@ impl PeersStatus {
             .lock()
             .map(|p| p.iter().filter(|s| s.connected && s.behind).count())
             .unwrap_or(0)
+    }
+
+    /// How many connected peers speak `transport` (`v1`, `v2`).
+    pub fn connected_by_transport(&self, transport: &str) -> usize {
+        self.peers
+            .lock()
+            .map(|p| {
+                p.iter()
+                    .filter(|s| s.connected && s.transport == Some(transport))
+                    .count()
+            })
+            .unwrap_or(0)
+    }
+
+    /// Peer `index` connected speaking `transport`; `fell_back`: over v1
+    /// after its v2 handshake got no answer.
+    pub fn transport_now(&self, index: usize, transport: &'static str, fell_back: bool) {
+        if fell_back {
+            self.v1_fallbacks.fetch_add(1, Relaxed);
+        }
+        self.with(index, |s| s.transport = Some(transport));
     }
 
     /// How many were dropped under `reason`.
@@ -170,6 +196,7 @@ impl PeersStatus {
     pub fn unreachable(&self, index: usize, why: &str) {
         self.with(index, |s| {
             s.connected = false;
+            s.transport = None;
             s.behind = false;
             s.problem = Some(why.to_string());
         });
@@ -184,6 +211,7 @@ impl PeersStatus {
         self.dropped[i].fetch_add(1, Relaxed);
         self.with(index, |s| {
             s.connected = false;
+            s.transport = None;
             s.behind = false;
             s.problem = Some(why.to_string());
         });

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use crate::flags::heading;
 use crate::flags::ConfigError;
 use crate::flags::{bitcoind_url, number};
+use crate::source::bitcoin::p2p::transport::TransportChoice;
 use crate::source::bitcoin::rpc::client::Credentials;
 use crate::source::bitcoin::scan::DEFAULT_FINALITY_DEPTH;
 use crate::source::bitcoin::signer::DaPublicKey;
@@ -17,6 +18,9 @@ pub struct BitcoinArgs {
     /// A follower (beside --upstream URL; docs/BITCOIN.md): read the DA layer (commitments, proofs, the blocks L2 blocks name) from this Bitcoin node over the P2P protocol (HOST:PORT, its -port), not from the upstream; repeat (or a comma list) for more peers: blocks are spread over them
     #[arg(long, value_name = "HOST:PORT", value_parser = bitcoin_peers)]
     pub bitcoin_peer: Vec<String>,
+    /// How peers are spoken to (docs/BITCOIN.md): auto (BIP324's encrypted v2 with each --bitcoin-peer and each peer that advertises it, v1 when a peer hangs up on v2 without a word, as Bitcoin Core does), v2 (encrypted only: a v1-only peer is not connected) or v1 (plain only)
+    #[arg(long, value_name = "auto|v2|v1", default_value_t = TransportChoice::Auto, value_parser = TransportChoice::parse)]
+    pub bitcoin_transport: TransportChoice,
     /// A follower: read the DA layer from this bitcoind's RPC (http://HOST:PORT; no -txindex needed)
     #[arg(long, value_name = "URL", value_parser = bitcoind_url)]
     pub bitcoin_rpc: Option<String>,

@@ -1,6 +1,7 @@
 //! What a follower's Bitcoin DA source is told at start.
 
 use crate::headers::BitcoinNetwork;
+use crate::source::bitcoin::p2p::transport::TransportChoice;
 use crate::source::bitcoin::rpc::client::Credentials;
 use crate::source::bitcoin::signer::DaPublicKey;
 
@@ -17,6 +18,8 @@ pub struct BitcoinConfig {
     /// `--bitcoin-peer HOST:PORT` (repeatable): Bitcoin nodes to read
     /// headers and blocks from over the P2P protocol.
     pub peers: Vec<String>,
+    /// `--bitcoin-transport`: v1, BIP324's v2, or v2 where the peer may speak it.
+    pub transport: TransportChoice,
     /// `--bitcoin-chain`, else the one `--network` reads.
     pub chain: BitcoinNetwork,
     /// `--bitcoin-finality-depth`: confirmations before a block is scanned.

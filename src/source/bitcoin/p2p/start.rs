@@ -29,7 +29,11 @@ impl PeersDa {
         stop: &Arc<Stop>,
     ) -> Result<(PeersDa, String), String> {
         let magic = bitcoin::p2p::Magic::from(b.chain.network());
-        let peers = PeerSet::new(&b.peers, PeerOptions::new(magic), progress.clone());
+        let options = PeerOptions {
+            transport: b.transport,
+            ..PeerOptions::new(magic)
+        };
+        let peers = PeerSet::new(&b.peers, options, progress.clone());
         let chain = HeaderTree::open(b.chain, ledger.clone(), 0).map_err(|e| e.to_string())?;
         // bitcoind's RPC beside the peers: one more source.
         let rpc_side = match &b.url {
@@ -53,10 +57,11 @@ impl PeersDa {
             None => String::new(),
         };
         let what = format!(
-            "Bitcoin {} from peers {}{rpc_named} (DA, {} confirmations, header tip {} at height \
-             {}, sequencer DA key {}, prover DA key {})",
+            "Bitcoin {} from peers {} (transport {}){rpc_named} (DA, {} confirmations, header tip \
+             {} at height {}, sequencer DA key {}, prover DA key {})",
             b.chain.name(),
             b.peers.join(", "),
+            b.transport,
             b.finality_depth,
             chain.tip().hash,
             chain.tip().height,
