@@ -35,8 +35,8 @@ use std::time::{Duration, Instant};
 
 use common::bitcoind::{Bitcoind, BitcoindOptions};
 use common::lying_peer::{LateForward, Lie, LyingPeer, Snapshot};
-use common::regtest::{self, busy_devnet};
 use common::process::LedgerdBuilder;
+use common::regtest::{self, busy_devnet};
 use common::Ledgerd;
 use serde_json::{json, Value};
 

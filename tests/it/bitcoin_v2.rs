@@ -86,9 +86,11 @@ fn a_v2_bitcoind_sees_the_default_follower_as_v2_and_a_v1_one_as_v1_and_both_fol
     );
     assert_eq!(ledgerd_transports(&node), ["v1"]);
     let encrypted = follower(&devnet, &node, &dir.path().join("v2"), "");
-    wait_until(Duration::from_secs(90), "both followers to catch up", || {
-        caught_up(&plain, tip, 66) && caught_up(&encrypted, tip, 66)
-    });
+    wait_until(
+        Duration::from_secs(90),
+        "both followers to catch up",
+        || caught_up(&plain, tip, 66) && caught_up(&encrypted, tip, 66),
+    );
     assert_eq!(ledgerd_transports(&node), ["v1", "v2"]);
     let theirs = view(&devnet, first, &node);
     assert_eq!(view(&encrypted, first, &node), theirs);
@@ -105,10 +107,9 @@ fn a_v2_bitcoind_sees_the_default_follower_as_v2_and_a_v1_one_as_v1_and_both_fol
     assert_eq!((by("v1"), by("v2")), (0, 1), "{m}");
     assert_eq!(metric(&m, "ledgerd_bitcoin_peer_v1_fallbacks_total"), 0);
     assert!(
-        encrypted.stderr().contains(&format!(
-            "bitcoin peer {} connected (v2, ",
-            node.p2p_addr()
-        )),
+        encrypted
+            .stderr()
+            .contains(&format!("bitcoin peer {} connected (v2, ", node.p2p_addr())),
         "{}",
         encrypted.stderr()
     );
@@ -125,9 +126,11 @@ fn against_a_v1_only_bitcoind_auto_falls_back_to_v1_and_follows_and_v2_only_says
     let tip = node.block_count();
     let strict = follower(&devnet, &node, &dir.path().join("v2"), "v2");
     let auto = follower(&devnet, &node, &dir.path().join("auto"), "");
-    wait_until(Duration::from_secs(90), "the auto follower to catch up", || {
-        caught_up(&auto, tip, 66)
-    });
+    wait_until(
+        Duration::from_secs(90),
+        "the auto follower to catch up",
+        || caught_up(&auto, tip, 66),
+    );
     assert_eq!(view(&auto, first, &node), view(&devnet, first, &node));
     assert_eq!(the_peer(&auto)["transport"], "v1");
     let m = metrics(&auto);
@@ -260,10 +263,16 @@ fn peers_that_garble_the_v2_handshake_are_refused_with_the_reason_without_a_hang
     let m = metrics(&n);
     assert_eq!(metric(&m, "ledgerd_bitcoin_peer_v1_fallbacks_total"), 0);
     assert_eq!(
-        metric(&m, "ledgerd_bitcoin_peers_connected_by_transport{transport=\"v1\"}"),
+        metric(
+            &m,
+            "ledgerd_bitcoin_peers_connected_by_transport{transport=\"v1\"}"
+        ),
         0
     );
     let log = n.stderr();
     assert!(!log.contains("panicked"), "{log}");
-    assert!(log.contains(&format!("bitcoin peer {noise}: its answer")), "{log}");
+    assert!(
+        log.contains(&format!("bitcoin peer {noise}: its answer")),
+        "{log}"
+    );
 }

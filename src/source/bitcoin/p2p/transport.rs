@@ -324,9 +324,145 @@ mod tests {
         assert!(!auto.starts_v2(Some(ServiceFlags::NETWORK | ServiceFlags::WITNESS)));
         assert!(TransportChoice::V2.starts_v2(Some(ServiceFlags::NONE)));
         assert!(!TransportChoice::V1.starts_v2(None));
-        for c in [TransportChoice::Auto, TransportChoice::V2, TransportChoice::V1] {
+        for c in [
+            TransportChoice::Auto,
+            TransportChoice::V2,
+            TransportChoice::V1,
+        ] {
             assert_eq!(TransportChoice::parse(&c.to_string()), Ok(c));
         }
         assert!(TransportChoice::parse("v3").unwrap_err().contains("auto"));
+    }
+}
+
+#[cfg(test)]
+mod wire_tests {
+    //! [`open`] against stand-ins on a local socket: a v2 responder (the
+    //! `bip324` crate's own, with garbage and decoys), a v1-only node that
+    //! hangs up on a v2 key, and one that says nothing.
+    use std::io::Write;
+    use std::net::TcpListener;
+    use std::sync::mpsc;
+
+    use bip324::{InboundCipher, OutboundCipher, PacketType, Role};
+
+    use super::*;
+    use crate::source::bitcoin::p2p::v2::MAX_CONTENTS;
+
+    const STALL: Duration = Duration::from_millis(500);
+
+    fn open_to(addr: &str, choice: TransportChoice) -> Result<Opened, OpenError> {
+        let addr: SocketAddr = addr.parse().unwrap();
+        open(&addr, Magic::REGTEST, choice, None, STALL, STALL)
+    }
+
+    /// A listener whose every connection `serve` handles on its thread.
+    fn stand_in(serve: impl Fn(TcpStream) + Send + 'static) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        std::thread::spawn(move || {
+            for s in listener.incoming().map_while(Result::ok) {
+                serve(s);
+            }
+        });
+        addr
+    }
+
+    /// The responder's handshake: 4095 bytes of garbage and two decoys first.
+    fn respond(s: &TcpStream) -> (InboundCipher, OutboundCipher, impl Read) {
+        let garbage = Some(vec![7u8; v2::MAX_GARBAGE]);
+        let decoys = Some(vec![vec![1u8; 10], vec![]]);
+        let reader = BufReader::new(s.try_clone().unwrap());
+        let mut writer = s.try_clone().unwrap();
+        bip324::io::handshake(
+            Network::Regtest,
+            Role::Responder,
+            garbage,
+            decoys,
+            reader,
+            &mut writer,
+        )
+        .unwrap()
+    }
+
+    fn packet(out: &mut OutboundCipher, m: NetworkMessage, kind: PacketType) -> Vec<u8> {
+        out.encrypt_to_vec(&bip324::serde::serialize(m), kind, None)
+    }
+
+    #[test]
+    fn a_v2_peer_with_garbage_and_decoys_is_spoken_to_in_v2_both_ways() {
+        let (tx, rx) = mpsc::channel();
+        let addr = stand_in(move |mut s| {
+            let (mut inbound, mut out, mut r) = respond(&s);
+            let mut wire = packet(&mut out, NetworkMessage::Verack, PacketType::Decoy);
+            wire.extend(packet(
+                &mut out,
+                NetworkMessage::Ping(5),
+                PacketType::Genuine,
+            ));
+            s.write_all(&wire).unwrap();
+            let mut len = [0u8; 3];
+            r.read_exact(&mut len).unwrap();
+            let mut p = vec![0u8; inbound.decrypt_packet_len(len)];
+            r.read_exact(&mut p).unwrap();
+            let (_, plain) = inbound.decrypt_to_vec(&p, None).unwrap();
+            tx.send(bip324::serde::deserialize(&plain[1..]).unwrap())
+                .unwrap();
+        });
+        let mut t = open_to(&addr, TransportChoice::Auto).unwrap().transport;
+        assert_eq!(t.kind(), TransportKind::V2);
+        let deadline = Instant::now() + STALL;
+        assert_eq!(t.read(deadline).unwrap(), NetworkMessage::Ping(5));
+        t.write(NetworkMessage::Pong(5)).unwrap();
+        assert_eq!(rx.recv().unwrap(), NetworkMessage::Pong(5));
+    }
+
+    #[test]
+    fn a_packet_announced_above_the_cap_is_refused_from_its_length_alone() {
+        let addr = stand_in(|mut s| {
+            let (_, mut out, mut r) = respond(&s);
+            let big = out.encrypt_to_vec(&vec![0u8; MAX_CONTENTS + 1], PacketType::Genuine, None);
+            s.write_all(&big[..3]).unwrap();
+            let _ = r.read(&mut [0u8; 1]);
+        });
+        let mut t = open_to(&addr, TransportChoice::V2).unwrap().transport;
+        let err = t.read(Instant::now() + STALL).unwrap_err();
+        assert_eq!(err.reason(), "oversized", "{err}");
+    }
+
+    /// A v1-only node: reads a header's worth, sees the wrong magic, hangs up.
+    fn v1_only(mut s: TcpStream) {
+        let mut header = [0u8; 24];
+        if s.read_exact(&mut header).is_ok() && header[..4] == Magic::REGTEST.to_bytes() {
+            let mut sink = [0u8; 1024];
+            while matches!(s.read(&mut sink), Ok(n) if n > 0) {}
+        }
+    }
+
+    #[test]
+    fn auto_speaks_v1_after_a_silent_hang_up_and_v2_only_says_why_it_does_not() {
+        let addr = stand_in(v1_only);
+        let opened = open_to(&addr, TransportChoice::Auto).unwrap();
+        assert_eq!(opened.transport.kind(), TransportKind::V1);
+        assert!(opened.fell_back.unwrap().contains("got no answer"));
+        let err = open_to(&addr, TransportChoice::V2).err().unwrap();
+        assert!(err.to_string().contains("does not speak BIP324"), "{err}");
+        let v1 = open_to(&addr, TransportChoice::V1).unwrap();
+        assert_eq!(
+            (v1.transport.kind(), v1.fell_back),
+            (TransportKind::V1, None)
+        );
+    }
+
+    #[test]
+    fn a_peer_that_says_nothing_costs_the_bound_not_more() {
+        let addr = stand_in(|mut s| {
+            let _ = s.read(&mut [0u8; 1]);
+            std::thread::sleep(STALL * 4);
+        });
+        let started = Instant::now();
+        let err = open_to(&addr, TransportChoice::V2).err().unwrap();
+        assert!(err.to_string().contains("does not speak"), "{err}");
+        assert!(started.elapsed() < STALL * 3, "{:?}", started.elapsed());
     }
 }
