@@ -14,6 +14,7 @@
 //!   half-way through its key: neither hangs ledgerd or makes it panic,
 //!   neither is retried over v1 (they answered), and `/health` says why.
 
+use crate::bitcoin_inscription::noise;
 use crate::bitcoin_p2p::{
     caught_up, first_slot, health, metric, metrics, peers_follower_builder, view,
 };
@@ -62,6 +63,60 @@ fn ledgerd_transports(node: &Bitcoind) -> Vec<String> {
     types
 }
 
+/// A bitcoind with `-v2transport=<v2>` listening for peers, and a devnet on
+/// it with commitments and a proof (66 L2 blocks).
+struct Chain {
+    _one: common::Alone,
+    node: Bitcoind,
+    dir: tempfile::TempDir,
+    devnet: Ledgerd,
+    /// The DA slot of L2 block 1.
+    first: u64,
+    /// bitcoind's tip.
+    tip: u64,
+}
+
+impl Chain {
+    fn start(v2: bool) -> Chain {
+        // Each starts a bitcoind, a devnet and followers: one at a time on a small host.
+        let _one = common::one_at_a_time();
+        let node = p2p_node(v2);
+        let dir = tempfile::tempdir().unwrap();
+        let devnet = busy_devnet(&node, &dir.path().join("devnet"));
+        let (first, tip) = (first_slot(&devnet), node.block_count());
+        Chain {
+            _one,
+            node,
+            dir,
+            devnet,
+            first,
+            tip,
+        }
+    }
+
+    /// A follower of the devnet on bitcoind's P2P port, named `name`.
+    fn follower(&self, name: &str, transport: &str) -> Ledgerd {
+        follower(
+            &self.devnet,
+            &self.node,
+            &self.dir.path().join(name),
+            transport,
+        )
+    }
+
+    /// Waits until `n` has scanned up to bitcoind's tip and holds the
+    /// devnet's 66 blocks, then checks it answers as the devnet does.
+    fn follows(&self, n: &Ledgerd) {
+        wait_until(Duration::from_secs(90), "the follower to catch up", || {
+            caught_up(n, self.tip, 66)
+        });
+        assert_eq!(
+            view(n, self.first, &self.node),
+            view(&self.devnet, self.first, &self.node)
+        );
+    }
+}
+
 /// `/health`'s one peer.
 fn the_peer(n: &Ledgerd) -> Value {
     health(n).1["bitcoinPeers"][0].clone()
@@ -70,31 +125,19 @@ fn the_peer(n: &Ledgerd) -> Value {
 #[test]
 #[ignore = "needs bitcoind: scripts/bitcoind/build.sh"]
 fn a_v2_bitcoind_sees_the_default_follower_as_v2_and_a_v1_one_as_v1_and_both_follow() {
-    // Each starts a bitcoind, a devnet and followers: one at a time on a small host.
-    let _one = common::one_at_a_time();
-    let node = p2p_node(true);
-    let dir = tempfile::tempdir().unwrap();
-    let devnet = busy_devnet(&node, &dir.path().join("devnet"));
-    let first = first_slot(&devnet);
-    let tip = node.block_count();
-    let plain = follower(&devnet, &node, &dir.path().join("v1"), "v1");
+    let c = Chain::start(true);
+    let plain = c.follower("v1", "v1");
     wait_until_value(
         Duration::from_secs(30),
         "bitcoind to see the v1 follower",
-        || ledgerd_transports(&node),
+        || ledgerd_transports(&c.node),
         |t| !t.is_empty(),
     );
-    assert_eq!(ledgerd_transports(&node), ["v1"]);
-    let encrypted = follower(&devnet, &node, &dir.path().join("v2"), "");
-    wait_until(
-        Duration::from_secs(90),
-        "both followers to catch up",
-        || caught_up(&plain, tip, 66) && caught_up(&encrypted, tip, 66),
-    );
-    assert_eq!(ledgerd_transports(&node), ["v1", "v2"]);
-    let theirs = view(&devnet, first, &node);
-    assert_eq!(view(&encrypted, first, &node), theirs);
-    assert_eq!(view(&plain, first, &node), theirs);
+    assert_eq!(ledgerd_transports(&c.node), ["v1"]);
+    let encrypted = c.follower("v2", "");
+    c.follows(&encrypted);
+    c.follows(&plain);
+    assert_eq!(ledgerd_transports(&c.node), ["v1", "v2"]);
     assert_eq!(the_peer(&encrypted)["transport"], "v2");
     assert_eq!(the_peer(&plain)["transport"], "v1");
     let m = metrics(&encrypted);
@@ -106,32 +149,18 @@ fn a_v2_bitcoind_sees_the_default_follower_as_v2_and_a_v1_one_as_v1_and_both_fol
     };
     assert_eq!((by("v1"), by("v2")), (0, 1), "{m}");
     assert_eq!(metric(&m, "ledgerd_bitcoin_peer_v1_fallbacks_total"), 0);
-    assert!(
-        encrypted
-            .stderr()
-            .contains(&format!("bitcoin peer {} connected (v2, ", node.p2p_addr())),
-        "{}",
-        encrypted.stderr()
-    );
+    let connected = format!("bitcoin peer {} connected (v2, ", c.node.p2p_addr());
+    let log = encrypted.stderr();
+    assert!(log.contains(&connected), "{log}");
 }
 
 #[test]
 #[ignore = "needs bitcoind: scripts/bitcoind/build.sh"]
 fn against_a_v1_only_bitcoind_auto_falls_back_to_v1_and_follows_and_v2_only_says_why() {
-    let _one = common::one_at_a_time();
-    let node = p2p_node(false);
-    let dir = tempfile::tempdir().unwrap();
-    let devnet = busy_devnet(&node, &dir.path().join("devnet"));
-    let first = first_slot(&devnet);
-    let tip = node.block_count();
-    let strict = follower(&devnet, &node, &dir.path().join("v2"), "v2");
-    let auto = follower(&devnet, &node, &dir.path().join("auto"), "");
-    wait_until(
-        Duration::from_secs(90),
-        "the auto follower to catch up",
-        || caught_up(&auto, tip, 66),
-    );
-    assert_eq!(view(&auto, first, &node), view(&devnet, first, &node));
+    let c = Chain::start(false);
+    let strict = c.follower("v2", "v2");
+    let auto = c.follower("auto", "");
+    c.follows(&auto);
     assert_eq!(the_peer(&auto)["transport"], "v1");
     let m = metrics(&auto);
     assert!(
@@ -169,9 +198,9 @@ fn against_a_v1_only_bitcoind_auto_falls_back_to_v1_and_follows_and_v2_only_says
         strict.stderr()
     );
     let scanned = strict.result("ledger_getLastScannedL1Height", "[]");
-    assert!(scanned.as_u64().unwrap_or(0) < first, "{scanned}");
+    assert!(scanned.as_u64().unwrap_or(0) < c.first, "{scanned}");
     // bitcoind saw only the auto follower, over v1.
-    assert_eq!(ledgerd_transports(&node), ["v1"]);
+    assert_eq!(ledgerd_transports(&c.node), ["v1"]);
 }
 
 /// How a garbling peer answers ledgerd's v2 key.
@@ -187,37 +216,24 @@ enum Garble {
 /// A peer on 127.0.0.1 that answers every connection as `how` says; its address.
 fn garbling_peer(how: Garble) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
+    let addr = listener.local_addr().unwrap();
     std::thread::spawn(move || {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut noise = |n: usize| -> Vec<u8> {
-            (0..n)
-                .map(|_| {
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
-                    seed as u8
-                })
-                .collect()
-        };
-        for conn in listener.incoming() {
-            let Ok(mut s) = conn else { return };
-            let mut key = [0u8; 64];
-            if s.read_exact(&mut key).is_err() {
+        for (n, mut s) in listener.incoming().map_while(Result::ok).enumerate() {
+            // Wait for ledgerd's key, then answer it with noise.
+            if s.read_exact(&mut [0u8; 64]).is_err() {
                 continue;
             }
-            let _ = match how {
-                Garble::Noise => s.write_all(&noise(5_000)),
-                Garble::HangUpMidKey => s.write_all(&noise(30)),
+            let len = match how {
+                Garble::Noise => 5_000,
+                Garble::HangUpMidKey => 30,
             };
-            if matches!(how, Garble::Noise) {
-                // Read until ledgerd hangs up.
-                let mut sink = [0u8; 4096];
-                while matches!(s.read(&mut sink), Ok(n) if n > 0) {}
-            }
+            let _ = s.write_all(&noise(len, 0x2545_f491_4f6c_dd1d + n as u64));
+            // Noise: read until ledgerd hangs up; half a key: hang up.
+            let mut sink = [0u8; 4096];
+            while matches!(how, Garble::Noise) && matches!(s.read(&mut sink), Ok(n) if n > 0) {}
         }
     });
-    addr
+    addr.to_string()
 }
 
 #[test]
