@@ -470,15 +470,15 @@ impl Health {
                 crate::wire::write::write_str(&mut body, &peer.addr);
                 body.extend_from_slice(b",\"source\":");
                 crate::wire::write::write_str(&mut body, peer.source);
-                if !peer.transport.is_empty() {
-                    body.extend_from_slice(b",\"transport\":");
-                    crate::wire::write::write_str(&mut body, peer.transport);
-                }
                 body.extend_from_slice(b",\"connected\":");
                 body.extend_from_slice(if peer.connected { b"true" } else { b"false" });
                 body.extend_from_slice(b",\"behind\":");
                 body.extend_from_slice(if peer.behind { b"true" } else { b"false" });
                 num_after(&mut body, "blocksFetched", peer.blocks_fetched);
+                if let Some(transport) = peer.transport {
+                    body.extend_from_slice(b",\"transport\":");
+                    crate::wire::write::write_str(&mut body, transport);
+                }
                 if let Some(why) = &peer.problem {
                     body.extend_from_slice(b",\"problem\":");
                     crate::wire::write::write_str(&mut body, why);

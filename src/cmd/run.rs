@@ -119,6 +119,16 @@ pub fn resolve(r: Args, given: &Given) -> Result<Command, ConfigError> {
             )));
         }
     }
+    if bitcoin.bitcoin_peer.is_empty()
+        && !bitcoin.bitcoin_p2p
+        && given.contains("bitcoin-transport")
+    {
+        return Err(ConfigError(
+            "--bitcoin-transport says how Bitcoin peers are spoken to: it only applies with \
+             --bitcoin-peer or --bitcoin-p2p"
+                .into(),
+        ));
+    }
     if reads_bitcoin && urls.is_empty() {
         let flag = match (&bitcoin.bitcoin_rpc, bitcoin.bitcoin_peer.is_empty()) {
             (Some(_), _) => "--bitcoin-rpc",
@@ -248,6 +258,7 @@ fn bitcoin_config(
         discover,
         dns_seeds,
         max_peers: b.bitcoin_max_peers,
+        transport: b.bitcoin_transport,
         chain,
         finality_depth: b.bitcoin_finality_depth,
         sequencer_key,

@@ -575,6 +575,23 @@ fn bitcoin_rpc_reads_the_da_layer_beside_an_upstream_with_the_networks_da_keys()
     assert!(e.0.contains("only applies with --bitcoin-rpc"), "{e}");
     let e = run(&["--bitcoin-finality-depth", "0"]).unwrap_err();
     assert!(e.0.contains("at least 1"), "{e}");
+    // --bitcoin-transport: auto by default, only with peers.
+    use crate::source::bitcoin::p2p::transport::TransportChoice;
+    let peer = ["--upstream", "http://u:1", "--bitcoin-peer", "h:1"];
+    let b = |c: &Config| c.source.bitcoin().unwrap().transport;
+    assert_eq!(b(&run(&peer).unwrap()), TransportChoice::Auto);
+    let v1 = run(&[&peer[..], &["--bitcoin-transport", "v1"]].concat()).unwrap();
+    assert_eq!(b(&v1), TransportChoice::V1);
+    let e = run(&[
+        "--upstream=http://u:1",
+        "--bitcoin-rpc=http://b:2",
+        "--bitcoin-rpc-cookie=c",
+        "--bitcoin-transport=v2",
+    ])
+    .unwrap_err();
+    assert!(e.0.contains("only applies with --bitcoin-peer"), "{e}");
+    let e = run(&[&peer[..], &["--bitcoin-transport", "v3"]].concat()).unwrap_err();
+    assert!(e.0.contains("takes auto"), "{e}");
     let e = run(&["--sequencer-da-pubkey", "02ab"]).unwrap_err();
     assert!(e.0.contains("66 hex digits"), "{e}");
     let e = run(&[
@@ -630,6 +647,10 @@ fn sample(flag: &str) -> (&'static str, &'static str) {
             } else {
                 "5"
             },
+            "upstream = \"http://u:1\"\nbitcoin-peer = [\"127.0.0.1:18444\"]\n",
+        ),
+        "bitcoin-transport" => (
+            "\"v1\"",
             "upstream = \"http://u:1\"\nbitcoin-peer = [\"127.0.0.1:18444\"]\n",
         ),
         "bitcoin-chain" => ("\"testnet4\"", with_rpc),

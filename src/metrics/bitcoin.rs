@@ -83,6 +83,25 @@ pub(super) fn write(out: &mut Vec<u8>, bitcoin: &BitcoinProgress) -> std::io::Re
             )?;
             header(
                 out,
+                "ledgerd_bitcoin_peers_connected_by_transport",
+                "gauge",
+                "Bitcoin peers connected now, by the transport spoken: v1 (plain) or v2 (BIP324, encrypted)",
+            )?;
+            for transport in ["v1", "v2"] {
+                writeln!(
+                    out,
+                    "ledgerd_bitcoin_peers_connected_by_transport{{transport=\"{transport}\"}} {}",
+                    bitcoin.peers.connected_by_transport(transport)
+                )?;
+            }
+            counter(
+                out,
+                "ledgerd_bitcoin_peer_v1_fallbacks_total",
+                "Connections on which --bitcoin-transport auto gave up v2 (the peer hung up on the BIP324 handshake without a word) and spoke v1, since start",
+                bitcoin.peers.v1_fallbacks.load(Relaxed),
+            )?;
+            header(
+                out,
                 "ledgerd_bitcoin_peer_connections",
                 "gauge",
                 "Bitcoin peers connected now, by where they came from (flag, dns, addr, book) and transport (v1, v2)",

@@ -70,8 +70,6 @@ pub struct PeerState {
     /// Where it came from: `flag`, `dns`, `addr`, or `book` (in the
     /// address book at start).
     pub source: &'static str,
-    /// The transport of its connection (`v1`, `v2`); empty before it connected.
-    pub transport: &'static str,
     pub connected: bool,
     /// Blocks it sent that passed their checks, since start.
     pub blocks_fetched: u64,
@@ -82,6 +80,8 @@ pub struct PeerState {
     /// branch, or not up to the best tip): asked for headers at each look,
     /// for no block beyond its own chain's tip.
     pub behind: bool,
+    /// While connected: the transport it speaks, `v1` or `v2` (BIP324).
+    pub transport: Option<&'static str>,
 }
 
 /// The P2P source's peers (`--bitcoin-peer`; empty without it).
@@ -103,6 +103,9 @@ pub struct PeersStatus {
     /// peer, or bitcoind beside the peers), by [`BLOCK_REFUSALS`] index
     /// (Bitcoin Core's reject reasons).
     pub blocks_refused: [AtomicU64; BLOCK_REFUSALS.len()],
+    /// Connections on which `--bitcoin-transport auto` gave up v2 (the
+    /// peer hung up on the handshake without a word) and spoke v1.
+    pub v1_fallbacks: AtomicU64,
 }
 
 impl PeersStatus {
@@ -173,7 +176,8 @@ impl PeersStatus {
         let mut by: std::collections::BTreeMap<(&'static str, &'static str), u64> =
             Default::default();
         for p in self.shown().iter().filter(|p| p.connected) {
-            *by.entry((p.source, p.transport)).or_default() += 1;
+            *by.entry((p.source, p.transport.unwrap_or("v1")))
+                .or_default() += 1;
         }
         by.into_iter().collect()
     }
@@ -191,6 +195,18 @@ impl PeersStatus {
         self.peers
             .lock()
             .map(|p| p.iter().filter(|s| s.connected && s.behind).count())
+            .unwrap_or(0)
+    }
+
+    /// How many connected peers speak `transport` (`v1`, `v2`).
+    pub fn connected_by_transport(&self, transport: &str) -> usize {
+        self.peers
+            .lock()
+            .map(|p| {
+                p.iter()
+                    .filter(|s| s.connected && s.transport == Some(transport))
+                    .count()
+            })
             .unwrap_or(0)
     }
 
@@ -217,11 +233,15 @@ impl PeersStatus {
         }
     }
 
-    /// Peer `index` is connected, over `transport`.
-    pub fn connected_now(&self, index: usize, transport: &'static str) {
+    /// Peer `index` is connected, speaking `transport` (`v1`, `v2`);
+    /// `fell_back`: over v1 after its v2 handshake got no answer.
+    pub fn connected_now(&self, index: usize, transport: &'static str, fell_back: bool) {
+        if fell_back {
+            self.v1_fallbacks.fetch_add(1, Relaxed);
+        }
         self.with(index, |s| {
             s.connected = true;
-            s.transport = transport;
+            s.transport = Some(transport);
             s.problem = None;
             s.behind = false;
         });
@@ -241,6 +261,7 @@ impl PeersStatus {
     pub fn unreachable(&self, index: usize, why: &str) {
         self.with(index, |s| {
             s.connected = false;
+            s.transport = None;
             s.behind = false;
             s.problem = Some(why.to_string());
         });
@@ -255,6 +276,7 @@ impl PeersStatus {
         self.dropped[i].fetch_add(1, Relaxed);
         self.with(index, |s| {
             s.connected = false;
+            s.transport = None;
             s.behind = false;
             s.problem = Some(why.to_string());
         });
@@ -339,8 +361,8 @@ mod tests {
     fn a_drop_is_counted_under_its_reason_and_an_unknown_one_under_other() {
         let s = PeersStatus::default();
         s.set_addrs(&["a:1".into(), "b:2".into()]);
-        s.connected_now(0, "v1");
-        s.connected_now(1, "v1");
+        s.connected_now(0, "v1", false);
+        s.connected_now(1, "v1", false);
         assert_eq!(s.connected(), 2);
         s.dropped(1, "bad_block", "its block does not match its header");
         s.dropped(0, "no such reason", "why");
@@ -357,8 +379,8 @@ mod tests {
     fn a_peer_behind_stays_connected_is_counted_and_is_cleared_when_it_catches_up() {
         let s = PeersStatus::default();
         s.set_addrs(&["a:1".into(), "b:2".into()]);
-        s.connected_now(0, "v1");
-        s.connected_now(1, "v1");
+        s.connected_now(0, "v1", false);
+        s.connected_now(1, "v1", false);
         s.set_behind(1, Some("its chain has less work"));
         assert_eq!((s.connected(), s.behind()), (2, 1));
         assert_eq!(

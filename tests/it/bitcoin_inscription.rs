@@ -539,7 +539,7 @@ fn a_built_complete_proof_reads_back_byte_for_byte() {
 }
 
 /// A pseudo-random (incompressible) proof.
-fn noise(len: usize, mut seed: u64) -> Vec<u8> {
+pub(crate) fn noise(len: usize, mut seed: u64) -> Vec<u8> {
     (0..len)
         .map(|_| {
             seed ^= seed << 13;

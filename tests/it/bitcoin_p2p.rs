@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 
 use common::bitcoind::{Bitcoind, BitcoindOptions};
 use common::lying_peer::{LateForward, Lie, LyingPeer, Snapshot};
+use common::process::LedgerdBuilder;
 use common::regtest::{self, busy_devnet};
 use common::Ledgerd;
 use serde_json::{json, Value};
@@ -54,6 +55,16 @@ fn peers_follower(up: &Ledgerd, peers: &[String], dir: &std::path::Path) -> Ledg
 
 /// [`peers_follower`] with `--bitcoin-finality-depth depth`.
 fn peers_follower_at(up: &Ledgerd, peers: &[String], dir: &std::path::Path, depth: u64) -> Ledgerd {
+    peers_follower_builder(up, peers, dir, depth).start()
+}
+
+/// [`peers_follower_at`], not started yet (add flags, then `.start()`).
+pub(crate) fn peers_follower_builder(
+    up: &Ledgerd,
+    peers: &[String],
+    dir: &std::path::Path,
+    depth: u64,
+) -> LedgerdBuilder {
     let mut args: Vec<String> = vec![
         "--upstream".into(),
         up.url.clone(),
@@ -66,11 +77,7 @@ fn peers_follower_at(up: &Ledgerd, peers: &[String], dir: &std::path::Path, dept
         args.push("--bitcoin-peer".into());
         args.push(p.clone());
     }
-    Ledgerd::builder()
-        .data_dir(dir)
-        .args(&args)
-        .log("info")
-        .start()
+    Ledgerd::builder().data_dir(dir).args(&args).log("info")
 }
 
 /// `ledgerd --upstream <up> --bitcoin-rpc <node> --bitcoin-finality-depth 1`.
@@ -112,7 +119,7 @@ fn both_follower(
 
 /// Everything methods 2-13 answer about the chain, from slot `first` on
 /// (slots by hash as `node` names them).
-fn view(n: &Ledgerd, first: u64, node: &Bitcoind) -> Value {
+pub(crate) fn view(n: &Ledgerd, first: u64, node: &Bitcoind) -> Value {
     view_upto(n, first, scanned(n).unwrap(), node)
 }
 
@@ -170,7 +177,7 @@ fn view_upto(n: &Ledgerd, first: u64, last: u64, node: &Bitcoind) -> Value {
     })
 }
 
-fn health(n: &Ledgerd) -> (u16, Value) {
+pub(crate) fn health(n: &Ledgerd) -> (u16, Value) {
     let resp = ureq::get(&format!("{}/health", n.url)).call();
     let (status, text) = match resp {
         Ok(r) => (r.status(), r.into_string().unwrap()),
@@ -180,7 +187,7 @@ fn health(n: &Ledgerd) -> (u16, Value) {
     (status, serde_json::from_str(&text).unwrap())
 }
 
-fn metrics(n: &Ledgerd) -> String {
+pub(crate) fn metrics(n: &Ledgerd) -> String {
     ureq::get(&format!("{}/metrics", n.url))
         .call()
         .unwrap()
@@ -189,7 +196,7 @@ fn metrics(n: &Ledgerd) -> String {
 }
 
 /// The value of one metrics line (`name{labels}`), 0 when absent.
-fn metric(text: &str, name: &str) -> u64 {
+pub(crate) fn metric(text: &str, name: &str) -> u64 {
     text.lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
         .unwrap_or(0)
@@ -233,18 +240,18 @@ fn wait(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
-fn scanned(n: &Ledgerd) -> Option<u64> {
+pub(crate) fn scanned(n: &Ledgerd) -> Option<u64> {
     n.result("ledger_getLastScannedL1Height", "[]").as_u64()
 }
 
-fn caught_up(n: &Ledgerd, tip: u64, head: u64) -> bool {
+pub(crate) fn caught_up(n: &Ledgerd, tip: u64, head: u64) -> bool {
     scanned(n) == Some(tip)
         && n.result("ledger_getHeadSoftConfirmationHeight", "[]")
             .as_u64()
             == Some(head)
 }
 
-fn first_slot(devnet: &Ledgerd) -> u64 {
+pub(crate) fn first_slot(devnet: &Ledgerd) -> u64 {
     devnet.result("ledger_getSoftConfirmationByNumber", "[1]")["daSlotHeight"]
         .as_u64()
         .unwrap()

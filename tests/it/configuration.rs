@@ -142,7 +142,7 @@ fn the_help_the_docs_and_the_parser_name_the_same_flags() {
 
 /// Three values `arg` takes, different from each other and its default.
 fn values(arg: &clap::Arg) -> [String; 3] {
-    let families: [[&str; 3]; 12] = [
+    let families: [[&str; 3]; 13] = [
         ["3", "4", "5"],
         ["testnet", "devnet", "mainnet"],
         ["citrea", "seed", "ledgerd"],
@@ -166,6 +166,7 @@ fn values(arg: &clap::Arg) -> [String; 3] {
         ["127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"],
         ["main", "signet", "testnet4"],
         ["json", "text", "json"],
+        ["v1", "v2", "v1"],
         [
             concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/upstream_ca.pem"),
             concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/upstream_ca_2.pem"),

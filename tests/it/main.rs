@@ -11,6 +11,7 @@ mod bitcoin_headers;
 mod bitcoin_inscription;
 mod bitcoin_p2p;
 mod bitcoin_reorg_recovery;
+mod bitcoin_v2;
 mod bitcoind_read;
 mod browser_cors;
 mod browser_status;

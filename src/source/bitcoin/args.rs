@@ -8,6 +8,7 @@ use crate::flags::heading;
 use crate::flags::switch;
 use crate::flags::ConfigError;
 use crate::flags::{bitcoind_url, number};
+use crate::source::bitcoin::p2p::transport::TransportChoice;
 use crate::source::bitcoin::rpc::client::Credentials;
 use crate::source::bitcoin::scan::DEFAULT_FINALITY_DEPTH;
 use crate::source::bitcoin::signer::DaPublicKey;
@@ -30,6 +31,9 @@ pub struct BitcoinArgs {
     /// Outbound connections to found peers kept (the --bitcoin-peer's come on top); at most 2 in one /16 (IPv4) or /32 (IPv6) outside loopback and private ranges
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_PEERS, value_parser = number::<usize>)]
     pub bitcoin_max_peers: usize,
+    /// How peers are spoken to (docs/BITCOIN.md): auto (BIP324's encrypted v2 with each --bitcoin-peer and each peer that advertises it, v1 when a peer hangs up on v2 without a word, as Bitcoin Core does), v2 (encrypted only: a v1-only peer is not connected) or v1 (plain only)
+    #[arg(long, value_name = "auto|v2|v1", default_value_t = TransportChoice::Auto, value_parser = TransportChoice::parse)]
+    pub bitcoin_transport: TransportChoice,
     /// A follower: read the DA layer from this bitcoind's RPC (http://HOST:PORT; no -txindex needed)
     #[arg(long, value_name = "URL", value_parser = bitcoind_url)]
     pub bitcoin_rpc: Option<String>,

@@ -1,6 +1,7 @@
 //! What a follower's Bitcoin DA source is told at start.
 
 use crate::headers::BitcoinNetwork;
+use crate::source::bitcoin::p2p::transport::TransportChoice;
 use crate::source::bitcoin::rpc::client::Credentials;
 use crate::source::bitcoin::signer::DaPublicKey;
 
@@ -25,6 +26,8 @@ pub struct BitcoinConfig {
     pub dns_seeds: Vec<String>,
     /// `--bitcoin-max-peers`: outbound connections to found peers.
     pub max_peers: usize,
+    /// `--bitcoin-transport`: v1, BIP324's v2, or v2 where the peer may speak it.
+    pub transport: TransportChoice,
     /// `--bitcoin-chain`, else the one `--network` reads.
     pub chain: BitcoinNetwork,
     /// `--bitcoin-finality-depth`: confirmations before a block is scanned.

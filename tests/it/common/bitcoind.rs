@@ -73,6 +73,9 @@ pub struct BitcoindOptions {
     pub txindex: bool,
     /// Listen for P2P connections on 127.0.0.1 (`--bitcoin-peer`), else `-listen=0`.
     pub p2p: bool,
+    /// `-v2transport=1` (Core's default since 27: BIP324 offered and
+    /// accepted), else `-v2transport=0` (v1 only).
+    pub v2transport: bool,
 }
 
 impl Default for BitcoindOptions {
@@ -80,6 +83,7 @@ impl Default for BitcoindOptions {
         BitcoindOptions {
             txindex: true,
             p2p: false,
+            v2transport: true,
         }
     }
 }
@@ -157,6 +161,10 @@ impl Bitcoind {
             ])
             .arg(format!("-datadir={}", self.datadir.display()))
             .arg(format!("-rpcport={}", self.rpc_port))
+            .arg(format!(
+                "-v2transport={}",
+                u8::from(self.options.v2transport)
+            ))
             .args(match self.p2p_port {
                 Some(port) => vec!["-listen=1".to_string(), format!("-bind=127.0.0.1:{port}")],
                 None => vec!["-listen=0".to_string()],

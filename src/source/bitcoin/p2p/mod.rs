@@ -1,10 +1,13 @@
 //! Bitcoin read from its P2P network (`--bitcoin-peer HOST:PORT`), with no
-//! bitcoind RPC or with one beside the peers: Bitcoin's v1 protocol spoken
-//! over blocking sockets, the `bitcoin` crate's `p2p` module as the message
-//! codec.
+//! bitcoind RPC or with one beside the peers: Bitcoin's protocol spoken
+//! over blocking sockets, plain (v1) or encrypted (BIP324's v2), the
+//! `bitcoin` crate's `p2p` module as the message codec.
 //!
-//! - [`message`]: one message read whole, with a 4,000,000-byte cap checked
+//! - [`message`]: one v1 message read whole, with a 4,000,000-byte cap checked
 //!   before anything is allocated.
+//! - [`v2`]: BIP324's v2 transport (the `bip324` crate, sans-I/O), the
+//!   same cap; [`transport`]: v1 or v2 behind one read and write, which one
+//!   a connection speaks (`--bitcoin-transport`), the fallback to v1.
 //! - [`peer`]: one connection: the handshake (protocol 70016, no services,
 //!   relay off), ping/pong, `getheaders` with a locator, `getdata` for
 //!   witness blocks; every wait bounded.
@@ -32,3 +35,5 @@ pub mod peer;
 pub mod peers;
 pub mod seeds;
 pub mod start;
+pub mod transport;
+pub mod v2;

@@ -1,7 +1,8 @@
 //! One connection to one Bitcoin peer: the handshake, then requests and
 //! their answers, blocking, with a bound on every wait.
 //!
-//! ledgerd connects out and says little: `version` with protocol 70016, no
+//! ledgerd connects out (over v1 or BIP324's v2 transport:
+//! [`crate::source::bitcoin::p2p::transport`]) and says little: `version` with protocol 70016, no
 //! services and relay off (it wants no transactions announced), then
 //! `verack` once the peer's `version` came. While it waits for an answer it
 //! answers the peer's `ping` with a `pong` of the same nonce and lets other
@@ -15,8 +16,7 @@
 //! [`PeerError::reason`], the `/metrics` label it is dropped under.
 
 use std::fmt;
-use std::io::{BufReader, BufWriter};
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bitcoin::block::Header;
@@ -28,7 +28,8 @@ use bitcoin::p2p::message_network::VersionMessage;
 use bitcoin::p2p::{Magic, ServiceFlags};
 use bitcoin::{Block, BlockHash};
 
-use crate::source::bitcoin::p2p::message::{read_message, write_message, FrameError};
+use crate::source::bitcoin::p2p::message::FrameError;
+use crate::source::bitcoin::p2p::transport::{self, Transport, TransportChoice, TransportKind};
 
 /// The protocol version ledgerd speaks (Bitcoin Core 22+: `wtxidrelay`, `sendaddrv2`).
 pub const PROTOCOL_VERSION: u32 = 70016;
@@ -55,6 +56,8 @@ pub struct PeerOptions {
     /// Ask for addresses (`getaddr`, once, after the handshake) and keep
     /// those the peer sends ([`Peer::take_learned`]).
     pub discover: bool,
+    /// `--bitcoin-transport`: v1, v2, or v2 where the peer may speak it.
+    pub transport: TransportChoice,
 }
 
 impl PeerOptions {
@@ -64,6 +67,7 @@ impl PeerOptions {
             connect_timeout: Duration::from_secs(5),
             stall: Duration::from_secs(20),
             discover: false,
+            transport: TransportChoice::Auto,
         }
     }
 }
@@ -142,11 +146,12 @@ impl From<std::io::Error> for PeerError {
 /// A connected peer, past the handshake.
 pub struct Peer {
     addr: SocketAddr,
-    reader: BufReader<TcpStream>,
-    writer: BufWriter<TcpStream>,
+    transport: Transport,
     options: PeerOptions,
     /// Addresses from its `addr`/`addrv2` not taken yet (at most [`MAX_ADDR`]).
     learned: Vec<SocketAddr>,
+    /// Why `--bitcoin-transport auto` gave up v2 for v1 on this connection, if it did.
+    pub fell_back: Option<String>,
     /// The height the peer said it had in its `version`.
     pub start_height: i32,
     /// Its user agent, as it said.
@@ -178,17 +183,22 @@ impl Peer {
                     format!("{addr} resolves to no address"),
                 ))
             })?;
-        let stream = TcpStream::connect_timeout(&resolved, options.connect_timeout)
-            .map_err(PeerError::Connect)?;
-        stream.set_nodelay(true).map_err(PeerError::Connect)?;
-        stream
-            .set_write_timeout(Some(options.stall))
-            .map_err(PeerError::Connect)?;
-        let writer = BufWriter::new(stream.try_clone().map_err(PeerError::Connect)?);
+        let opened = transport::open(
+            &resolved,
+            options.magic,
+            options.transport,
+            None,
+            options.connect_timeout,
+            options.stall,
+        )
+        .map_err(|e| match e {
+            transport::OpenError::Connect(io) => PeerError::Connect(io),
+            v2 => PeerError::misbehaved("protocol", v2.to_string()),
+        })?;
         let mut peer = Peer {
             addr: resolved,
-            reader: BufReader::with_capacity(64 * 1024, stream),
-            writer,
+            transport: opened.transport,
+            fell_back: opened.fell_back,
             options,
             learned: Vec::new(),
             start_height: 0,
@@ -203,6 +213,11 @@ impl Peer {
         self.addr
     }
 
+    /// The transport this connection speaks.
+    pub fn transport(&self) -> TransportKind {
+        self.transport.kind()
+    }
+
     fn handshake(&mut self) -> Result<(), PeerError> {
         let nonce = {
             let t = SystemTime::now()
@@ -211,8 +226,7 @@ impl Peer {
             t ^ (u64::from(std::process::id()) << 32)
         };
         let local = self
-            .reader
-            .get_ref()
+            .transport
             .local_addr()
             .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
         let mut version = VersionMessage::new(
@@ -273,11 +287,6 @@ impl Peer {
         Ok(())
     }
 
-    /// The transport the connection speaks (`v1`: BIP324 is not spoken yet).
-    pub fn transport(&self) -> &'static str {
-        "v1"
-    }
-
     /// The addresses its `addr`/`addrv2` messages gave since the last call
     /// (IPv4 and IPv6 only).
     pub fn take_learned(&mut self) -> Vec<SocketAddr> {
@@ -291,7 +300,7 @@ impl Peer {
 
     /// Sends one message.
     pub fn send(&mut self, message: NetworkMessage) -> Result<(), PeerError> {
-        write_message(&mut self.writer, self.options.magic, message)?;
+        self.transport.write(message)?;
         Ok(())
     }
 
@@ -302,15 +311,10 @@ impl Peer {
         waiting_for: &'static str,
     ) -> Result<NetworkMessage, PeerError> {
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
+            if deadline <= Instant::now() {
                 return Err(PeerError::Stalled { waiting_for });
             }
-            self.reader
-                .get_ref()
-                .set_read_timeout(Some(left))
-                .map_err(|e| PeerError::Frame(FrameError::Io(e)))?;
-            let message = match read_message(&mut self.reader, self.options.magic) {
+            let message = match self.transport.read(deadline) {
                 Err(FrameError::Io(e))
                     if matches!(
                         e.kind(),
@@ -438,7 +442,7 @@ mod wire_tests {
     //! One `Peer` against a stand-in peer on a local socket that speaks the
     //! protocol as Bitcoin Core does, or breaks it on purpose.
     use std::io::Write;
-    use std::net::TcpListener;
+    use std::net::{TcpListener, TcpStream};
 
     use bitcoin::consensus::serialize;
     use bitcoin::p2p::message::RawNetworkMessage;
@@ -537,6 +541,8 @@ mod wire_tests {
     fn options() -> PeerOptions {
         PeerOptions {
             stall: Duration::from_millis(500),
+            // The stand-in speaks v1 only, and accepts one connection.
+            transport: TransportChoice::V1,
             ..PeerOptions::new(Magic::REGTEST)
         }
     }

@@ -259,14 +259,23 @@ impl PeerSet {
             for (i, result) in results {
                 match result {
                     Ok(peer) => {
+                        let transport = peer.transport().as_str();
+                        if let Some(why) = &peer.fell_back {
+                            info!(
+                                "bitcoin peer {}: {why}; connected again over v1, as Bitcoin \
+                                 Core does (--bitcoin-transport v2 would refuse it)",
+                                self.slots[i].addr
+                            );
+                        }
                         info!(
-                            "bitcoin peer {} connected ({}, height {})",
+                            "bitcoin peer {} connected ({transport}, {}, height {})",
                             self.slots[i].addr, peer.user_agent, peer.start_height
                         );
-                        self.progress
-                            .bitcoin
-                            .peers
-                            .connected_now(i, peer.transport());
+                        self.progress.bitcoin.peers.connected_now(
+                            i,
+                            transport,
+                            peer.fell_back.is_some(),
+                        );
                         let slot = &mut self.slots[i];
                         if let Some(d) = &mut self.discovery {
                             if slot.manual {

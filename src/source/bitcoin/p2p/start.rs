@@ -34,6 +34,7 @@ impl PeersDa {
         let magic = bitcoin::p2p::Magic::from(b.chain.network());
         let options = PeerOptions {
             discover: b.discover,
+            transport: b.transport,
             ..PeerOptions::new(magic)
         };
         let book = AddressBook::load(Some(ledger.clone())).map_err(|e| e.to_string())?;
@@ -80,10 +81,11 @@ impl PeersDa {
             false => String::new(),
         };
         let what = format!(
-            "Bitcoin {} from peers {}{found}{rpc_named} (DA, {} confirmations, header tip {} at height \
-             {}, sequencer DA key {}, prover DA key {})",
+            "Bitcoin {} from peers {}{found} (transport {}){rpc_named} (DA, {} confirmations, header \
+             tip {} at height {}, sequencer DA key {}, prover DA key {})",
             b.chain.name(),
             b.peers.join(", "),
+            b.transport,
             b.finality_depth,
             chain.tip().hash,
             chain.tip().height,
