@@ -11,7 +11,7 @@
 //! Dropping it stops accepting.
 
 use std::collections::HashMap;
-use std::io::{BufReader, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -210,8 +210,25 @@ fn serve(
         _ => Vec::new(),
     };
     loop {
-        // Blocking reads: the thread ends when the client hangs up.
-        let message = RawNetworkMessage::consensus_decode(&mut reader)
+        // Blocking reads: the thread ends when the client hangs up. A
+        // header without this network's magic (a BIP324 v2 key, say) is hung
+        // up on at once, as Bitcoin Core's v1 transport does, never waited on
+        // for the payload length its random bytes happen to spell.
+        let mut head = [0u8; 24];
+        reader.read_exact(&mut head).map_err(|e| e.to_string())?;
+        if head[..4] != Magic::REGTEST.to_bytes() {
+            return Err("not the regtest magic: hung up".into());
+        }
+        let len = u32::from_le_bytes([head[16], head[17], head[18], head[19]]) as usize;
+        if len > 4_000_000 {
+            return Err(format!("a {len}-byte payload announced: hung up"));
+        }
+        let mut raw = head.to_vec();
+        raw.resize(24 + len, 0);
+        reader
+            .read_exact(&mut raw[24..])
+            .map_err(|e| e.to_string())?;
+        let message = RawNetworkMessage::consensus_decode(&mut &raw[..])
             .map_err(|e| e.to_string())?
             .into_payload();
         if stop.load(Ordering::Relaxed) {
