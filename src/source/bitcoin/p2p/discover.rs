@@ -15,6 +15,8 @@ use std::net::SocketAddr;
 
 use log::{debug, info};
 
+use bitcoin::p2p::ServiceFlags;
+
 use crate::source::bitcoin::p2p::book::{AddressBook, Source};
 use crate::source::bitcoin::p2p::seeds::{self, SeedLookup};
 
@@ -24,13 +26,23 @@ pub struct Discovery {
     seeds: Option<SeedLookup>,
     /// Outbound slots (`--bitcoin-max-peers`; 0 without `--bitcoin-discover`).
     pub slots: usize,
+    /// Addresses gossiped this run as offering `NODE_P2P_V2` (BIP324): the
+    /// book keeps no services, so an address from the seeds or the book is
+    /// spoken to in v1 unless gossip said so, as Core picks the transport
+    /// by the services it knows.
+    v2: HashSet<SocketAddr>,
 }
 
 impl Discovery {
     /// `seeds`: the DNS seeds being asked (`None`: not asked);
     /// `slots`: the outbound connections to keep.
     pub fn new(book: AddressBook, seeds: Option<SeedLookup>, slots: usize) -> Discovery {
-        Discovery { book, seeds, slots }
+        Discovery {
+            book,
+            seeds,
+            slots,
+            v2: HashSet::new(),
+        }
     }
 
     /// Takes what the DNS seeds answered since the last call.
@@ -53,14 +65,19 @@ impl Discovery {
     }
 
     /// Takes the addresses peer `from` gossiped; returns how many were new.
-    pub fn learn(&mut self, from: &str, addrs: Vec<SocketAddr>) -> usize {
+    pub fn learn(&mut self, from: &str, addrs: Vec<(SocketAddr, ServiceFlags)>) -> usize {
         if addrs.is_empty() {
             return 0;
         }
         let total = addrs.len();
         let new = addrs
             .into_iter()
-            .filter(|a| self.book.learn(*a, Source::Addr))
+            .filter(|(a, services)| {
+                if services.has(ServiceFlags::P2P_V2) {
+                    self.v2.insert(*a);
+                }
+                self.book.learn(*a, Source::Addr)
+            })
             .count();
         if new > 0 {
             info!(
@@ -69,6 +86,16 @@ impl Discovery {
             );
         }
         new
+    }
+
+    /// The services known of found peer `addr`, for its transport: with
+    /// `NODE_P2P_V2` when its gossip said so, else without.
+    pub fn services(&self, addr: &SocketAddr) -> ServiceFlags {
+        let known = ServiceFlags::NETWORK | ServiceFlags::WITNESS;
+        match self.v2.contains(addr) {
+            true => known | ServiceFlags::P2P_V2,
+            false => known,
+        }
     }
 
     /// Up to `n` addresses for free outbound slots: the book's best

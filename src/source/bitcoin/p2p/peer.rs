@@ -58,6 +58,10 @@ pub struct PeerOptions {
     pub discover: bool,
     /// `--bitcoin-transport`: v1, v2, or v2 where the peer may speak it.
     pub transport: TransportChoice,
+    /// The services the peer is known to offer (`None`: not known, as for
+    /// a `--bitcoin-peer`): `auto` starts v2 with a peer of unknown
+    /// services or one that advertises `NODE_P2P_V2`.
+    pub services: Option<ServiceFlags>,
 }
 
 impl PeerOptions {
@@ -68,6 +72,7 @@ impl PeerOptions {
             stall: Duration::from_secs(20),
             discover: false,
             transport: TransportChoice::Auto,
+            services: None,
         }
     }
 }
@@ -149,7 +154,7 @@ pub struct Peer {
     transport: Transport,
     options: PeerOptions,
     /// Addresses from its `addr`/`addrv2` not taken yet (at most [`MAX_ADDR`]).
-    learned: Vec<SocketAddr>,
+    learned: Vec<(SocketAddr, ServiceFlags)>,
     /// Why `--bitcoin-transport auto` gave up v2 for v1 on this connection, if it did.
     pub fell_back: Option<String>,
     /// The height the peer said it had in its `version`.
@@ -187,7 +192,7 @@ impl Peer {
             &resolved,
             options.magic,
             options.transport,
-            None,
+            options.services,
             options.connect_timeout,
             options.stall,
         )
@@ -289,11 +294,11 @@ impl Peer {
 
     /// The addresses its `addr`/`addrv2` messages gave since the last call
     /// (IPv4 and IPv6 only).
-    pub fn take_learned(&mut self) -> Vec<SocketAddr> {
+    pub fn take_learned(&mut self) -> Vec<(SocketAddr, ServiceFlags)> {
         std::mem::take(&mut self.learned)
     }
 
-    fn keep_addrs(&mut self, addrs: impl Iterator<Item = SocketAddr>) {
+    fn keep_addrs(&mut self, addrs: impl Iterator<Item = (SocketAddr, ServiceFlags)>) {
         let room = MAX_ADDR.saturating_sub(self.learned.len());
         self.learned.extend(addrs.take(room));
     }
@@ -327,12 +332,14 @@ impl Peer {
             };
             match message {
                 NetworkMessage::Ping(nonce) => self.send(NetworkMessage::Pong(nonce))?,
-                NetworkMessage::Addr(list) if self.options.discover => {
-                    self.keep_addrs(list.iter().filter_map(|(_, a)| a.socket_addr().ok()))
-                }
-                NetworkMessage::AddrV2(list) if self.options.discover => {
-                    self.keep_addrs(list.iter().filter_map(|a| a.socket_addr().ok()))
-                }
+                NetworkMessage::Addr(list) if self.options.discover => self.keep_addrs(
+                    list.iter()
+                        .filter_map(|(_, a)| Some((a.socket_addr().ok()?, a.services))),
+                ),
+                NetworkMessage::AddrV2(list) if self.options.discover => self.keep_addrs(
+                    list.iter()
+                        .filter_map(|a| Some((a.socket_addr().ok()?, a.services))),
+                ),
                 other => return Ok(other),
             }
         }

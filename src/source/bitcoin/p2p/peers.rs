@@ -234,12 +234,20 @@ impl PeerSet {
         if !due.is_empty() {
             let options = &self.options;
             let slots = &self.slots;
+            let discovery = self.discovery.as_ref();
             let results: Vec<(usize, Result<Peer, PeerError>)> = std::thread::scope(|s| {
                 let handles: Vec<_> = due
                     .iter()
                     .map(|&i| {
                         let addr = slots[i].addr.clone();
-                        let options = options.clone();
+                        let mut options = options.clone();
+                        // A found peer's transport by the services known of
+                        // it; a --bitcoin-peer's are unknown (v2 first).
+                        if let (false, Some(sock), Some(d)) =
+                            (slots[i].manual, slots[i].sock, discovery)
+                        {
+                            options.services = Some(d.services(&sock));
+                        }
                         (i, s.spawn(move || Peer::connect(&addr, options)))
                     })
                     .collect();
