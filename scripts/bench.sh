@@ -5,7 +5,9 @@
 #
 # Environment: BENCH_SECONDS (length of each wrk run, default 3),
 # BENCH_CONNS (default "1 16 64"), BENCH_BIG (blocks of the big ledger, default
-# 1000000), BENCH_REBUILD=1 (rebuild the cached ledgers).
+# 1000000), BENCH_REBUILD=1 (rebuild the cached ledgers), LEDGERD_BIN=PATH (measure
+# another build's ledgerd, e.g. one of an earlier commit; give it its own
+# BENCH_OUT=DIR, as a newer ledgerd upgrades the cached ledgers' layout).
 #
 # What it does (issue 5): installs wrk if missing (Debian's package), builds
 # release, creates devnet ledgers of 10k, 100k and 1M blocks and a small one
@@ -23,7 +25,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
-OUT=$ROOT/target/bench
+OUT=${BENCH_OUT:-$ROOT/target/bench}
 LUA=$ROOT/scripts/bench
 SECS=${BENCH_SECONDS:-3}
 CONNS=${BENCH_CONNS:-"1 16 64"}
@@ -32,7 +34,7 @@ MID=100000
 SMALL=10000
 PROOF_BYTES=1048576
 PREFILL_PROBE=50000
-BIN=$ROOT/target/release/ledgerd
+BIN=${LEDGERD_BIN:-$ROOT/target/release/ledgerd}
 EX=$ROOT/target/release/examples
 mkdir -p "$OUT"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ledgerd-bench.XXXXXX")

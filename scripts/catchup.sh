@@ -7,6 +7,7 @@
 #   CHAIN_ARGS="--kumquat-height 1000000" scripts/catchup.sh   (Genesis-era blocks)
 #   WIRE=citrea DELAY_MS=5 scripts/catchup.sh 50000     (each request 5 ms away)
 #   TLS=1 scripts/catchup.sh 50000                       (over https:// through nginx)
+#   LEDGERD_BIN=PATH scripts/catchup.sh ...              (another build's ledgerd, both ends)
 #
 # Builds release, prefills a devnet upstream with BLOCKS blocks (no new ones),
 # starts `ledgerd --upstream` on an empty data dir (default --sync-chunk 100,
@@ -43,7 +44,7 @@ read -r -a CHAIN <<<"${CHAIN_ARGS:-}"
 cd "$(dirname "$0")/.."
 
 cargo build --release --quiet --bin ledgerd --example catchup_probe --example delay_proxy
-BIN=target/release/ledgerd
+BIN=${LEDGERD_BIN:-target/release/ledgerd}
 PROBE=target/release/examples/catchup_probe
 PROXY=target/release/examples/delay_proxy
 
