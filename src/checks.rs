@@ -104,24 +104,6 @@ pub struct BlockRules {
 /// The flag that accepts blocks whose bodies were withheld.
 pub const ALLOW_MISSING_TX_BODIES: &str = "--allow-missing-tx-bodies";
 
-/// Checks one block on its own by its fork's rules: the hash recomputes,
-/// the key is the sequencer's, the signature verifies. (The link to the
-/// block below is checked in order by [`verify_link`].)
-pub fn verify_block_alone(
-    sc: &SoftConfirmation,
-    sequencer: &[u8; 32],
-    forks: &ForkTable,
-) -> Result<(), VerifyError> {
-    verify_hash_and_key(sc, sequencer, forks, BlockRules::default(), false)?;
-    let fork = forks.fork_at(sc.l2_height);
-    verify_block_signature(sc, fork, sequencer).map_err(|e| {
-        VerifyError::failed(
-            Check::Signature,
-            format!("soft confirmation {} ({fork} rules): {e}", sc.l2_height),
-        )
-    })
-}
-
 /// How a block's hash and key checked out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum HashCheck {

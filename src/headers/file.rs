@@ -307,11 +307,6 @@ impl Verifier {
         Ok(())
     }
 
-    /// Whether any rule was left unchecked somewhere.
-    pub fn any_not_checked(&self) -> bool {
-        self.not_checked.iter().any(|n| *n > 0)
-    }
-
     /// Rule checks made (and passed).
     pub fn checks(&self) -> u64 {
         self.passed.iter().sum()

@@ -425,13 +425,6 @@ impl Progress {
         })
     }
 
-    /// Blocks the ledger's L2 head is below the newest head the source reported.
-    pub fn l2_behind(&self) -> u64 {
-        self.l2_source_head
-            .load(Relaxed)
-            .saturating_sub(self.l2_synced.load(Relaxed))
-    }
-
     /// Re-reads whether the ledger is behind its source: starts the "behind
     /// since" clock when it first falls behind, stops it when caught up.
     pub fn note_behind(&self) {

@@ -126,17 +126,6 @@ pub struct Inscription {
 }
 
 impl Inscription {
-    /// The reveal's output back to the funder ([`REVEAL_OUTPUT_SATS`]).
-    pub fn reveal_output(&self, key: FundingKey) -> Funding {
-        Funding {
-            outpoint: OutPoint {
-                txid: self.reveal.compute_txid(),
-                vout: 0,
-            },
-            amount_sats: REVEAL_OUTPUT_SATS,
-            key,
-        }
-    }
 }
 
 /// A proof's transactions: chunk pairs first (none for a complete proof), then the pair whose

@@ -341,15 +341,6 @@ impl PeerSet {
         }
     }
 
-    /// The connected peers' addresses (for a test or a log).
-    pub fn connected_addrs(&self) -> Vec<SocketAddr> {
-        self.slots
-            .iter()
-            .filter(|s| s.conn.is_some())
-            .filter_map(|s| s.sock)
-            .collect()
-    }
-
     /// Disconnects peer `index` for `error`: counted by reason (a failed
     /// connect is not a drop), logged, and retried after the back-off.
     pub fn fail(&mut self, index: usize, error: &PeerError) {
