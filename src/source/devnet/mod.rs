@@ -376,12 +376,6 @@ impl Devnet {
         Ok(slot)
     }
 
-    /// The DA slot height 1 points at: [`schedule::DA_GENESIS_SLOT`], or on
-    /// a regtest the first block mined after the maturity blocks.
-    pub fn genesis_slot(&self) -> u64 {
-        self.genesis
-    }
-
     /// What blocks pointing at slot `n` say about it.
     fn slot_ref(&self, n: u64) -> Result<SlotRef, SourceError> {
         match &self.chain {

@@ -35,8 +35,6 @@ pub const RPC_INVALID_PARAMETER: i64 = -8;
 /// Bitcoin Core's code while it loads its block index ("Loading block
 /// index...", "Verifying blocks..."): the server is up but not ready.
 pub const RPC_IN_WARMUP: i64 = -28;
-/// Bitcoin Core's code for an unknown block hash or txid.
-pub const RPC_INVALID_ADDRESS_OR_KEY: i64 = -5;
 
 /// How the client proves who it is to bitcoind. Its `Debug` shows no password.
 #[derive(Clone, PartialEq, Eq)]
