@@ -24,7 +24,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bitcoin::{Block, BlockHash};
+use bitcoin::block::Header;
+use bitcoin::BlockHash;
 use log::{debug, info, warn};
 
 use crate::progress::Progress;
@@ -264,7 +265,7 @@ impl PeerSet {
         &mut self,
         wanted: &[(u64, BlockHash)],
         serving: &[usize],
-        check: &(dyn Fn(u64, &BlockHash, Block) -> Result<T, String> + Sync),
+        check: &(dyn Fn(u64, &BlockHash, &[u8]) -> Result<T, String> + Sync),
     ) -> Result<Vec<T>, SourceError> {
         let results: Mutex<Vec<Option<T>>> = Mutex::new((0..wanted.len()).map(|_| None).collect());
         let queue: Mutex<VecDeque<usize>> = Mutex::new((0..wanted.len()).collect());
@@ -349,7 +350,7 @@ fn download<T>(
     wanted: &[(u64, BlockHash)],
     queue: &Mutex<VecDeque<usize>>,
     results: &Mutex<Vec<Option<T>>>,
-    check: &(dyn Fn(u64, &BlockHash, Block) -> Result<T, String> + Sync),
+    check: &(dyn Fn(u64, &BlockHash, &[u8]) -> Result<T, String> + Sync),
 ) -> (u64, Option<PeerError>) {
     let mut in_flight: VecDeque<usize> = VecDeque::with_capacity(WINDOW);
     let mut fetched = 0;
@@ -383,14 +384,27 @@ fn download<T>(
             return (fetched, None);
         }
         crate::os::give_way();
-        let block = match peer.next_block() {
+        let raw = match peer.next_block() {
             Ok(b) => b,
             Err(e) => {
                 give_back(&mut in_flight);
                 return (fetched, Some(e));
             }
         };
-        let hash = block.block_hash();
+        // The header's hash names the block (the check then holds the rest to it).
+        let hash = match raw.get(..80).map(bitcoin::consensus::deserialize::<Header>) {
+            Some(Ok(header)) => header.block_hash(),
+            _ => {
+                give_back(&mut in_flight);
+                return (
+                    fetched,
+                    Some(PeerError::misbehaved(
+                        "malformed",
+                        format!("it sent a block of {} bytes, shorter than a header", raw.len()),
+                    )),
+                );
+            }
+        };
         let Some(pos) = in_flight.iter().position(|i| wanted[*i].1 == hash) else {
             give_back(&mut in_flight);
             return (
@@ -403,7 +417,9 @@ fn download<T>(
         };
         let i = in_flight.remove(pos).unwrap_or(pos);
         let (height, expected) = wanted[i];
-        match check(height, &expected, block) {
+        let checked = check(height, &expected, &raw);
+        drop(raw);
+        match checked {
             Ok(checked) => {
                 if let Ok(mut r) = results.lock() {
                     r[i] = Some(checked);
