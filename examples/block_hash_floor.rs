@@ -43,11 +43,6 @@ fn merkle(mut leaves: usize) -> usize {
     total
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     if args.len() != 5 {
@@ -103,15 +98,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // parse_block as the P2P source calls it (Citrea's transactions kept), one thread.
     let keep = |w: &[u8; 32]| w.starts_with(&[1, 1]) || w.starts_with(&[2, 2]);
+    // The best of 5 passes, as for the throughput (the host is shared).
     let mut times = Vec::new();
-    for _ in 0..3 {
+    for _ in 0..5 {
         let t = Instant::now();
         for (i, (raw, hash)) in raws.iter().zip(&hashes).enumerate() {
             parse_block_keeping(from + i as u64, hash, raw, &keep)?;
         }
         times.push(t.elapsed().as_secs_f64() / blocks);
     }
-    let parse = median(times);
+    let parse = times.iter().cloned().fold(f64::MAX, f64::min);
     println!(
         "floor: sha2 SHA-256 {:.0} MB/s on one core x {:.2} MB a block must have hashed \
          ({:.2} passes over its {:.2} MB, the P2P checksum included) = {:.0} blocks/s \

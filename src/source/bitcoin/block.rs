@@ -5,8 +5,12 @@
 //! before anything reads it, on every path that takes one (the L2 anchor
 //! check, the DA scan, and so chunk assembly), with Bitcoin Core's rules for a
 //! block that is not mutated (`IsBlockMutated` / `CheckMerkleRoot` /
-//! `CheckWitnessMalleation` in Core's `src/validation.cpp`); the hashing goes
-//! through rust-bitcoin (`merkle_tree::calculate_root`,
+//! `CheckWitnessMalleation` in Core's `src/validation.cpp`). The block's
+//! bytes are walked, borrowed ([`crate::source::bitcoin::walk`], accepting
+//! exactly what rust-bitcoin's decoder accepts), each transaction hashed
+//! once with `sha2` (SHA extensions at run time); only the transactions
+//! kept are decoded; the Merkle roots and the witness commitment go through
+//! rust-bitcoin (`merkle_tree::calculate_root`,
 //! `Block::compute_witness_commitment`), not arithmetic of ours:
 //!
 //! - its header's double SHA-256 must equal the hash the header chain has
