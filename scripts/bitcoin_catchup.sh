@@ -34,8 +34,7 @@
 # scripts/bitcoin_big_blocks.py through submitblock (101 blocks paying its
 # P2WSH script are mined first, before the devnet starts). Then it also
 # prints MB/s, the follower's CPU ms a block (utime+stime, all its threads)
-# and downloads a block (P2P: bitcoind's bytes sent over the blocks' bytes;
-# RPC: the follower's bytes read over twice the blocks' bytes, as hex), and
+# and, over P2P, downloads a block (bitcoind's bytes sent over the blocks'), and
 # the hashing floor on this machine in the same run (examples/block_hash_floor.rs).
 # FOLLOWER_BIN=PATH runs the follower from another build (the devnet from this one).
 # PEER_NICE=N runs bitcoind, the one peer, at nice N.
@@ -205,7 +204,9 @@ if [ -n "${BLOCK_TXS:-}" ]; then
     sent=$(btc getnettotals '[]' | sed 's/.*"totalbytessent":\([0-9]*\).*/\1/')
     downloads=$(echo "scale=2; $sent / $bytes" | bc)
   else
-    downloads=$(echo "scale=2; $(awk '/^rchar/ {print $2}' "/proc/$FPID/io") / (2 * $bytes)" | bc)
+    # Not counted: bitcoind's RPC keeps no byte count, and the follower's
+    # socket reads are recv(2), outside /proc/PID/io's rchar.
+    downloads="n/a over RPC"
   fi
   echo "blocks: $(echo "scale=2; $bytes / $SLOTS / 1000000" | bc) MB each on average;" \
     "$(echo "scale=1; $bytes / $secs / 1000000" | bc) MB/s;" \

@@ -237,7 +237,11 @@ pub fn parse_block_keeping(
     };
     let coinbase = match walked.txs.first() {
         Some(t) if t.is_coinbase => decode(0)?,
-        _ => return Err(undecodable("the first transaction is not a coinbase".into())),
+        _ => {
+            return Err(undecodable(
+                "the first transaction is not a coinbase".into(),
+            ))
+        }
     };
     let root = bitcoin::merkle_tree::calculate_root(
         walked

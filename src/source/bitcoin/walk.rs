@@ -116,7 +116,8 @@ pub fn walk_block(raw: &[u8]) -> Result<WalkedBlock, WalkError> {
     c.take(HEADER_LEN as u64)?;
     let count = c.compact()?;
     // Each transaction takes at least 10 bytes: no more room than that.
-    let mut txs = Vec::with_capacity(usize::try_from(count.min(raw.len() as u64 / 10)).unwrap_or(0));
+    let mut txs =
+        Vec::with_capacity(usize::try_from(count.min(raw.len() as u64 / 10)).unwrap_or(0));
     let mut has_witness = false;
     for _ in 0..count {
         let (tx, witness) = walk_tx(&mut c)?;
@@ -188,7 +189,11 @@ fn walk_tx(c: &mut Cursor<'_>) -> Result<(WalkedTx, bool), WalkError> {
     let lock = c.take(4)?;
     let raw = c.raw;
     let txid = if segwit {
-        sha256d_parts(&[&raw[start..start + 4], &raw[body_start..body_end], &raw[lock]])
+        sha256d_parts(&[
+            &raw[start..start + 4],
+            &raw[body_start..body_end],
+            &raw[lock],
+        ])
     } else {
         sha256d_parts(&[&raw[start..c.pos]])
     };
@@ -267,12 +272,19 @@ mod tests {
                 assert_eq!(w.is_coinbase, tx.is_coinbase());
                 assert_eq!(&raw[w.range.clone()], &serialize(tx)[..]);
             }
-            let witness = block.txdata.iter().any(|t| t.input.iter().any(|i| !i.witness.is_empty()));
+            let witness = block
+                .txdata
+                .iter()
+                .any(|t| t.input.iter().any(|i| !i.witness.is_empty()));
             assert_eq!(walked.has_witness, witness);
             let step = (raw.len() / 300).max(1);
             for n in (0..raw.len()).step_by(step) {
                 let cut = &raw[..n];
-                assert_eq!(walk_block(cut).is_ok(), deserialize::<Block>(cut).is_ok(), "cut {n}");
+                assert_eq!(
+                    walk_block(cut).is_ok(),
+                    deserialize::<Block>(cut).is_ok(),
+                    "cut {n}"
+                );
             }
             for at in (80..raw.len()).step_by(7) {
                 for v in [0x00, 0x01, 0xfd, 0xff] {

@@ -145,10 +145,10 @@ pub fn read_message(r: &mut impl Read, magic: Magic) -> Result<NetworkMessage, F
 }
 
 /// A block's payload, when `message` is one (module docs).
-pub fn block_payload(message: NetworkMessage) -> Result<Vec<u8>, NetworkMessage> {
+pub fn block_payload(message: NetworkMessage) -> Result<Vec<u8>, Box<NetworkMessage>> {
     match message {
         NetworkMessage::Unknown { command, payload } if command.as_ref() == "block" => Ok(payload),
-        other => Err(other),
+        other => Err(Box::new(other)),
     }
 }
 

@@ -28,7 +28,9 @@ use bitcoin::p2p::message_network::VersionMessage;
 use bitcoin::p2p::{Magic, ServiceFlags};
 use bitcoin::BlockHash;
 
-use crate::source::bitcoin::p2p::message::{block_payload, read_message, write_message, FrameError};
+use crate::source::bitcoin::p2p::message::{
+    block_payload, read_message, write_message, FrameError,
+};
 
 /// The protocol version ledgerd speaks (Bitcoin Core 22+: `wtxidrelay`, `sendaddrv2`).
 pub const PROTOCOL_VERSION: u32 = 70016;
@@ -345,15 +347,18 @@ impl Peer {
         loop {
             match block_payload(self.read(deadline, "block")?) {
                 Ok(raw) => return Ok(raw),
-                Err(NetworkMessage::NotFound(items)) => {
-                    if let Some(Inventory::WitnessBlock(h) | Inventory::Block(h)) = items.first() {
-                        return Err(PeerError::misbehaved(
-                            "not_found",
-                            format!("it does not have block {h}"),
-                        ));
+                Err(other) => {
+                    if let NetworkMessage::NotFound(items) = *other {
+                        if let Some(Inventory::WitnessBlock(h) | Inventory::Block(h)) =
+                            items.first()
+                        {
+                            return Err(PeerError::misbehaved(
+                                "not_found",
+                                format!("it does not have block {h}"),
+                            ));
+                        }
                     }
                 }
-                Err(_) => {}
             }
         }
     }

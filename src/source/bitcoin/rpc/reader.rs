@@ -232,7 +232,12 @@ impl<'a> BlockReader<'a> {
                 .is_none_or(|prefixes| prefixes.iter().any(|p| w.starts_with(p)))
         };
         for (i, (raw, hash)) in raws.iter().zip(hashes).enumerate() {
-            out.push(parse_block_keeping(first_height + i as u64, hash, raw, &keep)?);
+            out.push(parse_block_keeping(
+                first_height + i as u64,
+                hash,
+                raw,
+                &keep,
+            )?);
         }
         Ok(())
     }
