@@ -44,17 +44,14 @@ fn merkle(mut leaves: usize) -> usize {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().collect();
-    if args.len() != 5 {
-        eprintln!("usage: block_hash_floor URL COOKIE_FILE FROM TO");
-        std::process::exit(2);
-    }
-    let rpc = BitcoinRpc::new(
-        &args[1],
-        Credentials::CookieFile(args[2].clone().into()),
-        RpcOptions::default(),
-    );
-    let (from, to): (u64, u64) = (args[3].parse()?, args[4].parse()?);
+    let [_, url, cookie, from, to]: [String; 5] =
+        std::env::args()
+            .collect::<Vec<_>>()
+            .try_into()
+            .map_err(|_| "usage: block_hash_floor URL COOKIE_FILE FROM TO")?;
+    let cookie = Credentials::CookieFile(cookie.into());
+    let rpc = BitcoinRpc::new(&url, cookie, RpcOptions::default());
+    let (from, to): (u64, u64) = (from.parse()?, to.parse()?);
     let hashes: Vec<BlockHash> = rpc.get_block_hashes(from..to + 1)?;
     let mut raws = Vec::new();
     for chunk in hashes.chunks(10) {
