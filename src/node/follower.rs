@@ -55,12 +55,12 @@ pub(super) fn start(
         );
     }
     if bitcoin.is_some() {
-        // Bitcoin blocks come in batches of raw blocks, fetched ahead: 16 a
-        // request (a peer's window, `p2p::peers::WINDOW`) keeps the
-        // download busy and lets the scanned height move with each commit
-        // (every 100 ms) rather than once per 200 blocks: a 1.5 MB mainnet
-        // block takes milliseconds, and 200 of them took a second or more.
-        sync_config.slots_per_fetch = 16;
+        // Bitcoin blocks come in batches of raw blocks (cheap, several
+        // batches in flight): ask for many at once. 16 a request let the
+        // scanned height move with each commit, but each request drained
+        // the peer's window: 72 blocks/s against 140 on mainnet-shaped
+        // blocks (docs/PERFORMANCE.md, issue 37).
+        sync_config.slots_per_fetch = 200;
     }
     // An upstream more than half the health limit behind the best one is
     // passed over, so following it cannot make us unhealthy.
