@@ -29,6 +29,13 @@
 # and the devnet's data dirs there once the chain is made; later runs with
 # the same DIR copy them and skip the making (the other arguments must match:
 # DIR/made says with which). Every follower starts on an empty data dir.
+# BLOCK_TXS=N makes the EMPTY_BLOCKS blocks mainnet-shaped instead: N
+# transactions of ~500 bytes each (3,000: ~1.5 MB, half witness), made by
+# scripts/bitcoin_big_blocks.py through submitblock (101 blocks paying its
+# P2WSH script are mined first, before the devnet starts). Then it also
+# prints MB/s, the follower's CPU ms a block (utime+stime, all its threads)
+# and, over P2P, downloads a block (bitcoind's bytes sent over the blocks'), and
+# the hashing floor on this machine in the same run (examples/block_hash_floor.rs).
 # FOLLOWER_BIN=PATH runs the follower from another build (the devnet from this one).
 # PEER_NICE=N runs bitcoind, the one peer, at nice N.
 # PERF_SCHED=FILE records the host's scheduling (`perf sched record -a`)
@@ -43,9 +50,9 @@ cd "$(dirname "$0")/.."
 
 BITCOIND=${LEDGERD_BITCOIND:-${LEDGERD_TOOLS_DIR:-$HOME/.cache/ledgerd-tools}/bitcoind-0.4.1/bin/bitcoind}
 [ -x "$BITCOIND" ] || { echo "no bitcoind at $BITCOIND: run scripts/bitcoind/build.sh" >&2; exit 1; }
-cargo build --release --quiet --bin ledgerd --example catchup_probe
-BIN=target/release/ledgerd
-PROBE=target/release/examples/catchup_probe
+cargo build --release --quiet --bin ledgerd --example catchup_probe --example block_hash_floor
+BIN=${CARGO_TARGET_DIR:-target}/release/ledgerd
+PROBE=${CARGO_TARGET_DIR:-target}/release/examples/catchup_probe
 
 WORK=$(mktemp -d /tmp/ledgerd-btc-catchup.XXXXXX)
 PIDS=()
@@ -90,12 +97,15 @@ start_chain() {
   PIDS+=($!)
   BTC=http://127.0.0.1:$RPC_PORT
   for _ in $(seq 100); do [ -f "$COOKIE" ] && btc getblockcount '[]' | grep -q '"result"' && break; sleep 0.2; done
+  if [ -n "${BLOCK_TXS:-}" ] && [ "$REUSE" = 0 ] && [ ! -d "$WORK/devnet" ]; then
+    btc generatetodescriptor "[101, \"raw($(python3 scripts/bitcoin_big_blocks.py --script-hex))\"]" >/dev/null
+  fi
   start devnet --dev --dev-block-ms 0 --dev-bitcoin-rpc "$BTC" --bitcoin-rpc-cookie "$COOKIE" \
     --data-dir "$WORK/devnet"
   DEVNET=$URL
 }
 
-MADE="${CITREA_EVERY_BLOCK:-0} $EMPTY"
+MADE="${CITREA_EVERY_BLOCK:-0} $EMPTY${BLOCK_TXS:+ txs $BLOCK_TXS}"
 REUSE=0
 if [ -n "${CHAIN_DIR:-}" ] && [ -f "$CHAIN_DIR/made" ]; then
   [ "$(cat "$CHAIN_DIR/made")" = "$MADE" ] ||
@@ -116,14 +126,20 @@ if [ "$REUSE" = 0 ]; then
       rpc "$DEVNET" dev_commit '[]' | grep -q foundInL1 || { echo "dev_commit found nothing to commit" >&2; exit 1; }
     done
     echo "$EMPTY blocks, each with a Citrea commitment, made in $(( $(date +%s) - made )) s"
+  elif [ -n "${BLOCK_TXS:-}" ]; then
+    python3 scripts/bitcoin_big_blocks.py "$BTC" "$COOKIE" "$EMPTY" "$BLOCK_TXS"
   else
     btc generatetodescriptor "[$EMPTY, \"raw(51)\"]" >/dev/null
   fi
   # The devnet's first call after another miner's blocks may fail once.
-  rpc "$DEVNET" dev_mine '[30]' >/dev/null
-  rpc "$DEVNET" dev_mine '[30]' >/dev/null
-  rpc "$DEVNET" dev_commit '[]' >/dev/null
-  rpc "$DEVNET" dev_prove '[]' >/dev/null
+  # (After BLOCK_TXS's blocks its dev_mine did not return within minutes:
+  # the follower scans them up to the tip without more L2 blocks.)
+  if [ -z "${BLOCK_TXS:-}" ]; then
+    rpc "$DEVNET" dev_mine '[30]' >/dev/null
+    rpc "$DEVNET" dev_mine '[30]' >/dev/null
+    rpc "$DEVNET" dev_commit '[]' >/dev/null
+    rpc "$DEVNET" dev_prove '[]' >/dev/null
+  fi
 fi
 TIP=$(btc getblockcount '[]' | sed 's/.*"result":\([0-9]*\).*/\1/')
 FIRST=$(rpc "$DEVNET" ledger_getSoftConfirmationByNumber '[1]' | sed 's/.*"daSlotHeight":\([0-9]*\).*/\1/')
@@ -181,5 +197,22 @@ echo "Bitcoin blocks scanned: $SLOTS in $secs s = $(echo "$SLOTS / $secs" | bc) 
   "(wall time from follower start: $(echo "$t1 - $t0" | bc) s)"
 echo "follower RssAnon: max $(cat "$WORK/rss_max" 2>/dev/null || echo '?') kB during catch-up," \
   "$(awk '/RssAnon/ {print $2}' "/proc/$FPID/status") kB after"
+if [ -n "${BLOCK_TXS:-}" ]; then
+  read -r utime stime < <(cut -d' ' -f14,15 "/proc/$FPID/stat")
+  bytes=$(python3 scripts/bitcoin_big_blocks.py --bytes "$BTC" "$COOKIE" "$FIRST" "$TIP")
+  if [ "$SOURCE" = p2p ]; then
+    sent=$(btc getnettotals '[]' | sed 's/.*"totalbytessent":\([0-9]*\).*/\1/')
+    downloads=$(echo "scale=2; $sent / $bytes" | bc)
+  else
+    # Not counted: bitcoind's RPC keeps no byte count, and the follower's
+    # socket reads are recv(2), outside /proc/PID/io's rchar.
+    downloads="n/a over RPC"
+  fi
+  echo "blocks: $(echo "scale=2; $bytes / $SLOTS / 1000000" | bc) MB each on average;" \
+    "$(echo "scale=1; $bytes / $secs / 1000000" | bc) MB/s;" \
+    "follower CPU $(echo "scale=2; ($utime + $stime) * 1000 / $(getconf CLK_TCK) / $SLOTS" | bc) ms a block;" \
+    "downloads a block $downloads"
+  "${CARGO_TARGET_DIR:-target}/release/examples/block_hash_floor" "$BTC" "$COOKIE" "$FIRST" "$TIP"
+fi
 echo "follower statuses: $(rpc "$FOLLOWER" ledger_getSoftConfirmationStatus "[60]") at 60," \
   "the devnet's $(rpc "$DEVNET" ledger_getSoftConfirmationStatus "[60]")"

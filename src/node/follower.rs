@@ -56,7 +56,10 @@ pub(super) fn start(
     }
     if bitcoin.is_some() {
         // Bitcoin blocks come in batches of raw blocks (cheap, several
-        // batches in flight): ask for many at once.
+        // batches in flight): ask for many at once. 16 a request let the
+        // scanned height move with each commit, but each request drained
+        // the peer's window: 72 blocks/s against 140 on mainnet-shaped
+        // blocks (docs/PERFORMANCE.md, issue 37).
         sync_config.slots_per_fetch = 200;
     }
     // An upstream more than half the health limit behind the best one is

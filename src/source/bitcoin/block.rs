@@ -5,8 +5,12 @@
 //! before anything reads it, on every path that takes one (the L2 anchor
 //! check, the DA scan, and so chunk assembly), with Bitcoin Core's rules for a
 //! block that is not mutated (`IsBlockMutated` / `CheckMerkleRoot` /
-//! `CheckWitnessMalleation` in Core's `src/validation.cpp`); the hashing goes
-//! through rust-bitcoin (`merkle_tree::calculate_root`,
+//! `CheckWitnessMalleation` in Core's `src/validation.cpp`). The block's
+//! bytes are walked, borrowed ([`crate::source::bitcoin::walk`], accepting
+//! exactly what rust-bitcoin's decoder accepts), each transaction hashed
+//! once with `sha2` (SHA extensions at run time); only the transactions
+//! kept are decoded; the Merkle roots and the witness commitment go through
+//! rust-bitcoin (`merkle_tree::calculate_root`,
 //! `Block::compute_witness_commitment`), not arithmetic of ours:
 //!
 //! - its header's double SHA-256 must equal the hash the header chain has
@@ -42,6 +46,7 @@ use bitcoin::block::Header;
 use bitcoin::hashes::{sha256d, Hash as _};
 use bitcoin::{Block, BlockHash, Transaction, WitnessMerkleNode};
 
+use crate::source::bitcoin::walk;
 use crate::types::Hash;
 
 /// One transaction of a checked block, with the ids we computed.
@@ -193,20 +198,29 @@ impl fmt::Display for BlockError {
 impl std::error::Error for BlockError {}
 
 /// Decodes `raw` as the block at `height` that the header chain names
-/// `expected`, and checks it (module docs).
+/// `expected`, and checks it (module docs), keeping every transaction.
 pub fn parse_block(height: u64, expected: &BlockHash, raw: &[u8]) -> Result<DaBlock, BlockError> {
-    let block: Block =
-        bitcoin::consensus::deserialize(raw).map_err(|e| BlockError::Undecodable {
-            height,
-            reason: e.to_string(),
-        })?;
-    check_block(height, expected, block)
+    parse_block_keeping(height, expected, raw, &|_| true)
 }
 
-/// [`parse_block`] for a block already decoded: the one check every block
-/// goes through (module docs).
-pub fn check_block(height: u64, expected: &BlockHash, block: Block) -> Result<DaBlock, BlockError> {
-    let got = block.header.block_hash();
+/// [`parse_block`], keeping (decoded as owned transactions) only those
+/// whose wtxid `keep` takes; every transaction is still checked and
+/// counted in [`DaBlock::tx_count`]. The others are walked over in `raw`,
+/// borrowed ([`crate::source::bitcoin::walk`]), and hashed with `sha2`
+/// (SHA extensions where the CPU has them): their stripped bytes once for
+/// the txid and, when they carry witnesses, their whole bytes once for the
+/// wtxid, and nothing else.
+pub fn parse_block_keeping(
+    height: u64,
+    expected: &BlockHash,
+    raw: &[u8],
+    keep: &dyn Fn(&Hash) -> bool,
+) -> Result<DaBlock, BlockError> {
+    let undecodable = |reason: String| BlockError::Undecodable { height, reason };
+    let walked = walk::walk_block(raw).map_err(|e| undecodable(e.to_string()))?;
+    let header: Header = bitcoin::consensus::deserialize(&raw[..walk::HEADER_LEN])
+        .map_err(|e| undecodable(e.to_string()))?;
+    let got = header.block_hash();
     if got != *expected {
         return Err(BlockError::HashMismatch {
             height,
@@ -214,36 +228,36 @@ pub fn check_block(height: u64, expected: &BlockHash, block: Block) -> Result<Da
             got,
         });
     }
-    if block.header.validate_pow(block.header.target()).is_err() {
+    if header.validate_pow(header.target()).is_err() {
         return Err(BlockError::ProofOfWork { height, hash: got });
     }
-    if block.txdata.is_empty() || !block.txdata[0].is_coinbase() {
-        return Err(BlockError::Undecodable {
-            height,
-            reason: "the first transaction is not a coinbase".into(),
-        });
-    }
-    let mut txs = Vec::with_capacity(block.txdata.len());
-    for tx in block.txdata {
-        txs.push(DaTx {
-            txid: tx.compute_txid().to_byte_array(),
-            wtxid: tx.compute_wtxid().to_byte_array(),
-            tx,
-        });
-    }
+    let decode = |i: usize| -> Result<Transaction, BlockError> {
+        bitcoin::consensus::deserialize(&raw[walked.txs[i].range.clone()])
+            .map_err(|e| undecodable(e.to_string()))
+    };
+    let coinbase = match walked.txs.first() {
+        Some(t) if t.is_coinbase => decode(0)?,
+        _ => {
+            return Err(undecodable(
+                "the first transaction is not a coinbase".into(),
+            ))
+        }
+    };
     let root = bitcoin::merkle_tree::calculate_root(
-        txs.iter().map(|t| sha256d::Hash::from_byte_array(t.txid)),
+        walked
+            .txs
+            .iter()
+            .map(|t| sha256d::Hash::from_byte_array(t.txid)),
     );
-    if root.map(|r| r.to_byte_array()) != Some(block.header.merkle_root.to_byte_array()) {
+    if root.map(|r| r.to_byte_array()) != Some(header.merkle_root.to_byte_array()) {
         return Err(BlockError::MerkleRoot { height, hash: got });
     }
-    let mut seen = HashSet::with_capacity(txs.len());
-    if !txs.iter().all(|t| seen.insert(t.txid)) {
+    let mut seen = HashSet::with_capacity(walked.txs.len());
+    if !walked.txs.iter().all(|t| seen.insert(t.txid)) {
         return Err(BlockError::DuplicateTx { height, hash: got });
     }
-    let txs_commitment = witness_root(&txs);
-    let coinbase = &txs[0].tx;
-    match witness_commitment(coinbase) {
+    let txs_commitment = root_of_wtxids(walked.txs.iter().map(|t| t.wtxid));
+    match witness_commitment(&coinbase) {
         Some(committed) => {
             let witness = &coinbase.input[0].witness;
             let reserved = match witness.nth(0) {
@@ -258,23 +272,36 @@ pub fn check_block(height: u64, expected: &BlockHash, block: Block) -> Result<Da
                 return Err(BlockError::WitnessCommitment { height, hash: got });
             }
         }
-        None => {
-            if txs
-                .iter()
-                .any(|t| t.tx.input.iter().any(|i| !i.witness.is_empty()))
-            {
-                return Err(BlockError::UnexpectedWitness { height, hash: got });
-            }
+        None if walked.has_witness => {
+            return Err(BlockError::UnexpectedWitness { height, hash: got })
+        }
+        None => {}
+    }
+    let mut txs = Vec::new();
+    for (i, t) in walked.txs.iter().enumerate() {
+        if keep(&t.wtxid) {
+            let tx = if i == 0 { coinbase.clone() } else { decode(i)? };
+            txs.push(DaTx {
+                txid: t.txid,
+                wtxid: t.wtxid,
+                tx,
+            });
         }
     }
     Ok(DaBlock {
         height,
         hash: got.to_byte_array(),
-        header: block.header,
-        tx_count: txs.len(),
+        header,
+        tx_count: walked.txs.len(),
         txs,
         txs_commitment,
     })
+}
+
+/// [`parse_block`] for a block already decoded (serialized again: the walk
+/// reads bytes).
+pub fn check_block(height: u64, expected: &BlockHash, block: Block) -> Result<DaBlock, BlockError> {
+    parse_block(height, expected, &bitcoin::consensus::serialize(&block))
 }
 
 /// Citrea's `daSlotTxsCommitment`: the Merkle root over 32 zero bytes for the
@@ -282,10 +309,14 @@ pub fn check_block(height: u64, expected: &BlockHash, block: Block) -> Result<Da
 /// root, rust-bitcoin's `merkle_tree::calculate_root` over those leaves; the
 /// same as its `Block::witness_root`).
 pub fn witness_root(txs: &[DaTx]) -> Hash {
-    let leaves = txs
-        .iter()
+    root_of_wtxids(txs.iter().map(|t| t.wtxid))
+}
+
+/// [`witness_root`] over the wtxids in block order (the coinbase's first).
+fn root_of_wtxids(wtxids: impl Iterator<Item = Hash>) -> Hash {
+    let leaves = wtxids
         .enumerate()
-        .map(|(i, t)| sha256d::Hash::from_byte_array(if i == 0 { [0u8; 32] } else { t.wtxid }));
+        .map(|(i, w)| sha256d::Hash::from_byte_array(if i == 0 { [0u8; 32] } else { w }));
     bitcoin::merkle_tree::calculate_root(leaves).map_or([0u8; 32], |r| r.to_byte_array())
 }
 

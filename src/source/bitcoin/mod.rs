@@ -40,3 +40,4 @@ pub mod reveal;
 pub mod rpc;
 pub mod scan;
 pub mod signer;
+pub mod walk;

@@ -47,12 +47,12 @@ use std::sync::Arc;
 
 use bitcoin::block::Header;
 use bitcoin::hashes::Hash as _;
-use bitcoin::{Block, BlockHash};
+use bitcoin::BlockHash;
 use log::{debug, info, warn};
 
 use crate::headers::{unix_now, HeaderTree};
 use crate::progress::Progress;
-use crate::source::bitcoin::block::{check_block, DaBlock};
+use crate::source::bitcoin::block::{parse_block_keeping, DaBlock};
 use crate::source::bitcoin::inscription::Namespace;
 use crate::source::bitcoin::p2p::bitcoind::RpcSide;
 use crate::source::bitcoin::p2p::kept::KeptBlocks;
@@ -368,7 +368,7 @@ impl PeersDa {
     /// is forgotten, the scan has it; else it is kept, for the scan). The
     /// others: of bitcoind first (the heights its chain holds), the rest of
     /// the peers whose chains hold them, each checked against its header
-    /// ([`check_block`]) before anything reads it. A peer whose block fails
+    /// ([`crate::source::bitcoin::block::parse_block`]) before anything reads it. A peer whose block fails
     /// is dropped (`bad_block`), the refusal counted by Core's reason, and
     /// the block asked of another; nothing of it is kept.
     fn blocks(
@@ -426,16 +426,13 @@ impl PeersDa {
             let top = asked.iter().map(|w| w.0).max().unwrap_or(0);
             let serving = self.serving(top);
             let progress = self.progress.clone();
-            let check = move |height: u64, expected: &BlockHash, block: Block| {
-                let mut checked = check_block(height, expected, block).map_err(|e| {
+            let citreas =
+                |w: &Hash| Namespace::BatchProof.matches(w) || Namespace::LightClient.matches(w);
+            let check = move |height: u64, expected: &BlockHash, raw: &[u8]| {
+                parse_block_keeping(height, expected, raw, &citreas).map_err(|e| {
                     progress.bitcoin.peers.block_refused(e.reason());
                     e.to_string()
-                })?;
-                checked.txs.retain(|t| {
-                    Namespace::BatchProof.matches(&t.wtxid)
-                        || Namespace::LightClient.matches(&t.wtxid)
-                });
-                Ok(checked)
+                })
             };
             match self.peers.fetch_blocks(&asked, &serving, &check) {
                 Ok(blocks) => {

@@ -26,9 +26,9 @@ use bitcoin::p2p::message::NetworkMessage;
 use bitcoin::p2p::message_blockdata::{GetHeadersMessage, Inventory};
 use bitcoin::p2p::message_network::VersionMessage;
 use bitcoin::p2p::{Magic, ServiceFlags};
-use bitcoin::{Block, BlockHash};
+use bitcoin::BlockHash;
 
-use crate::source::bitcoin::p2p::message::FrameError;
+use crate::source::bitcoin::p2p::message::{block_payload, FrameError};
 use crate::source::bitcoin::p2p::transport::{self, Transport, TransportChoice, TransportKind};
 
 /// The protocol version ledgerd speaks (Bitcoin Core 22+: `wtxidrelay`, `sendaddrv2`).
@@ -367,7 +367,7 @@ impl Peer {
                     }
                     return Ok(headers);
                 }
-                NetworkMessage::Block(_) => {
+                NetworkMessage::Unknown { command, .. } if command.as_ref() == "block" => {
                     return Err(PeerError::misbehaved(
                         "protocol",
                         "it sent a block nobody asked for",
@@ -385,22 +385,26 @@ impl Peer {
         self.send(NetworkMessage::GetData(inventory))
     }
 
-    /// The next block the peer sends. A `notfound` for a block is an error
-    /// (`not_found`): the peer does not have what was asked.
-    pub fn next_block(&mut self) -> Result<Block, PeerError> {
+    /// The next block the peer sends, its bytes as they came (checked by
+    /// [`crate::source::bitcoin::block::parse_block`]). A `notfound` for a
+    /// block is an error (`not_found`): the peer does not have what was asked.
+    pub fn next_block(&mut self) -> Result<Vec<u8>, PeerError> {
         let deadline = Instant::now() + self.options.stall;
         loop {
-            match self.read(deadline, "block")? {
-                NetworkMessage::Block(block) => return Ok(block),
-                NetworkMessage::NotFound(items) => {
-                    if let Some(Inventory::WitnessBlock(h) | Inventory::Block(h)) = items.first() {
-                        return Err(PeerError::misbehaved(
-                            "not_found",
-                            format!("it does not have block {h}"),
-                        ));
+            match block_payload(self.read(deadline, "block")?) {
+                Ok(raw) => return Ok(raw),
+                Err(other) => {
+                    if let NetworkMessage::NotFound(items) = *other {
+                        if let Some(Inventory::WitnessBlock(h) | Inventory::Block(h)) =
+                            items.first()
+                        {
+                            return Err(PeerError::misbehaved(
+                                "not_found",
+                                format!("it does not have block {h}"),
+                            ));
+                        }
                     }
                 }
-                _ => {}
             }
         }
     }

@@ -33,7 +33,7 @@ use bitcoin::p2p::message::NetworkMessage;
 use bitcoin::Network;
 use rand::Rng as _;
 
-use crate::source::bitcoin::p2p::message::{FrameError, MAX_PAYLOAD};
+use crate::source::bitcoin::p2p::message::{block_message, FrameError, MAX_PAYLOAD};
 
 /// The most garbage either side may send before its terminator (BIP324).
 pub const MAX_GARBAGE: usize = 4095;
@@ -266,6 +266,14 @@ fn decode(contents: &[u8]) -> Result<NetworkMessage, FrameError> {
             command,
             reason: "the packet is too short for its message type".into(),
         });
+    }
+    // A block (BIP324's short ID 2, or the command spelled out) is handed on
+    // as its payload, as over v1 (`message.rs`): walked once, never decoded
+    // into an owned block.
+    match contents[0] {
+        2 => return block_message(contents[1..].to_vec()),
+        0 if command == "block" => return block_message(contents[13..].to_vec()),
+        _ => {}
     }
     bip324::serde::deserialize(contents).map_err(|e| FrameError::Malformed {
         command,

@@ -5,7 +5,7 @@
 //! batch costs two round trips to bitcoind: one JSON-RPC batch of
 //! `getblockhash`, then one of `getblock <hash> 0` (raw blocks, the cheapest
 //! form). [`ReaderOptions::in_flight`] threads work on batches at once, each
-//! also decoding and checking its blocks ([`crate::source::bitcoin::block::check_block`]), so
+//! also decoding and checking its blocks ([`crate::source::bitcoin::block::parse_block`]), so
 //! the network and the hashing overlap. The blocks come back in height order,
 //! each linked to the one before it (a reorg during the read shows up as a
 //! broken link, [`ReadError::NotLinked`]; read again).
@@ -17,7 +17,7 @@ use std::sync::Mutex;
 
 use bitcoin::BlockHash;
 
-use crate::source::bitcoin::block::{parse_block, BlockError, DaBlock};
+use crate::source::bitcoin::block::{parse_block_keeping, BlockError, DaBlock};
 use crate::source::bitcoin::rpc::client::{BitcoinRpc, RpcError};
 
 /// How a [`BlockReader`] reads.
@@ -225,14 +225,19 @@ impl<'a> BlockReader<'a> {
             }
             other => other?,
         };
+        let keep = |w: &crate::types::Hash| {
+            self.options
+                .wtxid_prefixes
+                .as_ref()
+                .is_none_or(|prefixes| prefixes.iter().any(|p| w.starts_with(p)))
+        };
         for (i, (raw, hash)) in raws.iter().zip(hashes).enumerate() {
-            let mut block = parse_block(first_height + i as u64, hash, raw)?;
-            if let Some(prefixes) = &self.options.wtxid_prefixes {
-                block
-                    .txs
-                    .retain(|t| prefixes.iter().any(|p| t.wtxid.starts_with(p)));
-            }
-            out.push(block);
+            out.push(parse_block_keeping(
+                first_height + i as u64,
+                hash,
+                raw,
+                &keep,
+            )?);
         }
         Ok(())
     }
