@@ -11,28 +11,6 @@ use std::time::Duration;
 use common::http::metric;
 use common::rpc::{call_raw, post_raw};
 use common::{call, head, Ledgerd};
-use serde_json::Value;
-
-/// `GET /health`: the status and the JSON body.
-fn health(url: &str) -> (u16, Value) {
-    let agent = ureq::AgentBuilder::new()
-        .timeout(Duration::from_secs(10))
-        .build();
-    let (status, text) = match agent.get(&format!("{url}/health")).call() {
-        Ok(r) => (r.status(), r.into_string().expect("body")),
-        Err(ureq::Error::Status(s, r)) => (s, r.into_string().expect("body")),
-        Err(e) => panic!("GET {url}/health: {e}"),
-    };
-    (status, serde_json::from_str(&text).expect("JSON health"))
-}
-
-fn metrics(url: &str) -> String {
-    ureq::get(&format!("{url}/metrics"))
-        .call()
-        .expect("metrics")
-        .into_string()
-        .expect("text")
-}
 
 /// A devnet of `prefill` blocks of the chain of `seed`, making none unless asked.
 fn devnet(dir: &Path, prefill: u64, seed: u64) -> Ledgerd {
@@ -83,10 +61,10 @@ fn an_upstream_of_another_chain_is_refused_with_one_error_and_nothing_is_written
     assert_ne!(block_one(&b.url), ours, "two chains");
     let f = follower(&d("f"), &[&b.url]);
     f.wait_for(Duration::from_secs(15), "/health says another chain", |f| {
-        let (status, h) = health(&f.url);
+        let (status, h) = f.health();
         status == 503 && h["reason"] == "other_chain"
     });
-    let (_, h) = health(&f.url);
+    let (_, h) = f.health();
     let problem = h["problem"].as_str().expect("problem");
     assert!(
         problem.contains(&format!("upstream {} serves another chain", b.url)),
@@ -103,8 +81,8 @@ fn an_upstream_of_another_chain_is_refused_with_one_error_and_nothing_is_written
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(head(&f.url), 20);
     assert_eq!(block_one(&f.url), ours);
-    assert_eq!(health(&f.url).0, 503);
-    let m = metrics(&f.url);
+    assert_eq!(f.health().0, 503);
+    let m = f.metrics_text();
     assert_eq!(
         metric(
             &m,
@@ -145,10 +123,10 @@ fn with_several_upstreams_the_one_of_another_chain_is_skipped_and_the_other_keep
     let f = follower(&d("f"), &[&b.url, &a.url]);
     assert_eq!(call(&a.url, "dev_mine", "[15]"), 25, "A's new head");
     f.wait_for(Duration::from_secs(30), "the follower follows A", |f| {
-        let (status, h) = health(&f.url);
+        let (status, h) = f.health();
         head(&f.url) == 25 && status == 200 && h["upstream"] == a.url.as_str()
     });
-    let (_, h) = health(&f.url);
+    let (_, h) = f.health();
     assert_eq!(h["l2SourceHead"], 25, "B's head is not A's: {h}");
     let why = h["refusedUpstreams"][&b.url].as_str().expect("B refused");
     assert!(why.contains("block 1"), "{why}");
@@ -166,7 +144,7 @@ fn with_several_upstreams_the_one_of_another_chain_is_skipped_and_the_other_keep
         1,
         "{log}"
     );
-    let m = metrics(&f.url);
+    let m = f.metrics_text();
     assert_eq!(
         metric(
             &m,

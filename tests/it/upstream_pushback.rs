@@ -15,7 +15,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 use common::http::metric;
 use common::{call, head, Ledgerd};
-use serde_json::Value;
 
 /// What the proxy answers instead of passing a request on.
 #[derive(Clone, Debug)]
@@ -138,23 +137,6 @@ fn pass(conn: TcpStream, upstream: &str, state: &Mutex<Shared>) -> std::io::Resu
     )
 }
 
-fn health(url: &str) -> (u16, Value) {
-    let (status, text) = match ureq::get(&format!("{url}/health")).call() {
-        Ok(r) => (r.status(), r.into_string().expect("body")),
-        Err(ureq::Error::Status(s, r)) => (s, r.into_string().expect("body")),
-        Err(e) => panic!("GET {url}/health: {e}"),
-    };
-    (status, serde_json::from_str(&text).expect("JSON"))
-}
-
-fn metrics(url: &str) -> String {
-    ureq::get(&format!("{url}/metrics"))
-        .call()
-        .expect("metrics")
-        .into_string()
-        .expect("text")
-}
-
 /// The gaps after each pushed-back request to the next request.
 fn waits_after_push_backs(log: &[(Instant, bool)]) -> Vec<Duration> {
     log.windows(2)
@@ -188,7 +170,7 @@ fn http_429_and_503_are_waited_out_as_retry_after_asks_with_one_warning_per_epis
     for w in &waits {
         assert!(*w >= Duration::from_millis(950), "asked again after {w:?}");
     }
-    let (status, h) = health(&f.url);
+    let (status, h) = f.health();
     assert_eq!(status, 200, "{h}");
 
     // Episode 2: one 503 whose Retry-After is an HTTP date 2 s ahead.
@@ -205,7 +187,7 @@ fn http_429_and_503_are_waited_out_as_retry_after_asks_with_one_warning_per_epis
     // The date has whole seconds: at least 1 s of the 2 is left.
     assert!(waits[3] >= Duration::from_millis(950), "{waits:?}");
 
-    let m = metrics(&f.url);
+    let m = f.metrics_text();
     let series = |code: u16| {
         format!(
             "ledgerd_sync_upstream_pushback_total{{url=\"{}\",code=\"{code}\"}}",
@@ -309,7 +291,7 @@ fn a_gzip_bomb_is_refused_within_the_answer_cap() {
     let url = gzip_server(Arc::new(bomb));
     let f = Ledgerd::builder().args(&["--upstream", &url]).start();
     f.wait_for(Duration::from_secs(30), "the bomb refused and named", |f| {
-        health(&f.url).1["sourceProblem"]
+        f.health().1["sourceProblem"]
             .as_str()
             .is_some_and(|p| p.contains("sent an answer larger than 268435456 bytes"))
     });
