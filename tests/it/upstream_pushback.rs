@@ -228,14 +228,25 @@ fn upstream_max_rps_spaces_the_requests_to_an_upstream() {
     f.wait_for(Duration::from_secs(60), "caught up", |f| head(&f.url) == 30);
     let log = proxy.log();
     assert!(log.len() >= 8, "{} requests", log.len());
-    for w in log.windows(2) {
-        let gap = w[1].0 - w[0].0;
-        // 200 ms apart, less the proxy's own jitter.
-        assert!(
-            gap >= Duration::from_millis(180),
-            "two requests {gap:?} apart"
-        );
+    // The cap spaces the starts of requests 200 ms apart; the proxy sees
+    // them arrive after a thread's scheduling and a connection's setup,
+    // which on a loaded host vary by tens of ms a request. What the upstream
+    // must see: never more than 5 requests in a second (6 where a second's
+    // window catches one early and one late), and 200 ms apart on average.
+    let times: Vec<Instant> = log.iter().map(|e| e.0).collect();
+    for (i, start) in times.iter().enumerate() {
+        let in_a_second = times[i..]
+            .iter()
+            .take_while(|t| **t - *start < Duration::from_secs(1))
+            .count();
+        assert!(in_a_second <= 6, "{in_a_second} requests within a second");
     }
+    let span = times[times.len() - 1] - times[0];
+    let mean = span / (times.len() as u32 - 1);
+    assert!(
+        mean >= Duration::from_millis(195),
+        "requests {mean:?} apart on average"
+    );
 }
 
 /// A server that answers every request with `body` as `Content-Encoding: gzip`.
