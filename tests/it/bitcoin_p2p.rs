@@ -822,41 +822,12 @@ fn a_peer_stripping_one_blocks_witnesses_is_dropped_counted_and_changes_nothing_
 }
 
 /// What a follower serves of blocks and slots `first..=last`, by number
-/// (the same after a reorg, whose chain has other hashes).
+/// (the same after a reorg, whose chain has other hashes), and how far it
+/// scanned.
 fn by_number(n: &Ledgerd, first: u64, last: u64) -> Value {
-    let head = n
-        .result("ledger_getHeadSoftConfirmationHeight", "[]")
-        .as_u64()
-        .unwrap();
-    let blocks: Vec<Value> = (1..=head)
-        .map(|h| {
-            json!([
-                n.result("ledger_getSoftConfirmationByNumber", &format!("[{h}]")),
-                n.result("ledger_getSoftConfirmationStatus", &format!("[{h}]")),
-            ])
-        })
-        .collect();
-    let slots: Vec<Value> = (first..=last)
-        .map(|s| {
-            json!([
-                n.result(
-                    "ledger_getSequencerCommitmentsOnSlotByNumber",
-                    &format!("[{s}]")
-                ),
-                n.result(
-                    "ledger_getVerifiedBatchProofsBySlotHeight",
-                    &format!("[{s}]")
-                ),
-            ])
-        })
-        .collect();
-    json!({
-        "head": head,
-        "scanned": scanned(n),
-        "blocks": blocks,
-        "slots": slots,
-        "lastProof": n.result("ledger_getLastVerifiedBatchProof", "[]"),
-    })
+    let mut served = n.served(first, last);
+    served["scanned"] = json!(scanned(n));
+    served
 }
 
 /// A regtest address of another key than the burn address (blocks mined

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::bitcoind::Bitcoind;
 use common::{regtest, run, wait_until, Ledgerd};
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// `ledgerd --upstream <up> --bitcoin-rpc <node> --bitcoin-finality-depth 3`,
 /// `/health` 503 after 2 s behind.
@@ -37,40 +37,6 @@ fn scanned(n: &Ledgerd) -> u64 {
         .unwrap()
 }
 
-/// The blocks, statuses and last proof, and the commitments and proofs on
-/// slots `first..=last`.
-fn view(n: &Ledgerd, first: u64, last: u64) -> Value {
-    let head = n.head();
-    let blocks: Vec<Value> = (1..=head)
-        .map(|h| {
-            json!([
-                n.result("ledger_getSoftConfirmationByNumber", &format!("[{h}]")),
-                n.result("ledger_getSoftConfirmationStatus", &format!("[{h}]"))
-            ])
-        })
-        .collect();
-    let slots: Vec<Value> = (first..=last)
-        .map(|s| {
-            json!([
-                n.result(
-                    "ledger_getSequencerCommitmentsOnSlotByNumber",
-                    &format!("[{s}]")
-                ),
-                n.result(
-                    "ledger_getVerifiedBatchProofsBySlotHeight",
-                    &format!("[{s}]")
-                )
-            ])
-        })
-        .collect();
-    json!({
-        "head": head,
-        "blocks": blocks,
-        "slots": slots,
-        "lastProof": n.result("ledger_getLastVerifiedBatchProof", "[]"),
-    })
-}
-
 #[test]
 #[ignore = "needs bitcoind: scripts/bitcoind/build.sh"]
 fn a_follower_stopped_by_a_deep_reorg_rolled_back_to_l1_follows_the_new_chain() {
@@ -90,7 +56,7 @@ fn a_follower_stopped_by_a_deep_reorg_rolled_back_to_l1_follows_the_new_chain() 
     wait_until(Duration::from_secs(60), "the follower to catch up", || {
         scanned(&follower) == tip - 2 && follower.head() == 66
     });
-    let before = view(&follower, first, devnet_tip);
+    let before = follower.served(first, devnet_tip);
     assert_eq!(follower.status(60), "Proven");
 
     // Ten blocks back, deeper than 3: the last scanned block leaves the chain.
@@ -143,7 +109,7 @@ fn a_follower_stopped_by_a_deep_reorg_rolled_back_to_l1_follows_the_new_chain() 
         "the follower on the new chain",
         || scanned(&follower) == new_tip - 2 && follower.health().0 == 200,
     );
-    assert_eq!(view(&follower, first, devnet_tip), before);
+    assert_eq!(follower.served(first, devnet_tip), before);
     assert_eq!(follower.status(60), "Proven");
     assert_eq!(follower.status(66), "Trusted");
     let l1 = follower.result("svc_syncStatus", "[]")["l1Status"].clone();

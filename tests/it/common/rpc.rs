@@ -264,6 +264,36 @@ impl Ledgerd {
         head(&self.url)
     }
 
+    /// What it serves, by number (the same after a reorg, whose chain has
+    /// other hashes): its head, every block with its status, the
+    /// commitments and proofs on DA slots `first..=last`, the last proof.
+    pub fn served(&self, first: u64, last: u64) -> Value {
+        let head = self.head();
+        let blocks: Vec<Value> = (1..=head)
+            .map(|h| {
+                json!([
+                    self.result("ledger_getSoftConfirmationByNumber", &format!("[{h}]")),
+                    self.status(h),
+                ])
+            })
+            .collect();
+        let slots: Vec<Value> = (first..=last)
+            .map(|s| {
+                let on = |method: &str| self.result(method, &format!("[{s}]"));
+                json!([
+                    on("ledger_getSequencerCommitmentsOnSlotByNumber"),
+                    on("ledger_getVerifiedBatchProofsBySlotHeight"),
+                ])
+            })
+            .collect();
+        json!({
+            "head": head,
+            "blocks": blocks,
+            "slots": slots,
+            "lastProof": self.result("ledger_getLastVerifiedBatchProof", "[]"),
+        })
+    }
+
     /// `ledger_getSoftConfirmationStatus` of height `h` (`"Trusted"`, ...).
     pub fn status(&self, h: u64) -> Value {
         self.result("ledger_getSoftConfirmationStatus", &format!("[{h}]"))
