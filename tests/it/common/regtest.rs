@@ -4,6 +4,7 @@
 //! blocks holding chosen transactions. The setups the Bitcoin tests share.
 
 use std::path::Path;
+use std::time::Duration;
 
 use bitcoin::secp256k1::{Secp256k1, SecretKey};
 use bitcoin::{Address, CompressedPublicKey, Network, OutPoint, Transaction, Txid};
@@ -35,10 +36,12 @@ pub fn devnet_on(node: &Bitcoind, dir: &Path, extra: &[&str]) -> Ledgerd {
 /// A devnet on `node` with 66 blocks, committed and proven to 60.
 pub fn busy_devnet(node: &Bitcoind, dir: &Path) -> Ledgerd {
     let devnet = devnet_on(node, dir, &[]);
-    assert_eq!(devnet.result("dev_mine", "[60]"), 60);
-    devnet.result("dev_commit", "[]");
-    assert!(!devnet.result("dev_prove", "[]").is_null());
-    assert_eq!(devnet.result("dev_mine", "[6]"), 66);
+    let setup =
+        |method: &str, params: &str| devnet.result_within(method, params, Duration::from_secs(300));
+    assert_eq!(setup("dev_mine", "[60]"), 60);
+    setup("dev_commit", "[]");
+    assert!(!setup("dev_prove", "[]").is_null());
+    assert_eq!(setup("dev_mine", "[6]"), 66);
     devnet
 }
 

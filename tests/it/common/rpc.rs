@@ -204,6 +204,23 @@ impl Ledgerd {
         answer["result"].clone()
     }
 
+    /// [`Ledgerd::result`] for a call that does a lot of work before it
+    /// answers (a regtest devnet's `dev_mine`, which grinds and inscribes
+    /// each commitment and proof on bitcoind): waits up to `limit`, not the
+    /// 30 s of a read, so a loaded host's slow setup is not taken for a
+    /// failure of what the test checks.
+    pub fn result_within(&self, method: &str, params: &str, limit: Duration) -> Value {
+        let (status, text) = post_raw_within(&self.url, &request(method, params), limit);
+        assert_eq!(status, 200, "HTTP status for {method} {params}: {text}");
+        let answer: Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("answer {text:?} is not JSON: {e}"));
+        assert!(
+            answer.get("error").is_none(),
+            "{method} {params} answered an error: {answer}"
+        );
+        answer["result"].clone()
+    }
+
     /// Calls `method` and returns its `error` object, failing on a result.
     pub fn error(&self, method: &str, params: &str) -> Value {
         let answer = self.call(method, params);
