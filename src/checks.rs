@@ -84,11 +84,9 @@ impl std::fmt::Display for VerifyError {
 
 impl std::error::Error for VerifyError {}
 
-impl From<LedgerError> for VerifyError {
-    fn from(e: LedgerError) -> Self {
-        VerifyError::Ledger(e)
-    }
-}
+wrap_errors!(VerifyError {
+    Ledger(LedgerError),
+});
 
 /// What a block may lack and still be accepted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -96,17 +96,20 @@
 //!   devnet's `dev_revert` / `dev_reset`).
 //! - [`logs`]: log lines on stderr, as text or JSON (`--log-format`).
 //! - [`stop`], [`signals`]: stopping cleanly on Ctrl-C and SIGTERM; [`os`]: thread priority;
-//!   [`memory`]: handing the heap back after catch-up; [`clock`]: dates from Unix time.
+//!   [`memory`]: handing the heap back after catch-up; [`clock`]: dates from Unix time;
+//!   `errors`: `wrap_errors!`, the `From` impls of errors that wrap others.
+#[macro_use]
+mod errors;
+
 pub mod chain_rules;
+pub mod checks;
+pub mod clock;
 pub mod cmd;
 pub mod config;
 pub mod flags;
 pub mod headers;
 pub mod health;
 pub mod hexstr;
-
-pub mod checks;
-pub mod clock;
 pub mod jsonl;
 pub mod ledger;
 pub mod logs;

@@ -82,11 +82,9 @@ impl fmt::Display for RollbackError {
 
 impl std::error::Error for RollbackError {}
 
-impl From<LedgerError> for RollbackError {
-    fn from(e: LedgerError) -> Self {
-        RollbackError::Ledger(e)
-    }
-}
+wrap_errors!(RollbackError {
+    Ledger(LedgerError),
+});
 
 /// What a rollback removed (or, in a dry run, would remove).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -171,3 +171,44 @@ pub struct ChunkChanges {
     /// them again).
     pub used: Vec<Hash>,
 }
+
+/// A block for tests: its hash holds its height, so consecutive heights
+/// link; two 60-byte transactions, a DA slot near 800,000.
+#[cfg(test)]
+pub(crate) fn sample_block(height: u64) -> SoftConfirmation {
+    let mut hash = [0u8; 32];
+    hash[..8].copy_from_slice(&height.to_be_bytes());
+    hash[31] = 0xaa;
+    let mut prev_hash = [0u8; 32];
+    if height > 1 {
+        prev_hash[..8].copy_from_slice(&(height - 1).to_be_bytes());
+        prev_hash[31] = 0xaa;
+    }
+    SoftConfirmation {
+        l2_height: height,
+        da_slot_height: 800_000 + height / 10,
+        da_slot_hash: [1; 32],
+        da_slot_txs_commitment: [2; 32],
+        hash,
+        prev_hash,
+        txs: vec![vec![height as u8; 60], vec![0xbb; 60]],
+        state_root: [height as u8; 32],
+        signature: [6; 64],
+        pub_key: [7; 32],
+        deposit_data: vec![],
+        l1_fee_rate: 1000,
+        timestamp: 1_735_000_000 + height,
+    }
+}
+
+/// A commitment for tests: found on `slot`, over `start..=end`, its root
+/// `start`'s low byte repeated.
+#[cfg(test)]
+pub(crate) fn sample_commitment(slot: u64, start: u64, end: u64) -> SequencerCommitment {
+    SequencerCommitment {
+        found_in_l1: slot,
+        merkle_root: [start as u8; 32],
+        l2_start_block_number: start,
+        l2_end_block_number: end,
+    }
+}

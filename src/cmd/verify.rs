@@ -366,17 +366,10 @@ impl fmt::Display for RunError {
 
 impl std::error::Error for RunError {}
 
-impl From<InputError> for RunError {
-    fn from(e: InputError) -> Self {
-        RunError::Input(e)
-    }
-}
-
-impl From<io::Error> for RunError {
-    fn from(e: io::Error) -> Self {
-        RunError::Output(e)
-    }
-}
+wrap_errors!(RunError {
+    Input(InputError),
+    Output(io::Error),
+});
 
 /// `ledgerd verify FILE`: an input and the chain rules (not the proof
 /// flags: it checks no proof).

@@ -1,6 +1,6 @@
 //! The four Bitcoin networks ledgerd can follow, and the header-chain
 //! parameters of each, as Bitcoin Core's `src/kernel/chainparams.cpp` sets
-//! them (Core 31.99): message start (magic), genesis, proof-of-work limit,
+//! them (Core 31.99): genesis, proof-of-work limit,
 //! minimum chainwork, the retarget interval, which testnet rules apply, and
 //! the heights from which BIP34, BIP66 and BIP65 demand a block version.
 
@@ -103,10 +103,6 @@ impl FromStr for BitcoinNetwork {
 #[derive(Debug)]
 pub struct ChainParams {
     pub chain: BitcoinNetwork,
-    /// The P2P message start (`pchMessageStart`).
-    pub magic: [u8; 4],
-    /// The default P2P port.
-    pub default_port: u16,
     /// The genesis block's hash, as Core asserts it.
     pub genesis_hash: &'static str,
     /// `powLimit`, big-endian hex: the easiest target a header may carry.
@@ -172,8 +168,6 @@ impl ChainParams {
 /// BIP34/65/66 from height 1; each sets the rest.
 const TEST_NETWORK: ChainParams = ChainParams {
     chain: BitcoinNetwork::Regtest,
-    magic: [0; 4],
-    default_port: 0,
     genesis_hash: "",
     pow_limit_hex: "00000000ffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
     pow_limit_bits: 0x1d00ffff,
@@ -191,8 +185,6 @@ const TEST_NETWORK: ChainParams = ChainParams {
 /// Bitcoin's main network.
 pub static MAIN: ChainParams = ChainParams {
     chain: BitcoinNetwork::Main,
-    magic: [0xf9, 0xbe, 0xb4, 0xd9],
-    default_port: 8333,
     genesis_hash: "000000000019d6689c085ae165831e934ff763ae46a2a6c172b3f1b60a8ce26f",
     min_chainwork: "0000000000000000000000000000000000000001128750f82f4c366153a3a030",
     bip34_height: 227_931,
@@ -204,8 +196,6 @@ pub static MAIN: ChainParams = ChainParams {
 /// Testnet4 (BIP94).
 pub static TESTNET4: ChainParams = ChainParams {
     chain: BitcoinNetwork::Testnet4,
-    magic: [0x1c, 0x16, 0x3f, 0x28],
-    default_port: 48333,
     genesis_hash: "00000000da84f2bafbbc53dee25a72ae507ff4914b867c565be350b0da8bf043",
     min_chainwork: "0000000000000000000000000000000000000000000009a0fe15d0177d086304",
     allow_min_difficulty: true,
@@ -217,8 +207,6 @@ pub static TESTNET4: ChainParams = ChainParams {
 /// not the headers: headers alone do not check them).
 pub static SIGNET: ChainParams = ChainParams {
     chain: BitcoinNetwork::Signet,
-    magic: [0x0a, 0x03, 0xcf, 0x40],
-    default_port: 38333,
     genesis_hash: "00000008819873e925422c1ff0f99f7cc9bbb232af63a077a480a3633bee1ef6",
     pow_limit_hex: "00000377ae000000000000000000000000000000000000000000000000000000",
     pow_limit_bits: 0x1e0377ae,
@@ -229,8 +217,6 @@ pub static SIGNET: ChainParams = ChainParams {
 /// Regtest (Core's defaults: no `-test=bip94`, BIP34/65/66 from height 1).
 pub static REGTEST: ChainParams = ChainParams {
     chain: BitcoinNetwork::Regtest,
-    magic: [0xfa, 0xbf, 0xb5, 0xda],
-    default_port: 18444,
     genesis_hash: "0f9188f13cb7b2c71f2a335e3a4fc328bf5beb436012afca590b1a11466e2206",
     pow_limit_hex: "7fffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
     pow_limit_bits: 0x207fffff,
@@ -259,14 +245,6 @@ mod tests {
                 p.pow_limit_bits,
                 "{chain}"
             );
-        }
-    }
-
-    #[test]
-    fn magic_matches_the_bitcoin_crate() {
-        for chain in BitcoinNetwork::ALL {
-            let magic = bitcoin::p2p::Magic::from(chain.network());
-            assert_eq!(magic.to_bytes(), chain.params().magic, "{chain}");
         }
     }
 

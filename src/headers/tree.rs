@@ -106,11 +106,9 @@ impl std::fmt::Display for HeaderStoreError {
 
 impl std::error::Error for HeaderStoreError {}
 
-impl From<LedgerError> for HeaderStoreError {
-    fn from(e: LedgerError) -> Self {
-        HeaderStoreError::Ledger(e)
-    }
-}
+wrap_errors!(HeaderStoreError {
+    Ledger(LedgerError),
+});
 
 /// The header tree of one network (see the module docs).
 pub struct HeaderTree {

@@ -39,11 +39,11 @@ impl LedgerWriter<'_> {
         slot: u64,
         commitments: &[SequencerCommitment],
     ) -> Result<(), LedgerError> {
-        // Most slots carry none: nothing to read or move.
-        if commitments.is_empty() {
-            return Ok(());
-        }
-        let before = self.frontiers()?;
+        let before = match commitments {
+            // Most slots carry none: nothing to read or move.
+            [] => return Ok(()),
+            _ => self.frontiers()?,
+        };
         for c in commitments {
             self.finalize_committed(c)?;
         }

@@ -165,11 +165,9 @@ impl std::error::Error for ProofCommitmentsError {
     }
 }
 
-impl From<LedgerError> for ProofCommitmentsError {
-    fn from(e: LedgerError) -> Self {
-        ProofCommitmentsError::Ledger(e)
-    }
-}
+wrap_errors!(ProofCommitmentsError {
+    Ledger(LedgerError),
+});
 
 pub(super) fn lmdb_err(
     context: impl FnOnce() -> String,

@@ -18,39 +18,10 @@ fn open(dir: &Path) -> Ledger {
     Ledger::open(dir, &OpenOptions::default()).unwrap()
 }
 
-fn block(height: u64) -> SoftConfirmation {
-    let mut hash = [0u8; 32];
-    hash[..8].copy_from_slice(&height.to_be_bytes());
-    hash[31] = 0xaa;
-    let mut prev_hash = [0u8; 32];
-    if height > 1 {
-        prev_hash[..8].copy_from_slice(&(height - 1).to_be_bytes());
-        prev_hash[31] = 0xaa;
-    }
-    SoftConfirmation {
-        l2_height: height,
-        da_slot_height: 800_000 + height / 10,
-        da_slot_hash: [1; 32],
-        da_slot_txs_commitment: [2; 32],
-        hash,
-        prev_hash,
-        txs: vec![vec![height as u8; 60], vec![0xbb; 60]],
-        state_root: [height as u8; 32],
-        signature: [6; 64],
-        pub_key: [7; 32],
-        deposit_data: vec![],
-        l1_fee_rate: 1000,
-        timestamp: 1_735_000_000 + height,
-    }
-}
+use crate::types::sample_block as block;
 
 fn commitment(start: u64, end: u64) -> SequencerCommitment {
-    SequencerCommitment {
-        found_in_l1: 5,
-        merkle_root: [start as u8; 32],
-        l2_start_block_number: start,
-        l2_end_block_number: end,
-    }
+    crate::types::sample_commitment(5, start, end)
 }
 
 fn proof(last: u64, slot: u64) -> VerifiedBatchProof {

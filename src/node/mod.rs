@@ -76,26 +76,12 @@ impl std::error::Error for NodeError {
     }
 }
 
-impl From<LedgerError> for NodeError {
-    fn from(e: LedgerError) -> Self {
-        NodeError::Ledger(e)
-    }
-}
-impl From<DevnetError> for NodeError {
-    fn from(e: DevnetError) -> Self {
-        NodeError::Devnet(e)
-    }
-}
-impl From<SyncError> for NodeError {
-    fn from(e: SyncError) -> Self {
-        NodeError::Sync(e)
-    }
-}
-impl From<ServerError> for NodeError {
-    fn from(e: ServerError) -> Self {
-        NodeError::Server(e)
-    }
-}
+wrap_errors!(NodeError {
+    Ledger(LedgerError),
+    Devnet(DevnetError),
+    Sync(SyncError),
+    Server(ServerError),
+});
 
 /// Builds a [`Node`]: `Node::builder().data_dir(dir).dev(DevnetConfig::default()).bind("127.0.0.1:0").start()`.
 #[derive(Clone, Debug, Default)]

@@ -171,17 +171,10 @@ impl std::fmt::Display for SyncError {
 
 impl std::error::Error for SyncError {}
 
-impl From<SourceError> for SyncError {
-    fn from(e: SourceError) -> Self {
-        SyncError::Source(e)
-    }
-}
-
-impl From<LedgerError> for SyncError {
-    fn from(e: LedgerError) -> Self {
-        SyncError::Ledger(e)
-    }
-}
+wrap_errors!(SyncError {
+    Source(SourceError),
+    Ledger(LedgerError),
+});
 
 impl From<VerifyError> for SyncError {
     fn from(e: VerifyError) -> Self {

@@ -155,24 +155,6 @@ mod tests {
         asked: AtomicU64,
     }
 
-    fn block(h: u64) -> SoftConfirmation {
-        SoftConfirmation {
-            l2_height: h,
-            da_slot_height: 1,
-            da_slot_hash: [0; 32],
-            da_slot_txs_commitment: [0; 32],
-            hash: [0; 32],
-            prev_hash: [0; 32],
-            txs: Vec::new(),
-            state_root: [0; 32],
-            signature: [0; 64],
-            pub_key: [0; 32],
-            deposit_data: Vec::new(),
-            l1_fee_rate: 0,
-            timestamp: 0,
-        }
-    }
-
     impl RangeFetch<Vec<SoftConfirmation>> for Arc<Capped> {
         fn fetch(&self, from: u64, to: u64) -> Answer<Vec<SoftConfirmation>> {
             let now = self.now.fetch_add(1, SeqCst) + 1;
@@ -180,7 +162,9 @@ mod tests {
             self.asked.fetch_add(1, SeqCst);
             std::thread::sleep(std::time::Duration::from_millis(2));
             self.now.fetch_sub(1, SeqCst);
-            Ok((from..=to.min(from + self.limit - 1)).map(block).collect())
+            Ok((from..=to.min(from + self.limit - 1))
+                .map(crate::types::sample_block)
+                .collect())
         }
     }
 

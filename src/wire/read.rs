@@ -75,11 +75,9 @@ impl std::error::Error for WireError {
     }
 }
 
-impl From<serde_json::Error> for WireError {
-    fn from(e: serde_json::Error) -> Self {
-        WireError::Json(e)
-    }
-}
+wrap_errors!(WireError {
+    Json(serde_json::Error),
+});
 
 fn hex_error(field: &str) -> impl FnOnce(HexError) -> WireError + '_ {
     move |error| WireError::Hex {

@@ -443,7 +443,7 @@ pub fn write_sync_status(out: &mut Vec<u8>, l1: LayerStatus, l2: LayerStatus) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::ProofOutput;
+    use crate::types::{sample_commitment, ProofOutput};
 
     fn text(f: impl FnOnce(&mut Vec<u8>)) -> String {
         let mut out = Vec::new();
@@ -567,20 +567,7 @@ mod tests {
 
     #[test]
     fn commitments_round_trip() {
-        let items = [
-            SequencerCommitment {
-                found_in_l1: 4,
-                merkle_root: [0x11; 32],
-                l2_start_block_number: 1,
-                l2_end_block_number: 10,
-            },
-            SequencerCommitment {
-                found_in_l1: 5,
-                merkle_root: [0x22; 32],
-                l2_start_block_number: 11,
-                l2_end_block_number: 20,
-            },
-        ];
+        let items = [sample_commitment(4, 1, 10), sample_commitment(5, 11, 20)];
         let json = text(|o| write_commitments(o, &items));
         assert_eq!(
             crate::wire::read::commitment_list(&json).expect("parses"),

@@ -734,22 +734,13 @@ pub fn decode_status(bytes: &[u8]) -> Result<Status, DecodeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::sample_commitment;
 
-    pub(crate) fn block(height: u64, txs: Vec<Vec<u8>>, fee: u128) -> SoftConfirmation {
+    fn block(height: u64, txs: Vec<Vec<u8>>, fee: u128) -> SoftConfirmation {
         SoftConfirmation {
-            l2_height: height,
-            da_slot_height: 812_345,
-            da_slot_hash: [1; 32],
-            da_slot_txs_commitment: [2; 32],
-            hash: [3; 32],
-            prev_hash: [4; 32],
             txs,
-            state_root: [5; 32],
-            signature: [6; 64],
-            pub_key: [7; 32],
-            deposit_data: vec![],
             l1_fee_rate: fee,
-            timestamp: 1_735_000_000,
+            ..crate::types::sample_block(height)
         }
     }
 
@@ -886,18 +877,8 @@ mod tests {
     #[test]
     fn commitments_round_trip_and_truncations_fail() {
         let list = vec![
-            SequencerCommitment {
-                found_in_l1: 100,
-                merkle_root: [9; 32],
-                l2_start_block_number: 1,
-                l2_end_block_number: 10,
-            },
-            SequencerCommitment {
-                found_in_l1: 100,
-                merkle_root: [8; 32],
-                l2_start_block_number: 11,
-                l2_end_block_number: u64::MAX,
-            },
+            sample_commitment(100, 1, 10),
+            sample_commitment(100, 11, u64::MAX),
         ];
         let bytes = encode_commitments(&list);
         assert_eq!(decode_commitments(&bytes).unwrap(), list);

@@ -101,23 +101,11 @@ impl fmt::Display for Refusal {
 
 impl std::error::Error for Refusal {}
 
-impl From<EnvelopeError> for Refusal {
-    fn from(e: EnvelopeError) -> Self {
-        Refusal::Envelope(e)
-    }
-}
-
-impl From<SignatureError> for Refusal {
-    fn from(e: SignatureError) -> Self {
-        Refusal::Signature(e)
-    }
-}
-
-impl From<BodyError> for Refusal {
-    fn from(e: BodyError) -> Self {
-        Refusal::Body(e)
-    }
-}
+wrap_errors!(Refusal {
+    Envelope(EnvelopeError),
+    Signature(SignatureError),
+    Body(BodyError),
+});
 
 /// A txid or wtxid as Bitcoin Core prints it (byte-reversed hex), for log lines and errors.
 pub fn display_hash(raw: &[u8; 32]) -> String {

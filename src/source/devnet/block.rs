@@ -120,7 +120,7 @@ fn unsigned_block(
     pub_key: [u8; 32],
     inputs: &Inputs,
 ) -> SoftConfirmation {
-    let mut rng = Entropy::new(&schedule::block_entropy(seed, h));
+    let mut rng = Entropy::new(&schedule::derive("ledgerd-devnet/block", seed, h));
     let tx_count = rng.below(5) as usize;
     let mut txs: Vec<Vec<u8>> = (0..tx_count)
         .map(|_| {

@@ -112,7 +112,7 @@ fn make_proof(
     } else {
         ledger.hash(end)?
     };
-    let entropy = schedule::proof_entropy(seed, slot);
+    let entropy = schedule::derive("ledgerd-devnet/proof", seed, slot);
     let state_diff: Vec<(Vec<u8>, Option<Vec<u8>>)> = (0..4u8)
         .map(|k| {
             let mut key = b"devnet/account/".to_vec();

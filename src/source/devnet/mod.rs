@@ -109,17 +109,10 @@ impl std::fmt::Display for DevnetError {
 
 impl std::error::Error for DevnetError {}
 
-impl From<LedgerError> for DevnetError {
-    fn from(e: LedgerError) -> Self {
-        DevnetError::Ledger(e)
-    }
-}
-
-impl From<SourceError> for DevnetError {
-    fn from(e: SourceError) -> Self {
-        DevnetError::Bitcoin(e)
-    }
-}
+wrap_errors!(DevnetError {
+    Ledger(LedgerError),
+    Bitcoin(SourceError),
+});
 
 /// The height the chain should have: a base, then one block per interval.
 #[derive(Clone, Debug)]

@@ -114,8 +114,9 @@ impl RegtestChain {
         let key_err = |e: crate::source::bitcoin::signer::KeyError| {
             SourceError::bad_answer(format!("devnet cannot read Citrea's regtest DA keys: {e}"))
         };
-        let secret = SecretKey::from_slice(&schedule::regtest_funding_secret(seed))
-            .map_err(|e| SourceError::bad_answer(format!("devnet funding key: {e}")))?;
+        let secret =
+            SecretKey::from_slice(&schedule::derive("ledgerd-devnet/regtest-funding", seed, 0))
+                .map_err(|e| SourceError::bad_answer(format!("devnet funding key: {e}")))?;
         let public = CompressedPublicKey(secret.public_key(&Secp256k1::signing_only()));
         let sequencer = keys::regtest_sequencer_secret().map_err(key_err)?;
         let prover = keys::regtest_prover_secret().map_err(key_err)?;

@@ -34,17 +34,10 @@ enum Restore {
     Source(SourceError),
 }
 
-impl From<LedgerError> for Restore {
-    fn from(e: LedgerError) -> Self {
-        Restore::Ledger(e)
-    }
-}
-
-impl From<SourceError> for Restore {
-    fn from(e: SourceError) -> Self {
-        Restore::Source(e)
-    }
-}
+wrap_errors!(Restore {
+    Ledger(LedgerError),
+    Source(SourceError),
+});
 
 fn restore_from(
     r: &crate::ledger::LedgerReader<'_>,

@@ -46,7 +46,10 @@ pub fn heights_of_slot(slot: u64) -> std::ops::RangeInclusive<u64> {
     first..=first + BLOCKS_PER_SLOT - 1
 }
 
-fn derive(label: &str, seed: u64, n: u64) -> Hash {
+/// 32 bytes that only `label`, `seed` and `n` decide: everything the
+/// devnet makes up (keys, hashes, its blocks' and proofs' random bytes)
+/// comes from here, so one seed makes one chain.
+pub fn derive(label: &str, seed: u64, n: u64) -> Hash {
     let mut input = Vec::with_capacity(label.len() + 16);
     input.extend_from_slice(label.as_bytes());
     input.extend_from_slice(&seed.to_be_bytes());
@@ -76,11 +79,6 @@ pub fn slot_hash(seed: u64, n: u64) -> Hash {
     derive("ledgerd-devnet/slot", seed, n)
 }
 
-/// Transactions commitment of DA slot `n`.
-pub fn slot_txs_commitment(seed: u64, n: u64) -> Hash {
-    derive("ledgerd-devnet/slot-txs", seed, n)
-}
-
 /// What a soft confirmation says about the DA slot it points at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlotRef {
@@ -97,24 +95,8 @@ pub fn simulated_slot(seed: u64, n: u64) -> SlotRef {
     SlotRef {
         number: n,
         hash: slot_hash(seed, n),
-        txs_commitment: slot_txs_commitment(seed, n),
+        txs_commitment: derive("ledgerd-devnet/slot-txs", seed, n),
     }
-}
-
-/// The secret key the devnet mines regtest coinbases to and funds its
-/// commit transactions from (`--dev-bitcoin-rpc`).
-pub fn regtest_funding_secret(seed: u64) -> Hash {
-    derive("ledgerd-devnet/regtest-funding", seed, 0)
-}
-
-/// Random bytes for block `h` (its txs, deposits and fee).
-pub fn block_entropy(seed: u64, h: u64) -> Hash {
-    derive("ledgerd-devnet/block", seed, h)
-}
-
-/// Random bytes for the proof that lands on slot `n`.
-pub fn proof_entropy(seed: u64, n: u64) -> Hash {
-    derive("ledgerd-devnet/proof", seed, n)
 }
 
 /// Commitment `i` (counted from 0) covers these heights.

@@ -89,11 +89,9 @@ impl fmt::Display for FrameError {
 
 impl std::error::Error for FrameError {}
 
-impl From<io::Error> for FrameError {
-    fn from(e: io::Error) -> Self {
-        FrameError::Io(e)
-    }
-}
+wrap_errors!(FrameError {
+    Io(io::Error),
+});
 
 /// The command name of a header (up to 12 ASCII bytes, NUL-padded).
 fn command_of(header: &[u8; HEADER_LEN]) -> String {

@@ -104,11 +104,9 @@ impl fmt::Display for HandshakeError {
 
 impl std::error::Error for HandshakeError {}
 
-impl From<io::Error> for HandshakeError {
-    fn from(e: io::Error) -> Self {
-        HandshakeError::Io(e)
-    }
-}
+wrap_errors!(HandshakeError {
+    Io(io::Error),
+});
 
 impl From<bip324::Error> for HandshakeError {
     fn from(e: bip324::Error) -> Self {

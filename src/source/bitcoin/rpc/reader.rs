@@ -74,17 +74,10 @@ impl fmt::Display for ReadError {
 
 impl std::error::Error for ReadError {}
 
-impl From<RpcError> for ReadError {
-    fn from(e: RpcError) -> Self {
-        ReadError::Rpc(e)
-    }
-}
-
-impl From<BlockError> for ReadError {
-    fn from(e: BlockError) -> Self {
-        ReadError::Block(e)
-    }
-}
+wrap_errors!(ReadError {
+    Rpc(RpcError),
+    Block(BlockError),
+});
 
 /// One batch's blocks, or why it failed.
 type BatchResult = Result<Vec<DaBlock>, ReadError>;
