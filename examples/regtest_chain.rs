@@ -31,7 +31,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let n: u64 = args[1].parse()?;
     let params = BitcoinNetwork::Regtest.params();
-    let magic = params.magic;
+    let magic = bitcoin::p2p::Magic::from(BitcoinNetwork::Regtest.network()).to_bytes();
     let mut out = std::io::BufWriter::new(std::fs::File::create(&args[2])?);
     // The file starts with genesis, as a node's own block files do
     // (bitcoind's import of a fresh datadir expects it first).
