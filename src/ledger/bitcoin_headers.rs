@@ -7,13 +7,16 @@
 //! above the fork and removes those above a shorter new tip, in the same
 //! write transaction as the new headers.
 
+use std::ops::ControlFlow;
+
 use bitcoin::block::Header;
 use bitcoin::pow::Work;
-use lmdb::{Cursor, Transaction, WriteFlags};
+use lmdb::WriteFlags;
 
+use super::cursor;
 use super::sealed::Access;
-use super::tables::{self, BitcoinHeaders, Table, ValueTable};
-use super::{corrupt, get, lmdb_err, LedgerError, LedgerWriter, MDB_LAST};
+use super::tables::{BitcoinHeaders, Table, ValueTable};
+use super::{corrupt, get, lmdb_err, LedgerError, LedgerWriter};
 
 /// One stored header of the best chain.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,24 +31,7 @@ pub struct StoredHeader {
 pub trait BitcoinHeaderRead: Access + Sized {
     /// The highest height stored (`None`: no header yet).
     fn bitcoin_header_tip(&self) -> Result<Option<u64>, LedgerError> {
-        let ctx = || format!("finding the last of {}", BitcoinHeaders::NAME);
-        let cursor = self
-            .txn()
-            .open_ro_cursor(BitcoinHeaders::db(self.dbs()))
-            .map_err(lmdb_err(ctx))?;
-        match cursor.get(None, None, MDB_LAST) {
-            Ok((Some(k), _)) => {
-                tables::decode_u64_key(k)
-                    .map(Some)
-                    .ok_or_else(|| LedgerError::Corrupt {
-                        table: BitcoinHeaders::NAME,
-                        key: hex::encode(k),
-                        reason: format!("key is {} bytes, not 8", k.len()),
-                    })
-            }
-            Ok((None, _)) | Err(lmdb::Error::NotFound) => Ok(None),
-            Err(e) => Err(lmdb_err(ctx)(e)),
-        }
+        cursor::last_u64::<Self, BitcoinHeaders>(self)
     }
 
     /// The stored header at `height`.
@@ -60,23 +46,16 @@ pub trait BitcoinHeaderRead: Access + Sized {
 
     /// The stored headers at heights `from..=to` (those present), in order.
     fn bitcoin_headers(&self, from: u64, to: u64) -> Result<Vec<StoredHeader>, LedgerError> {
-        let ctx = || format!("reading {} {from}..={to}", BitcoinHeaders::NAME);
-        let mut cursor = self
-            .txn()
-            .open_ro_cursor(BitcoinHeaders::db(self.dbs()))
-            .map_err(lmdb_err(ctx))?;
         let mut out = Vec::new();
-        for item in cursor.iter_from(BitcoinHeaders::key(&from)) {
-            let (k, v) = item.map_err(lmdb_err(ctx))?;
-            let Some(height) = tables::decode_u64_key(k) else {
-                continue;
-            };
+        cursor::walk_from::<Self, BitcoinHeaders>(self, Some(&from), |k, v| {
+            let height = cursor::u64_key::<BitcoinHeaders>(k)?;
             if height > to {
-                break;
+                return Ok(ControlFlow::Break(()));
             }
             let s = BitcoinHeaders::decode(v).map_err(|e| corrupt::<BitcoinHeaders>(&height, e))?;
             out.push(StoredHeader { height, ..s });
-        }
+            Ok(ControlFlow::Continue(()))
+        })?;
         Ok(out)
     }
 }

@@ -10,9 +10,10 @@
 
 use std::net::SocketAddr;
 
-use lmdb::{Cursor, Transaction, WriteFlags};
+use lmdb::WriteFlags;
 
 use super::codec;
+use super::cursor;
 use super::sealed::Access;
 use super::tables::{BitcoinPeers, Table, ValueTable};
 use super::{corrupt, lmdb_err, LedgerError, LedgerWriter};
@@ -36,22 +37,14 @@ pub struct BookEntry {
 pub trait BitcoinPeerRead: Access + Sized {
     /// Every entry, in key order.
     fn bitcoin_peers(&self) -> Result<Vec<(SocketAddr, BookEntry)>, LedgerError> {
-        let ctx = || format!("reading {}", BitcoinPeers::NAME);
-        let mut cursor = self
-            .txn()
-            .open_ro_cursor(BitcoinPeers::db(self.dbs()))
-            .map_err(lmdb_err(ctx))?;
         let mut out = Vec::new();
-        for item in cursor.iter_start() {
-            let (k, v) = item.map_err(lmdb_err(ctx))?;
-            let addr = codec::decode_peer_addr(k).ok_or_else(|| LedgerError::Corrupt {
-                table: BitcoinPeers::NAME,
-                key: hex::encode(k),
-                reason: format!("key is {} bytes, not 18", k.len()),
-            })?;
+        cursor::walk::<Self, BitcoinPeers>(self, |k, v| {
+            let addr =
+                codec::decode_peer_addr(k).ok_or_else(|| cursor::bad_key::<BitcoinPeers>(k, 18))?;
             let entry = BitcoinPeers::decode(v).map_err(|e| corrupt::<BitcoinPeers>(&addr, e))?;
             out.push((addr, entry));
-        }
+            Ok(())
+        })?;
         Ok(out)
     }
 }

@@ -10,9 +10,9 @@
 //! caller can apply the kept commitments and proofs again.
 
 use std::collections::HashSet;
+use std::ops::ControlFlow;
 
-use lmdb::{Cursor, Transaction};
-
+use super::cursor;
 use super::tables::{
     self, BitcoinChunks, BitcoinHeaders, Commitments, DaSlots, Meta, Proofs, ScByHashPrefix,
     SoftConfirmations, StatusHeights, StatusTable, Table, ValueTable,
@@ -66,24 +66,16 @@ fn remove_bitcoin_headers(w: &mut LedgerWriter<'_>, cut: &Cut) -> Result<u64, Le
 /// Proof chunks found in Bitcoin blocks above the cut's slot: the scan
 /// finds them again when it scans those blocks.
 fn remove_bitcoin_chunks(w: &mut LedgerWriter<'_>, cut: &Cut) -> Result<u64, LedgerError> {
-    let ctx = || format!("walking {}", BitcoinChunks::NAME);
-    let mut cursor = w
-        .txn
-        .open_ro_cursor(BitcoinChunks::db(&w.ledger.dbs))
-        .map_err(lmdb_err(ctx))?;
     let mut above = Vec::new();
-    for item in cursor.iter_start() {
-        let (k, v) = item.map_err(lmdb_err(ctx))?;
-        let Ok(txid) = <Hash>::try_from(k) else {
-            continue;
-        };
+    cursor::walk::<_, BitcoinChunks>(w, |k, v| {
+        let txid = <Hash>::try_from(k).map_err(|_| cursor::bad_key::<BitcoinChunks>(k, 32))?;
         let (found_at, _) =
             BitcoinChunks::decode(v).map_err(|e| corrupt::<BitcoinChunks>(&txid, e))?;
         if found_at > cut.slot {
             above.push(txid);
         }
-    }
-    drop(cursor);
+        Ok(())
+    })?;
     for txid in &above {
         w.delete_bitcoin_chunk(txid)?;
     }
@@ -98,22 +90,11 @@ fn keys_above<T: Table<Key = u64>>(
     let Some(first) = above.checked_add(1) else {
         return Ok(Vec::new());
     };
-    let ctx = || format!("walking {} above {above}", T::NAME);
-    let mut cursor = w
-        .txn
-        .open_ro_cursor(T::db(&w.ledger.dbs))
-        .map_err(lmdb_err(ctx))?;
     let mut keys = Vec::new();
-    for item in cursor.iter_from(T::key(&first)) {
-        let (k, _) = item.map_err(lmdb_err(ctx))?;
-        keys.push(
-            tables::decode_u64_key(k).ok_or_else(|| LedgerError::Corrupt {
-                table: T::NAME,
-                key: hex::encode(k),
-                reason: format!("key is {} bytes, not 8", k.len()),
-            })?,
-        );
-    }
+    cursor::walk_from::<_, T>(w, Some(&first), |k, _| {
+        keys.push(cursor::u64_key::<T>(k)?);
+        Ok(ControlFlow::Continue(()))
+    })?;
     Ok(keys)
 }
 
@@ -164,22 +145,18 @@ impl LedgerWriter<'_> {
         ] {
             self.del::<Meta>(key.name, None)?;
         }
-        let ctx = || format!("resetting the statuses of 1..={height}");
         let trusted = StatusTable::encode(&Status::Trusted);
-        let db = self.ledger.dbs.status;
-        let mut cursor = self.txn.open_ro_cursor(db).map_err(lmdb_err(ctx))?;
         let mut changed = Vec::new();
-        for item in cursor.iter_start() {
-            let (k, v) = item.map_err(lmdb_err(ctx))?;
-            let h = tables::decode_u64_key(k).unwrap_or(u64::MAX);
+        cursor::walk_from::<_, StatusTable>(self, None, |k, v| {
+            let h = cursor::u64_key::<StatusTable>(k)?;
             if h > height {
-                break;
+                return Ok(ControlFlow::Break(()));
             }
             if v != trusted.as_slice() {
                 changed.push(h);
             }
-        }
-        drop(cursor);
+            Ok(ControlFlow::Continue(()))
+        })?;
         for h in changed {
             self.put::<StatusTable>(&h, &trusted, lmdb::WriteFlags::empty())?;
         }
@@ -195,21 +172,16 @@ impl LedgerWriter<'_> {
     /// How many heights in `1..=height` have each status: [Trusted,
     /// Finalized, Proven].
     pub fn status_counts(&self, height: u64) -> Result<[u64; 3], LedgerError> {
-        let ctx = || format!("counting the statuses of 1..={height}");
-        let mut cursor = self
-            .txn
-            .open_ro_cursor(self.ledger.dbs.status)
-            .map_err(lmdb_err(ctx))?;
         let mut counts = [0u64; 3];
-        for item in cursor.iter_start() {
-            let (k, v) = item.map_err(lmdb_err(ctx))?;
-            let h = tables::decode_u64_key(k).unwrap_or(u64::MAX);
+        cursor::walk_from::<_, StatusTable>(self, None, |k, v| {
+            let h = cursor::u64_key::<StatusTable>(k)?;
             if h > height {
-                break;
+                return Ok(ControlFlow::Break(()));
             }
             let s = StatusTable::decode(v).map_err(|e| corrupt::<StatusTable>(&h, e))?;
             counts[s as usize] += 1;
-        }
+            Ok(ControlFlow::Continue(()))
+        })?;
         Ok(counts)
     }
 }
@@ -307,20 +279,13 @@ fn remove_slot_hashes(w: &mut LedgerWriter<'_>, cut: &Cut) -> Result<u64, Ledger
 /// (the kept ones are written again when the caller applies the kept
 /// commitments and proofs; [`LedgerWriter::reset_derived`] clears them).
 fn remove_frontier_marks(w: &mut LedgerWriter<'_>, cut: &Cut) -> Result<u64, LedgerError> {
-    let ctx = || format!("walking {} above slot {}", StatusHeights::NAME, cut.slot);
     let mut above = Vec::new();
-    {
-        let mut cursor = w
-            .txn
-            .open_ro_cursor(StatusHeights::db(&w.ledger.dbs))
-            .map_err(lmdb_err(ctx))?;
-        for item in cursor.iter_start() {
-            let (k, _) = item.map_err(lmdb_err(ctx))?;
-            if k.len() == 9 && tables::decode_u64_key(&k[1..]).is_some_and(|s| s > cut.slot) {
-                above.push(k.to_vec());
-            }
+    cursor::walk::<_, StatusHeights>(w, |k, _| {
+        if k.len() == 9 && tables::decode_u64_key(&k[1..]).is_some_and(|s| s > cut.slot) {
+            above.push(k.to_vec());
         }
-    }
+        Ok(())
+    })?;
     for k in &above {
         w.txn
             .del(StatusHeights::db(&w.ledger.dbs), k, None)

@@ -350,20 +350,10 @@ fn mark(l1_height: u64, l2_height: u64, commitment_index: u64, now: u64) -> Fron
 
 /// Every key of a u64-keyed table, in order (values are not read).
 fn keys<T: Table<Key = u64>>(w: &LedgerWriter<'_>) -> Result<Vec<u64>, LedgerError> {
-    let ctx = || format!("walking {}", T::NAME);
-    let mut cursor = w
-        .txn()
-        .open_ro_cursor(T::db(w.dbs()))
-        .map_err(lmdb_err(ctx))?;
     let mut out = Vec::new();
-    for item in cursor.iter_start() {
-        let (k, _) = item.map_err(lmdb_err(ctx))?;
-        let key = super::tables::decode_u64_key(k).ok_or_else(|| LedgerError::Corrupt {
-            table: T::NAME,
-            key: hex::encode(k),
-            reason: format!("key is {} bytes, not 8", k.len()),
-        })?;
-        out.push(key);
-    }
+    super::cursor::walk::<_, T>(w, |k, _| {
+        out.push(super::cursor::u64_key::<T>(k)?);
+        Ok(())
+    })?;
     Ok(out)
 }

@@ -26,11 +26,10 @@
 //! included: a crash or an error leaves the dir exactly as it was, still
 //! version 2, and the next read-write open tries again.
 
-use lmdb::{Cursor, Transaction, WriteFlags};
+use lmdb::WriteFlags;
 
-use super::sealed::Access;
 use super::tables::{self, Proofs, Table};
-use super::{codec, corrupt, get, lmdb_err, meta, Ledger, LedgerError};
+use super::{codec, corrupt, get, meta, Ledger, LedgerError};
 
 /// Brings the ledger from layout version `from` to the current one.
 pub(super) fn upgrade(ledger: &Ledger, from: u64) -> Result<(), LedgerError> {
@@ -81,25 +80,13 @@ fn add_frontier_index(w: &mut super::LedgerWriter<'_>) -> Result<u64, LedgerErro
 /// Rewrites every `proofs` value (a bare proof) as a one-element list;
 /// returns how many.
 fn proofs_2_to_3(w: &mut super::LedgerWriter<'_>) -> Result<u64, LedgerError> {
-    let ctx = || format!("walking {} to upgrade it", Proofs::NAME);
     // The keys first (a cursor borrows the transaction); values one at a
     // time, so a ledger with many large proofs is never held in memory.
     let mut slots = Vec::new();
-    {
-        let mut cursor = w
-            .txn()
-            .open_ro_cursor(Proofs::db(w.dbs()))
-            .map_err(lmdb_err(ctx))?;
-        for item in cursor.iter_start() {
-            let (k, _) = item.map_err(lmdb_err(ctx))?;
-            let slot = tables::decode_u64_key(k).ok_or_else(|| LedgerError::Corrupt {
-                table: Proofs::NAME,
-                key: hex::encode(k),
-                reason: format!("key is {} bytes, not 8", k.len()),
-            })?;
-            slots.push(slot);
-        }
-    }
+    super::cursor::walk::<_, Proofs>(&*w, |k, _| {
+        slots.push(super::cursor::u64_key::<Proofs>(k)?);
+        Ok(())
+    })?;
     for slot in &slots {
         let Some(bare) = get::<_, Proofs>(&*w, slot)? else {
             continue;

@@ -38,6 +38,7 @@ mod bitcoin_chunks;
 mod bitcoin_headers;
 mod bitcoin_peers;
 pub mod codec;
+mod cursor;
 mod cut;
 mod error;
 mod frontier;

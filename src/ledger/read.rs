@@ -2,11 +2,13 @@
 //! snapshot) or a writer (its own uncommitted writes too) can make, and
 //! the helpers that find and decode one stored value.
 
+use std::ops::ControlFlow;
 use std::sync::OnceLock;
 
 use lmdb::{Cursor, Transaction};
 
 use super::codec::DecodeError;
+use super::cursor;
 use super::tables::{
     Commitments, DaSlots, Meta, MetaKey, MetaValue, Proofs, ScByHashPrefix, SoftConfirmations,
     StatusTable, Table, ValueTable,
@@ -114,22 +116,13 @@ pub trait LedgerRead: sealed::Access + Sized {
         let span = (end - start).saturating_add(1);
         let mut out: Vec<Option<SoftConfirmation>> =
             Vec::with_capacity(usize::try_from(span).unwrap_or(usize::MAX).min(4096));
-        let ctx = || format!("reading soft_confirmations {start}..={end}");
-        let mut cursor = self
-            .txn()
-            .open_ro_cursor(self.dbs().soft_confirmations)
-            .map_err(lmdb_err(ctx))?;
         let mut block_key: Option<Option<Hash>> = None;
         let mut next = start; // the height the next pushed entry stands for
-        for item in cursor.iter_from(SoftConfirmations::key(&start)) {
-            let (k, bytes) = item.map_err(lmdb_err(ctx))?;
-            let height = tables::decode_u64_key(k).ok_or_else(|| LedgerError::Corrupt {
-                table: SoftConfirmations::NAME,
-                key: hex::encode(k),
-                reason: format!("key is {} bytes, not 8", k.len()),
-            })?;
+        let mut at_max = false; // u64::MAX was pushed: nothing can follow
+        cursor::walk_from::<Self, SoftConfirmations>(self, Some(&start), |k, bytes| {
+            let height = cursor::u64_key::<SoftConfirmations>(k)?;
             if height > end {
-                break;
+                return Ok(ControlFlow::Break(()));
             }
             while next < height {
                 out.push(None);
@@ -140,10 +133,16 @@ pub trait LedgerRead: sealed::Access + Sized {
             }
             let key = block_key.flatten();
             out.push(Some(decode_sc(height, bytes, key.as_ref())?));
-            if height == u64::MAX {
-                return Ok(out);
-            }
-            next = height + 1;
+            at_max = height == u64::MAX;
+            next = height.saturating_add(1);
+            Ok(if at_max {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            })
+        })?;
+        if at_max {
+            return Ok(out);
         }
         while next <= end {
             out.push(None);
@@ -197,20 +196,7 @@ pub trait LedgerRead: sealed::Access + Sized {
 
     /// The highest stored height; 0 when the ledger is empty.
     fn head_height(&self) -> Result<u64, LedgerError> {
-        let ctx = || "finding the head of soft_confirmations".to_string();
-        let cursor = self
-            .txn()
-            .open_ro_cursor(self.dbs().soft_confirmations)
-            .map_err(lmdb_err(ctx))?;
-        match cursor.get(None, None, MDB_LAST) {
-            Ok((Some(k), _)) => tables::decode_u64_key(k).ok_or_else(|| LedgerError::Corrupt {
-                table: SoftConfirmations::NAME,
-                key: hex::encode(k),
-                reason: format!("key is {} bytes, not 8", k.len()),
-            }),
-            Ok((None, _)) | Err(lmdb::Error::NotFound) => Ok(0),
-            Err(e) => Err(lmdb_err(ctx)(e)),
-        }
+        Ok(cursor::last_u64::<Self, SoftConfirmations>(self)?.unwrap_or(0))
     }
 
     /// The hash of the soft confirmation at `height` (decodes only the hash).

@@ -7,34 +7,11 @@
 
 use lmdb::{Cursor, Transaction};
 
+use super::cursor::{bad_key, u64_key, walk};
 use super::sealed::Access;
-use super::tables::{self, Commitments, DaSlots, Proofs, Table, ValueTable};
+use super::tables::{Commitments, DaSlots, Proofs, Table, ValueTable};
 use super::{corrupt, lmdb_err, LedgerError, LedgerRead, MDB_LAST, MDB_PREV};
 use crate::types::{Hash, SequencerCommitment, VerifiedBatchProof};
-
-fn walk<R: Access, T: Table>(
-    r: &R,
-    mut f: impl FnMut(&[u8], &[u8]) -> Result<(), LedgerError>,
-) -> Result<(), LedgerError> {
-    let ctx = || format!("walking {}", T::NAME);
-    let mut cursor = r
-        .txn()
-        .open_ro_cursor(T::db(r.dbs()))
-        .map_err(lmdb_err(ctx))?;
-    for item in cursor.iter_start() {
-        let (k, v) = item.map_err(lmdb_err(ctx))?;
-        f(k, v)?;
-    }
-    Ok(())
-}
-
-fn u64_key<T: Table>(k: &[u8]) -> Result<u64, LedgerError> {
-    tables::decode_u64_key(k).ok_or_else(|| LedgerError::Corrupt {
-        table: T::NAME,
-        key: hex::encode(k),
-        reason: format!("key is {} bytes, not 8", k.len()),
-    })
-}
 
 /// Every value of a u64-keyed table decoded with `decode`, with its key, in key order.
 fn by_slot<R: Access, T: ValueTable<Key = u64>>(
@@ -104,11 +81,7 @@ pub trait LedgerWalk: LedgerRead {
     fn all_da_slots(&self) -> Result<Vec<(u64, Hash)>, LedgerError> {
         let mut out = Vec::new();
         walk::<Self, DaSlots>(self, |k, v| {
-            let hash: Hash = k.try_into().map_err(|_| LedgerError::Corrupt {
-                table: DaSlots::NAME,
-                key: hex::encode(k),
-                reason: format!("key is {} bytes, not 32", k.len()),
-            })?;
+            let hash: Hash = k.try_into().map_err(|_| bad_key::<DaSlots>(k, 32))?;
             let slot = DaSlots::decode(v).map_err(|e| corrupt::<DaSlots>(&hash, e))?;
             out.push((slot, hash));
             Ok(())

@@ -1,0 +1,75 @@
+//! Reading a table in key order: the one place a cursor walks a table,
+//! and the check that a key read back has the length its table stores.
+//!
+//! Point reads (`get`) and the walks that step back from the last key
+//! (`commitments_above`, the frontier's marks) keep their own cursors.
+
+use std::ops::ControlFlow;
+
+use lmdb::{Cursor, Transaction};
+
+use super::sealed::Access;
+use super::tables::{self, Table};
+use super::{lmdb_err, LedgerError, MDB_LAST};
+
+/// Calls `f` with each entry of `T`, key and value, in key order from
+/// `from` (the first key when `None`), until `f` breaks.
+pub(super) fn walk_from<R: Access, T: Table>(
+    r: &R,
+    from: Option<&T::Key>,
+    mut f: impl FnMut(&[u8], &[u8]) -> Result<ControlFlow<()>, LedgerError>,
+) -> Result<(), LedgerError> {
+    let ctx = || format!("walking {}", T::NAME);
+    let mut cursor = r
+        .txn()
+        .open_ro_cursor(T::db(r.dbs()))
+        .map_err(lmdb_err(ctx))?;
+    let entries = match from {
+        Some(key) => cursor.iter_from(T::key(key)),
+        None => cursor.iter_start(),
+    };
+    for entry in entries {
+        let (k, v) = entry.map_err(lmdb_err(ctx))?;
+        if f(k, v)?.is_break() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Calls `f` with every entry of `T`, in key order.
+pub(super) fn walk<R: Access, T: Table>(
+    r: &R,
+    mut f: impl FnMut(&[u8], &[u8]) -> Result<(), LedgerError>,
+) -> Result<(), LedgerError> {
+    walk_from::<R, T>(r, None, |k, v| f(k, v).map(ControlFlow::Continue))
+}
+
+/// The last key of the u64-keyed table `T` (`None`: the table is empty).
+pub(super) fn last_u64<R: Access, T: Table<Key = u64>>(r: &R) -> Result<Option<u64>, LedgerError> {
+    let ctx = || format!("finding the last of {}", T::NAME);
+    let cursor = r
+        .txn()
+        .open_ro_cursor(T::db(r.dbs()))
+        .map_err(lmdb_err(ctx))?;
+    match cursor.get(None, None, MDB_LAST) {
+        Ok((Some(k), _)) => u64_key::<T>(k).map(Some),
+        Ok((None, _)) | Err(lmdb::Error::NotFound) => Ok(None),
+        Err(e) => Err(lmdb_err(ctx)(e)),
+    }
+}
+
+/// A key of `T` read back as the u64 it stores (big-endian, 8 bytes).
+pub(super) fn u64_key<T: Table>(k: &[u8]) -> Result<u64, LedgerError> {
+    tables::decode_u64_key(k).ok_or_else(|| bad_key::<T>(k, 8))
+}
+
+/// A key of `T` that is not the `want` bytes the table stores: the
+/// ledger is corrupt.
+pub(super) fn bad_key<T: Table>(k: &[u8], want: usize) -> LedgerError {
+    LedgerError::Corrupt {
+        table: T::NAME,
+        key: hex::encode(k),
+        reason: format!("key is {} bytes, not {want}", k.len()),
+    }
+}
