@@ -27,24 +27,19 @@ pub struct ProcessStats {
     pub start_time_seconds: f64,
 }
 
-fn clock_ticks() -> f64 {
+/// `sysconf(name)`, or `fallback` where the system does not say.
+fn sysconf(name: libc::c_int, fallback: u64) -> u64 {
     // SAFETY: sysconf only reads a constant of the system.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 {
-        t as f64
-    } else {
-        100.0
-    }
+    let v = unsafe { libc::sysconf(name) };
+    u64::try_from(v).ok().filter(|&v| v > 0).unwrap_or(fallback)
+}
+
+fn clock_ticks() -> f64 {
+    sysconf(libc::_SC_CLK_TCK, 100) as f64
 }
 
 fn page_size() -> u64 {
-    // SAFETY: as above.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 {
-        p as u64
-    } else {
-        4096
-    }
+    sysconf(libc::_SC_PAGESIZE, 4096)
 }
 
 /// The boot time (`btime` of `/proc/stat`), read once.

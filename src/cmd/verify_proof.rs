@@ -171,79 +171,57 @@ fn read(input: &[u8]) -> Result<Vec<Given>, InputError> {
 
 fn write_journal(out: &mut impl Write, journal: &Journal) -> std::io::Result<()> {
     let o = journal.proof_output();
-    writeln!(out, "  journal: {}", journal.layout())?;
-    writeln!(
-        out,
-        "    initialStateRoot          {}",
-        hex::encode(o.initial_state_root)
-    )?;
-    writeln!(
-        out,
-        "    finalStateRoot            {}",
-        hex::encode(o.final_state_root)
-    )?;
+    let mut rows: Vec<(&str, String)> = vec![
+        ("initialStateRoot", hex::encode(o.initial_state_root)),
+        ("finalStateRoot", hex::encode(o.final_state_root)),
+    ];
     match journal {
-        Journal::New(n) => {
-            writeln!(
-                out,
-                "    prevSoftConfirmationHash  {}",
-                hex::encode(n.prev_soft_confirmation_hash)
-            )?;
-            writeln!(
-                out,
-                "    finalSoftConfirmationHash {}",
-                hex::encode(n.final_soft_confirmation_hash)
-            )?;
-        }
-        Journal::Old(old) => writeln!(
-            out,
-            "    initialBatchHash          {}",
-            hex::encode(old.initial_batch_hash)
-        )?,
+        Journal::New(n) => rows.extend([
+            (
+                "prevSoftConfirmationHash",
+                hex::encode(n.prev_soft_confirmation_hash),
+            ),
+            (
+                "finalSoftConfirmationHash",
+                hex::encode(n.final_soft_confirmation_hash),
+            ),
+        ]),
+        Journal::Old(old) => rows.push(("initialBatchHash", hex::encode(old.initial_batch_hash))),
     }
-    writeln!(
-        out,
-        "    stateDiff                 {} entries",
-        o.state_diff.len()
-    )?;
-    writeln!(
-        out,
-        "    daSlotHash                {}",
-        hex::encode(o.da_slot_hash)
-    )?;
     let (a, b) = o.sequencer_commitments_range;
-    writeln!(out, "    sequencerCommitmentsRange [{a}, {b}]")?;
-    writeln!(
-        out,
-        "    sequencerPublicKey        {}",
-        hex::encode(&o.sequencer_public_key)
-    )?;
-    writeln!(
-        out,
-        "    sequencerDaPublicKey      {}",
-        hex::encode(&o.sequencer_da_public_key)
-    )?;
+    rows.extend([
+        ("stateDiff", format!("{} entries", o.state_diff.len())),
+        ("daSlotHash", hex::encode(o.da_slot_hash)),
+        ("sequencerCommitmentsRange", format!("[{a}, {b}]")),
+        ("sequencerPublicKey", hex::encode(&o.sequencer_public_key)),
+        (
+            "sequencerDaPublicKey",
+            hex::encode(&o.sequencer_da_public_key),
+        ),
+    ]);
     match journal {
-        Journal::New(n) => writeln!(out, "    lastL2Height              {}", n.last_l2_height)?,
-        Journal::Old(old) => {
-            writeln!(
-                out,
-                "    validityCondition         prev {} block {}",
-                hex::encode(old.validity_condition.prev_hash),
-                hex::encode(old.validity_condition.block_hash)
-            )?;
-            writeln!(
-                out,
-                "    lastActiveSpecId          {:?}",
-                old.last_active_spec_id
-            )?;
-        }
+        Journal::New(n) => rows.push(("lastL2Height", n.last_l2_height.to_string())),
+        Journal::Old(old) => rows.extend([
+            (
+                "validityCondition",
+                format!(
+                    "prev {} block {}",
+                    hex::encode(old.validity_condition.prev_hash),
+                    hex::encode(old.validity_condition.block_hash)
+                ),
+            ),
+            ("lastActiveSpecId", format!("{:?}", old.last_active_spec_id)),
+        ]),
     }
-    writeln!(
-        out,
-        "    preprovenCommitments      {:?}",
-        o.preproven_commitments
-    )
+    rows.push((
+        "preprovenCommitments",
+        format!("{:?}", o.preproven_commitments),
+    ));
+    writeln!(out, "  journal: {}", journal.layout())?;
+    for (name, value) in rows {
+        writeln!(out, "    {name:<25} {value}")?;
+    }
+    Ok(())
 }
 
 /// Checks one proof, printing each step; true when a node would accept it.

@@ -109,53 +109,62 @@ pub(crate) fn decode_u64_key(bytes: &[u8]) -> Option<u64> {
     <[u8; 8]>::try_from(bytes).ok().map(u64::from_be_bytes)
 }
 
-macro_rules! u64_table {
-    ($(#[$doc:meta])* $ty:ident, $name:literal, $field:ident) => {
+/// A key type's codec, for the tables keyed by it: u64s big-endian (so
+/// LMDB's byte order is numeric order), hashes as they are.
+pub(crate) trait KeyCodec {
+    type Bytes: AsRef<[u8]>;
+    fn bytes(&self) -> Self::Bytes;
+    fn show(&self) -> String;
+}
+
+impl KeyCodec for u64 {
+    type Bytes = [u8; 8];
+    fn bytes(&self) -> [u8; 8] {
+        self.to_be_bytes()
+    }
+    fn show(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl KeyCodec for Hash {
+    type Bytes = Hash;
+    fn bytes(&self) -> Hash {
+        *self
+    }
+    fn show(&self) -> String {
+        hex::encode(self)
+    }
+}
+
+/// A table keyed by a [`KeyCodec`] type.
+macro_rules! table {
+    ($(#[$doc:meta])* $ty:ident, $name:literal, $field:ident, $key:ty) => {
         $(#[$doc])*
         pub(crate) struct $ty;
         impl Table for $ty {
             const NAME: &'static str = $name;
-            type Key = u64;
-            type KeyBytes = [u8; 8];
+            type Key = $key;
+            type KeyBytes = <$key as KeyCodec>::Bytes;
             fn db(dbs: &Dbs) -> Database {
                 dbs.$field
             }
-            fn key(key: &u64) -> [u8; 8] {
-                key.to_be_bytes()
+            fn key(key: &$key) -> Self::KeyBytes {
+                key.bytes()
             }
-            fn show(key: &u64) -> String {
-                key.to_string()
+            fn show(key: &$key) -> String {
+                KeyCodec::show(key)
             }
         }
     };
 }
 
-macro_rules! hash_table {
-    ($(#[$doc:meta])* $ty:ident, $name:literal, $field:ident) => {
-        $(#[$doc])*
-        pub(crate) struct $ty;
-        impl Table for $ty {
-            const NAME: &'static str = $name;
-            type Key = Hash;
-            type KeyBytes = Hash;
-            fn db(dbs: &Dbs) -> Database {
-                dbs.$field
-            }
-            fn key(key: &Hash) -> Hash {
-                *key
-            }
-            fn show(key: &Hash) -> String {
-                hex::encode(key)
-            }
-        }
-    };
-}
-
-u64_table!(
+table!(
     /// `soft_confirmations`: L2 height -> encoded soft confirmation.
     SoftConfirmations,
     "soft_confirmations",
-    soft_confirmations
+    soft_confirmations,
+    u64
 );
 
 /// How many leading bytes of a block hash key `sc_by_hash_prefix`.
@@ -184,47 +193,53 @@ impl Table for ScByHashPrefix {
         hex::encode(key)
     }
 }
-u64_table!(
+table!(
     /// `status`: L2 height -> one status byte.
     StatusTable,
     "status",
-    status
+    status,
+    u64
 );
-u64_table!(
+table!(
     /// `commitments`: DA slot number -> encoded list of the commitments found on it.
     Commitments,
     "commitments",
-    commitments
+    commitments,
+    u64
 );
-hash_table!(
+table!(
     /// `da_slots`: DA slot hash -> slot number (u64 BE).
     DaSlots,
     "da_slots",
-    da_slots
+    da_slots,
+    Hash
 );
-u64_table!(
+table!(
     /// `proofs`: DA slot number -> encoded list of every batch proof verified
     /// on it, in the order they were verified.
     Proofs,
     "proofs",
-    proofs
+    proofs,
+    u64
 );
 
-u64_table!(
+table!(
     /// `bitcoin_headers`: Bitcoin height -> the best chain's header there
     /// (80 bytes) and the chain's total work up to it (32 bytes, big-endian).
     BitcoinHeaders,
     "bitcoin_headers",
-    bitcoin_headers
+    bitcoin_headers,
+    u64
 );
 
-hash_table!(
+table!(
     /// `bitcoin_chunks`: a proof chunk's txid (raw byte order) -> the Bitcoin
     /// height it was found at (u64 BE) and the raw transaction, kept after the
     /// aggregate that names it is applied (a rollback may need it again).
     BitcoinChunks,
     "bitcoin_chunks",
-    bitcoin_chunks
+    bitcoin_chunks,
+    Hash
 );
 
 values!(

@@ -395,11 +395,7 @@ impl BitcoinRpc {
     /// `getblock hash 0`: the serialized block (the cheapest form: no
     /// per-transaction JSON, parsed and checked locally by the caller).
     pub fn get_raw_block(&self, hash: &BlockHash) -> Result<Vec<u8>, RpcError> {
-        let mut blocks = self.get_raw_blocks(std::slice::from_ref(hash))?;
-        blocks.pop().ok_or_else(|| RpcError::BadAnswer {
-            method: "getblock".into(),
-            reason: "an empty batch answer".into(),
-        })
+        only("getblock", self.get_raw_blocks(std::slice::from_ref(hash))?)
     }
 
     /// `getblock hash 0` for each hash, in one batch, in the order given.
@@ -455,11 +451,10 @@ impl BitcoinRpc {
     /// `getrawtransaction txid false`: the serialized transaction (found in
     /// any block only with `-txindex=1`; refused with -5 otherwise).
     pub fn get_raw_transaction(&self, txid: &Txid) -> Result<Vec<u8>, RpcError> {
-        let mut txs = self.get_raw_transactions(std::slice::from_ref(txid))?;
-        txs.pop().ok_or_else(|| RpcError::BadAnswer {
-            method: "getrawtransaction".into(),
-            reason: "an empty batch answer".into(),
-        })
+        only(
+            "getrawtransaction",
+            self.get_raw_transactions(std::slice::from_ref(txid))?,
+        )
     }
 
     /// `getrawtransaction txid false` for each txid, in one batch.
@@ -505,6 +500,14 @@ impl BitcoinRpc {
 }
 
 /// A hash or txid as bitcoind prints it (byte-reversed hex).
+/// The answer of a batch of one call.
+fn only<T>(method: &str, mut answers: Vec<T>) -> Result<T, RpcError> {
+    answers.pop().ok_or_else(|| RpcError::BadAnswer {
+        method: method.into(),
+        reason: "an empty batch answer".into(),
+    })
+}
+
 fn parse_display_hex<T: std::str::FromStr>(text: &str) -> Result<T, String>
 where
     T::Err: fmt::Display,
