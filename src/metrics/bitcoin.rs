@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::sync::atomic::Ordering::Relaxed;
 
-use super::{counter, gauge, header, label_value};
+use super::{by_label, counter, gauge, header};
 use crate::progress::BitcoinProgress;
 
 /// Writes them; nothing when the node reads no Bitcoin.
@@ -28,19 +28,16 @@ pub(super) fn write(out: &mut Vec<u8>, bitcoin: &BitcoinProgress) -> std::io::Re
             "Proofs signed by the prover DA key found on Bitcoin since start",
             bitcoin.proofs_found.load(Relaxed),
         )?;
-        header(
+        by_label(
             out,
             "ledgerd_bitcoin_reveals_refused_total",
             "counter",
             "Bitcoin transactions addressed to Citrea that were not taken, by reason",
+            "reason",
+            crate::progress::REFUSAL_REASONS
+                .iter()
+                .map(|&reason| (reason, bitcoin.refused_count(reason))),
         )?;
-        for reason in crate::progress::REFUSAL_REASONS {
-            writeln!(
-                out,
-                "ledgerd_bitcoin_reveals_refused_total{{reason=\"{reason}\"}} {}",
-                bitcoin.refused_count(reason)
-            )?;
-        }
         let headers = &bitcoin.headers;
         if let Some(tip) = headers.tip() {
             gauge(
@@ -81,19 +78,14 @@ pub(super) fn write(out: &mut Vec<u8>, bitcoin: &BitcoinProgress) -> std::io::Re
                 "Bitcoin peers (--bitcoin-peer and found ones) connected now",
                 peers.iter().filter(|p| p.connected).count() as u64,
             )?;
-            header(
+            by_label(
                 out,
                 "ledgerd_bitcoin_peers_connected_by_transport",
                 "gauge",
                 "Bitcoin peers connected now, by the transport spoken: v1 (plain) or v2 (BIP324, encrypted)",
+                "transport",
+                ["v1", "v2"].iter().map(|&transport| (transport, bitcoin.peers.connected_by_transport(transport) as u64)),
             )?;
-            for transport in ["v1", "v2"] {
-                writeln!(
-                    out,
-                    "ledgerd_bitcoin_peers_connected_by_transport{{transport=\"{transport}\"}} {}",
-                    bitcoin.peers.connected_by_transport(transport)
-                )?;
-            }
             counter(
                 out,
                 "ledgerd_bitcoin_peer_v1_fallbacks_total",
@@ -124,65 +116,48 @@ pub(super) fn write(out: &mut Vec<u8>, bitcoin: &BitcoinProgress) -> std::io::Re
                 "Addresses in the address book banned now (24 h after the peer misbehaved)",
                 bitcoin.peers.banned.load(Relaxed),
             )?;
-            header(
+            by_label(
                 out,
                 "ledgerd_bitcoin_peers_banned_total",
                 "counter",
                 "Found Bitcoin peers banned for 24 h since start, by reason",
+                "reason",
+                crate::progress::bitcoin_peers::BAN_REASONS
+                    .iter()
+                    .map(|&reason| (reason, bitcoin.peers.bans_count(reason))),
             )?;
-            for reason in crate::progress::bitcoin_peers::BAN_REASONS {
-                writeln!(
-                    out,
-                    "ledgerd_bitcoin_peers_banned_total{{reason=\"{reason}\"}} {}",
-                    bitcoin.peers.bans_count(reason)
-                )?;
-            }
             gauge(
                 out,
                 "ledgerd_bitcoin_peers_behind",
                 "Connected Bitcoin peers whose chain has less work than the best one (asked for headers, for no block beyond their own chain)",
                 peers.iter().filter(|p| p.connected && p.behind).count() as u64,
             )?;
-            header(
+            by_label(
                 out,
                 "ledgerd_bitcoin_peers_dropped_total",
                 "counter",
                 "Bitcoin peers disconnected since start, by reason",
+                "reason",
+                crate::progress::bitcoin_peers::DROP_REASONS
+                    .iter()
+                    .map(|&reason| (reason, bitcoin.peers.dropped_count(reason))),
             )?;
-            for reason in crate::progress::bitcoin_peers::DROP_REASONS {
-                writeln!(
-                    out,
-                    "ledgerd_bitcoin_peers_dropped_total{{reason=\"{reason}\"}} {}",
-                    bitcoin.peers.dropped_count(reason)
-                )?;
-            }
-            header(
+            by_label(
                 out,
                 "ledgerd_bitcoin_blocks_refused_total",
                 "counter",
                 "Bitcoin blocks refused as not matching their header (a peer's, or bitcoind's beside the peers), by Bitcoin Core's reject reason, since start",
+                "reason",
+                crate::progress::bitcoin_peers::BLOCK_REFUSALS.iter().map(|&reason| (reason, bitcoin.peers.blocks_refused_count(reason))),
             )?;
-            for reason in crate::progress::bitcoin_peers::BLOCK_REFUSALS {
-                writeln!(
-                    out,
-                    "ledgerd_bitcoin_blocks_refused_total{{reason=\"{reason}\"}} {}",
-                    bitcoin.peers.blocks_refused_count(reason)
-                )?;
-            }
-            header(
+            by_label(
                 out,
                 "ledgerd_bitcoin_peer_blocks_fetched_total",
                 "counter",
                 "Bitcoin blocks each peer sent that passed their checks, since start",
+                "peer",
+                peers.iter().map(|p| (p.addr.as_str(), p.blocks_fetched)),
             )?;
-            for peer in &peers {
-                writeln!(
-                    out,
-                    "ledgerd_bitcoin_peer_blocks_fetched_total{{peer=\"{}\"}} {}",
-                    label_value(&peer.addr),
-                    peer.blocks_fetched
-                )?;
-            }
         }
         let rpc = &bitcoin.rpc;
         if rpc.any() {

@@ -503,6 +503,22 @@ fn counter(out: &mut Vec<u8>, name: &str, help: &str, v: u64) -> std::io::Result
     writeln!(out, "{name} {v}")
 }
 
+/// A metric of `kind` with one value per value of `label`.
+fn by_label<'a>(
+    out: &mut Vec<u8>,
+    name: &str,
+    kind: &str,
+    help: &str,
+    label: &str,
+    values: impl IntoIterator<Item = (&'a str, u64)>,
+) -> std::io::Result<()> {
+    header(out, name, kind, help)?;
+    for (value, n) in values {
+        writeln!(out, "{name}{{{label}=\"{}\"}} {n}", label_value(value))?;
+    }
+    Ok(())
+}
+
 fn header(out: &mut Vec<u8>, name: &str, kind: &str, help: &str) -> std::io::Result<()> {
     writeln!(out, "# HELP {name} {help}")?;
     writeln!(out, "# TYPE {name} {kind}")

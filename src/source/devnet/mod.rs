@@ -566,25 +566,32 @@ struct View<'a, R: LedgerRead> {
     chain: Option<&'a RegtestChain>,
 }
 
+impl<R: LedgerRead> View<'_, R> {
+    /// `pick` of the block made at `h` while it is in the window, else
+    /// what `stored` reads of it from the ledger (`what` names it).
+    fn made_or_stored(
+        &self,
+        h: u64,
+        what: &str,
+        pick: fn(&(Hash, Hash)) -> Hash,
+        stored: impl FnOnce(&R) -> Result<Option<Hash>, LedgerError>,
+    ) -> Result<Hash, SourceError> {
+        match self.made.get(h) {
+            Some(made) => Ok(pick(made)),
+            None => stored(self.reader)
+                .map_err(Devnet::source_err)?
+                .ok_or_else(|| da::missing(what, h)),
+        }
+    }
+}
+
 impl<R: LedgerRead> da::Known for View<'_, R> {
     fn hash(&self, h: u64) -> Result<Hash, SourceError> {
-        if let Some((hash, _)) = self.made.get(h) {
-            return Ok(*hash);
-        }
-        self.reader
-            .hash_at(h)
-            .map_err(Devnet::source_err)?
-            .ok_or_else(|| da::missing("hash", h))
+        self.made_or_stored(h, "hash", |m| m.0, |r| r.hash_at(h))
     }
 
     fn state_root(&self, h: u64) -> Result<Hash, SourceError> {
-        if let Some((_, root)) = self.made.get(h) {
-            return Ok(*root);
-        }
-        self.reader
-            .state_root_at(h)
-            .map_err(Devnet::source_err)?
-            .ok_or_else(|| da::missing("state root", h))
+        self.made_or_stored(h, "state root", |m| m.1, |r| r.state_root_at(h))
     }
 
     fn slot_hash(&self, n: u64) -> Result<Hash, SourceError> {
