@@ -16,8 +16,11 @@ use std::sync::OnceLock;
 pub struct ProcessStats {
     /// User + system CPU time, seconds.
     pub cpu_seconds: f64,
+    /// Resident set size (`/proc/self/stat` field 24, in pages), bytes.
     pub resident_bytes: u64,
+    /// Virtual memory size (`/proc/self/stat` field 23), bytes.
     pub virtual_bytes: u64,
+    /// Open file descriptors (entries of `/proc/self/fd`).
     pub open_fds: u64,
     /// The soft limit of open files (`None`: unlimited).
     pub max_fds: Option<u64>,

@@ -67,11 +67,14 @@ pub use given::Given;
 /// Everything a node is told at start (what `ledgerd run` resolves to).
 #[derive(Clone, Debug)]
 pub struct Config {
+    /// `--bind`: the address the server listens on (port 0: any free one).
     pub bind: String,
+    /// `--data-dir`: where the ledger lives.
     pub data_dir: PathBuf,
     /// Where the chain comes from: `--dev`, `--upstream` (with
     /// `--bitcoin-rpc`), or nothing.
     pub source: SourceConfig,
+    /// `--sync-chunk`: blocks per range request (cut to the upstream's limit).
     pub sync_chunk: u64,
     /// `--sync-concurrency`: range requests a follower keeps in flight.
     pub sync_concurrency: usize,
@@ -96,6 +99,7 @@ pub struct Config {
     pub wire: WireShape,
     /// `--max-range`; `None`: the wire's default (1000 ledgerd, 20 citrea).
     pub max_range: Option<u64>,
+    /// `--max-batch`: calls one JSON-RPC batch may hold.
     pub max_batch: usize,
     /// The transport's limits (`--max-body`, `--idle-timeout-ms`, `--reuse-port`, ...).
     pub server: ServerConfig,

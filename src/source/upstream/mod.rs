@@ -59,8 +59,11 @@ pub const MAX_ANSWER_BYTES: u64 = 256 << 20;
 /// Timeouts of the upstream client.
 #[derive(Clone, Debug)]
 pub struct UpstreamConfig {
+    /// The node followed: `http://` or `https://`.
     pub url: String,
+    /// How long a TCP (and TLS) connect may take.
     pub connect_timeout: Duration,
+    /// How long a read of an answer may wait for bytes.
     pub read_timeout: Duration,
     /// `--upstream-ca`: certificates trusted beside the system's roots.
     pub ca_file: Option<PathBuf>,
