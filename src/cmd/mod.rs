@@ -240,5 +240,26 @@ fn read_input(command: &str, file: &Path) -> Result<Vec<u8>, ExitCode> {
     })
 }
 
+/// The exit code of a check command (`verify`, `verify-proof`,
+/// `verify-headers`): 0 when every check passed, 1 when one failed, 2 when
+/// the input could not be read; the summary or the error on stderr.
+fn check_exit(
+    command: &str,
+    file: &Path,
+    outcome: Result<(bool, String), impl std::fmt::Display>,
+) -> ExitCode {
+    let name = file.display();
+    match outcome {
+        Ok((passed, summary)) => {
+            eprintln!("ledgerd {command}: {name}: {summary}");
+            ExitCode::from(u8::from(!passed))
+        }
+        Err(e) => {
+            eprintln!("ledgerd {command}: {name}: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;

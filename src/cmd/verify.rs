@@ -429,20 +429,8 @@ impl Verify {
             sequencer_key_name: self.sequencer_key_name.clone(),
         };
         let mut out = std::io::stdout().lock();
-        match check_all(&text, &options, &mut out) {
-            Ok(summary) => {
-                eprintln!("ledgerd verify: {name}: {summary}");
-                if summary.all_passed() {
-                    ExitCode::SUCCESS
-                } else {
-                    ExitCode::from(1)
-                }
-            }
-            Err(e) => {
-                eprintln!("ledgerd verify: {name}: {e}");
-                ExitCode::from(2)
-            }
-        }
+        let outcome = check_all(&text, &options, &mut out).map(|s| (s.all_passed(), s.to_string()));
+        super::check_exit("verify", &self.file, outcome)
     }
 }
 

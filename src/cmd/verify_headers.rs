@@ -59,32 +59,22 @@ impl VerifyHeaders {
     /// when a header failed one, 2 when the input cannot be read.
     pub fn run(&self) -> ExitCode {
         use crate::headers::{file, unix_now};
-        let name = self.file.display();
         let bytes = match super::read_input("verify-headers", &self.file) {
             Ok(b) => b,
             Err(code) => return code,
         };
         let started = std::time::Instant::now();
-        match file::verify_bytes(&bytes, self.chain, self.start_height, unix_now()) {
-            Ok(outcome) => {
+        let outcome =
+            file::verify_bytes(&bytes, self.chain, self.start_height, unix_now()).map(|outcome| {
                 let secs = started.elapsed().as_secs_f64();
                 println!("{outcome}");
                 let count = outcome.verifier.count();
-                eprintln!(
-                    "ledgerd verify-headers: {name}: {count} headers in {:.3} s ({:.0} headers/s)",
-                    secs,
-                    count as f64 / secs.max(1e-9)
-                );
-                if outcome.passed() {
-                    ExitCode::SUCCESS
-                } else {
-                    ExitCode::from(1)
-                }
-            }
-            Err(e) => {
-                eprintln!("ledgerd verify-headers: {name}: {e}");
-                ExitCode::from(2)
-            }
-        }
+                let rate = count as f64 / secs.max(1e-9);
+                (
+                    outcome.passed(),
+                    format!("{count} headers in {secs:.3} s ({rate:.0} headers/s)"),
+                )
+            });
+        super::check_exit("verify-headers", &self.file, outcome)
     }
 }

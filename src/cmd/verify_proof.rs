@@ -372,7 +372,6 @@ impl VerifyProof {
     /// The report on stdout; exit 0 only when every proof would be
     /// accepted, 1 when one would not, 2 when the input cannot be read.
     pub fn run(&self) -> ExitCode {
-        let name = self.file.display();
         let bytes = match super::read_input("verify-proof", &self.file) {
             Ok(b) => b,
             Err(code) => return code,
@@ -382,17 +381,9 @@ impl VerifyProof {
             forks: self.forks,
         };
         let mut out = std::io::stdout().lock();
-        match check_all(&bytes, &options, &mut out) {
-            Ok(0) => ExitCode::SUCCESS,
-            Ok(refused) => {
-                eprintln!("ledgerd verify-proof: {name}: {refused} proof(s) refused");
-                ExitCode::from(1)
-            }
-            Err(e) => {
-                eprintln!("ledgerd verify-proof: {name}: {e}");
-                ExitCode::from(2)
-            }
-        }
+        let outcome = check_all(&bytes, &options, &mut out)
+            .map(|refused| (refused == 0, format!("{refused} proof(s) refused")));
+        super::check_exit("verify-proof", &self.file, outcome)
     }
 }
 
