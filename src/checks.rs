@@ -644,26 +644,31 @@ mod tests {
         );
     }
 
-    #[test]
-    fn signatures_checked_ahead_on_the_fetch_side_give_the_verdict_of_checking_them_all() {
+    /// Breaks each block of the vector chain in turn with `break_block`,
+    /// checks ahead as the fetch side does (`ahead` gives what it found
+    /// checked, and the prefix that the broken field ends), and asserts the
+    /// sync thread's verdict is that of checking every block itself,
+    /// failing at the broken one for `what`.
+    fn checked_ahead_gives_the_verdict_of_checking_them_all(
+        break_block: fn(&mut SoftConfirmation),
+        ahead: fn(&[SoftConfirmation], &ForkTable) -> (usize, Prechecked),
+        what: &str,
+    ) {
         let (forks, blocks) = vector_blocks();
         let chain: Vec<SoftConfirmation> = blocks.into_iter().map(|(_, _, sc)| sc).collect();
         let key = chain[0].pub_key;
         let below = (0, crate::types::ZERO_HASH);
         let rules = BlockRules::default();
-        assert_eq!(signed_prefix(&chain, &forks, 1), chain.len());
+        assert_eq!(ahead(&chain, &forks).0, chain.len());
         for bad in 0..chain.len() {
             let mut broken = chain.clone();
-            broken[bad].signature[40] ^= 1;
-            let prefix = signed_prefix(&broken, &forks, 1);
+            break_block(&mut broken[bad]);
+            let (prefix, pre) = ahead(&broken, &forks);
             assert_eq!(prefix, bad);
             let all = verify_blocks(&broken, below, &key, &forks, rules);
-            let pre = Prechecked {
-                hashed: 0,
-                signed: prefix,
-            };
             let after = verify_blocks_on(&broken, below, &key, &forks, rules, 1, pre);
             assert_eq!(all.good, bad);
+            assert!(all.failure.as_ref().unwrap().to_string().contains(what));
             assert_eq!(after.good, all.good);
             assert_eq!(
                 after.failure.map(|e| e.to_string()),
@@ -673,31 +678,27 @@ mod tests {
     }
 
     #[test]
+    fn signatures_checked_ahead_on_the_fetch_side_give_the_verdict_of_checking_them_all() {
+        checked_ahead_gives_the_verdict_of_checking_them_all(
+            |sc| sc.signature[40] ^= 1,
+            |chain, forks| {
+                let signed = signed_prefix(chain, forks, 1);
+                (signed, Prechecked { hashed: 0, signed })
+            },
+            "signature",
+        );
+    }
+
+    #[test]
     fn hashes_checked_ahead_on_the_fetch_side_give_the_verdict_of_checking_them_all() {
-        let (forks, blocks) = vector_blocks();
-        let chain: Vec<SoftConfirmation> = blocks.into_iter().map(|(_, _, sc)| sc).collect();
-        let key = chain[0].pub_key;
-        let below = (0, crate::types::ZERO_HASH);
-        let rules = BlockRules::default();
-        assert_eq!(hashed_prefix(&chain, &forks), chain.len());
-        for bad in 0..chain.len() {
-            let mut broken = chain.clone();
-            broken[bad].l1_fee_rate += 1;
-            let prefix = hashed_prefix(&broken, &forks);
-            assert_eq!(prefix, bad);
-            let all = verify_blocks(&broken, below, &key, &forks, rules);
-            let pre = Prechecked {
-                hashed: prefix,
-                signed: signed_prefix(&broken, &forks, 1),
-            };
-            let after = verify_blocks_on(&broken, below, &key, &forks, rules, 1, pre);
-            assert_eq!(all.good, bad);
-            assert!(all.failure.as_ref().unwrap().to_string().contains("hash"));
-            assert_eq!(after.good, all.good);
-            assert_eq!(
-                after.failure.map(|e| e.to_string()),
-                all.failure.map(|e| e.to_string())
-            );
-        }
+        checked_ahead_gives_the_verdict_of_checking_them_all(
+            |sc| sc.l1_fee_rate += 1,
+            |chain, forks| {
+                let hashed = hashed_prefix(chain, forks);
+                let signed = signed_prefix(chain, forks, 1);
+                (hashed, Prechecked { hashed, signed })
+            },
+            "hash",
+        );
     }
 }
