@@ -27,8 +27,8 @@ RUNS=${4:-3}
 cd "$(dirname "$0")/.."
 
 cargo build --release --quiet --bin ledgerd --example mine_probe
-BIN=target/release/ledgerd
-PROBE=target/release/examples/mine_probe
+BIN=${CARGO_TARGET_DIR:-target}/release/ledgerd
+PROBE=${CARGO_TARGET_DIR:-target}/release/examples/mine_probe
 BINS=("$BIN")
 if [ -n "${COMPARE_WITH:-}" ]; then
   BINS=("$COMPARE_WITH" "$BIN")

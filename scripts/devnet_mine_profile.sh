@@ -24,7 +24,7 @@ if [ -n "${LEDGERD:-}" ]; then
   BIN=$LEDGERD
 else
   cargo build --release --quiet --bin ledgerd
-  BIN=target/release/ledgerd
+  BIN=${CARGO_TARGET_DIR:-target}/release/ledgerd
 fi
 
 WORK=$(mktemp -d /tmp/ledgerd-mine-profile.XXXXXX)

@@ -2,7 +2,7 @@
 //! fetched on a fetch thread up to a depth ahead while the sync thread
 //! verifies and writes what arrived through a [`Sink`].
 
-use std::sync::mpsc::RecvTimeoutError;
+use std::sync::mpsc::{RecvTimeoutError, SyncSender, TrySendError};
 use std::time::Instant;
 
 use super::SyncError;
@@ -58,6 +58,22 @@ impl Reach for Vec<DaSlot> {
     }
 }
 
+/// What the fetch thread may check of an answer while the sync thread is
+/// behind (the queue of answers is full): a share of the sync thread's own
+/// checks, recorded in the answer so that the sync thread skips them with
+/// the same verdict. So the fetch thread's waits become checks, and the
+/// two threads share the work as their speeds allow, with no third busy
+/// thread beside the server's.
+pub(super) trait CheckAhead {
+    /// Checks a little more (a few signatures, well under a millisecond);
+    /// false once there is nothing more it may check.
+    fn check_more(&mut self) -> bool {
+        false
+    }
+}
+
+impl CheckAhead for Vec<DaSlot> {}
+
 /// Takes what a fetch thread fetched: verifies and writes it inside one
 /// open write transaction that it commits now and then, and at the end.
 pub(super) trait Sink<T> {
@@ -94,7 +110,7 @@ pub(super) fn fetch_ahead<S, T, F>(
 ) -> Result<(), SyncError>
 where
     S: Send,
-    T: Reach + Send,
+    T: Reach + CheckAhead + Send,
     F: FnMut(&mut S, (u64, u64)) -> Result<T, SourceError> + Send,
 {
     fn consume<T: Reach>(
@@ -145,7 +161,7 @@ where
                     }
                     let fetched = fetch(source, range);
                     let reach = fetched.as_ref().ok().and_then(Reach::reach);
-                    if tx.send(fetched).is_err() {
+                    if !hand_over(&tx, fetched) {
                         break;
                     }
                     match reach {
@@ -195,4 +211,68 @@ where
     };
     let committed = sink.commit();
     outcome.and(committed)
+}
+
+/// Sends `fetched` to the sync thread; while its queue is full, checks
+/// ahead what the sync thread would check ([`CheckAhead`]). False when the
+/// sync thread stopped taking.
+fn hand_over<T: CheckAhead>(
+    tx: &SyncSender<Result<T, SourceError>>,
+    mut fetched: Result<T, SourceError>,
+) -> bool {
+    loop {
+        match tx.try_send(fetched) {
+            Ok(()) => return true,
+            Err(TrySendError::Disconnected(_)) => return false,
+            Err(TrySendError::Full(back)) => {
+                fetched = back;
+                if !fetched.as_mut().is_ok_and(CheckAhead::check_more) {
+                    return tx.send(fetched).is_ok();
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc::sync_channel;
+    use std::time::Duration;
+
+    /// An answer with `left` steps of checking to do.
+    struct Steps {
+        left: usize,
+        done: usize,
+    }
+
+    impl CheckAhead for Steps {
+        fn check_more(&mut self) -> bool {
+            if self.left == 0 {
+                return false;
+            }
+            self.left -= 1;
+            self.done += 1;
+            true
+        }
+    }
+
+    #[test]
+    fn a_full_queue_is_waited_on_by_checking_ahead_then_by_blocking() {
+        let (tx, rx) = sync_channel::<Result<Steps, SourceError>>(1);
+        // Room in the queue: sent at once, nothing checked.
+        assert!(hand_over(&tx, Ok(Steps { left: 5, done: 0 })));
+        // The queue is full: all five steps are checked, then the send
+        // blocks until the receiver takes the first answer.
+        let taker = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            let first = rx.recv().unwrap().unwrap();
+            let second = rx.recv().unwrap().unwrap();
+            (first.done, second.done)
+        });
+        assert!(hand_over(&tx, Ok(Steps { left: 5, done: 0 })));
+        assert_eq!(taker.join().unwrap(), (0, 5));
+        // A failed fetch is sent as it is; a receiver gone stops the sender.
+        assert!(!hand_over(&tx, Err(SourceError::bad_answer("gone"))));
+    }
 }
