@@ -1,82 +1,25 @@
-//! Checking many block signatures, each with ed25519-dalek's
-//! `verify_strict`, exactly as Citrea checks one.
-//!
-//! # Why not batch verification
-//!
-//! The sync thread and `ledgerd import` verify blocks by the chunk. They
-//! used to check a chunk's signatures with ed25519-dalek's `verify_batch`,
-//! which accepts more than `verify_strict` does:
-//!
-//! - `verify_strict` refuses an R that does not decompress, a small-order R
-//!   and a small-order key, then recomputes R' = \[s\]B - \[k\]A
-//!   (k = SHA-512(R || A || message)) and accepts when the canonical
-//!   encoding of R' is the 32 bytes of R: the equation holds exactly
-//!   (cofactorless) and R's encoding is canonical.
-//! - `verify_batch` checks one random combination of all the equations:
-//!   sum z_i (R_i + \[k_i\]A_i - \[s_i\]B) = 0 with 128-bit z_i derived from
-//!   the inputs. It does not look at R's order, decompresses R from any
-//!   encoding (a y at or above 2^255 - 19, a "negative" x = 0), and a term
-//!   that is not zero but a point of order 2, 4 or 8 vanishes when z_i is a
-//!   multiple of that order. So it lets through, always or with
-//!   probability 1/2 to 1/8: an R of small order, an R with a small-order
-//!   component, a non-canonical encoding of a small-order R, a small-order
-//!   key, and with a key that has a small-order component, signatures
-//!   whose k is not a multiple of that component's order.
-//!
-//! Both parse s the same way (it must be below the group order l) and
-//! hash the same bytes. What a batch cannot see is the small-order part of
-//! each R, and finding it costs a scalar multiplication per R, more than a
-//! batch saves. So every signature is checked on its own.
-//!
-//! # The prepared key
-//!
-//! A run of signatures under one key A (a sequencer signs every block
-//! with one) is checked with a *prepared key* when A is in the prime-order
-//! subgroup (every key made the ordinary way, \[a\]B, is): a table of
-//! multiples of -A (curve25519-dalek's `EdwardsBasepointTable`, built once
-//! and kept for the next runs, about as long as 40 checks), and then per signature
-//! `verify_strict`'s checks written out for such a key:
-//!
-//! 1. s is canonical (below l);
-//! 2. the canonical encoding of R' = \[s\]B + \[k\](-A)
-//!    (k = SHA-512(R || A || message)) equals R's 32 bytes;
-//! 3. R is not the identity's canonical encoding (01 00 … 00).
-//!
-//! Why these are `verify_strict`'s: if 2 holds, R's bytes are R''s
-//! canonical encoding, so R decompresses to R'; R' lies in the prime-order
-//! subgroup (B and A do), where the only point of small order is the
-//! identity, so 3 is `verify_strict`'s small-order check of R. If 2 fails,
-//! `verify_strict` fails too (it compares the same encodings). The key's
-//! own check (not of small order) is made when it is prepared. This takes
-//! about 0.6 times as long as `verify_strict` (two constant-time table
-//! multiplications instead of decompressing R and a double-base
-//! multiplication). Any other key goes through `verify_strict` itself; the
-//! tests compare both on crafted and mutated signatures.
+//! Block signatures, each checked exactly as ed25519-dalek's `verify_strict`
+//! checks one (as Citrea does), never as a batch (which accepts what it
+//! refuses: docs/CITREA.md, "Signatures"). A run under one key A in the
+//! prime-order subgroup (a sequencer's) uses a *prepared key*, a table of
+//! multiples of -A kept for the next runs, and `verify_strict`'s checks for
+//! such a key: s is below l, R is not the identity's encoding, and R' =
+//! \[s\]B + \[k\](-A), k = SHA-512(R || A || message), encodes to R's 32 bytes
+//! (why that is all it checks: docs/CITREA.md). Other keys, and short runs
+//! under a key not prepared, go through `verify_strict`; tests compare both.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
 use curve25519_dalek::constants::ED25519_BASEPOINT_TABLE;
 use curve25519_dalek::edwards::{CompressedEdwardsY, EdwardsBasepointTable};
 use curve25519_dalek::scalar::Scalar;
-use curve25519_dalek::traits::BasepointTable;
+use curve25519_dalek::traits::{BasepointTable, Identity};
 use ed25519_dalek::{Signature, VerifyingKey};
 use sha2::{Digest, Sha512};
 
-/// The canonical encoding of the identity point (x = 0, y = 1).
-const IDENTITY: [u8; 32] = {
-    let mut b = [0u8; 32];
-    b[0] = 1;
-    b
-};
-
-/// A run this long prepares its key (the table costs about 40 checks);
-/// a shorter one uses the key last prepared if it is the same, else
-/// `verify_strict`.
+/// A run this long prepares its key (the table costs about 40 checks).
 const PREPARE_MIN: usize = 64;
-
-/// The key last prepared: public data, shared by the sync thread and its
-/// helper thread and kept between chunks, so a sequencer's key is prepared
-/// once per process.
+/// The key last prepared (public data), kept for the next runs on any thread.
 static PREPARED: Mutex<Option<Arc<PreparedKey>>> = Mutex::new(None);
 
 /// The prepared `key`, if it is the one kept or `run` is long enough to
@@ -84,15 +27,12 @@ static PREPARED: Mutex<Option<Arc<PreparedKey>>> = Mutex::new(None);
 fn prepared(key: &[u8; 32], run: usize) -> Option<Arc<PreparedKey>> {
     // The slot holds plain data: a panic elsewhere cannot leave it half-made.
     let mut slot = PREPARED.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(p) = slot.as_ref().filter(|p| p.bytes == *key) {
-        return Some(Arc::clone(p));
+    if run >= PREPARE_MIN && slot.as_ref().is_none_or(|p| p.bytes != *key) {
+        if let Some(p) = PreparedKey::new(key) {
+            *slot = Some(Arc::new(p));
+        }
     }
-    if run < PREPARE_MIN {
-        return None;
-    }
-    let p = Arc::new(PreparedKey::new(key)?);
-    *slot = Some(Arc::clone(&p));
-    Some(p)
+    slot.clone().filter(|p| p.bytes == *key)
 }
 
 /// A key in the prime-order subgroup, prepared for many checks.
@@ -107,32 +47,22 @@ impl PreparedKey {
     /// or with a small-order component: those go through `verify_strict`.
     fn new(bytes: &[u8; 32]) -> Option<PreparedKey> {
         let a = CompressedEdwardsY(*bytes).decompress()?;
-        if a.is_small_order() || !a.is_torsion_free() {
-            return None;
-        }
-        Some(PreparedKey {
-            bytes: *bytes,
-            minus_a: Box::new(EdwardsBasepointTable::create(&-a)),
-        })
+        let minus_a = (!a.is_small_order() && a.is_torsion_free()).then(|| -a)?;
+        let minus_a = Box::new(EdwardsBasepointTable::create(&minus_a));
+        let bytes = *bytes;
+        Some(PreparedKey { bytes, minus_a })
     }
 
-    /// Whether `verify_strict` accepts `signature` over `message` under
-    /// this key (the three checks of the module docs).
+    /// Whether `verify_strict` accepts `signature` over `message` (module docs).
     fn verifies(&self, message: &[u8], signature: &[u8; 64]) -> bool {
         let signature = Signature::from_bytes(signature);
         let r_bytes = signature.r_bytes();
-        let s = Scalar::from_canonical_bytes(*signature.s_bytes());
-        let Some(s) = Option::<Scalar>::from(s) else {
+        let s = Option::<Scalar>::from(Scalar::from_canonical_bytes(*signature.s_bytes()));
+        let Some(s) = s.filter(|_| r_bytes != CompressedEdwardsY::identity().as_bytes()) else {
             return false;
         };
-        if r_bytes == &IDENTITY {
-            return false;
-        }
-        let hash = Sha512::new()
-            .chain_update(r_bytes)
-            .chain_update(self.bytes)
-            .chain_update(message);
-        let k = Scalar::from_hash(hash);
+        let hash = Sha512::new().chain_update(r_bytes).chain_update(self.bytes);
+        let k = Scalar::from_hash(hash.chain_update(message));
         let r = ED25519_BASEPOINT_TABLE * &s + &*self.minus_a * &k;
         r.compress().as_bytes() == r_bytes
     }
@@ -145,25 +75,20 @@ impl PreparedKey {
 pub fn first_bad_signature(items: &[(&[u8; 32], &[u8], &[u8; 64])]) -> Option<usize> {
     let mut start = 0;
     while let Some((key, _, _)) = items.get(start) {
-        let run = items[start..]
-            .iter()
-            .take_while(|(k, _, _)| k == key)
-            .count();
-        let part = &items[start..start + run];
-        let bad = match prepared(key, run) {
-            Some(p) => part.iter().position(|(_, m, s)| {
-                crate::os::give_way();
-                !p.verifies(m, s)
-            }),
-            None => {
-                // A key that is not a point fails every signature under it.
-                let vk = VerifyingKey::from_bytes(key).ok();
-                part.iter().position(|(_, m, s)| {
-                    crate::os::give_way();
-                    vk.is_none_or(|vk| vk.verify_strict(m, &Signature::from_bytes(s)).is_err())
-                })
+        let same_key = items[start..].iter().take_while(|(k, _, _)| k == key);
+        let run = same_key.count();
+        let prepared = prepared(key, run);
+        // A key that is not a point fails every signature under it.
+        let strict = VerifyingKey::from_bytes(key).ok();
+        let bad = items[start..start + run].iter().position(|(_, m, s)| {
+            crate::os::give_way();
+            match &prepared {
+                Some(p) => !p.verifies(m, s),
+                None => {
+                    strict.is_none_or(|k| k.verify_strict(m, &Signature::from_bytes(s)).is_err())
+                }
             }
-        };
+        });
         if let Some(i) = bad {
             return Some(start + i);
         }
@@ -180,6 +105,13 @@ mod tests {
 
     use super::*;
     use crate::chain_rules::{verify_signature, Network};
+
+    /// The canonical encoding of the identity point (x = 0, y = 1).
+    const IDENTITY: [u8; 32] = {
+        let mut b = [0u8; 32];
+        b[0] = 1;
+        b
+    };
     use curve25519_dalek::constants::{ED25519_BASEPOINT_POINT, EIGHT_TORSION};
     use curve25519_dalek::edwards::EdwardsPoint;
     use curve25519_dalek::traits::Identity;
