@@ -7,6 +7,7 @@
 #   scripts/memory.sh [BLOCKS]                  (default 1000000)
 #   BIN=/tmp/old/ledgerd scripts/memory.sh      (another build, to compare)
 #   SECS=5 CONNS=64 scripts/memory.sh           (length and width of each load)
+#   FOLLOWER=0 scripts/memory.sh                (steps 1 and 2 only)
 #
 # 1. a devnet running `--dev-prefill BLOCKS`: peak while it prefills, then
 #    idle, then the peak while wrk asks it ledger_getSoftConfirmationByNumber
@@ -115,6 +116,8 @@ sleep 1
 echo "fresh server: $(mb "$(anon "$FRESH")") MB at start"
 echo "  fresh server serving: $(load fresh "$URL" "$FRESH")"
 stop "$FRESH"
+
+[[ ${FOLLOWER:-1} == 0 ]] && exit 0
 
 # 3. A follower catching up the whole ledger.
 start upstream --dev --dev-block-ms 0 --data-dir "$WORK/ledger"
