@@ -22,8 +22,7 @@ const PREPARE_MIN: usize = 64;
 /// The key last prepared (public data), kept for the next runs on any thread.
 static PREPARED: Mutex<Option<Arc<PreparedKey>>> = Mutex::new(None);
 
-/// The prepared `key`, if it is the one kept or `run` is long enough to
-/// prepare it (then it is kept); `None`: `verify_strict`.
+/// The prepared `key` kept, or one made and kept if `run` is long enough.
 fn prepared(key: &[u8; 32], run: usize) -> Option<Arc<PreparedKey>> {
     // The slot holds plain data: a panic elsewhere cannot leave it half-made.
     let mut slot = PREPARED.lock().unwrap_or_else(PoisonError::into_inner);
@@ -43,8 +42,7 @@ struct PreparedKey {
 }
 
 impl PreparedKey {
-    /// `None` for bytes that are not a point, and for a key of small order
-    /// or with a small-order component: those go through `verify_strict`.
+    /// `None` for a key that is not a point, of small order or with a small-order part.
     fn new(bytes: &[u8; 32]) -> Option<PreparedKey> {
         let a = CompressedEdwardsY(*bytes).decompress()?;
         let minus_a = (!a.is_small_order() && a.is_torsion_free()).then(|| -a)?;
@@ -78,15 +76,17 @@ pub fn first_bad_signature(items: &[(&[u8; 32], &[u8], &[u8; 64])]) -> Option<us
         let same_key = items[start..].iter().take_while(|(k, _, _)| k == key);
         let run = same_key.count();
         let prepared = prepared(key, run);
-        // A key that is not a point fails every signature under it.
-        let strict = VerifyingKey::from_bytes(key).ok();
+        // Else verify_strict: a key that is not a point fails every signature.
+        let strict = prepared
+            .is_none()
+            .then(|| VerifyingKey::from_bytes(key).ok());
         let bad = items[start..start + run].iter().position(|(_, m, s)| {
             crate::os::give_way();
             match &prepared {
                 Some(p) => !p.verifies(m, s),
-                None => {
-                    strict.is_none_or(|k| k.verify_strict(m, &Signature::from_bytes(s)).is_err())
-                }
+                None => strict
+                    .flatten()
+                    .is_none_or(|k| k.verify_strict(m, &Signature::from_bytes(s)).is_err()),
             }
         });
         if let Some(i) = bad {
