@@ -223,6 +223,13 @@ impl Made {
         self.blocks
             .get(usize::try_from(h.checked_sub(self.first)?).ok()?)
     }
+
+    /// Every block made is stored: the ledger answers for them, and the
+    /// 256 KB a full window holds go back to the allocator (a served devnet
+    /// after a prefill or a long mine keeps them otherwise).
+    fn release(&mut self) {
+        *self = Made::default();
+    }
 }
 
 impl Devnet {
@@ -677,6 +684,7 @@ impl DaSource for Devnet {
             return Ok(0);
         }
         if stored >= self.tip.0 {
+            self.made.release();
             return Ok(self.timeline.tip());
         }
         let head = reader.soft_confirmation(stored).map_err(Self::source_err)?;
@@ -743,6 +751,18 @@ mod tests {
         assert_eq!(made.get(11), Some(&([11; 32], [!11; 32])));
         assert_eq!(made.get(n).map(|e| e.0), Some([(n % 251) as u8; 32]));
         assert_eq!(made.get(n + 1), None, "not made yet");
+    }
+
+    #[test]
+    fn released_it_holds_nothing_and_is_filled_again() {
+        let mut made = Made::default();
+        for h in 1..=5000 {
+            push(&mut made, h, 1);
+        }
+        made.release();
+        assert_eq!((made.blocks.capacity(), made.get(5000)), (0, None));
+        push(&mut made, 5001, 2);
+        assert_eq!(made.get(5001).map(|e| e.0), Some([2; 32]));
     }
 
     #[test]
