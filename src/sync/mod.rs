@@ -86,8 +86,9 @@ pub struct SyncConfig {
     pub block_rules: BlockRules,
     /// Threads that check a chunk's signatures (1 or 2). 2 for an upstream,
     /// whose fetch thread mostly waits for answers; 1 for the devnet, whose
-    /// fetch thread signs the next chunk meanwhile: more busy threads than
-    /// cores kept the server's reads waiting during `dev_mine`.
+    /// fetch thread signs the next chunk meanwhile (and checks ahead only
+    /// while the sync thread is behind): more busy threads than cores kept
+    /// the server's reads waiting during `dev_mine`.
     pub verify_threads: usize,
 }
 
