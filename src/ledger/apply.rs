@@ -80,7 +80,7 @@ impl LedgerWriter<'_> {
 
     /// The proof rule: a verified proof is recorded on the DA slot it was
     /// found on, and the height ranges it proves
-    /// (`verify::verify_proof`) become Proven; when that moves the
+    /// (`checks::verify_proof`) become Proven; when that moves the
     /// proven frontier up, the frontier index says so.
     pub fn apply_proof(
         &mut self,

@@ -205,7 +205,7 @@ fn remove_blocks(w: &mut LedgerWriter<'_>, cut: &Cut) -> Result<u64, LedgerError
     let without = w.blocks_without_bodies()?;
     if without > 0 {
         // A block stored without its bodies has no txs and a hash that does
-        // not recompute from its fields (`verify::BlockRules`).
+        // not recompute from its fields (`checks::BlockRules`).
         let forks = w.fork_table()?.unwrap_or(ForkTable::KUMQUAT_ONLY);
         let mut bodiless = 0;
         for h in keys_above::<SoftConfirmations>(w, cut.height)? {

@@ -75,7 +75,7 @@ pub struct SyncConfig {
     /// hash indexes take each entry on another page; 2000 kept 9.5 MB more
     /// than 500 after a 1M-block catch-up, and 300 keeps the follower within
     /// 2x of a fresh server; the commits' waits overlap the signature checks
-    /// of the fetch side, see `verify::signed_prefix`)...
+    /// of the fetch side, see `checks::signed_prefix`)...
     pub commit_blocks: u64,
     /// ...or has been open this long (and at the end of each pass).
     pub commit_every: Duration,
