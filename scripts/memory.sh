@@ -8,6 +8,7 @@
 #   BIN=/tmp/old/ledgerd scripts/memory.sh      (another build, to compare)
 #   SECS=5 CONNS=64 scripts/memory.sh           (length and width of each load)
 #   FOLLOWER=0 scripts/memory.sh                (steps 1 and 2 only)
+#   (the build is run in CARGO_TARGET_DIR when it is set)
 #
 # 1. a devnet running `--dev-prefill BLOCKS`: peak while it prefills, then
 #    idle, then the peak while wrk asks it ledger_getSoftConfirmationByNumber
@@ -30,7 +31,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 if [[ -z ${BIN:-} ]]; then
   cargo build --release --quiet --bin ledgerd
-  BIN=$ROOT/target/release/ledgerd
+  BIN=$(realpath -m "${CARGO_TARGET_DIR:-target}")/release/ledgerd
 fi
 command -v wrk >/dev/null || { echo "wrk is needed (apt-get install wrk)" >&2; exit 1; }
 
