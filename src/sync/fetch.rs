@@ -2,7 +2,7 @@
 //! fetched on a fetch thread up to a depth ahead while the sync thread
 //! verifies and writes what arrived through a [`Sink`].
 
-use std::sync::mpsc::RecvTimeoutError;
+use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
 use std::time::Instant;
 
 use super::SyncError;
@@ -71,6 +71,18 @@ pub(super) trait Sink<T> {
     fn due(&self) -> Option<Instant>;
 }
 
+/// Hands one fetched answer to `sink` (an empty one stops the pass).
+fn consume<T: Reach>(
+    sink: &mut impl Sink<T>,
+    item: Result<T, SourceError>,
+) -> Result<Flow, SyncError> {
+    let item = item?;
+    if item.reach().is_none() {
+        return Ok(Flow::Stop);
+    }
+    sink.take(item)
+}
+
 /// Fetches `ranges` from `source` on a fetch thread, up to `depth` answers
 /// ahead, while the calling thread verifies and writes them through `sink`.
 /// With a depth of 0, or a single range, everything runs on the calling
@@ -97,16 +109,6 @@ where
     T: Reach + Send,
     F: FnMut(&mut S, (u64, u64)) -> Result<T, SourceError> + Send,
 {
-    fn consume<T: Reach>(
-        sink: &mut impl Sink<T>,
-        item: Result<T, SourceError>,
-    ) -> Result<Flow, SyncError> {
-        let item = item?;
-        if item.reach().is_none() {
-            return Ok(Flow::Stop);
-        }
-        sink.take(item)
-    }
     let outcome = if depth == 0 || ranges.last - ranges.next < ranges.chunk {
         let mut outcome = Ok(());
         while let Some(range) = ranges.next() {
@@ -193,6 +195,93 @@ where
             outcome
         })
     };
+    let committed = sink.commit();
+    outcome.and(committed)
+}
+
+/// [`fetch_ahead`] for a source that hands on what it fetches piece by
+/// piece as it comes (`fetch` calls its third argument with each piece,
+/// which returns false once nothing more is wanted): the fetch thread sends
+/// each piece on at once, up to `depth` waiting, and the calling thread
+/// takes each and commits whenever no next one is waiting. So what is
+/// stored, and reported, follows what is read piece by piece; when a commit
+/// takes longer than a piece takes to come, the pieces that came meanwhile
+/// go into the next commit together (a group commit), and the fetch thread
+/// never waits on a commit while fewer than `depth` are waiting.
+pub(super) fn stream_ahead<S, T, F>(
+    source: &mut S,
+    mut ranges: ChunkRanges,
+    stop: &Stop,
+    depth: usize,
+    mut fetch: F,
+    sink: &mut impl Sink<T>,
+) -> Result<(), SyncError>
+where
+    S: Send,
+    T: Reach + Send,
+    F: FnMut(&mut S, (u64, u64), &mut dyn FnMut(T) -> bool) -> Result<(), SourceError> + Send,
+{
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Result<T, SourceError>>(depth.max(1));
+    let outcome = std::thread::scope(|s| {
+        s.spawn(move || {
+            while let Some(range) = ranges.next() {
+                if stop.is_stopped() {
+                    break;
+                }
+                let (mut reach, mut open) = (None, true);
+                let fetched = fetch(source, range, &mut |piece: T| {
+                    reach = piece.reach().or(reach);
+                    open = tx.send(Ok(piece)).is_ok();
+                    open
+                });
+                if let Err(e) = fetched {
+                    let _ = tx.send(Err(e));
+                    break;
+                }
+                match (open, reach) {
+                    // Ask next from just above what was answered.
+                    (true, Some(n)) => ranges.next = n + 1,
+                    _ => break,
+                }
+            }
+        });
+        let mut outcome = Ok(());
+        let mut waiting = None;
+        loop {
+            let fetched = match waiting.take() {
+                Some(fetched) => fetched,
+                None => match rx.recv() {
+                    Ok(fetched) => fetched,
+                    Err(_) => break,
+                },
+            };
+            match consume(&mut *sink, fetched) {
+                Ok(Flow::More) => {}
+                Ok(Flow::Stop) => break,
+                Err(e) => {
+                    outcome = Err(e);
+                    break;
+                }
+            }
+            if stop.is_stopped() {
+                break;
+            }
+            match rx.try_recv() {
+                Ok(fetched) => waiting = Some(fetched),
+                // Nothing more yet: store what came.
+                Err(TryRecvError::Empty) => {
+                    if let Err(e) = sink.commit() {
+                        outcome = Err(e);
+                        break;
+                    }
+                }
+                Err(TryRecvError::Disconnected) => break,
+            }
+        }
+        // Dropping the receiver stops the fetch thread at its next send.
+        drop(rx);
+        outcome
+    });
     let committed = sink.commit();
     outcome.and(committed)
 }
