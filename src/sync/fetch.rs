@@ -285,3 +285,84 @@ where
     let committed = sink.commit();
     outcome.and(committed)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn slot(number: u64) -> Vec<DaSlot> {
+        vec![DaSlot {
+            number,
+            hash: None,
+            commitments: Vec::new(),
+            proofs: Vec::new(),
+            chunks: Default::default(),
+        }]
+    }
+
+    /// Records what it took and, at each commit, the last slot taken.
+    #[derive(Default)]
+    struct Recorder {
+        taken: Vec<u64>,
+        open: bool,
+        commits: Vec<u64>,
+        slow: Duration,
+    }
+
+    impl Sink<Vec<DaSlot>> for Recorder {
+        fn take(&mut self, item: Vec<DaSlot>) -> Result<Flow, SyncError> {
+            std::thread::sleep(self.slow);
+            self.taken.extend(item.iter().map(|s| s.number));
+            self.open = true;
+            Ok(Flow::More)
+        }
+        fn commit(&mut self) -> Result<(), SyncError> {
+            if std::mem::take(&mut self.open) {
+                self.commits.push(*self.taken.last().unwrap_or(&0));
+            }
+            Ok(())
+        }
+        fn due(&self) -> Option<Instant> {
+            None
+        }
+    }
+
+    fn stream(pieces_every: Duration, sink: &mut Recorder) {
+        let ranges = ChunkRanges {
+            next: 1,
+            last: 20,
+            chunk: 10,
+        };
+        let fetch =
+            |_: &mut (), (from, to): (u64, u64), each: &mut dyn FnMut(Vec<DaSlot>) -> bool| {
+                for n in from..=to {
+                    std::thread::sleep(pieces_every);
+                    if !each(slot(n)) {
+                        break;
+                    }
+                }
+                Ok(())
+            };
+        stream_ahead(&mut (), ranges, &Stop::new(), 64, fetch, sink).unwrap();
+        assert_eq!(sink.taken, (1..=20).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn pieces_slower_than_the_sink_are_committed_one_by_one() {
+        let mut sink = Recorder::default();
+        stream(Duration::from_millis(5), &mut sink);
+        assert_eq!(sink.commits, (1..=20).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn pieces_faster_than_the_sink_are_committed_in_groups_and_all_of_them() {
+        let mut sink = Recorder {
+            slow: Duration::from_millis(5),
+            ..Recorder::default()
+        };
+        stream(Duration::ZERO, &mut sink);
+        assert!(sink.commits.len() < 20, "{:?}", sink.commits);
+        assert_eq!(sink.commits.last(), Some(&20));
+    }
+}
