@@ -75,6 +75,8 @@ fn main() {
     let mut done = false;
     let mut l2_done: Option<Instant> = None;
     let mut failures: Vec<String> = Vec::new();
+    // Each L1 scanned height the sync status showed, in order (how it moves).
+    let mut l1_seen: Vec<u64> = Vec::new();
     let mut i = 0u64;
     while start.elapsed() < limit {
         let (method, params) = match i % 3 {
@@ -97,6 +99,13 @@ fn main() {
                 latencies.push(asked.elapsed());
                 timed.push((asked.elapsed(), method, asked - start));
                 if method == "svc_syncStatus" {
+                    let l1 = &v["l1Status"];
+                    if let Some(h) = l1["Synced"]
+                        .as_u64()
+                        .or_else(|| l1["Syncing"]["syncedBlockNumber"].as_u64())
+                    {
+                        l1_seen.push(h);
+                    }
                     let (s, d) = progress(&v, l2_head, l1_head);
                     synced = s;
                     first.get_or_insert((asked, s));
@@ -149,6 +158,31 @@ fn main() {
         ms(percentile(&latencies, 0.99)),
         ms(percentile(&latencies, 1.0)),
     );
+    // How the L1 scanned height moved between two looks at it that saw it
+    // move, from the first slot stored on (before it, the height is 0).
+    let stored = l1_seen.iter().position(|h| *h > 0).unwrap_or(l1_seen.len());
+    let mut steps: Vec<u64> = l1_seen[stored..]
+        .windows(2)
+        .map(|w| w[1].saturating_sub(w[0]))
+        .filter(|step| *step > 0)
+        .collect();
+    steps.sort();
+    if let (Some(first), Some(last)) = (l1_seen.first(), l1_seen.last()) {
+        println!(
+            "L1 scanned height: {} looks ({:.0} a second) saw it at {} heights from {first} to \
+             {last}; steps between looks that saw it move (after the first slot stored): \
+             median {}, largest {}",
+            l1_seen.len(),
+            l1_seen.len() as f64 / (end - start).as_secs_f64(),
+            {
+                let mut d = l1_seen.clone();
+                d.dedup();
+                d.len()
+            },
+            steps.get(steps.len() / 2).copied().unwrap_or(0),
+            steps.last().copied().unwrap_or(0),
+        );
+    }
     timed.sort_by_key(|t| std::cmp::Reverse(t.0));
     let slowest: Vec<String> = timed
         .iter()

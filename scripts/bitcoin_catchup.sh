@@ -38,6 +38,8 @@
 # the hashing floor on this machine in the same run (examples/block_hash_floor.rs).
 # FOLLOWER_BIN=PATH runs the follower from another build (the devnet from this one).
 # PEER_NICE=N runs bitcoind, the one peer, at nice N.
+# P2P_TRANSPORT=auto|v2|v1 gives the follower --bitcoin-transport (default:
+# none, so auto: BIP324's v2 with bitcoind, which speaks it by default).
 # PERF_SCHED=FILE records the host's scheduling (`perf sched record -a`)
 # while the probe runs.
 set -euo pipefail
@@ -158,7 +160,7 @@ fi
 echo "regtest: tip $TIP; devnet: L2 head $HEAD, its first slot $FIRST: $SLOTS Bitcoin blocks to scan"
 
 if [ "$SOURCE" = p2p ]; then
-  DA=(--bitcoin-peer "127.0.0.1:$P2P_PORT")
+  DA=(--bitcoin-peer "127.0.0.1:$P2P_PORT" ${P2P_TRANSPORT:+--bitcoin-transport "$P2P_TRANSPORT"})
 else
   DA=(--bitcoin-rpc "$BTC" --bitcoin-rpc-cookie "$COOKIE")
 fi

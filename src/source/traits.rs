@@ -197,6 +197,31 @@ pub trait DaSource {
     fn slots(&mut self, from: u64, to: u64) -> Result<Vec<DaSlot>, SourceError> {
         (from..=to).map(|n| self.slot(n)).collect()
     }
+    /// Slots `from..=to`, in order, each handed to `each` (which returns
+    /// false to stop); a source that reads them one by one hands each on as
+    /// soon as it has it ([`DaSource::streams_slots`]). The default: the
+    /// [`DaSource::slots`] answer, handed on once all came.
+    fn slots_each(
+        &mut self,
+        from: u64,
+        to: u64,
+        each: &mut dyn FnMut(DaSlot) -> bool,
+    ) -> Result<(), SourceError> {
+        for slot in self.slots(from, to)? {
+            if !each(slot) {
+                break;
+            }
+        }
+        Ok(())
+    }
+    /// Whether [`DaSource::slots_each`] hands slots on one by one as they
+    /// are read (the P2P source): the DA pass then stores each as it comes,
+    /// committing whenever no next one is waiting, so the scanned height
+    /// moves block by block. `false` (the default): slots come a range at a
+    /// time, committed as before.
+    fn streams_slots(&self) -> bool {
+        false
+    }
     /// For a source that makes its DA slots along with its blocks (the
     /// devnet): the newest slot it can serve now, whether or not the blocks
     /// that slot's commitments and proofs cover are stored yet. The L2 part

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use log::debug;
 
-use super::fetch::{fetch_ahead, ChunkRanges, Flow, Sink};
+use super::fetch::{fetch_ahead, stream_ahead, ChunkRanges, Flow, Sink};
 use super::{DaSide, SyncError, Syncer};
 use crate::chain_rules::ForkTable;
 use crate::checks::{self, CommitmentVerdict, ProofVerdict, VerifyError};
@@ -95,6 +95,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         };
         self.store_genesis_root()?;
         let da_head = self.da_head()?;
+        let streams = self.da.source(&mut self.l2).streams_slots();
         self.progress.l1_source_head.fetch_max(da_head, Relaxed);
         self.progress.note_behind();
         let mut scanned = self.ledger.reader()?.last_scanned_l1()?;
@@ -134,18 +135,32 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
             last: da_head,
             chunk: config.slots_per_fetch.max(1),
         };
-        let fetch = |(l2, da_side): &mut (&mut L, &mut D), (from, to): (u64, u64)| {
-            da_side.source(l2).slots(from, to)
-        };
         let mut sources = (l2, da_side);
-        let result = fetch_ahead(
-            &mut sources,
-            ranges,
-            stop,
-            config.prefetch,
-            fetch,
-            &mut sink,
-        );
+        let result = if streams {
+            // Each slot stored as it comes (the scanned height moves block
+            // by block); as many waiting as ranges fetched ahead would hold.
+            let depth = config.prefetch.max(1) * ranges.chunk as usize;
+            let fetch = |(l2, da_side): &mut (&mut L, &mut D),
+                         (from, to): (u64, u64),
+                         each: &mut dyn FnMut(Vec<DaSlot>) -> bool| {
+                da_side
+                    .source(l2)
+                    .slots_each(from, to, &mut |slot| each(vec![slot]))
+            };
+            stream_ahead(&mut sources, ranges, stop, depth, fetch, &mut sink)
+        } else {
+            let fetch = |(l2, da_side): &mut (&mut L, &mut D), (from, to): (u64, u64)| {
+                da_side.source(l2).slots(from, to)
+            };
+            fetch_ahead(
+                &mut sources,
+                ranges,
+                stop,
+                config.prefetch,
+                fetch,
+                &mut sink,
+            )
+        };
         self.repeated_refusal = sink.repeated_refusal;
         if sink.total > 0 {
             debug!(

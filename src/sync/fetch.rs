@@ -2,7 +2,7 @@
 //! fetched on a fetch thread up to a depth ahead while the sync thread
 //! verifies and writes what arrived through a [`Sink`].
 
-use std::sync::mpsc::{RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::mpsc::{RecvTimeoutError, SyncSender, TryRecvError, TrySendError};
 use std::time::Instant;
 
 use super::SyncError;
@@ -87,6 +87,18 @@ pub(super) trait Sink<T> {
     fn due(&self) -> Option<Instant>;
 }
 
+/// Hands one fetched answer to `sink` (an empty one stops the pass).
+fn consume<T: Reach>(
+    sink: &mut impl Sink<T>,
+    item: Result<T, SourceError>,
+) -> Result<Flow, SyncError> {
+    let item = item?;
+    if item.reach().is_none() {
+        return Ok(Flow::Stop);
+    }
+    sink.take(item)
+}
+
 /// Fetches `ranges` from `source` on a fetch thread, up to `depth` answers
 /// ahead, while the calling thread verifies and writes them through `sink`.
 /// With a depth of 0, or a single range, everything runs on the calling
@@ -113,16 +125,6 @@ where
     T: Reach + CheckAhead + Send,
     F: FnMut(&mut S, (u64, u64)) -> Result<T, SourceError> + Send,
 {
-    fn consume<T: Reach>(
-        sink: &mut impl Sink<T>,
-        item: Result<T, SourceError>,
-    ) -> Result<Flow, SyncError> {
-        let item = item?;
-        if item.reach().is_none() {
-            return Ok(Flow::Stop);
-        }
-        sink.take(item)
-    }
     let outcome = if depth == 0 || ranges.last - ranges.next < ranges.chunk {
         let mut outcome = Ok(());
         while let Some(range) = ranges.next() {
@@ -234,6 +236,93 @@ fn hand_over<T: CheckAhead>(
     }
 }
 
+/// [`fetch_ahead`] for a source that hands on what it fetches piece by
+/// piece as it comes (`fetch` calls its third argument with each piece,
+/// which returns false once nothing more is wanted): the fetch thread sends
+/// each piece on at once, up to `depth` waiting, and the calling thread
+/// takes each and commits whenever no next one is waiting. So what is
+/// stored, and reported, follows what is read piece by piece; when a commit
+/// takes longer than a piece takes to come, the pieces that came meanwhile
+/// go into the next commit together (a group commit), and the fetch thread
+/// never waits on a commit while fewer than `depth` are waiting.
+pub(super) fn stream_ahead<S, T, F>(
+    source: &mut S,
+    mut ranges: ChunkRanges,
+    stop: &Stop,
+    depth: usize,
+    mut fetch: F,
+    sink: &mut impl Sink<T>,
+) -> Result<(), SyncError>
+where
+    S: Send,
+    T: Reach + Send,
+    F: FnMut(&mut S, (u64, u64), &mut dyn FnMut(T) -> bool) -> Result<(), SourceError> + Send,
+{
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Result<T, SourceError>>(depth.max(1));
+    let outcome = std::thread::scope(|s| {
+        s.spawn(move || {
+            while let Some(range) = ranges.next() {
+                if stop.is_stopped() {
+                    break;
+                }
+                let (mut reach, mut open) = (None, true);
+                let fetched = fetch(source, range, &mut |piece: T| {
+                    reach = piece.reach().or(reach);
+                    open = tx.send(Ok(piece)).is_ok();
+                    open
+                });
+                if let Err(e) = fetched {
+                    let _ = tx.send(Err(e));
+                    break;
+                }
+                match (open, reach) {
+                    // Ask next from just above what was answered.
+                    (true, Some(n)) => ranges.next = n + 1,
+                    _ => break,
+                }
+            }
+        });
+        let mut outcome = Ok(());
+        let mut waiting = None;
+        loop {
+            let fetched = match waiting.take() {
+                Some(fetched) => fetched,
+                None => match rx.recv() {
+                    Ok(fetched) => fetched,
+                    Err(_) => break,
+                },
+            };
+            match consume(&mut *sink, fetched) {
+                Ok(Flow::More) => {}
+                Ok(Flow::Stop) => break,
+                Err(e) => {
+                    outcome = Err(e);
+                    break;
+                }
+            }
+            if stop.is_stopped() {
+                break;
+            }
+            match rx.try_recv() {
+                Ok(fetched) => waiting = Some(fetched),
+                // Nothing more yet: store what came.
+                Err(TryRecvError::Empty) => {
+                    if let Err(e) = sink.commit() {
+                        outcome = Err(e);
+                        break;
+                    }
+                }
+                Err(TryRecvError::Disconnected) => break,
+            }
+        }
+        // Dropping the receiver stops the fetch thread at its next send.
+        drop(rx);
+        outcome
+    });
+    let committed = sink.commit();
+    outcome.and(committed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,5 +363,118 @@ mod tests {
         assert_eq!(taker.join().unwrap(), (0, 5));
         // A failed fetch is sent as it is; a receiver gone stops the sender.
         assert!(!hand_over(&tx, Err(SourceError::bad_answer("gone"))));
+    }
+
+    /// Orders the two sides of a stream: how far the fetch side has sent
+    /// and the sink has committed, so a test decides what is waiting when.
+    #[derive(Default)]
+    struct Gate {
+        state: std::sync::Mutex<(u64, u64)>,
+        moved: std::sync::Condvar,
+    }
+
+    impl Gate {
+        fn set(&self, f: impl FnOnce(&mut (u64, u64))) {
+            f(&mut self.state.lock().unwrap());
+            self.moved.notify_all();
+        }
+        /// Waits (at most 10 s) until `ready` holds of (sent, committed).
+        fn wait(&self, ready: impl Fn(&(u64, u64)) -> bool) {
+            let state = self.state.lock().unwrap();
+            let (state, timeout) = self
+                .moved
+                .wait_timeout_while(state, Duration::from_secs(10), |s| !ready(s))
+                .unwrap();
+            assert!(!timeout.timed_out(), "the stream stalled at {:?}", *state);
+        }
+    }
+
+    fn slot(number: u64) -> Vec<DaSlot> {
+        vec![DaSlot {
+            number,
+            hash: None,
+            commitments: Vec::new(),
+            proofs: Vec::new(),
+            chunks: Default::default(),
+        }]
+    }
+
+    /// Records what it took and, at each commit, the last slot taken. With
+    /// `lag`, it takes slot n only once slot n + 1 was sent (or the last).
+    struct Recorder<'g> {
+        gate: &'g Gate,
+        lag: bool,
+        taken: Vec<u64>,
+        open: bool,
+        commits: Vec<u64>,
+    }
+
+    impl Sink<Vec<DaSlot>> for Recorder<'_> {
+        fn take(&mut self, item: Vec<DaSlot>) -> Result<Flow, SyncError> {
+            for s in &item {
+                if self.lag {
+                    self.gate.wait(|&(sent, _)| sent > s.number || sent == 20);
+                }
+                self.taken.push(s.number);
+            }
+            self.open = true;
+            Ok(Flow::More)
+        }
+        fn commit(&mut self) -> Result<(), SyncError> {
+            if std::mem::take(&mut self.open) {
+                let last = *self.taken.last().unwrap_or(&0);
+                self.commits.push(last);
+                self.gate.set(|s| s.1 = last);
+            }
+            Ok(())
+        }
+        fn due(&self) -> Option<Instant> {
+            None
+        }
+    }
+
+    /// Streams slots 1..=20 in ranges of 10 to a [`Recorder`]; with
+    /// `one_by_one`, the fetch side sends slot n only once n - 1 was committed.
+    fn stream(one_by_one: bool, lag: bool) -> Vec<u64> {
+        let gate = Gate::default();
+        let ranges = ChunkRanges {
+            next: 1,
+            last: 20,
+            chunk: 10,
+        };
+        let fetch =
+            |_: &mut (), (from, to): (u64, u64), each: &mut dyn FnMut(Vec<DaSlot>) -> bool| {
+                for n in from..=to {
+                    if one_by_one {
+                        gate.wait(|&(_, committed)| committed + 1 >= n);
+                    }
+                    let open = each(slot(n));
+                    gate.set(|s| s.0 = n);
+                    if !open {
+                        break;
+                    }
+                }
+                Ok(())
+            };
+        let mut sink = Recorder {
+            gate: &gate,
+            lag,
+            taken: Vec::new(),
+            open: false,
+            commits: Vec::new(),
+        };
+        stream_ahead(&mut (), ranges, &Stop::new(), 64, fetch, &mut sink).unwrap();
+        assert_eq!(sink.taken, (1..=20).collect::<Vec<_>>());
+        sink.commits
+    }
+
+    #[test]
+    fn pieces_slower_than_the_sink_are_committed_one_by_one() {
+        assert_eq!(stream(true, false), (1..=20).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn pieces_faster_than_the_sink_are_committed_in_groups_and_all_of_them() {
+        assert_eq!(stream(false, true), vec![20]);
     }
 }

@@ -144,23 +144,7 @@ impl PeersDa {
 
     /// The error when no source can be read: why each is not.
     fn none_usable(&self) -> SourceError {
-        let peers = self.peers.none_usable();
-        let err = match &self.rpc {
-            None => peers,
-            Some(rpc) => SourceError::unreachable(
-                "neither bitcoind nor any Bitcoin peer can be read",
-                format!(
-                    "{}; {peers}",
-                    rpc.problem().unwrap_or_else(|| format!(
-                        "bitcoind at {} does not hold the blocks asked (its chain is behind the \
-                         best one)",
-                        rpc.url()
-                    ))
-                ),
-            ),
-        };
-        self.progress.bitcoin.failed(&err.to_string());
-        err
+        none_usable(&self.peers, self.rpc.as_ref(), &self.progress)
     }
 
     /// Asks every connected peer for the headers after the best chain, and
@@ -329,21 +313,6 @@ impl PeersDa {
         }
     }
 
-    /// The connected peers whose chains hold the best chain's blocks up to
-    /// `height`.
-    fn serving(&self, height: u64) -> Vec<usize> {
-        self.peers
-            .connected_indexes()
-            .into_iter()
-            .filter(|i| match self.peers.chain(*i) {
-                PeerChain::On(h, hash) => {
-                    h >= height && self.chain.hash_at(h).ok().flatten() == Some(hash)
-                }
-                _ => false,
-            })
-            .collect()
-    }
-
     /// The best chain's hash at each of `from..=to`.
     fn hashes(&self, from: u64, to: u64) -> Result<Vec<(u64, BlockHash)>, SourceError> {
         (from..=to)
@@ -361,104 +330,208 @@ impl PeersDa {
             .collect()
     }
 
-    /// Blocks `wanted`, checked, in the order asked, keeping only the
-    /// transactions with one of Citrea's wtxid prefixes: the one place the
-    /// P2P source takes blocks, for the anchor check and the scan alike.
-    /// A block kept since an earlier call is not fetched again (`take`: and
-    /// is forgotten, the scan has it; else it is kept, for the scan). The
-    /// others: of bitcoind first (the heights its chain holds), the rest of
-    /// the peers whose chains hold them, each checked against its header
-    /// ([`crate::source::bitcoin::block::parse_block`]) before anything reads it. A peer whose block fails
-    /// is dropped (`bad_block`), the refusal counted by Core's reason, and
-    /// the block asked of another; nothing of it is kept.
+    /// Blocks `wanted`, checked, in the order asked (see [`PeersDa::blocks_each`]).
     fn blocks(
         &mut self,
         wanted: &[(u64, BlockHash)],
         take: bool,
     ) -> Result<Vec<DaBlock>, SourceError> {
-        let mut got: Vec<Option<DaBlock>> = wanted
-            .iter()
-            .map(|(_, hash)| {
-                if take {
-                    self.kept.take(hash)
-                } else {
-                    self.kept.get(hash).cloned()
-                }
-            })
-            .collect();
-        let missing: Vec<usize> = (0..wanted.len()).filter(|k| got[*k].is_none()).collect();
-        if !missing.is_empty() {
-            let asked: Vec<(u64, BlockHash)> = missing.iter().map(|k| wanted[*k]).collect();
-            let fetched = self.fetch(&asked)?;
-            for (k, block) in missing.into_iter().zip(fetched) {
-                if !take {
-                    self.kept.keep(&block);
-                }
-                got[k] = Some(block);
-            }
+        let mut got = Vec::with_capacity(wanted.len());
+        blocks_each(self.fetching(), wanted, take, &mut |block| {
+            got.push(block);
+            true
+        })?;
+        if got.len() != wanted.len() {
+            return Err(SourceError::bad_answer("a block asked is missing"));
         }
-        got.into_iter()
-            .map(|b| b.ok_or_else(|| SourceError::bad_answer("a block asked is missing")))
-            .collect()
+        Ok(got)
     }
 
-    /// Downloads and checks blocks `wanted` (see [`PeersDa::blocks`]).
-    fn fetch(&mut self, wanted: &[(u64, BlockHash)]) -> Result<Vec<DaBlock>, SourceError> {
-        let mut got: Vec<Option<DaBlock>> = (0..wanted.len()).map(|_| None).collect();
-        if let Some(rpc) = &mut self.rpc {
-            if let Some(limit) = rpc.holds_up_to(&self.chain) {
-                let mine: Vec<usize> = (0..wanted.len())
-                    .filter(|k| wanted[*k].0 <= limit)
-                    .collect();
-                let asked: Vec<(u64, BlockHash)> = mine.iter().map(|k| wanted[*k]).collect();
-                if !asked.is_empty() {
-                    if let Some(blocks) = rpc.blocks(&asked, true) {
-                        for (k, block) in mine.into_iter().zip(blocks) {
-                            got[k] = Some(block);
-                        }
-                    }
-                }
-            }
+    /// The fields a download works with, borrowed apart from the others.
+    fn fetching(&mut self) -> Fetching<'_> {
+        Fetching {
+            peers: &mut self.peers,
+            rpc: &mut self.rpc,
+            chain: &self.chain,
+            progress: &self.progress,
+            kept: &mut self.kept,
         }
-        let rest: Vec<usize> = (0..wanted.len()).filter(|k| got[*k].is_none()).collect();
-        if !rest.is_empty() {
-            let asked: Vec<(u64, BlockHash)> = rest.iter().map(|k| wanted[*k]).collect();
-            let top = asked.iter().map(|w| w.0).max().unwrap_or(0);
-            let serving = self.serving(top);
-            let progress = self.progress.clone();
-            let citreas =
-                |w: &Hash| Namespace::BatchProof.matches(w) || Namespace::LightClient.matches(w);
-            let check = move |height: u64, expected: &BlockHash, raw: &[u8]| {
-                parse_block_keeping(height, expected, raw, &citreas).map_err(|e| {
-                    progress.bitcoin.peers.block_refused(e.reason());
-                    e.to_string()
-                })
-            };
-            match self.peers.fetch_blocks(&asked, &serving, &check) {
-                Ok(blocks) => {
-                    for (k, block) in rest.into_iter().zip(blocks) {
-                        got[k] = Some(block);
-                    }
-                }
-                Err(e) => {
-                    return Err(match self.rpc {
-                        None => {
-                            self.progress.bitcoin.failed(&e.to_string());
-                            e
-                        }
-                        Some(_) => self.none_usable(),
-                    })
-                }
-            }
-        }
-        self.progress.bitcoin.answered();
-        Ok(got.into_iter().flatten().collect())
     }
 
     fn remember(&mut self, block: &DaBlock) {
         let final_height = self.final_height();
         self.anchors.remember(block, final_height);
     }
+}
+
+/// The fields of [`PeersDa`] a download works with.
+struct Fetching<'a> {
+    peers: &'a mut PeerSet,
+    rpc: &'a mut Option<RpcSide>,
+    chain: &'a HeaderTree,
+    progress: &'a Arc<Progress>,
+    kept: &'a mut KeptBlocks,
+}
+
+/// Blocks `wanted`, checked, each handed to `emit` in the order asked
+/// as soon as it and those before it are (`emit` returning false stops
+/// it), keeping only the transactions with one of Citrea's wtxid
+/// prefixes: the one place the P2P source takes blocks, for the anchor
+/// check and the scan alike. A block kept since an earlier call is not
+/// fetched again (`take`: and is forgotten, the scan has it; else it is
+/// kept, for the scan). The others: of bitcoind first (the heights its
+/// chain holds), the rest of the peers whose chains hold them, each
+/// checked against its header
+/// ([`crate::source::bitcoin::block::parse_block`]) before anything
+/// reads it. A peer whose block fails is dropped (`bad_block`), the
+/// refusal counted by Core's reason, and the block asked of another;
+/// nothing of it is kept.
+fn blocks_each(
+    f: Fetching<'_>,
+    wanted: &[(u64, BlockHash)],
+    take: bool,
+    emit: &mut dyn FnMut(DaBlock) -> bool,
+) -> Result<(), SourceError> {
+    let mut got: Vec<Option<DaBlock>> = wanted
+        .iter()
+        .map(|(_, hash)| {
+            if take {
+                f.kept.take(hash)
+            } else {
+                f.kept.get(hash).cloned()
+            }
+        })
+        .collect();
+    let missing: Vec<usize> = (0..wanted.len()).filter(|k| got[*k].is_none()).collect();
+    let asked: Vec<(u64, BlockHash)> = missing.iter().map(|k| wanted[*k]).collect();
+    // The next position of `wanted` to hand on.
+    let mut at = 0;
+    let mut more = true;
+    // Hands on the kept blocks before position `upto`, then `block`.
+    let mut hand_on = |upto: usize, block: Option<DaBlock>, got: &mut [Option<DaBlock>]| {
+        while at < upto {
+            if let Some(kept) = got[at].take() {
+                if !emit(kept) {
+                    return false;
+                }
+            }
+            at += 1;
+        }
+        match block {
+            Some(block) => {
+                at = upto + 1;
+                emit(block)
+            }
+            None => true,
+        }
+    };
+    let Fetching {
+        peers,
+        rpc,
+        chain,
+        progress,
+        kept,
+    } = f;
+    if !asked.is_empty() {
+        fetch_each(peers, rpc, chain, progress, &asked, &mut |j, block| {
+            if !take {
+                kept.keep(&block);
+            }
+            more = hand_on(missing[j], Some(block), &mut got);
+            more
+        })?;
+    }
+    if more {
+        hand_on(wanted.len(), None, &mut got);
+    }
+    Ok(())
+}
+
+/// The error when no source can be read: why each is not.
+fn none_usable(peers: &PeerSet, rpc: Option<&RpcSide>, progress: &Progress) -> SourceError {
+    let from_peers = peers.none_usable();
+    let err = match rpc {
+        None => from_peers,
+        Some(rpc) => SourceError::unreachable(
+            "neither bitcoind nor any Bitcoin peer can be read",
+            format!(
+                "{}; {from_peers}",
+                rpc.problem().unwrap_or_else(|| format!(
+                    "bitcoind at {} does not hold the blocks asked (its chain is behind the \
+                     best one)",
+                    rpc.url()
+                ))
+            ),
+        ),
+    };
+    progress.bitcoin.failed(&err.to_string());
+    err
+}
+
+/// The connected peers whose chains hold the best chain's blocks up to
+/// `height`.
+fn serving(peers: &PeerSet, chain: &HeaderTree, height: u64) -> Vec<usize> {
+    peers
+        .connected_indexes()
+        .into_iter()
+        .filter(|i| match peers.chain(*i) {
+            PeerChain::On(h, hash) => h >= height && chain.hash_at(h).ok().flatten() == Some(hash),
+            _ => false,
+        })
+        .collect()
+}
+
+/// Downloads and checks blocks `wanted`, each handed to `emit` with its
+/// index in `wanted`, in that order (see [`PeersDa::blocks_each`]):
+/// bitcoind's first (the heights its chain holds: a prefix of `wanted`,
+/// which is in ascending order), then the peers', each as it is checked.
+fn fetch_each(
+    peers: &mut PeerSet,
+    rpc: &mut Option<RpcSide>,
+    chain: &HeaderTree,
+    progress: &Arc<Progress>,
+    wanted: &[(u64, BlockHash)],
+    emit: &mut dyn FnMut(usize, DaBlock) -> bool,
+) -> Result<(), SourceError> {
+    let mut from_rpc = 0;
+    if let Some(side) = rpc {
+        if let Some(limit) = side.holds_up_to(chain) {
+            let mine = wanted.iter().take_while(|w| w.0 <= limit).count();
+            if mine > 0 {
+                if let Some(blocks) = side.blocks(&wanted[..mine], true) {
+                    for (k, block) in blocks.into_iter().enumerate() {
+                        if !emit(k, block) {
+                            progress.bitcoin.answered();
+                            return Ok(());
+                        }
+                    }
+                    from_rpc = mine;
+                }
+            }
+        }
+    }
+    let rest = &wanted[from_rpc..];
+    if !rest.is_empty() {
+        let top = rest.iter().map(|w| w.0).max().unwrap_or(0);
+        let serving = serving(peers, chain, top);
+        let citreas =
+            |w: &Hash| Namespace::BatchProof.matches(w) || Namespace::LightClient.matches(w);
+        let check = move |height: u64, expected: &BlockHash, raw: &[u8]| {
+            parse_block_keeping(height, expected, raw, &citreas)
+        };
+        let mut emit_rest = |j: usize, block: DaBlock| emit(from_rpc + j, block);
+        if let Err(e) = peers.fetch_blocks(rest, &serving, &check, &mut emit_rest) {
+            return Err(match rpc {
+                None => {
+                    progress.bitcoin.failed(&e.to_string());
+                    e
+                }
+                Some(side) => none_usable(peers, Some(side), progress),
+            });
+        }
+    }
+    progress.bitcoin.answered();
+    Ok(())
 }
 
 impl DaSource for PeersDa {
@@ -497,17 +570,55 @@ impl DaSource for PeersDa {
     }
 
     fn slots(&mut self, from: u64, to: u64) -> Result<Vec<DaSlot>, SourceError> {
+        let mut slots = Vec::with_capacity((to + 1).saturating_sub(from) as usize);
+        self.slots_each(from, to, &mut |slot| {
+            slots.push(slot);
+            true
+        })?;
+        Ok(slots)
+    }
+
+    /// Each slot as soon as its block and those before it are checked: the
+    /// DA pass stores it while the next ones download (the scanned height
+    /// moves block by block).
+    fn slots_each(
+        &mut self,
+        from: u64,
+        to: u64,
+        each: &mut dyn FnMut(DaSlot) -> bool,
+    ) -> Result<(), SourceError> {
         self.kept.forget_below(from);
         let wanted = self.hashes(from, to)?;
-        let blocks = self.blocks(&wanted, true)?;
-        let mut slots = Vec::with_capacity(blocks.len());
-        for block in &blocks {
+        let final_height = self.final_height();
+        let PeersDa {
+            peers,
+            rpc,
+            chain,
+            progress,
+            kept,
+            scanner,
+            anchors,
+            pace,
+            ..
+        } = self;
+        let fetching = Fetching {
+            peers,
+            rpc,
+            chain,
+            progress,
+            kept,
+        };
+        blocks_each(fetching, &wanted, true, &mut |block| {
             crate::os::give_way();
-            self.remember(block);
-            slots.push(self.scanner.slot_of(block));
-        }
-        self.pace.keep(blocks.len() as u64);
-        Ok(slots)
+            anchors.remember(&block, final_height);
+            let slot = scanner.slot_of(&block);
+            pace.keep(1);
+            each(slot)
+        })
+    }
+
+    fn streams_slots(&self) -> bool {
+        true
     }
 
     fn anchors(&mut self, heights: &[u64]) -> Result<Option<Vec<Option<DaAnchor>>>, SourceError> {

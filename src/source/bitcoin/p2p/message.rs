@@ -14,6 +14,19 @@
 //! handed on as it came, as `NetworkMessage::Unknown { command: "block" }`
 //! ([`block_payload`]), for [`crate::source::bitcoin::block::parse_block`]
 //! to walk over its bytes once, with no owned `bitcoin::Block` built.
+//!
+//! A block's checksum is not hashed as it is read ([`read_message_deferring`]
+//! hands it on, unchecked): the block is then checked against the header it
+//! was asked by, and that check covers every byte of it (the header by its
+//! hash, each transaction's stripped bytes by the Merkle root, its witnesses
+//! by the coinbase's witness commitment; the encoding is canonical, so no
+//! other bytes pass). The checksum would be a fourth SHA-256 pass over the
+//! block telling nothing more; it is hashed only when the block fails its
+//! check ([`checksum_matches`]), to tell bytes damaged on the way (a bad
+//! checksum: `malformed`, as before) from a block the peer made wrong
+//! (`bad_block`). Bitcoin Core hashes it first; a block whose checksum is
+//! wrong but whose every byte is the header's is used here, where Core would
+//! drop the message and ask again.
 
 use std::fmt;
 use std::io::{self, Read, Write};
@@ -100,8 +113,35 @@ fn command_of(header: &[u8; HEADER_LEN]) -> String {
     String::from_utf8_lossy(&raw[..end]).into_owned()
 }
 
-/// Reads one whole message of network `magic` (module docs).
+/// Reads one whole message of network `magic` (module docs), a block's
+/// checksum checked as every other's.
 pub fn read_message(r: &mut impl Read, magic: Magic) -> Result<NetworkMessage, FrameError> {
+    let (message, unchecked) = read_message_deferring(r, magic)?;
+    match (&message, unchecked) {
+        (NetworkMessage::Unknown { command, payload }, Some(sum))
+            if !checksum_matches(payload, sum) =>
+        {
+            Err(FrameError::Checksum {
+                command: command.to_string(),
+            })
+        }
+        _ => Ok(message),
+    }
+}
+
+/// Whether `payload` hashes to the checksum `sum` (the first four bytes of
+/// its double SHA-256).
+pub fn checksum_matches(payload: &[u8], sum: [u8; 4]) -> bool {
+    sha256d::Hash::hash(payload).as_byte_array()[..4] == sum
+}
+
+/// [`read_message`], but a block's payload is handed on with its checksum
+/// not hashed yet (module docs): `Some(checksum)` with a block, `None` with
+/// every other message (checked here).
+pub fn read_message_deferring(
+    r: &mut impl Read,
+    magic: Magic,
+) -> Result<(NetworkMessage, Option<[u8; 4]>), FrameError> {
     let mut header = [0u8; HEADER_LEN];
     r.read_exact(&mut header)?;
     if header[..4] != magic.to_bytes() {
@@ -116,22 +156,23 @@ pub fn read_message(r: &mut impl Read, magic: Magic) -> Result<NetworkMessage, F
     }
     let mut payload = vec![0u8; len as usize];
     r.read_exact(&mut payload)?;
-    let sum = sha256d::Hash::hash(&payload);
-    if sum.as_byte_array()[..4] != header[20..24] {
+    let sum = [header[20], header[21], header[22], header[23]];
+    if command == "block" {
+        // The hot path: the payload itself, neither copied, decoded nor
+        // hashed here (module docs).
+        return Ok((block_message(payload)?, Some(sum)));
+    }
+    if !checksum_matches(&payload, sum) {
         return Err(FrameError::Checksum { command });
     }
     let malformed = |e: encode::Error| FrameError::Malformed {
         command: command.clone(),
         reason: e.to_string(),
     };
-    if command == "block" {
-        // The hot path: the payload itself, neither copied nor decoded.
-        return block_message(payload);
-    }
     let mut whole = (&header[..]).chain(&payload[..]);
     let raw =
         RawNetworkMessage::consensus_decode_from_finite_reader(&mut whole).map_err(malformed)?;
-    Ok(raw.into_payload())
+    Ok((raw.into_payload(), None))
 }
 
 /// A block's payload as the message handed on (module docs), for either
@@ -231,6 +272,28 @@ mod tests {
         let err = read_message(&mut &wire[..], Magic::REGTEST).unwrap_err();
         assert!(matches!(err, FrameError::Malformed { .. }), "{err}");
         assert_eq!(err.reason(), "malformed");
+    }
+
+    #[test]
+    fn a_blocks_checksum_is_handed_on_unchecked_and_checked_by_read_message() {
+        let genesis = bitcoin::blockdata::constants::genesis_block(bitcoin::Network::Regtest);
+        let mut wire = framed(Magic::REGTEST, NetworkMessage::Block(genesis.clone()));
+        let (got, sum) = read_message_deferring(&mut &wire[..], Magic::REGTEST).unwrap();
+        let payload = block_payload(got).unwrap();
+        assert!(checksum_matches(&payload, sum.unwrap()));
+        wire[HEADER_LEN + 100] ^= 1;
+        let (got, sum) = read_message_deferring(&mut &wire[..], Magic::REGTEST).unwrap();
+        assert!(!checksum_matches(
+            &block_payload(got).unwrap(),
+            sum.unwrap()
+        ));
+        let err = read_message(&mut &wire[..], Magic::REGTEST).unwrap_err();
+        assert!(matches!(err, FrameError::Checksum { .. }), "{err}");
+        // Every other message is checked as it is read.
+        let mut wire = framed(Magic::REGTEST, NetworkMessage::Ping(1));
+        wire[HEADER_LEN] ^= 1;
+        let err = read_message_deferring(&mut &wire[..], Magic::REGTEST).unwrap_err();
+        assert!(matches!(err, FrameError::Checksum { .. }), "{err}");
     }
 
     #[test]

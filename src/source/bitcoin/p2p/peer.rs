@@ -386,13 +386,15 @@ impl Peer {
     }
 
     /// The next block the peer sends, its bytes as they came (checked by
-    /// [`crate::source::bitcoin::block::parse_block`]). A `notfound` for a
+    /// [`crate::source::bitcoin::block::parse_block`]), and over v1 its
+    /// message checksum, not hashed yet
+    /// ([`crate::source::bitcoin::p2p::message`]). A `notfound` for a
     /// block is an error (`not_found`): the peer does not have what was asked.
-    pub fn next_block(&mut self) -> Result<Vec<u8>, PeerError> {
+    pub fn next_block(&mut self) -> Result<(Vec<u8>, Option<[u8; 4]>), PeerError> {
         let deadline = Instant::now() + self.options.stall;
         loop {
             match block_payload(self.read(deadline, "block")?) {
-                Ok(raw) => return Ok(raw),
+                Ok(raw) => return Ok((raw, self.transport.block_checksum())),
                 Err(other) => {
                     if let NetworkMessage::NotFound(items) = *other {
                         if let Some(Inventory::WitnessBlock(h) | Inventory::Block(h)) =

@@ -22,6 +22,7 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::net::SocketAddr;
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -32,14 +33,16 @@ use log::{debug, info, warn};
 
 use crate::ledger::LedgerError;
 use crate::progress::Progress;
+use crate::source::bitcoin::block::BlockError;
 use crate::source::bitcoin::p2p::book::Source;
 use crate::source::bitcoin::p2p::discover::Discovery;
+use crate::source::bitcoin::p2p::message::checksum_matches;
 use crate::source::bitcoin::p2p::peer::{Peer, PeerError, PeerOptions};
 use crate::source::SourceError;
 
 /// How a download checks each block: its height, the hash the header chain
 /// has there, its bytes; what it keeps of it, or what is wrong with it.
-pub type CheckBlock<T> = dyn Fn(u64, &BlockHash, &[u8]) -> Result<T, String> + Sync;
+pub type CheckBlock<T> = dyn Fn(u64, &BlockHash, &[u8]) -> Result<T, BlockError> + Sync;
 
 /// Blocks in flight per peer (Bitcoin Core serves one per message-loop pass).
 pub const WINDOW: usize = 16;
@@ -437,20 +440,28 @@ impl PeerSet {
 
     /// The blocks `wanted` (height, hash) from the peers `serving` (those
     /// whose chain holds them all: the caller knows the best chain), each
-    /// passed through `check` (which names what is wrong with a block that
-    /// does not match its header), in the order asked. Fails when none of
-    /// them is left with blocks still missing.
+    /// passed through `check` (which says what is wrong with a block that
+    /// does not match its header) and handed to `emit` with its index in
+    /// `wanted`, in the order asked, each as soon as it and those before it
+    /// are checked (so the caller can store them one by one while the rest
+    /// download). `emit` returning false stops the download: the peers stop
+    /// asking, read what they had in flight, and nothing more is emitted.
+    /// Fails when none of the peers is left with blocks still missing.
     pub fn fetch_blocks<T: Send>(
         &mut self,
         wanted: &[(u64, BlockHash)],
         serving: &[usize],
         check: &CheckBlock<T>,
-    ) -> Result<Vec<T>, SourceError> {
-        let results: Mutex<Vec<Option<T>>> = Mutex::new((0..wanted.len()).map(|_| None).collect());
+        emit: &mut dyn FnMut(usize, T) -> bool,
+    ) -> Result<(), SourceError> {
         let queue: Mutex<VecDeque<usize>> = Mutex::new((0..wanted.len()).collect());
+        let halt = AtomicBool::new(false);
+        // Checked blocks that came before one asked earlier, till it comes.
+        let mut waiting: Vec<Option<T>> = (0..wanted.len()).map(|_| None).collect();
+        let mut next = 0;
         loop {
-            if queue.lock().map(|q| q.is_empty()).unwrap_or(true) {
-                break;
+            if halt.load(Relaxed) || next == wanted.len() {
+                return Ok(());
             }
             let workers: Vec<(usize, Peer)> = self
                 .slots
@@ -462,17 +473,42 @@ impl PeerSet {
             if workers.is_empty() {
                 return Err(self.none_usable());
             }
+            let progress = &*self.progress;
+            let (done, checked) = std::sync::mpsc::channel::<(usize, T)>();
             let outcomes: Vec<(usize, Peer, u64, Option<PeerError>)> = std::thread::scope(|s| {
                 let handles: Vec<_> = workers
                     .into_iter()
                     .map(|(i, mut peer)| {
-                        let (queue, results) = (&queue, &results);
+                        let (queue, halt, done) = (&queue, &halt, done.clone());
                         s.spawn(move || {
-                            let (n, err) = download(&mut peer, wanted, queue, results, check);
+                            let share = Share {
+                                wanted,
+                                queue,
+                                done,
+                                check,
+                                halt,
+                                progress,
+                            };
+                            let (n, err) = download(&mut peer, share);
                             (i, peer, n, err)
                         })
                     })
                     .collect();
+                drop(done);
+                // In the order asked, as they are checked (on the calling thread).
+                for (k, block) in checked {
+                    if halt.load(Relaxed) {
+                        continue;
+                    }
+                    waiting[k] = Some(block);
+                    while let Some(block) = waiting.get_mut(next).and_then(Option::take) {
+                        if !emit(next, block) {
+                            halt.store(true, Relaxed);
+                            break;
+                        }
+                        next += 1;
+                    }
+                }
                 handles.into_iter().filter_map(|h| h.join().ok()).collect()
             });
             for (i, peer, fetched, err) in outcomes {
@@ -486,14 +522,15 @@ impl PeerSet {
                     None => {}
                 }
             }
+            if !halt.load(Relaxed)
+                && next < wanted.len()
+                && queue.lock().map(|q| q.is_empty()).unwrap_or(true)
+            {
+                return Err(SourceError::bad_answer(
+                    "a block asked of the peers is missing",
+                ));
+            }
         }
-        let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
-        results
-            .into_iter()
-            .map(|r| {
-                r.ok_or_else(|| SourceError::bad_answer("a block asked of the peers is missing"))
-            })
-            .collect()
     }
 
     /// The error when no peer can be asked: why each is not usable.
@@ -523,23 +560,55 @@ impl PeerSet {
 }
 
 /// Blocks read and waiting for the check, per peer: the peer's thread
-/// reads (and checksums) the next block while another checks the last, so
-/// the two overlap on two cores; at most this many raw blocks wait (4 MB
-/// each at most, a mainnet block 1.5-2 MB).
+/// reads (and, over v2, decrypts) the next block while others check the
+/// last ones, so reading and hashing overlap on two cores; at most this
+/// many raw blocks wait (4 MB each at most, a mainnet block 1.5-2 MB).
 const CHECK_QUEUE: usize = 2;
+
+/// Threads checking one peer's blocks: the check (hashing) is the larger
+/// part of a block's cost, so two of them keep pace with a reader whose
+/// block costs less to read than to check. With [`CHECK_QUEUE`], at most
+/// 2 + 2 raw blocks wait or are checked besides the one being read (5 x
+/// 4 MB at most).
+const CHECKERS: usize = 2;
+
+/// What one peer's share of a download works with (see [`PeerSet::fetch_blocks`]).
+struct Share<'a, T> {
+    wanted: &'a [(u64, BlockHash)],
+    /// The indexes (in `wanted`) no peer has asked for yet.
+    queue: &'a Mutex<VecDeque<usize>>,
+    /// Checked blocks, by index, to the thread that emits them in order.
+    done: std::sync::mpsc::Sender<(usize, T)>,
+    check: &'a CheckBlock<T>,
+    /// The caller wants no more blocks.
+    halt: &'a AtomicBool,
+    progress: &'a Progress,
+}
+
+/// A block read: its index in `wanted`, its bytes, and over v1 its message
+/// checksum, not hashed yet.
+type Read = (usize, Vec<u8>, Option<[u8; 4]>);
 
 /// One peer's share of a download (see [`PeerSet::fetch_blocks`]): how many
 /// blocks it delivered, and why it stopped early, if it did. This thread
-/// reads the blocks; a second one checks them as they come ([`CHECK_QUEUE`]).
-fn download<T: Send>(
-    peer: &mut Peer,
-    wanted: &[(u64, BlockHash)],
-    queue: &Mutex<VecDeque<usize>>,
-    results: &Mutex<Vec<Option<T>>>,
-    check: &CheckBlock<T>,
-) -> (u64, Option<PeerError>) {
+/// reads the blocks; [`CHECKERS`] others check them as they come.
+///
+/// A block that fails its check is refused and counted by Core's reason,
+/// and drops the peer (`bad_block`), unless it came over v1 and its bytes
+/// do not match the message's checksum: then they were damaged on the way
+/// (or framed wrong), which is `malformed`, as a bad checksum always was
+/// ([`crate::source::bitcoin::p2p::message`]).
+fn download<T: Send>(peer: &mut Peer, share: Share<'_, T>) -> (u64, Option<PeerError>) {
+    let Share {
+        wanted,
+        queue,
+        done,
+        check,
+        halt,
+        progress,
+    } = share;
     // The first block that failed its check, and why.
-    let failed: Mutex<Option<String>> = Mutex::new(None);
+    let failed: Mutex<Option<PeerError>> = Mutex::new(None);
     let give_back = |indexes: &mut dyn Iterator<Item = usize>| {
         if let Ok(mut q) = queue.lock() {
             let back: Vec<usize> = indexes.collect();
@@ -548,50 +617,72 @@ fn download<T: Send>(
             }
         }
     };
-    let (to_check, checking) = std::sync::mpsc::sync_channel::<(usize, Vec<u8>)>(CHECK_QUEUE);
+    let (to_check, checking) = std::sync::mpsc::sync_channel::<Read>(CHECK_QUEUE);
+    let checking = Mutex::new(checking);
     std::thread::scope(|s| {
-        let checker = s.spawn(|| {
-            let (mut fetched, mut unchecked) = (0u64, Vec::new());
-            for (i, raw) in checking {
-                if has_failed(&failed) {
-                    unchecked.push(i);
-                    continue;
-                }
-                let (height, expected) = wanted[i];
-                let checked = check(height, &expected, &raw);
-                drop(raw);
-                match checked {
-                    Ok(checked) => {
-                        if let Ok(mut r) = results.lock() {
-                            r[i] = Some(checked);
+        let checkers: Vec<_> = (0..CHECKERS)
+            .map(|_| {
+                let (checking, failed, done) = (&checking, &failed, done.clone());
+                s.spawn(move || {
+                    let (mut fetched, mut unchecked) = (0u64, Vec::new());
+                    loop {
+                        let next = match checking.lock() {
+                            Ok(rx) => rx.recv(),
+                            Err(_) => break,
+                        };
+                        let Ok((i, raw, sum)) = next else { break };
+                        if has_failed(failed) || halt.load(Relaxed) {
+                            unchecked.push(i);
+                            continue;
                         }
-                        fetched += 1;
-                    }
-                    Err(why) => {
-                        if let Ok(mut f) = failed.lock() {
-                            *f = Some(why);
+                        crate::os::give_way();
+                        let (height, expected) = wanted[i];
+                        match check(height, &expected, &raw) {
+                            Ok(checked) => {
+                                if done.send((i, checked)).is_err() {
+                                    unchecked.push(i);
+                                    continue;
+                                }
+                                fetched += 1;
+                            }
+                            Err(e) => {
+                                let damaged = sum.is_some_and(|sum| !checksum_matches(&raw, sum));
+                                let error = if damaged {
+                                    PeerError::misbehaved(
+                                        "malformed",
+                                        "its \"block\" message does not match its checksum",
+                                    )
+                                } else {
+                                    progress.bitcoin.peers.block_refused(e.reason());
+                                    PeerError::misbehaved("bad_block", e.to_string())
+                                };
+                                if let Ok(mut f) = failed.lock() {
+                                    f.get_or_insert(error);
+                                }
+                                unchecked.push(i);
+                            }
                         }
-                        unchecked.push(i);
                     }
-                }
-            }
-            (fetched, unchecked)
-        });
-        let read_error = read_blocks(peer, wanted, queue, &to_check, &failed, &give_back);
+                    (fetched, unchecked)
+                })
+            })
+            .collect();
+        drop(done);
+        let read_error = read_blocks(peer, wanted, queue, &to_check, &failed, halt, &give_back);
         drop(to_check);
-        let (fetched, unchecked) = checker.join().unwrap_or_default();
-        give_back(&mut unchecked.into_iter());
+        let mut fetched = 0;
+        for checker in checkers {
+            let (n, unchecked) = checker.join().unwrap_or_default();
+            fetched += n;
+            give_back(&mut unchecked.into_iter());
+        }
         let failed = failed.lock().ok().and_then(|mut f| f.take());
-        let error = match failed {
-            Some(why) => Some(PeerError::misbehaved("bad_block", why)),
-            None => read_error,
-        };
-        (fetched, error)
+        (fetched, failed.or(read_error))
     })
 }
 
-/// Whether the checker found a bad block (or its lock is poisoned).
-fn has_failed(failed: &Mutex<Option<String>>) -> bool {
+/// Whether a checker found a bad block (or its lock is poisoned).
+fn has_failed(failed: &Mutex<Option<PeerError>>) -> bool {
     match failed.lock() {
         Ok(f) => f.is_some(),
         Err(_) => true,
@@ -599,15 +690,18 @@ fn has_failed(failed: &Mutex<Option<String>>) -> bool {
 }
 
 /// The reading half of [`download`]: asks for blocks up to [`WINDOW`] in
-/// flight and hands each to the checker as it comes; stops at the first
-/// error, or once the checker found a bad block, giving back the blocks in
-/// flight.
+/// flight and hands each to the checkers as it comes; stops at the first
+/// error, or once a checker found a bad block, giving back the blocks in
+/// flight. Once the caller wants no more (`halt`), it asks for none but
+/// still reads those in flight (a block nobody asked for would break the
+/// next exchange), handing none on.
 fn read_blocks(
     peer: &mut Peer,
     wanted: &[(u64, BlockHash)],
     queue: &Mutex<VecDeque<usize>>,
-    to_check: &std::sync::mpsc::SyncSender<(usize, Vec<u8>)>,
-    failed: &Mutex<Option<String>>,
+    to_check: &std::sync::mpsc::SyncSender<Read>,
+    failed: &Mutex<Option<PeerError>>,
+    halt: &AtomicBool,
     give_back: &dyn Fn(&mut dyn Iterator<Item = usize>),
 ) -> Option<PeerError> {
     let mut in_flight: VecDeque<usize> = VecDeque::with_capacity(WINDOW);
@@ -619,8 +713,9 @@ fn read_blocks(
         if has_failed(failed) {
             return stop(&mut in_flight, None);
         }
+        let halted = halt.load(Relaxed);
         let mut ask = Vec::new();
-        if let Ok(mut q) = queue.lock() {
+        if let (false, Ok(mut q)) = (halted, queue.lock()) {
             while in_flight.len() < WINDOW {
                 match q.pop_front() {
                     Some(i) => {
@@ -640,7 +735,7 @@ fn read_blocks(
             return None;
         }
         crate::os::give_way();
-        let raw = match peer.next_block() {
+        let (raw, sum) = match peer.next_block() {
             Ok(b) => b,
             Err(e) => return stop(&mut in_flight, Some(e)),
         };
@@ -663,9 +758,13 @@ fn read_blocks(
             return stop(&mut in_flight, Some(PeerError::misbehaved("protocol", why)));
         };
         let i = in_flight.remove(pos).unwrap_or(pos);
-        if to_check.send((i, raw)).is_err() {
+        if halt.load(Relaxed) {
+            give_back(&mut std::iter::once(i));
+            continue;
+        }
+        if to_check.send((i, raw, sum)).is_err() {
             in_flight.push_front(i);
-            let why = "the checking thread stopped";
+            let why = "the checking threads stopped";
             return stop(&mut in_flight, Some(PeerError::misbehaved("other", why)));
         }
     }

@@ -27,7 +27,7 @@ use bitcoin::p2p::message::NetworkMessage;
 use bitcoin::p2p::{Magic, ServiceFlags};
 use bitcoin::Network;
 
-use crate::source::bitcoin::p2p::message::{read_message, write_message, FrameError};
+use crate::source::bitcoin::p2p::message::{read_message_deferring, write_message, FrameError};
 use crate::source::bitcoin::p2p::v2::{self, HandshakeError, Session};
 
 /// `--bitcoin-transport`: which transport new connections speak.
@@ -138,6 +138,9 @@ pub struct Transport {
     magic: Magic,
     /// `None`: v1.
     v2: Option<Session>,
+    /// The checksum of the last block read over v1, not hashed yet
+    /// ([`crate::source::bitcoin::p2p::message`]).
+    unchecked: Option<[u8; 4]>,
 }
 
 /// A connection open, and whether `auto` fell back to v1 on the way.
@@ -229,6 +232,7 @@ pub fn open(
         writer,
         magic,
         v2: None,
+        unchecked: None,
     };
     if !choice.starts_v2(services) {
         let parts = connect().map_err(OpenError::Connect)?;
@@ -253,6 +257,7 @@ pub fn open(
                     writer,
                     magic,
                     v2: Some(session),
+                    unchecked: None,
                 },
                 fell_back: None,
             })
@@ -297,10 +302,22 @@ impl Transport {
     /// connection is never read again after one).
     pub fn read(&mut self, deadline: Instant) -> Result<NetworkMessage, FrameError> {
         self.reader.get_mut().deadline = Some(deadline);
+        self.unchecked = None;
         match &mut self.v2 {
             Some(session) => session.read(&mut self.reader),
-            None => read_message(&mut self.reader, self.magic),
+            None => {
+                let (message, unchecked) = read_message_deferring(&mut self.reader, self.magic)?;
+                self.unchecked = unchecked;
+                Ok(message)
+            }
         }
+    }
+
+    /// The checksum of the block [`Transport::read`] just returned, when it
+    /// came over v1 and was not hashed yet (`None` over v2: its packet
+    /// authenticated every byte).
+    pub fn block_checksum(&self) -> Option<[u8; 4]> {
+        self.unchecked
     }
 
     /// Sends one message.

@@ -222,7 +222,21 @@ impl Session {
             if header & IGNORE_BIT != 0 {
                 continue;
             }
-            return decode(contents);
+            let Some(at) = block_at(contents) else {
+                return decode(contents);
+            };
+            // A block: its payload moved to the front of the packet's own
+            // buffer and handed on, not copied into a new one.
+            let (from, to) = (1 + at, plain.len());
+            if to - from > MAX_PAYLOAD {
+                return Err(FrameError::TooLarge {
+                    command: "block".into(),
+                    len: u32::try_from(to - from).unwrap_or(u32::MAX),
+                });
+            }
+            packet.copy_within(from..to, 0);
+            packet.truncate(to - from);
+            return block_message(packet);
         }
     }
 
@@ -234,6 +248,20 @@ impl Session {
             .encrypt_to_vec(&contents, PacketType::Genuine, None);
         writer.write_all(&packet)?;
         writer.flush()
+    }
+}
+
+/// Where a block's payload starts in a genuine packet's contents, when they
+/// are a block (BIP324's short ID 2, or the command spelled out): handed on
+/// as its payload, as over v1 (`message.rs`), walked once, never decoded
+/// into an owned block.
+fn block_at(contents: &[u8]) -> Option<usize> {
+    match contents {
+        [2, ..] => Some(1),
+        [0, command @ ..] if command.len() >= 12 && command[..12] == *b"block\0\0\0\0\0\0\0" => {
+            Some(13)
+        }
+        _ => None,
     }
 }
 
@@ -265,13 +293,8 @@ fn decode(contents: &[u8]) -> Result<NetworkMessage, FrameError> {
             reason: "the packet is too short for its message type".into(),
         });
     }
-    // A block (BIP324's short ID 2, or the command spelled out) is handed on
-    // as its payload, as over v1 (`message.rs`): walked once, never decoded
-    // into an owned block.
-    match contents[0] {
-        2 => return block_message(contents[1..].to_vec()),
-        0 if command == "block" => return block_message(contents[13..].to_vec()),
-        _ => {}
+    if let Some(at) = block_at(contents) {
+        return block_message(contents[at..].to_vec());
     }
     bip324::serde::deserialize(contents).map_err(|e| FrameError::Malformed {
         command,
