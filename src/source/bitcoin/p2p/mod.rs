@@ -29,6 +29,7 @@ pub mod bitcoind;
 pub mod book;
 pub mod da;
 pub mod discover;
+pub mod download;
 mod kept;
 pub mod message;
 pub mod peer;
