@@ -6,7 +6,7 @@
 /// `impl From<Inner> for Outer` for each `Variant(Inner)` listed: the
 /// variant holds the inner error unchanged.
 ///
-/// ```ignore
+/// ```text
 /// wrap_errors!(NodeError {
 ///     Ledger(LedgerError),
 ///     Sync(SyncError),
