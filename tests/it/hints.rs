@@ -192,8 +192,9 @@ fn plain_web_server() -> String {
         for stream in listener.incoming() {
             let Ok(mut s) = stream else { continue };
             let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
-            let mut buf = [0u8; 65536];
-            let _ = s.read(&mut buf);
+            // The whole request first: a close with its body still unread
+            // would send a reset, which the node rightly logs as unreachable.
+            read_request(&mut s);
             let body = "<html><body><h1>Error response</h1><p>Error code: 501</p></body></html>";
             let _ = write!(
                 s,
@@ -201,9 +202,36 @@ fn plain_web_server() -> String {
                  Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
                 body.len()
             );
+            // Then drain until the client closes, for the same reason.
+            let _ = s.shutdown(std::net::Shutdown::Write);
+            let _ = std::io::copy(&mut s, &mut std::io::sink());
         }
     });
     format!("http://{addr}")
+}
+
+/// Reads one HTTP request: its headers and the Content-Length bytes of body
+/// after them (what a read timeout leaves is what came).
+fn read_request(s: &mut impl Read) {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 65536];
+    loop {
+        if let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
+            let length = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            if got.len() >= end + 4 + length {
+                return;
+            }
+        }
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
 }
 
 #[test]
