@@ -27,5 +27,5 @@ pub mod upstream;
 mod traits;
 
 pub use traits::{
-    ChainIdentity, DaAnchor, DaSource, L2Source, RangeFetch, SourceError, SourceErrorKind,
+    ChainIdentity, DaAnchor, DaSource, EachSlot, L2Source, RangeFetch, SourceError, SourceErrorKind,
 };

@@ -184,6 +184,9 @@ pub trait RangeFetch<T>: Send + Sync {
     }
 }
 
+/// What [`DaSource::slots_each`] hands each slot to: false stops it.
+pub type EachSlot<'a> = &'a mut dyn FnMut(DaSlot) -> bool;
+
 /// The DA (layer-1) chain: slots with the commitments and proofs found on them.
 pub trait DaSource {
     /// The newest slot the source has scanned (0: none yet).
@@ -201,12 +204,7 @@ pub trait DaSource {
     /// false to stop); a source that reads them one by one hands each on as
     /// soon as it has it ([`DaSource::streams_slots`]). The default: the
     /// [`DaSource::slots`] answer, handed on once all came.
-    fn slots_each(
-        &mut self,
-        from: u64,
-        to: u64,
-        each: &mut dyn FnMut(DaSlot) -> bool,
-    ) -> Result<(), SourceError> {
+    fn slots_each(&mut self, from: u64, to: u64, each: EachSlot<'_>) -> Result<(), SourceError> {
         for slot in self.slots(from, to)? {
             if !each(slot) {
                 break;

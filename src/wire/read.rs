@@ -5,8 +5,6 @@
 //! through typed serde structs, not `serde_json::Value`, so that `l1FeeRate`
 //! keeps all 128 bits.
 
-use std::borrow::Cow;
-
 use serde::Deserialize;
 
 use crate::hexstr::{self, HexError};
@@ -94,36 +92,29 @@ fn hex_array<const N: usize>(field: &str, s: &str) -> Result<[u8; N], WireError>
     hexstr::decode_array(s).map_err(hex_error(field))
 }
 
-fn hex_list(field: &str, items: &[Cow<'_, str>]) -> Result<Vec<Vec<u8>>, WireError> {
+fn hex_list(field: &str, items: &[&str]) -> Result<Vec<Vec<u8>>, WireError> {
     items.iter().map(|s| hex_bytes(field, s)).collect()
 }
 
 /// A soft confirmation as the JSON has it. The strings borrow from the
-/// answer's text (hex never needs escapes), so reading a block allocates
-/// only its decoded bytes.
+/// answer's text (hex never needs escapes: a string written with them is
+/// refused), so reading a block allocates only its decoded bytes.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct WireSoftConfirmation<'a> {
     l2_height: u64,
     da_slot_height: u64,
-    #[serde(borrow)]
-    da_slot_hash: Cow<'a, str>,
-    #[serde(borrow)]
-    da_slot_txs_commitment: Cow<'a, str>,
-    #[serde(borrow)]
-    hash: Cow<'a, str>,
-    #[serde(borrow)]
-    prev_hash: Cow<'a, str>,
+    da_slot_hash: &'a str,
+    da_slot_txs_commitment: &'a str,
+    hash: &'a str,
+    prev_hash: &'a str,
     #[serde(default, borrow)]
-    txs: Vec<Cow<'a, str>>,
-    #[serde(borrow)]
-    state_root: Cow<'a, str>,
-    #[serde(borrow)]
-    soft_confirmation_signature: Cow<'a, str>,
-    #[serde(borrow)]
-    pub_key: Cow<'a, str>,
+    txs: Vec<&'a str>,
+    state_root: &'a str,
+    soft_confirmation_signature: &'a str,
+    pub_key: &'a str,
     #[serde(default, borrow)]
-    deposit_data: Vec<Cow<'a, str>>,
+    deposit_data: Vec<&'a str>,
     l1_fee_rate: u128,
     timestamp: u64,
 }
@@ -135,14 +126,14 @@ impl TryFrom<WireSoftConfirmation<'_>> for SoftConfirmation {
         Ok(SoftConfirmation {
             l2_height: w.l2_height,
             da_slot_height: w.da_slot_height,
-            da_slot_hash: hex_array("daSlotHash", &w.da_slot_hash)?,
-            da_slot_txs_commitment: hex_array("daSlotTxsCommitment", &w.da_slot_txs_commitment)?,
-            hash: hex_array("hash", &w.hash)?,
-            prev_hash: hex_array("prevHash", &w.prev_hash)?,
+            da_slot_hash: hex_array("daSlotHash", w.da_slot_hash)?,
+            da_slot_txs_commitment: hex_array("daSlotTxsCommitment", w.da_slot_txs_commitment)?,
+            hash: hex_array("hash", w.hash)?,
+            prev_hash: hex_array("prevHash", w.prev_hash)?,
             txs: hex_list("txs", &w.txs)?,
-            state_root: hex_array("stateRoot", &w.state_root)?,
-            signature: hex_array("softConfirmationSignature", &w.soft_confirmation_signature)?,
-            pub_key: hex_array("pubKey", &w.pub_key)?,
+            state_root: hex_array("stateRoot", w.state_root)?,
+            signature: hex_array("softConfirmationSignature", w.soft_confirmation_signature)?,
+            pub_key: hex_array("pubKey", w.pub_key)?,
             deposit_data: hex_list("depositData", &w.deposit_data)?,
             l1_fee_rate: w.l1_fee_rate,
             timestamp: w.timestamp,

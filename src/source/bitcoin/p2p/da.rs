@@ -60,7 +60,7 @@ use crate::source::bitcoin::p2p::peer::{PeerError, MAX_HEADERS};
 use crate::source::bitcoin::p2p::peers::{PeerChain, PeerSet};
 use crate::source::bitcoin::scan::BitcoinDaConfig;
 use crate::source::bitcoin::scan::{AnchorCache, ScanPace, SlotScanner};
-use crate::source::{DaAnchor, DaSource, SourceError};
+use crate::source::{DaAnchor, DaSource, EachSlot, SourceError};
 use crate::types::{DaSlot, Hash};
 
 /// Header rounds per look at the chain at most (2,000 headers each): a
@@ -581,12 +581,7 @@ impl DaSource for PeersDa {
     /// Each slot as soon as its block and those before it are checked: the
     /// DA pass stores it while the next ones download (the scanned height
     /// moves block by block).
-    fn slots_each(
-        &mut self,
-        from: u64,
-        to: u64,
-        each: &mut dyn FnMut(DaSlot) -> bool,
-    ) -> Result<(), SourceError> {
+    fn slots_each(&mut self, from: u64, to: u64, each: EachSlot<'_>) -> Result<(), SourceError> {
         self.kept.forget_below(from);
         let wanted = self.hashes(from, to)?;
         let final_height = self.final_height();
