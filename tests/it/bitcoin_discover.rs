@@ -190,6 +190,23 @@ fn gossiped_bitcoinds_are_found_and_a_restart_with_no_seed_reachable_reconnects_
         || connected(&n),
         |c| *c == from_book,
     );
+    n.stop();
+
+    // A seed that answers, but the book's peers connect first: as Core,
+    // the seeds are not asked once two found peers are connected within
+    // the 11 s a node with a few addresses gives its book.
+    let seed = LyingPeer::gossiping(Lie::None, Snapshot::of(&a), vec![]);
+    let started = std::time::Instant::now();
+    let n = finder(&devnet, std::slice::from_ref(&seed.addr), 8, &data);
+    wait_until_value(
+        Duration::from_secs(60),
+        "the bitcoinds reconnected from the book again",
+        || connected(&n),
+        |c| *c == from_book,
+    );
+    std::thread::sleep(Duration::from_secs(14).saturating_sub(started.elapsed()));
+    assert_eq!(connected(&n), from_book);
+    assert_eq!(seed.asked("version"), 0, "the seed was connected to");
 }
 
 #[test]

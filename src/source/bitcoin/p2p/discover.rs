@@ -45,12 +45,13 @@ impl Discovery {
         }
     }
 
-    /// Takes what the DNS seeds answered since the last call.
-    pub fn poll_seeds(&mut self) {
+    /// Takes what the DNS seeds answered since the last call; `connected`:
+    /// the found peers connected now ([`seeds::seeds_wait`]).
+    pub fn poll_seeds(&mut self, connected: usize) {
         let Some(lookup) = &mut self.seeds else {
             return;
         };
-        let got = lookup.poll();
+        let got = lookup.poll(connected);
         let pending = lookup.pending();
         let new = got
             .into_iter()

@@ -133,7 +133,8 @@ impl PeerSet {
         let Some(d) = &mut self.discovery else {
             return;
         };
-        d.poll_seeds();
+        let found = self.slots.iter().filter(|s| !s.manual && s.conn.is_some());
+        d.poll_seeds(found.count());
         for s in &mut self.slots {
             if let Some(peer) = &mut s.conn {
                 d.learn(&s.addr, peer.take_learned());

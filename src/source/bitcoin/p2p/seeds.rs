@@ -9,7 +9,7 @@
 //! IPv4 (/16) and IPv6 (/32).
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
-use std::sync::mpsc::{channel, Receiver, TryRecvError};
+use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
 use std::time::{Duration, Instant};
 
 use crate::headers::BitcoinNetwork;
@@ -110,6 +110,27 @@ pub fn resolve(seed: &str, port: u16) -> std::io::Result<Vec<SocketAddr>> {
     Ok(with_port.to_socket_addrs()?.collect())
 }
 
+/// How long a node whose address book holds addresses tries them before
+/// it asks the DNS seeds, as Core's `ThreadDNSAddressSeed` does
+/// (`src/net.cpp`): not at all with an empty book, 11 s with a few
+/// addresses, 5 minutes with 1,000 or more; looking every 11 s meanwhile,
+/// and not asking at all once [`ENOUGH_PEERS`] are connected.
+pub fn seeds_wait(in_book: usize) -> Duration {
+    match in_book {
+        0 => Duration::ZERO,
+        1..=999 => SEEDS_LOOK_EVERY,
+        _ => Duration::from_secs(5 * 60),
+    }
+}
+
+/// How often a node waiting to ask the seeds looks whether it still needs
+/// to (Core's `DNSSEEDS_DELAY_FEW_PEERS`).
+const SEEDS_LOOK_EVERY: Duration = Duration::from_secs(11);
+
+/// Found peers connected that make asking the DNS seeds needless (Core's
+/// `SEED_OUTBOUND_CONNECTION_THRESHOLD`).
+pub const ENOUGH_PEERS: usize = 2;
+
 /// The DNS seeds being asked (one thread each, as `getaddrinfo` blocks),
 /// and the fixed seeds once none answered in time.
 pub struct SeedLookup {
@@ -118,15 +139,48 @@ pub struct SeedLookup {
     any_answered: bool,
     fixed: &'static [&'static str],
     fixed_at: Instant,
+    /// The seeds, the port, when they are asked and when next looked at,
+    /// while [`seeds_wait`] runs.
+    waiting: Option<(Vec<String>, u16, Instant, Instant)>,
+    sender: Sender<(String, std::io::Result<Vec<SocketAddr>>)>,
 }
 
 impl SeedLookup {
-    /// Starts asking `seeds`, their addresses on `port`.
-    pub fn start(seeds: &[String], port: u16, fixed: &'static [&'static str]) -> SeedLookup {
-        let (tx, answers) = channel();
-        let mut pending = 0;
+    /// Asks `seeds`, their addresses on `port`, after `wait` ([`seeds_wait`]).
+    pub fn start(
+        seeds: &[String],
+        port: u16,
+        fixed: &'static [&'static str],
+        wait: Duration,
+    ) -> SeedLookup {
+        let (sender, answers) = channel();
+        let now = Instant::now();
+        let mut lookup = SeedLookup {
+            answers,
+            pending: 0,
+            any_answered: false,
+            fixed,
+            fixed_at: now + wait + FIXED_SEEDS_AFTER,
+            waiting: None,
+            sender,
+        };
+        match wait.is_zero() {
+            true => lookup.ask(seeds, port),
+            false => {
+                log::info!(
+                    "bitcoin: trying the address book's peers for {}s before asking the DNS seeds",
+                    wait.as_secs()
+                );
+                let look = now + wait.min(SEEDS_LOOK_EVERY);
+                lookup.waiting = Some((seeds.to_vec(), port, now + wait, look));
+            }
+        }
+        lookup
+    }
+
+    fn ask(&mut self, seeds: &[String], port: u16) {
         for seed in seeds {
-            let (tx, name) = (tx.clone(), seed.clone());
+            let (tx, name) = (self.sender.clone(), seed.clone());
             let spawned = std::thread::Builder::new()
                 .name("dns-seed".into())
                 .spawn(move || {
@@ -134,22 +188,41 @@ impl SeedLookup {
                     let _ = tx.send((name, got));
                 });
             match spawned {
-                Ok(_) => pending += 1,
+                Ok(_) => self.pending += 1,
                 Err(e) => log::warn!("bitcoin: DNS seed {seed} not asked: {e}"),
             }
         }
-        SeedLookup {
-            answers,
-            pending,
-            any_answered: false,
-            fixed,
-            fixed_at: Instant::now() + FIXED_SEEDS_AFTER,
+    }
+
+    /// While the lookup waits ([`seeds_wait`]): with `connected` found
+    /// peers connected at a look, whether the seeds are still needed;
+    /// asks them once the wait is over.
+    fn look(&mut self, now: Instant, connected: usize) {
+        let Some((seeds, port, ask_at, look_at)) = self.waiting.take() else {
+            return;
+        };
+        if now < look_at {
+            self.waiting = Some((seeds, port, ask_at, look_at));
+        } else if connected >= ENOUGH_PEERS {
+            log::info!("bitcoin: {connected} peers from the address book connected: the DNS seeds are not asked");
+            self.fixed = &[];
+        } else if now >= ask_at {
+            self.ask(&seeds, port);
+        } else {
+            let look_at = (look_at + SEEDS_LOOK_EVERY).min(ask_at);
+            self.waiting = Some((seeds, port, ask_at, look_at));
         }
     }
 
     /// The addresses answered since the last call (not waiting), and the
-    /// fixed seeds once, when no seed answered with an address in time.
-    pub fn poll(&mut self) -> Vec<(SocketAddr, bool)> {
+    /// fixed seeds once, when no seed answered with an address in time;
+    /// `connected`: the found peers connected now.
+    pub fn poll(&mut self, connected: usize) -> Vec<(SocketAddr, bool)> {
+        self.poll_at(Instant::now(), connected)
+    }
+
+    fn poll_at(&mut self, now: Instant, connected: usize) -> Vec<(SocketAddr, bool)> {
+        self.look(now, connected);
         let mut out = Vec::new();
         loop {
             match self.answers.try_recv() {
@@ -169,7 +242,7 @@ impl SeedLookup {
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
             }
         }
-        if !self.any_answered && !self.fixed.is_empty() && Instant::now() >= self.fixed_at {
+        if !self.any_answered && !self.fixed.is_empty() && now >= self.fixed_at {
             log::info!(
                 "bitcoin: no DNS seed answered within {}s: trying Bitcoin Core's {} fixed seeds",
                 FIXED_SEEDS_AFTER.as_secs(),
@@ -191,9 +264,9 @@ impl SeedLookup {
         !self.any_answered && !self.fixed.is_empty()
     }
 
-    /// Whether some seed is still being asked.
+    /// Whether some seed is still being asked, or waits to be.
     pub fn pending(&self) -> bool {
-        self.pending > 0
+        self.pending > 0 || self.waiting.is_some()
     }
 }
 
@@ -276,6 +349,35 @@ mod tests {
             .unwrap()
             .contains(&sa("127.0.0.1:7")));
         assert!(resolve("::1", 8333).unwrap().contains(&sa("[::1]:8333")));
+    }
+
+    #[test]
+    fn a_book_with_addresses_waits_for_them_and_skips_the_seeds_once_enough_connected() {
+        assert_eq!(seeds_wait(0), Duration::ZERO);
+        assert_eq!(seeds_wait(999), Duration::from_secs(11));
+        assert_eq!(seeds_wait(1000), Duration::from_secs(300));
+        let seeds = vec!["127.0.0.1:18444".to_string()];
+        let fixed: &[&str] = &["1.2.3.4:8333"];
+        let t0 = Instant::now();
+        // Not asked while the wait runs, however few are connected.
+        let mut l = SeedLookup::start(&seeds, 1, fixed, seeds_wait(999));
+        assert!(l.poll_at(t0 + Duration::from_secs(10), 0).is_empty());
+        assert!(l.pending() && l.pending == 0);
+        // Enough at a look: never asked, and no fixed seeds later.
+        assert!(l.poll_at(t0 + Duration::from_secs(12), 2).is_empty());
+        assert!(!l.pending() && !l.fixed_left());
+        assert!(l.poll_at(t0 + Duration::from_secs(600), 0).is_empty());
+        // Too few at every look: asked once the wait is over.
+        let mut l = SeedLookup::start(&seeds, 1, fixed, seeds_wait(1000));
+        for s in [11, 22, 299] {
+            assert!(l.poll_at(t0 + Duration::from_secs(s), 1).is_empty());
+            assert_eq!(l.pending, 0, "not asked at {s}s");
+        }
+        l.poll_at(t0 + Duration::from_secs(301), 1);
+        assert_eq!(l.pending, 1, "asked after 5 minutes");
+        // An empty book asks at once.
+        let l = SeedLookup::start(&seeds, 1, fixed, seeds_wait(0));
+        assert!(l.pending == 1 && l.waiting.is_none());
     }
 
     #[test]

@@ -44,6 +44,7 @@ impl PeersDa {
                 &b.dns_seeds,
                 seeds::default_port(b.chain),
                 seeds::fixed_seeds(b.chain),
+                seeds::seeds_wait(in_book),
             )
         });
         let slots = if b.discover { b.max_peers } else { 0 };
