@@ -57,7 +57,7 @@ use crate::source::bitcoin::inscription::Namespace;
 use crate::source::bitcoin::p2p::bitcoind::RpcSide;
 use crate::source::bitcoin::p2p::kept::KeptBlocks;
 use crate::source::bitcoin::p2p::peer::{PeerError, MAX_HEADERS};
-use crate::source::bitcoin::p2p::peers::{PeerChain, PeerSet};
+use crate::source::bitcoin::p2p::peers::{PeerChain, PeerSet, OLD_CHAIN_AFTER};
 use crate::source::bitcoin::scan::BitcoinDaConfig;
 use crate::source::bitcoin::scan::{AnchorCache, ScanPace, SlotScanner};
 use crate::source::{DaAnchor, DaSource, EachSlot, SourceError};
@@ -229,6 +229,20 @@ impl PeersDa {
                     self.peers.rotate_out(i, why);
                     continue;
                 }
+            }
+            let height = match self.peers.chain(i) {
+                PeerChain::On(height, _) => height,
+                _ => tip.height,
+            };
+            if self.peers.old_chain(i, height, tip.height) {
+                let why = format!(
+                    "bitcoin peer {addr}: its chain (height {height}) stayed below the best \
+                     chain's tip for {} minutes, as Bitcoin Core allows an outbound peer",
+                    OLD_CHAIN_AFTER.as_secs() / 60
+                );
+                info!("{why}: rotated out for another from the address book");
+                self.peers.rotate_out(i, &why);
+                continue;
             }
             match (&behind, self.peers.chain(i)) {
                 (Some(why), PeerChain::Branch(_)) if !was_behind => info!("{why}"),

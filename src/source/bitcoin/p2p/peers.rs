@@ -65,10 +65,38 @@ struct Slot {
     conn: Option<Peer>,
     /// What its headers showed (reset when it disconnects).
     chain: PeerChain,
+    /// Since it was seen below the best chain's tip: when its chain counts
+    /// as old, and that tip's height ([`old_chain`]).
+    behind: Option<(Instant, u64)>,
     /// Failures in a row (the back-off's exponent).
     failures: u32,
     /// Not tried again before this.
     retry_at: Instant,
+}
+
+/// How long a found peer may stay below the best chain's tip before its
+/// chain counts as old: Core's `CHAIN_SYNC_TIMEOUT` (20 min) and the
+/// `HEADERS_RESPONSE_TIME` (2 min) it then gives a last `getheaders`.
+pub const OLD_CHAIN_AFTER: Duration = Duration::from_secs(22 * 60);
+
+/// Core's chain-sync timeout (`ConsiderEviction`, `src/net_processing.cpp`)
+/// for an outbound peer whose chain ends at `height` on the best chain,
+/// with the tip at `tip`; `behind` is its state. The first time it is seen
+/// below the tip (or when it has reached the tip it was measured against,
+/// but not the new one), it gets [`OLD_CHAIN_AFTER`] to reach this tip;
+/// true once that passed and it has not: rotated out for another peer.
+fn old_chain(behind: &mut Option<(Instant, u64)>, height: u64, tip: u64, now: Instant) -> bool {
+    match *behind {
+        _ if height >= tip => {
+            *behind = None;
+            false
+        }
+        Some((deadline, target)) if height < target => now > deadline,
+        _ => {
+            *behind = Some((now + OLD_CHAIN_AFTER, tip));
+            false
+        }
+    }
 }
 
 /// The peers (module docs).
@@ -93,6 +121,7 @@ impl PeerSet {
                     sock: None,
                     conn: None,
                     chain: PeerChain::Unknown,
+                    behind: None,
                     failures: 0,
                     retry_at: now,
                 })
@@ -114,6 +143,7 @@ impl PeerSet {
             sock: None,
             conn: None,
             chain: PeerChain::Unknown,
+            behind: None,
             failures: 0,
             retry_at: Instant::now(),
         }));
@@ -329,6 +359,15 @@ impl PeerSet {
         }
     }
 
+    /// Whether found peer `index`, whose chain ends at `height` on the best
+    /// chain, has an old chain ([`old_chain`]) now that the tip is at `tip`.
+    pub fn old_chain(&mut self, index: usize, height: u64, tip: u64) -> bool {
+        match self.slots.get_mut(index) {
+            Some(s) if !s.manual => old_chain(&mut s.behind, height, tip, Instant::now()),
+            _ => false,
+        }
+    }
+
     /// Peer `index`'s connection, if it is connected.
     pub fn peer(&mut self, index: usize) -> Option<&mut Peer> {
         self.slots.get_mut(index).and_then(|s| s.conn.as_mut())
@@ -347,6 +386,7 @@ impl PeerSet {
         let slot = &mut self.slots[index];
         let was_connected = slot.conn.take().is_some();
         slot.chain = PeerChain::Unknown;
+        slot.behind = None;
         let backoff = Duration::from_secs(1u64 << slot.failures.min(6)).min(MAX_BACKOFF);
         slot.failures = slot.failures.saturating_add(1);
         slot.retry_at = Instant::now() + backoff;
@@ -548,5 +588,33 @@ impl PeerSet {
                 detail
             },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_peer_below_the_tip_has_22_minutes_to_reach_it_and_a_new_tip_restarts_the_clock() {
+        let t0 = Instant::now();
+        let min = |m: u64| t0 + Duration::from_secs(m * 60);
+        let mut behind = None;
+        // First seen 5 below the tip at 100: not old, however long before 22 min.
+        assert!(!old_chain(&mut behind, 95, 100, t0));
+        assert!(!old_chain(&mut behind, 99, 101, min(21)));
+        assert!(old_chain(&mut behind, 99, 101, min(23)), "still below 100");
+        // It reached the tip it was measured against: a new clock, for 101.
+        let mut behind = None;
+        assert!(!old_chain(&mut behind, 95, 100, t0));
+        assert!(!old_chain(&mut behind, 100, 101, min(21)));
+        assert!(!old_chain(&mut behind, 100, 101, min(30)));
+        assert!(old_chain(&mut behind, 100, 102, min(44)));
+        // On the tip: the clock is gone.
+        let mut behind = None;
+        assert!(!old_chain(&mut behind, 95, 100, t0));
+        assert!(!old_chain(&mut behind, 100, 100, min(10)));
+        assert_eq!(behind, None);
+        assert!(!old_chain(&mut behind, 99, 101, min(30)));
     }
 }
