@@ -18,6 +18,9 @@ use crate::stop::Stop;
 use crate::sync::devnet::DevnetControl;
 use crate::sync::{SyncConfig, Syncer};
 
+/// Blocks a devnet's write transaction holds.
+const DEVNET_COMMIT_BLOCKS: u64 = 200;
+
 /// Opens the devnet, runs its prefill, starts the sync thread; returns it
 /// and the devnet's controls.
 pub(super) fn start(
@@ -30,8 +33,12 @@ pub(super) fn start(
     let forks = config.forks();
     let devnet = Devnet::open(dev.clone(), forks, ledger.clone())?;
     let sync_config = SyncConfig {
-        // A write transaction's worth (see `SyncConfig::commit_blocks`).
-        chunk: SyncConfig::default().commit_blocks,
+        // A write transaction's worth: half a follower's, as LMDB keeps
+        // the dirty pages of the largest one for the life of the process
+        // (see `SyncConfig::commit_blocks`) and a devnet's blocks come
+        // faster than any commit (docs/PERFORMANCE.md, memory).
+        chunk: DEVNET_COMMIT_BLOCKS,
+        commit_blocks: DEVNET_COMMIT_BLOCKS,
         // While it prefills nothing is served yet: both cores verify (the
         // fetch thread signs meanwhile); then one (see
         // `SyncConfig::verify_threads`).
