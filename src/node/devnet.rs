@@ -33,7 +33,7 @@ pub(super) fn start(
     let forks = config.forks();
     let devnet = Devnet::open(dev.clone(), forks, ledger.clone())?;
     let sync_config = SyncConfig {
-        // A write transaction's worth: half a follower's, as LMDB keeps
+        // A write transaction's worth: fewer than a follower's, as LMDB keeps
         // the dirty pages of the largest one for the life of the process
         // (see `SyncConfig::commit_blocks`) and a devnet's blocks come
         // faster than any commit (docs/PERFORMANCE.md, memory).
