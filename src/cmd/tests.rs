@@ -288,61 +288,55 @@ fn the_command_lines_upstreams_replace_the_config_files() {
 
 #[test]
 fn config_file_errors_name_the_file_line_and_key() {
-    let e = run_with_file("bind = \"127.0.0.1:0\"\nmax-range = \"many\"\n", &[]).unwrap_err();
-    assert!(e.0.contains("ledgerd.toml line 2, key max-range:"), "{e}");
-    assert!(
-        e.0.contains("--max-range takes a non-negative whole number"),
-        "{e}"
-    );
-    let e = run_with_file("\n\nfrobnicate = 1\n", &[]).unwrap_err();
-    assert!(e.0.contains("line 3, key frobnicate: unknown key;"), "{e}");
-    // A slip gets the nearest key.
-    let e = run_with_file("bnd = \"127.0.0.1:0\"\n", &[]).unwrap_err();
-    assert!(
-        e.0.contains("line 1, key bnd: unknown key (did you mean bind?)"),
-        "{e}"
-    );
-    let e = run_with_file("[ledger]\ndata_dir = \"d\"\n", &[]).unwrap_err();
-    assert!(
-        e.0.contains("line 2, key data_dir: unknown key (did you mean data-dir?)"),
-        "{e}"
-    );
-    // A key given twice, in one table or at the top and under its section.
-    let e = run_with_file("dev = true\ndev = false\n", &[]).unwrap_err();
-    assert!(
-        e.0.contains("line 2, column 1: not TOML: duplicate key"),
-        "{e}"
-    );
-    let e = run_with_file("dev = true\n[chain-source]\ndev = false\n", &[]).unwrap_err();
-    assert!(
-        e.0.contains("line 3, key dev: given twice (first on line 1)"),
-        "{e}"
-    );
-    let e = run_with_file(
-        "[server]\nbind = \"127.0.0.1:0\"\n\n[devnet]\nwire = \"citrea\"\n",
-        &[],
-    )
-    .unwrap_err();
-    assert!(
-        e.0.contains("line 5, key wire: is not a setting of [devnet]; write it under [server]"),
-        "{e}"
-    );
-    let e = run_with_file("[server]\nmax-range 5\n", &[]).unwrap_err();
-    assert!(
-        e.0.contains("ledgerd.toml line 2, column 11: not TOML"),
-        "{e}"
-    );
-    let e = run_with_file("dev = \"yes\"\n", &[]).unwrap_err();
-    assert!(
-        e.0.contains("key dev: is a switch: write true or false, not \"yes\""),
-        "{e}"
-    );
-    let e = run_with_file("bind = [\"a\", \"b\"]\n", &[]).unwrap_err();
-    assert!(e.0.contains("key bind: takes one value, not a list"), "{e}");
-    let e = run_with_file("config = \"x\"\n", &[]).unwrap_err();
-    assert!(e.0.contains("key config: not a setting"), "{e}");
-    let e = run_with_file("dev-seed = 4\n", &[]).unwrap_err();
-    assert!(e.0.contains("--dev-seed only applies with --dev"), "{e}");
+    for (text, says) in [
+        (
+            "bind = \"127.0.0.1:0\"\nmax-range = \"many\"\n",
+            "ledgerd.toml line 2, key max-range: --max-range takes a non-negative whole number",
+        ),
+        (
+            "\n\nfrobnicate = 1\n",
+            "line 3, key frobnicate: unknown key;",
+        ),
+        // A slip gets the nearest key.
+        (
+            "bnd = \"127.0.0.1:0\"\n",
+            "line 1, key bnd: unknown key (did you mean bind?)",
+        ),
+        (
+            "[ledger]\ndata_dir = \"d\"\n",
+            "line 2, key data_dir: unknown key (did you mean data-dir?)",
+        ),
+        // A key given twice, in one table or at the top and under its section.
+        (
+            "dev = true\ndev = false\n",
+            "line 2, column 1: not TOML: duplicate key",
+        ),
+        (
+            "dev = true\n[chain-source]\ndev = false\n",
+            "line 3, key dev: given twice (first on line 1)",
+        ),
+        (
+            "[server]\nbind = \"127.0.0.1:0\"\n\n[devnet]\nwire = \"citrea\"\n",
+            "line 5, key wire: is not a setting of [devnet]; write it under [server]",
+        ),
+        (
+            "[server]\nmax-range 5\n",
+            "ledgerd.toml line 2, column 11: not TOML",
+        ),
+        (
+            "dev = \"yes\"\n",
+            "key dev: is a switch: write true or false, not \"yes\"",
+        ),
+        (
+            "bind = [\"a\", \"b\"]\n",
+            "key bind: takes one value, not a list",
+        ),
+        ("config = \"x\"\n", "key config: not a setting"),
+        ("dev-seed = 4\n", "--dev-seed only applies with --dev"),
+    ] {
+        let e = run_with_file(text, &[]).unwrap_err();
+        assert!(e.0.contains(says), "{text:?}: {e}");
+    }
     let e = parse(["--config".to_string(), "/nonexistent/ledgerd.toml".into()]).unwrap_err();
     assert!(
         e.0.contains("config file /nonexistent/ledgerd.toml cannot be read"),
