@@ -81,6 +81,16 @@ pub fn is_http_url(url: &str) -> bool {
 /// The values a switch takes in the environment or a config file.
 pub const SWITCH_VALUES: &str = "true, false, 1, 0, yes, no, on or off";
 
+/// Whether `arg` is a switch: `--flag` alone, or one that also takes
+/// `--flag=false` (its default depends on other settings, as
+/// `--bitcoin-discover`'s on the network); `true`/`false` in a file.
+pub fn is_switch(arg: &clap::Arg) -> bool {
+    matches!(arg.get_action(), clap::ArgAction::SetTrue)
+        || arg
+            .get_num_args()
+            .is_some_and(|n| n.min_values() == 0 && n.max_values() == 1)
+}
+
 /// A switch's value in the environment or a config file: true, false, 1, 0,
 /// yes, no, on, off (any case); the error lists them.
 pub fn switch() -> fn(&str) -> Result<bool, String> {

@@ -1163,6 +1163,35 @@ fn bitcoin_peer_is_repeatable_needs_no_credentials_and_takes_host_and_port() {
 }
 
 #[test]
+fn bitcoin_discover_follows_the_network_unless_given_either_way_on_the_command_line() {
+    let discover = |extra: &[&str]| {
+        let mut args = vec!["--upstream=http://u:1", "--bitcoin-peer=127.0.0.1:18444"];
+        args.extend_from_slice(extra);
+        run(&args).map(|c| c.source.bitcoin().unwrap().discover)
+    };
+    assert!(discover(&["--network=testnet"]).unwrap());
+    assert!(!discover(&[]).unwrap(), "regtest's default");
+    for (given, want) in [
+        ("--bitcoin-discover", true),
+        ("--bitcoin-discover=true", true),
+        ("--bitcoin-discover=false", false),
+        ("--bitcoin-discover=off", false),
+    ] {
+        assert_eq!(
+            discover(&["--network=testnet", given]).unwrap(),
+            want,
+            "{given}"
+        );
+        assert_eq!(discover(&[given]).unwrap(), want, "{given} on regtest");
+    }
+    // `=` is needed: the next word is never taken as its value.
+    let e = discover(&["--bitcoin-discover", "false"]).unwrap_err();
+    assert!(e.0.contains("'false'"), "{e}");
+    let e = discover(&["--bitcoin-discover=maybe"]).unwrap_err();
+    assert!(e.0.contains("is a switch"), "{e}");
+}
+
+#[test]
 fn log_format_is_text_unless_json_is_asked_for() {
     assert_eq!(run(&[]).unwrap().log_format, LogFormat::Text);
     assert_eq!(

@@ -343,7 +343,7 @@ impl FileConfig {
                     &format!("is not a setting of [{s}]; write it under [{section}] or at the top"),
                 ));
             }
-            let switch = matches!(arg.get_action(), clap::ArgAction::SetTrue);
+            let switch = crate::flags::is_switch(arg);
             let list = matches!(arg.get_action(), clap::ArgAction::Append);
             match e.shape {
                 Shape::One if switch => {

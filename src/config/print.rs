@@ -75,8 +75,12 @@ fn line(arg: &clap::Arg, matches: &clap::ArgMatches, file: Option<&FileConfig>) 
         };
     }
     let value = |v: &String| {
-        if matches!(arg.get_action(), clap::ArgAction::SetTrue) {
-            matches.get_flag(id).to_string()
+        if crate::flags::is_switch(arg) {
+            matches
+                .get_one::<bool>(id)
+                .copied()
+                .unwrap_or(false)
+                .to_string()
         } else if !v.is_empty() && v.len() < 19 && v.bytes().all(|b| b.is_ascii_digit()) {
             v.clone()
         } else {
