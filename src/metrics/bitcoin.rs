@@ -28,6 +28,12 @@ pub(super) fn write(out: &mut Vec<u8>, bitcoin: &BitcoinProgress) -> std::io::Re
             "Proofs signed by the prover DA key found on Bitcoin since start",
             bitcoin.proofs_found.load(Relaxed),
         )?;
+        counter(
+            out,
+            "ledgerd_bitcoin_blocks_fetched_total",
+            "Bitcoin blocks fetched (from bitcoind or the peers) that passed their checks, since start",
+            bitcoin.blocks_fetched.load(Relaxed),
+        )?;
         by_label(
             out,
             "ledgerd_bitcoin_reveals_refused_total",

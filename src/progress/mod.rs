@@ -118,6 +118,9 @@ pub struct BitcoinProgress {
     /// Sequencer commitments and proofs taken from Bitcoin since start.
     pub commitments_found: AtomicU64,
     pub proofs_found: AtomicU64,
+    /// Blocks fetched and checked against their headers since start, from
+    /// bitcoind's RPC and the peers alike (each block once, when all is well).
+    pub blocks_fetched: AtomicU64,
     /// The P2P source's peers (`--bitcoin-peer`; empty without it).
     pub peers: bitcoin_peers::PeersStatus,
     /// bitcoind's RPC read beside the peers (both flags; unset otherwise).

@@ -259,6 +259,13 @@ fn a_follower_reading_bitcoin_ends_with_the_devnets_answers_and_statuses_from_th
         m.contains("ledgerd_bitcoin_commitments_found_total 4"),
         "{m}"
     );
+    // Each block read once: those the L2 blocks name were read for their
+    // check and kept for the scan, not read again.
+    assert_eq!(
+        follower.metric("ledgerd_bitcoin_blocks_fetched_total", &[]),
+        tip - first + 1,
+        "{m}"
+    );
 
     // Signed by the regtest sequencer, on chain, but over a root that is not
     // the stored chain's: skipped, counted, never a status.

@@ -7,6 +7,8 @@
 //! - [`args`], [`config`]: the `--bitcoin-*` flags and what they resolve to.
 //! - [`block`]: a raw block decoded and checked (hash, proof of work, Merkle root, witness
 //!   commitment), with Citrea's `daSlotHash` and `daSlotTxsCommitment`.
+//! - [`kept`]: checked blocks kept between the L2 anchor check and the DA scan, so each block
+//!   is fetched once.
 //!
 //! A Citrea node publishes each commitment or proof as a commit/reveal transaction pair; the reveal
 //! spends a taproot output by its script path, and that script carries the data inside an
@@ -34,6 +36,7 @@ pub mod block;
 pub mod body;
 pub mod config;
 pub mod inscription;
+pub mod kept;
 pub mod keys;
 pub mod p2p;
 pub mod reveal;

@@ -266,6 +266,10 @@ impl RpcSide {
         self.status()
             .blocks_fetched
             .fetch_add(out.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        self.progress
+            .bitcoin
+            .blocks_fetched
+            .fetch_add(out.len() as u64, std::sync::atomic::Ordering::Relaxed);
         self.succeeded();
         Some(out)
     }

@@ -30,7 +30,6 @@ pub mod book;
 pub mod da;
 pub mod discover;
 pub mod download;
-mod kept;
 pub mod message;
 pub mod peer;
 pub mod peers;

@@ -547,6 +547,10 @@ impl PeerSet {
                 self.slots[i].conn = Some(peer);
                 if fetched > 0 {
                     self.progress.bitcoin.peers.fetched(i, fetched);
+                    self.progress
+                        .bitcoin
+                        .blocks_fetched
+                        .fetch_add(fetched, Relaxed);
                 }
                 match err {
                     Some(e) => self.fail(i, &e),

@@ -41,6 +41,7 @@ use crate::headers::HeaderTree;
 use crate::progress::{BitcoinProgress, Progress};
 use crate::source::bitcoin::block::DaBlock;
 use crate::source::bitcoin::inscription::Namespace;
+use crate::source::bitcoin::kept::KeptBlocks;
 use crate::source::bitcoin::rpc::client::{BitcoinRpc, RpcError};
 use crate::source::bitcoin::rpc::headers::{self, other_network, HeaderSyncError};
 use crate::source::bitcoin::rpc::reader::{BlockReader, ReadError, ReaderOptions};
@@ -56,6 +57,8 @@ pub struct BitcoinDa {
     progress: Arc<Progress>,
     /// Final blocks' anchors by height.
     anchors: AnchorCache,
+    /// Blocks read for the anchor check, kept for the scan.
+    kept: KeptBlocks,
     /// The last `getblockcount` answer.
     tip: u64,
     /// The scan's pace ([`MAX_SCAN_RATE`]).
@@ -111,6 +114,7 @@ impl BitcoinDa {
             },
             progress,
             anchors: AnchorCache::default(),
+            kept: KeptBlocks::default(),
             tip: 0,
             pace: ScanPace::new(),
         }
@@ -237,20 +241,24 @@ impl BitcoinDa {
         tip.saturating_sub(self.config.finality_depth - 1)
     }
 
-    fn reader(&self, filtered: bool) -> BlockReader<'_> {
-        BlockReader::new(
-            &self.rpc,
-            ReaderOptions {
-                batch: self.config.batch,
-                in_flight: self.config.in_flight,
-                wtxid_prefixes: filtered.then(|| {
-                    vec![
-                        Namespace::BatchProof.prefix().to_vec(),
-                        Namespace::LightClient.prefix().to_vec(),
-                    ]
-                }),
-            },
-        )
+    /// The blocks of `hashes`, from height `from` on, each checked against
+    /// its header, keeping only the transactions Citrea's could be.
+    fn read(&self, from: u64, hashes: &[bitcoin::BlockHash]) -> Result<Vec<DaBlock>, SourceError> {
+        let options = ReaderOptions {
+            batch: self.config.batch,
+            in_flight: self.config.in_flight,
+            wtxid_prefixes: Some(vec![
+                Namespace::BatchProof.prefix().to_vec(),
+                Namespace::LightClient.prefix().to_vec(),
+            ]),
+        };
+        let blocks = BlockReader::new(&self.rpc, options)
+            .read_hashes(from, hashes)
+            .map_err(|e| self.read_error(e))?;
+        self.status()
+            .blocks_fetched
+            .fetch_add(blocks.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(blocks)
     }
 
     /// `getblockcount`, noting whether bitcoind answered.
@@ -325,10 +333,23 @@ impl DaSource for BitcoinDa {
 
     fn slots(&mut self, from: u64, to: u64) -> Result<Vec<DaSlot>, SourceError> {
         let hashes = self.chain_hashes(from, to)?;
-        let blocks = self
-            .reader(true)
-            .read_hashes(from, &hashes)
-            .map_err(|e| self.read_error(e))?;
+        self.kept.forget_below(from);
+        // The blocks the anchor check read already are taken from there;
+        // the runs between them are read.
+        let mut blocks = Vec::with_capacity(hashes.len());
+        let mut i = 0;
+        while i < hashes.len() {
+            if let Some(block) = self.kept.take(&hashes[i]) {
+                blocks.push(block);
+                i += 1;
+                continue;
+            }
+            let end = (i..hashes.len())
+                .find(|j| self.kept.get(&hashes[*j]).is_some())
+                .unwrap_or(hashes.len());
+            blocks.extend(self.read(from + i as u64, &hashes[i..end])?);
+            i = end;
+        }
         self.status().answered();
         let mut slots = Vec::with_capacity(blocks.len());
         for block in &blocks {
@@ -363,13 +384,10 @@ impl DaSource for BitcoinDa {
             }
             for (from, to) in runs {
                 let hashes = self.chain_hashes(from, to)?;
-                let blocks = self
-                    .reader(false)
-                    .read_hashes(from, &hashes)
-                    .map_err(|e| self.read_error(e))?;
-                for block in &blocks {
-                    self.remember(block);
-                    fresh.insert(block.height, AnchorCache::anchor_of(block));
+                for block in self.read(from, &hashes)? {
+                    self.remember(&block);
+                    fresh.insert(block.height, AnchorCache::anchor_of(&block));
+                    self.kept.keep(&block);
                 }
             }
         }

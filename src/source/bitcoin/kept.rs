@@ -1,5 +1,6 @@
-//! Checked blocks kept between the L2 anchor check and the DA scan of the
-//! P2P source ([`crate::source::bitcoin::p2p::da`]), so each is fetched once.
+//! Checked blocks kept between the L2 anchor check and the DA scan of
+//! either Bitcoin source ([`crate::source::bitcoin::p2p::da`],
+//! [`crate::source::bitcoin::rpc::da`]), so each is fetched once.
 
 use std::collections::HashMap;
 
@@ -10,7 +11,7 @@ use crate::source::bitcoin::block::DaBlock;
 /// Checked blocks fetched but not scanned yet: the L2 anchor check asks for
 /// a block before the DA scan reaches it, and the scan then takes it from
 /// here instead of downloading it again (each block is fetched and checked
-/// once). Only blocks that passed [`check_block`] are kept, by their hash
+/// once). Only blocks checked against their header ([`crate::source::bitcoin::block`]) are kept, by their hash
 /// (a block is its hash once checked), keeping only Citrea's transactions;
 /// at most [`KEPT_BLOCKS`] blocks and [`KEPT_BYTES`] bytes of them, the
 /// lowest heights forgotten first (fetched again if asked).
