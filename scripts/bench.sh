@@ -34,8 +34,8 @@ MID=100000
 SMALL=10000
 PROOF_BYTES=1048576
 PREFILL_PROBE=50000
-BIN=${LEDGERD_BIN:-$ROOT/target/release/ledgerd}
-EX=$ROOT/target/release/examples
+BIN=${LEDGERD_BIN:-${CARGO_TARGET_DIR:-$ROOT/target}/release/ledgerd}
+EX=${CARGO_TARGET_DIR:-$ROOT/target}/release/examples
 mkdir -p "$OUT"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ledgerd-bench.XXXXXX")
 RUNS=$TMP/runs.jsonl

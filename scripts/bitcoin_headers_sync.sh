@@ -32,7 +32,7 @@ port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); 
 RPC_PORT=$(port)
 P2P_PORT=$(port)
 mkdir "$WORK/btc"
-target/release/examples/regtest_chain "$BLOCKS" "$WORK/blocks.dat"
+${CARGO_TARGET_DIR:-target}/release/examples/regtest_chain "$BLOCKS" "$WORK/blocks.dat"
 started=$(date +%s)
 # -checkblockindex=0: regtest checks its whole block index after every block by
 # default, which makes an import quadratic (20,000 blocks took 167 s with it).
@@ -56,4 +56,4 @@ while [ "$(btc getblockcount '[]' | sed -n 's/.*"result":\([0-9]*\).*/\1/p')" !=
 done
 echo "bitcoind imported $BLOCKS regtest blocks in $(( $(date +%s) - started )) s"
 btc getblockcount '[]'; echo
-target/release/examples/headers_sync_probe "$BTC" "$COOKIE" "$WORK/ledgers" "$RUNS" "127.0.0.1:$P2P_PORT"
+${CARGO_TARGET_DIR:-target}/release/examples/headers_sync_probe "$BTC" "$COOKIE" "$WORK/ledgers" "$RUNS" "127.0.0.1:$P2P_PORT"

@@ -44,9 +44,9 @@ read -r -a CHAIN <<<"${CHAIN_ARGS:-}"
 cd "$(dirname "$0")/.."
 
 cargo build --release --quiet --bin ledgerd --example catchup_probe --example delay_proxy
-BIN=${LEDGERD_BIN:-target/release/ledgerd}
-PROBE=target/release/examples/catchup_probe
-PROXY=target/release/examples/delay_proxy
+BIN=${LEDGERD_BIN:-${CARGO_TARGET_DIR:-target}/release/ledgerd}
+PROBE=${CARGO_TARGET_DIR:-target}/release/examples/catchup_probe
+PROXY=${CARGO_TARGET_DIR:-target}/release/examples/delay_proxy
 
 WORK=$(mktemp -d /tmp/ledgerd-catchup.XXXXXX)
 PIDS=()

@@ -22,7 +22,7 @@ RUNS=${2:-5}
 cd "$(dirname "$0")/.."
 
 cargo build --release --quiet --bin ledgerd
-BIN=target/release/ledgerd
+BIN=${CARGO_TARGET_DIR:-target}/release/ledgerd
 
 WORK=$(mktemp -d /tmp/ledgerd-snapshot.XXXXXX)
 PID=""

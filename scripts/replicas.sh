@@ -15,7 +15,7 @@ CONNS=${CONNS:-16}
 THREADS=${THREADS:-2}
 PREFILL=${PREFILL:-5000}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BIN=${BIN:-$ROOT/target/release/ledgerd}
+BIN=${BIN:-${CARGO_TARGET_DIR:-$ROOT/target}/release/ledgerd}
 
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 1; }
 [ -x "$BIN" ] || (cd "$ROOT" && cargo build --release --quiet)

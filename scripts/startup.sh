@@ -22,7 +22,7 @@ RUNS=${RUNS:-21}
 BLOCKS=${BLOCKS:-10000}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BINS=("$@")
-[[ ${#BINS[@]} -gt 0 ]] || BINS=("$ROOT/target/release/ledgerd")
+[[ ${#BINS[@]} -gt 0 ]] || BINS=("${CARGO_TARGET_DIR:-$ROOT/target}/release/ledgerd")
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 

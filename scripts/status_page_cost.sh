@@ -30,7 +30,7 @@ PAIRS=${COST_PAIRS:-5}
 CONNS=${COST_CONNS:-16}
 MINUTES=${COST_MINUTES:-4}
 PREFILL=${COST_PREFILL:-10000}
-BIN=$ROOT/target/release/ledgerd
+BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/ledgerd
 CHROMIUM=/usr/bin/chromium
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ledgerd-page-cost.XXXXXX")
 NODE_PID="" PAGE_PID=""

@@ -15,7 +15,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BIN=${LEDGERD_BIN:-$ROOT/target/release/ledgerd}
+BIN=${LEDGERD_BIN:-${CARGO_TARGET_DIR:-$ROOT/target}/release/ledgerd}
 SECS=${REQ_SECONDS:-60}
 PREFILL=${REQ_PREFILL:-2000}
 CHROMIUM=/usr/bin/chromium

@@ -14,10 +14,10 @@ cd "$(dirname "$0")/.."
 N="${1:-1000000}"
 RUNS="${2:-5}"
 nice -n 5 cargo build --quiet --release --bin ledgerd --example headers_bench
-BIN=target/release/ledgerd
+BIN=${CARGO_TARGET_DIR:-target}/release/ledgerd
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-target/release/examples/headers_bench "$N" "$tmp/regtest.raw"
+${CARGO_TARGET_DIR:-target}/release/examples/headers_bench "$N" "$tmp/regtest.raw"
 xxd -p -c 80 "$tmp/regtest.raw" > "$tmp/regtest.hex"
 pin=""
 if command -v taskset > /dev/null; then pin="taskset -c 0"; fi

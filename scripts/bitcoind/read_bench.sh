@@ -43,4 +43,4 @@ for _ in $(seq 1 600); do
   sleep 0.1
 done
 echo "bitcoind $("$BITCOIND" -version | head -1 | sed 's/.* version //'), pid $pid, rpc port $port; $(nproc) cores"
-target/release/examples/bitcoind_read_bench "http://127.0.0.1:$port" "$dir/regtest/.cookie" "$BLOCKS" "$RUNS"
+${CARGO_TARGET_DIR:-target}/release/examples/bitcoind_read_bench "http://127.0.0.1:$port" "$dir/regtest/.cookie" "$BLOCKS" "$RUNS"
