@@ -31,6 +31,9 @@ pub struct BookEntry {
     pub last_attempt: u64,
     /// Not connected to before this (0: not banned).
     pub banned_until: u64,
+    /// The services it was last said to offer (its gossip or its
+    /// `version`; 0: not known), as Core's address manager keeps them.
+    pub services: u64,
 }
 
 /// Reading the address book (any reader or writer).

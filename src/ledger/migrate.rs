@@ -28,7 +28,7 @@
 
 use lmdb::WriteFlags;
 
-use super::tables::{self, Proofs, Table};
+use super::tables::{self, BitcoinPeers, Proofs, Table};
 use super::{codec, corrupt, get, meta, Ledger, LedgerError};
 
 /// Brings the ledger from layout version `from` to the current one.
@@ -59,11 +59,17 @@ pub(super) fn upgrade(ledger: &Ledger, from: u64) -> Result<(), LedgerError> {
     } else {
         0
     };
+    let peers = if from < tables::BOOK_SERVICES_VERSION {
+        book_services(&mut w)?
+    } else {
+        0
+    };
     w.put_meta(tables::META_FORMAT, &tables::FORMAT_VERSION)?;
     w.commit()?;
     log::info!(
         "upgraded the ledger at {} from layout version {from} to {}: {rewritten} proof entries \
-         rewritten as lists, {entries} frontier entries built",
+         rewritten as lists, {entries} frontier entries built, {peers} address book entries \
+         given services",
         ledger.path().display(),
         tables::FORMAT_VERSION
     );
@@ -75,6 +81,33 @@ pub(super) fn upgrade(ledger: &Ledger, from: u64) -> Result<(), LedgerError> {
 /// proofs; returns how many entries it wrote.
 fn add_frontier_index(w: &mut super::LedgerWriter<'_>) -> Result<u64, LedgerError> {
     w.rebuild_frontier()
+}
+
+/// The step to [`tables::BOOK_SERVICES_VERSION`]: each address book entry
+/// (30 bytes) gets its services, 0 (not known); returns how many.
+fn book_services(w: &mut super::LedgerWriter<'_>) -> Result<u64, LedgerError> {
+    let mut old = Vec::new();
+    super::cursor::walk::<_, BitcoinPeers>(&*w, |k, v| {
+        let addr = codec::decode_peer_addr(k)
+            .ok_or_else(|| super::cursor::bad_key::<BitcoinPeers>(k, 18))?;
+        old.push((addr, v.to_vec()));
+        Ok(())
+    })?;
+    for (addr, mut value) in old.iter().cloned() {
+        if value.len() != 30 {
+            return Err(LedgerError::Corrupt {
+                table: BitcoinPeers::NAME,
+                key: BitcoinPeers::show(&addr),
+                reason: format!(
+                    "an address book entry of layout 7 is 30 bytes, this one {}",
+                    value.len()
+                ),
+            });
+        }
+        value.extend_from_slice(&[0; 8]);
+        w.put::<BitcoinPeers>(&addr, &value, WriteFlags::empty())?;
+    }
+    Ok(old.len() as u64)
 }
 
 /// Rewrites every `proofs` value (a bare proof) as a one-element list;

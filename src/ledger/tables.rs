@@ -488,8 +488,12 @@ pub(crate) const META_DEVNET_SEED: MetaKey<u64> = MetaKey::new("user.devnet_seed
 /// `bitcoin_headers` table (created empty by the upgrade). 5: the
 /// `bitcoin_chunks` table (created empty by the upgrade). 6: the frontier
 /// index `status_heights`. 7: the address book `bitcoin_peers` (created
-/// empty by the upgrade).
-pub(crate) const FORMAT_VERSION: u64 = 7;
+/// empty by the upgrade). 8: an address book entry holds the peer's
+/// services (8 bytes more; the upgrade writes 0, not known).
+pub(crate) const FORMAT_VERSION: u64 = 8;
+
+/// The layout version whose address book entries hold services.
+pub(crate) const BOOK_SERVICES_VERSION: u64 = 8;
 
 /// The layout version that added the frontier index `status_heights`
 /// (`migrate.rs` builds it for older ones).

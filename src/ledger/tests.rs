@@ -1238,6 +1238,7 @@ fn a_version_6_data_dir_gets_an_empty_address_book_and_keeps_its_chain() {
         last_success: 1_700_000_000,
         last_attempt: 1_700_000_100,
         banned_until: 1_700_086_500,
+        services: 0x0809,
     };
     let mut w = ledger.writer().unwrap();
     w.put_bitcoin_peer(&v4, &entry).unwrap();
@@ -1253,4 +1254,40 @@ fn a_version_6_data_dir_gets_an_empty_address_book_and_keeps_its_chain() {
         ledger.reader().unwrap().bitcoin_peers().unwrap(),
         vec![(v6, BookEntry::default())]
     );
+}
+
+#[test]
+fn a_version_7_address_book_gets_unknown_services_and_keeps_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let v4: std::net::SocketAddr = "10.1.2.3:8333".parse().unwrap();
+    let entry = BookEntry {
+        source: 2,
+        ban_reason: 3,
+        failures: 7,
+        last_success: 1_700_000_000,
+        last_attempt: 1_700_000_100,
+        banned_until: 1_700_086_500,
+        services: 0,
+    };
+    {
+        let ledger = open(dir.path());
+        store(&ledger, [1, 2]);
+        // As version 7 left it: 30-byte entries, layout 7.
+        let mut w = ledger.writer().unwrap();
+        let old = codec::encode_book_entry(&entry)[..30].to_vec();
+        w.put::<tables::BitcoinPeers>(&v4, &old, WriteFlags::empty())
+            .unwrap();
+        w.put_meta(tables::META_FORMAT, &7).unwrap();
+        w.commit().unwrap();
+        let e = ledger.reader().unwrap().bitcoin_peers().unwrap_err();
+        assert!(e.to_string().contains("38 bytes, this one 30"), "{e}");
+    }
+    let ledger = open(dir.path());
+    let r = ledger.reader().unwrap();
+    assert_eq!(
+        meta(&r, tables::META_FORMAT).unwrap(),
+        Some(tables::FORMAT_VERSION)
+    );
+    assert_eq!(r.head_height().unwrap(), 2);
+    assert_eq!(r.bitcoin_peers().unwrap(), vec![(v4, entry)]);
 }

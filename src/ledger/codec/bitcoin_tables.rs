@@ -58,23 +58,28 @@ pub fn decode_peer_addr(bytes: &[u8]) -> Option<std::net::SocketAddr> {
     ))
 }
 
-/// An address book entry, 30 bytes: source (1), ban reason (1), failures
+/// An address book entry, 38 bytes: source (1), ban reason (1), failures
 /// (u32 BE), then last success, last attempt and banned-until (Unix
-/// seconds, u64 BE each; 0: never).
-pub fn encode_book_entry(v: &crate::ledger::BookEntry) -> [u8; 30] {
-    let mut out = [0u8; 30];
+/// seconds, u64 BE each; 0: never), then the services (u64 BE; layout 8:
+/// 7's entries were the first 30 bytes, see `migrate.rs`).
+pub fn encode_book_entry(v: &crate::ledger::BookEntry) -> [u8; BOOK_ENTRY_BYTES] {
+    let mut out = [0u8; BOOK_ENTRY_BYTES];
     out[0] = v.source;
     out[1] = v.ban_reason;
     out[2..6].copy_from_slice(&v.failures.to_be_bytes());
     out[6..14].copy_from_slice(&v.last_success.to_be_bytes());
     out[14..22].copy_from_slice(&v.last_attempt.to_be_bytes());
     out[22..30].copy_from_slice(&v.banned_until.to_be_bytes());
+    out[30..38].copy_from_slice(&v.services.to_be_bytes());
     out
 }
 
+/// The length of an address book entry.
+pub const BOOK_ENTRY_BYTES: usize = 38;
+
 /// The inverse of [`encode_book_entry`].
 pub fn decode_book_entry(bytes: &[u8]) -> Result<crate::ledger::BookEntry, DecodeError> {
-    let b: [u8; 30] = bytes
+    let b: [u8; BOOK_ENTRY_BYTES] = bytes
         .try_into()
         .map_err(|_| DecodeError::BookEntryLength(bytes.len()))?;
     let u64_at = |i: usize| {
@@ -89,5 +94,6 @@ pub fn decode_book_entry(bytes: &[u8]) -> Result<crate::ledger::BookEntry, Decod
         last_success: u64_at(6),
         last_attempt: u64_at(14),
         banned_until: u64_at(22),
+        services: u64_at(30),
     })
 }

@@ -111,7 +111,7 @@ pub enum DecodeError {
     Header(bitcoin::consensus::encode::Error),
     /// A `bitcoin_chunks` entry shorter than its 8-byte height.
     ChunkEntryLength(usize),
-    /// A `bitcoin_peers` entry of another length than 30 bytes.
+    /// A `bitcoin_peers` entry of another length than 38 bytes.
     BookEntryLength(usize),
     /// Proof `index` (from 1) of a list of `count` does not decode.
     InList {
@@ -166,7 +166,7 @@ impl fmt::Display for DecodeError {
                 "a chunk entry is {len} bytes, shorter than its 8-byte height"
             ),
             DecodeError::BookEntryLength(len) => {
-                write!(f, "an address book entry is 30 bytes, this one {len}")
+                write!(f, "an address book entry is 38 bytes, this one {len}")
             }
             DecodeError::InList {
                 index,

@@ -1,12 +1,13 @@
 //! The address book: every peer address the P2P source knows (from a
 //! `--bitcoin-peer`, a DNS seed, or a peer's `addr`/`addrv2`), with where
-//! it came from, its last success and attempt, its failures in a row and
-//! its ban, kept in the ledger's `bitcoin_peers` table across restarts.
+//! it came from, its last success and attempt, its failures in a row, its
+//! ban and the services it was last said to offer (which transport it is
+//! spoken to in), kept in the ledger's `bitcoin_peers` table across restarts.
 //!
-//! It holds at most [`MAX_ENTRIES`] addresses: 30 bytes of value and 18 of
-//! key each in the ledger (about 100 bytes with LMDB's node header and page
+//! It holds at most [`MAX_ENTRIES`] addresses: 38 bytes of value and 18 of
+//! key each in the ledger (about 110 bytes with LMDB's node header and page
 //! fill), about 100 bytes each in memory (the map's entry with its hash
-//! slot): at most about 400 KB either way. A new address past the bound
+//! slot): at most about 450 KB either way. A new address past the bound
 //! takes the place of the least useful one (never connected, most
 //! failures, oldest attempt); a banned one stays while its ban runs.
 //!
@@ -23,6 +24,8 @@ use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
+
+use bitcoin::p2p::ServiceFlags;
 
 use crate::ledger::{BitcoinPeerRead, BookEntry, Ledger, LedgerError};
 use crate::progress::bitcoin_peers::{BAN_REASONS, DROP_REASONS};
@@ -115,14 +118,21 @@ impl AddressBook {
     }
 
     /// Adds `addr` (a new address, or a flag's to an address already
-    /// known); whether it was new.
-    pub fn learn(&mut self, addr: SocketAddr, source: Source) -> bool {
+    /// known) with the `services` it was said to offer (`NONE`: not
+    /// said); whether it was new. Gossip about a known address updates
+    /// its services, as Core's address manager does.
+    pub fn learn(&mut self, addr: SocketAddr, source: Source, services: ServiceFlags) -> bool {
         if addr.port() == 0 || addr.ip().is_unspecified() || addr.ip().is_multicast() {
             return false;
         }
+        let services = services.to_u64();
         if let Some(e) = self.entries.get_mut(&addr) {
             if source == Source::Flag && e.source != Source::Flag as u8 {
                 e.source = Source::Flag as u8;
+                self.dirty.insert(addr);
+            }
+            if services != 0 && e.services != services {
+                e.services = services;
                 self.dirty.insert(addr);
             }
             return false;
@@ -147,6 +157,7 @@ impl AddressBook {
             addr,
             BookEntry {
                 source: source as u8,
+                services,
                 ..BookEntry::default()
             },
         );
@@ -167,13 +178,21 @@ impl AddressBook {
         self.update(addr, |e| e.last_attempt = now);
     }
 
-    /// `addr` connected (or delivered something checked).
-    pub fn success(&mut self, addr: &SocketAddr) {
+    /// `addr` connected, offering `services` in its `version`.
+    pub fn success(&mut self, addr: &SocketAddr, services: ServiceFlags) {
         let now = unix_now();
         self.update(addr, |e| {
             e.last_success = now;
             e.failures = 0;
+            e.services = services.to_u64();
         });
+    }
+
+    /// The services `addr` was last said to offer (`NONE`: not known).
+    pub fn services(&self, addr: &SocketAddr) -> ServiceFlags {
+        self.entries
+            .get(addr)
+            .map_or(ServiceFlags::NONE, |e| ServiceFlags::from(e.services))
     }
 
     /// `addr` failed for `reason` (a [`DROP_REASONS`] label): one more
@@ -274,11 +293,15 @@ mod tests {
         let ledger = Arc::new(Ledger::open(dir.path(), &Default::default()).unwrap());
         let mut book = AddressBook::load(Some(ledger.clone())).unwrap();
         let (liar, slow, good) = (sa("127.0.0.1:1"), sa("127.0.0.1:2"), sa("127.0.0.1:3"));
+        let none = ServiceFlags::NONE;
+        let v2 = ServiceFlags::WITNESS | ServiceFlags::P2P_V2;
         for a in [liar, slow, good] {
-            assert!(book.learn(a, Source::Addr));
+            assert!(book.learn(a, Source::Addr, none));
         }
-        assert!(!book.learn(good, Source::Dns), "known already");
-        book.success(&good);
+        assert!(!book.learn(good, Source::Dns, v2), "known already");
+        assert_eq!(book.services(&good), v2, "gossip updates the services");
+        assert!(!book.learn(slow, Source::Addr, v2));
+        book.success(&good, ServiceFlags::WITNESS);
         assert!(book.failed(&liar, "bad_header"));
         assert!(!book.failed(&slow, "stalled"));
         assert_eq!(book.candidates(&HashSet::new()), vec![good]);
@@ -290,20 +313,28 @@ mod tests {
         assert_eq!(book.banned(), 1);
         assert_eq!(book.origin(&good), "book");
         assert_eq!(book.candidates(&HashSet::new()), vec![good]);
+        // Services as last said: gossip, then the peer's own `version`.
+        assert_eq!(book.services(&slow), v2);
+        assert_eq!(book.services(&good), ServiceFlags::WITNESS);
+        assert_eq!(book.services(&liar), none);
     }
 
     #[test]
     fn the_book_holds_at_most_its_bound_and_drops_the_least_useful() {
         let mut book = AddressBook::load(None).unwrap();
         let first = sa("10.0.0.1:1");
-        book.learn(first, Source::Dns);
-        book.success(&first);
+        book.learn(first, Source::Dns, ServiceFlags::NONE);
+        book.success(&first, ServiceFlags::NONE);
         for i in 0..MAX_ENTRIES as u32 + 10 {
             let ip = std::net::Ipv4Addr::from(0x0b00_0000 + i);
-            book.learn(SocketAddr::new(ip.into(), 8333), Source::Addr);
+            book.learn(
+                SocketAddr::new(ip.into(), 8333),
+                Source::Addr,
+                ServiceFlags::NONE,
+            );
         }
         assert_eq!(book.len(), MAX_ENTRIES);
         assert_eq!(book.origin(&first), "dns", "one that connected is kept");
-        assert!(!book.learn(sa("0.0.0.0:1"), Source::Addr));
+        assert!(!book.learn(sa("0.0.0.0:1"), Source::Addr, ServiceFlags::NONE));
     }
 }

@@ -26,23 +26,13 @@ pub struct Discovery {
     seeds: Option<SeedLookup>,
     /// Outbound slots (`--bitcoin-max-peers`; 0 without `--bitcoin-discover`).
     pub slots: usize,
-    /// Addresses gossiped this run as offering `NODE_P2P_V2` (BIP324): the
-    /// book keeps no services, so an address from the seeds or the book is
-    /// spoken to in v1 unless gossip said so, as Core picks the transport
-    /// by the services it knows.
-    v2: HashSet<SocketAddr>,
 }
 
 impl Discovery {
     /// `seeds`: the DNS seeds being asked (`None`: not asked);
     /// `slots`: the outbound connections to keep.
     pub fn new(book: AddressBook, seeds: Option<SeedLookup>, slots: usize) -> Discovery {
-        Discovery {
-            book,
-            seeds,
-            slots,
-            v2: HashSet::new(),
-        }
+        Discovery { book, seeds, slots }
     }
 
     /// Takes what the DNS seeds answered since the last call; `connected`:
@@ -55,7 +45,7 @@ impl Discovery {
         let pending = lookup.pending();
         let new = got
             .into_iter()
-            .filter(|(a, _)| self.book.learn(*a, Source::Dns))
+            .filter(|(a, _)| self.book.learn(*a, Source::Dns, ServiceFlags::NONE))
             .count();
         if new > 0 {
             debug!("bitcoin: {new} new addresses from the seeds");
@@ -73,12 +63,7 @@ impl Discovery {
         let total = addrs.len();
         let new = addrs
             .into_iter()
-            .filter(|(a, services)| {
-                if services.has(ServiceFlags::P2P_V2) {
-                    self.v2.insert(*a);
-                }
-                self.book.learn(*a, Source::Addr)
-            })
+            .filter(|(a, services)| self.book.learn(*a, Source::Addr, *services))
             .count();
         if new > 0 {
             info!(
@@ -90,10 +75,12 @@ impl Discovery {
     }
 
     /// The services known of found peer `addr`, for its transport: with
-    /// `NODE_P2P_V2` when its gossip said so, else without.
+    /// `NODE_P2P_V2` when the book says it offers it (its gossip, or its
+    /// `version` when it last connected), else without, as Core picks the
+    /// transport by the services its address manager knows.
     pub fn services(&self, addr: &SocketAddr) -> ServiceFlags {
         let known = ServiceFlags::NETWORK | ServiceFlags::WITNESS;
-        match self.v2.contains(addr) {
+        match self.book.services(addr).has(ServiceFlags::P2P_V2) {
             true => known | ServiceFlags::P2P_V2,
             false => known,
         }
@@ -148,7 +135,7 @@ mod tests {
             "127.0.0.1:2",
             "127.0.0.1:3",
         ] {
-            book.learn(a.parse().unwrap(), Source::Addr);
+            book.learn(a.parse().unwrap(), Source::Addr, ServiceFlags::NONE);
         }
         let d = Discovery::new(book, None, 8);
         let picked = d.pick(8, &HashSet::new(), &[]);

@@ -161,6 +161,8 @@ pub struct Peer {
     pub start_height: i32,
     /// Its user agent, as it said.
     pub user_agent: String,
+    /// The services its `version` offered.
+    pub services: ServiceFlags,
 }
 
 impl fmt::Debug for Peer {
@@ -208,6 +210,7 @@ impl Peer {
             learned: Vec::new(),
             start_height: 0,
             user_agent: String::new(),
+            services: ServiceFlags::NONE,
         };
         peer.handshake()?;
         Ok(peer)
@@ -277,6 +280,7 @@ impl Peer {
                     }
                     self.start_height = theirs.start_height;
                     self.user_agent = theirs.user_agent;
+                    self.services = theirs.services;
                     got_version = true;
                     // BIP155, before verack as Core sends it.
                     self.send(NetworkMessage::SendAddrV2)?;

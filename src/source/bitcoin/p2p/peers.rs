@@ -27,6 +27,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use bitcoin::p2p::ServiceFlags;
 use bitcoin::BlockHash;
 use log::{debug, info, warn};
 
@@ -317,9 +318,9 @@ impl PeerSet {
                         let slot = &mut self.slots[i];
                         if let Some(d) = &mut self.discovery {
                             if slot.manual {
-                                d.book.learn(peer.addr(), Source::Flag);
+                                d.book.learn(peer.addr(), Source::Flag, ServiceFlags::NONE);
                             }
-                            d.book.success(&peer.addr());
+                            d.book.success(&peer.addr(), peer.services);
                         }
                         slot.sock = Some(peer.addr());
                         slot.conn = Some(peer);
