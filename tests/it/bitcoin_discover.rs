@@ -178,10 +178,12 @@ fn gossiped_bitcoinds_are_found_and_a_restart_with_no_seed_reachable_reconnects_
     // No seed reachable now: the book alone.
     drop(gossip);
     let n = finder(&devnet, &[dead_seed()], 8, &data);
+    // Spoken to in v2 now: the book kept the NODE_P2P_V2 each bitcoind's
+    // `version` offered (the seed and the gossip said nothing of it).
     let mut from_book = vec![
-        (a.p2p_addr(), "book".to_string(), "v1".to_string()),
-        (b.p2p_addr(), "book".to_string(), "v1".to_string()),
-        (c.p2p_addr(), "book".to_string(), "v1".to_string()),
+        (a.p2p_addr(), "book".to_string(), "v2".to_string()),
+        (b.p2p_addr(), "book".to_string(), "v2".to_string()),
+        (c.p2p_addr(), "book".to_string(), "v2".to_string()),
     ];
     from_book.sort();
     wait_until_value(
