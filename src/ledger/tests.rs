@@ -889,12 +889,8 @@ fn a_version_2_data_dir_is_upgraded_at_open_and_answers_as_it_did() {
     drop(env);
     assert_eq!(before, proofs);
 
-    let ledger = open(dir.path());
+    let ledger = open_upgraded(dir.path());
     let r = ledger.reader().unwrap();
-    assert_eq!(
-        meta(&r, tables::META_FORMAT).unwrap(),
-        Some(tables::FORMAT_VERSION)
-    );
     for (slot, p) in &before {
         assert_eq!(r.proofs_on_slot(*slot).unwrap(), vec![p.clone()]);
         assert_eq!(r.last_proof_on_slot(*slot).unwrap().as_ref(), Some(p));
@@ -994,11 +990,7 @@ fn a_version_2_data_dir_opened_read_only_is_refused_untouched_with_what_to_do() 
     );
     assert!(!e.contains('\n'), "{e}");
     // Still version 2: the read-write open after it upgrades it.
-    let ledger = open(dir.path());
-    assert_eq!(
-        meta(&ledger.reader().unwrap(), tables::META_FORMAT).unwrap(),
-        Some(tables::FORMAT_VERSION)
-    );
+    let ledger = open_upgraded(dir.path());
     drop(ledger);
     assert!(Ledger::open(dir.path(), &ro).is_ok());
 }
@@ -1070,12 +1062,8 @@ fn a_version_3_data_dir_gets_the_empty_bitcoin_headers_table_and_nothing_else_ch
     };
     let e = Ledger::open(dir.path(), &ro).unwrap_err().to_string();
     assert!(e.contains("layout version 3"), "{e}");
-    let ledger = open(dir.path());
+    let ledger = open_upgraded(dir.path());
     let r = ledger.reader().unwrap();
-    assert_eq!(
-        meta(&r, tables::META_FORMAT).unwrap(),
-        Some(tables::FORMAT_VERSION)
-    );
     assert_eq!(r.head_height().unwrap(), 5);
     assert_eq!(r.bitcoin_header_tip().unwrap(), None);
     drop(r);
@@ -1186,11 +1174,7 @@ fn a_version_3_data_dir_gets_the_frontier_index_the_write_rules_would_have_writt
         w.commit().unwrap();
         written
     };
-    let ledger = open(dir.path());
-    assert_eq!(
-        meta(&ledger.reader().unwrap(), tables::META_FORMAT).unwrap(),
-        Some(tables::FORMAT_VERSION)
-    );
+    let ledger = open_upgraded(dir.path());
     assert_eq!(
         without_times(&frontier_entries(&ledger)),
         without_times(&written)
@@ -1219,27 +1203,15 @@ fn a_version_6_data_dir_gets_an_empty_address_book_and_keeps_its_chain() {
         w.commit().unwrap();
     }
     assert!(!table_exists(dir.path(), tables::BitcoinPeers::NAME));
-    let ledger = open(dir.path());
+    let ledger = open_upgraded(dir.path());
     let r = ledger.reader().unwrap();
-    assert_eq!(
-        meta(&r, tables::META_FORMAT).unwrap(),
-        Some(tables::FORMAT_VERSION)
-    );
     assert_eq!(r.head_height().unwrap(), 2);
     assert!(r.bitcoin_peers().unwrap().is_empty());
     drop(r);
     // The book is written and read back, IPv4 and IPv6 alike.
     let v4: std::net::SocketAddr = "10.1.2.3:8333".parse().unwrap();
     let v6: std::net::SocketAddr = "[2001:db8::1]:18444".parse().unwrap();
-    let entry = BookEntry {
-        source: 2,
-        ban_reason: 3,
-        failures: 7,
-        last_success: 1_700_000_000,
-        last_attempt: 1_700_000_100,
-        banned_until: 1_700_086_500,
-        services: 0x0809,
-    };
+    let entry = book_entry(0x0809);
     let mut w = ledger.writer().unwrap();
     w.put_bitcoin_peer(&v4, &entry).unwrap();
     w.put_bitcoin_peer(&v6, &BookEntry::default()).unwrap();
@@ -1256,19 +1228,33 @@ fn a_version_6_data_dir_gets_an_empty_address_book_and_keeps_its_chain() {
     );
 }
 
-#[test]
-fn a_version_7_address_book_gets_unknown_services_and_keeps_the_rest() {
-    let dir = tempfile::tempdir().unwrap();
-    let v4: std::net::SocketAddr = "10.1.2.3:8333".parse().unwrap();
-    let entry = BookEntry {
+/// Opens `dir` read-write, which upgrades it, and checks that it now has
+/// the current layout.
+fn open_upgraded(dir: &Path) -> Ledger {
+    let ledger = open(dir);
+    let format = meta(&ledger.reader().unwrap(), tables::META_FORMAT).unwrap();
+    assert_eq!(format, Some(tables::FORMAT_VERSION));
+    ledger
+}
+
+/// An address book entry with every field set, and `services`.
+fn book_entry(services: u64) -> BookEntry {
+    BookEntry {
         source: 2,
         ban_reason: 3,
         failures: 7,
         last_success: 1_700_000_000,
         last_attempt: 1_700_000_100,
         banned_until: 1_700_086_500,
-        services: 0,
-    };
+        services,
+    }
+}
+
+#[test]
+fn a_version_7_address_book_gets_unknown_services_and_keeps_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let v4: std::net::SocketAddr = "10.1.2.3:8333".parse().unwrap();
+    let entry = book_entry(0);
     {
         let ledger = open(dir.path());
         store(&ledger, [1, 2]);
@@ -1282,12 +1268,8 @@ fn a_version_7_address_book_gets_unknown_services_and_keeps_the_rest() {
         let e = ledger.reader().unwrap().bitcoin_peers().unwrap_err();
         assert!(e.to_string().contains("38 bytes, this one 30"), "{e}");
     }
-    let ledger = open(dir.path());
+    let ledger = open_upgraded(dir.path());
     let r = ledger.reader().unwrap();
-    assert_eq!(
-        meta(&r, tables::META_FORMAT).unwrap(),
-        Some(tables::FORMAT_VERSION)
-    );
     assert_eq!(r.head_height().unwrap(), 2);
     assert_eq!(r.bitcoin_peers().unwrap(), vec![(v4, entry)]);
 }

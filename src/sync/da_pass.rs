@@ -108,14 +108,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         if scanned >= da_head || stop.is_stopped() {
             return Ok(0);
         }
-        let Syncer {
-            ledger,
-            l2,
-            da: da_side,
-            progress,
-            config,
-            ..
-        } = self;
+        let (ledger, mut sources, progress, config) = self.parts();
         let mut sink = DaSink {
             forks: config.forks,
             receipts: config.receipts,
@@ -135,7 +128,6 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
             last: da_head,
             chunk: config.slots_per_fetch.max(1),
         };
-        let mut sources = (l2, da_side);
         let result = if streams {
             // Each slot stored as it comes (the scanned height moves block
             // by block); as many waiting as ranges fetched ahead would hold.
@@ -161,20 +153,22 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
                 &mut sink,
             )
         };
-        self.repeated_refusal = sink.repeated_refusal;
-        if sink.total > 0 {
+        let (repeated, total) = (sink.repeated_refusal, sink.total);
+        drop(sink);
+        if total > 0 {
             debug!(
                 target: "ledgerd::sync",
                 "L1 scanned to {} of {da_head}",
                 progress.l1_synced.load(Relaxed)
             );
         }
+        self.repeated_refusal = repeated;
         result
             .map_err(|e| match e {
                 SyncError::Source(e) => da_error(e),
                 other => other,
             })
-            .map(|()| sink.total)
+            .map(|()| total)
     }
 }
 

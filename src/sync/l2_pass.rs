@@ -47,14 +47,8 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         let pinned = self.sequencer_key()?;
         let chunk = self.config.chunk.max(1);
         let da_plan = if slow { None } else { self.da_plan()? };
-        let Syncer {
-            ledger,
-            l2,
-            da: da_side,
-            progress,
-            config,
-            ..
-        } = self;
+        let (ledger, mut sources, progress, config) = self.parts();
+        let (l2, da_side) = (&mut *sources.0, &mut *sources.1);
         let mut sink = L2Sink {
             ledger,
             progress,
@@ -211,16 +205,9 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
                 ahead,
             })
         };
-        let mut sources = (l2, da_side);
-        let result = fetch_ahead(
-            &mut sources,
-            ranges,
-            stop,
-            config.prefetch,
-            fetch,
-            &mut sink,
-        );
-        result.map(|()| sink.stored_total)
+        let ahead = config.prefetch;
+        fetch_ahead(&mut sources, ranges, stop, ahead, fetch, &mut sink)?;
+        Ok(sink.stored_total)
     }
 
     /// Where DA scanning would go on: (next slot, the source's last scanned

@@ -236,6 +236,9 @@ pub struct Syncer<L: L2Source, D: DaSide<L> = SameSource> {
     report: Reporter,
 }
 
+/// A pass's two sources, lent to its fetch thread together.
+type Sources<'a, L, D> = (&'a mut L, &'a mut D);
+
 /// Where a [`Syncer`] gets its DA slots, given its L2 source.
 pub trait DaSide<L>: Send {
     /// The DA source, which may be the L2 source itself.
@@ -355,6 +358,17 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
     /// The L2 source (for a devnet, the devnet itself).
     pub fn source_mut(&mut self) -> &mut L {
         &mut self.l2
+    }
+
+    /// What a pass lends out at once: the ledger and progress to its sink,
+    /// the two sources to its fetch thread, the settings to both.
+    fn parts(&mut self) -> (&Arc<Ledger>, Sources<'_, L, D>, &Arc<Progress>, &SyncConfig) {
+        (
+            &self.ledger,
+            (&mut self.l2, &mut self.da),
+            &self.progress,
+            &self.config,
+        )
     }
 
     /// The ledger it writes.
