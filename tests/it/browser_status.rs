@@ -14,7 +14,13 @@ use crate::common;
 
 use std::time::Duration;
 
+use common::bitcoind::{Bitcoind, BitcoindOptions};
 use common::browser::{self, Loaded, OpenPage};
+use common::regtest::devnet_on;
+use common::wait::wait_until;
+use serde_json::json;
+
+use crate::bitcoin_p2p::{health, peers_follower_builder};
 use common::http::{exchange, metric};
 use ledgerd::ledger::LedgerRead;
 use ledgerd::Node;
@@ -51,7 +57,12 @@ fn attr_of<'a>(dom: &'a str, id: &str, attr: &str) -> &'a str {
 
 /// Loads the page; fails on any console message or script error.
 fn load(node: &Node) -> Loaded {
-    let page = browser::load(&format!("{}/", node.url()), 5000);
+    load_url(&node.url())
+}
+
+/// [`load`] from a node at `url`.
+fn load_url(url: &str) -> Loaded {
+    let page = browser::load(&format!("{url}/"), 5000);
     assert!(
         page.console.is_empty(),
         "the page wrote to the console:\n{}",
@@ -89,6 +100,7 @@ fn the_status_page_shows_the_head_and_the_strip_follows_dev_commit_and_dev_prove
     assert_eq!(text_of(dom, "state"), "healthy");
     assert_eq!(text_of(dom, "source"), "devnet, reachable");
     assert_eq!(text_of(dom, "sync"), "L2 Synced, L1 Synced");
+    assert!(dom.contains("id=\"peers-card\" hidden"), "no peers: {dom}");
     assert_eq!(strip(dom), (40, 0, 0), "{}", text_of(dom, "runs"));
     assert_eq!(text_of(dom, "runs"), "Trusted 1–40");
 
@@ -264,4 +276,42 @@ fn a_refresh_takes_the_frontier_from_health_and_reads_only_a_few_statuses() {
     }
     let dom = load(&node).dom;
     assert_eq!(text_of(&dom, "runs"), runs.join(" · "));
+}
+
+#[test]
+#[ignore = "needs chromium and bitcoind: apt-get install chromium; scripts/bitcoind/build.sh"]
+fn the_status_page_shows_the_bitcoin_peers_connected_by_transport() {
+    browser::chromium();
+    let _one = common::one_at_a_time();
+    let p2p = |v2transport| {
+        Bitcoind::start_with(BitcoindOptions {
+            p2p: true,
+            v2transport,
+            ..BitcoindOptions::default()
+        })
+    };
+    let (v2, v1) = (p2p(true), p2p(false));
+    let dir = tempfile::tempdir().unwrap();
+    let devnet = devnet_on(&v2, &dir.path().join("devnet"), &[]);
+    assert_eq!(devnet.result("dev_mine", "[3]"), 3);
+    v1.call("addnode", json!([v2.p2p_addr(), "onetry"]));
+    let peers = [v2.p2p_addr(), v1.p2p_addr()];
+    let follower = peers_follower_builder(&devnet, &peers, &dir.path().join("f"), 1).start();
+    let connected = |f: &common::Ledgerd| {
+        let (_, h) = health(f);
+        let list = h["bitcoinPeers"].as_array().cloned().unwrap_or_default();
+        list.iter().filter(|p| p["connected"] == true).count()
+    };
+    wait_until(Duration::from_secs(60), "both peers connected", || {
+        connected(&follower) == 2
+    });
+    let page = load_url(&follower.url);
+    let dom = &page.dom;
+    assert!(!dom.contains("id=\"peers-card\" hidden"), "{dom}");
+    // BIP324 with the bitcoind that speaks it, v1 with the one that does not.
+    assert_eq!(text_of(dom, "peers"), "2 connected (1 v1, 1 v2)");
+    let title = attr_of(dom, "peers", "title");
+    for p in &peers {
+        assert!(title.contains(p.as_str()), "{title}");
+    }
 }
