@@ -57,7 +57,7 @@ fn flags_in_help(help: &str) -> BTreeSet<String> {
                 .or(l.strip_prefix("-V, "))
                 .unwrap_or(l);
             let flag = l.strip_prefix("--")?;
-            Some(flag.split([' ', ',']).next()?.to_string())
+            Some(flag.split([' ', ',', '[']).next()?.to_string())
         })
         .collect()
 }
@@ -189,7 +189,7 @@ fn values(arg: &clap::Arg) -> [String; 3] {
 }
 
 fn is_switch(arg: &clap::Arg) -> bool {
-    matches!(arg.get_action(), clap::ArgAction::SetTrue)
+    ledgerd::flags::is_switch(arg)
 }
 
 /// A TOML value.
