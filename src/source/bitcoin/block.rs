@@ -315,17 +315,20 @@ fn root_of_wtxids(wtxids: impl Iterator<Item = Hash>) -> Hash {
 }
 
 /// Whether an id appears twice in `ids`: their first 8 bytes sorted (ids
-/// are hashes: cheaper than hashing them again into a set), whole ids
-/// compared only where those are equal.
+/// are hashes: cheaper than hashing them again into a set), and only when
+/// two of those are equal (by chance, 1 in 2^64 a pair), the whole ids.
 fn has_duplicate(ids: &[Hash]) -> bool {
-    let prefix = |i: u32| u64::from_le_bytes(ids[i as usize][..8].try_into().unwrap_or_default());
-    let mut order: Vec<(u64, u32)> = (0..ids.len() as u32).map(|i| (prefix(i), i)).collect();
-    order.sort_unstable_by(|a, b| {
-        (a.0.cmp(&b.0)).then_with(|| ids[a.1 as usize].cmp(&ids[b.1 as usize]))
-    });
-    order
-        .windows(2)
-        .any(|w| ids[w[0].1 as usize] == ids[w[1].1 as usize])
+    let mut prefixes: Vec<u64> = ids
+        .iter()
+        .map(|id| u64::from_le_bytes([id[0], id[1], id[2], id[3], id[4], id[5], id[6], id[7]]))
+        .collect();
+    prefixes.sort_unstable();
+    if prefixes.windows(2).all(|w| w[0] != w[1]) {
+        return false;
+    }
+    let mut whole = ids.to_vec();
+    whole.sort_unstable();
+    whole.windows(2).any(|w| w[0] == w[1])
 }
 
 /// BIP 141 (Core's `GetWitnessCommitmentIndex`): the 32 committed bytes of
@@ -364,7 +367,7 @@ mod tests {
             h[31] = last;
             h
         };
-        assert!(!has_duplicate(&[]));
+        assert!(!has_duplicate(&[]) && !has_duplicate(&[id(1, 1), id(2, 1)]));
         assert!(!has_duplicate(&[id(1, 1), id(1, 2), id(1, 3), id(2, 1)]));
         assert!(has_duplicate(&[id(1, 1), id(1, 2), id(2, 9), id(1, 1)]));
         assert!(has_duplicate(&[id(3, 3), id(1, 2), id(3, 3)]));

@@ -94,6 +94,7 @@ impl Cursor<'_> {
     }
 
     /// A compact size, refused unless minimally encoded (as rust-bitcoin).
+    #[inline]
     fn compact(&mut self) -> Result<u64, WalkError> {
         let (n, min) = match self.byte()? {
             0xff => (self.le(8)?, 0x1_0000_0000),
