@@ -9,9 +9,10 @@
 //! bytes are walked, borrowed ([`crate::source::bitcoin::walk`], accepting
 //! exactly what rust-bitcoin's decoder accepts), each transaction hashed
 //! once with `sha2` (SHA extensions at run time); only the transactions
-//! kept are decoded; the Merkle roots and the witness commitment go through
-//! rust-bitcoin (`merkle_tree::calculate_root`,
-//! `Block::compute_witness_commitment`), not arithmetic of ours:
+//! kept are decoded; the Merkle roots are built with the same compression
+//! function ([`walk::merkle_root`], tested against rust-bitcoin's
+//! `merkle_tree::calculate_root`), the witness commitment goes through
+//! rust-bitcoin (`Block::compute_witness_commitment`):
 //!
 //! - its header's double SHA-256 must equal the hash the header chain has
 //!   for the height (so the block is the one the chain has there);
@@ -39,11 +40,10 @@
 //! ([`DaBlock::hash`] = `daSlotHash`, [`DaBlock::txs_commitment`] =
 //! `daSlotTxsCommitment`).
 
-use std::collections::HashSet;
 use std::fmt;
 
 use bitcoin::block::Header;
-use bitcoin::hashes::{sha256d, Hash as _};
+use bitcoin::hashes::Hash as _;
 use bitcoin::{Block, BlockHash, Transaction, WitnessMerkleNode};
 
 use crate::source::bitcoin::walk;
@@ -243,17 +243,11 @@ pub fn parse_block_keeping(
             ))
         }
     };
-    let root = bitcoin::merkle_tree::calculate_root(
-        walked
-            .txs
-            .iter()
-            .map(|t| sha256d::Hash::from_byte_array(t.txid)),
-    );
-    if root.map(|r| r.to_byte_array()) != Some(header.merkle_root.to_byte_array()) {
+    let txids: Vec<Hash> = walked.txs.iter().map(|t| t.txid).collect();
+    if walk::merkle_root(txids.clone()) != Some(header.merkle_root.to_byte_array()) {
         return Err(BlockError::MerkleRoot { height, hash: got });
     }
-    let mut seen = HashSet::with_capacity(walked.txs.len());
-    if !walked.txs.iter().all(|t| seen.insert(t.txid)) {
+    if has_duplicate(&txids) {
         return Err(BlockError::DuplicateTx { height, hash: got });
     }
     let txs_commitment = root_of_wtxids(walked.txs.iter().map(|t| t.wtxid));
@@ -316,8 +310,25 @@ pub fn witness_root(txs: &[DaTx]) -> Hash {
 fn root_of_wtxids(wtxids: impl Iterator<Item = Hash>) -> Hash {
     let leaves = wtxids
         .enumerate()
-        .map(|(i, w)| sha256d::Hash::from_byte_array(if i == 0 { [0u8; 32] } else { w }));
-    bitcoin::merkle_tree::calculate_root(leaves).map_or([0u8; 32], |r| r.to_byte_array())
+        .map(|(i, w)| if i == 0 { [0u8; 32] } else { w });
+    walk::merkle_root(leaves.collect()).unwrap_or([0u8; 32])
+}
+
+/// Whether an id appears twice in `ids`: their first 8 bytes sorted (ids
+/// are hashes: cheaper than hashing them again into a set), and only when
+/// two of those are equal (by chance, 1 in 2^64 a pair), the whole ids.
+fn has_duplicate(ids: &[Hash]) -> bool {
+    let mut prefixes: Vec<u64> = ids
+        .iter()
+        .map(|id| u64::from_le_bytes([id[0], id[1], id[2], id[3], id[4], id[5], id[6], id[7]]))
+        .collect();
+    prefixes.sort_unstable();
+    if prefixes.windows(2).all(|w| w[0] != w[1]) {
+        return false;
+    }
+    let mut whole = ids.to_vec();
+    whole.sort_unstable();
+    whole.windows(2).any(|w| w[0] == w[1])
 }
 
 /// BIP 141 (Core's `GetWitnessCommitmentIndex`): the 32 committed bytes of
@@ -347,6 +358,19 @@ mod tests {
         let checked = check_block(0, &hash, genesis).unwrap();
         assert_eq!(checked.txs_commitment, [0u8; 32]);
         assert_eq!(checked.tx_count, 1);
+    }
+
+    #[test]
+    fn a_duplicate_is_found_among_ids_sharing_their_first_bytes() {
+        let id = |first: u8, last: u8| {
+            let mut h = [first; 32];
+            h[31] = last;
+            h
+        };
+        assert!(!has_duplicate(&[]) && !has_duplicate(&[id(1, 1), id(2, 1)]));
+        assert!(!has_duplicate(&[id(1, 1), id(1, 2), id(1, 3), id(2, 1)]));
+        assert!(has_duplicate(&[id(1, 1), id(1, 2), id(2, 9), id(1, 1)]));
+        assert!(has_duplicate(&[id(3, 3), id(1, 2), id(3, 3)]));
     }
 
     #[test]
