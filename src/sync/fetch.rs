@@ -91,12 +91,13 @@ pub(super) trait Sink<T> {
 fn consume<T: Reach>(
     sink: &mut impl Sink<T>,
     item: Result<T, SourceError>,
-) -> Result<Flow, SyncError> {
+    stop: &Stop,
+) -> Result<bool, SyncError> {
     let item = item?;
     if item.reach().is_none() {
-        return Ok(Flow::Stop);
+        return Ok(false);
     }
-    sink.take(item)
+    Ok(matches!(sink.take(item)?, Flow::More) && !stop.is_stopped())
 }
 
 /// Fetches `ranges` from `source` on a fetch thread, up to `depth` answers
@@ -139,11 +140,10 @@ where
             }
             let fetched = fetch(source, range);
             let reach = fetched.as_ref().ok().and_then(Reach::reach);
-            match consume(&mut *sink, fetched) {
-                Ok(Flow::More) => {}
-                Ok(Flow::Stop) => break,
-                Err(e) => {
-                    outcome = Err(e);
+            match consume(&mut *sink, fetched, stop) {
+                Ok(true) => {}
+                done => {
+                    outcome = done.map(drop);
                     break;
                 }
             }
@@ -194,16 +194,12 @@ where
                         }
                     }
                 };
-                match consume(&mut *sink, fetched) {
-                    Ok(Flow::More) => {}
-                    Ok(Flow::Stop) => break,
-                    Err(e) => {
-                        outcome = Err(e);
+                match consume(&mut *sink, fetched, stop) {
+                    Ok(true) => {}
+                    done => {
+                        outcome = done.map(drop);
                         break;
                     }
-                }
-                if stop.is_stopped() {
-                    break;
                 }
             }
             // Dropping the receiver stops the fetch thread at its next send.
@@ -292,16 +288,12 @@ where
                     Err(_) => break,
                 },
             };
-            match consume(&mut *sink, fetched) {
-                Ok(Flow::More) => {}
-                Ok(Flow::Stop) => break,
-                Err(e) => {
-                    outcome = Err(e);
+            match consume(&mut *sink, fetched, stop) {
+                Ok(true) => {}
+                done => {
+                    outcome = done.map(drop);
                     break;
                 }
-            }
-            if stop.is_stopped() {
-                break;
             }
             match rx.try_recv() {
                 Ok(fetched) => waiting = Some(fetched),

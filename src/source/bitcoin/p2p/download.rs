@@ -63,14 +63,7 @@ type Read = (usize, Vec<u8>, Option<[u8; 4]>);
 /// (or framed wrong), which is `malformed`, as a bad checksum always was
 /// ([`crate::source::bitcoin::p2p::message`]).
 pub(super) fn download<T: Send>(peer: &mut Peer, share: Share<'_, T>) -> (u64, Option<PeerError>) {
-    let Share {
-        wanted,
-        queue,
-        done,
-        check,
-        halt,
-        progress,
-    } = share;
+    let (wanted, queue, halt) = (share.wanted, share.queue, share.halt);
     // The first block that failed its check, and why.
     let failed: Mutex<Option<PeerError>> = Mutex::new(None);
     let give_back = |indexes: &mut dyn Iterator<Item = usize>| {
@@ -86,7 +79,7 @@ pub(super) fn download<T: Send>(peer: &mut Peer, share: Share<'_, T>) -> (u64, O
     std::thread::scope(|s| {
         let checkers: Vec<_> = (0..CHECKERS)
             .map(|_| {
-                let (checking, failed, done) = (&checking, &failed, done.clone());
+                let (checking, failed, done) = (&checking, &failed, share.done.clone());
                 s.spawn(move || {
                     let (mut fetched, mut unchecked) = (0u64, Vec::new());
                     loop {
@@ -101,7 +94,7 @@ pub(super) fn download<T: Send>(peer: &mut Peer, share: Share<'_, T>) -> (u64, O
                         }
                         crate::os::give_way();
                         let (height, expected) = wanted[i];
-                        match check(height, &expected, &raw) {
+                        match (share.check)(height, &expected, &raw) {
                             Ok(checked) => {
                                 if done.send((i, checked)).is_err() {
                                     unchecked.push(i);
@@ -117,7 +110,7 @@ pub(super) fn download<T: Send>(peer: &mut Peer, share: Share<'_, T>) -> (u64, O
                                         "its \"block\" message does not match its checksum",
                                     )
                                 } else {
-                                    progress.bitcoin.peers.block_refused(e.reason());
+                                    share.progress.bitcoin.peers.block_refused(e.reason());
                                     PeerError::misbehaved("bad_block", e.to_string())
                                 };
                                 if let Ok(mut f) = failed.lock() {
@@ -131,7 +124,7 @@ pub(super) fn download<T: Send>(peer: &mut Peer, share: Share<'_, T>) -> (u64, O
                 })
             })
             .collect();
-        drop(done);
+        drop(share.done);
         let read_error = read_blocks(peer, wanted, queue, &to_check, &failed, halt, &give_back);
         drop(to_check);
         let mut fetched = 0;
