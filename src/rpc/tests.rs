@@ -153,6 +153,12 @@ fn method_error(n: &Node, method: &str, params: Value) -> (i64, String, String) 
     (code, message, data)
 }
 
+/// [`method_error`]'s code and data.
+fn code_and_data(n: &Node, method: &str, params: Value) -> (i64, String) {
+    let (code, _, data) = method_error(n, method, params);
+    (code, data)
+}
+
 // ---- methods over a real ledger -------------------------------------------
 
 #[test]
@@ -167,18 +173,18 @@ fn empty_ledger_answers_null_and_zero() {
     ] {
         assert_eq!(result(&n, method, json!([])), want, "{method}");
     }
+    for (method, height) in [
+        ("ledger_getSoftConfirmationByNumber", 1),
+        ("ledger_getSoftConfirmationStatus", 0),
+    ] {
+        assert_eq!(result(&n, method, json!([height])), Value::Null, "{method}");
+    }
     assert_eq!(
-        result(&n, "ledger_getSoftConfirmationByNumber", json!([1])),
-        Value::Null
-    );
-    assert_eq!(
-        result(&n, "ledger_getSoftConfirmationStatus", json!([0])),
-        Value::Null
-    );
-    let (code, _, data) = method_error(&n, "ledger_getSoftConfirmationStatus", json!([1]));
-    assert_eq!(
-        (code, data.as_str()),
-        (-32001, "Soft confirmation at height 1 not processed yet.")
+        code_and_data(&n, "ledger_getSoftConfirmationStatus", json!([1])),
+        (
+            -32001,
+            "Soft confirmation at height 1 not processed yet.".into()
+        )
     );
 }
 
@@ -225,14 +231,10 @@ fn soft_confirmations_by_number_hash_and_head() {
         ),
         by_number
     );
-    assert_eq!(
-        result(&n, "ledger_getSoftConfirmationByNumber", json!([4])),
-        Value::Null
-    );
-    assert_eq!(
-        result(&n, "ledger_getSoftConfirmationByNumber", json!([0])),
-        Value::Null
-    );
+    for height in [4, 0] {
+        let none = result(&n, "ledger_getSoftConfirmationByNumber", json!([height]));
+        assert_eq!(none, Value::Null, "{height}");
+    }
     let unknown = hex::encode(h(0x77));
     assert_eq!(
         result(&n, "ledger_getSoftConfirmationByHash", json!([unknown])),
@@ -280,17 +282,15 @@ fn ranges() {
         (code, message.as_str(), data.as_str()),
         (-32001, "LEDGER_RPC_ERROR", "start must be <= end")
     );
-    let (code, _, data) = method_error(&n, "ledger_getSoftConfirmationRange", json!([1, 1001]));
     assert_eq!(
-        (code, data.as_str()),
-        (-32001, "requested range too large. Max: 1000")
+        code_and_data(&n, "ledger_getSoftConfirmationRange", json!([1, 1001])),
+        (-32001, "requested range too large. Max: 1000".into())
     );
     let ok = result(&n, "ledger_getSoftConfirmationRange", json!([1, 1000]));
     assert_eq!(ok.as_array().map(Vec::len), Some(1000));
-    let (code, _, data) = method_error(&n, "ledger_getSoftConfirmationRange", json!([0, u64::MAX]));
     assert_eq!(
-        (code, data.as_str()),
-        (-32001, "requested range too large. Max: 1000")
+        code_and_data(&n, "ledger_getSoftConfirmationRange", json!([0, u64::MAX])),
+        (-32001, "requested range too large. Max: 1000".into())
     );
     let (code, _, data) = method_error(&n, "ledger_getSoftConfirmationRange", json!([1]));
     assert_eq!(code, -32602);
@@ -308,10 +308,9 @@ fn range_limit_is_configurable() {
         result(&n, "ledger_getSoftConfirmationRange", json!([5, 6])),
         json!([null, null])
     );
-    let (code, _, data) = method_error(&n, "ledger_getSoftConfirmationRange", json!([5, 7]));
     assert_eq!(
-        (code, data.as_str()),
-        (-32001, "requested range too large. Max: 2")
+        code_and_data(&n, "ledger_getSoftConfirmationRange", json!([5, 7])),
+        (-32001, "requested range too large. Max: 2".into())
     );
 }
 

@@ -442,14 +442,20 @@ mod tests {
         skipped
     }
 
-    #[test]
-    fn a_commitment_after_a_gap_is_finalized_the_gap_stays_trusted_and_a_repeat_is_recorded() {
+    /// A ledger in a temp dir holding blocks 1..=`n`, committed.
+    fn ledger_with(n: u64) -> (tempfile::TempDir, Ledger) {
         let dir = tempfile::tempdir().unwrap();
         let ledger = Ledger::open(dir.path(), &OpenOptions::default()).unwrap();
         let mut w = ledger.writer().unwrap();
-        w.store_blocks(&(1..=90).map(block).collect::<Vec<_>>())
+        w.store_blocks(&(1..=n).map(block).collect::<Vec<_>>())
             .unwrap();
         w.commit().unwrap();
+        (dir, ledger)
+    }
+
+    #[test]
+    fn a_commitment_after_a_gap_is_finalized_the_gap_stays_trusted_and_a_repeat_is_recorded() {
+        let (_dir, ledger) = ledger_with(90);
 
         assert!(apply(&ledger, &slot(101, vec![commitment(101, 1, 30)])).is_empty());
         // 31..66 with a root that is not the stored chain's: left out.
@@ -503,11 +509,8 @@ mod tests {
 
     #[test]
     fn a_commitment_that_is_no_range_of_heights_is_refused_and_one_over_missing_heights_waits() {
-        let dir = tempfile::tempdir().unwrap();
-        let ledger = Ledger::open(dir.path(), &OpenOptions::default()).unwrap();
-        let mut w = ledger.writer().unwrap();
-        w.store_blocks(&(1..=10).map(block).collect::<Vec<_>>())
-            .unwrap();
+        let (_dir, ledger) = ledger_with(10);
+        let w = ledger.writer().unwrap();
         let r = &w;
         let mut backwards = commitment(5, 4, 4);
         backwards.l2_start_block_number = 6;
@@ -535,12 +538,7 @@ mod tests {
     fn a_rollback_between_a_proofs_chunks_and_its_aggregate_keeps_the_chunks() {
         use crate::ledger::BitcoinChunkRead;
         use crate::rollback::{rollback_in, Target};
-        let dir = tempfile::tempdir().unwrap();
-        let ledger = Ledger::open(dir.path(), &OpenOptions::default()).unwrap();
-        let mut w = ledger.writer().unwrap();
-        w.store_blocks(&(1..=10).map(block).collect::<Vec<_>>())
-            .unwrap();
-        w.commit().unwrap();
+        let (_dir, ledger) = ledger_with(10);
         let (txid, raw) = ([0xc1; 32], vec![0x02, 0x00, 0xaa, 0xbb]);
         let mut found = slot(101, vec![]);
         found.chunks.found.push((txid, raw.clone()));

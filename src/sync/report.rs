@@ -134,12 +134,18 @@ mod tests {
         p
     }
 
+    /// A reporter of `p` that has looked once, and when.
+    fn looked_at(p: &Progress) -> (Reporter, Instant) {
+        let mut r = Reporter::new(p);
+        let t0 = Instant::now();
+        r.look(p, t0);
+        (r, t0)
+    }
+
     #[test]
     fn a_block_waiting_for_the_next_poll_is_not_falling_behind() {
         let p = progress(10, 10, 5, 5);
-        let mut r = Reporter::new(&p);
-        let t0 = Instant::now();
-        r.look(&p, t0);
+        let (mut r, t0) = looked_at(&p);
         assert_eq!(r.caught_up, Some(true));
         p.l2_source_head.store(11, Relaxed);
         r.look(&p, t0 + Duration::from_millis(200));
@@ -158,9 +164,7 @@ mod tests {
     #[test]
     fn a_node_that_starts_behind_is_catching_up_until_it_is_not() {
         let p = progress(0, 1000, 0, 50);
-        let mut r = Reporter::new(&p);
-        let t0 = Instant::now();
-        r.look(&p, t0);
+        let (mut r, t0) = looked_at(&p);
         assert_eq!(r.caught_up, Some(false));
         p.l2_synced.store(1000, Relaxed);
         r.look(&p, t0 + Duration::from_secs(1));

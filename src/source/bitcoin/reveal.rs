@@ -198,21 +198,15 @@ pub fn read_chunked_proof(
             .get(index)
             .and_then(Option::as_ref)
             .ok_or(Refusal::MissingChunk { index, txid: *txid })?;
-        let got = inscription::txid_raw(tx);
-        if got != *txid {
+        let ids = [
+            ("txid", *txid, inscription::txid_raw(tx)),
+            ("wtxid", *wtxid, inscription::wtxid_raw(tx)),
+        ];
+        if let Some((field, named, got)) = ids.into_iter().find(|(_, named, got)| named != got) {
             return Err(Refusal::ChunkMismatch {
                 index,
-                field: "txid",
-                named: *txid,
-                got,
-            });
-        }
-        let got = inscription::wtxid_raw(tx);
-        if got != *wtxid {
-            return Err(Refusal::ChunkMismatch {
-                index,
-                field: "wtxid",
-                named: *wtxid,
+                field,
+                named,
                 got,
             });
         }
