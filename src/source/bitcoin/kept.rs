@@ -22,9 +22,9 @@ pub struct KeptBlocks {
 }
 
 /// The most blocks [`KeptBlocks`] holds (an L2 chunk names a few).
-const KEPT_BLOCKS: usize = 256;
+pub const KEPT_BLOCKS: usize = 256;
 /// The most bytes of transactions it holds.
-const KEPT_BYTES: usize = 64 << 20;
+pub const KEPT_BYTES: usize = 64 << 20;
 
 impl KeptBlocks {
     fn size(block: &DaBlock) -> usize {

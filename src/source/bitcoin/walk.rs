@@ -10,7 +10,7 @@
 //! byte left over; anything else is a [`WalkError`], where rust-bitcoin
 //! would have returned an error. The hashing is `sha2`'s SHA-256
 //! compression function, which picks the CPU's SHA extensions at run time,
-//! fed 64-byte blocks here ([`sha256d_parts`]; sha2's streaming wrapper and
+//! fed 64-byte blocks here (`sha256d_parts`; sha2's streaming wrapper and
 //! rust-bitcoin's Merkle tree cost about 0.7 ms a mainnet-sized block
 //! besides its 2.5 ms of compressions, docs/PERFORMANCE.md): the txid over
 //! the stripped bytes (version, inputs and outputs, lock time, fed as three

@@ -361,7 +361,7 @@ impl PeerSet {
     }
 
     /// Whether found peer `index`, whose chain ends at `height` on the best
-    /// chain, has an old chain ([`old_chain`]) now that the tip is at `tip`.
+    /// chain, has an old chain (Core's chain-sync timeout, [`OLD_CHAIN_AFTER`]) now that the tip is at `tip`.
     pub fn old_chain(&mut self, index: usize, height: u64, tip: u64) -> bool {
         match self.slots.get_mut(index) {
             Some(s) if !s.manual => old_chain(&mut s.behind, height, tip, Instant::now()),
