@@ -50,6 +50,13 @@ impl Namespace {
         }
     }
 
+    /// Both namespaces' prefixes: what a block reader keeps transactions by.
+    pub fn all_prefixes() -> Vec<Vec<u8>> {
+        [Namespace::BatchProof, Namespace::LightClient]
+            .map(|n| n.prefix().to_vec())
+            .to_vec()
+    }
+
     /// Whether a raw-order wtxid is addressed to this namespace.
     pub fn matches(self, wtxid: &[u8; 32]) -> bool {
         wtxid.starts_with(&self.prefix())

@@ -358,10 +358,7 @@ impl RegtestChain {
         let options = ReaderOptions {
             batch: 50,
             in_flight: 1,
-            wtxid_prefixes: Some(vec![
-                Namespace::BatchProof.prefix().to_vec(),
-                Namespace::LightClient.prefix().to_vec(),
-            ]),
+            wtxid_prefixes: Some(Namespace::all_prefixes()),
         };
         let blocks = BlockReader::new(&self.rpc, options)
             .read_range(from..=to)

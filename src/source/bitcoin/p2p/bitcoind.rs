@@ -214,10 +214,7 @@ impl RpcSide {
                 batch: BATCH,
                 in_flight: 1,
                 wtxid_prefixes: Some(if filtered {
-                    vec![
-                        Namespace::BatchProof.prefix().to_vec(),
-                        Namespace::LightClient.prefix().to_vec(),
-                    ]
+                    Namespace::all_prefixes()
                 } else {
                     Vec::new()
                 }),

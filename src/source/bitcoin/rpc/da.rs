@@ -247,10 +247,7 @@ impl BitcoinDa {
         let options = ReaderOptions {
             batch: self.config.batch,
             in_flight: self.config.in_flight,
-            wtxid_prefixes: Some(vec![
-                Namespace::BatchProof.prefix().to_vec(),
-                Namespace::LightClient.prefix().to_vec(),
-            ]),
+            wtxid_prefixes: Some(Namespace::all_prefixes()),
         };
         let blocks = BlockReader::new(&self.rpc, options)
             .read_hashes(from, hashes)
