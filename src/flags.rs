@@ -151,6 +151,12 @@ fn edit_distance(a: &str, b: &str) -> usize {
     d[a.len()][b.len()]
 }
 
+/// The values of a repeatable flag whose values may be comma lists, each
+/// trimmed, in order.
+pub fn comma_list(values: &[String]) -> impl Iterator<Item = &str> {
+    values.iter().flat_map(|v| v.split(',')).map(str::trim)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

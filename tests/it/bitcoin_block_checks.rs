@@ -6,7 +6,7 @@
 use bitcoin::consensus::{deserialize, serialize};
 use bitcoin::hashes::Hash as _;
 use bitcoin::{Block, BlockHash, Transaction};
-use ledgerd::source::bitcoin::block::{parse_block, witness_root, BlockError};
+use ledgerd::source::bitcoin::block::{parse_block, witness_root, BlockError, BlockFault};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -83,8 +83,12 @@ fn a_block_that_is_not_the_one_asked_for_is_refused() {
     let raw = hex::decode(&blocks[1].block).unwrap();
     let other: BlockHash = blocks[2].hash.parse().unwrap();
     match parse_block(blocks[1].height, &other, &raw) {
-        Err(BlockError::HashMismatch { expected, got, .. }) => {
-            assert_eq!(expected, other);
+        Err(BlockError {
+            hash,
+            fault: BlockFault::HashMismatch { got },
+            ..
+        }) => {
+            assert_eq!(hash, other);
             assert_eq!(got, blocks[1].hash.parse::<BlockHash>().unwrap());
         }
         other => panic!("expected a hash mismatch, got {other:?}"),
@@ -101,11 +105,29 @@ fn a_changed_transaction_breaks_the_merkle_root() {
     assert!(block.txdata.len() > 2);
     block.txdata[1].lock_time = bitcoin::absolute::LockTime::from_consensus(12345);
     let err = parse_block(real.height, &real.hash.parse().unwrap(), &serialize(&block));
-    assert!(matches!(err, Err(BlockError::MerkleRoot { .. })), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            Err(BlockError {
+                fault: BlockFault::MerkleRoot,
+                ..
+            })
+        ),
+        "{err:?}"
+    );
     // Dropping a transaction breaks it too.
     block.txdata.truncate(2);
     let err = parse_block(real.height, &real.hash.parse().unwrap(), &serialize(&block));
-    assert!(matches!(err, Err(BlockError::MerkleRoot { .. })), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            Err(BlockError {
+                fault: BlockFault::MerkleRoot,
+                ..
+            })
+        ),
+        "{err:?}"
+    );
 }
 
 #[test]
@@ -137,7 +159,13 @@ fn a_changed_witness_keeps_the_txids_but_breaks_the_witness_commitment() {
     );
     let err = parse_block(real.height, &expected, &changed);
     assert!(
-        matches!(err, Err(BlockError::WitnessCommitment { .. })),
+        matches!(
+            err,
+            Err(BlockError {
+                fault: BlockFault::WitnessCommitment,
+                ..
+            })
+        ),
         "{err:?}"
     );
 }
@@ -150,12 +178,18 @@ fn bytes_that_are_not_exactly_one_block_are_refused() {
     raw.push(0);
     assert!(matches!(
         parse_block(0, &hash, &raw),
-        Err(BlockError::Undecodable { .. })
+        Err(BlockError {
+            fault: BlockFault::Undecodable(_),
+            ..
+        })
     ));
     raw.truncate(raw.len() - 10);
     assert!(matches!(
         parse_block(0, &hash, &raw),
-        Err(BlockError::Undecodable { .. })
+        Err(BlockError {
+            fault: BlockFault::Undecodable(_),
+            ..
+        })
     ));
     let err = parse_block(0, &hash, b"").unwrap_err();
     assert!(err.to_string().contains("height 0"), "{err}");
@@ -273,7 +307,13 @@ fn a_block_with_its_last_transactions_repeated_keeps_the_root_and_is_refused() {
     assert!(block.check_merkle_root(), "the root is unchanged");
     let err = parse_block(real.height, &real.hash.parse().unwrap(), &serialize(&block));
     assert!(
-        matches!(err, Err(BlockError::DuplicateTx { .. })),
+        matches!(
+            err,
+            Err(BlockError {
+                fault: BlockFault::DuplicateTx,
+                ..
+            })
+        ),
         "{err:?}"
     );
 }

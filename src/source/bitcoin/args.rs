@@ -66,12 +66,7 @@ impl BitcoinArgs {
     /// Every `--bitcoin-peer` once, in order (a value may be a comma list).
     pub fn peers(&self) -> Vec<String> {
         let mut list: Vec<String> = Vec::new();
-        for peer in self
-            .bitcoin_peer
-            .iter()
-            .flat_map(|v| v.split(','))
-            .map(str::trim)
-        {
+        for peer in crate::flags::comma_list(&self.bitcoin_peer) {
             if !list.iter().any(|p| p == peer) {
                 list.push(peer.to_string());
             }

@@ -89,46 +89,51 @@ impl DaBlock {
     }
 }
 
-/// Why a raw block was refused.
+/// Why a raw block was refused: the block asked for at `height` (by
+/// `hash`, the header chain's hash there) and what was wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BlockError {
+pub struct BlockError {
+    pub height: u64,
+    pub hash: BlockHash,
+    pub fault: BlockFault,
+}
+
+/// What was wrong with a block ([`BlockError`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BlockFault {
     /// The bytes are not one serialized block (or have bytes left over), or
     /// its first transaction is not a coinbase.
-    Undecodable { height: u64, reason: String },
-    /// The header hashes to something else than the hash asked for.
-    HashMismatch {
-        height: u64,
-        expected: BlockHash,
-        got: BlockHash,
-    },
+    Undecodable(String),
+    /// The header hashes to `got`, not to the hash asked for.
+    HashMismatch { got: BlockHash },
     /// The header hash does not meet the target of its own `bits`.
-    ProofOfWork { height: u64, hash: BlockHash },
+    ProofOfWork,
     /// The transactions do not hash to the header's Merkle root.
-    MerkleRoot { height: u64, hash: BlockHash },
+    MerkleRoot,
     /// A transaction appears twice (the root may still match: CVE-2012-2459).
-    DuplicateTx { height: u64, hash: BlockHash },
+    DuplicateTx,
     /// The coinbase commits to witness data but its input's witness is not
     /// one 32-byte reserved value (a block stripped of its witnesses).
-    WitnessNonce { height: u64, hash: BlockHash },
+    WitnessNonce,
     /// Witness data that does not match the commitment in the coinbase.
-    WitnessCommitment { height: u64, hash: BlockHash },
+    WitnessCommitment,
     /// Witness data in a block whose coinbase commits to none.
-    UnexpectedWitness { height: u64, hash: BlockHash },
+    UnexpectedWitness,
 }
 
 impl BlockError {
     /// Bitcoin Core's reject reason for it (ours for the two Core has no
     /// name for: a block that does not decode, or is not the one asked).
     pub fn reason(&self) -> &'static str {
-        match self {
-            BlockError::Undecodable { .. } => "undecodable",
-            BlockError::HashMismatch { .. } => "bad-blk-hash",
-            BlockError::ProofOfWork { .. } => "high-hash",
-            BlockError::MerkleRoot { .. } => "bad-txnmrklroot",
-            BlockError::DuplicateTx { .. } => "bad-txns-duplicate",
-            BlockError::WitnessNonce { .. } => "bad-witness-nonce-size",
-            BlockError::WitnessCommitment { .. } => "bad-witness-merkle-match",
-            BlockError::UnexpectedWitness { .. } => "unexpected-witness",
+        match self.fault {
+            BlockFault::Undecodable(_) => "undecodable",
+            BlockFault::HashMismatch { .. } => "bad-blk-hash",
+            BlockFault::ProofOfWork => "high-hash",
+            BlockFault::MerkleRoot => "bad-txnmrklroot",
+            BlockFault::DuplicateTx => "bad-txns-duplicate",
+            BlockFault::WitnessNonce => "bad-witness-nonce-size",
+            BlockFault::WitnessCommitment => "bad-witness-merkle-match",
+            BlockFault::UnexpectedWitness => "unexpected-witness",
         }
     }
 
@@ -137,56 +142,53 @@ impl BlockError {
     /// peer for it.
     pub fn is_mutated(&self) -> bool {
         matches!(
-            self,
-            BlockError::MerkleRoot { .. }
-                | BlockError::DuplicateTx { .. }
-                | BlockError::WitnessNonce { .. }
-                | BlockError::WitnessCommitment { .. }
-                | BlockError::UnexpectedWitness { .. }
+            self.fault,
+            BlockFault::MerkleRoot
+                | BlockFault::DuplicateTx
+                | BlockFault::WitnessNonce
+                | BlockFault::WitnessCommitment
+                | BlockFault::UnexpectedWitness
         )
     }
 }
 
 impl fmt::Display for BlockError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            BlockError::Undecodable { height, reason } => {
+        let BlockError { height, hash, .. } = self;
+        match &self.fault {
+            BlockFault::Undecodable(reason) => {
                 write!(f, "the block at height {height} does not decode: {reason}")
             }
-            BlockError::HashMismatch {
-                height,
-                expected,
-                got,
-            } => write!(
+            BlockFault::HashMismatch { got } => write!(
                 f,
-                "the block sent for height {height} hashes to {got}, not to {expected}, the \
+                "the block sent for height {height} hashes to {got}, not to {hash}, the \
                  header chain's block there"
             ),
-            BlockError::ProofOfWork { height, hash } => write!(
+            BlockFault::ProofOfWork => write!(
                 f,
                 "block {hash} at height {height} does not meet the target of its own bits"
             ),
-            BlockError::MerkleRoot { height, hash } => write!(
+            BlockFault::MerkleRoot => write!(
                 f,
                 "the transactions of block {hash} at height {height} do not hash to its header's \
                  Merkle root (bad-txnmrklroot)"
             ),
-            BlockError::DuplicateTx { height, hash } => write!(
+            BlockFault::DuplicateTx => write!(
                 f,
                 "block {hash} at height {height} holds a transaction twice (bad-txns-duplicate)"
             ),
-            BlockError::WitnessNonce { height, hash } => write!(
+            BlockFault::WitnessNonce => write!(
                 f,
                 "block {hash} at height {height} commits to witness data, but its coinbase has no \
                  32-byte witness reserved value: its witnesses were stripped \
                  (bad-witness-nonce-size)"
             ),
-            BlockError::WitnessCommitment { height, hash } => write!(
+            BlockFault::WitnessCommitment => write!(
                 f,
                 "the witness data of block {hash} at height {height} does not match the \
                  commitment in its coinbase (bad-witness-merkle-match)"
             ),
-            BlockError::UnexpectedWitness { height, hash } => write!(
+            BlockFault::UnexpectedWitness => write!(
                 f,
                 "block {hash} at height {height} carries witness data but its coinbase commits \
                  to none (unexpected-witness)"
@@ -216,39 +218,36 @@ pub fn parse_block_keeping(
     raw: &[u8],
     keep: &dyn Fn(&Hash) -> bool,
 ) -> Result<DaBlock, BlockError> {
-    let undecodable = |reason: String| BlockError::Undecodable { height, reason };
-    let walked = walk::walk_block(raw).map_err(|e| undecodable(e.to_string()))?;
-    let header: Header = bitcoin::consensus::deserialize(&raw[..walk::HEADER_LEN])
-        .map_err(|e| undecodable(e.to_string()))?;
+    let fail = |fault: BlockFault| BlockError {
+        height,
+        hash: *expected,
+        fault,
+    };
+    let undecodable = |e: &dyn fmt::Display| fail(BlockFault::Undecodable(e.to_string()));
+    let walked = walk::walk_block(raw).map_err(|e| undecodable(&e))?;
+    let header: Header =
+        bitcoin::consensus::deserialize(&raw[..walk::HEADER_LEN]).map_err(|e| undecodable(&e))?;
     let got = header.block_hash();
     if got != *expected {
-        return Err(BlockError::HashMismatch {
-            height,
-            expected: *expected,
-            got,
-        });
+        return Err(fail(BlockFault::HashMismatch { got }));
     }
     if header.validate_pow(header.target()).is_err() {
-        return Err(BlockError::ProofOfWork { height, hash: got });
+        return Err(fail(BlockFault::ProofOfWork));
     }
     let decode = |i: usize| -> Result<Transaction, BlockError> {
         bitcoin::consensus::deserialize(&raw[walked.txs[i].range.clone()])
-            .map_err(|e| undecodable(e.to_string()))
+            .map_err(|e| undecodable(&e))
     };
     let coinbase = match walked.txs.first() {
         Some(t) if t.is_coinbase => decode(0)?,
-        _ => {
-            return Err(undecodable(
-                "the first transaction is not a coinbase".into(),
-            ))
-        }
+        _ => return Err(undecodable(&"the first transaction is not a coinbase")),
     };
     let txids: Vec<Hash> = walked.txs.iter().map(|t| t.txid).collect();
     if walk::merkle_root(txids.clone()) != Some(header.merkle_root.to_byte_array()) {
-        return Err(BlockError::MerkleRoot { height, hash: got });
+        return Err(fail(BlockFault::MerkleRoot));
     }
     if has_duplicate(&txids) {
-        return Err(BlockError::DuplicateTx { height, hash: got });
+        return Err(fail(BlockFault::DuplicateTx));
     }
     let txs_commitment = root_of_wtxids(walked.txs.iter().map(|t| t.wtxid));
     match witness_commitment(&coinbase) {
@@ -256,19 +255,17 @@ pub fn parse_block_keeping(
             let witness = &coinbase.input[0].witness;
             let reserved = match witness.nth(0) {
                 Some(r) if witness.len() == 1 && r.len() == 32 => r,
-                _ => return Err(BlockError::WitnessNonce { height, hash: got }),
+                _ => return Err(fail(BlockFault::WitnessNonce)),
             };
             let computed = Block::compute_witness_commitment(
                 &WitnessMerkleNode::from_byte_array(txs_commitment),
                 reserved,
             );
             if computed.to_byte_array() != committed {
-                return Err(BlockError::WitnessCommitment { height, hash: got });
+                return Err(fail(BlockFault::WitnessCommitment));
             }
         }
-        None if walked.has_witness => {
-            return Err(BlockError::UnexpectedWitness { height, hash: got })
-        }
+        None if walked.has_witness => return Err(fail(BlockFault::UnexpectedWitness)),
         None => {}
     }
     let mut txs = Vec::new();

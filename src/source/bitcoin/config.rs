@@ -1,8 +1,11 @@
 //! What a follower's Bitcoin DA source is told at start.
 
+use std::sync::Arc;
+
 use crate::headers::BitcoinNetwork;
 use crate::source::bitcoin::p2p::transport::TransportChoice;
-use crate::source::bitcoin::rpc::client::Credentials;
+use crate::source::bitcoin::rpc::client::{BitcoinRpc, Credentials, RpcOptions};
+use crate::source::bitcoin::scan::BitcoinDaConfig;
 use crate::source::bitcoin::signer::DaPublicKey;
 
 /// The Bitcoin DA source a follower reads (`--bitcoin-rpc`, `--bitcoin-peer`
@@ -36,4 +39,23 @@ pub struct BitcoinConfig {
     pub sequencer_key: DaPublicKey,
     /// `--prover-da-pubkey`, else the network's (regtest's without `--network`).
     pub prover_key: DaPublicKey,
+}
+
+impl BitcoinConfig {
+    /// What the scan is told: the confirmations and whom to believe.
+    pub fn da_config(&self) -> BitcoinDaConfig {
+        BitcoinDaConfig {
+            finality_depth: self.finality_depth,
+            ..BitcoinDaConfig::new(self.sequencer_key, self.prover_key)
+        }
+    }
+
+    /// A client of bitcoind's RPC at `url` with these credentials.
+    pub fn rpc(&self, url: &str) -> Arc<BitcoinRpc> {
+        Arc::new(BitcoinRpc::new(
+            url,
+            self.credentials.clone(),
+            RpcOptions::default(),
+        ))
+    }
 }

@@ -22,9 +22,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bitcoin::consensus::{deserialize, serialize};
-use bitcoin::Transaction;
+use bitcoin::{BlockHash, Transaction};
 use log::{debug, warn};
 
+use crate::headers::HeaderTree;
 use crate::ledger::{BitcoinChunkRead, Ledger};
 use crate::progress::{BitcoinProgress, Progress};
 use crate::proof::{journal, receipt};
@@ -34,6 +35,7 @@ use crate::source::bitcoin::inscription::EnvelopeError;
 use crate::source::bitcoin::inscription::Namespace;
 use crate::source::bitcoin::reveal::{self, display_hash, LightClientTx, Refusal};
 use crate::source::bitcoin::signer::{DaPublicKey, SignatureError};
+use crate::source::SourceError;
 use crate::types::VerifiedBatchProof;
 use crate::types::{DaSlot, Hash, SequencerCommitment};
 
@@ -81,6 +83,31 @@ impl BitcoinDaConfig {
 /// the sync threads give way every 0.2 ms (`os::give_way`): measured on a
 /// 2-core host, the reads' p99 during a P2P scan was the same at either pace.
 pub const MAX_SCAN_RATE: u64 = 2_500;
+
+/// The header chain's hash at `height`, if it holds one there.
+pub fn hash_at(chain: &HeaderTree, height: u64) -> Result<Option<BlockHash>, SourceError> {
+    chain
+        .hash_at(height)
+        .map_err(|e| SourceError::unreadable("the Bitcoin header chain cannot be read", e))
+}
+
+/// The header chain's hashes at `from..=to`, with their heights; each must
+/// be held (`to` at most the tip).
+pub fn hashes(
+    chain: &HeaderTree,
+    from: u64,
+    to: u64,
+) -> Result<Vec<(u64, BlockHash)>, SourceError> {
+    (from..=to)
+        .map(|h| match hash_at(chain, h)? {
+            Some(hash) => Ok((h, hash)),
+            None => Err(SourceError::bad_answer(format!(
+                "the Bitcoin header chain has no block at height {h} (its tip is {})",
+                chain.tip().height
+            ))),
+        })
+        .collect()
+}
 
 /// Proof bytes from Bitcoin (a risc0 receipt) as a proof found on slot
 /// `height` whose output is the receipt's journal; refused (with the

@@ -24,12 +24,7 @@ impl UpstreamArgs {
     /// Every URL once, in order (the flag's values may be comma lists).
     pub fn urls(&self) -> Result<Vec<String>, String> {
         let mut list: Vec<String> = Vec::new();
-        for url in self
-            .upstream
-            .iter()
-            .flat_map(|v| v.split(','))
-            .map(str::trim)
-        {
+        for url in crate::flags::comma_list(&self.upstream) {
             if list.iter().any(|u| u == url) {
                 return Err(format!(
                     "--upstream {url} is given twice; each upstream once, the preferred first"

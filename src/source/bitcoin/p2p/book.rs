@@ -282,10 +282,7 @@ fn unix_now() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn sa(s: &str) -> SocketAddr {
-        s.parse().unwrap()
-    }
+    use crate::source::bitcoin::p2p::sa;
 
     #[test]
     fn a_ban_is_kept_across_a_reload_and_a_failure_waits_its_back_off() {

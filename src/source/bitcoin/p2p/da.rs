@@ -58,8 +58,7 @@ use crate::source::bitcoin::kept::KeptBlocks;
 use crate::source::bitcoin::p2p::bitcoind::RpcSide;
 use crate::source::bitcoin::p2p::peer::{PeerError, MAX_HEADERS};
 use crate::source::bitcoin::p2p::peers::{PeerChain, PeerSet, OLD_CHAIN_AFTER};
-use crate::source::bitcoin::scan::BitcoinDaConfig;
-use crate::source::bitcoin::scan::{AnchorCache, ScanPace, SlotScanner};
+use crate::source::bitcoin::scan::{self, AnchorCache, BitcoinDaConfig, ScanPace, SlotScanner};
 use crate::source::{DaAnchor, DaSource, EachSlot, SourceError};
 use crate::types::{DaSlot, Hash};
 
@@ -327,23 +326,6 @@ impl PeersDa {
         }
     }
 
-    /// The best chain's hash at each of `from..=to`.
-    fn hashes(&self, from: u64, to: u64) -> Result<Vec<(u64, BlockHash)>, SourceError> {
-        (from..=to)
-            .map(|h| match self.chain.hash_at(h) {
-                Ok(Some(hash)) => Ok((h, hash)),
-                Ok(None) => Err(SourceError::bad_answer(format!(
-                    "the Bitcoin header chain has no block at height {h} (tip {})",
-                    self.chain.tip().height
-                ))),
-                Err(e) => Err(SourceError::unreadable(
-                    "the Bitcoin header chain cannot be read",
-                    e,
-                )),
-            })
-            .collect()
-    }
-
     /// Blocks `wanted`, checked, in the order asked (see [`PeersDa::blocks_each`]).
     fn blocks(
         &mut self,
@@ -597,7 +579,7 @@ impl DaSource for PeersDa {
     /// moves block by block).
     fn slots_each(&mut self, from: u64, to: u64, each: EachSlot<'_>) -> Result<(), SourceError> {
         self.kept.forget_below(from);
-        let wanted = self.hashes(from, to)?;
+        let wanted = scan::hashes(&self.chain, from, to)?;
         let final_height = self.final_height();
         let PeersDa {
             peers,
@@ -641,9 +623,7 @@ impl DaSource for PeersDa {
         if !missing.is_empty() {
             let mut wanted = Vec::with_capacity(missing.len());
             for h in missing {
-                if let Some(hash) = self.chain.hash_at(h).map_err(|e| {
-                    SourceError::unreadable("the Bitcoin header chain cannot be read", e)
-                })? {
+                if let Some(hash) = scan::hash_at(&self.chain, h)? {
                     wanted.push((h, hash));
                 }
             }
@@ -659,9 +639,6 @@ impl DaSource for PeersDa {
     /// source showed it): the sync checks the last scanned slot against it
     /// right after each look, as with bitcoind's RPC.
     fn block_hash(&mut self, number: u64) -> Result<Option<Hash>, SourceError> {
-        self.chain
-            .hash_at(number)
-            .map(|h| h.map(|h| h.to_byte_array()))
-            .map_err(|e| SourceError::unreadable("the Bitcoin header chain cannot be read", e))
+        Ok(scan::hash_at(&self.chain, number)?.map(|h| h.to_byte_array()))
     }
 }

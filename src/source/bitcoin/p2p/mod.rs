@@ -37,3 +37,9 @@ pub mod seeds;
 pub mod start;
 pub mod transport;
 pub mod v2;
+
+/// A socket address written out (tests).
+#[cfg(test)]
+fn sa(s: &str) -> std::net::SocketAddr {
+    s.parse().unwrap()
+}

@@ -306,10 +306,7 @@ pub fn netgroup(addr: &SocketAddr) -> Option<[u8; 4]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn sa(s: &str) -> SocketAddr {
-        s.parse().unwrap()
-    }
+    use crate::source::bitcoin::p2p::sa;
 
     #[test]
     fn a_netgroup_is_a_slash_16_or_slash_32_and_local_ranges_have_none() {

@@ -15,10 +15,7 @@ use crate::source::bitcoin::p2p::discover::Discovery;
 use crate::source::bitcoin::p2p::peer::PeerOptions;
 use crate::source::bitcoin::p2p::peers::PeerSet;
 use crate::source::bitcoin::p2p::seeds::{self, SeedLookup};
-use crate::source::bitcoin::rpc::client::BitcoinRpc;
-use crate::source::bitcoin::rpc::client::RpcOptions;
 use crate::source::bitcoin::rpc::da::ChainCheckError;
-use crate::source::bitcoin::scan::BitcoinDaConfig;
 use crate::stop::Stop;
 
 impl PeersDa {
@@ -55,9 +52,7 @@ impl PeersDa {
         let rpc_side = match &b.url {
             None => None,
             Some(url) => {
-                let rpc = BitcoinRpc::new(url, b.credentials.clone(), RpcOptions::default());
-                let mut side =
-                    RpcSide::new(Arc::new(rpc), progress.clone()).with_stop(stop.clone());
+                let mut side = RpcSide::new(b.rpc(url), progress.clone()).with_stop(stop.clone());
                 match side.check_network(b.chain) {
                     Ok(()) => {}
                     Err(ChainCheckError::OtherChain(why)) => return Err(why),
@@ -93,16 +88,8 @@ impl PeersDa {
             b.sequencer_key,
             b.prover_key
         );
-        let da = PeersDa::new(
-            peers,
-            chain,
-            BitcoinDaConfig {
-                finality_depth: b.finality_depth,
-                ..BitcoinDaConfig::new(b.sequencer_key, b.prover_key)
-            },
-            progress.clone(),
-        )
-        .with_chunks_in(ledger.clone());
+        let da = PeersDa::new(peers, chain, b.da_config(), progress.clone())
+            .with_chunks_in(ledger.clone());
         let da = match rpc_side {
             Some(side) => da.with_rpc(side),
             None => da,

@@ -45,7 +45,7 @@ use crate::source::bitcoin::kept::KeptBlocks;
 use crate::source::bitcoin::rpc::client::{BitcoinRpc, RpcError};
 use crate::source::bitcoin::rpc::headers::{self, other_network, HeaderSyncError};
 use crate::source::bitcoin::rpc::reader::{BlockReader, ReadError, ReaderOptions};
-use crate::source::bitcoin::scan::{AnchorCache, BitcoinDaConfig, ScanPace, SlotScanner};
+use crate::source::bitcoin::scan::{self, AnchorCache, BitcoinDaConfig, ScanPace, SlotScanner};
 use crate::source::{DaAnchor, DaSource, SourceError};
 use crate::stop::Stop;
 use crate::types::{DaSlot, Hash};
@@ -211,25 +211,10 @@ impl BitcoinDa {
     /// The best chain's hashes at `from..=to` (all held: `to` is at most
     /// the tip).
     fn chain_hashes(&self, from: u64, to: u64) -> Result<Vec<bitcoin::BlockHash>, SourceError> {
-        let mut out = Vec::with_capacity((to + 1 - from) as usize);
-        for h in from..=to {
-            match self.headers.hash_at(h) {
-                Ok(Some(hash)) => out.push(hash),
-                Ok(None) => {
-                    return Err(SourceError::bad_answer(format!(
-                        "the Bitcoin header chain has no block at height {h} (its tip is {})",
-                        self.headers.tip().height
-                    )))
-                }
-                Err(e) => {
-                    return Err(SourceError::unreadable(
-                        "the stored Bitcoin headers cannot be read",
-                        e,
-                    ))
-                }
-            }
-        }
-        Ok(out)
+        Ok(scan::hashes(&self.headers, from, to)?
+            .into_iter()
+            .map(|(_, h)| h)
+            .collect())
     }
 
     fn status(&self) -> &BitcoinProgress {
@@ -395,9 +380,6 @@ impl DaSource for BitcoinDa {
     /// bitcoind's chain ([`DaSource::last_scanned`], which the sync calls
     /// just before, so a reorg bitcoind made shows here).
     fn block_hash(&mut self, number: u64) -> Result<Option<Hash>, SourceError> {
-        self.headers
-            .hash_at(number)
-            .map(|h| h.map(|h| h.to_byte_array()))
-            .map_err(|e| SourceError::unreadable("the stored Bitcoin headers cannot be read", e))
+        Ok(scan::hash_at(&self.headers, number)?.map(|h| h.to_byte_array()))
     }
 }

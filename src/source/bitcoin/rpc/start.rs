@@ -8,11 +8,8 @@ use crate::headers::HeaderTree;
 use crate::ledger::Ledger;
 use crate::progress::Progress;
 use crate::source::bitcoin::config::BitcoinConfig;
-use crate::source::bitcoin::rpc::client::BitcoinRpc;
-use crate::source::bitcoin::rpc::client::RpcOptions;
 use crate::source::bitcoin::rpc::da::BitcoinDa;
 use crate::source::bitcoin::rpc::da::ChainCheckError;
-use crate::source::bitcoin::scan::BitcoinDaConfig;
 use crate::stop::Stop;
 
 impl BitcoinDa {
@@ -27,19 +24,10 @@ impl BitcoinDa {
         stop: &Arc<Stop>,
     ) -> Result<(BitcoinDa, String), String> {
         let url = b.url.clone().unwrap_or_default();
-        let rpc = BitcoinRpc::new(&url, b.credentials.clone(), RpcOptions::default());
         let headers = HeaderTree::open(b.chain, ledger.clone(), 0).map_err(|e| e.to_string())?;
-        let mut da = BitcoinDa::new(
-            Arc::new(rpc),
-            BitcoinDaConfig {
-                finality_depth: b.finality_depth,
-                ..BitcoinDaConfig::new(b.sequencer_key, b.prover_key)
-            },
-            progress.clone(),
-            headers,
-        )
-        .with_stop(stop.clone())
-        .with_chunks_in(ledger.clone());
+        let mut da = BitcoinDa::new(b.rpc(&url), b.da_config(), progress.clone(), headers)
+            .with_stop(stop.clone())
+            .with_chunks_in(ledger.clone());
         match da.check_chain() {
             Ok(()) => {}
             Err(ChainCheckError::OtherChain(why)) => return Err(why),
