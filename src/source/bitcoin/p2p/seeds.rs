@@ -370,8 +370,11 @@ mod tests {
             assert!(l.poll_at(t0 + Duration::from_secs(s), 1).is_empty());
             assert_eq!(l.pending, 0, "not asked at {s}s");
         }
-        l.poll_at(t0 + Duration::from_secs(301), 1);
-        assert_eq!(l.pending, 1, "asked after 5 minutes");
+        let got = l.poll_at(t0 + Duration::from_secs(301), 1);
+        // Asked: the answer is on its way, or came within that same poll
+        // (the resolver's thread may answer before the poll looks).
+        assert!(l.waiting.is_none(), "asked after 5 minutes");
+        assert!(l.pending == 1 || !got.is_empty(), "{got:?}");
         // An empty book asks at once.
         let l = SeedLookup::start(&seeds, 1, fixed, seeds_wait(0));
         assert!(l.pending == 1 && l.waiting.is_none());
