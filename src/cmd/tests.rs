@@ -20,6 +20,16 @@ fn run(args: &[&str]) -> Result<Config, ConfigError> {
     }
 }
 
+/// The command `line` (its words split at spaces, no quoting) asks for.
+fn command(line: &str) -> Result<Command, ConfigError> {
+    parse(line.split_whitespace().map(String::from))
+}
+
+/// [`run`] of the words of `line`.
+fn run_line(line: &str) -> Result<Config, ConfigError> {
+    run(&line.split_whitespace().collect::<Vec<_>>())
+}
+
 #[test]
 fn sequencer_pubkey_reads_hex_as_every_other_input_does() {
     let key = "52f41a5076498d1ae8bdfa57d19e91e3c2c94b6de21985d099cd48cfa7aef174";
@@ -102,15 +112,7 @@ fn the_parsers_defaults_are_the_subsystems_own() {
 
 #[test]
 fn dev_flags_take_values_in_both_spellings() {
-    let c = run(&[
-        "--dev",
-        "--dev-prefill",
-        "100",
-        "--dev-block-ms=0",
-        "--dev-seed",
-        "9",
-    ])
-    .unwrap();
+    let c = run_line("--dev --dev-prefill 100 --dev-block-ms=0 --dev-seed 9").unwrap();
     let d = c.source.devnet().unwrap();
     assert_eq!((d.prefill, d.block_ms, d.seed), (100, 0, 9));
     let c = run(&["run", "--dev", "--dev-seed", "4"]).unwrap();
@@ -132,13 +134,7 @@ fn ops_flags_parse_and_check_their_values() {
     let c = run(&[]).unwrap();
     assert_eq!(c.health_max_lag, Duration::from_secs(60));
     assert_eq!(c.cors_origin, None);
-    let c = run(&[
-        "--health-max-lag-s",
-        "5",
-        "--cors-origin",
-        "http://127.0.0.1:8080",
-    ])
-    .unwrap();
+    let c = run_line("--health-max-lag-s 5 --cors-origin http://127.0.0.1:8080").unwrap();
     assert_eq!(c.health_max_lag, Duration::from_secs(5));
     assert_eq!(c.cors_origin.as_deref(), Some("http://127.0.0.1:8080"));
     assert_eq!(run(&["--cors-origin=*"]).unwrap().cors_origin, None);
@@ -157,14 +153,7 @@ fn wire_citrea_serves_20_block_ranges_unless_max_range_says_otherwise() {
     assert_eq!(run(&["--wire", "seed"]).unwrap().wire, WireShape::Ledgerd);
     let e = run(&["--wire", "json"]).unwrap_err();
     assert!(e.0.contains("--wire takes ledgerd"), "{e}");
-    let c = run(&[
-        "--upstream",
-        "http://x",
-        "--sync-concurrency",
-        "3",
-        "--allow-missing-tx-bodies",
-    ])
-    .unwrap();
+    let c = run_line("--upstream http://x --sync-concurrency 3 --allow-missing-tx-bodies").unwrap();
     assert_eq!((c.sync_concurrency, c.allow_missing_tx_bodies), (3, true));
     let e = run(&["--sync-concurrency", "0"]).unwrap_err();
     assert!(e.0.contains("--sync-concurrency takes 1 to 64"), "{e}");
@@ -337,7 +326,7 @@ fn config_file_errors_name_the_file_line_and_key() {
         let e = run_with_file(text, &[]).unwrap_err();
         assert!(e.0.contains(says), "{text:?}: {e}");
     }
-    let e = parse(["--config".to_string(), "/nonexistent/ledgerd.toml".into()]).unwrap_err();
+    let e = command("--config /nonexistent/ledgerd.toml").unwrap_err();
     assert!(
         e.0.contains("config file /nonexistent/ledgerd.toml cannot be read"),
         "{e}"
@@ -366,11 +355,7 @@ fn a_file_that_is_not_toml_is_refused_and_the_old_form_is_read_only_by_convert()
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("old.conf");
         std::fs::write(&path, text).unwrap();
-        parse([
-            "config".to_string(),
-            "--convert".into(),
-            path.display().to_string(),
-        ])
+        command(&format!("config --convert {}", path.display()))
     };
     let text = "# old\nbind = 0.0.0.0:9000\nmax-range = \"7\"\ndev = true\ndev-seed=3\n\
                 upstream-less = \n";
@@ -404,13 +389,9 @@ fn a_file_that_is_not_toml_is_refused_and_the_old_form_is_read_only_by_convert()
 
 #[test]
 fn dev_bitcoin_rpc_takes_one_set_of_the_shared_bitcoind_credentials() {
-    let c = run(&[
-        "--dev",
-        "--dev-bitcoin-rpc",
-        "http://127.0.0.1:18443/",
-        "--bitcoin-rpc-cookie",
-        "/d/regtest/.cookie",
-    ])
+    let c = run_line(
+        "--dev --dev-bitcoin-rpc http://127.0.0.1:18443/ --bitcoin-rpc-cookie /d/regtest/.cookie",
+    )
     .unwrap();
     let b = c.source.devnet().unwrap().bitcoin.clone().unwrap();
     assert_eq!(b.url, "http://127.0.0.1:18443");
@@ -418,12 +399,9 @@ fn dev_bitcoin_rpc_takes_one_set_of_the_shared_bitcoind_credentials() {
         b.credentials,
         Credentials::CookieFile("/d/regtest/.cookie".into())
     );
-    let c = run(&[
-        "--dev",
-        "--dev-bitcoin-rpc=http://h:1",
-        "--bitcoin-rpc-user=u",
-        "--bitcoin-rpc-password=p",
-    ])
+    let c = run_line(
+        "--dev --dev-bitcoin-rpc=http://h:1 --bitcoin-rpc-user=u --bitcoin-rpc-password=p",
+    )
     .unwrap();
     assert_eq!(
         c.source
@@ -440,20 +418,12 @@ fn dev_bitcoin_rpc_takes_one_set_of_the_shared_bitcoind_credentials() {
     );
     let e = run(&["--dev", "--dev-bitcoin-rpc", "http://h:1"]).unwrap_err();
     assert!(e.0.contains("needs bitcoind's credentials"), "{e}");
-    let e = run(&[
-        "--dev",
-        "--dev-bitcoin-rpc=http://h:1",
-        "--bitcoin-rpc-user=u",
-    ])
-    .unwrap_err();
+    let e = run_line("--dev --dev-bitcoin-rpc=http://h:1 --bitcoin-rpc-user=u").unwrap_err();
     assert!(e.0.contains("needs --bitcoin-rpc-password"), "{e}");
-    let e = run(&[
-        "--dev",
-        "--dev-bitcoin-rpc=http://h:1",
-        "--bitcoin-rpc-cookie=c",
-        "--bitcoin-rpc-user=u",
-        "--bitcoin-rpc-password=p",
-    ])
+    let e = run_line(
+        "--dev --dev-bitcoin-rpc=http://h:1 --bitcoin-rpc-cookie=c --bitcoin-rpc-user=u \
+         --bitcoin-rpc-password=p",
+    )
     .unwrap_err();
     assert!(e.0.contains("give one"), "{e}");
     let e = run(&["--dev", "--dev-bitcoin-rpc", "127.0.0.1:1"]).unwrap_err();
@@ -473,13 +443,9 @@ fn the_password_can_come_from_a_file_and_not_also_from_the_flag() {
     let file = dir.path().join("pw");
     std::fs::write(&file, "s3cret\n").unwrap();
     let file = file.to_str().unwrap();
-    let c = run(&[
-        "--dev",
-        "--dev-bitcoin-rpc=http://h:1",
-        "--bitcoin-rpc-user=u",
-        "--bitcoin-rpc-password-file",
-        file,
-    ])
+    let c = run_line(&format!(
+        "--dev --dev-bitcoin-rpc=http://h:1 --bitcoin-rpc-user=u --bitcoin-rpc-password-file {file}"
+    ))
     .unwrap();
     let credentials = c
         .source
@@ -500,22 +466,16 @@ fn the_password_can_come_from_a_file_and_not_also_from_the_flag() {
         !format!("{credentials:?}").contains("s3cret"),
         "Debug masks it"
     );
-    let e = run(&[
-        "--dev",
-        "--dev-bitcoin-rpc=http://h:1",
-        "--bitcoin-rpc-user=u",
-        "--bitcoin-rpc-password=p",
-        "--bitcoin-rpc-password-file",
-        file,
-    ])
+    let e = run_line(&format!(
+        "--dev --dev-bitcoin-rpc=http://h:1 --bitcoin-rpc-user=u --bitcoin-rpc-password=p \
+         --bitcoin-rpc-password-file {file}"
+    ))
     .unwrap_err();
     assert!(e.0.contains("give one"), "{e}");
-    let e = run(&[
-        "--dev",
-        "--dev-bitcoin-rpc=http://h:1",
-        "--bitcoin-rpc-user=u",
-        "--bitcoin-rpc-password-file=/nonexistent/pw",
-    ])
+    let e = run_line(
+        "--dev --dev-bitcoin-rpc=http://h:1 --bitcoin-rpc-user=u \
+         --bitcoin-rpc-password-file=/nonexistent/pw",
+    )
     .unwrap_err();
     assert!(
         e.0.contains("--bitcoin-rpc-password-file /nonexistent/pw cannot be read"),
@@ -525,15 +485,9 @@ fn the_password_can_come_from_a_file_and_not_also_from_the_flag() {
 
 #[test]
 fn bitcoin_rpc_reads_the_da_layer_beside_an_upstream_with_the_networks_da_keys() {
-    let c = run(&[
-        "--upstream",
-        "http://u:1",
-        "--bitcoin-rpc",
-        "http://b:2",
-        "--bitcoin-rpc-cookie",
-        "/d/.cookie",
-    ])
-    .unwrap();
+    let c =
+        run_line("--upstream http://u:1 --bitcoin-rpc http://b:2 --bitcoin-rpc-cookie /d/.cookie")
+            .unwrap();
     let b = c.source.bitcoin().unwrap();
     assert_eq!(b.url.as_deref(), Some("http://b:2"));
     assert_eq!(b.credentials, Credentials::CookieFile("/d/.cookie".into()));
@@ -544,17 +498,10 @@ fn bitcoin_rpc_reads_the_da_layer_beside_an_upstream_with_the_networks_da_keys()
     assert_eq!(c.source.upstreams(), ["http://u:1"]);
 
     let other = keys::DEVNET.prover;
-    let c = run(&[
-        "--network",
-        "testnet",
-        "--upstream=http://u:1",
-        "--bitcoin-rpc=http://b:2",
-        "--bitcoin-rpc-user=u",
-        "--bitcoin-rpc-password=p",
-        "--bitcoin-finality-depth=1",
-        "--prover-da-pubkey",
-        other,
-    ])
+    let c = run_line(&format!(
+        "--network testnet --upstream=http://u:1 --bitcoin-rpc=http://b:2 --bitcoin-rpc-user=u \
+         --bitcoin-rpc-password=p --bitcoin-finality-depth=1 --prover-da-pubkey {other}"
+    ))
     .unwrap();
     let b = c.source.bitcoin().unwrap();
     assert_eq!(b.finality_depth, 1);
@@ -576,24 +523,19 @@ fn bitcoin_rpc_reads_the_da_layer_beside_an_upstream_with_the_networks_da_keys()
     assert_eq!(b(&run(&peer).unwrap()), TransportChoice::Auto);
     let v1 = run(&[&peer[..], &["--bitcoin-transport", "v1"]].concat()).unwrap();
     assert_eq!(b(&v1), TransportChoice::V1);
-    let e = run(&[
-        "--upstream=http://u:1",
-        "--bitcoin-rpc=http://b:2",
-        "--bitcoin-rpc-cookie=c",
-        "--bitcoin-transport=v2",
-    ])
+    let e = run_line(
+        "--upstream=http://u:1 --bitcoin-rpc=http://b:2 --bitcoin-rpc-cookie=c \
+         --bitcoin-transport=v2",
+    )
     .unwrap_err();
     assert!(e.0.contains("only applies with --bitcoin-peer"), "{e}");
     let e = run(&[&peer[..], &["--bitcoin-transport", "v3"]].concat()).unwrap_err();
     assert!(e.0.contains("takes auto"), "{e}");
     let e = run(&["--sequencer-da-pubkey", "02ab"]).unwrap_err();
     assert!(e.0.contains("66 hex digits"), "{e}");
-    let e = run(&[
-        "--network=mainnet",
-        "--upstream=http://u:1",
-        "--bitcoin-rpc=http://b:2",
-        "--bitcoin-rpc-cookie=c",
-    ])
+    let e = run_line(
+        "--network=mainnet --upstream=http://u:1 --bitcoin-rpc=http://b:2 --bitcoin-rpc-cookie=c",
+    )
     .unwrap_err();
     assert!(e.0.contains("has no DA keys"), "{e}");
 }
@@ -667,21 +609,41 @@ fn sample(flag: &str) -> (&'static str, &'static str) {
         ),
         "bitcoin-rpc-password-file" => (
             concat!("\"", env!("CARGO_MANIFEST_DIR"), "/Cargo.toml\""),
-            "",
+            "bitcoin-rpc-user = \"u\"\ndev = true\ndev-bitcoin-rpc = \"http://h:1\"\n",
         ),
         "bitcoin-rpc-cookie" => ("\"c\"", dev_rpc),
         "bitcoin-finality-depth" => ("5", with_rpc),
+        // Citrea testnet's DA keys: the defaults (regtest's) would change nothing.
         "sequencer-da-pubkey" => (
-            "\"02588d202afcc1ee4ab5254c7847ec25b9a135bbda0f2bc69ee1a714749fd77dc9\"",
+            "\"03015a7c4d2cc1c771198686e2ebef6fe7004f4136d61f6225b061d1bb9b821b9b\"",
             with_rpc,
         ),
         "prover-da-pubkey" => (
-            "\"03eedab888e45f3bdc3ec9918c491c11e5cf7af0a91f38b97fbc1e135ae4056601\"",
+            "\"0357d255ab93638a2d880787ebaadfefdfc9bb51a26b4a37e5d588e04e54c60a42\"",
             with_rpc,
         ),
         f if f.starts_with("dev-") => ("5", "dev = true\n"),
         _ => ("5", ""),
     }
+}
+
+/// What `--{long}` of `ledgerd {sub}` is set to in a test file, and the
+/// other settings it needs: a switch is set by `true`, a value by its
+/// sample; a rollback needs its target and its data dir whatever else is set.
+fn sample_setting(sub: &str, arg: &clap::Arg) -> (&'static str, &'static str) {
+    let long = arg.get_long().unwrap_or_default();
+    let (value, needs) = sample(long);
+    let value = match arg.get_action() {
+        clap::ArgAction::SetTrue => "true",
+        _ => value,
+    };
+    let needs = match (sub, long) {
+        ("rollback", "data-dir") => "to-l2 = 5\n",
+        ("rollback", "to-l2" | "to-l1" | "dry-run") => needs,
+        ("rollback", _) => "data-dir = \"/tmp/x\"\nto-l2 = 5\n",
+        _ => needs,
+    };
+    (value, needs)
 }
 
 #[test]
@@ -699,24 +661,8 @@ fn every_setting_of_every_command_is_a_config_file_key_and_a_variable() {
                 Some(env::env_name(long).as_str()),
                 "--{long}'s variable"
             );
-            // A switch is set by `true`; a value by its sample.
-            let (value, needs) = match arg.get_action() {
-                clap::ArgAction::SetTrue => ("true", sample(long).1),
-                _ => sample(long),
-            };
-            let needs = if long == "bitcoin-rpc-password-file" {
-                "bitcoin-rpc-user = \"u\"\ndev = true\ndev-bitcoin-rpc = \"http://h:1\"\n"
-            } else {
-                needs
-            };
             let name = sub.get_name();
-            // A rollback needs its target and its data dir whatever else is set.
-            let needs = match (name, long) {
-                ("rollback", "data-dir") => "to-l2 = 5\n",
-                ("rollback", "to-l2" | "to-l1" | "dry-run") => needs,
-                ("rollback", _) => "data-dir = \"/tmp/x\"\nto-l2 = 5\n",
-                _ => needs,
-            };
+            let (value, needs) = sample_setting(name, arg);
             let text = format!("{long} = {value}\n{needs}");
             let args: &[&str] = match name {
                 "import" | "verify" | "verify-proof" | "verify-headers" => &["f", "--print-config"],
@@ -811,13 +757,9 @@ fn network_and_kumquat_height_make_the_fork_table_and_the_key() {
     assert_eq!(c.sequencer_key_name(), "testnet key");
     // --kumquat-height and --sequencer-pubkey override the network's.
     let key = "92c5f7b9205a71b792b99c372c49d4d5256bb0d4a6db095520586d4330a15503";
-    let c = run(&[
-        "--network=devnet",
-        "--kumquat-height",
-        "7",
-        "--sequencer-pubkey",
-        key,
-    ])
+    let c = run_line(&format!(
+        "--network=devnet --kumquat-height 7 --sequencer-pubkey {key}"
+    ))
     .unwrap();
     assert_eq!(c.forks(), ForkTable::kumquat_from(7));
     assert_eq!(c.sequencer_key().map(hex::encode).as_deref(), Some(key));
@@ -840,16 +782,12 @@ fn network_and_kumquat_height_make_the_fork_table_and_the_key() {
 
 #[test]
 fn import_and_verify_take_the_chain_rule_flags() {
-    let Command::Import(i) =
-        parse(["import", "f.jsonl", "--network", "testnet"].map(String::from)).unwrap()
-    else {
+    let Command::Import(i) = command("import f.jsonl --network testnet").unwrap() else {
         panic!("not an import")
     };
     assert_eq!(i.forks, ForkTable::kumquat_from(5_546_000));
     assert_eq!(i.sequencer_pubkey, Network::Testnet.sequencer_key());
-    let Command::Verify(v) =
-        parse(["verify", "--kumquat-height", "3", "-"].map(String::from)).unwrap()
-    else {
+    let Command::Verify(v) = command("verify --kumquat-height 3 -").unwrap() else {
         panic!("not a verify")
     };
     assert_eq!(v.file, PathBuf::from("-"));
@@ -857,11 +795,11 @@ fn import_and_verify_take_the_chain_rule_flags() {
         (v.forks, v.sequencer_key),
         (ForkTable::kumquat_from(3), None)
     );
-    let e = parse(["verify"].map(String::from)).unwrap_err();
+    let e = command("verify").unwrap_err();
     assert!(e.0.contains("verify needs a FILE"), "{e}");
-    let e = parse(["verify", "a", "b"].map(String::from)).unwrap_err();
+    let e = command("verify a b").unwrap_err();
     assert!(e.0.contains("verify takes one FILE"), "{e}");
-    let e = parse(["verify", "-", "--no-verify"].map(String::from)).unwrap_err();
+    let e = command("verify - --no-verify").unwrap_err();
     assert!(
         e.0.contains("--no-verify does not apply to `ledgerd verify`"),
         "{e}"
@@ -870,32 +808,29 @@ fn import_and_verify_take_the_chain_rule_flags() {
 
 #[test]
 fn subcommands_take_their_own_flags() {
-    let Command::Import(i) =
-        parse(["import", "-", "--no-verify", "--data-dir", "d"].map(String::from)).unwrap()
-    else {
+    let Command::Import(i) = command("import - --no-verify --data-dir d").unwrap() else {
         panic!("not an import")
     };
     assert_eq!(
         (i.file.to_str(), i.verify, i.data_dir.to_str()),
         (Some("-"), false, Some("d"))
     );
-    let Command::Export(x) = parse(["export", "--to", "9"].map(String::from)).unwrap() else {
+    let Command::Export(x) = command("export --to 9").unwrap() else {
         panic!("not an export")
     };
     assert_eq!((x.from, x.to), (1, Some(9)));
-    let Command::Run(c) = parse(["serve-readonly", "--reuse-port"].map(String::from)).unwrap()
-    else {
+    let Command::Run(c) = command("serve-readonly --reuse-port").unwrap() else {
         panic!("not a run")
     };
     assert!(c.read_only && c.server.reuse_port && c.source.devnet().is_none());
-    let e = parse(["serve", "--dev"].map(String::from)).unwrap_err();
+    let e = command("serve --dev").unwrap_err();
     assert!(e.0.contains("unknown command \"serve\""), "{e}");
-    let e = parse(["--from", "3"].map(String::from)).unwrap_err();
+    let e = command("--from 3").unwrap_err();
     assert!(
         e.0.contains("--from does not apply to `ledgerd run`"),
         "{e}"
     );
-    let e = parse(["export", "--dev"].map(String::from)).unwrap_err();
+    let e = command("export --dev").unwrap_err();
     assert!(
         e.0.contains("--dev does not apply to `ledgerd export`"),
         "{e}"
@@ -904,7 +839,7 @@ fn subcommands_take_their_own_flags() {
 
 #[test]
 fn help_and_version_are_commands_of_their_own() {
-    let Command::Help(text) = parse(["--help".to_string()]).unwrap() else {
+    let Command::Help(text) = command("--help").unwrap() else {
         panic!("not help")
     };
     for part in [
@@ -918,7 +853,7 @@ fn help_and_version_are_commands_of_their_own() {
     ] {
         assert!(text.contains(part), "{part}:\n{text}");
     }
-    assert!(matches!(parse(["-V".to_string()]), Ok(Command::Version)));
+    assert!(matches!(command("-V"), Ok(Command::Version)));
 }
 
 #[test]
@@ -933,23 +868,13 @@ fn batch_proof_image_pins_a_chain_without_a_name_and_the_devnet_and_a_network_ke
     let pins = c.batch_proof_images;
     assert_eq!((pins.kumquat, pins.genesis), (Some(TESTNET_BATCH_1), None));
     assert_eq!(c.receipt_rules().images, Images::Pinned(pins));
-    let c = run(&[
-        "--upstream",
-        "http://x",
-        "--batch-proof-image",
-        &k,
-        &format!("--batch-proof-image={g}"),
-    ])
+    let c = run_line(&format!(
+        "--upstream http://x --batch-proof-image {k} --batch-proof-image={g}"
+    ))
     .unwrap();
     assert_eq!(c.batch_proof_images.genesis, Some(TESTNET_BATCH_0));
     // A comma list (as the variable gives it) pins both too.
-    let c = run(&[
-        "--upstream",
-        "http://x",
-        "--batch-proof-image",
-        &format!("{k},{g}"),
-    ])
-    .unwrap();
+    let c = run_line(&format!("--upstream http://x --batch-proof-image {k},{g}")).unwrap();
     assert_eq!(
         (c.batch_proof_images.kumquat, c.batch_proof_images.genesis),
         (Some(TESTNET_BATCH_1), Some(TESTNET_BATCH_0))
@@ -976,7 +901,7 @@ fn batch_proof_image_pins_a_chain_without_a_name_and_the_devnet_and_a_network_ke
     let e = run(&["--batch-proof-image", &k, "--batch-proof-image", &other]).unwrap_err();
     assert!(e.0.contains("pins the kumquat image twice"), "{e}");
     let Command::VerifyProof(v) =
-        parse(["verify-proof", "--batch-proof-image", &k, "-"].map(String::from)).unwrap()
+        command(&format!("verify-proof --batch-proof-image {k} -")).unwrap()
     else {
         panic!("verify-proof")
     };
@@ -985,16 +910,8 @@ fn batch_proof_image_pins_a_chain_without_a_name_and_the_devnet_and_a_network_ke
 
 #[test]
 fn rollback_takes_one_target_and_a_data_dir() {
-    let parsed = |args: &[&str]| parse(args.iter().map(|s| s.to_string()));
-    let Command::Rollback(r) = parsed(&[
-        "rollback",
-        "--data-dir",
-        "/d",
-        "--to-l2",
-        "100",
-        "--dry-run",
-    ])
-    .unwrap() else {
+    let Command::Rollback(r) = command("rollback --data-dir /d --to-l2 100 --dry-run").unwrap()
+    else {
         panic!("expected a rollback")
     };
     assert_eq!(
@@ -1005,26 +922,17 @@ fn rollback_takes_one_target_and_a_data_dir() {
             dry_run: true
         }
     );
-    let Command::Rollback(r) = parsed(&["rollback", "--data-dir=/d", "--to-l1=7"]).unwrap() else {
+    let Command::Rollback(r) = command("rollback --data-dir=/d --to-l1=7").unwrap() else {
         panic!("expected a rollback")
     };
     assert_eq!((r.to, r.dry_run), (RollbackTo::L1(7), false));
-    let e = parsed(&["rollback", "--data-dir", "/d"]).unwrap_err();
+    let e = command("rollback --data-dir /d").unwrap_err();
     assert!(e.0.contains("needs a target"), "{e}");
-    let e = parsed(&[
-        "rollback",
-        "--data-dir",
-        "/d",
-        "--to-l2",
-        "1",
-        "--to-l1",
-        "2",
-    ])
-    .unwrap_err();
+    let e = command("rollback --data-dir /d --to-l2 1 --to-l1 2").unwrap_err();
     assert!(e.0.contains("not both"), "{e}");
-    let e = parsed(&["rollback", "--to-l2", "1"]).unwrap_err();
+    let e = command("rollback --to-l2 1").unwrap_err();
     assert!(e.0.contains("needs --data-dir"), "{e}");
-    let e = parsed(&["--to-l2", "1"]).unwrap_err();
+    let e = command("--to-l2 1").unwrap_err();
     assert!(e.0.contains("does not apply to `ledgerd run`"), "{e}");
 }
 
@@ -1035,7 +943,7 @@ fn ephemeral_runs_without_a_data_dir() {
     assert!(!run(&["--dev"]).unwrap().ephemeral);
     let e = run(&["--dev", "--ephemeral", "--data-dir", "/d"]).unwrap_err();
     assert!(e.0.contains("drop --data-dir"), "{e}");
-    let e = parse(["serve-readonly", "--ephemeral"].map(String::from)).unwrap_err();
+    let e = command("serve-readonly --ephemeral").unwrap_err();
     assert!(e.0.contains("does not apply"), "{e}");
 }
 
@@ -1076,19 +984,7 @@ fn bitcoin_chain_defaults_to_the_networks_and_applies_with_bitcoin_rpc() {
 #[test]
 fn verify_headers_takes_a_file_a_chain_and_a_start_height() {
     use crate::headers::BitcoinNetwork;
-    let parsed = parse(
-        [
-            "verify-headers",
-            "--bitcoin-chain",
-            "main",
-            "--start-height",
-            "40310",
-            "h.txt",
-        ]
-        .iter()
-        .map(|s| s.to_string()),
-    )
-    .unwrap();
+    let parsed = command("verify-headers --bitcoin-chain main --start-height 40310 h.txt").unwrap();
     match parsed {
         Command::VerifyHeaders(a) => {
             assert_eq!(a.chain, BitcoinNetwork::Main);
@@ -1097,7 +993,7 @@ fn verify_headers_takes_a_file_a_chain_and_a_start_height() {
         }
         other => panic!("{other:?}"),
     }
-    let e = parse(["verify-headers"].iter().map(|s| s.to_string())).unwrap_err();
+    let e = command("verify-headers").unwrap_err();
     assert!(e.0.contains("verify-headers needs a FILE"), "{e}");
     let e = run(&["--start-height", "5"]).unwrap_err();
     assert!(e.0.contains("does not apply"), "{e}");
@@ -1106,14 +1002,10 @@ fn verify_headers_takes_a_file_a_chain_and_a_start_height() {
 #[test]
 fn bitcoin_peer_is_repeatable_needs_no_credentials_and_takes_host_and_port() {
     use crate::source::bitcoin::rpc::client::Credentials;
-    let c = run(&[
-        "--upstream",
-        "http://u:1",
-        "--bitcoin-peer",
-        "127.0.0.1:18444",
-        "--bitcoin-peer=node.example:8333",
-        "--bitcoin-finality-depth=1",
-    ])
+    let c = run_line(
+        "--upstream http://u:1 --bitcoin-peer 127.0.0.1:18444 \
+         --bitcoin-peer=node.example:8333 --bitcoin-finality-depth=1",
+    )
     .unwrap();
     let b = c.source.bitcoin().unwrap();
     assert_eq!(b.url, None);
@@ -1121,22 +1013,17 @@ fn bitcoin_peer_is_repeatable_needs_no_credentials_and_takes_host_and_port() {
     assert_eq!(b.credentials, Credentials::None);
     assert_eq!(b.finality_depth, 1);
     // A comma list, as the variable gives it.
-    let c = run(&[
-        "--upstream=http://u:1",
-        "--bitcoin-peer=127.0.0.1:18444,node.example:8333",
-    ])
-    .unwrap();
+    let c =
+        run_line("--upstream=http://u:1 --bitcoin-peer=127.0.0.1:18444,node.example:8333").unwrap();
     assert_eq!(
         c.source.bitcoin().unwrap().peers,
         ["127.0.0.1:18444", "node.example:8333"]
     );
     // Beside bitcoind's RPC too.
-    let c = run(&[
-        "--upstream=http://u:1",
-        "--bitcoin-peer=127.0.0.1:18444",
-        "--bitcoin-rpc=http://b:2",
-        "--bitcoin-rpc-cookie=c",
-    ])
+    let c = run_line(
+        "--upstream=http://u:1 --bitcoin-peer=127.0.0.1:18444 --bitcoin-rpc=http://b:2 \
+         --bitcoin-rpc-cookie=c",
+    )
     .unwrap();
     let b = c.source.bitcoin().unwrap();
     assert_eq!((b.url.as_deref(), b.peers.len()), (Some("http://b:2"), 1));
@@ -1153,12 +1040,8 @@ fn bitcoin_peer_is_repeatable_needs_no_credentials_and_takes_host_and_port() {
     }
     let e = run(&["--bitcoin-peer", "127.0.0.1:18444"]).unwrap_err();
     assert!(e.0.contains("--bitcoin-peer reads the DA layer"), "{e}");
-    let e = run(&[
-        "--upstream=http://u:1",
-        "--bitcoin-peer=h:1",
-        "--bitcoin-rpc-cookie=c",
-    ])
-    .unwrap_err();
+    let e =
+        run_line("--upstream=http://u:1 --bitcoin-peer=h:1 --bitcoin-rpc-cookie=c").unwrap_err();
     assert!(e.0.contains("only apply with --bitcoin-rpc"), "{e}");
 }
 
@@ -1224,25 +1107,7 @@ fn every_flag_a_command_takes_changes_what_it_does() {
             if env::NOT_SETTINGS.contains(&long) {
                 continue;
             }
-            let (value, needs) = match arg.get_action() {
-                clap::ArgAction::SetTrue => ("true".to_string(), sample(long).1),
-                _ => (sample(long).0.to_string(), sample(long).1),
-            };
-            // Samples that are the defaults already (Citrea's regtest DA keys).
-            let value = match long {
-                "sequencer-da-pubkey" => format!("\"{}\"", keys::TESTNET.sequencer),
-                "prover-da-pubkey" => format!("\"{}\"", keys::TESTNET.prover),
-                _ => value,
-            };
-            let needs = match (name, long) {
-                ("rollback", "data-dir") => "to-l2 = 5\n",
-                ("rollback", "to-l2" | "to-l1" | "dry-run") => needs,
-                ("rollback", _) => "data-dir = \"/tmp/x\"\nto-l2 = 5\n",
-                (_, "bitcoin-rpc-password-file") => {
-                    "bitcoin-rpc-user = \"u\"\ndev = true\ndev-bitcoin-rpc = \"http://h:1\"\n"
-                }
-                _ => needs,
-            };
+            let (value, needs) = sample_setting(name, arg);
             let resolved = |text: &str| format!("{:?}", with_file(Some(name), text, args));
             let without = resolved(needs);
             let with = resolved(&format!("{long} = {value}\n{needs}"));
