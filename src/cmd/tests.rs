@@ -3,10 +3,8 @@ use std::time::Duration;
 
 use super::rollback::{Rollback, RollbackTo};
 use super::*;
-use crate::chain_rules::ForkTable;
-use crate::chain_rules::Network;
-use crate::config::env;
-use crate::config::Config;
+use crate::chain_rules::{ForkTable, Network};
+use crate::config::{env, Config};
 use crate::logs::LogFormat;
 use crate::source::bitcoin::keys;
 use crate::source::bitcoin::rpc::client::Credentials;

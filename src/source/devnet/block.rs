@@ -177,15 +177,8 @@ mod tests {
         let key = SequencerKey::from_secret(&schedule::sequencer_secret(seed));
         let forks = ForkTable::kumquat_from(kumquat_from);
         let genesis = (0, [0u8; 32], schedule::genesis_state_root(seed));
-        let blocks = make_blocks(
-            &key,
-            seed,
-            &forks,
-            genesis,
-            1,
-            &slots(1, n),
-            &Inputs::default(),
-        );
+        let none = Inputs::default();
+        let blocks = make_blocks(&key, seed, &forks, genesis, 1, &slots(1, n), &none);
         (forks, blocks)
     }
 
@@ -256,15 +249,8 @@ mod tests {
         // Block 2 under Genesis rules, 3 under Kumquat: both hash what was added.
         let forks = ForkTable::kumquat_from(3);
         let genesis = (0, [0u8; 32], schedule::genesis_state_root(3));
-        let plain = make_blocks(
-            &key,
-            3,
-            &forks,
-            genesis,
-            1,
-            &slots(1, 3),
-            &Inputs::default(),
-        );
+        let none = Inputs::default();
+        let plain = make_blocks(&key, 3, &forks, genesis, 1, &slots(1, 3), &none);
         let tx = vec![0xaa; 5];
         let deposit = vec![0xdd; 3];
         let inputs = Inputs {

@@ -125,8 +125,6 @@ pub struct Inscription {
     pub change: Option<Funding>,
 }
 
-impl Inscription {}
-
 /// A proof's transactions: chunk pairs first (none for a complete proof), then the pair whose
 /// reveal is the complete proof or the signed aggregate.
 #[derive(Clone, Debug, PartialEq, Eq)]

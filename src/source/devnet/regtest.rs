@@ -31,18 +31,13 @@ use bitcoin::{Address, BlockHash, CompressedPublicKey, Network, OutPoint, Txid};
 use serde::Deserialize;
 
 use crate::proof::{journal, receipt};
-use crate::source::bitcoin::block::parse_block;
-use crate::source::bitcoin::block::DaBlock;
+use crate::source::bitcoin::block::{parse_block, DaBlock};
 use crate::source::bitcoin::body::{self, SequencerCommitment as BodyCommitment};
 use crate::source::bitcoin::inscription::Namespace;
 use crate::source::bitcoin::keys;
 use crate::source::bitcoin::reveal::{self, display_hash, LightClientTx};
-use crate::source::bitcoin::rpc::client::BitcoinRpc;
-use crate::source::bitcoin::rpc::client::Credentials;
-use crate::source::bitcoin::rpc::client::RpcError;
-use crate::source::bitcoin::rpc::client::RpcOptions;
-use crate::source::bitcoin::rpc::reader::BlockReader;
-use crate::source::bitcoin::rpc::reader::ReaderOptions;
+use crate::source::bitcoin::rpc::client::{BitcoinRpc, Credentials, RpcError, RpcOptions};
+use crate::source::bitcoin::rpc::reader::{BlockReader, ReaderOptions};
 use crate::source::bitcoin::signer::{DaPublicKey, DaSecretKey};
 use crate::source::devnet::inscribe::{
     inscribe_commitment, inscribe_proof, Funding, FundingKey, InscribeOptions,
@@ -195,12 +190,7 @@ impl RegtestChain {
         if let Some(r) = self.refs.borrow().get(&n) {
             return Ok(*r);
         }
-        let block = self.read_block(n)?;
-        let r = SlotRef {
-            number: n,
-            hash: block.hash,
-            txs_commitment: block.txs_commitment,
-        };
+        let r = block_ref(&self.read_block(n)?);
         self.remember(r);
         Ok(r)
     }
@@ -259,12 +249,7 @@ impl RegtestChain {
             .rpc
             .generate_block(&self.address, &txids)
             .map_err(rpc_err(format!("devnet cannot mine DA slot {n}")))?;
-        let block = self.read_block_by_hash(n, &hash)?;
-        let r = SlotRef {
-            number: n,
-            hash: block.hash,
-            txs_commitment: block.txs_commitment,
-        };
+        let r = block_ref(&self.read_block_by_hash(n, &hash)?);
         self.remember(r);
         log::debug!(
             "devnet DA slot {n}: regtest block {hash} with {} commitments, {} proofs ({} txs)",
@@ -368,11 +353,7 @@ impl RegtestChain {
 
     fn slot_of_block(&self, block: &DaBlock) -> Result<DaSlot, SourceError> {
         let n = block.height;
-        self.remember(SlotRef {
-            number: n,
-            hash: block.hash,
-            txs_commitment: block.txs_commitment,
-        });
+        self.remember(block_ref(block));
         let mut slot = DaSlot {
             number: n,
             hash: Some(block.hash),
@@ -462,6 +443,15 @@ fn verified_proof(n: u64, proof: Vec<u8>) -> Result<VerifiedBatchProof, SourceEr
         proof_output: journal.proof_output(),
         proof,
     })
+}
+
+/// The slot a regtest block is: its height, hash and witness root.
+fn block_ref(block: &DaBlock) -> SlotRef {
+    SlotRef {
+        number: block.height,
+        hash: block.hash,
+        txs_commitment: block.txs_commitment,
+    }
 }
 
 /// A coinbase-only block's slot: its witness root is 32 zero bytes.

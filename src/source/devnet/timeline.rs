@@ -136,11 +136,6 @@ impl Timeline {
         self.tip
     }
 
-    /// The last height a commitment covers or will cover.
-    pub fn committed_to(&self) -> u64 {
-        self.committed_to
-    }
-
     /// The slot block `h` points at, `h` being the next block made: the
     /// next slot if one exists, else the newest one until it is full, and
     /// then a new one, opened first.
@@ -271,6 +266,17 @@ mod tests {
         })
     }
 
+    /// The proof of commitments `first..=last` of `slot`, heights `start..=end`.
+    fn proof(slot: u64, first: u64, last: u64, start: u64, end: u64) -> ProofPlan {
+        ProofPlan {
+            slot,
+            first,
+            last,
+            start,
+            end,
+        }
+    }
+
     /// Makes blocks `from..=to`; returns the slot of each.
     fn make(t: &mut Timeline, from: u64, to: u64) -> Vec<u64> {
         (from..=to).map(|h| t.next_block(h)).collect()
@@ -299,16 +305,9 @@ mod tests {
                 Some(vec![(start, end)]),
                 "commitment {i}"
             );
-            let want = ProofPlan {
-                slot: on,
-                first: 0,
-                last: 0,
-                start,
-                end,
-            };
             assert_eq!(
                 t.plan(proof_slot(i)).map(|p| p.proofs.clone()),
-                Some(vec![want]),
+                Some(vec![proof(on, 0, 0, start, end)]),
                 "proof {i}"
             );
             checked += 1;
@@ -343,25 +342,7 @@ mod tests {
             .iter()
             .flat_map(|s| t.plan(*s).unwrap().proofs.clone())
             .collect();
-        assert_eq!(
-            proofs,
-            [
-                ProofPlan {
-                    slot: 1003,
-                    first: 0,
-                    last: 0,
-                    start: 1,
-                    end: 5
-                },
-                ProofPlan {
-                    slot: 1004,
-                    first: 0,
-                    last: 0,
-                    start: 6,
-                    end: 7
-                }
-            ]
-        );
+        assert_eq!(proofs, [proof(1003, 0, 0, 1, 5), proof(1004, 0, 0, 6, 7)]);
         assert_eq!(t.prove_now(), None, "everything is proven");
         // Blocks catch up one slot at a time, then open new ones.
         assert_eq!(make(&mut t, 8, 12), vec![1004, 1005, 1006, 1006, 1007]);
@@ -403,16 +384,7 @@ mod tests {
         make(&mut t, 1, 40);
         let on = 1001;
         assert_eq!(t.plan(on).unwrap().commitments, vec![(1, 1), (2, 2)]);
-        let proof = t.plan(on + PROOF_GAP).unwrap().proofs.clone();
-        assert_eq!(
-            proof,
-            vec![ProofPlan {
-                slot: on,
-                first: 0,
-                last: 1,
-                start: 1,
-                end: 2
-            }]
-        );
+        let proofs = t.plan(on + PROOF_GAP).unwrap().proofs.clone();
+        assert_eq!(proofs, vec![proof(on, 0, 1, 1, 2)]);
     }
 }
