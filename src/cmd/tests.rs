@@ -1,7 +1,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::rollback::{Rollback, RollbackTo};
+use super::rollback::Rollback;
 use super::*;
 use crate::chain_rules::{ForkTable, Network};
 use crate::config::{env, Config};
@@ -257,7 +257,10 @@ fn a_config_file_sets_flags_and_the_command_line_overrides_it() {
     let Ok(Command::Import(i)) = with_file(Some("import"), shared, &["f.jsonl"]) else {
         panic!("not an import")
     };
-    assert_eq!((i.data_dir.to_str(), i.verify), (Some("/srv/l"), false));
+    assert_eq!(
+        (i.data_dir.to_str(), i.options.verify),
+        (Some("/srv/l"), false)
+    );
 }
 
 #[test]
@@ -783,14 +786,14 @@ fn import_and_verify_take_the_chain_rule_flags() {
     let Command::Import(i) = command("import f.jsonl --network testnet").unwrap() else {
         panic!("not an import")
     };
-    assert_eq!(i.forks, ForkTable::kumquat_from(5_546_000));
-    assert_eq!(i.sequencer_pubkey, Network::Testnet.sequencer_key());
+    assert_eq!(i.options.forks, ForkTable::kumquat_from(5_546_000));
+    assert_eq!(i.options.sequencer_pubkey, Network::Testnet.sequencer_key());
     let Command::Verify(v) = command("verify --kumquat-height 3 -").unwrap() else {
         panic!("not a verify")
     };
     assert_eq!(v.file, PathBuf::from("-"));
     assert_eq!(
-        (v.forks, v.sequencer_key),
+        (v.options.forks, v.options.sequencer_key),
         (ForkTable::kumquat_from(3), None)
     );
     let e = command("verify").unwrap_err();
@@ -810,7 +813,7 @@ fn subcommands_take_their_own_flags() {
         panic!("not an import")
     };
     assert_eq!(
-        (i.file.to_str(), i.verify, i.data_dir.to_str()),
+        (i.file.to_str(), i.options.verify, i.data_dir.to_str()),
         (Some("-"), false, Some("d"))
     );
     let Command::Export(x) = command("export --to 9").unwrap() else {
@@ -903,7 +906,7 @@ fn batch_proof_image_pins_a_chain_without_a_name_and_the_devnet_and_a_network_ke
     else {
         panic!("verify-proof")
     };
-    assert_eq!(v.receipts.images, Images::Pinned(pins));
+    assert_eq!(v.options.rules.images, Images::Pinned(pins));
 }
 
 #[test]
@@ -916,14 +919,14 @@ fn rollback_takes_one_target_and_a_data_dir() {
         r,
         Rollback {
             data_dir: PathBuf::from("/d"),
-            to: RollbackTo::L2(100),
+            to: crate::rollback::Target::L2(100),
             dry_run: true
         }
     );
     let Command::Rollback(r) = command("rollback --data-dir=/d --to-l1=7").unwrap() else {
         panic!("expected a rollback")
     };
-    assert_eq!((r.to, r.dry_run), (RollbackTo::L1(7), false));
+    assert_eq!((r.to, r.dry_run), (crate::rollback::Target::L1(7), false));
     let e = command("rollback --data-dir /d").unwrap_err();
     assert!(e.0.contains("needs a target"), "{e}");
     let e = command("rollback --data-dir /d --to-l2 1 --to-l1 2").unwrap_err();

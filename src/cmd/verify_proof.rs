@@ -319,10 +319,9 @@ pub fn check_all(
 pub struct VerifyProof {
     /// Proofs as the RPC answers them, or raw receipt bytes; `-` reads stdin.
     pub file: PathBuf,
-    /// `--network`'s images; `--allow-fake-proofs`.
-    pub receipts: ProofRules,
-    /// `--network` / `--kumquat-height`: the fork of a new-layout journal.
-    pub forks: ForkTable,
+    /// `--network`'s images and `--allow-fake-proofs`; `--network` /
+    /// `--kumquat-height`: the fork of a new-layout journal.
+    pub options: VerifyProofOptions,
 }
 
 /// `ledgerd verify-proof FILE`: an input, the fork table and the proof
@@ -360,11 +359,13 @@ pub fn resolve(v: Args) -> Result<VerifyProof, ConfigError> {
             "verify-proof needs a FILE: a proof as the RPC answers it, or raw receipt bytes \
              (`-` reads stdin)",
         )?,
-        receipts: v
-            .proof
-            .receipt_rules(v.network, false)
-            .map_err(ConfigError)?,
-        forks: chain.forks(),
+        options: VerifyProofOptions {
+            rules: v
+                .proof
+                .receipt_rules(v.network, false)
+                .map_err(ConfigError)?,
+            forks: chain.forks(),
+        },
     })
 }
 
@@ -376,12 +377,8 @@ impl VerifyProof {
             Ok(b) => b,
             Err(code) => return code,
         };
-        let options = VerifyProofOptions {
-            rules: self.receipts,
-            forks: self.forks,
-        };
         let mut out = std::io::stdout().lock();
-        let outcome = check_all(&bytes, &options, &mut out)
+        let outcome = check_all(&bytes, &self.options, &mut out)
             .map(|refused| (refused == 0, format!("{refused} proof(s) refused")));
         super::check_exit("verify-proof", &self.file, outcome)
     }

@@ -102,11 +102,11 @@ fn make_proof(
     // prev/final soft confirmation hashes or lastL2Height: zeros, as Citrea
     // serves them.
     let genesis_era = forks.fork_at(end) == Fork::Genesis;
-    let prev_hash = if start == 1 || genesis_era {
-        ZERO_HASH
-    } else {
-        ledger.hash(start - 1)?
+    let below = match start {
+        1 => ZERO_HASH,
+        _ => ledger.hash(start - 1)?,
     };
+    let prev_hash = if genesis_era { ZERO_HASH } else { below };
     let final_hash = if genesis_era {
         ZERO_HASH
     } else {
@@ -142,11 +142,6 @@ fn make_proof(
     // the RPC does not show: the hash below the first height, and the DA
     // slot the commitments landed on with the one before it.
     let old_layout = if genesis_era {
-        let below = if start == 1 {
-            ZERO_HASH
-        } else {
-            ledger.hash(start - 1)?
-        };
         let condition = journal::OldValidityCondition {
             prev_hash: ledger.slot_hash(plan.slot.saturating_sub(1))?,
             block_hash: ledger.slot_hash(plan.slot)?,

@@ -124,6 +124,15 @@ struct Clock {
 }
 
 impl Clock {
+    /// At `base` now, one block per `interval_ms` from here.
+    fn new(interval_ms: u64, base: u64) -> Clock {
+        Clock {
+            interval_ms,
+            base,
+            since: Instant::now(),
+        }
+    }
+
     fn target(&self) -> u64 {
         if self.interval_ms == 0 {
             return self.base;
@@ -289,11 +298,7 @@ impl Devnet {
             (None, None) => schedule::DA_GENESIS_SLOT,
         };
         let restored = restore(&ledger, config.seed, genesis, chain.as_ref())?;
-        let clock = Clock {
-            interval_ms: config.block_ms,
-            base: restored.tip.0.max(config.prefill),
-            since: Instant::now(),
-        };
+        let clock = Clock::new(config.block_ms, restored.tip.0.max(config.prefill));
         Ok(Devnet {
             forks,
             key,
