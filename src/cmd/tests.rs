@@ -388,6 +388,17 @@ fn a_file_that_is_not_toml_is_refused_and_the_old_form_is_read_only_by_convert()
     assert!(e.0.contains("line 1: not in the older"), "{e}");
 }
 
+/// The credentials `c` gives the devnet's bitcoind.
+fn dev_credentials(c: &Config) -> Credentials {
+    c.source
+        .devnet()
+        .unwrap()
+        .bitcoin
+        .clone()
+        .unwrap()
+        .credentials
+}
+
 #[test]
 fn dev_bitcoin_rpc_takes_one_set_of_the_shared_bitcoind_credentials() {
     let c = run_line(
@@ -405,13 +416,7 @@ fn dev_bitcoin_rpc_takes_one_set_of_the_shared_bitcoind_credentials() {
     )
     .unwrap();
     assert_eq!(
-        c.source
-            .devnet()
-            .unwrap()
-            .bitcoin
-            .clone()
-            .unwrap()
-            .credentials,
+        dev_credentials(&c),
         Credentials::UserPassword {
             user: "u".into(),
             password: "p".into()
@@ -448,14 +453,7 @@ fn the_password_can_come_from_a_file_and_not_also_from_the_flag() {
         "--dev --dev-bitcoin-rpc=http://h:1 --bitcoin-rpc-user=u --bitcoin-rpc-password-file {file}"
     ))
     .unwrap();
-    let credentials = c
-        .source
-        .devnet()
-        .unwrap()
-        .bitcoin
-        .clone()
-        .unwrap()
-        .credentials;
+    let credentials = dev_credentials(&c);
     assert_eq!(
         credentials,
         Credentials::UserPassword {
@@ -546,6 +544,7 @@ fn sample(flag: &str) -> (&'static str, &'static str) {
     let with_rpc =
         "upstream = \"http://u:1\"\nbitcoin-rpc = \"http://b:2\"\nbitcoin-rpc-cookie = \"c\"\n";
     let dev_rpc = "dev = true\ndev-bitcoin-rpc = \"http://127.0.0.1:1\"\n";
+    let with_peer = "upstream = \"http://u:1\"\nbitcoin-peer = [\"127.0.0.1:18444\"]\n";
     match flag {
         "bind" => ("\"127.0.0.1:0\"", ""),
         "data-dir" => ("\"/tmp/x\"", ""),
@@ -578,18 +577,9 @@ fn sample(flag: &str) -> (&'static str, &'static str) {
             "[\"localhost\"]",
             "upstream = \"http://u:1\"\nnetwork = \"testnet\"\nbitcoin-p2p = true\n",
         ),
-        "bitcoin-discover" | "bitcoin-max-peers" => (
-            if flag == "bitcoin-discover" {
-                "true"
-            } else {
-                "5"
-            },
-            "upstream = \"http://u:1\"\nbitcoin-peer = [\"127.0.0.1:18444\"]\n",
-        ),
-        "bitcoin-transport" => (
-            "\"v1\"",
-            "upstream = \"http://u:1\"\nbitcoin-peer = [\"127.0.0.1:18444\"]\n",
-        ),
+        "bitcoin-discover" => ("true", with_peer),
+        "bitcoin-max-peers" => ("5", with_peer),
+        "bitcoin-transport" => ("\"v1\"", with_peer),
         "bitcoin-chain" => ("\"testnet4\"", with_rpc),
         "dry-run" => ("true", "data-dir = \"/tmp/x\"\nto-l2 = 5\n"),
         "dev-bitcoin-rpc" => (
@@ -625,6 +615,14 @@ fn sample(flag: &str) -> (&'static str, &'static str) {
         ),
         f if f.starts_with("dev-") => ("5", "dev = true\n"),
         _ => ("5", ""),
+    }
+}
+
+/// The FILE argument `ledgerd {sub}` needs, if any.
+fn file_arg(sub: &str) -> &'static [&'static str] {
+    match sub {
+        "import" | "verify" | "verify-proof" | "verify-headers" => &["f"],
+        _ => &[],
     }
 }
 
@@ -665,11 +663,9 @@ fn every_setting_of_every_command_is_a_config_file_key_and_a_variable() {
             let name = sub.get_name();
             let (value, needs) = sample_setting(name, arg);
             let text = format!("{long} = {value}\n{needs}");
-            let args: &[&str] = match name {
-                "import" | "verify" | "verify-proof" | "verify-headers" => &["f", "--print-config"],
-                _ => &["--print-config"],
-            };
-            let printed = match with_file(Some(name), &text, args) {
+            let args = file_arg(name);
+            let printed = match with_file(Some(name), &text, &[args, &["--print-config"]].concat())
+            {
                 Ok(Command::PrintConfig(text)) => text,
                 other => panic!("{name} --{long}: {other:?}"),
             };
@@ -683,15 +679,10 @@ fn every_setting_of_every_command_is_a_config_file_key_and_a_variable() {
                 .unwrap_or_else(|| panic!("{name} --{long}:\n{printed}"));
             assert!(line.contains("file "), "{name} --{long}: {line}");
             // And the command takes it so set (the cross-flag checks pass).
-            let args: Vec<&str> = args
-                .iter()
-                .copied()
-                .filter(|a| *a != "--print-config")
-                .collect();
             if name == "serve-readonly" {
                 continue; // it refuses a chain source's flags, by design
             }
-            let taken = with_file(Some(name), &text, &args);
+            let taken = with_file(Some(name), &text, args);
             assert!(taken.is_ok(), "{name} --{long}: {taken:?}");
             seen += 1;
         }
@@ -1099,10 +1090,7 @@ fn every_flag_a_command_takes_changes_what_it_does() {
     // `config` takes run's flags, and prints them.
     for sub in cmd.get_subcommands().filter(|s| s.get_name() != "config") {
         let name = sub.get_name();
-        let args: &[&str] = match name {
-            "import" | "verify" | "verify-proof" | "verify-headers" => &["f"],
-            _ => &[],
-        };
+        let args = file_arg(name);
         for arg in sub.get_arguments() {
             let Some(long) = arg.get_long() else { continue };
             if env::NOT_SETTINGS.contains(&long) {
