@@ -230,7 +230,7 @@ impl Node {
         let progress = Arc::new(Progress::default());
         let mut threads = Vec::new();
         let mut devnet_control = None;
-        let forks = config.forks();
+        let forks = config.chain.forks();
         let source = if config.read_only {
             &SourceConfig::None
         } else {
