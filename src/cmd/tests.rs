@@ -18,6 +18,16 @@ fn run(args: &[&str]) -> Result<Config, ConfigError> {
     }
 }
 
+/// What `run` of `args` is refused with.
+fn refused(args: &[&str]) -> String {
+    run(args).unwrap_err().0
+}
+
+/// What `run_line` of `line` is refused with.
+fn refused_line(line: &str) -> String {
+    run_line(line).unwrap_err().0
+}
+
 /// The command `line` (its words split at spaces, no quoting) asks for.
 fn command(line: &str) -> Result<Command, ConfigError> {
     parse(line.split_whitespace().map(String::from))
@@ -42,11 +52,8 @@ fn sequencer_pubkey_reads_hex_as_every_other_input_does() {
             Some(key)
         );
     }
-    let e = run(&["--sequencer-pubkey", "0x52f4"]).unwrap_err();
-    assert!(
-        e.0.contains("--sequencer-pubkey takes 64 hex digits"),
-        "{e}"
-    );
+    let e = refused(&["--sequencer-pubkey", "0x52f4"]);
+    assert!(e.contains("--sequencer-pubkey takes 64 hex digits"), "{e}");
 }
 
 #[test]
@@ -136,10 +143,10 @@ fn ops_flags_parse_and_check_their_values() {
     assert_eq!(c.health_max_lag, Duration::from_secs(5));
     assert_eq!(c.cors_origin.as_deref(), Some("http://127.0.0.1:8080"));
     assert_eq!(run(&["--cors-origin=*"]).unwrap().cors_origin, None);
-    let e = run(&["--cors-origin", "explorer.example/x"]).unwrap_err();
-    assert!(e.0.starts_with("--cors-origin takes an origin"), "{e}");
-    let e = run(&["--health-max-lag-s", "0"]).unwrap_err();
-    assert_eq!(e.0, "--health-max-lag-s must be at least 1");
+    let e = refused(&["--cors-origin", "explorer.example/x"]);
+    assert!(e.starts_with("--cors-origin takes an origin"), "{e}");
+    let e = refused(&["--health-max-lag-s", "0"]);
+    assert_eq!(e, "--health-max-lag-s must be at least 1");
 }
 
 #[test]
@@ -149,33 +156,33 @@ fn wire_citrea_serves_20_block_ranges_unless_max_range_says_otherwise() {
     let c = run(&["--wire=citrea", "--max-range", "50"]).unwrap();
     assert_eq!(c.max_range(), 50);
     assert_eq!(run(&["--wire", "seed"]).unwrap().wire, WireShape::Ledgerd);
-    let e = run(&["--wire", "json"]).unwrap_err();
-    assert!(e.0.contains("--wire takes ledgerd"), "{e}");
+    let e = refused(&["--wire", "json"]);
+    assert!(e.contains("--wire takes ledgerd"), "{e}");
     let c = run_line("--upstream http://x --sync-concurrency 3 --allow-missing-tx-bodies").unwrap();
     assert_eq!((c.sync_concurrency, c.allow_missing_tx_bodies), (3, true));
-    let e = run(&["--sync-concurrency", "0"]).unwrap_err();
-    assert!(e.0.contains("--sync-concurrency takes 1 to 64"), "{e}");
-    let e = run(&["--sync-chunk", "0"]).unwrap_err();
-    assert_eq!(e.0, "--sync-chunk must be at least 1");
+    let e = refused(&["--sync-concurrency", "0"]);
+    assert!(e.contains("--sync-concurrency takes 1 to 64"), "{e}");
+    let e = refused(&["--sync-chunk", "0"]);
+    assert_eq!(e, "--sync-chunk must be at least 1");
 }
 
 #[test]
 fn bad_values_name_the_flag() {
-    let e = run(&["--max-range", "-1"]).unwrap_err();
-    assert!(e.0.contains("--max-range"), "{e}");
-    let e = run(&["--max-range", "x"]).unwrap_err();
+    let e = refused(&["--max-range", "-1"]);
+    assert!(e.contains("--max-range"), "{e}");
+    let e = refused(&["--max-range", "x"]);
     assert_eq!(
-        e.0,
+        e,
         "--max-range takes a non-negative whole number, not \"x\""
     );
-    let e = run(&["--dev-prefill", "5"]).unwrap_err();
-    assert_eq!(e.0, "--dev-prefill only applies with --dev");
-    let e = run(&["--frobnicate"]).unwrap_err();
-    assert_eq!(e.0, "unknown argument \"--frobnicate\"; see ledgerd --help");
-    let e = run(&["--dev", "--upstream", "http://x"]).unwrap_err();
-    assert!(e.0.contains("choose one"), "{e}");
-    let e = run(&["--bind"]).unwrap_err();
-    assert_eq!(e.0, "--bind needs a value");
+    let e = refused(&["--dev-prefill", "5"]);
+    assert_eq!(e, "--dev-prefill only applies with --dev");
+    let e = refused(&["--frobnicate"]);
+    assert_eq!(e, "unknown argument \"--frobnicate\"; see ledgerd --help");
+    let e = refused(&["--dev", "--upstream", "http://x"]);
+    assert!(e.contains("choose one"), "{e}");
+    let e = refused(&["--bind"]);
+    assert_eq!(e, "--bind needs a value");
 }
 
 #[test]
@@ -191,15 +198,15 @@ fn upstreams_are_listed_in_order_by_repeating_the_flag_or_a_comma_list() {
         ["http://a:1", "http://b:2", "https://c:3"]
     );
     assert!(run(&[]).unwrap().source.upstreams().is_empty());
-    let e = run(&["--upstream", "a:1"]).unwrap_err();
+    let e = refused(&["--upstream", "a:1"]);
     assert!(
-        e.0.contains("--upstream takes an http:// or https:// URL"),
+        e.contains("--upstream takes an http:// or https:// URL"),
         "{e}"
     );
-    let e = run(&["--upstream", "http://a:1,"]).unwrap_err();
-    assert!(e.0.contains("not \"\""), "{e}");
-    let e = run(&["--upstream", "http://a:1", "--upstream", "http://a:1"]).unwrap_err();
-    assert!(e.0.contains("given twice"), "{e}");
+    let e = refused(&["--upstream", "http://a:1,"]);
+    assert!(e.contains("not \"\""), "{e}");
+    let e = refused(&["--upstream", "http://a:1", "--upstream", "http://a:1"]);
+    assert!(e.contains("given twice"), "{e}");
 }
 
 #[test]
@@ -211,8 +218,8 @@ fn health_max_behind_defaults_to_100_blocks() {
             .health_max_behind,
         7
     );
-    let e = run(&["--health-max-behind", "x"]).unwrap_err();
-    assert!(e.0.contains("--health-max-behind"), "{e}");
+    let e = refused(&["--health-max-behind", "x"]);
+    assert!(e.contains("--health-max-behind"), "{e}");
 }
 
 fn with_file(sub: Option<&str>, text: &str, args: &[&str]) -> Result<Command, ConfigError> {
@@ -324,12 +331,12 @@ fn config_file_errors_name_the_file_line_and_key() {
         ("config = \"x\"\n", "key config: not a setting"),
         ("dev-seed = 4\n", "--dev-seed only applies with --dev"),
     ] {
-        let e = run_with_file(text, &[]).unwrap_err();
-        assert!(e.0.contains(says), "{text:?}: {e}");
+        let e = run_with_file(text, &[]).unwrap_err().0;
+        assert!(e.contains(says), "{text:?}: {e}");
     }
-    let e = command("--config /nonexistent/ledgerd.toml").unwrap_err();
+    let e = command("--config /nonexistent/ledgerd.toml").unwrap_err().0;
     assert!(
-        e.0.contains("config file /nonexistent/ledgerd.toml cannot be read"),
+        e.contains("config file /nonexistent/ledgerd.toml cannot be read"),
         "{e}"
     );
 }
@@ -337,20 +344,22 @@ fn config_file_errors_name_the_file_line_and_key() {
 #[test]
 fn a_file_that_is_not_toml_is_refused_and_the_old_form_is_read_only_by_convert() {
     // A quote left open: not read as the old form (it was, with a warning).
-    let e = run_with_file("dev = true\nbind = \"127.0.0.1:18798\n", &[]).unwrap_err();
+    let e = run_with_file("dev = true\nbind = \"127.0.0.1:18798\n", &[])
+        .unwrap_err()
+        .0;
     assert!(
-        e.0.contains("ledgerd.toml line 2, column 24: not TOML:"),
+        e.contains("ledgerd.toml line 2, column 24: not TOML:"),
         "{e}"
     );
     assert!(
-        e.0.contains("it would read in the older `key = value` form")
-            && e.0.contains("`ledgerd config --convert "),
+        e.contains("it would read in the older `key = value` form")
+            && e.contains("`ledgerd config --convert "),
         "{e}"
     );
     // Not TOML, and not the old form either: no word of it.
-    let e = run_with_file("[server\nbind = \"x\"\n", &[]).unwrap_err();
-    assert!(e.0.contains("line 1, column"), "{e}");
-    assert!(!e.0.contains("older"), "{e}");
+    let e = run_with_file("[server\nbind = \"x\"\n", &[]).unwrap_err().0;
+    assert!(e.contains("line 1, column"), "{e}");
+    assert!(!e.contains("older"), "{e}");
 
     let convert = |text: &str| {
         let dir = tempfile::tempdir().unwrap();
@@ -360,11 +369,8 @@ fn a_file_that_is_not_toml_is_refused_and_the_old_form_is_read_only_by_convert()
     };
     let text = "# old\nbind = 0.0.0.0:9000\nmax-range = \"7\"\ndev = true\ndev-seed=3\n\
                 upstream-less = \n";
-    let e = convert(text).unwrap_err();
-    assert!(
-        e.0.contains("line 6, key upstream-less: unknown key"),
-        "{e}"
-    );
+    let e = convert(text).unwrap_err().0;
+    assert!(e.contains("line 6, key upstream-less: unknown key"), "{e}");
     let text = "bind = 0.0.0.0:9000\nmax-range = \"7\"\ndev = true\ndev-seed=3\n";
     let Ok(Command::PrintConfig(out)) = convert(text) else {
         panic!("not a print")
@@ -379,13 +385,15 @@ fn a_file_that_is_not_toml_is_refused_and_the_old_form_is_read_only_by_convert()
     };
     let c = run_with_file(&out, &[]).unwrap();
     assert_eq!(c.source.upstreams(), ["http://a:1", "http://b:2"]);
-    let e = convert("bind = 127.0.0.1:0\nmax-batch = lots\n").unwrap_err();
+    let e = convert("bind = 127.0.0.1:0\nmax-batch = lots\n")
+        .unwrap_err()
+        .0;
     assert!(
-        e.0.contains("line 2, key max-batch: --max-batch takes"),
+        e.contains("line 2, key max-batch: --max-batch takes"),
         "{e}"
     );
-    let e = convert("[server]\nbind = 1\n").unwrap_err();
-    assert!(e.0.contains("line 1: not in the older"), "{e}");
+    let e = convert("[server]\nbind = 1\n").unwrap_err().0;
+    assert!(e.contains("line 1: not in the older"), "{e}");
 }
 
 /// The credentials `c` gives the devnet's bitcoind.
@@ -422,25 +430,24 @@ fn dev_bitcoin_rpc_takes_one_set_of_the_shared_bitcoind_credentials() {
             password: "p".into()
         }
     );
-    let e = run(&["--dev", "--dev-bitcoin-rpc", "http://h:1"]).unwrap_err();
-    assert!(e.0.contains("needs bitcoind's credentials"), "{e}");
-    let e = run_line("--dev --dev-bitcoin-rpc=http://h:1 --bitcoin-rpc-user=u").unwrap_err();
-    assert!(e.0.contains("needs --bitcoin-rpc-password"), "{e}");
-    let e = run_line(
+    let e = refused(&["--dev", "--dev-bitcoin-rpc", "http://h:1"]);
+    assert!(e.contains("needs bitcoind's credentials"), "{e}");
+    let e = refused_line("--dev --dev-bitcoin-rpc=http://h:1 --bitcoin-rpc-user=u");
+    assert!(e.contains("needs --bitcoin-rpc-password"), "{e}");
+    let e = refused_line(
         "--dev --dev-bitcoin-rpc=http://h:1 --bitcoin-rpc-cookie=c --bitcoin-rpc-user=u \
          --bitcoin-rpc-password=p",
-    )
-    .unwrap_err();
-    assert!(e.0.contains("give one"), "{e}");
-    let e = run(&["--dev", "--dev-bitcoin-rpc", "127.0.0.1:1"]).unwrap_err();
+    );
+    assert!(e.contains("give one"), "{e}");
+    let e = refused(&["--dev", "--dev-bitcoin-rpc", "127.0.0.1:1"]);
     assert!(
-        e.0.contains("--dev-bitcoin-rpc takes bitcoind's RPC URL, http://HOST:PORT"),
+        e.contains("--dev-bitcoin-rpc takes bitcoind's RPC URL, http://HOST:PORT"),
         "{e}"
     );
-    let e = run(&["--dev", "--bitcoin-rpc-cookie", "c"]).unwrap_err();
-    assert!(e.0.contains("or --dev-bitcoin-rpc"), "{e}");
-    let e = run(&["--dev-bitcoin-rpc", "http://h:1"]).unwrap_err();
-    assert!(e.0.contains("only applies with --dev"), "{e}");
+    let e = refused(&["--dev", "--bitcoin-rpc-cookie", "c"]);
+    assert!(e.contains("or --dev-bitcoin-rpc"), "{e}");
+    let e = refused(&["--dev-bitcoin-rpc", "http://h:1"]);
+    assert!(e.contains("only applies with --dev"), "{e}");
 }
 
 #[test]
@@ -465,19 +472,17 @@ fn the_password_can_come_from_a_file_and_not_also_from_the_flag() {
         !format!("{credentials:?}").contains("s3cret"),
         "Debug masks it"
     );
-    let e = run_line(&format!(
+    let e = refused_line(&format!(
         "--dev --dev-bitcoin-rpc=http://h:1 --bitcoin-rpc-user=u --bitcoin-rpc-password=p \
          --bitcoin-rpc-password-file {file}"
-    ))
-    .unwrap_err();
-    assert!(e.0.contains("give one"), "{e}");
-    let e = run_line(
+    ));
+    assert!(e.contains("give one"), "{e}");
+    let e = refused_line(
         "--dev --dev-bitcoin-rpc=http://h:1 --bitcoin-rpc-user=u \
          --bitcoin-rpc-password-file=/nonexistent/pw",
-    )
-    .unwrap_err();
+    );
     assert!(
-        e.0.contains("--bitcoin-rpc-password-file /nonexistent/pw cannot be read"),
+        e.contains("--bitcoin-rpc-password-file /nonexistent/pw cannot be read"),
         "{e}"
     );
 }
@@ -507,14 +512,14 @@ fn bitcoin_rpc_reads_the_da_layer_beside_an_upstream_with_the_networks_da_keys()
     assert_eq!(b.sequencer_key.to_string(), keys::TESTNET.sequencer);
     assert_eq!(b.prover_key.to_string(), other);
 
-    let e = run(&["--bitcoin-rpc", "http://b:2", "--bitcoin-rpc-cookie", "c"]).unwrap_err();
-    assert!(e.0.contains("give --upstream URL too"), "{e}");
-    let e = run(&["--upstream", "http://u:1", "--bitcoin-rpc", "http://b:2"]).unwrap_err();
-    assert!(e.0.contains("needs bitcoind's credentials"), "{e}");
-    let e = run(&["--upstream", "http://u:1", "--bitcoin-finality-depth", "3"]).unwrap_err();
-    assert!(e.0.contains("only applies with --bitcoin-rpc"), "{e}");
-    let e = run(&["--bitcoin-finality-depth", "0"]).unwrap_err();
-    assert!(e.0.contains("at least 1"), "{e}");
+    let e = refused(&["--bitcoin-rpc", "http://b:2", "--bitcoin-rpc-cookie", "c"]);
+    assert!(e.contains("give --upstream URL too"), "{e}");
+    let e = refused(&["--upstream", "http://u:1", "--bitcoin-rpc", "http://b:2"]);
+    assert!(e.contains("needs bitcoind's credentials"), "{e}");
+    let e = refused(&["--upstream", "http://u:1", "--bitcoin-finality-depth", "3"]);
+    assert!(e.contains("only applies with --bitcoin-rpc"), "{e}");
+    let e = refused(&["--bitcoin-finality-depth", "0"]);
+    assert!(e.contains("at least 1"), "{e}");
     // --bitcoin-transport: auto by default, only with peers.
     use crate::source::bitcoin::p2p::transport::TransportChoice;
     let peer = ["--upstream", "http://u:1", "--bitcoin-peer", "h:1"];
@@ -522,21 +527,19 @@ fn bitcoin_rpc_reads_the_da_layer_beside_an_upstream_with_the_networks_da_keys()
     assert_eq!(b(&run(&peer).unwrap()), TransportChoice::Auto);
     let v1 = run(&[&peer[..], &["--bitcoin-transport", "v1"]].concat()).unwrap();
     assert_eq!(b(&v1), TransportChoice::V1);
-    let e = run_line(
+    let e = refused_line(
         "--upstream=http://u:1 --bitcoin-rpc=http://b:2 --bitcoin-rpc-cookie=c \
          --bitcoin-transport=v2",
-    )
-    .unwrap_err();
-    assert!(e.0.contains("only applies with --bitcoin-peer"), "{e}");
-    let e = run(&[&peer[..], &["--bitcoin-transport", "v3"]].concat()).unwrap_err();
-    assert!(e.0.contains("takes auto"), "{e}");
-    let e = run(&["--sequencer-da-pubkey", "02ab"]).unwrap_err();
-    assert!(e.0.contains("66 hex digits"), "{e}");
-    let e = run_line(
+    );
+    assert!(e.contains("only applies with --bitcoin-peer"), "{e}");
+    let e = refused(&[&peer[..], &["--bitcoin-transport", "v3"]].concat());
+    assert!(e.contains("takes auto"), "{e}");
+    let e = refused(&["--sequencer-da-pubkey", "02ab"]);
+    assert!(e.contains("66 hex digits"), "{e}");
+    let e = refused_line(
         "--network=mainnet --upstream=http://u:1 --bitcoin-rpc=http://b:2 --bitcoin-rpc-cookie=c",
-    )
-    .unwrap_err();
-    assert!(e.0.contains("has no DA keys"), "{e}");
+    );
+    assert!(e.contains("has no DA keys"), "{e}");
 }
 
 /// A value every setting takes, and what else it needs.
@@ -770,12 +773,12 @@ fn network_and_kumquat_height_make_the_fork_table_and_the_key() {
         c.chain.forks().fork_at(49),
         crate::chain_rules::Fork::Genesis
     );
-    let e = run(&["--network", "signet"]).unwrap_err();
-    assert!(e.0.contains("--network: unknown network \"signet\""), "{e}");
-    let e = run(&["--dev", "--network", "testnet"]).unwrap_err();
-    assert!(e.0.contains("--kumquat-height"), "{e}");
-    let e = run(&["--kumquat-height", "x"]).unwrap_err();
-    assert!(e.0.contains("--kumquat-height takes"), "{e}");
+    let e = refused(&["--network", "signet"]);
+    assert!(e.contains("--network: unknown network \"signet\""), "{e}");
+    let e = refused(&["--dev", "--network", "testnet"]);
+    assert!(e.contains("--kumquat-height"), "{e}");
+    let e = refused(&["--kumquat-height", "x"]);
+    assert!(e.contains("--kumquat-height takes"), "{e}");
 }
 
 #[test]
@@ -793,13 +796,13 @@ fn import_and_verify_take_the_chain_rule_flags() {
         (v.options.forks, v.options.sequencer_key),
         (ForkTable::kumquat_from(3), None)
     );
-    let e = command("verify").unwrap_err();
-    assert!(e.0.contains("verify needs a FILE"), "{e}");
-    let e = command("verify a b").unwrap_err();
-    assert!(e.0.contains("verify takes one FILE"), "{e}");
-    let e = command("verify - --no-verify").unwrap_err();
+    let e = command("verify").unwrap_err().0;
+    assert!(e.contains("verify needs a FILE"), "{e}");
+    let e = command("verify a b").unwrap_err().0;
+    assert!(e.contains("verify takes one FILE"), "{e}");
+    let e = command("verify - --no-verify").unwrap_err().0;
     assert!(
-        e.0.contains("--no-verify does not apply to `ledgerd verify`"),
+        e.contains("--no-verify does not apply to `ledgerd verify`"),
         "{e}"
     );
 }
@@ -821,16 +824,13 @@ fn subcommands_take_their_own_flags() {
         panic!("not a run")
     };
     assert!(c.read_only && c.server.reuse_port && c.source.devnet().is_none());
-    let e = command("serve --dev").unwrap_err();
-    assert!(e.0.contains("unknown command \"serve\""), "{e}");
-    let e = command("--from 3").unwrap_err();
+    let e = command("serve --dev").unwrap_err().0;
+    assert!(e.contains("unknown command \"serve\""), "{e}");
+    let e = command("--from 3").unwrap_err().0;
+    assert!(e.contains("--from does not apply to `ledgerd run`"), "{e}");
+    let e = command("export --dev").unwrap_err().0;
     assert!(
-        e.0.contains("--from does not apply to `ledgerd run`"),
-        "{e}"
-    );
-    let e = command("export --dev").unwrap_err();
-    assert!(
-        e.0.contains("--dev does not apply to `ledgerd export`"),
+        e.contains("--dev does not apply to `ledgerd export`"),
         "{e}"
     );
 }
@@ -881,23 +881,20 @@ fn batch_proof_image_pins_a_chain_without_a_name_and_the_devnet_and_a_network_ke
         run(&["--dev"]).unwrap().receipt_rules().images,
         Images::Devnet
     );
-    let e = run(&["--dev", "--batch-proof-image", &k]).unwrap_err();
-    assert!(
-        e.0.contains("the devnet's proofs claim its own image"),
-        "{e}"
-    );
+    let e = refused(&["--dev", "--batch-proof-image", &k]);
+    assert!(e.contains("the devnet's proofs claim its own image"), "{e}");
     // A network's own image may be repeated, not contradicted; nightly
     // has none, so a pin fills it.
     assert!(run(&["--network", "testnet", "--batch-proof-image", &k]).is_ok());
-    let e = run(&["--network", "devnet", "--batch-proof-image", &k]).unwrap_err();
-    assert!(e.0.contains("--network devnet pins its own"), "{e}");
+    let e = refused(&["--network", "devnet", "--batch-proof-image", &k]);
+    assert!(e.contains("--network devnet pins its own"), "{e}");
     let c = run(&["--network", "nightly", "--batch-proof-image", &k]).unwrap();
     assert!(matches!(c.receipt_rules().images, Images::Network(_, p) if p.kumquat.is_some()));
-    let e = run(&["--batch-proof-image", "kumquat=12"]).unwrap_err();
-    assert!(e.0.contains("64 hex digits"), "{e}");
+    let e = refused(&["--batch-proof-image", "kumquat=12"]);
+    assert!(e.contains("64 hex digits"), "{e}");
     let other = format!("kumquat={}", hex::encode(TESTNET_BATCH_0));
-    let e = run(&["--batch-proof-image", &k, "--batch-proof-image", &other]).unwrap_err();
-    assert!(e.0.contains("pins the kumquat image twice"), "{e}");
+    let e = refused(&["--batch-proof-image", &k, "--batch-proof-image", &other]);
+    assert!(e.contains("pins the kumquat image twice"), "{e}");
     let Command::VerifyProof(v) =
         command(&format!("verify-proof --batch-proof-image {k} -")).unwrap()
     else {
@@ -924,14 +921,16 @@ fn rollback_takes_one_target_and_a_data_dir() {
         panic!("expected a rollback")
     };
     assert_eq!((r.to, r.dry_run), (crate::rollback::Target::L1(7), false));
-    let e = command("rollback --data-dir /d").unwrap_err();
-    assert!(e.0.contains("needs a target"), "{e}");
-    let e = command("rollback --data-dir /d --to-l2 1 --to-l1 2").unwrap_err();
-    assert!(e.0.contains("not both"), "{e}");
-    let e = command("rollback --to-l2 1").unwrap_err();
-    assert!(e.0.contains("needs --data-dir"), "{e}");
-    let e = command("--to-l2 1").unwrap_err();
-    assert!(e.0.contains("does not apply to `ledgerd run`"), "{e}");
+    let e = command("rollback --data-dir /d").unwrap_err().0;
+    assert!(e.contains("needs a target"), "{e}");
+    let e = command("rollback --data-dir /d --to-l2 1 --to-l1 2")
+        .unwrap_err()
+        .0;
+    assert!(e.contains("not both"), "{e}");
+    let e = command("rollback --to-l2 1").unwrap_err().0;
+    assert!(e.contains("needs --data-dir"), "{e}");
+    let e = command("--to-l2 1").unwrap_err().0;
+    assert!(e.contains("does not apply to `ledgerd run`"), "{e}");
 }
 
 #[test]
@@ -939,10 +938,10 @@ fn ephemeral_runs_without_a_data_dir() {
     let c = run(&["--dev", "--ephemeral"]).unwrap();
     assert!(c.ephemeral);
     assert!(!run(&["--dev"]).unwrap().ephemeral);
-    let e = run(&["--dev", "--ephemeral", "--data-dir", "/d"]).unwrap_err();
-    assert!(e.0.contains("drop --data-dir"), "{e}");
-    let e = command("serve-readonly --ephemeral").unwrap_err();
-    assert!(e.0.contains("does not apply"), "{e}");
+    let e = refused(&["--dev", "--ephemeral", "--data-dir", "/d"]);
+    assert!(e.contains("drop --data-dir"), "{e}");
+    let e = command("serve-readonly --ephemeral").unwrap_err().0;
+    assert!(e.contains("does not apply"), "{e}");
 }
 
 #[test]
@@ -973,10 +972,10 @@ fn bitcoin_chain_defaults_to_the_networks_and_applies_with_bitcoin_rpc() {
         chain_of(&["--network", "testnet", "--bitcoin-chain", "signet"]).unwrap(),
         Some(BitcoinNetwork::Signet)
     );
-    let e = chain_of(&["--bitcoin-chain", "testnet3"]).unwrap_err();
-    assert!(e.0.contains("main, testnet4, signet or regtest"), "{e}");
-    let e = run(&["--upstream", "http://u:1", "--bitcoin-chain", "main"]).unwrap_err();
-    assert!(e.0.contains("only applies with --bitcoin-rpc"), "{e}");
+    let e = chain_of(&["--bitcoin-chain", "testnet3"]).unwrap_err().0;
+    assert!(e.contains("main, testnet4, signet or regtest"), "{e}");
+    let e = refused(&["--upstream", "http://u:1", "--bitcoin-chain", "main"]);
+    assert!(e.contains("only applies with --bitcoin-rpc"), "{e}");
 }
 
 #[test]
@@ -991,10 +990,10 @@ fn verify_headers_takes_a_file_a_chain_and_a_start_height() {
         }
         other => panic!("{other:?}"),
     }
-    let e = command("verify-headers").unwrap_err();
-    assert!(e.0.contains("verify-headers needs a FILE"), "{e}");
-    let e = run(&["--start-height", "5"]).unwrap_err();
-    assert!(e.0.contains("does not apply"), "{e}");
+    let e = command("verify-headers").unwrap_err().0;
+    assert!(e.contains("verify-headers needs a FILE"), "{e}");
+    let e = refused(&["--start-height", "5"]);
+    assert!(e.contains("does not apply"), "{e}");
 }
 
 #[test]
@@ -1033,14 +1032,13 @@ fn bitcoin_peer_is_repeatable_needs_no_credentials_and_takes_host_and_port() {
         "h:0",
         "h:x",
     ] {
-        let e = run(&["--upstream=http://u:1", "--bitcoin-peer", bad]).unwrap_err();
-        assert!(e.0.contains("HOST:PORT"), "{bad}: {e}");
+        let e = refused(&["--upstream=http://u:1", "--bitcoin-peer", bad]);
+        assert!(e.contains("HOST:PORT"), "{bad}: {e}");
     }
-    let e = run(&["--bitcoin-peer", "127.0.0.1:18444"]).unwrap_err();
-    assert!(e.0.contains("--bitcoin-peer reads the DA layer"), "{e}");
-    let e =
-        run_line("--upstream=http://u:1 --bitcoin-peer=h:1 --bitcoin-rpc-cookie=c").unwrap_err();
-    assert!(e.0.contains("only apply with --bitcoin-rpc"), "{e}");
+    let e = refused(&["--bitcoin-peer", "127.0.0.1:18444"]);
+    assert!(e.contains("--bitcoin-peer reads the DA layer"), "{e}");
+    let e = refused_line("--upstream=http://u:1 --bitcoin-peer=h:1 --bitcoin-rpc-cookie=c");
+    assert!(e.contains("only apply with --bitcoin-rpc"), "{e}");
 }
 
 #[test]
@@ -1066,10 +1064,10 @@ fn bitcoin_discover_follows_the_network_unless_given_either_way_on_the_command_l
         assert_eq!(discover(&[given]).unwrap(), want, "{given} on regtest");
     }
     // `=` is needed: the next word is never taken as its value.
-    let e = discover(&["--bitcoin-discover", "false"]).unwrap_err();
-    assert!(e.0.contains("'false'"), "{e}");
-    let e = discover(&["--bitcoin-discover=maybe"]).unwrap_err();
-    assert!(e.0.contains("is a switch"), "{e}");
+    let e = discover(&["--bitcoin-discover", "false"]).unwrap_err().0;
+    assert!(e.contains("'false'"), "{e}");
+    let e = discover(&["--bitcoin-discover=maybe"]).unwrap_err().0;
+    assert!(e.contains("is a switch"), "{e}");
 }
 
 #[test]
@@ -1083,8 +1081,8 @@ fn log_format_is_text_unless_json_is_asked_for() {
         run(&["--log-format=text"]).unwrap().log_format,
         LogFormat::Text
     );
-    let e = run(&["--log-format", "yaml"]).unwrap_err();
-    assert!(e.0.contains("--log-format takes text or json"), "{e}");
+    let e = refused(&["--log-format", "yaml"]);
+    assert!(e.contains("--log-format takes text or json"), "{e}");
 }
 
 /// Each flag a command takes reaches what it does: the command resolved
