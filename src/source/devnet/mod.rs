@@ -758,12 +758,18 @@ mod tests {
         assert_eq!(made.get(n + 1), None, "not made yet");
     }
 
-    #[test]
-    fn released_it_holds_nothing_and_is_filled_again() {
+    /// Blocks `1..=n`, each with tag 1.
+    fn made_up_to(n: u64) -> Made {
         let mut made = Made::default();
-        for h in 1..=5000 {
+        for h in 1..=n {
             push(&mut made, h, 1);
         }
+        made
+    }
+
+    #[test]
+    fn released_it_holds_nothing_and_is_filled_again() {
+        let mut made = made_up_to(5000);
         made.release();
         assert_eq!((made.blocks.capacity(), made.get(5000)), (0, None));
         push(&mut made, 5001, 2);
@@ -772,10 +778,7 @@ mod tests {
 
     #[test]
     fn a_block_made_again_replaces_what_was_kept_from_its_height_up() {
-        let mut made = Made::default();
-        for h in 1..=20 {
-            push(&mut made, h, 1);
-        }
+        let mut made = made_up_to(20);
         // Made again from height 15 (after a revert, or a failed write).
         push(&mut made, 15, 2);
         assert_eq!(made.get(14).map(|e| e.0), Some([1; 32]));

@@ -44,7 +44,7 @@ use crate::source::devnet::inscribe::{
 };
 use crate::source::devnet::schedule::{self, SlotRef};
 use crate::source::SourceError;
-use crate::types::{DaSlot, SequencerCommitment, VerifiedBatchProof};
+use crate::types::{DaSlot, Hash, SequencerCommitment, VerifiedBatchProof};
 
 /// Blocks a fresh devnet mines to its key before its first slot: a coinbase
 /// may be spent 100 blocks after its own.
@@ -362,6 +362,10 @@ impl RegtestChain {
             chunks: Default::default(),
         };
         for tx in &block.txs {
+            let skipped = |what: &str, e: &dyn std::fmt::Display| {
+                let id = display_hash(&tx.txid);
+                log::warn!("regtest block {n}: {what} {id} skipped: {e}")
+            };
             match reveal::read_commitment(&tx.tx, &self.sequencer_pub) {
                 Ok(c) => {
                     slot.commitments.push(SequencerCommitment {
@@ -373,55 +377,37 @@ impl RegtestChain {
                     continue;
                 }
                 Err(e) if !e.is_not_ours() => {
-                    log::warn!(
-                        "regtest block {n}: tx {} skipped: {e}",
-                        display_hash(&tx.txid)
-                    );
+                    skipped("tx", &e);
                     continue;
                 }
                 Err(_) => {}
             }
-            let proof =
-                match reveal::read_light_client(&tx.tx, &self.prover_pub, body::MAX_PROOF_BYTES) {
-                    Ok(LightClientTx::Complete { proof }) => proof,
-                    Ok(LightClientTx::Aggregate { txids, wtxids }) => {
-                        let chunks: Vec<_> = txids
-                            .iter()
-                            .map(|id| {
-                                block
-                                    .txs
-                                    .iter()
-                                    .find(|t| t.txid == *id)
-                                    .map(|t| t.tx.clone())
-                            })
-                            .collect();
-                        match reveal::read_chunked_proof(
-                            &txids,
-                            &wtxids,
-                            &chunks,
-                            body::MAX_PROOF_BYTES,
-                        ) {
-                            Ok(proof) => proof,
-                            Err(e) => {
-                                log::warn!(
-                                    "regtest block {n}: aggregate {} skipped: {e}",
-                                    display_hash(&tx.txid)
-                                );
-                                continue;
-                            }
+            let read = reveal::read_light_client(&tx.tx, &self.prover_pub, body::MAX_PROOF_BYTES);
+            let proof = match read {
+                Ok(LightClientTx::Complete { proof }) => proof,
+                Ok(LightClientTx::Aggregate { txids, wtxids }) => {
+                    let find = |id: &Hash| block.txs.iter().find(|t| t.txid == *id);
+                    let chunks: Vec<_> = txids
+                        .iter()
+                        .map(|id| find(id).map(|t| t.tx.clone()))
+                        .collect();
+                    let max = body::MAX_PROOF_BYTES;
+                    match reveal::read_chunked_proof(&txids, &wtxids, &chunks, max) {
+                        Ok(proof) => proof,
+                        Err(e) => {
+                            skipped("aggregate", &e);
+                            continue;
                         }
                     }
-                    Ok(_) => continue,
-                    Err(e) => {
-                        if !e.is_not_ours() {
-                            log::warn!(
-                                "regtest block {n}: tx {} skipped: {e}",
-                                display_hash(&tx.txid)
-                            );
-                        }
-                        continue;
+                }
+                Ok(_) => continue,
+                Err(e) => {
+                    if !e.is_not_ours() {
+                        skipped("tx", &e);
                     }
-                };
+                    continue;
+                }
+            };
             slot.proofs.push(verified_proof(n, proof)?);
         }
         Ok(slot)
