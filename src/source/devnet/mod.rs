@@ -569,8 +569,9 @@ impl Devnet {
     }
 }
 
-/// What [`da::make_slot`] reads: the ledger, the newest blocks made
-/// (stored or not), and the DA chain's slot hashes.
+/// What [`da::make_slot`] reads: the hashes and state roots of blocks made
+/// (stored, or made in the batch being made), the hashes of DA slots, and
+/// the sequencer DA key a proof's output names.
 struct View<'a, R: LedgerRead> {
     reader: &'a R,
     made: &'a Made,
@@ -595,17 +596,18 @@ impl<R: LedgerRead> View<'_, R> {
                 .ok_or_else(|| da::missing(what, h)),
         }
     }
-}
 
-impl<R: LedgerRead> da::Known for View<'_, R> {
+    /// The hash of block `h` (>= 1).
     fn hash(&self, h: u64) -> Result<Hash, SourceError> {
         self.made_or_stored(h, "hash", |m| m.0, |r| r.hash_at(h))
     }
 
+    /// The state root after block `h` (>= 1).
     fn state_root(&self, h: u64) -> Result<Hash, SourceError> {
         self.made_or_stored(h, "state root", |m| m.1, |r| r.state_root_at(h))
     }
 
+    /// The hash of DA slot `n`.
     fn slot_hash(&self, n: u64) -> Result<Hash, SourceError> {
         match self.chain {
             Some(chain) => Ok(chain.slot_ref(n)?.hash),
@@ -613,6 +615,7 @@ impl<R: LedgerRead> da::Known for View<'_, R> {
         }
     }
 
+    /// The sequencer's DA public key (33 bytes).
     fn sequencer_da_key(&self) -> Vec<u8> {
         match self.chain {
             Some(chain) => chain.sequencer_da_key(),
