@@ -742,37 +742,34 @@ fn print_config_says_where_each_value_came_from_and_never_prints_the_password() 
 
 #[test]
 fn network_and_kumquat_height_make_the_fork_table_and_the_key() {
-    let c = run(&[]).unwrap();
-    assert_eq!(c.chain.forks(), ForkTable::KUMQUAT_ONLY);
-    assert_eq!(c.chain.sequencer_key(), None);
-    assert_eq!(c.chain.sequencer_key_name(), "key of the first block");
-    let c = run(&["--upstream", "http://x", "--network", "testnet"]).unwrap();
-    assert_eq!(c.chain.forks(), ForkTable::kumquat_from(5_546_000));
-    assert_eq!(c.chain.sequencer_key(), Network::Testnet.sequencer_key());
-    assert_eq!(c.chain.sequencer_key_name(), "testnet key");
+    let c = run(&[]).unwrap().chain;
+    assert_eq!(c.forks(), ForkTable::KUMQUAT_ONLY);
+    assert_eq!(c.sequencer_key(), None);
+    assert_eq!(c.sequencer_key_name(), "key of the first block");
+    let c = run_line("--upstream http://x --network testnet")
+        .unwrap()
+        .chain;
+    assert_eq!(c.forks(), ForkTable::kumquat_from(5_546_000));
+    assert_eq!(c.sequencer_key(), Network::Testnet.sequencer_key());
+    assert_eq!(c.sequencer_key_name(), "testnet key");
     // --kumquat-height and --sequencer-pubkey override the network's.
     let key = "92c5f7b9205a71b792b99c372c49d4d5256bb0d4a6db095520586d4330a15503";
     let c = run_line(&format!(
         "--network=devnet --kumquat-height 7 --sequencer-pubkey {key}"
     ))
-    .unwrap();
-    assert_eq!(c.chain.forks(), ForkTable::kumquat_from(7));
-    assert_eq!(
-        c.chain.sequencer_key().map(hex::encode).as_deref(),
-        Some(key)
-    );
-    assert_eq!(c.chain.sequencer_key_name(), "--sequencer-pubkey key");
+    .unwrap()
+    .chain;
+    assert_eq!(c.forks(), ForkTable::kumquat_from(7));
+    assert_eq!(c.sequencer_key().map(hex::encode).as_deref(), Some(key));
+    assert_eq!(c.sequencer_key_name(), "--sequencer-pubkey key");
     // Mainnet: Kumquat from 0, and no key in v0.6.2: the first block's.
-    let c = run(&["--network", "mainnet"]).unwrap();
+    let c = run(&["--network", "mainnet"]).unwrap().chain;
     assert_eq!(
-        (c.chain.forks(), c.chain.sequencer_key()),
+        (c.forks(), c.sequencer_key()),
         (ForkTable::KUMQUAT_ONLY, None)
     );
-    let c = run(&["--dev", "--kumquat-height", "50"]).unwrap();
-    assert_eq!(
-        c.chain.forks().fork_at(49),
-        crate::chain_rules::Fork::Genesis
-    );
+    let c = run(&["--dev", "--kumquat-height", "50"]).unwrap().chain;
+    assert_eq!(c.forks().fork_at(49), crate::chain_rules::Fork::Genesis);
     let e = refused(&["--network", "signet"]);
     assert!(e.contains("--network: unknown network \"signet\""), "{e}");
     let e = refused(&["--dev", "--network", "testnet"]);
