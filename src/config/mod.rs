@@ -239,7 +239,12 @@ impl ConfigError {
         let arg = context(ContextKind::InvalidArg);
         // "--max-range <N>" -> "--max-range".
         let flag = arg.split([' ', '=']).next().unwrap_or("").to_string();
-        let help = help_of(sub);
+        // Where `sub`'s flags are listed: `ledgerd --help` for the bare
+        // form (`run`), `ledgerd CMD --help` for a command.
+        let help = match sub {
+            "run" => "ledgerd --help".to_string(),
+            _ => format!("ledgerd {sub} --help"),
+        };
         // "Did you mean": the nearest flag of this command.
         let this = cmd.find_subcommand(sub).unwrap_or(cmd);
         let suggested = flag
@@ -284,15 +289,6 @@ impl ConfigError {
                 format!("{}; see {help}", line.trim_start_matches("error: "))
             }
         })
-    }
-}
-
-/// Where `sub`'s flags are listed: `ledgerd --help` for the bare form
-/// (`run`), `ledgerd CMD --help` for a command.
-fn help_of(sub: &str) -> String {
-    match sub {
-        "run" => "ledgerd --help".to_string(),
-        _ => format!("ledgerd {sub} --help"),
     }
 }
 

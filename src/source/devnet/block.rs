@@ -97,7 +97,44 @@ pub fn make_blocks(
     let mut blocks = Vec::with_capacity(slots.len());
     for (h, slot) in (first..).zip(slots) {
         crate::os::give_way();
-        let sc = unsigned_block(seed, forks, h, slot, prev_hash, prev_root, pub_key, inputs);
+        let mut rng = Entropy::new(&schedule::derive("ledgerd-devnet/block", seed, h));
+        let tx_count = rng.below(5) as usize;
+        let mut txs: Vec<Vec<u8>> = (0..tx_count)
+            .map(|_| {
+                let len = 20 + rng.below(100) as usize;
+                rng.bytes(len)
+            })
+            .collect();
+        let mut deposit_data = if h.is_multiple_of(10) {
+            vec![rng.bytes(40)]
+        } else {
+            Vec::new()
+        };
+        if h == inputs.at {
+            txs.extend_from_slice(inputs.txs);
+            deposit_data.extend_from_slice(inputs.deposits);
+        }
+        let random_fee = 2_500_000_000 + u128::from(rng.below(1_000_000));
+        let mut sc = SoftConfirmation {
+            l2_height: h,
+            da_slot_height: slot.number,
+            da_slot_hash: slot.hash,
+            da_slot_txs_commitment: slot.txs_commitment,
+            hash: [0; 32],
+            prev_hash,
+            txs,
+            state_root: [0; 32],
+            signature: [0; 64],
+            pub_key,
+            deposit_data,
+            l1_fee_rate: inputs.l1_fee_rate.unwrap_or(random_fee),
+            timestamp: timestamp(h, inputs.timestamp_offset),
+        };
+        sc.hash = block_hash(&sc, forks.fork_at(h));
+        let mut root_input = [0u8; 64];
+        root_input[..32].copy_from_slice(&prev_root);
+        root_input[32..].copy_from_slice(&sc.hash);
+        sc.state_root = sha256(&root_input);
         prev_hash = sc.hash;
         prev_root = sc.state_root;
         blocks.push(sc);
@@ -107,58 +144,6 @@ pub fn make_blocks(
         sc.signature = signature;
     }
     blocks
-}
-
-#[allow(clippy::too_many_arguments)]
-fn unsigned_block(
-    seed: u64,
-    forks: &ForkTable,
-    h: u64,
-    slot: &SlotRef,
-    prev_hash: Hash,
-    prev_root: Hash,
-    pub_key: [u8; 32],
-    inputs: &Inputs,
-) -> SoftConfirmation {
-    let mut rng = Entropy::new(&schedule::derive("ledgerd-devnet/block", seed, h));
-    let tx_count = rng.below(5) as usize;
-    let mut txs: Vec<Vec<u8>> = (0..tx_count)
-        .map(|_| {
-            let len = 20 + rng.below(100) as usize;
-            rng.bytes(len)
-        })
-        .collect();
-    let mut deposit_data = if h.is_multiple_of(10) {
-        vec![rng.bytes(40)]
-    } else {
-        Vec::new()
-    };
-    if h == inputs.at {
-        txs.extend_from_slice(inputs.txs);
-        deposit_data.extend_from_slice(inputs.deposits);
-    }
-    let random_fee = 2_500_000_000 + u128::from(rng.below(1_000_000));
-    let mut sc = SoftConfirmation {
-        l2_height: h,
-        da_slot_height: slot.number,
-        da_slot_hash: slot.hash,
-        da_slot_txs_commitment: slot.txs_commitment,
-        hash: [0; 32],
-        prev_hash,
-        txs,
-        state_root: [0; 32],
-        signature: [0; 64],
-        pub_key,
-        deposit_data,
-        l1_fee_rate: inputs.l1_fee_rate.unwrap_or(random_fee),
-        timestamp: timestamp(h, inputs.timestamp_offset),
-    };
-    sc.hash = block_hash(&sc, forks.fork_at(h));
-    let mut root_input = [0u8; 64];
-    root_input[..32].copy_from_slice(&prev_root);
-    root_input[32..].copy_from_slice(&sc.hash);
-    sc.state_root = sha256(&root_input);
-    sc
 }
 
 #[cfg(test)]

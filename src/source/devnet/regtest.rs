@@ -190,17 +190,13 @@ impl RegtestChain {
         if let Some(r) = self.refs.borrow().get(&n) {
             return Ok(*r);
         }
-        let r = block_ref(&self.read_block(n)?);
-        self.remember(r);
-        Ok(r)
-    }
-
-    fn read_block(&self, n: u64) -> Result<DaBlock, SourceError> {
         let hash = self
             .rpc
             .get_block_hash(n)
             .map_err(rpc_err(format!("devnet cannot find regtest block {n}")))?;
-        self.read_block_by_hash(n, &hash)
+        let r = block_ref(&self.read_block_by_hash(n, &hash)?);
+        self.remember(r);
+        Ok(r)
     }
 
     fn read_block_by_hash(&self, n: u64, hash: &BlockHash) -> Result<DaBlock, SourceError> {
