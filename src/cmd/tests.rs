@@ -81,20 +81,12 @@ fn the_parsers_defaults_are_the_subsystems_own() {
     let c = run(&[]).unwrap();
     let d = Config::default();
     assert_eq!(
-        (
-            c.bind,
-            c.data_dir,
-            c.sync_chunk,
-            c.sync_concurrency,
-            c.max_batch
-        ),
-        (
-            d.bind,
-            d.data_dir,
-            d.sync_chunk,
-            d.sync_concurrency,
-            d.max_batch
-        )
+        (&c.bind, &c.data_dir, c.max_batch),
+        (&d.bind, &d.data_dir, d.max_batch)
+    );
+    assert_eq!(
+        (c.sync_chunk, c.sync_concurrency),
+        (d.sync_chunk, d.sync_concurrency)
     );
     assert_eq!(format!("{:?}", c.server), format!("{:?}", d.server));
     assert_eq!(
@@ -103,15 +95,10 @@ fn the_parsers_defaults_are_the_subsystems_own() {
     );
     let c = run(&["--dev"]).unwrap();
     let dev = c.source.devnet().unwrap();
-    let default = DevnetConfig::default();
+    let d = DevnetConfig::default();
     assert_eq!(
         (dev.seed, dev.prefill, dev.block_ms, dev.proof_bytes),
-        (
-            default.seed,
-            default.prefill,
-            default.block_ms,
-            default.proof_bytes
-        )
+        (d.seed, d.prefill, d.block_ms, d.proof_bytes)
     );
 }
 
@@ -621,6 +608,15 @@ fn sample(flag: &str) -> (&'static str, &'static str) {
     }
 }
 
+/// Every setting of every command: the command, the flag, its long name.
+fn settings(cmd: &clap::Command) -> Vec<(&clap::Command, &clap::Arg, &str)> {
+    cmd.get_subcommands()
+        .flat_map(|sub| sub.get_arguments().map(move |a| (sub, a)))
+        .filter_map(|(sub, a)| Some((sub, a, a.get_long()?)))
+        .filter(|(_, _, long)| !env::NOT_SETTINGS.contains(long))
+        .collect()
+}
+
 /// The FILE argument `ledgerd {sub}` needs, if any.
 fn file_arg(sub: &str) -> &'static [&'static str] {
     match sub {
@@ -652,43 +648,36 @@ fn sample_setting(sub: &str, arg: &clap::Arg) -> (&'static str, &'static str) {
 fn every_setting_of_every_command_is_a_config_file_key_and_a_variable() {
     let cmd = env::prepare(<Cli as clap::CommandFactory>::command());
     let mut seen = 0;
-    for sub in cmd.get_subcommands() {
-        for arg in sub.get_arguments() {
-            let Some(long) = arg.get_long() else { continue };
-            if env::NOT_SETTINGS.contains(&long) {
-                continue;
-            }
-            assert_eq!(
-                arg.get_env().and_then(|e| e.to_str()),
-                Some(env::env_name(long).as_str()),
-                "--{long}'s variable"
-            );
-            let name = sub.get_name();
-            let (value, needs) = sample_setting(name, arg);
-            let text = format!("{long} = {value}\n{needs}");
-            let args = file_arg(name);
-            let printed = match with_file(Some(name), &text, &[args, &["--print-config"]].concat())
-            {
-                Ok(Command::PrintConfig(text)) => text,
-                other => panic!("{name} --{long}: {other:?}"),
-            };
-            // A secret's line is a comment that names where it is set.
-            let line = printed
-                .lines()
-                .find(|l| {
-                    l.starts_with(&format!("{long} = "))
-                        || l.starts_with(&format!("# {long} = (a secret, not printed) # file "))
-                })
-                .unwrap_or_else(|| panic!("{name} --{long}:\n{printed}"));
-            assert!(line.contains("file "), "{name} --{long}: {line}");
-            // And the command takes it so set (the cross-flag checks pass).
-            if name == "serve-readonly" {
-                continue; // it refuses a chain source's flags, by design
-            }
-            let taken = with_file(Some(name), &text, args);
-            assert!(taken.is_ok(), "{name} --{long}: {taken:?}");
-            seen += 1;
+    for (sub, arg, long) in settings(&cmd) {
+        assert_eq!(
+            arg.get_env().and_then(|e| e.to_str()),
+            Some(env::env_name(long).as_str()),
+            "--{long}'s variable"
+        );
+        let name = sub.get_name();
+        let (value, needs) = sample_setting(name, arg);
+        let text = format!("{long} = {value}\n{needs}");
+        let args = file_arg(name);
+        let printed = match with_file(Some(name), &text, &[args, &["--print-config"]].concat()) {
+            Ok(Command::PrintConfig(text)) => text,
+            other => panic!("{name} --{long}: {other:?}"),
+        };
+        // A secret's line is a comment that names where it is set.
+        let line = printed
+            .lines()
+            .find(|l| {
+                l.starts_with(&format!("{long} = "))
+                    || l.starts_with(&format!("# {long} = (a secret, not printed) # file "))
+            })
+            .unwrap_or_else(|| panic!("{name} --{long}:\n{printed}"));
+        assert!(line.contains("file "), "{name} --{long}: {line}");
+        // And the command takes it so set (the cross-flag checks pass).
+        if name == "serve-readonly" {
+            continue; // it refuses a chain source's flags, by design
         }
+        let taken = with_file(Some(name), &text, args);
+        assert!(taken.is_ok(), "{name} --{long}: {taken:?}");
+        seen += 1;
     }
     assert!(seen > 60, "{seen} settings over the commands");
 }
@@ -1088,29 +1077,24 @@ fn log_format_is_text_unless_json_is_asked_for() {
 fn every_flag_a_command_takes_changes_what_it_does() {
     let cmd = env::prepare(<Cli as clap::CommandFactory>::command());
     let mut seen = 0;
-    // `config` takes run's flags, and prints them.
-    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "config") {
+    for (sub, arg, long) in settings(&cmd) {
         let name = sub.get_name();
-        let args = file_arg(name);
-        for arg in sub.get_arguments() {
-            let Some(long) = arg.get_long() else { continue };
-            if env::NOT_SETTINGS.contains(&long) {
-                continue;
-            }
-            let (value, needs) = sample_setting(name, arg);
-            let resolved = |text: &str| format!("{:?}", with_file(Some(name), text, args));
-            let without = resolved(needs);
-            let with = resolved(&format!("{long} = {value}\n{needs}"));
-            assert!(
-                !with.starts_with("Err"),
-                "`ledgerd {name}` refuses --{long} = {value}: {with}"
-            );
-            assert_ne!(
-                with, without,
-                "`ledgerd {name}` takes --{long} but does nothing with it"
-            );
-            seen += 1;
+        if name == "config" {
+            continue; // it takes run's flags, and prints them
         }
+        let (value, needs) = sample_setting(name, arg);
+        let resolved = |text: &str| format!("{:?}", with_file(Some(name), text, file_arg(name)));
+        let without = resolved(needs);
+        let with = resolved(&format!("{long} = {value}\n{needs}"));
+        assert!(
+            !with.starts_with("Err"),
+            "`ledgerd {name}` refuses --{long} = {value}: {with}"
+        );
+        assert_ne!(
+            with, without,
+            "`ledgerd {name}` takes --{long} but does nothing with it"
+        );
+        seen += 1;
     }
     assert!(seen > 60, "{seen} flags over the commands");
 }
