@@ -313,10 +313,7 @@ impl Node {
             .with_blocks_on_demand(config.source.devnet().is_some_and(|d| d.block_ms == 0)),
         );
         let source = source.kind();
-        let cors = match &config.cors_origin {
-            Some(origin) => Cors::Origin(origin.clone()),
-            None => Cors::Any,
-        };
+        let cors = config.cors_origin.clone().map_or(Cors::Any, Cors::Origin);
         let mut routes = Routes::new(rpc)
             .health(source, config.health_max_lag, config.health_max_behind)
             .cors(cors)

@@ -157,11 +157,16 @@ mod tests {
             .collect()
     }
 
+    /// Seed `seed`'s sequencer key, and the tip below height 1.
+    fn start(seed: u64) -> (SequencerKey, (u64, Hash, Hash)) {
+        let key = SequencerKey::from_secret(&schedule::sequencer_secret(seed));
+        (key, (0, [0u8; 32], schedule::genesis_state_root(seed)))
+    }
+
     /// Blocks 1..=`n` of seed `seed`'s devnet, Kumquat from `kumquat_from`.
     fn seed_chain(seed: u64, kumquat_from: u64, n: u64) -> (ForkTable, Vec<SoftConfirmation>) {
-        let key = SequencerKey::from_secret(&schedule::sequencer_secret(seed));
+        let (key, genesis) = start(seed);
         let forks = ForkTable::kumquat_from(kumquat_from);
-        let genesis = (0, [0u8; 32], schedule::genesis_state_root(seed));
         let none = Inputs::default();
         let blocks = make_blocks(&key, seed, &forks, genesis, 1, &slots(1, n), &none);
         (forks, blocks)
@@ -191,9 +196,8 @@ mod tests {
 
     #[test]
     fn the_same_seed_makes_the_same_chain_in_any_batch_split() {
-        let key = SequencerKey::from_secret(&schedule::sequencer_secret(3));
+        let (key, genesis) = start(3);
         let forks = ForkTable::kumquat_from(20);
-        let genesis = (0, [0u8; 32], schedule::genesis_state_root(3));
         let none = Inputs::default();
         let whole = make_blocks(&key, 3, &forks, genesis, 1, &slots(1, 40), &none);
         let first = make_blocks(&key, 3, &forks, genesis, 1, &slots(1, 25), &none);
@@ -230,10 +234,9 @@ mod tests {
 
     #[test]
     fn inputs_land_in_the_block_they_name_and_are_hashed_and_signed() {
-        let key = SequencerKey::from_secret(&schedule::sequencer_secret(3));
+        let (key, genesis) = start(3);
         // Block 2 under Genesis rules, 3 under Kumquat: both hash what was added.
         let forks = ForkTable::kumquat_from(3);
-        let genesis = (0, [0u8; 32], schedule::genesis_state_root(3));
         let none = Inputs::default();
         let plain = make_blocks(&key, 3, &forks, genesis, 1, &slots(1, 3), &none);
         let tx = vec![0xaa; 5];
