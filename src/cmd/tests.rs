@@ -933,32 +933,24 @@ fn ephemeral_runs_without_a_data_dir() {
 #[test]
 fn bitcoin_chain_defaults_to_the_networks_and_applies_with_bitcoin_rpc() {
     use crate::headers::BitcoinNetwork;
-    let chain_of = |extra: &[&str]| {
-        let mut args = vec![
-            "--upstream",
-            "http://u:1",
-            "--bitcoin-rpc",
-            "http://b:2",
-            "--bitcoin-rpc-cookie",
-            "c",
-        ];
-        args.extend_from_slice(extra);
-        run(&args).map(|c| c.source.bitcoin().map(|b| b.chain))
+    let chain_of = |extra: &str| {
+        let rpc = "--upstream http://u:1 --bitcoin-rpc http://b:2 --bitcoin-rpc-cookie c";
+        run_line(&format!("{rpc} {extra}")).map(|c| c.source.bitcoin().map(|b| b.chain))
     };
-    assert_eq!(chain_of(&[]).unwrap(), Some(BitcoinNetwork::Regtest));
+    assert_eq!(chain_of("").unwrap(), Some(BitcoinNetwork::Regtest));
     assert_eq!(
-        chain_of(&["--network", "testnet"]).unwrap(),
+        chain_of("--network testnet").unwrap(),
         Some(BitcoinNetwork::Testnet4)
     );
     assert_eq!(
-        chain_of(&["--network", "devnet"]).unwrap(),
+        chain_of("--network devnet").unwrap(),
         Some(BitcoinNetwork::Signet)
     );
     assert_eq!(
-        chain_of(&["--network", "testnet", "--bitcoin-chain", "signet"]).unwrap(),
+        chain_of("--network testnet --bitcoin-chain signet").unwrap(),
         Some(BitcoinNetwork::Signet)
     );
-    let e = chain_of(&["--bitcoin-chain", "testnet3"]).unwrap_err().0;
+    let e = chain_of("--bitcoin-chain testnet3").unwrap_err().0;
     assert!(e.contains("main, testnet4, signet or regtest"), "{e}");
     let e = refused(&["--upstream", "http://u:1", "--bitcoin-chain", "main"]);
     assert!(e.contains("only applies with --bitcoin-rpc"), "{e}");
@@ -1029,13 +1021,12 @@ fn bitcoin_peer_is_repeatable_needs_no_credentials_and_takes_host_and_port() {
 
 #[test]
 fn bitcoin_discover_follows_the_network_unless_given_either_way_on_the_command_line() {
-    let discover = |extra: &[&str]| {
-        let mut args = vec!["--upstream=http://u:1", "--bitcoin-peer=127.0.0.1:18444"];
-        args.extend_from_slice(extra);
-        run(&args).map(|c| c.source.bitcoin().unwrap().discover)
+    let discover = |extra: &str| {
+        let peer = "--upstream=http://u:1 --bitcoin-peer=127.0.0.1:18444";
+        run_line(&format!("{peer} {extra}")).map(|c| c.source.bitcoin().unwrap().discover)
     };
-    assert!(discover(&["--network=testnet"]).unwrap());
-    assert!(!discover(&[]).unwrap(), "regtest's default");
+    assert!(discover("--network=testnet").unwrap());
+    assert!(!discover("").unwrap(), "regtest's default");
     for (given, want) in [
         ("--bitcoin-discover", true),
         ("--bitcoin-discover=true", true),
@@ -1043,16 +1034,16 @@ fn bitcoin_discover_follows_the_network_unless_given_either_way_on_the_command_l
         ("--bitcoin-discover=off", false),
     ] {
         assert_eq!(
-            discover(&["--network=testnet", given]).unwrap(),
+            discover(&format!("--network=testnet {given}")).unwrap(),
             want,
             "{given}"
         );
-        assert_eq!(discover(&[given]).unwrap(), want, "{given} on regtest");
+        assert_eq!(discover(given).unwrap(), want, "{given} on regtest");
     }
     // `=` is needed: the next word is never taken as its value.
-    let e = discover(&["--bitcoin-discover", "false"]).unwrap_err().0;
+    let e = discover("--bitcoin-discover false").unwrap_err().0;
     assert!(e.contains("'false'"), "{e}");
-    let e = discover(&["--bitcoin-discover=maybe"]).unwrap_err().0;
+    let e = discover("--bitcoin-discover=maybe").unwrap_err().0;
     assert!(e.contains("is a switch"), "{e}");
 }
 
