@@ -232,10 +232,7 @@ fn check_one(
 ) -> std::io::Result<bool> {
     let decoded = match receipt::decode(&given.bytes) {
         Ok(r) => r,
-        Err(e) => {
-            writeln!(out, "  receipt: REFUSED: {e}")?;
-            return Ok(false);
-        }
+        Err(e) => return refused(out, "receipt", e),
     };
     writeln!(
         out,
@@ -245,10 +242,7 @@ fn check_one(
     )?;
     let journal = match journal::decode(decoded.journal()) {
         Ok(j) => j,
-        Err(e) => {
-            writeln!(out, "  journal: REFUSED: {e}")?;
-            return Ok(false);
-        }
+        Err(e) => return refused(out, "journal", e),
     };
     write_journal(out, &journal)?;
     let mut ok = true;
@@ -267,10 +261,7 @@ fn check_one(
     }
     let image = match options.rules.image_for(&decoded, &journal, &options.forks) {
         Ok(image) => image,
-        Err(e) => {
-            writeln!(out, "  verification: REFUSED: {e}")?;
-            return Ok(false);
-        }
+        Err(e) => return refused(out, "verification", e),
     };
     match verify_decoded(&decoded, &image, &options.rules) {
         Ok(v) => writeln!(
@@ -286,6 +277,12 @@ fn check_one(
         }
     }
     Ok(ok)
+}
+
+/// The report's line for a step that refused the proof: `false`.
+fn refused(out: &mut impl Write, step: &str, why: impl fmt::Display) -> std::io::Result<bool> {
+    writeln!(out, "  {step}: REFUSED: {why}")?;
+    Ok(false)
 }
 
 /// Checks every proof in `input`, writing the report to `out`. `Ok(n)`:

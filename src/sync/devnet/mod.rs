@@ -318,17 +318,13 @@ impl DevExec for Exec<'_> {
                 DevOutcome::Number(previous)
             }
             Commit => {
-                let opened = devnet.commit_now().map_err(failed)?;
-                let Some(slot) = opened else {
+                let Some(slot) = devnet.commit_now().map_err(failed)? else {
                     return Ok(DevOutcome::Commitment(None));
                 };
                 self.settle()?;
                 let stored = self.syncer.ledger().reader()?.commitments_on_slot(slot)?;
-                let c = stored
-                    .and_then(|list| list.last().copied())
-                    .ok_or_else(|| {
-                        DevError::Failed(format!("the commitment on DA slot {slot} was not stored"))
-                    })?;
+                let last = stored.and_then(|list| list.last().copied());
+                let c = last.ok_or_else(|| not_stored("commitment", slot))?;
                 log::info!(
                     target: module_path!(),
                     "dev_commit: heights {}..={} on DA slot {slot}",
@@ -338,19 +334,12 @@ impl DevExec for Exec<'_> {
                 DevOutcome::Commitment(Some(c))
             }
             Prove => {
-                let opened = devnet.prove_now().map_err(failed)?;
-                let Some(slot) = opened else {
+                let Some(slot) = devnet.prove_now().map_err(failed)? else {
                     return Ok(DevOutcome::Proof(None));
                 };
                 self.settle()?;
-                let p = self
-                    .syncer
-                    .ledger()
-                    .reader()?
-                    .last_proof_on_slot(slot)?
-                    .ok_or_else(|| {
-                        DevError::Failed(format!("the proof on DA slot {slot} was not stored"))
-                    })?;
+                let stored = self.syncer.ledger().reader()?.last_proof_on_slot(slot)?;
+                let p = stored.ok_or_else(|| not_stored("proof", slot))?;
                 log::info!(
                     target: module_path!(),
                     "dev_prove: up to height {} on DA slot {slot}",
@@ -396,6 +385,11 @@ fn snapshot_error(e: SnapshotError) -> DevError {
         SnapshotError::Refused(why) => DevError::Invalid(why),
         SnapshotError::Failed(why) => DevError::Failed(why),
     }
+}
+
+/// What `dev_commit` or `dev_prove` put on `slot` did not reach the ledger.
+fn not_stored(what: &str, slot: u64) -> DevError {
+    failed(format!("the {what} on DA slot {slot} was not stored"))
 }
 
 /// The info line of a revert or reset (`call`) that took the ledger to `at`.
