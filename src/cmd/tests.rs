@@ -11,11 +11,16 @@ use crate::source::bitcoin::rpc::client::Credentials;
 use crate::source::devnet::DevnetConfig;
 use crate::wire::WireShape;
 
-fn run(args: &[&str]) -> Result<Config, ConfigError> {
-    match parse(args.iter().map(|s| s.to_string()))? {
-        Command::Run(c) => Ok(*c),
+/// The node `command` runs (it must be a run).
+fn node(command: Command) -> Config {
+    match command {
+        Command::Run(c) => *c,
         other => panic!("expected a run, got {other:?}"),
     }
+}
+
+fn run(args: &[&str]) -> Result<Config, ConfigError> {
+    parse(args.iter().map(|s| s.to_string())).map(node)
 }
 
 /// What `run` of `args` is refused with.
@@ -221,10 +226,7 @@ fn with_file(sub: Option<&str>, text: &str, args: &[&str]) -> Result<Command, Co
 }
 
 fn run_with_file(text: &str, args: &[&str]) -> Result<Config, ConfigError> {
-    match with_file(None, text, args)? {
-        Command::Run(c) => Ok(*c),
-        other => panic!("expected a run, got {other:?}"),
-    }
+    with_file(None, text, args).map(node)
 }
 
 #[test]
@@ -806,9 +808,7 @@ fn subcommands_take_their_own_flags() {
         panic!("not an export")
     };
     assert_eq!((x.from, x.to), (1, Some(9)));
-    let Command::Run(c) = command("serve-readonly --reuse-port").unwrap() else {
-        panic!("not a run")
-    };
+    let c = node(command("serve-readonly --reuse-port").unwrap());
     assert!(c.read_only && c.server.reuse_port && c.source.devnet().is_none());
     let e = command("serve --dev").unwrap_err().0;
     assert!(e.contains("unknown command \"serve\""), "{e}");
