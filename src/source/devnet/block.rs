@@ -196,11 +196,9 @@ mod tests {
 
     #[test]
     fn the_same_seed_makes_the_same_chain_in_any_batch_split() {
-        let (key, genesis) = start(3);
-        let forks = ForkTable::kumquat_from(20);
-        let none = Inputs::default();
-        let whole = make_blocks(&key, 3, &forks, genesis, 1, &slots(1, 40), &none);
-        let first = make_blocks(&key, 3, &forks, genesis, 1, &slots(1, 25), &none);
+        let (forks, whole) = seed_chain(3, 20, 40);
+        let (_, first) = seed_chain(3, 20, 25);
+        let (key, none) = (start(3).0, Inputs::default());
         let tip = first
             .last()
             .map(|b| (b.l2_height, b.hash, b.state_root))
@@ -234,11 +232,9 @@ mod tests {
 
     #[test]
     fn inputs_land_in_the_block_they_name_and_are_hashed_and_signed() {
-        let (key, genesis) = start(3);
         // Block 2 under Genesis rules, 3 under Kumquat: both hash what was added.
-        let forks = ForkTable::kumquat_from(3);
-        let none = Inputs::default();
-        let plain = make_blocks(&key, 3, &forks, genesis, 1, &slots(1, 3), &none);
+        let (forks, plain) = seed_chain(3, 3, 3);
+        let (key, genesis) = start(3);
         let tx = vec![0xaa; 5];
         let deposit = vec![0xdd; 3];
         let inputs = Inputs {
