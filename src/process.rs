@@ -37,14 +37,6 @@ fn sysconf(name: libc::c_int, fallback: u64) -> u64 {
     u64::try_from(v).ok().filter(|&v| v > 0).unwrap_or(fallback)
 }
 
-fn clock_ticks() -> f64 {
-    sysconf(libc::_SC_CLK_TCK, 100) as f64
-}
-
-fn page_size() -> u64 {
-    sysconf(libc::_SC_PAGESIZE, 4096)
-}
-
 /// The boot time (`btime` of `/proc/stat`), read once.
 fn boot_time() -> Option<u64> {
     static BOOT: OnceLock<Option<u64>> = OnceLock::new();
@@ -82,11 +74,11 @@ impl ProcessStats {
         let stat = fs::read_to_string("/proc/self/stat").ok()?;
         let f = stat_fields(&stat)?;
         let num = |field: usize| -> Option<u64> { f.get(field - 3)?.parse().ok() };
-        let ticks = clock_ticks();
+        let ticks = sysconf(libc::_SC_CLK_TCK, 100) as f64;
         let cpu_seconds = (num(14)? + num(15)?) as f64 / ticks;
         let start_time_seconds = boot_time().unwrap_or(0) as f64 + num(22)? as f64 / ticks;
         let virtual_bytes = num(23)?;
-        let resident_bytes = num(24)? * page_size();
+        let resident_bytes = num(24)? * sysconf(libc::_SC_PAGESIZE, 4096);
         let open_fds = fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64);
         let limits = fs::read_to_string("/proc/self/limits").unwrap_or_default();
         Some(ProcessStats {

@@ -149,15 +149,6 @@ fn last_height_on_or_before(w: &impl LedgerRead, slot: u64) -> Result<u64, Ledge
     Ok(lo)
 }
 
-/// The lowest DA slot holding a commitment that covers a height above
-/// `height`, if any.
-fn first_slot_above(w: &impl LedgerWalk, height: u64) -> Result<Option<u64>, LedgerError> {
-    Ok(w.all_commitments()?
-        .into_iter()
-        .find(|(_, list)| list.iter().any(|c| c.l2_end_block_number > height))
-        .map(|(slot, _)| slot))
-}
-
 /// Where `target` cuts the ledger `w` holds.
 pub fn plan(w: &impl LedgerWalk, target: Target) -> Result<Cut, LedgerError> {
     let head = w.head_height()?;
@@ -177,7 +168,9 @@ pub fn plan(w: &impl LedgerWalk, target: Target) -> Result<Cut, LedgerError> {
         Target::Both { l2, l1 } => (l2.min(head).min(last_height_on_or_before(w, l1)?), l1),
     };
     let mut slot = slot.min(scanned);
-    if let Some(first) = first_slot_above(w, height)? {
+    // Below the lowest DA slot holding a commitment that covers a cut height.
+    let covers = |list: &[SequencerCommitment]| list.iter().any(|c| c.l2_end_block_number > height);
+    if let Some((first, _)) = w.all_commitments()?.into_iter().find(|(_, l)| covers(l)) {
         slot = slot.min(first.saturating_sub(1));
     }
     Ok(Cut { height, slot })

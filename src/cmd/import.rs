@@ -6,11 +6,10 @@ use std::process::ExitCode;
 
 use super::{input_file, FileArgs};
 use crate::chain_rules::args::ChainRulesArgs;
-use crate::chain_rules::ForkTable;
 use crate::flags::{heading, switch, ConfigError};
+use crate::jsonl::ImportOptions;
 use crate::ledger::args::DataDirArgs;
 use crate::proof::args::ProofArgs;
-use crate::proof::ProofRules;
 
 /// `ledgerd import FILE.jsonl`: load a fixture (`-` reads stdin).
 #[derive(clap::Args, Clone, Debug)]
@@ -37,14 +36,9 @@ pub struct Import {
     /// The fixture; `-` reads stdin.
     pub file: PathBuf,
     pub data_dir: PathBuf,
-    /// Check records by the chain rules (false with `--no-verify`).
-    pub verify: bool,
-    /// `--network` / `--kumquat-height`.
-    pub forks: ForkTable,
-    /// `--sequencer-pubkey`, else the network's key.
-    pub sequencer_pubkey: Option<[u8; 32]>,
-    /// `--network`'s batch-proof images; `--allow-fake-proofs`.
-    pub receipts: ProofRules,
+    /// `--no-verify`, `--network`, `--kumquat-height`, `--sequencer-pubkey`,
+    /// `--allow-fake-proofs`.
+    pub options: ImportOptions,
 }
 
 pub fn resolve(i: Args) -> Result<Import, ConfigError> {
@@ -54,20 +48,21 @@ pub fn resolve(i: Args) -> Result<Import, ConfigError> {
             "import needs a FILE (one JSON record per line; `-` reads stdin)",
         )?,
         data_dir: i.ledger.data_dir,
-        verify: !i.no_verify,
-        forks: i.chain.forks(),
-        sequencer_pubkey: i.chain.sequencer_key(),
-        receipts: i
-            .proof
-            .receipt_rules(i.chain.network, false)
-            .map_err(ConfigError)?,
+        options: ImportOptions {
+            verify: !i.no_verify,
+            forks: i.chain.forks(),
+            sequencer_pubkey: i.chain.sequencer_key(),
+            receipts: i
+                .proof
+                .receipt_rules(i.chain.network, false)
+                .map_err(ConfigError)?,
+        },
     })
 }
 
 impl Import {
     /// Loads the file: all of it or nothing; exit 1 with the bad lines.
     pub fn run(&self) -> ExitCode {
-        use crate::jsonl::{self, ImportOptions};
         use crate::ledger::{Ledger, OpenOptions};
         let name = self.file.display().to_string();
         let input: Box<dyn std::io::BufRead> = if name == "-" {
@@ -88,16 +83,11 @@ impl Import {
                 return ExitCode::from(1);
             }
         };
-        let options = ImportOptions {
-            verify: self.verify,
-            forks: self.forks,
-            sequencer_pubkey: self.sequencer_pubkey,
-            receipts: self.receipts,
-        };
-        match jsonl::import(&ledger, input, options) {
+        let options = self.options;
+        match crate::jsonl::import(&ledger, input, options) {
             Ok(report) => {
                 println!("{report} in {}", self.data_dir.display());
-                if self.verify && report.proofs > 0 && !self.receipts.images_pinned() {
+                if options.verify && report.proofs > 0 && !options.receipts.images_pinned() {
                     eprintln!(
                     "ledgerd import: note: batch-proof images are not pinned (no --network, no \
                      {flag}): the {} proofs were verified against the images their receipts \

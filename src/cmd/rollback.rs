@@ -9,6 +9,7 @@ use super::FileArgs;
 use crate::config::Given;
 use crate::flags::{heading, number, switch, ConfigError};
 use crate::ledger::args::DataDirArgs;
+use crate::rollback::Target;
 
 /// `ledgerd rollback`: take a stopped node's ledger back to an L2 height or
 /// a DA slot (`[rollback]` in a config file).
@@ -29,29 +30,20 @@ pub struct Args {
     pub file_args: FileArgs,
 }
 
-/// `--to-l2 H` or `--to-l1 S`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RollbackTo {
-    /// Keep L2 heights up to H (and the DA slots scanned while only they existed).
-    L2(u64),
-    /// Keep DA slots up to S (and the L2 blocks that point at them).
-    L1(u64),
-}
-
 /// The rollback asked for, checked.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rollback {
     pub data_dir: PathBuf,
-    /// Where the ledger goes back to.
-    pub to: RollbackTo,
+    /// Where the ledger goes back to: `--to-l2 H` or `--to-l1 S`.
+    pub to: Target,
     /// `--dry-run`: print what would be removed, remove nothing.
     pub dry_run: bool,
 }
 
 pub fn resolve(r: Args, given: &Given) -> Result<Rollback, ConfigError> {
     let to = match (r.to_l2, r.to_l1) {
-        (Some(h), None) => RollbackTo::L2(h),
-        (None, Some(s)) => RollbackTo::L1(s),
+        (Some(h), None) => Target::L2(h),
+        (None, Some(s)) => Target::L1(s),
         (Some(_), Some(_)) => {
             return Err(ConfigError(
                 "rollback takes one target: --to-l2 H (an L2 height) or --to-l1 S (a DA \
@@ -83,12 +75,7 @@ impl Rollback {
     /// The report on stdout; exit 1 with a sentence when refused (a
     /// running node) or failed (nothing written).
     pub fn run(&self) -> ExitCode {
-        use crate::rollback::{self, Target};
-        let target = match self.to {
-            RollbackTo::L2(h) => Target::L2(h),
-            RollbackTo::L1(s) => Target::L1(s),
-        };
-        match rollback::run(&self.data_dir, target, self.dry_run) {
+        match crate::rollback::run(&self.data_dir, self.to, self.dry_run) {
             Ok(report) => {
                 println!("{report}");
                 ExitCode::SUCCESS

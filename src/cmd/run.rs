@@ -154,10 +154,9 @@ pub fn resolve(r: Args, given: &Given) -> Result<Command, ConfigError> {
         }
         _ => {}
     }
-    let bitcoin_config = match reads_bitcoin {
-        true => Some(bitcoin_config(bitcoin, r.chain.network, given)?),
-        false => None,
-    };
+    let bitcoin_config = reads_bitcoin
+        .then(|| bitcoin_config(bitcoin, r.chain.network, given))
+        .transpose()?;
     let source = if dev_on {
         SourceConfig::Devnet(dev)
     } else if !urls.is_empty() {

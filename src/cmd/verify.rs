@@ -35,7 +35,7 @@ use crate::types::SoftConfirmation;
 use crate::wire;
 
 /// What `verify` checks against.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VerifyOptions {
     pub forks: ForkTable,
     /// The sequencer key; `None`: the first block's pubKey.
@@ -389,12 +389,9 @@ pub struct Args {
 pub struct Verify {
     /// Soft confirmations as the RPC answers them; `-` reads stdin.
     pub file: PathBuf,
-    /// `--network` / `--kumquat-height`.
-    pub forks: ForkTable,
-    /// `--sequencer-pubkey`, else the network's key; `None`: the first block's.
-    pub sequencer_key: Option<[u8; 32]>,
-    /// Where the key comes from, for the report (`testnet key`).
-    pub sequencer_key_name: String,
+    /// `--network` / `--kumquat-height`; `--sequencer-pubkey`, else the
+    /// network's key.
+    pub options: VerifyOptions,
 }
 
 pub fn resolve(v: Args) -> Result<Verify, ConfigError> {
@@ -403,9 +400,11 @@ pub fn resolve(v: Args) -> Result<Verify, ConfigError> {
             v.file,
             "verify needs a FILE of soft confirmations as the RPC answers them (`-` reads stdin)",
         )?,
-        forks: v.chain.forks(),
-        sequencer_key: v.chain.sequencer_key(),
-        sequencer_key_name: v.chain.sequencer_key_name(),
+        options: VerifyOptions {
+            forks: v.chain.forks(),
+            sequencer_key: v.chain.sequencer_key(),
+            sequencer_key_name: v.chain.sequencer_key_name(),
+        },
     })
 }
 
@@ -423,13 +422,9 @@ impl Verify {
             Ok(t) => t,
             Err(code) => return code,
         };
-        let options = VerifyOptions {
-            forks: self.forks,
-            sequencer_key: self.sequencer_key,
-            sequencer_key_name: self.sequencer_key_name.clone(),
-        };
         let mut out = std::io::stdout().lock();
-        let outcome = check_all(&text, &options, &mut out).map(|s| (s.all_passed(), s.to_string()));
+        let outcome =
+            check_all(&text, &self.options, &mut out).map(|s| (s.all_passed(), s.to_string()));
         super::check_exit("verify", &self.file, outcome)
     }
 }

@@ -232,10 +232,7 @@ fn check_one(
 ) -> std::io::Result<bool> {
     let decoded = match receipt::decode(&given.bytes) {
         Ok(r) => r,
-        Err(e) => {
-            writeln!(out, "  receipt: REFUSED: {e}")?;
-            return Ok(false);
-        }
+        Err(e) => return refused(out, "receipt", e),
     };
     writeln!(
         out,
@@ -245,10 +242,7 @@ fn check_one(
     )?;
     let journal = match journal::decode(decoded.journal()) {
         Ok(j) => j,
-        Err(e) => {
-            writeln!(out, "  journal: REFUSED: {e}")?;
-            return Ok(false);
-        }
+        Err(e) => return refused(out, "journal", e),
     };
     write_journal(out, &journal)?;
     let mut ok = true;
@@ -267,10 +261,7 @@ fn check_one(
     }
     let image = match options.rules.image_for(&decoded, &journal, &options.forks) {
         Ok(image) => image,
-        Err(e) => {
-            writeln!(out, "  verification: REFUSED: {e}")?;
-            return Ok(false);
-        }
+        Err(e) => return refused(out, "verification", e),
     };
     match verify_decoded(&decoded, &image, &options.rules) {
         Ok(v) => writeln!(
@@ -286,6 +277,12 @@ fn check_one(
         }
     }
     Ok(ok)
+}
+
+/// The report's line for a step that refused the proof: `false`.
+fn refused(out: &mut impl Write, step: &str, why: impl fmt::Display) -> std::io::Result<bool> {
+    writeln!(out, "  {step}: REFUSED: {why}")?;
+    Ok(false)
 }
 
 /// Checks every proof in `input`, writing the report to `out`. `Ok(n)`:
@@ -319,10 +316,9 @@ pub fn check_all(
 pub struct VerifyProof {
     /// Proofs as the RPC answers them, or raw receipt bytes; `-` reads stdin.
     pub file: PathBuf,
-    /// `--network`'s images; `--allow-fake-proofs`.
-    pub receipts: ProofRules,
-    /// `--network` / `--kumquat-height`: the fork of a new-layout journal.
-    pub forks: ForkTable,
+    /// `--network`'s images and `--allow-fake-proofs`; `--network` /
+    /// `--kumquat-height`: the fork of a new-layout journal.
+    pub options: VerifyProofOptions,
 }
 
 /// `ledgerd verify-proof FILE`: an input, the fork table and the proof
@@ -360,11 +356,13 @@ pub fn resolve(v: Args) -> Result<VerifyProof, ConfigError> {
             "verify-proof needs a FILE: a proof as the RPC answers it, or raw receipt bytes \
              (`-` reads stdin)",
         )?,
-        receipts: v
-            .proof
-            .receipt_rules(v.network, false)
-            .map_err(ConfigError)?,
-        forks: chain.forks(),
+        options: VerifyProofOptions {
+            rules: v
+                .proof
+                .receipt_rules(v.network, false)
+                .map_err(ConfigError)?,
+            forks: chain.forks(),
+        },
     })
 }
 
@@ -376,12 +374,8 @@ impl VerifyProof {
             Ok(b) => b,
             Err(code) => return code,
         };
-        let options = VerifyProofOptions {
-            rules: self.receipts,
-            forks: self.forks,
-        };
         let mut out = std::io::stdout().lock();
-        let outcome = check_all(&bytes, &options, &mut out)
+        let outcome = check_all(&bytes, &self.options, &mut out)
             .map(|refused| (refused == 0, format!("{refused} proof(s) refused")));
         super::check_exit("verify-proof", &self.file, outcome)
     }

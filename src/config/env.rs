@@ -14,9 +14,7 @@ pub fn unknown_variables(cmd: &clap::Command) -> Vec<String> {
     let known: Vec<String> = std::iter::once(cmd)
         .chain(cmd.get_subcommands())
         .flat_map(|c| c.get_arguments())
-        .filter_map(|a| a.get_long())
-        .filter(|l| !NOT_SETTINGS.contains(l) || *l == "config")
-        .map(env_name)
+        .filter_map(|a| variable_of(a.get_long()?))
         .collect();
     let mut names: Vec<String> = std::env::vars_os()
         .filter_map(|(k, _)| k.into_string().ok())
@@ -41,6 +39,11 @@ pub fn env_name(long: &str) -> String {
     format!("LEDGERD_{}", long.to_ascii_uppercase().replace('-', "_"))
 }
 
+/// The variable of `--long`: every setting's, and `--config`'s (`LEDGERD_CONFIG`).
+fn variable_of(long: &str) -> Option<String> {
+    (!NOT_SETTINGS.contains(&long) || long == "config").then(|| env_name(long))
+}
+
 /// Gives every setting of `cmd` and its subcommands its variable, lets a
 /// flag given twice take its last value (as the command line overrides a
 /// config file's key) and a number value start with `-` (to be refused
@@ -63,11 +66,7 @@ fn with_env(cmd: clap::Command, env: bool) -> clap::Command {
             if !env {
                 return a;
             }
-            let setting = a
-                .get_long()
-                .filter(|l| !NOT_SETTINGS.contains(l) || *l == "config")
-                .map(env_name);
-            match setting {
+            match a.get_long().and_then(variable_of) {
                 Some(name) => a.env(name),
                 None => a,
             }

@@ -52,7 +52,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::chain_rules::args::ChainRulesArgs;
-use crate::chain_rules::ForkTable;
 use crate::flags::ConfigError;
 use crate::proof::image_ids::ImagePins;
 use crate::proof::ProofRules;
@@ -213,16 +212,6 @@ impl Config {
             .unwrap_or_else(|| self.wire.default_max_range())
     }
 
-    /// The fork table ([`ChainRulesArgs::forks`]).
-    pub fn forks(&self) -> ForkTable {
-        self.chain.forks()
-    }
-
-    /// The sequencer key blocks must carry ([`ChainRulesArgs::sequencer_key`]).
-    pub fn sequencer_key(&self) -> Option<[u8; 32]> {
-        self.chain.sequencer_key()
-    }
-
     /// Which batch-proof receipts prove heights: `--network`'s images, the
     /// devnet's own, `--batch-proof-image` pins, or (none of these) the
     /// image each receipt claims ([`ProofRules::new`]).
@@ -233,11 +222,6 @@ impl Config {
             self.allow_fake_proofs,
             matches!(self.source, SourceConfig::Devnet(_)),
         )
-    }
-
-    /// Where the sequencer key comes from ([`ChainRulesArgs::sequencer_key_name`]).
-    pub fn sequencer_key_name(&self) -> String {
-        self.chain.sequencer_key_name()
     }
 }
 
@@ -255,7 +239,12 @@ impl ConfigError {
         let arg = context(ContextKind::InvalidArg);
         // "--max-range <N>" -> "--max-range".
         let flag = arg.split([' ', '=']).next().unwrap_or("").to_string();
-        let help = help_of(sub);
+        // Where `sub`'s flags are listed: `ledgerd --help` for the bare
+        // form (`run`), `ledgerd CMD --help` for a command.
+        let help = match sub {
+            "run" => "ledgerd --help".to_string(),
+            _ => format!("ledgerd {sub} --help"),
+        };
         // "Did you mean": the nearest flag of this command.
         let this = cmd.find_subcommand(sub).unwrap_or(cmd);
         let suggested = flag
@@ -300,15 +289,6 @@ impl ConfigError {
                 format!("{}; see {help}", line.trim_start_matches("error: "))
             }
         })
-    }
-}
-
-/// Where `sub`'s flags are listed: `ledgerd --help` for the bare form
-/// (`run`), `ledgerd CMD --help` for a command.
-fn help_of(sub: &str) -> String {
-    match sub {
-        "run" => "ledgerd --help".to_string(),
-        _ => format!("ledgerd {sub} --help"),
     }
 }
 

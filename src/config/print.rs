@@ -53,15 +53,12 @@ fn line(arg: &clap::Arg, matches: &clap::ArgMatches, file: Option<&FileConfig>) 
         .get_raw(id)
         .map(|v| v.map(|s| s.to_string_lossy().into_owned()).collect())
         .unwrap_or_default();
-    let source = match (matches.value_source(id), file.and_then(|f| f.get(long))) {
+    let entry = file.and_then(|f| Some((f, f.get(long)?)));
+    let source = match (matches.value_source(id), entry) {
         (Some(ValueSource::CommandLine), _) => format!("flag --{long}"),
         (Some(ValueSource::EnvVariable), _) => format!("env {}", env_name(long)),
-        (Some(ValueSource::DefaultValue), Some(e)) => {
-            format!(
-                "file {} line {}",
-                file.map_or_else(Default::default, |f| f.path.display().to_string()),
-                e.line
-            )
+        (Some(ValueSource::DefaultValue), Some((f, e))) => {
+            format!("file {} line {}", f.path.display(), e.line)
         }
         (Some(ValueSource::DefaultValue), None) => "default".to_string(),
         _ => return format!("# {long}: not set\n"),

@@ -30,7 +30,7 @@ pub(super) fn start(
     progress: &Arc<Progress>,
     stop: &Arc<Stop>,
 ) -> Result<(JoinHandle<()>, DevnetControl), NodeError> {
-    let forks = config.forks();
+    let forks = config.chain.forks();
     let devnet = Devnet::open(dev.clone(), forks, ledger.clone())?;
     let sync_config = SyncConfig {
         // A write transaction's worth: fewer than a follower's, as LMDB keeps

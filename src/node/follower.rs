@@ -31,10 +31,10 @@ pub(super) fn start(
     progress: &Arc<Progress>,
     stop: &Arc<Stop>,
 ) -> Result<JoinHandle<()>, NodeError> {
-    let forks = config.forks();
+    let forks = config.chain.forks();
     let mut sync_config = SyncConfig {
         chunk: config.sync_chunk,
-        sequencer_pubkey: config.sequencer_key(),
+        sequencer_pubkey: config.chain.sequencer_key(),
         forks,
         concurrency: config.sync_concurrency,
         block_rules: BlockRules {
@@ -74,6 +74,7 @@ pub(super) fn start(
     );
     let first = upstreams.in_use().to_string();
     let key_name = config
+        .chain
         .sequencer_key()
         .map(hex::encode)
         .unwrap_or_else(|| "of the first block".into());

@@ -230,7 +230,7 @@ impl Node {
         let progress = Arc::new(Progress::default());
         let mut threads = Vec::new();
         let mut devnet_control = None;
-        let forks = config.forks();
+        let forks = config.chain.forks();
         let source = if config.read_only {
             &SourceConfig::None
         } else {
@@ -313,10 +313,7 @@ impl Node {
             .with_blocks_on_demand(config.source.devnet().is_some_and(|d| d.block_ms == 0)),
         );
         let source = source.kind();
-        let cors = match &config.cors_origin {
-            Some(origin) => Cors::Origin(origin.clone()),
-            None => Cors::Any,
-        };
+        let cors = config.cors_origin.clone().map_or(Cors::Any, Cors::Origin);
         let mut routes = Routes::new(rpc)
             .health(source, config.health_max_lag, config.health_max_behind)
             .cors(cors)

@@ -97,7 +97,44 @@ pub fn make_blocks(
     let mut blocks = Vec::with_capacity(slots.len());
     for (h, slot) in (first..).zip(slots) {
         crate::os::give_way();
-        let sc = unsigned_block(seed, forks, h, slot, prev_hash, prev_root, pub_key, inputs);
+        let mut rng = Entropy::new(&schedule::derive("ledgerd-devnet/block", seed, h));
+        let tx_count = rng.below(5) as usize;
+        let mut txs: Vec<Vec<u8>> = (0..tx_count)
+            .map(|_| {
+                let len = 20 + rng.below(100) as usize;
+                rng.bytes(len)
+            })
+            .collect();
+        let mut deposit_data = if h.is_multiple_of(10) {
+            vec![rng.bytes(40)]
+        } else {
+            Vec::new()
+        };
+        if h == inputs.at {
+            txs.extend_from_slice(inputs.txs);
+            deposit_data.extend_from_slice(inputs.deposits);
+        }
+        let random_fee = 2_500_000_000 + u128::from(rng.below(1_000_000));
+        let mut sc = SoftConfirmation {
+            l2_height: h,
+            da_slot_height: slot.number,
+            da_slot_hash: slot.hash,
+            da_slot_txs_commitment: slot.txs_commitment,
+            hash: [0; 32],
+            prev_hash,
+            txs,
+            state_root: [0; 32],
+            signature: [0; 64],
+            pub_key,
+            deposit_data,
+            l1_fee_rate: inputs.l1_fee_rate.unwrap_or(random_fee),
+            timestamp: timestamp(h, inputs.timestamp_offset),
+        };
+        sc.hash = block_hash(&sc, forks.fork_at(h));
+        let mut root_input = [0u8; 64];
+        root_input[..32].copy_from_slice(&prev_root);
+        root_input[32..].copy_from_slice(&sc.hash);
+        sc.state_root = sha256(&root_input);
         prev_hash = sc.hash;
         prev_root = sc.state_root;
         blocks.push(sc);
@@ -107,58 +144,6 @@ pub fn make_blocks(
         sc.signature = signature;
     }
     blocks
-}
-
-#[allow(clippy::too_many_arguments)]
-fn unsigned_block(
-    seed: u64,
-    forks: &ForkTable,
-    h: u64,
-    slot: &SlotRef,
-    prev_hash: Hash,
-    prev_root: Hash,
-    pub_key: [u8; 32],
-    inputs: &Inputs,
-) -> SoftConfirmation {
-    let mut rng = Entropy::new(&schedule::derive("ledgerd-devnet/block", seed, h));
-    let tx_count = rng.below(5) as usize;
-    let mut txs: Vec<Vec<u8>> = (0..tx_count)
-        .map(|_| {
-            let len = 20 + rng.below(100) as usize;
-            rng.bytes(len)
-        })
-        .collect();
-    let mut deposit_data = if h.is_multiple_of(10) {
-        vec![rng.bytes(40)]
-    } else {
-        Vec::new()
-    };
-    if h == inputs.at {
-        txs.extend_from_slice(inputs.txs);
-        deposit_data.extend_from_slice(inputs.deposits);
-    }
-    let random_fee = 2_500_000_000 + u128::from(rng.below(1_000_000));
-    let mut sc = SoftConfirmation {
-        l2_height: h,
-        da_slot_height: slot.number,
-        da_slot_hash: slot.hash,
-        da_slot_txs_commitment: slot.txs_commitment,
-        hash: [0; 32],
-        prev_hash,
-        txs,
-        state_root: [0; 32],
-        signature: [0; 64],
-        pub_key,
-        deposit_data,
-        l1_fee_rate: inputs.l1_fee_rate.unwrap_or(random_fee),
-        timestamp: timestamp(h, inputs.timestamp_offset),
-    };
-    sc.hash = block_hash(&sc, forks.fork_at(h));
-    let mut root_input = [0u8; 64];
-    root_input[..32].copy_from_slice(&prev_root);
-    root_input[32..].copy_from_slice(&sc.hash);
-    sc.state_root = sha256(&root_input);
-    sc
 }
 
 #[cfg(test)]
@@ -172,20 +157,18 @@ mod tests {
             .collect()
     }
 
+    /// Seed `seed`'s sequencer key, and the tip below height 1.
+    fn start(seed: u64) -> (SequencerKey, (u64, Hash, Hash)) {
+        let key = SequencerKey::from_secret(&schedule::sequencer_secret(seed));
+        (key, (0, [0u8; 32], schedule::genesis_state_root(seed)))
+    }
+
     /// Blocks 1..=`n` of seed `seed`'s devnet, Kumquat from `kumquat_from`.
     fn seed_chain(seed: u64, kumquat_from: u64, n: u64) -> (ForkTable, Vec<SoftConfirmation>) {
-        let key = SequencerKey::from_secret(&schedule::sequencer_secret(seed));
+        let (key, genesis) = start(seed);
         let forks = ForkTable::kumquat_from(kumquat_from);
-        let genesis = (0, [0u8; 32], schedule::genesis_state_root(seed));
-        let blocks = make_blocks(
-            &key,
-            seed,
-            &forks,
-            genesis,
-            1,
-            &slots(1, n),
-            &Inputs::default(),
-        );
+        let none = Inputs::default();
+        let blocks = make_blocks(&key, seed, &forks, genesis, 1, &slots(1, n), &none);
         (forks, blocks)
     }
 
@@ -213,12 +196,9 @@ mod tests {
 
     #[test]
     fn the_same_seed_makes_the_same_chain_in_any_batch_split() {
-        let key = SequencerKey::from_secret(&schedule::sequencer_secret(3));
-        let forks = ForkTable::kumquat_from(20);
-        let genesis = (0, [0u8; 32], schedule::genesis_state_root(3));
-        let none = Inputs::default();
-        let whole = make_blocks(&key, 3, &forks, genesis, 1, &slots(1, 40), &none);
-        let first = make_blocks(&key, 3, &forks, genesis, 1, &slots(1, 25), &none);
+        let (forks, whole) = seed_chain(3, 20, 40);
+        let (_, first) = seed_chain(3, 20, 25);
+        let (key, none) = (start(3).0, Inputs::default());
         let tip = first
             .last()
             .map(|b| (b.l2_height, b.hash, b.state_root))
@@ -252,19 +232,9 @@ mod tests {
 
     #[test]
     fn inputs_land_in_the_block_they_name_and_are_hashed_and_signed() {
-        let key = SequencerKey::from_secret(&schedule::sequencer_secret(3));
         // Block 2 under Genesis rules, 3 under Kumquat: both hash what was added.
-        let forks = ForkTable::kumquat_from(3);
-        let genesis = (0, [0u8; 32], schedule::genesis_state_root(3));
-        let plain = make_blocks(
-            &key,
-            3,
-            &forks,
-            genesis,
-            1,
-            &slots(1, 3),
-            &Inputs::default(),
-        );
+        let (forks, plain) = seed_chain(3, 3, 3);
+        let (key, genesis) = start(3);
         let tx = vec![0xaa; 5];
         let deposit = vec![0xdd; 3];
         let inputs = Inputs {

@@ -14,34 +14,21 @@
 //! receipt that size.
 
 use crate::chain_rules::{merkle_root, Fork, ForkTable};
+use crate::ledger::LedgerRead;
 use crate::proof::{image_ids, journal, receipt};
 use crate::source::devnet::timeline::{ProofPlan, SlotPlan};
-use crate::source::devnet::{schedule, DevnetConfig};
+use crate::source::devnet::{schedule, DevnetConfig, View};
 use crate::source::SourceError;
 use crate::types::{DaSlot, Hash, ProofOutput, SequencerCommitment, VerifiedBatchProof, ZERO_HASH};
 
-/// What making a slot reads: the hashes and state roots of blocks made
-/// (stored, or made in the batch being made), the hashes of DA slots, and
-/// the sequencer DA key a proof's output names.
-pub trait Known {
-    /// The hash of block `h` (>= 1).
-    fn hash(&self, h: u64) -> Result<Hash, SourceError>;
-    /// The state root after block `h` (>= 1).
-    fn state_root(&self, h: u64) -> Result<Hash, SourceError>;
-    /// The hash of DA slot `n`.
-    fn slot_hash(&self, n: u64) -> Result<Hash, SourceError>;
-    /// The sequencer's DA public key (33 bytes).
-    fn sequencer_da_key(&self) -> Vec<u8>;
-}
-
 /// Why a slot cannot be made yet.
-pub fn missing(what: &str, height: u64) -> SourceError {
+pub(super) fn missing(what: &str, height: u64) -> SourceError {
     SourceError::bad_answer(format!(
         "devnet cannot make its DA slot yet: the {what} of height {height} is not stored"
     ))
 }
 
-fn state_root_at(known: &impl Known, h: u64, seed: u64) -> Result<Hash, SourceError> {
+fn state_root_at(known: &View<impl LedgerRead>, h: u64, seed: u64) -> Result<Hash, SourceError> {
     if h == 0 {
         return Ok(schedule::genesis_state_root(seed));
     }
@@ -50,11 +37,11 @@ fn state_root_at(known: &impl Known, h: u64, seed: u64) -> Result<Hash, SourceEr
 
 /// DA slot `number`, with what `plan` says lands on it (`None`: nothing),
 /// and no hash yet.
-pub fn make_slot(
+pub(super) fn make_slot(
     config: &DevnetConfig,
     forks: &ForkTable,
     pub_key: &[u8; 32],
-    ledger: &impl Known,
+    ledger: &View<impl LedgerRead>,
     number: u64,
     plan: Option<&SlotPlan>,
 ) -> Result<DaSlot, SourceError> {
@@ -92,7 +79,7 @@ fn make_proof(
     config: &DevnetConfig,
     forks: &ForkTable,
     pub_key: &[u8; 32],
-    ledger: &impl Known,
+    ledger: &View<impl LedgerRead>,
     slot: u64,
     plan: &ProofPlan,
 ) -> Result<VerifiedBatchProof, SourceError> {
@@ -102,11 +89,11 @@ fn make_proof(
     // prev/final soft confirmation hashes or lastL2Height: zeros, as Citrea
     // serves them.
     let genesis_era = forks.fork_at(end) == Fork::Genesis;
-    let prev_hash = if start == 1 || genesis_era {
-        ZERO_HASH
-    } else {
-        ledger.hash(start - 1)?
+    let below = match start {
+        1 => ZERO_HASH,
+        _ => ledger.hash(start - 1)?,
     };
+    let prev_hash = if genesis_era { ZERO_HASH } else { below };
     let final_hash = if genesis_era {
         ZERO_HASH
     } else {
@@ -142,11 +129,6 @@ fn make_proof(
     // the RPC does not show: the hash below the first height, and the DA
     // slot the commitments landed on with the one before it.
     let old_layout = if genesis_era {
-        let below = if start == 1 {
-            ZERO_HASH
-        } else {
-            ledger.hash(start - 1)?
-        };
         let condition = journal::OldValidityCondition {
             prev_hash: ledger.slot_hash(plan.slot.saturating_sub(1))?,
             block_hash: ledger.slot_hash(plan.slot)?,

@@ -59,23 +59,13 @@ pub(super) fn grind(
         .map_or(1, |n| n.get())
         .clamp(1, 8) as u64;
     let best = std::sync::atomic::AtomicU64::new(u64::MAX);
-    let step = Scalar::from_be_bytes({
-        let mut b = [0u8; 32];
-        b[24..].copy_from_slice(&threads.to_be_bytes());
-        b
-    })
-    .map_err(|_| fail("the thread count is not a scalar"))?;
+    let step = scalar(threads).map_err(|_| fail("the thread count is not a scalar"))?;
     let step_point = PublicKey::from_secret_key(
         secp,
         &SecretKey::from_slice(&step.to_be_bytes()).map_err(|_| fail("no step key"))?,
     );
     let search = |first: u64| -> Result<Option<(u64, [u8; 64])>, String> {
-        let offset = Scalar::from_be_bytes({
-            let mut b = [0u8; 32];
-            b[24..].copy_from_slice(&first.to_be_bytes());
-            b
-        })
-        .map_err(|_| fail("the first try is not a scalar"))?;
+        let offset = scalar(first).map_err(|_| fail("the first try is not a scalar"))?;
         let mut k = if first == 0 {
             k0
         } else {
@@ -152,4 +142,11 @@ pub(super) fn grind(
             .map_err(|_| fail("the signature made does not verify (a bug)"))?;
     }
     Ok(winner)
+}
+
+/// `n` as a scalar (big-endian in the last 8 of 32 bytes).
+fn scalar(n: u64) -> Result<Scalar, bitcoin::secp256k1::scalar::OutOfRangeError> {
+    let mut b = [0u8; 32];
+    b[24..].copy_from_slice(&n.to_be_bytes());
+    Scalar::from_be_bytes(b)
 }

@@ -125,8 +125,6 @@ pub struct Inscription {
     pub change: Option<Funding>,
 }
 
-impl Inscription {}
-
 /// A proof's transactions: chunk pairs first (none for a complete proof), then the pair whose
 /// reveal is the complete proof or the signed aggregate.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -469,26 +467,30 @@ fn commit_tx(
     change_sats: Option<u64>,
     funder_script: &ScriptBuf,
 ) -> Transaction {
-    let mut output = vec![TxOut {
-        value: Amount::from_sat(commit_value),
-        script_pubkey: commit_script.clone(),
-    }];
-    if let Some(change) = change_sats {
-        output.push(TxOut {
-            value: Amount::from_sat(change),
-            script_pubkey: funder_script.clone(),
-        });
-    }
+    let mut output = vec![tx_out(commit_value, commit_script)];
+    output.extend(change_sats.map(|change| tx_out(change, funder_script)));
+    spend(funding.outpoint, Witness::new(), output)
+}
+
+/// A version-2 transaction of one input, `previous_output` (RBF, no lock time).
+fn spend(previous_output: OutPoint, witness: Witness, output: Vec<TxOut>) -> Transaction {
     Transaction {
         version: Version::TWO,
         lock_time: LockTime::ZERO,
         input: vec![TxIn {
-            previous_output: funding.outpoint,
+            previous_output,
             script_sig: ScriptBuf::new(),
             sequence: Sequence::ENABLE_RBF_NO_LOCKTIME,
-            witness: Witness::new(),
+            witness,
         }],
         output,
+    }
+}
+
+fn tx_out(sats: u64, script: &ScriptBuf) -> TxOut {
+    TxOut {
+        value: Amount::from_sat(sats),
+        script_pubkey: script.clone(),
     }
 }
 
@@ -525,20 +527,11 @@ fn reveal_tx(
         }
         None => Witness::new(),
     };
-    Transaction {
-        version: Version::TWO,
-        lock_time: LockTime::ZERO,
-        input: vec![TxIn {
-            previous_output: commit_out,
-            script_sig: ScriptBuf::new(),
-            sequence: Sequence::ENABLE_RBF_NO_LOCKTIME,
-            witness,
-        }],
-        output: vec![TxOut {
-            value: Amount::from_sat(REVEAL_OUTPUT_SATS),
-            script_pubkey: funder_script.clone(),
-        }],
-    }
+    spend(
+        commit_out,
+        witness,
+        vec![tx_out(REVEAL_OUTPUT_SATS, funder_script)],
+    )
 }
 
 /// Signs the commit's one input, which spends the funding UTXO.

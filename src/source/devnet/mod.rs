@@ -124,6 +124,15 @@ struct Clock {
 }
 
 impl Clock {
+    /// At `base` now, one block per `interval_ms` from here.
+    fn new(interval_ms: u64, base: u64) -> Clock {
+        Clock {
+            interval_ms,
+            base,
+            since: Instant::now(),
+        }
+    }
+
     fn target(&self) -> u64 {
         if self.interval_ms == 0 {
             return self.base;
@@ -289,11 +298,7 @@ impl Devnet {
             (None, None) => schedule::DA_GENESIS_SLOT,
         };
         let restored = restore(&ledger, config.seed, genesis, chain.as_ref())?;
-        let clock = Clock {
-            interval_ms: config.block_ms,
-            base: restored.tip.0.max(config.prefill),
-            since: Instant::now(),
-        };
+        let clock = Clock::new(config.block_ms, restored.tip.0.max(config.prefill));
         Ok(Devnet {
             forks,
             key,
@@ -564,8 +569,9 @@ impl Devnet {
     }
 }
 
-/// What [`da::make_slot`] reads: the ledger, the newest blocks made
-/// (stored or not), and the DA chain's slot hashes.
+/// What [`da::make_slot`] reads: the hashes and state roots of blocks made
+/// (stored, or made in the batch being made), the hashes of DA slots, and
+/// the sequencer DA key a proof's output names.
 struct View<'a, R: LedgerRead> {
     reader: &'a R,
     made: &'a Made,
@@ -590,17 +596,18 @@ impl<R: LedgerRead> View<'_, R> {
                 .ok_or_else(|| da::missing(what, h)),
         }
     }
-}
 
-impl<R: LedgerRead> da::Known for View<'_, R> {
+    /// The hash of block `h` (>= 1).
     fn hash(&self, h: u64) -> Result<Hash, SourceError> {
         self.made_or_stored(h, "hash", |m| m.0, |r| r.hash_at(h))
     }
 
+    /// The state root after block `h` (>= 1).
     fn state_root(&self, h: u64) -> Result<Hash, SourceError> {
         self.made_or_stored(h, "state root", |m| m.1, |r| r.state_root_at(h))
     }
 
+    /// The hash of DA slot `n`.
     fn slot_hash(&self, n: u64) -> Result<Hash, SourceError> {
         match self.chain {
             Some(chain) => Ok(chain.slot_ref(n)?.hash),
@@ -608,6 +615,7 @@ impl<R: LedgerRead> da::Known for View<'_, R> {
         }
     }
 
+    /// The sequencer's DA public key (33 bytes).
     fn sequencer_da_key(&self) -> Vec<u8> {
         match self.chain {
             Some(chain) => chain.sequencer_da_key(),
@@ -753,12 +761,18 @@ mod tests {
         assert_eq!(made.get(n + 1), None, "not made yet");
     }
 
-    #[test]
-    fn released_it_holds_nothing_and_is_filled_again() {
+    /// Blocks `1..=n`, each with tag 1.
+    fn made_up_to(n: u64) -> Made {
         let mut made = Made::default();
-        for h in 1..=5000 {
+        for h in 1..=n {
             push(&mut made, h, 1);
         }
+        made
+    }
+
+    #[test]
+    fn released_it_holds_nothing_and_is_filled_again() {
+        let mut made = made_up_to(5000);
         made.release();
         assert_eq!((made.blocks.capacity(), made.get(5000)), (0, None));
         push(&mut made, 5001, 2);
@@ -767,10 +781,7 @@ mod tests {
 
     #[test]
     fn a_block_made_again_replaces_what_was_kept_from_its_height_up() {
-        let mut made = Made::default();
-        for h in 1..=20 {
-            push(&mut made, h, 1);
-        }
+        let mut made = made_up_to(20);
         // Made again from height 15 (after a revert, or a failed write).
         push(&mut made, 15, 2);
         assert_eq!(made.get(14).map(|e| e.0), Some([1; 32]));

@@ -31,25 +31,20 @@ use bitcoin::{Address, BlockHash, CompressedPublicKey, Network, OutPoint, Txid};
 use serde::Deserialize;
 
 use crate::proof::{journal, receipt};
-use crate::source::bitcoin::block::parse_block;
-use crate::source::bitcoin::block::DaBlock;
+use crate::source::bitcoin::block::{parse_block, DaBlock};
 use crate::source::bitcoin::body::{self, SequencerCommitment as BodyCommitment};
 use crate::source::bitcoin::inscription::Namespace;
 use crate::source::bitcoin::keys;
 use crate::source::bitcoin::reveal::{self, display_hash, LightClientTx};
-use crate::source::bitcoin::rpc::client::BitcoinRpc;
-use crate::source::bitcoin::rpc::client::Credentials;
-use crate::source::bitcoin::rpc::client::RpcError;
-use crate::source::bitcoin::rpc::client::RpcOptions;
-use crate::source::bitcoin::rpc::reader::BlockReader;
-use crate::source::bitcoin::rpc::reader::ReaderOptions;
+use crate::source::bitcoin::rpc::client::{BitcoinRpc, Credentials, RpcError, RpcOptions};
+use crate::source::bitcoin::rpc::reader::{BlockReader, ReaderOptions};
 use crate::source::bitcoin::signer::{DaPublicKey, DaSecretKey};
 use crate::source::devnet::inscribe::{
     inscribe_commitment, inscribe_proof, Funding, FundingKey, InscribeOptions,
 };
 use crate::source::devnet::schedule::{self, SlotRef};
 use crate::source::SourceError;
-use crate::types::{DaSlot, SequencerCommitment, VerifiedBatchProof};
+use crate::types::{DaSlot, Hash, SequencerCommitment, VerifiedBatchProof};
 
 /// Blocks a fresh devnet mines to its key before its first slot: a coinbase
 /// may be spent 100 blocks after its own.
@@ -195,22 +190,13 @@ impl RegtestChain {
         if let Some(r) = self.refs.borrow().get(&n) {
             return Ok(*r);
         }
-        let block = self.read_block(n)?;
-        let r = SlotRef {
-            number: n,
-            hash: block.hash,
-            txs_commitment: block.txs_commitment,
-        };
-        self.remember(r);
-        Ok(r)
-    }
-
-    fn read_block(&self, n: u64) -> Result<DaBlock, SourceError> {
         let hash = self
             .rpc
             .get_block_hash(n)
             .map_err(rpc_err(format!("devnet cannot find regtest block {n}")))?;
-        self.read_block_by_hash(n, &hash)
+        let r = block_ref(&self.read_block_by_hash(n, &hash)?);
+        self.remember(r);
+        Ok(r)
     }
 
     fn read_block_by_hash(&self, n: u64, hash: &BlockHash) -> Result<DaBlock, SourceError> {
@@ -259,12 +245,7 @@ impl RegtestChain {
             .rpc
             .generate_block(&self.address, &txids)
             .map_err(rpc_err(format!("devnet cannot mine DA slot {n}")))?;
-        let block = self.read_block_by_hash(n, &hash)?;
-        let r = SlotRef {
-            number: n,
-            hash: block.hash,
-            txs_commitment: block.txs_commitment,
-        };
+        let r = block_ref(&self.read_block_by_hash(n, &hash)?);
         self.remember(r);
         log::debug!(
             "devnet DA slot {n}: regtest block {hash} with {} commitments, {} proofs ({} txs)",
@@ -368,11 +349,7 @@ impl RegtestChain {
 
     fn slot_of_block(&self, block: &DaBlock) -> Result<DaSlot, SourceError> {
         let n = block.height;
-        self.remember(SlotRef {
-            number: n,
-            hash: block.hash,
-            txs_commitment: block.txs_commitment,
-        });
+        self.remember(block_ref(block));
         let mut slot = DaSlot {
             number: n,
             hash: Some(block.hash),
@@ -381,6 +358,10 @@ impl RegtestChain {
             chunks: Default::default(),
         };
         for tx in &block.txs {
+            let skipped = |what: &str, e: &dyn std::fmt::Display| {
+                let id = display_hash(&tx.txid);
+                log::warn!("regtest block {n}: {what} {id} skipped: {e}")
+            };
             match reveal::read_commitment(&tx.tx, &self.sequencer_pub) {
                 Ok(c) => {
                     slot.commitments.push(SequencerCommitment {
@@ -392,55 +373,37 @@ impl RegtestChain {
                     continue;
                 }
                 Err(e) if !e.is_not_ours() => {
-                    log::warn!(
-                        "regtest block {n}: tx {} skipped: {e}",
-                        display_hash(&tx.txid)
-                    );
+                    skipped("tx", &e);
                     continue;
                 }
                 Err(_) => {}
             }
-            let proof =
-                match reveal::read_light_client(&tx.tx, &self.prover_pub, body::MAX_PROOF_BYTES) {
-                    Ok(LightClientTx::Complete { proof }) => proof,
-                    Ok(LightClientTx::Aggregate { txids, wtxids }) => {
-                        let chunks: Vec<_> = txids
-                            .iter()
-                            .map(|id| {
-                                block
-                                    .txs
-                                    .iter()
-                                    .find(|t| t.txid == *id)
-                                    .map(|t| t.tx.clone())
-                            })
-                            .collect();
-                        match reveal::read_chunked_proof(
-                            &txids,
-                            &wtxids,
-                            &chunks,
-                            body::MAX_PROOF_BYTES,
-                        ) {
-                            Ok(proof) => proof,
-                            Err(e) => {
-                                log::warn!(
-                                    "regtest block {n}: aggregate {} skipped: {e}",
-                                    display_hash(&tx.txid)
-                                );
-                                continue;
-                            }
+            let read = reveal::read_light_client(&tx.tx, &self.prover_pub, body::MAX_PROOF_BYTES);
+            let proof = match read {
+                Ok(LightClientTx::Complete { proof }) => proof,
+                Ok(LightClientTx::Aggregate { txids, wtxids }) => {
+                    let find = |id: &Hash| block.txs.iter().find(|t| t.txid == *id);
+                    let chunks: Vec<_> = txids
+                        .iter()
+                        .map(|id| find(id).map(|t| t.tx.clone()))
+                        .collect();
+                    let max = body::MAX_PROOF_BYTES;
+                    match reveal::read_chunked_proof(&txids, &wtxids, &chunks, max) {
+                        Ok(proof) => proof,
+                        Err(e) => {
+                            skipped("aggregate", &e);
+                            continue;
                         }
                     }
-                    Ok(_) => continue,
-                    Err(e) => {
-                        if !e.is_not_ours() {
-                            log::warn!(
-                                "regtest block {n}: tx {} skipped: {e}",
-                                display_hash(&tx.txid)
-                            );
-                        }
-                        continue;
+                }
+                Ok(_) => continue,
+                Err(e) => {
+                    if !e.is_not_ours() {
+                        skipped("tx", &e);
                     }
-                };
+                    continue;
+                }
+            };
             slot.proofs.push(verified_proof(n, proof)?);
         }
         Ok(slot)
@@ -462,6 +425,15 @@ fn verified_proof(n: u64, proof: Vec<u8>) -> Result<VerifiedBatchProof, SourceEr
         proof_output: journal.proof_output(),
         proof,
     })
+}
+
+/// The slot a regtest block is: its height, hash and witness root.
+fn block_ref(block: &DaBlock) -> SlotRef {
+    SlotRef {
+        number: block.height,
+        hash: block.hash,
+        txs_commitment: block.txs_commitment,
+    }
 }
 
 /// A coinbase-only block's slot: its witness root is 32 zero bytes.

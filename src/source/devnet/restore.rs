@@ -3,6 +3,7 @@
 //! commitments not yet proven, so the chain goes on where it was.
 
 use super::*;
+use crate::types::ZERO_HASH;
 
 /// Where the stored chain stands, read back from the ledger.
 pub(super) struct Restored {
@@ -54,11 +55,7 @@ fn restore_from(
     };
     let (tip, timestamp_offset, head_slot) = match &head_block {
         None => (
-            (
-                0,
-                crate::types::ZERO_HASH,
-                schedule::genesis_state_root(seed),
-            ),
+            (0, ZERO_HASH, schedule::genesis_state_root(seed)),
             0,
             genesis,
         ),

@@ -19,8 +19,6 @@
 //! Not on a regtest (`--dev-bitcoin-rpc`): its DA slots are Bitcoin blocks,
 //! which a revert would have to take back too.
 
-use std::time::Instant;
-
 use super::timeline::Timeline;
 use super::{Clock, Devnet, Queued};
 use crate::ledger::LedgerRead;
@@ -70,6 +68,10 @@ pub enum SnapshotError {
 pub struct Reverted {
     pub height: u64,
     pub slot: u64,
+}
+
+fn failed(e: impl std::fmt::Display) -> SnapshotError {
+    SnapshotError::Failed(e.to_string())
 }
 
 impl Devnet {
@@ -124,11 +126,7 @@ impl Devnet {
         self.snapshots.list.truncate(at);
         let s = snap.state;
         self.tip = s.tip;
-        self.clock = Clock {
-            interval_ms: s.interval_ms,
-            base: s.target,
-            since: Instant::now(),
-        };
+        self.clock = Clock::new(s.interval_ms, s.target);
         self.timeline = s.timeline;
         self.queued = s.queued;
         self.timestamp_offset = s.timestamp_offset;
@@ -143,17 +141,13 @@ impl Devnet {
         self.refuse_on_regtest("dev_reset")?;
         let cut = self.roll_back(Target::L2(self.config.prefill))?;
         self.snapshots.list.clear();
-        let restored = super::restore(&self.ledger, self.config.seed, self.genesis, None)
-            .map_err(|e| SnapshotError::Failed(e.to_string()))?;
+        let restored =
+            super::restore(&self.ledger, self.config.seed, self.genesis, None).map_err(failed)?;
         self.tip = restored.tip;
         self.timeline = Timeline::new(restored.timeline);
         self.timestamp_offset = restored.timestamp_offset;
         self.dirty = false;
-        self.clock = Clock {
-            interval_ms: self.config.block_ms,
-            base: self.tip.0.max(self.config.prefill),
-            since: Instant::now(),
-        };
+        self.clock = Clock::new(self.config.block_ms, self.tip.0.max(self.config.prefill));
         self.queued = Queued::default();
         self.l1_fee_rate = None;
         Ok(cut)
@@ -161,13 +155,11 @@ impl Devnet {
 
     /// Takes the ledger back to `target` in one write transaction.
     fn roll_back(&mut self, target: Target) -> Result<Reverted, SnapshotError> {
-        let failed = |e: String| SnapshotError::Failed(e);
-        let report =
-            rollback::rollback(&self.ledger, target, false).map_err(|e| failed(e.to_string()))?;
-        let r = self.ledger.reader().map_err(|e| failed(e.to_string()))?;
+        let report = rollback::rollback(&self.ledger, target, false).map_err(failed)?;
+        let r = self.ledger.reader().map_err(failed)?;
         let reverted = Reverted {
-            height: r.head_height().map_err(|e| failed(e.to_string()))?,
-            slot: r.last_scanned_l1().map_err(|e| failed(e.to_string()))?,
+            height: r.head_height().map_err(failed)?,
+            slot: r.last_scanned_l1().map_err(failed)?,
         };
         log::debug!(target: "ledgerd::sync::devnet", "{report}");
         Ok(reverted)

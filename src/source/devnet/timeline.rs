@@ -136,11 +136,6 @@ impl Timeline {
         self.tip
     }
 
-    /// The last height a commitment covers or will cover.
-    pub fn committed_to(&self) -> u64 {
-        self.committed_to
-    }
-
     /// The slot block `h` points at, `h` being the next block made: the
     /// next slot if one exists, else the newest one until it is full, and
     /// then a new one, opened first.
@@ -263,12 +258,27 @@ mod tests {
         DA_GENESIS_SLOT,
     };
 
-    fn genesis() -> Timeline {
-        Timeline::new(Stored {
+    /// A fresh timeline that commits every `auto_commit` blocks and proves
+    /// every `auto_prove` commitments.
+    fn genesis(auto_commit: u64, auto_prove: u64) -> Timeline {
+        let mut t = Timeline::new(Stored {
             tip: DA_GENESIS_SLOT,
             pointer: DA_GENESIS_SLOT,
             ..Stored::default()
-        })
+        });
+        (t.auto_commit, t.auto_prove) = (auto_commit, auto_prove);
+        t
+    }
+
+    /// The proof of commitments `first..=last` of `slot`, heights `start..=end`.
+    fn proof(slot: u64, first: u64, last: u64, start: u64, end: u64) -> ProofPlan {
+        ProofPlan {
+            slot,
+            first,
+            last,
+            start,
+            end,
+        }
     }
 
     /// Makes blocks `from..=to`; returns the slot of each.
@@ -282,7 +292,7 @@ mod tests {
         // on one slot; the timeline lands each as soon as it can: the same
         // for groups of one.
         assert_eq!(COMMITMENTS_PER_PROOF, 1);
-        let mut t = genesis();
+        let mut t = genesis(schedule::COMMITMENT_BLOCKS, COMMITMENTS_PER_PROOF);
         let slots = make(&mut t, 1, 2000);
         for (i, slot) in slots.iter().enumerate() {
             assert_eq!(*slot, slot_of(i as u64 + 1), "slot of height {}", i + 1);
@@ -299,16 +309,9 @@ mod tests {
                 Some(vec![(start, end)]),
                 "commitment {i}"
             );
-            let want = ProofPlan {
-                slot: on,
-                first: 0,
-                last: 0,
-                start,
-                end,
-            };
             assert_eq!(
                 t.plan(proof_slot(i)).map(|p| p.proofs.clone()),
-                Some(vec![want]),
+                Some(vec![proof(on, 0, 0, start, end)]),
                 "proof {i}"
             );
             checked += 1;
@@ -327,9 +330,7 @@ mod tests {
 
     #[test]
     fn an_explicit_commit_and_prove_each_open_a_slot_that_the_next_block_points_at() {
-        let mut t = genesis();
-        t.auto_commit = 0;
-        t.auto_prove = 0;
+        let mut t = genesis(0, 0);
         assert_eq!(make(&mut t, 1, 5), vec![1000, 1000, 1001, 1001, 1002]);
         assert_eq!(t.prove_now(), None, "nothing committed yet");
         assert_eq!(t.commit_now(5), Some(1003));
@@ -343,25 +344,7 @@ mod tests {
             .iter()
             .flat_map(|s| t.plan(*s).unwrap().proofs.clone())
             .collect();
-        assert_eq!(
-            proofs,
-            [
-                ProofPlan {
-                    slot: 1003,
-                    first: 0,
-                    last: 0,
-                    start: 1,
-                    end: 5
-                },
-                ProofPlan {
-                    slot: 1004,
-                    first: 0,
-                    last: 0,
-                    start: 6,
-                    end: 7
-                }
-            ]
-        );
+        assert_eq!(proofs, [proof(1003, 0, 0, 1, 5), proof(1004, 0, 0, 6, 7)]);
         assert_eq!(t.prove_now(), None, "everything is proven");
         // Blocks catch up one slot at a time, then open new ones.
         assert_eq!(make(&mut t, 8, 12), vec![1004, 1005, 1006, 1006, 1007]);
@@ -371,9 +354,7 @@ mod tests {
 
     #[test]
     fn automatic_rules_pick_up_after_explicit_calls() {
-        let mut t = genesis();
-        t.auto_commit = 4;
-        t.auto_prove = 1;
+        let mut t = genesis(4, 1);
         make(&mut t, 1, 3);
         assert_eq!(t.commit_now(3), Some(1002));
         // Heights 4..=7 make the next automatic commitment, 4 blocks.
@@ -383,36 +364,19 @@ mod tests {
         // Each is proven PROOF_GAP slots after its slot, by its slot's hash.
         make(&mut t, 10, 60);
         let proofs: Vec<ProofPlan> = t.plans.values().flat_map(|p| p.proofs.clone()).collect();
-        assert_eq!(
-            (proofs[0].slot, proofs[0].start, proofs[0].end),
-            (1002, 1, 3)
-        );
-        assert_eq!(
-            (proofs[1].slot, proofs[1].start, proofs[1].end),
-            (auto, 4, 7)
-        );
+        assert_eq!(proofs[0], proof(1002, 0, 0, 1, 3));
+        assert_eq!(proofs[1], proof(auto, 0, 0, 4, 7));
         assert_eq!(t.plan(1002 + PROOF_GAP).unwrap().proofs[0], proofs[0]);
     }
 
     #[test]
     fn two_commitments_on_one_slot_are_proven_by_their_positions_in_it() {
-        let mut t = genesis();
-        t.auto_commit = 1;
-        t.auto_prove = 2;
+        let mut t = genesis(1, 2);
         // A slot opens every two blocks: two one-block commitments each.
         make(&mut t, 1, 40);
         let on = 1001;
         assert_eq!(t.plan(on).unwrap().commitments, vec![(1, 1), (2, 2)]);
-        let proof = t.plan(on + PROOF_GAP).unwrap().proofs.clone();
-        assert_eq!(
-            proof,
-            vec![ProofPlan {
-                slot: on,
-                first: 0,
-                last: 1,
-                start: 1,
-                end: 2
-            }]
-        );
+        let proofs = t.plan(on + PROOF_GAP).unwrap().proofs.clone();
+        assert_eq!(proofs, vec![proof(on, 0, 1, 1, 2)]);
     }
 }

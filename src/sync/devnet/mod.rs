@@ -94,7 +94,7 @@ impl std::error::Error for DevError {}
 
 impl From<LedgerError> for DevError {
     fn from(e: LedgerError) -> Self {
-        DevError::Failed(e.to_string())
+        failed(e)
     }
 }
 
@@ -127,8 +127,17 @@ pub struct DevnetControl {
 fn number(outcome: DevOutcome) -> Result<u64, DevError> {
     match outcome {
         DevOutcome::Number(n) => Ok(n),
-        other => Err(DevError::Failed(format!("unexpected answer {other:?}"))),
+        other => Err(unexpected(other)),
     }
+}
+
+fn unexpected(other: DevOutcome) -> DevError {
+    DevError::Failed(format!("unexpected answer {other:?}"))
+}
+
+/// The devnet or the sync thread could not do a call: `why`.
+fn failed(why: impl std::fmt::Display) -> DevError {
+    DevError::Failed(why.to_string())
 }
 
 impl DevnetControl {
@@ -168,7 +177,7 @@ impl DevnetControl {
     pub fn commit(&self) -> Result<Option<SequencerCommitment>, DevError> {
         match self.call(DevCommand::Commit)? {
             DevOutcome::Commitment(c) => Ok(c),
-            other => Err(DevError::Failed(format!("unexpected answer {other:?}"))),
+            other => Err(unexpected(other)),
         }
     }
 
@@ -177,7 +186,7 @@ impl DevnetControl {
     pub fn prove(&self) -> Result<Option<VerifiedBatchProof>, DevError> {
         match self.call(DevCommand::Prove)? {
             DevOutcome::Proof(p) => Ok(p.map(|p| *p)),
-            other => Err(DevError::Failed(format!("unexpected answer {other:?}"))),
+            other => Err(unexpected(other)),
         }
     }
 
@@ -224,7 +233,7 @@ impl DevnetControl {
     pub fn revert(&self, id: u64) -> Result<bool, DevError> {
         match self.call(DevCommand::Revert(id))? {
             DevOutcome::Bool(found) => Ok(found),
-            other => Err(DevError::Failed(format!("unexpected answer {other:?}"))),
+            other => Err(unexpected(other)),
         }
     }
 
@@ -255,21 +264,13 @@ impl Exec<'_> {
             if self.stop.is_stopped() {
                 return Err(DevError::Stopped);
             }
-            let (head, scanned) = {
-                let r = self.syncer.ledger().reader()?;
-                (r.head_height()?, r.last_scanned_l1()?)
-            };
+            let (head, scanned) = self.stored()?;
             let devnet = self.syncer.source_mut();
-            let scannable = devnet
-                .last_scanned()
-                .map_err(|e| DevError::Failed(e.to_string()))?;
+            let scannable = devnet.last_scanned().map_err(failed)?;
             if head >= goal && head >= devnet.made_height() && scanned >= scannable {
                 return Ok(());
             }
-            let report = self
-                .syncer
-                .step(self.stop)
-                .map_err(|e| DevError::Failed(e.to_string()))?;
+            let report = self.syncer.step(self.stop).map_err(failed)?;
             if report == StepReport::default() {
                 idle += 1;
                 if idle >= IDLE_PASSES {
@@ -317,19 +318,13 @@ impl DevExec for Exec<'_> {
                 DevOutcome::Number(previous)
             }
             Commit => {
-                let opened = devnet
-                    .commit_now()
-                    .map_err(|e| DevError::Failed(e.to_string()))?;
-                let Some(slot) = opened else {
+                let Some(slot) = devnet.commit_now().map_err(failed)? else {
                     return Ok(DevOutcome::Commitment(None));
                 };
                 self.settle()?;
                 let stored = self.syncer.ledger().reader()?.commitments_on_slot(slot)?;
-                let c = stored
-                    .and_then(|list| list.last().copied())
-                    .ok_or_else(|| {
-                        DevError::Failed(format!("the commitment on DA slot {slot} was not stored"))
-                    })?;
+                let last = stored.and_then(|list| list.last().copied());
+                let c = last.ok_or_else(|| not_stored("commitment", slot))?;
                 log::info!(
                     target: module_path!(),
                     "dev_commit: heights {}..={} on DA slot {slot}",
@@ -339,21 +334,12 @@ impl DevExec for Exec<'_> {
                 DevOutcome::Commitment(Some(c))
             }
             Prove => {
-                let opened = devnet
-                    .prove_now()
-                    .map_err(|e| DevError::Failed(e.to_string()))?;
-                let Some(slot) = opened else {
+                let Some(slot) = devnet.prove_now().map_err(failed)? else {
                     return Ok(DevOutcome::Proof(None));
                 };
                 self.settle()?;
-                let p = self
-                    .syncer
-                    .ledger()
-                    .reader()?
-                    .last_proof_on_slot(slot)?
-                    .ok_or_else(|| {
-                        DevError::Failed(format!("the proof on DA slot {slot} was not stored"))
-                    })?;
+                let stored = self.syncer.ledger().reader()?.last_proof_on_slot(slot)?;
+                let p = stored.ok_or_else(|| not_stored("proof", slot))?;
                 log::info!(
                     target: module_path!(),
                     "dev_prove: up to height {} on DA slot {slot}",
@@ -370,23 +356,14 @@ impl DevExec for Exec<'_> {
             }
             SetL1FeeRate(r) => DevOutcome::Number(devnet.set_l1_fee_rate(r)),
             Snapshot => {
-                let (head, scanned) = {
-                    let r = self.syncer.ledger().reader()?;
-                    (r.head_height()?, r.last_scanned_l1()?)
-                };
+                let (head, scanned) = self.stored()?;
                 let devnet = self.syncer.source_mut();
                 DevOutcome::Number(devnet.snapshot(head, scanned).map_err(snapshot_error)?)
             }
             Revert(id) => match devnet.revert(id).map_err(snapshot_error)? {
                 Some(at) => {
                     self.moved_to(at);
-                    log::info!(
-                        target: module_path!(),
-                        "dev_revert {id}: head {}, DA slot {} after {:.2?}",
-                        at.height,
-                        at.slot,
-                        started.elapsed()
-                    );
+                    log_moved(&format!("dev_revert {id}"), at, started);
                     DevOutcome::Bool(true)
                 }
                 None => DevOutcome::Bool(false),
@@ -395,13 +372,7 @@ impl DevExec for Exec<'_> {
                 let at = devnet.reset().map_err(snapshot_error)?;
                 self.moved_to(at);
                 self.settle()?;
-                log::info!(
-                    target: module_path!(),
-                    "dev_reset: head {}, DA slot {} after {:.2?}",
-                    at.height,
-                    at.slot,
-                    started.elapsed()
-                );
+                log_moved("dev_reset", at, started);
                 DevOutcome::Number(self.syncer.ledger().reader()?.head_height()?)
             }
         };
@@ -416,7 +387,29 @@ fn snapshot_error(e: SnapshotError) -> DevError {
     }
 }
 
+/// What `dev_commit` or `dev_prove` put on `slot` did not reach the ledger.
+fn not_stored(what: &str, slot: u64) -> DevError {
+    failed(format!("the {what} on DA slot {slot} was not stored"))
+}
+
+/// The info line of a revert or reset (`call`) that took the ledger to `at`.
+fn log_moved(call: &str, at: Reverted, started: Instant) {
+    log::info!(
+        target: module_path!(),
+        "{call}: head {}, DA slot {} after {:.2?}",
+        at.height,
+        at.slot,
+        started.elapsed()
+    );
+}
+
 impl Exec<'_> {
+    /// The ledger's head height and last scanned DA slot.
+    fn stored(&self) -> Result<(u64, u64), DevError> {
+        let r = self.syncer.ledger().reader()?;
+        Ok((r.head_height()?, r.last_scanned_l1()?))
+    }
+
     /// After a revert or reset: the progress reads where the ledger is now
     /// (the source heads too; the next pass reads them again).
     fn moved_to(&self, at: Reverted) {
