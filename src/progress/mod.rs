@@ -18,7 +18,7 @@ pub mod waiting;
 
 use crate::types::LayerStatus;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Shared sync progress.
@@ -52,7 +52,7 @@ pub struct Progress {
     pub has_source: AtomicBool,
     /// Why the last request to the source failed, while it fails (a TLS
     /// refusal, a refused connection, an HTTP error): `/health` shows it.
-    pub source_problem: Mutex<Option<String>>,
+    pub source_problem: Latest<String>,
     /// Unix milliseconds since when the ledger has been behind the source's
     /// heads without catching up (0: caught up). `/health` uses it.
     pub behind_since_unix_ms: AtomicU64,
@@ -108,11 +108,11 @@ pub struct BitcoinProgress {
     /// Unix milliseconds of bitcoind's last answer (0: none yet).
     pub ok_unix_ms: AtomicU64,
     /// Why the last call to bitcoind failed (`None` while it answers).
-    pub problem: Mutex<Option<String>>,
+    pub problem: Latest<String>,
     /// A scanned slot that is no longer the chain's block at its height
     /// (a reorg deeper than the finality depth): what was found. `/health`
     /// answers 503 while it is set.
-    pub reorg: Mutex<Option<String>>,
+    pub reorg: Latest<String>,
     /// Transactions refused, by [`REFUSAL_REASONS`] index.
     pub refused: [AtomicU64; REFUSAL_REASONS.len()],
     /// Sequencer commitments and proofs taken from Bitcoin since start.
@@ -141,7 +141,7 @@ pub struct HeaderProgress {
     /// Whether the best chain has the network's minimum chainwork.
     pub min_work_met: AtomicBool,
     /// The best header's hash and the chain's total work (hex), as shown.
-    pub tip: Mutex<Option<HeaderTip>>,
+    pub tip: Latest<HeaderTip>,
 }
 
 /// The best header, as `/health` shows it.
@@ -175,14 +175,12 @@ impl HeaderProgress {
             },
             chainwork_log2: tip.chainwork.log2(),
         };
-        if let Ok(mut t) = self.tip.lock() {
-            *t = Some(shown);
-        }
+        self.tip.set(Some(shown));
     }
 
     /// The best header, once known.
     pub fn tip(&self) -> Option<HeaderTip> {
-        self.tip.lock().ok().and_then(|t| t.clone())
+        self.tip.get()
     }
 }
 
@@ -206,17 +204,13 @@ impl BitcoinProgress {
     pub fn answered(&self) {
         self.reachable.store(true, Relaxed);
         self.ok_unix_ms.store(unix_ms(), Relaxed);
-        if let Ok(mut p) = self.problem.lock() {
-            *p = None;
-        }
+        self.problem.set(None);
     }
 
     /// Records that bitcoind could not be asked, and why.
     pub fn failed(&self, why: &str) {
         self.reachable.store(false, Relaxed);
-        if let Ok(mut p) = self.problem.lock() {
-            *p = Some(why.to_string());
-        }
+        self.problem.set(Some(why.to_string()));
     }
 
     /// Whether this node reads Bitcoin and bitcoind does not answer now.
@@ -226,19 +220,41 @@ impl BitcoinProgress {
 
     /// Why bitcoind does not answer, if it does not.
     pub fn problem(&self) -> Option<String> {
-        self.problem.lock().ok().and_then(|p| p.clone())
+        self.problem.get()
     }
 
     /// The deep reorg found, if any.
     pub fn reorg(&self) -> Option<String> {
-        self.reorg.lock().ok().and_then(|p| p.clone())
+        self.reorg.get()
     }
 
     /// Sets (or clears) the deep reorg found.
     pub fn set_reorg(&self, what: Option<String>) {
-        if let Ok(mut r) = self.reorg.lock() {
-            *r = what;
-        }
+        self.reorg.set(what);
+    }
+}
+
+/// The latest of something (why a source fails, the best header), set
+/// whole by one thread and read by others.
+#[derive(Debug)]
+pub struct Latest<T>(Mutex<Option<T>>);
+
+impl<T> Default for Latest<T> {
+    fn default() -> Self {
+        Latest(Mutex::new(None))
+    }
+}
+
+impl<T: Clone> Latest<T> {
+    pub fn set(&self, value: Option<T>) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = value;
+    }
+
+    pub fn get(&self) -> Option<T> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 }
 
@@ -335,10 +351,7 @@ impl Progress {
     /// Records that a request to the source succeeded.
     pub fn source_ok(&self) {
         if !self.source_reachable.swap(true, Relaxed) {
-            *self
-                .source_problem
-                .lock()
-                .unwrap_or_else(|p| p.into_inner()) = None;
+            self.source_problem.set(None);
         }
         self.source_ok_unix_ms.store(unix_ms(), Relaxed);
     }
@@ -346,18 +359,12 @@ impl Progress {
     /// Records that a request to the source failed, and why.
     pub fn source_failed(&self, why: String) {
         self.source_reachable.store(false, Relaxed);
-        *self
-            .source_problem
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = Some(why);
+        self.source_problem.set(Some(why));
     }
 
     /// Why the source fails, while it does.
     pub fn source_problem(&self) -> Option<String> {
-        self.source_problem
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.source_problem.get()
     }
 
     /// Records that the ledger now has DA slots scanned up to `slot`.
