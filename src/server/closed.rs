@@ -131,7 +131,8 @@ impl ClosedConns {
     }
 
     /// The close an off-loop writer runs before it releases the connection
-    /// (`OffLoop::before_release`, told whether the answer went out whole).
+    /// (`before_release` of `write::spawn_off_loop`, told whether the answer
+    /// went out whole).
     /// With `close`, the sockets are held now, while the request surely
     /// holds the socket open, and remembered as closed. Without, they are
     /// closed only after a failed write, and by address only if the address
@@ -155,7 +156,9 @@ impl ClosedConns {
         Box::new(move |ok| {
             let sockets = match held {
                 Some(sockets) => sockets,
-                None if !ok && close_on_failure => FdTable::default().hold_sockets_of(local, peer),
+                None if !ok && close_on_failure => {
+                    FdTable::default().hold_sockets_which(local, peer, &Which::All)
+                }
                 None => return,
             };
             shut_and_hand_over(sockets, &close_tx);
