@@ -188,12 +188,10 @@ struct Snapshot<'a> {
 
 impl<'a> Snapshot<'a> {
     fn reader(&mut self) -> Result<&LedgerReader<'a>, RpcError> {
-        if self.reader.is_none() {
-            self.reader = Some(self.ledger.reader()?);
-        }
-        self.reader
-            .as_ref()
-            .ok_or_else(|| RpcError::internal("the ledger snapshot was not opened; retry"))
+        Ok(match &mut self.reader {
+            Some(reader) => reader,
+            none => none.insert(self.ledger.reader()?),
+        })
     }
 }
 

@@ -441,12 +441,7 @@ impl Loop {
             refusal.status,
             refusal.data
         );
-        let resp = HttpResponse {
-            status: refusal.status,
-            content_type: "application/json",
-            body: refusal.body(),
-            headers: Vec::new(),
-        };
+        let resp = HttpResponse::new(refusal.status, "application/json", refusal.body());
         match kind {
             // tiny_http's reader holds nothing that a drop would drain: the
             // body is in memory or absent, or tiny_http decodes it as chunked
