@@ -510,18 +510,19 @@ mod tests {
         (h, p, dir)
     }
 
-    fn text(r: &Report) -> String {
-        String::from_utf8(r.body.clone()).unwrap()
+    /// A report's status and body.
+    fn said(r: Report) -> (u16, String) {
+        (r.status, String::from_utf8(r.body).unwrap())
     }
 
     #[test]
     fn a_ledger_without_a_source_is_healthy_however_old() {
         let (mut h, _p, _d) = health(SourceKind::None, 1000);
         h.started_ms -= 3_600_000;
-        let r = h.check();
-        assert_eq!(r.status, 200, "{}", text(&r));
-        assert!(text(&r).contains(r#""sourceReachable":null"#));
-        assert!(text(&r).contains(r#""secondsSinceLastBlock":null"#));
+        let (status, t) = said(h.check());
+        assert_eq!(status, 200, "{t}");
+        assert!(t.contains(r#""sourceReachable":null"#));
+        assert!(t.contains(r#""secondsSinceLastBlock":null"#));
     }
 
     #[test]
@@ -533,9 +534,9 @@ mod tests {
         p.last_block_unix_ms.store(unix_ms() - 3_600_000, Relaxed);
         p.source_ok();
         p.note_behind();
-        let r = h.check();
-        assert_eq!(r.status, 200, "{}", text(&r));
-        assert!(text(&r).contains(r#""syncing":false"#));
+        let (status, t) = said(h.check());
+        assert_eq!(status, 200, "{t}");
+        assert!(t.contains(r#""syncing":false"#));
     }
 
     #[test]
@@ -547,15 +548,15 @@ mod tests {
         p.note_behind();
         assert_eq!(h.check().status, 200, "just fell behind");
         p.behind_since_unix_ms.store(unix_ms() - 5_000, Relaxed);
-        let r = h.check();
-        assert_eq!(r.status, 503, "{}", text(&r));
-        assert!(text(&r).contains("stalled"), "{}", text(&r));
-        assert!(text(&r).contains(r#""reason":"stalled""#), "{}", text(&r));
+        let (status, t) = said(h.check());
+        assert_eq!(status, 503, "{t}");
+        assert!(t.contains("stalled"), "{t}");
+        assert!(t.contains(r#""reason":"stalled""#), "{t}");
         // Still behind, but blocks keep arriving: catching up, not stalled.
         p.stored_l2(4, 4);
-        let r = h.check();
-        assert_eq!(r.status, 200, "{}", text(&r));
-        assert!(text(&r).contains(r#""syncing":true"#));
+        let (status, t) = said(h.check());
+        assert_eq!(status, 200, "{t}");
+        assert!(t.contains(r#""syncing":true"#));
     }
 
     #[test]
@@ -564,9 +565,9 @@ mod tests {
         h.started_ms -= 3_600_000;
         p.source_reachable.store(true, Relaxed);
         p.source_ok_unix_ms.store(unix_ms() - 5_000, Relaxed);
-        let r = h.check();
-        assert_eq!(r.status, 503, "{}", text(&r));
-        assert!(text(&r).contains("neither reached"), "{}", text(&r));
+        let (status, t) = said(h.check());
+        assert_eq!(status, 503, "{t}");
+        assert!(t.contains("neither reached"), "{t}");
         p.source_ok();
         assert_eq!(h.check().status, 200);
     }
@@ -579,17 +580,16 @@ mod tests {
         p.source_ok();
         p.l2_source_head.store(10, Relaxed);
         p.note_behind();
-        let r = h.check();
-        assert_eq!(r.status, 200, "10 behind is within the limit: {}", text(&r));
-        assert!(text(&r).contains(r#""l2Behind":10"#), "{}", text(&r));
+        let (status, t) = said(h.check());
+        assert_eq!(status, 200, "10 behind is within the limit: {t}");
+        assert!(t.contains(r#""l2Behind":10"#), "{t}");
         p.l2_source_head.store(11, Relaxed);
-        let r = h.check();
-        assert_eq!(r.status, 503, "{}", text(&r));
-        assert!(text(&r).contains(r#""reason":"behind""#), "{}", text(&r));
+        let (status, t) = said(h.check());
+        assert_eq!(status, 503, "{t}");
+        assert!(t.contains(r#""reason":"behind""#), "{t}");
         assert!(
-            text(&r).contains("L2 head 0 is 11 blocks behind the source's head 11 (limit 10)"),
-            "{}",
-            text(&r)
+            t.contains("L2 head 0 is 11 blocks behind the source's head 11 (limit 10)"),
+            "{t}"
         );
         // Behind is not stuck: a watchdog's liveness check passes.
         assert_eq!(h.check_live().status, 200);
@@ -610,7 +610,7 @@ mod tests {
     fn a_follower_names_the_upstream_in_use() {
         let (h, p, _d) = follower_of_two();
         p.upstream_in_use.store(1, Relaxed);
-        assert!(text(&h.check()).contains(r#""upstream":"http://b:2""#));
+        assert!(said(h.check()).1.contains(r#""upstream":"http://b:2""#));
     }
 
     #[test]
@@ -627,30 +627,24 @@ mod tests {
         let (h, p, _dir) = follower_of_two();
         p.source_ok();
         p.upstream_refused(1, "its block 1 is 01, the data dir's is 02".into());
-        let r = h.check();
-        assert_eq!(r.status, 200, "{}", text(&r));
+        let (status, t) = said(h.check());
+        assert_eq!(status, 200, "{t}");
         assert!(
-            text(&r).contains(
+            t.contains(
                 r#""refusedUpstreams":{"http://b:2":"its block 1 is 01, the data dir's is 02"}"#
             ),
-            "{}",
-            text(&r)
+            "{t}"
         );
         p.upstream_refused(
             0,
             "its genesis state root is 03, the data dir's is 04".into(),
         );
-        let r = h.check();
-        assert_eq!(r.status, 503);
+        let (status, t) = said(h.check());
+        assert_eq!(status, 503);
+        assert!(t.contains(r#""reason":"other_chain""#), "{t}");
         assert!(
-            text(&r).contains(r#""reason":"other_chain""#),
-            "{}",
-            text(&r)
-        );
-        assert!(
-            text(&r).contains("upstream http://a:1 serves another chain: its genesis"),
-            "{}",
-            text(&r)
+            t.contains("upstream http://a:1 serves another chain: its genesis"),
+            "{t}"
         );
     }
 
@@ -658,21 +652,16 @@ mod tests {
     fn an_unreachable_source_is_a_stall_only_after_the_limit() {
         let (mut h, p, _d) = health(SourceKind::Upstream { bitcoind: false }, 1000);
         // Never reached since start: nothing is known of the chain yet.
-        let r = h.check();
-        assert_eq!(r.status, 503, "just started: {}", text(&r));
-        assert!(
-            text(&r).contains("\"reason\":\"unreached\""),
-            "{}",
-            text(&r)
-        );
+        let (status, t) = said(h.check());
+        assert_eq!(status, 503, "just started: {t}");
+        assert!(t.contains("\"reason\":\"unreached\""), "{t}");
         p.source_failed("upstream http://a:1 cannot be reached: refused".into());
-        let r = h.check();
+        let (_, t) = said(h.check());
         assert!(
-            text(&r).contains("since start: upstream http://a:1 cannot be reached"),
-            "{}",
-            text(&r)
+            t.contains("since start: upstream http://a:1 cannot be reached"),
+            "{t}"
         );
-        assert!(text(&r).contains("\"sourceProblem\""), "{}", text(&r));
+        assert!(t.contains("\"sourceProblem\""), "{t}");
         // Reached once, then lost: a stall only after the limit.
         p.source_ok();
         assert_eq!(h.check().status, 200);
@@ -680,9 +669,9 @@ mod tests {
         assert_eq!(h.check().status, 200, "lost a moment ago");
         h.started_ms -= 5_000;
         p.source_ok_unix_ms.store(unix_ms() - 5_000, Relaxed);
-        let r = h.check();
-        assert_eq!(r.status, 503, "{}", text(&r));
-        assert!(text(&r).contains("has not answered"), "{}", text(&r));
+        let (status, t) = said(h.check());
+        assert_eq!(status, 503, "{t}");
+        assert!(t.contains("has not answered"), "{t}");
         p.source_ok();
         assert_eq!(h.check().status, 200);
     }

@@ -282,8 +282,16 @@ pub struct FailureCounts {
     pub other: AtomicU64,
 }
 
-fn layer(head: u64, synced: u64) -> LayerStatus {
-    if synced >= head {
+/// A layer's status from the newest head its source reported and what the
+/// ledger holds; `blind`: the chain cannot be seen now, so it is not Synced.
+fn layer(head: &AtomicU64, synced: &AtomicU64, blind: bool) -> LayerStatus {
+    let (head, synced) = (head.load(Relaxed), synced.load(Relaxed));
+    if blind {
+        LayerStatus::Syncing {
+            head: head.max(synced),
+            synced,
+        }
+    } else if synced >= head {
         LayerStatus::Synced(synced)
     } else {
         LayerStatus::Syncing { head, synced }
@@ -301,17 +309,7 @@ pub fn unix_ms() -> u64 {
 impl Progress {
     /// L2: Synced while the ledger holds the newest head the source reported.
     pub fn l2_status(&self) -> LayerStatus {
-        let (head, synced) = (
-            self.l2_source_head.load(Relaxed),
-            self.l2_synced.load(Relaxed),
-        );
-        if self.unreached() {
-            return LayerStatus::Syncing {
-                head: head.max(synced),
-                synced,
-            };
-        }
-        layer(head, synced)
+        layer(&self.l2_source_head, &self.l2_synced, self.unreached())
     }
 
     /// Whether the node has a chain source that has not answered once
@@ -326,17 +324,8 @@ impl Progress {
     /// scanned chain is still Bitcoin's: a node that cannot see the chain
     /// does not claim to be synced with it.
     pub fn l1_status(&self) -> LayerStatus {
-        let (head, synced) = (
-            self.l1_source_head.load(Relaxed),
-            self.l1_synced.load(Relaxed),
-        );
-        if self.unreached() || self.bitcoin.is_down() || self.bitcoin.reorg().is_some() {
-            return LayerStatus::Syncing {
-                head: head.max(synced),
-                synced,
-            };
-        }
-        layer(head, synced)
+        let blind = self.unreached() || self.bitcoin.is_down() || self.bitcoin.reorg().is_some();
+        layer(&self.l1_source_head, &self.l1_synced, blind)
     }
 
     /// Records that the ledger now holds L2 blocks up to `height`.
