@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, OnceLock};
 
-use super::Latest;
+use super::latest::Latest;
 
 /// Every `BlockError::reason` (`source::bitcoin::block`), the `reason` label of
 /// `ledgerd_bitcoin_blocks_refused_total`.
@@ -278,14 +278,14 @@ impl PeersStatus {
 }
 
 /// Adds one to the counter of `label` (one of `labels`; another: none).
-fn bump(labels: &[&str], counters: &[AtomicU64], label: &str) {
+pub(super) fn bump(labels: &[&str], counters: &[AtomicU64], label: &str) {
     if let Some(i) = labels.iter().position(|l| *l == label) {
         counters[i].fetch_add(1, Relaxed);
     }
 }
 
 /// The counter of `label` (one of `labels`; another: 0).
-fn count(labels: &[&str], counters: &[AtomicU64], label: &str) -> u64 {
+pub(super) fn count(labels: &[&str], counters: &[AtomicU64], label: &str) -> u64 {
     labels
         .iter()
         .position(|l| *l == label)

@@ -11,14 +11,18 @@
 //! - this file: [`Progress`] and the Bitcoin source's [`BitcoinProgress`].
 //! - [`block_time`]: the time to verify and store a block, as a histogram.
 //! - [`waiting`]: the refused record the DA scan waits on (logged once).
+//! - `latest`: [`Latest`], for what is set whole and read (a reason, a tip).
 
 pub mod bitcoin_peers;
 pub mod block_time;
+mod latest;
 pub mod waiting;
+
+pub use latest::Latest;
 
 use crate::types::LayerStatus;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Shared sync progress.
@@ -187,17 +191,12 @@ impl HeaderProgress {
 impl BitcoinProgress {
     /// Counts one refusal under `reason` (one of [`REFUSAL_REASONS`]).
     pub fn refused(&self, reason: &str) {
-        if let Some(i) = REFUSAL_REASONS.iter().position(|r| *r == reason) {
-            self.refused[i].fetch_add(1, Relaxed);
-        }
+        bitcoin_peers::bump(&REFUSAL_REASONS, &self.refused, reason);
     }
 
     /// How many were refused under `reason`.
     pub fn refused_count(&self, reason: &str) -> u64 {
-        REFUSAL_REASONS
-            .iter()
-            .position(|r| *r == reason)
-            .map_or(0, |i| self.refused[i].load(Relaxed))
+        bitcoin_peers::count(&REFUSAL_REASONS, &self.refused, reason)
     }
 
     /// Records an answer from bitcoind.
@@ -231,30 +230,6 @@ impl BitcoinProgress {
     /// Sets (or clears) the deep reorg found.
     pub fn set_reorg(&self, what: Option<String>) {
         self.reorg.set(what);
-    }
-}
-
-/// The latest of something (why a source fails, the best header), set
-/// whole by one thread and read by others.
-#[derive(Debug)]
-pub struct Latest<T>(Mutex<Option<T>>);
-
-impl<T> Default for Latest<T> {
-    fn default() -> Self {
-        Latest(Mutex::new(None))
-    }
-}
-
-impl<T: Clone> Latest<T> {
-    pub fn set(&self, value: Option<T>) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = value;
-    }
-
-    pub fn get(&self) -> Option<T> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
     }
 }
 

@@ -274,7 +274,7 @@ impl Handler for Routes {
     fn too_large(&mut self, limit: usize) -> HttpResponse {
         self.metrics.call(None, CallOutcome::Error(-32007));
         self.metrics.request(Route::Other, Duration::ZERO);
-        let mut response = HttpResponse::new(413, JSON, Rpc::too_large_body(limit));
+        let mut response = HttpResponse::new(413, JSON, RpcError::too_big(limit).body());
         // The request's Origin is not known here: only `*` can be sent.
         if self.cors == Cors::Any {
             self.allow_origin(None, &mut response.headers);

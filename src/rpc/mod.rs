@@ -360,11 +360,6 @@ impl Rpc {
         }
     }
 
-    /// The body of the HTTP 413 answer to a body over `limit` bytes.
-    pub fn too_large_body(limit: usize) -> Vec<u8> {
-        RpcError::too_big(limit).body()
-    }
-
     /// Writes the response object of one entry; `false` when it gets none
     /// (a notification).
     fn answer(

@@ -51,17 +51,13 @@ pub(crate) fn spawn_with<T: Send + 'static>(
                 f(item);
             }
         });
-    match spawned {
-        Ok(_) => Ok(()),
-        Err(e) => {
-            log::warn!("cannot start a thread: {e}");
-            let item = slot.lock().ok().and_then(|mut s| s.take());
-            match item {
-                Some(item) => Err(item),
-                None => Ok(()),
-            }
+    if let Err(e) = spawned {
+        log::warn!("cannot start a thread: {e}");
+        if let Some(item) = slot.lock().ok().and_then(|mut s| s.take()) {
+            return Err(item);
         }
     }
+    Ok(())
 }
 
 /// Reads the body (at most `limit` bytes, `declared` exactly if known) before

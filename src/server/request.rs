@@ -15,7 +15,8 @@ pub(super) fn method_of(m: &tiny_http::Method) -> HttpMethod {
 }
 
 /// An answer the transport gives on its own: a JSON-RPC error `-32000`
-/// (as the RPC layer's `RpcError::transport`), the data escaped.
+/// (the request was refused or dropped before any method ran), the data
+/// escaped.
 pub(super) fn json_error(status: u16, message: &'static str, data: &str) -> HttpResponse {
     let body = crate::wire::write::error_answer(-32000, message, data);
     HttpResponse::new(status, "application/json", body)
