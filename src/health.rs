@@ -501,6 +501,12 @@ mod tests {
         (h, progress, dir)
     }
 
+    /// The report once the source last answered 5 s ago.
+    fn answered_5_s_ago(h: &Health, p: &Progress) -> (u16, String) {
+        p.source_ok_unix_ms.store(unix_ms() - 5_000, Relaxed);
+        said(h.check())
+    }
+
     /// A follower of `http://a:1` and `http://b:2`, its limit 60 s.
     fn follower_of_two() -> (Health, Arc<Progress>, tempfile::TempDir) {
         let (h, p, dir) = health(SourceKind::Upstream { bitcoind: false }, 60_000);
@@ -564,8 +570,7 @@ mod tests {
         let (mut h, p, _d) = health(SourceKind::Devnet, 1000);
         h.started_ms -= 3_600_000;
         p.source_reachable.store(true, Relaxed);
-        p.source_ok_unix_ms.store(unix_ms() - 5_000, Relaxed);
-        let (status, t) = said(h.check());
+        let (status, t) = answered_5_s_ago(&h, &p);
         assert_eq!(status, 503, "{t}");
         assert!(t.contains("neither reached"), "{t}");
         p.source_ok();
@@ -668,8 +673,7 @@ mod tests {
         p.source_failed("refused".into());
         assert_eq!(h.check().status, 200, "lost a moment ago");
         h.started_ms -= 5_000;
-        p.source_ok_unix_ms.store(unix_ms() - 5_000, Relaxed);
-        let (status, t) = said(h.check());
+        let (status, t) = answered_5_s_ago(&h, &p);
         assert_eq!(status, 503, "{t}");
         assert!(t.contains("has not answered"), "{t}");
         p.source_ok();

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, OnceLock};
 
-use super::latest::Latest;
+use super::latest;
 
 /// Every `BlockError::reason` (`source::bitcoin::block`), the `reason` label of
 /// `ledgerd_bitcoin_blocks_refused_total`.
@@ -303,7 +303,7 @@ pub struct BitcoindStatus {
     /// Whether its last call got an answer.
     pub reachable: AtomicBool,
     /// Why its last call failed, or why its chain is not read.
-    pub problem: Latest<String>,
+    pub problem: latest::Latest<String>,
     /// Its chain has less work than the best one (another branch, or not up
     /// to the best tip): asked for no block beyond its own chain's tip.
     pub behind: AtomicBool,
