@@ -26,15 +26,12 @@ fn sock_name(fd: i32, peer: bool) -> Option<SocketAddr> {
 }
 
 fn open_fds() -> Vec<i32> {
-    let mut fds = Vec::new();
-    if let Ok(dir) = std::fs::read_dir("/proc/self/fd") {
-        for entry in dir.flatten() {
-            if let Some(fd) = entry.file_name().to_str().and_then(|s| s.parse().ok()) {
-                fds.push(fd);
-            }
-        }
-    }
-    fds
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return Vec::new();
+    };
+    let fds = dir.flatten();
+    fds.filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+        .collect()
 }
 
 /// One open socket as (fd, inode): the inode tells it apart from a later

@@ -97,7 +97,7 @@ use write::{DateCache, Exchange, Inline};
 use closed::ClosedConns;
 use deferred::Deferred;
 pub use deferred::{Defer, Later};
-use request::{body_kind, json_error, method_of, BodyKind, Got};
+use request::{body_kind, json_error, method_of, BodyKind};
 use supervisor::REBUILD_MIN_GAP;
 
 pub use api::{Handler, HttpMethod, HttpRequest, HttpResponse, ServerConfig, ServerError, Stats};
@@ -201,6 +201,7 @@ impl Loop {
             if self.server.shared.stop.load(Ordering::SeqCst) {
                 break;
             }
+            // A request, a wake-up (`None`), or the accept thread's end.
             let got = match self.rebuild_due {
                 Some(due) => {
                     let now = Instant::now();
@@ -210,23 +211,19 @@ impl Loop {
                         tiny = self.server.shared.current();
                         continue;
                     }
-                    match tiny.recv_timeout(due - now) {
-                        Ok(Some(rq)) => Got::Request(rq),
-                        Ok(None) => Got::Wake,
-                        Err(e) => Got::AcceptEnded(e),
-                    }
+                    tiny.recv_timeout(due - now)
                 }
                 None => match tiny.recv() {
-                    Ok(rq) => Got::Request(rq),
+                    Ok(rq) => Ok(Some(rq)),
                     // An OS error is the one the accept thread queued before ending.
-                    Err(e) if e.raw_os_error().is_some() => Got::AcceptEnded(e),
-                    Err(_) => Got::Wake,
+                    Err(e) if e.raw_os_error().is_some() => Err(e),
+                    Err(_) => Ok(None),
                 },
             };
             match got {
-                Got::Request(rq) => self.on_request(handler, rq),
-                Got::Wake => {}
-                Got::AcceptEnded(e) => {
+                Ok(Some(rq)) => self.on_request(handler, rq),
+                Ok(None) => {}
+                Err(e) => {
                     // SO_RCVTIMEO made accept() time out (routine, every idle
                     // period), or accept failed (e.g. no fds: worth a warning).
                     if matches!(

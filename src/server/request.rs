@@ -50,12 +50,6 @@ pub(super) fn body_kind(rq: &tiny_http::Request, max_body: usize) -> BodyKind {
     }
 }
 
-pub(super) enum Got {
-    Request(tiny_http::Request),
-    Wake,
-    AcceptEnded(std::io::Error),
-}
-
 /// What the headers say about the body.
 pub(super) enum BodyKind {
     /// Already in memory (or none).
