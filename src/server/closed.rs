@@ -98,19 +98,15 @@ impl ClosedConns {
     /// of them, except those of a connection already closed from the same
     /// address.
     pub(super) fn which(&self, peer: SocketAddr) -> Which {
-        match self.by_peer.get(&peer) {
-            Some(c) => Which::Except(c.inodes.clone()),
-            None => Which::All,
-        }
+        let closed = self.by_peer.get(&peer);
+        closed.map_or(Which::All, |c| Which::Except(c.inodes.clone()))
     }
 
     /// Exactly the sockets of `peer`'s closed connection (none if it has
     /// none): for a request that came from it.
     pub(super) fn only(&self, peer: SocketAddr) -> Which {
-        match self.by_peer.get(&peer) {
-            Some(c) => Which::Only(c.inodes.clone()),
-            None => Which::Only(Vec::new()),
-        }
+        let closed = self.by_peer.get(&peer);
+        Which::Only(closed.map_or(Vec::new(), |c| c.inodes.clone()))
     }
 
     /// Remembers that `peer`'s connection (these sockets) is being closed.
