@@ -63,12 +63,17 @@
 //! `refusedUpstreams` the follower's upstreams refused for serving another
 //! chain, each with what differs (`{"URL":"..."}`), once there is one.
 
+use std::fmt::Display;
+use std::io::Write;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::ledger::{Frontier, FrontierMark, FrontierRead, Ledger, LedgerRead};
-use crate::progress::{unix_ms, Progress};
+use crate::chain_rules::Fork;
+use crate::ledger::{Frontier, FrontierRead, Ledger, LedgerRead};
+use crate::progress::{unix_ms, HeaderProgress, Progress};
+use crate::proof::{image_ids, Images, ProofRules};
+use crate::wire::write::{write_null, write_str};
 
 /// Where the node's blocks come from (what `/health` reports as `source`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,80 +97,97 @@ impl SourceKind {
     }
 }
 
-/// Appends `,"name":v` to a JSON object being written.
-fn num_after(body: &mut Vec<u8>, name: &str, v: u64) {
-    body.extend_from_slice(b",\"");
-    body.extend_from_slice(name.as_bytes());
-    body.extend_from_slice(b"\":");
-    crate::wire::write::write_u64(body, v);
-}
+/// The `/health` body being written: a JSON object whose member names are
+/// trusted ASCII literals, each member after a comma unless it is the
+/// first of its object or array.
+struct Body(Vec<u8>);
 
-/// Appends `,"{what}L1Height":n,"{what}Time":t` (`null`s before the first).
-fn write_mark(body: &mut Vec<u8>, what: &str, mark: Option<FrontierMark>) {
-    for (field, v) in [
-        ("L1Height", mark.map(|m| m.l1_height)),
-        ("Time", mark.map(|m| m.stored_unix_s)),
-    ] {
-        body.extend_from_slice(b",\"");
-        body.extend_from_slice(what.as_bytes());
-        body.extend_from_slice(field.as_bytes());
-        body.extend_from_slice(b"\":");
+impl Body {
+    /// Starts a value: after a comma unless it is the first of its object or array.
+    fn next(&mut self) -> &mut Vec<u8> {
+        if !matches!(self.0.last(), Some(b'{' | b'[')) {
+            self.0.push(b',');
+        }
+        &mut self.0
+    }
+
+    /// Starts member `name`; its value follows.
+    fn key(&mut self, name: &str) -> &mut Vec<u8> {
+        let out = self.next();
+        out.push(b'"');
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b"\":");
+        out
+    }
+
+    /// A number or a boolean.
+    fn val(&mut self, name: &str, v: impl Display) {
+        let _ = write!(self.key(name), "{v}");
+    }
+
+    /// A number or a boolean, or `null`.
+    fn opt(&mut self, name: &str, v: Option<impl Display>) {
         match v {
-            Some(v) => crate::wire::write::write_u64(body, v),
-            None => crate::wire::write::write_null(body),
+            Some(v) => self.val(name, v),
+            None => write_null(self.key(name)),
+        }
+    }
+
+    fn str(&mut self, name: &str, v: &str) {
+        write_str(self.key(name), v);
+    }
+
+    /// A string, or `null`.
+    fn opt_str(&mut self, name: &str, v: Option<&str>) {
+        match v {
+            Some(v) => self.str(name, v),
+            None => write_null(self.key(name)),
+        }
+    }
+
+    /// A string member, only when there is one.
+    fn some_str(&mut self, name: &str, v: Option<&str>) {
+        if let Some(v) = v {
+            self.str(name, v);
         }
     }
 }
 
-/// Appends `,"batchProofImages":{..}`: who chose the images proofs are
-/// held to (`network`, `devnet`, `--batch-proof-image`, or null: not
-/// pinned), and the image ID of each fork where one is fixed (null where
-/// not), so a follower of this node can pin the same ones.
-fn write_images(body: &mut Vec<u8>, rules: &crate::proof::ProofRules) {
-    use crate::chain_rules::Fork;
-    use crate::proof::Images;
-    body.extend_from_slice(b",\"batchProofImages\":{\"pinnedBy\":");
-    match rules.images {
-        Images::Network(n, _) => crate::wire::write::write_str(body, &format!("--network {n}")),
-        Images::Devnet => crate::wire::write::write_str(body, "devnet"),
-        Images::Pinned(_) => {
-            crate::wire::write::write_str(body, crate::proof::image_ids::BATCH_PROOF_IMAGE)
-        }
-        Images::Unpinned => crate::wire::write::write_null(body),
-    }
+/// `"batchProofImages":{..}`: who chose the images proofs are held to
+/// (`network`, `devnet`, `--batch-proof-image`, or null: not pinned), and
+/// the image ID of each fork where one is fixed (null where not), so a
+/// follower of this node can pin the same ones.
+fn write_images(b: &mut Body, rules: &ProofRules) {
+    let pinned_by = match rules.images {
+        Images::Network(n, _) => Some(format!("--network {n}")),
+        Images::Devnet => Some("devnet".to_string()),
+        Images::Pinned(_) => Some(image_ids::BATCH_PROOF_IMAGE.to_string()),
+        Images::Unpinned => None,
+    };
+    b.key("batchProofImages").push(b'{');
+    b.opt_str("pinnedBy", pinned_by.as_deref());
     let fixed = rules.fixed_images();
     for fork in [Fork::Genesis, Fork::Kumquat] {
-        body.extend_from_slice(b",\"");
-        body.extend_from_slice(crate::proof::image_ids::fork_word(fork).as_bytes());
-        body.extend_from_slice(b"\":");
-        match fixed.iter().find(|(f, _)| *f == fork) {
-            Some((_, image)) => crate::wire::write::write_str(body, &hex::encode(image.id)),
-            None => crate::wire::write::write_null(body),
-        }
+        let id = fixed.iter().find(|(f, _)| *f == fork);
+        let id = id.map(|(_, image)| hex::encode(image.id));
+        b.opt_str(image_ids::fork_word(fork), id.as_deref());
     }
-    body.push(b'}');
+    b.0.push(b'}');
 }
 
 /// `"bitcoinHeaders":{...}`: the verified header chain the scan follows.
-fn write_headers(body: &mut Vec<u8>, h: &crate::progress::HeaderProgress) {
+fn write_headers(b: &mut Body, h: &HeaderProgress) {
     let (Some(chain), Some(tip)) = (h.chain.get(), h.tip()) else {
         return;
     };
-    body.extend_from_slice(b",\"bitcoinHeaders\":{\"chain\":");
-    crate::wire::write::write_str(body, chain);
-    num_after(body, "height", h.height.load(Relaxed));
-    body.extend_from_slice(b",\"hash\":");
-    crate::wire::write::write_str(body, &tip.hash);
-    body.extend_from_slice(b",\"chainwork\":");
-    crate::wire::write::write_str(body, &tip.chainwork);
-    body.extend_from_slice(b",\"minimumChainworkMet\":");
-    body.extend_from_slice(if h.min_work_met.load(Relaxed) {
-        b"true"
-    } else {
-        b"false"
-    });
-    num_after(body, "verified", h.verified.load(Relaxed));
-    body.push(b'}');
+    b.key("bitcoinHeaders").push(b'{');
+    b.str("chain", chain);
+    b.val("height", h.height.load(Relaxed));
+    b.str("hash", &tip.hash);
+    b.str("chainwork", &tip.chainwork);
+    b.val("minimumChainworkMet", h.min_work_met.load(Relaxed));
+    b.val("verified", h.verified.load(Relaxed));
+    b.0.push(b'}');
 }
 
 /// The health check: reads the ledger and the sync progress on each call.
@@ -241,36 +263,35 @@ impl Health {
                 ],
             ))
         });
-        let (l2_head, l1_scanned, fake_proofs, unpinned_proofs, frontier, mut problem) =
-            match ledger {
-                Ok((h, s, f, u, m)) => (h, s, f, u, m, None),
-                Err(e) => (
-                    p.l2_synced.load(Relaxed),
-                    p.l1_synced.load(Relaxed),
-                    0,
-                    0,
-                    [None, None],
-                    Some(("ledger", format!("the ledger cannot be read: {e}"))),
-                ),
-            };
+        let (read, ledger_error) = match ledger {
+            Ok(read) => (read, None),
+            Err(e) => {
+                let heads = (p.l2_synced.load(Relaxed), p.l1_synced.load(Relaxed));
+                ((heads.0, heads.1, 0, 0, [None, None]), Some(e))
+            }
+        };
+        let (l2_head, l1_scanned, fake_proofs, unpinned_proofs, [committed, proven]) = read;
         let waiting = p.waiting.now();
         let l2_source = p.l2_source_head.load(Relaxed);
         let l1_source = p.l1_source_head.load(Relaxed);
         let has_source = self.source != SourceKind::None;
         let reachable = p.source_reachable.load(Relaxed);
-        let syncing = has_source && p.is_behind();
         let last_block = p.last_block_unix_ms.load(Relaxed);
         let lag_s = self.max_lag_ms as f64 / 1000.0;
-
         let bitcoin = &p.bitcoin;
         let reads_bitcoin = matches!(self.source, SourceKind::Upstream { bitcoind: true });
-        if let (None, true, Some(reorg)) = (&problem, reads_bitcoin, bitcoin.reorg()) {
-            problem = Some(("reorg", reorg));
-        }
-        if problem.is_none() && reads_bitcoin && bitcoin.is_down() {
+        let source_problem = p.source_problem();
+
+        let problem = 'problem: {
+            if let Some(e) = ledger_error {
+                break 'problem Some(("ledger", format!("the ledger cannot be read: {e}")));
+            }
+            if let (true, Some(reorg)) = (reads_bitcoin, bitcoin.reorg()) {
+                break 'problem Some(("reorg", reorg));
+            }
             let ok_at = bitcoin.ok_unix_ms.load(Relaxed).max(self.started_ms);
             let down = now.saturating_sub(ok_at);
-            if down > self.max_lag_ms {
+            if reads_bitcoin && bitcoin.is_down() && down > self.max_lag_ms {
                 let (reason, who) = if bitcoin.peers.any() && bitcoin.rpc.any() {
                     ("bitcoin", "neither bitcoind nor any Bitcoin peer has")
                 } else if bitcoin.peers.any() {
@@ -278,7 +299,7 @@ impl Health {
                 } else {
                     ("bitcoind", "bitcoind has not")
                 };
-                problem = Some((
+                break 'problem Some((
                     reason,
                     format!(
                         "{who} answered for {:.1} s (limit {lag_s} s): {}",
@@ -287,54 +308,58 @@ impl Health {
                     ),
                 ));
             }
-        }
-        let source_problem = p.source_problem();
-        if let (None, Some(why)) = (&problem, p.every_upstream_refused()) {
-            problem = Some(("other_chain", why));
-        }
-        if problem.is_none() && has_source && p.source_ok_unix_ms.load(Relaxed) == 0 {
-            // Nothing is known of the chain until the source answers once.
-            problem = Some((
-                "unreached",
-                match &source_problem {
-                    Some(why) => format!("the chain source has not answered since start: {why}"),
-                    None => "the chain source has not answered since start (asking)".to_string(),
-                },
-            ));
-        }
-        if problem.is_none() && has_source {
+            if let Some(why) = p.every_upstream_refused() {
+                break 'problem Some(("other_chain", why));
+            }
+            if !has_source {
+                break 'problem None;
+            }
+            if p.source_ok_unix_ms.load(Relaxed) == 0 {
+                // Nothing is known of the chain until the source answers once.
+                break 'problem Some((
+                    "unreached",
+                    match &source_problem {
+                        Some(why) => {
+                            format!("the chain source has not answered since start: {why}")
+                        }
+                        None => {
+                            "the chain source has not answered since start (asking)".to_string()
+                        }
+                    },
+                ));
+            }
             let ok_at = p.source_ok_unix_ms.load(Relaxed).max(self.started_ms);
             let behind_since = p.behind_since_unix_ms.load(Relaxed);
             let last_progress = last_block.max(p.last_slot_unix_ms.load(Relaxed));
-            if !reachable && now.saturating_sub(ok_at) > self.max_lag_ms {
-                problem = Some((
+            let unanswered = now.saturating_sub(ok_at);
+            if !reachable && unanswered > self.max_lag_ms {
+                break 'problem Some((
                     "unreachable",
                     format!(
                         "the chain source has not answered for {:.1} s (limit {lag_s} s)",
-                        now.saturating_sub(ok_at) as f64 / 1000.0
+                        unanswered as f64 / 1000.0
                     ),
                 ));
-            } else if behind_since != 0 {
-                let stuck = now.saturating_sub(behind_since.max(last_progress));
-                if stuck > self.max_lag_ms {
-                    let on = waiting.as_ref().map_or(String::new(), |w| {
-                        format!("; the DA scan waits on slot {}: {}", w.slot, w.why)
-                    });
-                    problem = Some((
-                        "stalled",
-                        format!(
-                            "the sync thread stalled: the source is ahead (L2 {l2_source}, L1 {l1_source}) \
-                             and nothing new was stored for {:.1} s (limit {lag_s} s){on}",
-                            stuck as f64 / 1000.0
-                        ),
-                    ));
-                }
+            }
+            let stuck = now.saturating_sub(behind_since.max(last_progress));
+            if behind_since != 0 && stuck > self.max_lag_ms {
+                let on = waiting.as_ref().map_or(String::new(), |w| {
+                    format!("; the DA scan waits on slot {}: {}", w.slot, w.why)
+                });
+                break 'problem Some((
+                    "stalled",
+                    format!(
+                        "the sync thread stalled: the source is ahead (L2 {l2_source}, L1 {l1_source}) \
+                         and nothing new was stored for {:.1} s (limit {lag_s} s){on}",
+                        stuck as f64 / 1000.0
+                    ),
+                ));
             }
             // A live sync thread asks the source for its head at least every
             // few seconds, or stores something: silence means it is stuck.
             let quiet = now.saturating_sub(ok_at.max(last_progress));
-            if problem.is_none() && quiet > self.max_lag_ms {
-                problem = Some((
+            if quiet > self.max_lag_ms {
+                break 'problem Some((
                     "silent",
                     format!(
                         "the sync thread has neither reached the source nor stored anything for \
@@ -348,206 +373,112 @@ impl Health {
             // sync thread commits every 100 ms however fast blocks come.
             let behind = l2_source.saturating_sub(l2_head);
             let follower = matches!(self.source, SourceKind::Upstream { .. });
-            if problem.is_none() && !live && follower && behind > self.max_behind {
-                problem = Some((
-                    "behind",
-                    format!(
-                        "the ledger's L2 head {l2_head} is {behind} blocks behind the source's head \
-                         {l2_source} (limit {})",
-                        self.max_behind
-                    ),
-                ));
-            }
-        }
-
-        let mut body = Vec::with_capacity(320);
-        body.extend_from_slice(b"{\"status\":");
-        body.extend_from_slice(if problem.is_some() {
-            b"\"unhealthy\""
-        } else {
-            b"\"ok\""
-        });
-        let mut num = |name: &str, v: u64| {
-            body.extend_from_slice(b",\"");
-            body.extend_from_slice(name.as_bytes());
-            body.extend_from_slice(b"\":");
-            crate::wire::write::write_u64(&mut body, v);
+            (!live && follower && behind > self.max_behind).then(|| {
+                let most = self.max_behind;
+                let why = format!(
+                    "the ledger's L2 head {l2_head} is {behind} blocks behind the source's head \
+                     {l2_source} (limit {most})"
+                );
+                ("behind", why)
+            })
         };
-        num("l2Head", l2_head);
-        num("l2SourceHead", l2_source);
-        num("l2Behind", l2_source.saturating_sub(l2_head));
-        num("l1Scanned", l1_scanned);
-        num("l1SourceHead", l1_source);
-        let [committed, proven] = frontier;
-        num("l2Finalized", committed.map_or(0, |m| m.l2_height));
-        num("l2Proven", proven.map_or(0, |m| m.l2_height));
-        write_mark(&mut body, "lastCommitment", committed);
-        write_mark(&mut body, "lastProof", proven);
-        body.extend_from_slice(b",\"secondsSinceLastBlock\":");
-        if last_block == 0 {
-            crate::wire::write::write_null(&mut body);
-        } else {
-            let ms = now.saturating_sub(last_block);
-            body.extend_from_slice(format!("{}.{:03}", ms / 1000, ms % 1000).as_bytes());
-        }
-        num_after(
-            &mut body,
-            "blocksWithoutBodies",
-            p.blocks_without_bodies.load(Relaxed),
+
+        let mut b = Body(Vec::with_capacity(320));
+        b.0.push(b'{');
+        b.str("status", if problem.is_some() { "unhealthy" } else { "ok" });
+        b.val("l2Head", l2_head);
+        b.val("l2SourceHead", l2_source);
+        b.val("l2Behind", l2_source.saturating_sub(l2_head));
+        b.val("l1Scanned", l1_scanned);
+        b.val("l1SourceHead", l1_source);
+        b.val("l2Finalized", committed.map_or(0, |m| m.l2_height));
+        b.val("l2Proven", proven.map_or(0, |m| m.l2_height));
+        b.opt("lastCommitmentL1Height", committed.map(|m| m.l1_height));
+        b.opt("lastCommitmentTime", committed.map(|m| m.stored_unix_s));
+        b.opt("lastProofL1Height", proven.map(|m| m.l1_height));
+        b.opt("lastProofTime", proven.map(|m| m.stored_unix_s));
+        let since_block = now.saturating_sub(last_block);
+        b.opt(
+            "secondsSinceLastBlock",
+            (last_block != 0).then(|| format!("{}.{:03}", since_block / 1000, since_block % 1000)),
         );
-        num_after(&mut body, "proofsOnFakeReceipts", fake_proofs);
+        b.val("blocksWithoutBodies", p.blocks_without_bodies.load(Relaxed));
+        b.val("proofsOnFakeReceipts", fake_proofs);
         if let Some(rules) = p.proof_rules.get() {
-            write_images(&mut body, rules);
-            num_after(&mut body, "proofsOnUnpinnedImages", unpinned_proofs);
+            write_images(&mut b, rules);
+            b.val("proofsOnUnpinnedImages", unpinned_proofs);
         }
         if let Some(w) = &waiting {
-            body.extend_from_slice(b",\"waitingOn\":{\"slot\":");
-            crate::wire::write::write_u64(&mut body, w.slot);
-            body.extend_from_slice(b",\"check\":");
-            crate::wire::write::write_str(&mut body, w.check);
-            body.extend_from_slice(b",\"why\":");
-            crate::wire::write::write_str(&mut body, &w.why);
-            num_after(&mut body, "refusals", w.retries);
-            num_after(
-                &mut body,
-                "sinceSeconds",
-                now.saturating_sub(w.since_unix_ms) / 1000,
-            );
-            body.push(b'}');
+            b.key("waitingOn").push(b'{');
+            b.val("slot", w.slot);
+            b.str("check", w.check);
+            b.str("why", &w.why);
+            b.val("refusals", w.retries);
+            b.val("sinceSeconds", now.saturating_sub(w.since_unix_ms) / 1000);
+            b.0.push(b'}');
         }
-        body.extend_from_slice(b",\"syncing\":");
-        body.extend_from_slice(if syncing { b"true" } else { b"false" });
-        body.extend_from_slice(b",\"source\":\"");
-        body.extend_from_slice(self.source.name().as_bytes());
-        body.extend_from_slice(b"\",\"sourceReachable\":");
-        if has_source {
-            body.extend_from_slice(if reachable { b"true" } else { b"false" });
-        } else {
-            crate::wire::write::write_null(&mut body);
-        }
-        if let Some(upstream) = p.upstream() {
-            body.extend_from_slice(b",\"upstream\":");
-            crate::wire::write::write_str(&mut body, upstream);
-        }
-        if let Some(why) = source_problem
-            .as_deref()
-            .filter(|_| has_source && !reachable)
-        {
-            body.extend_from_slice(b",\"sourceProblem\":");
-            crate::wire::write::write_str(&mut body, why);
-        }
+        b.val("syncing", has_source && p.is_behind());
+        b.str("source", self.source.name());
+        b.opt("sourceReachable", has_source.then_some(reachable));
+        b.some_str("upstream", p.upstream());
+        let source_problem = source_problem.filter(|_| has_source && !reachable);
+        b.some_str("sourceProblem", source_problem.as_deref());
         let refused = p.refused_upstreams();
         if !refused.is_empty() {
-            body.extend_from_slice(b",\"refusedUpstreams\":{");
-            for (i, (url, why)) in refused.iter().enumerate() {
-                if i > 0 {
-                    body.push(b',');
-                }
-                crate::wire::write::write_str(&mut body, url);
-                body.push(b':');
-                crate::wire::write::write_str(&mut body, why);
+            b.key("refusedUpstreams").push(b'{');
+            for (url, why) in &refused {
+                write_str(b.next(), url);
+                b.0.push(b':');
+                write_str(&mut b.0, why);
             }
-            body.push(b'}');
+            b.0.push(b'}');
         }
         if reads_bitcoin && bitcoin.peers.any() {
             let peers = bitcoin.peers.shown();
-            num_after(
-                &mut body,
-                "bitcoinPeersConnected",
-                peers.iter().filter(|p| p.connected).count() as u64,
-            );
-            num_after(
-                &mut body,
-                "bitcoinPeersBehind",
-                peers.iter().filter(|p| p.connected && p.behind).count() as u64,
-            );
-            body.extend_from_slice(b",\"bitcoinPeers\":[");
-            for (i, peer) in peers.iter().enumerate() {
-                if i > 0 {
-                    body.push(b',');
-                }
-                body.extend_from_slice(b"{\"addr\":");
-                crate::wire::write::write_str(&mut body, &peer.addr);
-                body.extend_from_slice(b",\"source\":");
-                crate::wire::write::write_str(&mut body, peer.source);
-                body.extend_from_slice(b",\"connected\":");
-                body.extend_from_slice(if peer.connected { b"true" } else { b"false" });
-                body.extend_from_slice(b",\"behind\":");
-                body.extend_from_slice(if peer.behind { b"true" } else { b"false" });
-                num_after(&mut body, "blocksFetched", peer.blocks_fetched);
-                if let Some(transport) = peer.transport {
-                    body.extend_from_slice(b",\"transport\":");
-                    crate::wire::write::write_str(&mut body, transport);
-                }
-                if let Some(why) = &peer.problem {
-                    body.extend_from_slice(b",\"problem\":");
-                    crate::wire::write::write_str(&mut body, why);
-                }
-                body.push(b'}');
+            let connected = peers.iter().filter(|p| p.connected);
+            b.val("bitcoinPeersConnected", connected.clone().count());
+            b.val("bitcoinPeersBehind", connected.filter(|p| p.behind).count());
+            b.key("bitcoinPeers").push(b'[');
+            for peer in &peers {
+                b.next().push(b'{');
+                b.str("addr", &peer.addr);
+                b.str("source", peer.source);
+                b.val("connected", peer.connected);
+                b.val("behind", peer.behind);
+                b.val("blocksFetched", peer.blocks_fetched);
+                b.some_str("transport", peer.transport);
+                b.some_str("problem", peer.problem.as_deref());
+                b.0.push(b'}');
             }
-            body.push(b']');
-            if let Some(why) = bitcoin.problem() {
-                body.extend_from_slice(b",\"bitcoinProblem\":");
-                crate::wire::write::write_str(&mut body, &why);
-            }
+            b.0.push(b']');
+            b.some_str("bitcoinProblem", bitcoin.problem().as_deref());
             // bitcoind's RPC beside the peers.
             let rpc = &bitcoin.rpc;
             if let Some(url) = rpc.url.get() {
-                body.extend_from_slice(b",\"bitcoind\":");
-                crate::wire::write::write_str(&mut body, url);
-                body.extend_from_slice(b",\"bitcoindReachable\":");
-                body.extend_from_slice(if rpc.reachable.load(Relaxed) {
-                    b"true"
-                } else {
-                    b"false"
-                });
-                body.extend_from_slice(b",\"bitcoindBehind\":");
-                body.extend_from_slice(if rpc.behind.load(Relaxed) {
-                    b"true"
-                } else {
-                    b"false"
-                });
-                num_after(
-                    &mut body,
-                    "bitcoindBlocksFetched",
-                    rpc.blocks_fetched.load(Relaxed),
-                );
-                if let Some(why) = rpc.problem() {
-                    body.extend_from_slice(b",\"bitcoindProblem\":");
-                    crate::wire::write::write_str(&mut body, &why);
-                }
+                b.str("bitcoind", url);
+                b.val("bitcoindReachable", rpc.reachable.load(Relaxed));
+                b.val("bitcoindBehind", rpc.behind.load(Relaxed));
+                b.val("bitcoindBlocksFetched", rpc.blocks_fetched.load(Relaxed));
+                b.some_str("bitcoindProblem", rpc.problem().as_deref());
             }
         } else if let (true, Some(url)) = (reads_bitcoin, bitcoin.url.get()) {
-            body.extend_from_slice(b",\"bitcoind\":");
-            crate::wire::write::write_str(&mut body, url);
-            body.extend_from_slice(b",\"bitcoindReachable\":");
-            body.extend_from_slice(if bitcoin.is_down() { b"false" } else { b"true" });
-            if let Some(why) = bitcoin.problem() {
-                body.extend_from_slice(b",\"bitcoindProblem\":");
-                crate::wire::write::write_str(&mut body, &why);
-            }
+            b.str("bitcoind", url);
+            b.val("bitcoindReachable", !bitcoin.is_down());
+            b.some_str("bitcoindProblem", bitcoin.problem().as_deref());
         }
         if reads_bitcoin {
-            write_headers(&mut body, &bitcoin.headers);
+            write_headers(&mut b, &bitcoin.headers);
         }
-        num_after(
-            &mut body,
-            "uptimeSeconds",
-            now.saturating_sub(self.started_ms) / 1000,
-        );
-        body.extend_from_slice(b",\"version\":\"");
-        body.extend_from_slice(env!("CARGO_PKG_VERSION").as_bytes());
-        body.push(b'"');
+        b.val("uptimeSeconds", now.saturating_sub(self.started_ms) / 1000);
+        b.str("version", env!("CARGO_PKG_VERSION"));
         if let Some((reason, problem)) = &problem {
-            body.extend_from_slice(b",\"reason\":\"");
-            body.extend_from_slice(reason.as_bytes());
-            body.extend_from_slice(b"\",\"problem\":");
-            crate::wire::write::write_str(&mut body, problem);
+            b.str("reason", reason);
+            b.str("problem", problem);
         }
-        body.push(b'}');
+        b.0.push(b'}');
         Report {
             status: if problem.is_some() { 503 } else { 200 },
-            body,
+            body: b.0,
         }
     }
 }
@@ -570,18 +501,34 @@ mod tests {
         (h, progress, dir)
     }
 
-    fn text(r: &Report) -> String {
-        String::from_utf8(r.body.clone()).unwrap()
+    /// The report once the source last answered 5 s ago.
+    fn answered_5_s_ago(h: &Health, p: &Progress) -> (u16, String) {
+        p.source_ok_unix_ms.store(unix_ms() - 5_000, Relaxed);
+        said(h.check())
+    }
+
+    /// A follower of `http://a:1` and `http://b:2`, its limit 60 s.
+    fn follower_of_two() -> (Health, Arc<Progress>, tempfile::TempDir) {
+        let (h, p, dir) = health(SourceKind::Upstream { bitcoind: false }, 60_000);
+        let _ = p
+            .upstream_urls
+            .set(vec!["http://a:1".into(), "http://b:2".into()]);
+        (h, p, dir)
+    }
+
+    /// A report's status and body.
+    fn said(r: Report) -> (u16, String) {
+        (r.status, String::from_utf8(r.body).unwrap())
     }
 
     #[test]
     fn a_ledger_without_a_source_is_healthy_however_old() {
         let (mut h, _p, _d) = health(SourceKind::None, 1000);
         h.started_ms -= 3_600_000;
-        let r = h.check();
-        assert_eq!(r.status, 200, "{}", text(&r));
-        assert!(text(&r).contains(r#""sourceReachable":null"#));
-        assert!(text(&r).contains(r#""secondsSinceLastBlock":null"#));
+        let (status, t) = said(h.check());
+        assert_eq!(status, 200, "{t}");
+        assert!(t.contains(r#""sourceReachable":null"#));
+        assert!(t.contains(r#""secondsSinceLastBlock":null"#));
     }
 
     #[test]
@@ -593,9 +540,9 @@ mod tests {
         p.last_block_unix_ms.store(unix_ms() - 3_600_000, Relaxed);
         p.source_ok();
         p.note_behind();
-        let r = h.check();
-        assert_eq!(r.status, 200, "{}", text(&r));
-        assert!(text(&r).contains(r#""syncing":false"#));
+        let (status, t) = said(h.check());
+        assert_eq!(status, 200, "{t}");
+        assert!(t.contains(r#""syncing":false"#));
     }
 
     #[test]
@@ -607,15 +554,15 @@ mod tests {
         p.note_behind();
         assert_eq!(h.check().status, 200, "just fell behind");
         p.behind_since_unix_ms.store(unix_ms() - 5_000, Relaxed);
-        let r = h.check();
-        assert_eq!(r.status, 503, "{}", text(&r));
-        assert!(text(&r).contains("stalled"), "{}", text(&r));
-        assert!(text(&r).contains(r#""reason":"stalled""#), "{}", text(&r));
+        let (status, t) = said(h.check());
+        assert_eq!(status, 503, "{t}");
+        assert!(t.contains("stalled"), "{t}");
+        assert!(t.contains(r#""reason":"stalled""#), "{t}");
         // Still behind, but blocks keep arriving: catching up, not stalled.
         p.stored_l2(4, 4);
-        let r = h.check();
-        assert_eq!(r.status, 200, "{}", text(&r));
-        assert!(text(&r).contains(r#""syncing":true"#));
+        let (status, t) = said(h.check());
+        assert_eq!(status, 200, "{t}");
+        assert!(t.contains(r#""syncing":true"#));
     }
 
     #[test]
@@ -623,10 +570,9 @@ mod tests {
         let (mut h, p, _d) = health(SourceKind::Devnet, 1000);
         h.started_ms -= 3_600_000;
         p.source_reachable.store(true, Relaxed);
-        p.source_ok_unix_ms.store(unix_ms() - 5_000, Relaxed);
-        let r = h.check();
-        assert_eq!(r.status, 503, "{}", text(&r));
-        assert!(text(&r).contains("neither reached"), "{}", text(&r));
+        let (status, t) = answered_5_s_ago(&h, &p);
+        assert_eq!(status, 503, "{t}");
+        assert!(t.contains("neither reached"), "{t}");
         p.source_ok();
         assert_eq!(h.check().status, 200);
     }
@@ -639,17 +585,16 @@ mod tests {
         p.source_ok();
         p.l2_source_head.store(10, Relaxed);
         p.note_behind();
-        let r = h.check();
-        assert_eq!(r.status, 200, "10 behind is within the limit: {}", text(&r));
-        assert!(text(&r).contains(r#""l2Behind":10"#), "{}", text(&r));
+        let (status, t) = said(h.check());
+        assert_eq!(status, 200, "10 behind is within the limit: {t}");
+        assert!(t.contains(r#""l2Behind":10"#), "{t}");
         p.l2_source_head.store(11, Relaxed);
-        let r = h.check();
-        assert_eq!(r.status, 503, "{}", text(&r));
-        assert!(text(&r).contains(r#""reason":"behind""#), "{}", text(&r));
+        let (status, t) = said(h.check());
+        assert_eq!(status, 503, "{t}");
+        assert!(t.contains(r#""reason":"behind""#), "{t}");
         assert!(
-            text(&r).contains("L2 head 0 is 11 blocks behind the source's head 11 (limit 10)"),
-            "{}",
-            text(&r)
+            t.contains("L2 head 0 is 11 blocks behind the source's head 11 (limit 10)"),
+            "{t}"
         );
         // Behind is not stuck: a watchdog's liveness check passes.
         assert_eq!(h.check_live().status, 200);
@@ -668,12 +613,9 @@ mod tests {
 
     #[test]
     fn a_follower_names_the_upstream_in_use() {
-        let (h, p, _d) = health(SourceKind::Upstream { bitcoind: false }, 60_000);
-        let _ = p
-            .upstream_urls
-            .set(vec!["http://a:1".into(), "http://b:2".into()]);
+        let (h, p, _d) = follower_of_two();
         p.upstream_in_use.store(1, Relaxed);
-        assert!(text(&h.check()).contains(r#""upstream":"http://b:2""#));
+        assert!(said(h.check()).1.contains(r#""upstream":"http://b:2""#));
     }
 
     #[test]
@@ -687,36 +629,27 @@ mod tests {
 
     #[test]
     fn a_follower_whose_every_upstream_serves_another_chain_is_unhealthy_and_says_what_differs() {
-        let (h, p, _dir) = health(SourceKind::Upstream { bitcoind: false }, 60_000);
-        let _ = p
-            .upstream_urls
-            .set(vec!["http://a:1".into(), "http://b:2".into()]);
+        let (h, p, _dir) = follower_of_two();
         p.source_ok();
         p.upstream_refused(1, "its block 1 is 01, the data dir's is 02".into());
-        let r = h.check();
-        assert_eq!(r.status, 200, "{}", text(&r));
+        let (status, t) = said(h.check());
+        assert_eq!(status, 200, "{t}");
         assert!(
-            text(&r).contains(
+            t.contains(
                 r#""refusedUpstreams":{"http://b:2":"its block 1 is 01, the data dir's is 02"}"#
             ),
-            "{}",
-            text(&r)
+            "{t}"
         );
         p.upstream_refused(
             0,
             "its genesis state root is 03, the data dir's is 04".into(),
         );
-        let r = h.check();
-        assert_eq!(r.status, 503);
+        let (status, t) = said(h.check());
+        assert_eq!(status, 503);
+        assert!(t.contains(r#""reason":"other_chain""#), "{t}");
         assert!(
-            text(&r).contains(r#""reason":"other_chain""#),
-            "{}",
-            text(&r)
-        );
-        assert!(
-            text(&r).contains("upstream http://a:1 serves another chain: its genesis"),
-            "{}",
-            text(&r)
+            t.contains("upstream http://a:1 serves another chain: its genesis"),
+            "{t}"
         );
     }
 
@@ -724,31 +657,25 @@ mod tests {
     fn an_unreachable_source_is_a_stall_only_after_the_limit() {
         let (mut h, p, _d) = health(SourceKind::Upstream { bitcoind: false }, 1000);
         // Never reached since start: nothing is known of the chain yet.
-        let r = h.check();
-        assert_eq!(r.status, 503, "just started: {}", text(&r));
-        assert!(
-            text(&r).contains("\"reason\":\"unreached\""),
-            "{}",
-            text(&r)
-        );
+        let (status, t) = said(h.check());
+        assert_eq!(status, 503, "just started: {t}");
+        assert!(t.contains("\"reason\":\"unreached\""), "{t}");
         p.source_failed("upstream http://a:1 cannot be reached: refused".into());
-        let r = h.check();
+        let (_, t) = said(h.check());
         assert!(
-            text(&r).contains("since start: upstream http://a:1 cannot be reached"),
-            "{}",
-            text(&r)
+            t.contains("since start: upstream http://a:1 cannot be reached"),
+            "{t}"
         );
-        assert!(text(&r).contains("\"sourceProblem\""), "{}", text(&r));
+        assert!(t.contains("\"sourceProblem\""), "{t}");
         // Reached once, then lost: a stall only after the limit.
         p.source_ok();
         assert_eq!(h.check().status, 200);
         p.source_failed("refused".into());
         assert_eq!(h.check().status, 200, "lost a moment ago");
         h.started_ms -= 5_000;
-        p.source_ok_unix_ms.store(unix_ms() - 5_000, Relaxed);
-        let r = h.check();
-        assert_eq!(r.status, 503, "{}", text(&r));
-        assert!(text(&r).contains("has not answered"), "{}", text(&r));
+        let (status, t) = answered_5_s_ago(&h, &p);
+        assert_eq!(status, 503, "{t}");
+        assert!(t.contains("has not answered"), "{t}");
         p.source_ok();
         assert_eq!(h.check().status, 200);
     }

@@ -18,7 +18,7 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 
-use log::{LevelFilter, Log, Metadata, Record};
+use log::{Log, Metadata, Record};
 
 use crate::flags::heading;
 use crate::server::QuietAcceptTimeouts;
@@ -52,24 +52,22 @@ fn log_format(value: &str) -> Result<LogFormat, String> {
 /// Sets the process's logger: text or JSON, `RUST_LOG` (default `info`).
 /// Does nothing if a logger is already set.
 pub fn init(format: LogFormat) {
-    let (logger, max): (Box<dyn Log>, LevelFilter) = match format {
+    let max = from_env().build().filter();
+    let logger: Box<dyn Log> = match format {
         LogFormat::Text => {
-            let logger =
-                env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
-                    .target(env_logger::Target::Stderr)
-                    .build();
-            let max = logger.filter();
-            (Box::new(QuietAcceptTimeouts::new(logger)), max)
+            let text = from_env().target(env_logger::Target::Stderr).build();
+            Box::new(QuietAcceptTimeouts::new(text))
         }
-        LogFormat::Json => {
-            let logger = JsonLogger::from_env();
-            let max = logger.filter.filter();
-            (Box::new(QuietAcceptTimeouts::new(logger)), max)
-        }
+        LogFormat::Json => Box::new(QuietAcceptTimeouts::new(JsonLogger::from_env())),
     };
     if log::set_boxed_logger(logger).is_ok() {
         log::set_max_level(max);
     }
+}
+
+/// env_logger's filter as `RUST_LOG` sets it (default `info`).
+fn from_env() -> env_logger::Builder {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
 }
 
 /// Writes each record as one JSON object on a line of stderr.
@@ -82,10 +80,7 @@ impl JsonLogger {
     /// Filtered by `RUST_LOG` as env_logger reads it (default `info`).
     pub fn from_env() -> JsonLogger {
         JsonLogger {
-            filter: env_logger::Builder::from_env(
-                env_logger::Env::default().default_filter_or("info"),
-            )
-            .build(),
+            filter: from_env().build(),
         }
     }
 }

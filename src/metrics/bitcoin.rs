@@ -5,7 +5,7 @@ use std::io::Write;
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::{by_label, counter, gauge, header};
-use crate::progress::BitcoinProgress;
+use crate::progress::{bitcoin_peers, BitcoinProgress};
 
 /// Writes them; nothing when the node reads no Bitcoin.
 pub(super) fn write(out: &mut Vec<u8>, bitcoin: &BitcoinProgress) -> std::io::Result<()> {
@@ -34,15 +34,12 @@ pub(super) fn write(out: &mut Vec<u8>, bitcoin: &BitcoinProgress) -> std::io::Re
             "Bitcoin blocks fetched (from bitcoind or the peers) that passed their checks, since start",
             bitcoin.blocks_fetched.load(Relaxed),
         )?;
-        by_label(
+        by_reason(
             out,
             "ledgerd_bitcoin_reveals_refused_total",
-            "counter",
             "Bitcoin transactions addressed to Citrea that were not taken, by reason",
-            "reason",
-            crate::progress::REFUSAL_REASONS
-                .iter()
-                .map(|&reason| (reason, bitcoin.refused_count(reason))),
+            &crate::progress::REFUSAL_REASONS,
+            |reason| bitcoin.refused_count(reason),
         )?;
         let headers = &bitcoin.headers;
         if let Some(tip) = headers.tip() {
@@ -58,16 +55,11 @@ pub(super) fn write(out: &mut Vec<u8>, bitcoin: &BitcoinProgress) -> std::io::Re
                 "Bitcoin headers checked by Bitcoin Core's header rules since start",
                 headers.verified.load(Relaxed),
             )?;
-            header(
+            gauge(
                 out,
                 "ledgerd_bitcoin_header_chainwork_log2",
-                "gauge",
                 "log2 of the best header chain's total work",
-            )?;
-            writeln!(
-                out,
-                "ledgerd_bitcoin_header_chainwork_log2 {:.6}",
-                tip.chainwork_log2
+                format_args!("{:.6}", tip.chainwork_log2),
             )?;
             gauge(
                 out,
@@ -122,15 +114,12 @@ pub(super) fn write(out: &mut Vec<u8>, bitcoin: &BitcoinProgress) -> std::io::Re
                 "Addresses in the address book banned now (24 h after the peer misbehaved)",
                 bitcoin.peers.banned.load(Relaxed),
             )?;
-            by_label(
+            by_reason(
                 out,
                 "ledgerd_bitcoin_peers_banned_total",
-                "counter",
                 "Found Bitcoin peers banned for 24 h since start, by reason",
-                "reason",
-                crate::progress::bitcoin_peers::BAN_REASONS
-                    .iter()
-                    .map(|&reason| (reason, bitcoin.peers.bans_count(reason))),
+                &bitcoin_peers::BAN_REASONS,
+                |reason| bitcoin.peers.bans_count(reason),
             )?;
             gauge(
                 out,
@@ -138,23 +127,19 @@ pub(super) fn write(out: &mut Vec<u8>, bitcoin: &BitcoinProgress) -> std::io::Re
                 "Connected Bitcoin peers whose chain has less work than the best one (asked for headers, for no block beyond their own chain)",
                 peers.iter().filter(|p| p.connected && p.behind).count() as u64,
             )?;
-            by_label(
+            by_reason(
                 out,
                 "ledgerd_bitcoin_peers_dropped_total",
-                "counter",
                 "Bitcoin peers disconnected since start, by reason",
-                "reason",
-                crate::progress::bitcoin_peers::DROP_REASONS
-                    .iter()
-                    .map(|&reason| (reason, bitcoin.peers.dropped_count(reason))),
+                &bitcoin_peers::DROP_REASONS,
+                |reason| bitcoin.peers.dropped_count(reason),
             )?;
-            by_label(
+            by_reason(
                 out,
                 "ledgerd_bitcoin_blocks_refused_total",
-                "counter",
                 "Bitcoin blocks refused as not matching their header (a peer's, or bitcoind's beside the peers), by Bitcoin Core's reject reason, since start",
-                "reason",
-                crate::progress::bitcoin_peers::BLOCK_REFUSALS.iter().map(|&reason| (reason, bitcoin.peers.blocks_refused_count(reason))),
+                &bitcoin_peers::BLOCK_REFUSALS,
+                |reason| bitcoin.peers.blocks_refused_count(reason),
             )?;
             by_label(
                 out,
@@ -182,4 +167,16 @@ pub(super) fn write(out: &mut Vec<u8>, bitcoin: &BitcoinProgress) -> std::io::Re
         }
     }
     Ok(())
+}
+
+/// A counter with one value per reason of `reasons`.
+fn by_reason(
+    out: &mut Vec<u8>,
+    name: &str,
+    help: &str,
+    reasons: &[&str],
+    count: impl Fn(&str) -> u64,
+) -> std::io::Result<()> {
+    let counts = reasons.iter().map(|&reason| (reason, count(reason)));
+    by_label(out, name, "counter", help, "reason", counts)
 }

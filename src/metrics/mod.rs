@@ -11,11 +11,13 @@
 
 mod bitcoin;
 
+use std::fmt::Display;
 use std::io::Write;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use crate::ledger::{Frontier, FrontierMark, FrontierRead, Ledger};
+use crate::progress::block_time::write_histogram;
 use crate::progress::Progress;
 use crate::rpc::{dev, CallOutcome, Tally, METHOD_NAMES};
 use crate::server::Stats;
@@ -27,13 +29,10 @@ const UNKNOWN: usize = METHOD_NAMES.len() + dev::NAMES.len();
 const INVALID: usize = UNKNOWN + 1;
 const METHOD_LABELS: usize = UNKNOWN + 2;
 
-/// The name of method label `m` (below [`UNKNOWN`]): ours, then the `dev_*` ones.
-fn method_name(m: usize) -> &'static str {
-    METHOD_NAMES
-        .get(m)
-        .or_else(|| dev::NAMES.get(m - METHOD_NAMES.len()))
-        .copied()
-        .unwrap_or("unknown")
+/// Method labels by index: ours, the `dev_*` ones, [`UNKNOWN`], [`INVALID`].
+fn method_labels() -> impl Iterator<Item = &'static str> {
+    let ours = METHOD_NAMES.iter().chain(&dev::NAMES).copied();
+    ours.chain(["unknown", "invalid_request"])
 }
 
 /// Outcome labels: `ok`, `notification`, then JSON-RPC error codes.
@@ -171,12 +170,7 @@ impl Metrics {
             "counter",
             "JSON-RPC request objects answered (each element of a batch counts), by method and outcome (ok, notification, or the error code)",
         )?;
-        for (m, row) in self.calls.iter().enumerate() {
-            let method = match m {
-                UNKNOWN => "unknown",
-                INVALID => "invalid_request",
-                _ => method_name(m),
-            };
+        for (method, row) in method_labels().zip(&self.calls) {
             for (o, &n) in row.iter().enumerate() {
                 if n > 0 {
                     writeln!(
@@ -188,48 +182,21 @@ impl Metrics {
             }
         }
 
-        header(
+        by_label(
             out,
             "ledgerd_http_requests_total",
             "counter",
             "HTTP requests answered, by route",
+            "route",
+            ROUTES.into_iter().zip(self.http),
         )?;
-        for (r, n) in self.http.iter().enumerate() {
-            writeln!(
-                out,
-                "ledgerd_http_requests_total{{route=\"{}\"}} {n}",
-                ROUTES[r]
-            )?;
-        }
-
-        header(
+        write_histogram(
             out,
             "ledgerd_rpc_request_duration_seconds",
-            "histogram",
             "Time to answer one JSON-RPC HTTP request on the server loop (parse, ledger reads, writing the JSON), not counting the socket write",
-        )?;
-        let mut cumulative = 0;
-        for (i, bound) in BUCKETS_US.iter().enumerate() {
-            cumulative += self.latency[i];
-            writeln!(
-                out,
-                "ledgerd_rpc_request_duration_seconds_bucket{{le=\"{}\"}} {cumulative}",
-                seconds(*bound)
-            )?;
-        }
-        cumulative += self.latency[BUCKETS_US.len()];
-        writeln!(
-            out,
-            "ledgerd_rpc_request_duration_seconds_bucket{{le=\"+Inf\"}} {cumulative}"
-        )?;
-        writeln!(
-            out,
-            "ledgerd_rpc_request_duration_seconds_sum {}",
-            seconds(self.latency_sum_us)
-        )?;
-        writeln!(
-            out,
-            "ledgerd_rpc_request_duration_seconds_count {cumulative}"
+            &BUCKETS_US,
+            self.latency,
+            seconds(self.latency_sum_us),
         )?;
 
         header(
@@ -310,39 +277,31 @@ impl Metrics {
             progress.upstream_errors.load(Relaxed),
         )?;
         if let Some(urls) = progress.upstream_urls.get() {
-            header(
+            let in_use = progress.upstream_in_use.load(Relaxed);
+            by_label(
                 out,
                 "ledgerd_sync_upstream_in_use",
                 "gauge",
                 "1 for the upstream the follower syncs from now, 0 for its other --upstream URLs",
+                "url",
+                urls.iter()
+                    .enumerate()
+                    .map(|(i, url)| (url.as_str(), u64::from(i == in_use))),
             )?;
-            let in_use = progress.upstream_in_use.load(Relaxed);
-            for (i, url) in urls.iter().enumerate() {
-                writeln!(
-                    out,
-                    "ledgerd_sync_upstream_in_use{{url=\"{}\"}} {}",
-                    label_value(url),
-                    u64::from(i == in_use)
-                )?;
-            }
-            header(
+            let refused = progress.upstreams_refused.lock().map_or(Vec::new(), |r| {
+                r.iter().map(|(i, _)| *i).collect::<Vec<usize>>()
+            });
+            by_label(
                 out,
                 "ledgerd_sync_upstream_other_chain",
                 "gauge",
                 "1 for an upstream refused for serving another chain than the data dir's, 0 \
                  otherwise",
+                "url",
+                urls.iter()
+                    .enumerate()
+                    .map(|(i, url)| (url.as_str(), u64::from(refused.contains(&i)))),
             )?;
-            let refused = progress.upstreams_refused.lock().map_or(Vec::new(), |r| {
-                r.iter().map(|(i, _)| *i).collect::<Vec<usize>>()
-            });
-            for (i, url) in urls.iter().enumerate() {
-                writeln!(
-                    out,
-                    "ledgerd_sync_upstream_other_chain{{url=\"{}\"}} {}",
-                    label_value(url),
-                    u64::from(refused.contains(&i))
-                )?;
-            }
             if let Some(pushback) = progress.upstream_pushback.get() {
                 header(
                     out,
@@ -371,14 +330,8 @@ impl Metrics {
             )?;
         }
         bitcoin::write(out, &progress.bitcoin)?;
-        header(
-            out,
-            "ledgerd_sync_verification_failures_total",
-            "counter",
-            "What the source sent that failed verification, by the check that failed",
-        )?;
         let f = &progress.failures;
-        for (check, v) in [
+        let failures = [
             ("prev_hash", &f.prev_hash),
             ("hash", &f.hash),
             ("signature", &f.signature),
@@ -388,13 +341,15 @@ impl Metrics {
             ("receipt", &f.receipt),
             ("da_slot", &f.da_slot),
             ("other", &f.other),
-        ] {
-            writeln!(
-                out,
-                "ledgerd_sync_verification_failures_total{{check=\"{check}\"}} {}",
-                v.load(Relaxed)
-            )?;
-        }
+        ];
+        by_label(
+            out,
+            "ledgerd_sync_verification_failures_total",
+            "counter",
+            "What the source sent that failed verification, by the check that failed",
+            "check",
+            failures.map(|(check, v)| (check, v.load(Relaxed))),
+        )?;
         gauge(
             out,
             "ledgerd_ledger_size_bytes",
@@ -492,7 +447,7 @@ fn write_frontier(out: &mut Vec<u8>, ledger: &Ledger) -> std::io::Result<()> {
 }
 
 /// A gauge with one value.
-fn gauge(out: &mut Vec<u8>, name: &str, help: &str, v: u64) -> std::io::Result<()> {
+fn gauge(out: &mut Vec<u8>, name: &str, help: &str, v: impl Display) -> std::io::Result<()> {
     header(out, name, "gauge", help)?;
     writeln!(out, "{name} {v}")
 }

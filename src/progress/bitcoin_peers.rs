@@ -4,6 +4,8 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, OnceLock};
 
+use super::latest;
+
 /// Every `BlockError::reason` (`source::bitcoin::block`), the `reason` label of
 /// `ledgerd_bitcoin_blocks_refused_total`.
 pub const BLOCK_REFUSALS: [&str; 8] = [
@@ -156,9 +158,8 @@ impl PeersStatus {
 
     /// The peers to show: every one but the free slots.
     pub fn shown(&self) -> Vec<PeerState> {
-        let mut all = self.snapshot();
-        all.retain(|p| !p.addr.is_empty());
-        all
+        let all = self.snapshot().into_iter();
+        all.filter(|p| !p.addr.is_empty()).collect()
     }
 
     /// A peer was banned for `reason`.
@@ -184,30 +185,23 @@ impl PeersStatus {
 
     /// How many peers are connected now.
     pub fn connected(&self) -> usize {
-        self.peers
-            .lock()
-            .map(|p| p.iter().filter(|s| s.connected).count())
-            .unwrap_or(0)
+        self.how_many(|s| s.connected)
     }
 
     /// How many connected peers are behind the best chain.
     pub fn behind(&self) -> usize {
-        self.peers
-            .lock()
-            .map(|p| p.iter().filter(|s| s.connected && s.behind).count())
-            .unwrap_or(0)
+        self.how_many(|s| s.connected && s.behind)
     }
 
     /// How many connected peers speak `transport` (`v1`, `v2`).
     pub fn connected_by_transport(&self, transport: &str) -> usize {
-        self.peers
-            .lock()
-            .map(|p| {
-                p.iter()
-                    .filter(|s| s.connected && s.transport == Some(transport))
-                    .count()
-            })
-            .unwrap_or(0)
+        self.how_many(|s| s.connected && s.transport == Some(transport))
+    }
+
+    /// How many peers (free slots included) are as `is` asks.
+    fn how_many(&self, is: impl Fn(&PeerState) -> bool) -> usize {
+        let peers = self.peers.lock();
+        peers.map_or(0, |p| p.iter().filter(|s| is(s)).count())
     }
 
     /// How many were dropped under `reason`.
@@ -274,12 +268,7 @@ impl PeersStatus {
             .position(|r| *r == reason)
             .unwrap_or(DROP_REASONS.len() - 1);
         self.dropped[i].fetch_add(1, Relaxed);
-        self.with(index, |s| {
-            s.connected = false;
-            s.transport = None;
-            s.behind = false;
-            s.problem = Some(why.to_string());
-        });
+        self.unreachable(index, why);
     }
 
     /// Peer `index` sent `n` more checked blocks.
@@ -289,14 +278,14 @@ impl PeersStatus {
 }
 
 /// Adds one to the counter of `label` (one of `labels`; another: none).
-fn bump(labels: &[&str], counters: &[AtomicU64], label: &str) {
+pub(super) fn bump(labels: &[&str], counters: &[AtomicU64], label: &str) {
     if let Some(i) = labels.iter().position(|l| *l == label) {
         counters[i].fetch_add(1, Relaxed);
     }
 }
 
 /// The counter of `label` (one of `labels`; another: 0).
-fn count(labels: &[&str], counters: &[AtomicU64], label: &str) -> u64 {
+pub(super) fn count(labels: &[&str], counters: &[AtomicU64], label: &str) -> u64 {
     labels
         .iter()
         .position(|l| *l == label)
@@ -314,7 +303,7 @@ pub struct BitcoindStatus {
     /// Whether its last call got an answer.
     pub reachable: AtomicBool,
     /// Why its last call failed, or why its chain is not read.
-    pub problem: Mutex<Option<String>>,
+    pub problem: latest::Latest<String>,
     /// Its chain has less work than the best one (another branch, or not up
     /// to the best tip): asked for no block beyond its own chain's tip.
     pub behind: AtomicBool,
@@ -331,25 +320,19 @@ impl BitcoindStatus {
     /// bitcoind answered.
     pub fn answered(&self) {
         self.reachable.store(true, Relaxed);
-        self.set_problem(None);
+        self.problem.set(None);
     }
 
     /// bitcoind could not be asked (`reachable`: it answered, but not what
     /// was wanted), and why.
     pub fn failed(&self, reachable: bool, why: &str) {
         self.reachable.store(reachable, Relaxed);
-        self.set_problem(Some(why));
+        self.problem.set(Some(why.to_string()));
     }
 
     /// Why it fails or is not read, if it is not.
     pub fn problem(&self) -> Option<String> {
-        self.problem.lock().ok().and_then(|p| p.clone())
-    }
-
-    fn set_problem(&self, why: Option<&str>) {
-        if let Ok(mut p) = self.problem.lock() {
-            *p = why.map(str::to_string);
-        }
+        self.problem.get()
     }
 }
 
@@ -357,12 +340,18 @@ impl BitcoindStatus {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_drop_is_counted_under_its_reason_and_an_unknown_one_under_other() {
+    /// Two peers, both connected.
+    fn two_connected() -> PeersStatus {
         let s = PeersStatus::default();
         s.set_addrs(&["a:1".into(), "b:2".into()]);
         s.connected_now(0, "v1", false);
         s.connected_now(1, "v1", false);
+        s
+    }
+
+    #[test]
+    fn a_drop_is_counted_under_its_reason_and_an_unknown_one_under_other() {
+        let s = two_connected();
         assert_eq!(s.connected(), 2);
         s.dropped(1, "bad_block", "its block does not match its header");
         s.dropped(0, "no such reason", "why");
@@ -377,10 +366,7 @@ mod tests {
 
     #[test]
     fn a_peer_behind_stays_connected_is_counted_and_is_cleared_when_it_catches_up() {
-        let s = PeersStatus::default();
-        s.set_addrs(&["a:1".into(), "b:2".into()]);
-        s.connected_now(0, "v1", false);
-        s.connected_now(1, "v1", false);
+        let s = two_connected();
         s.set_behind(1, Some("its chain has less work"));
         assert_eq!((s.connected(), s.behind()), (2, 1));
         assert_eq!(

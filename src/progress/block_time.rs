@@ -47,22 +47,33 @@ impl BlockTimes {
 
     /// Writes the histogram `name` in the Prometheus text format.
     pub fn write(&self, out: &mut Vec<u8>, name: &str, help: &str) -> std::io::Result<()> {
-        writeln!(out, "# HELP {name} {help}")?;
-        writeln!(out, "# TYPE {name} histogram")?;
-        let mut cumulative = 0;
-        for (i, bound) in BUCKETS_US.iter().enumerate() {
-            cumulative += self.counts[i].load(Relaxed);
-            writeln!(
-                out,
-                "{name}_bucket{{le=\"{}\"}} {cumulative}",
-                *bound as f64 / 1e6
-            )?;
-        }
-        cumulative += self.counts[BUCKETS_US.len()].load(Relaxed);
-        writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {cumulative}")?;
-        writeln!(out, "{name}_sum {}", self.sum_ns.load(Relaxed) as f64 / 1e9)?;
-        writeln!(out, "{name}_count {cumulative}")
+        let counts = self.counts.iter().map(|c| c.load(Relaxed));
+        let sum = self.sum_ns.load(Relaxed) as f64 / 1e9;
+        write_histogram(out, name, help, &BUCKETS_US, counts, sum)
     }
+}
+
+/// Writes histogram `name` in the Prometheus text format: `counts` per
+/// bucket of `bounds_us` (microseconds; not cumulative, the last one +Inf),
+/// and `sum`, in seconds.
+pub fn write_histogram(
+    out: &mut Vec<u8>,
+    name: &str,
+    help: &str,
+    bounds_us: &[u64],
+    counts: impl IntoIterator<Item = u64>,
+    sum: impl std::fmt::Display,
+) -> std::io::Result<()> {
+    writeln!(out, "# HELP {name} {help}")?;
+    writeln!(out, "# TYPE {name} histogram")?;
+    let bounds = bounds_us.iter().map(|&b| (b as f64 / 1e6).to_string());
+    let mut cumulative = 0;
+    for (le, n) in bounds.chain(["+Inf".to_string()]).zip(counts) {
+        cumulative += n;
+        writeln!(out, "{name}_bucket{{le=\"{le}\"}} {cumulative}")?;
+    }
+    writeln!(out, "{name}_sum {sum}")?;
+    writeln!(out, "{name}_count {cumulative}")
 }
 
 #[cfg(test)]

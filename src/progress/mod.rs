@@ -11,10 +11,14 @@
 //! - this file: [`Progress`] and the Bitcoin source's [`BitcoinProgress`].
 //! - [`block_time`]: the time to verify and store a block, as a histogram.
 //! - [`waiting`]: the refused record the DA scan waits on (logged once).
+//! - `latest`: [`Latest`], for what is set whole and read (a reason, a tip).
 
 pub mod bitcoin_peers;
 pub mod block_time;
+mod latest;
 pub mod waiting;
+
+pub use latest::Latest;
 
 use crate::types::LayerStatus;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -52,7 +56,7 @@ pub struct Progress {
     pub has_source: AtomicBool,
     /// Why the last request to the source failed, while it fails (a TLS
     /// refusal, a refused connection, an HTTP error): `/health` shows it.
-    pub source_problem: Mutex<Option<String>>,
+    pub source_problem: Latest<String>,
     /// Unix milliseconds since when the ledger has been behind the source's
     /// heads without catching up (0: caught up). `/health` uses it.
     pub behind_since_unix_ms: AtomicU64,
@@ -108,11 +112,11 @@ pub struct BitcoinProgress {
     /// Unix milliseconds of bitcoind's last answer (0: none yet).
     pub ok_unix_ms: AtomicU64,
     /// Why the last call to bitcoind failed (`None` while it answers).
-    pub problem: Mutex<Option<String>>,
+    pub problem: Latest<String>,
     /// A scanned slot that is no longer the chain's block at its height
     /// (a reorg deeper than the finality depth): what was found. `/health`
     /// answers 503 while it is set.
-    pub reorg: Mutex<Option<String>>,
+    pub reorg: Latest<String>,
     /// Transactions refused, by [`REFUSAL_REASONS`] index.
     pub refused: [AtomicU64; REFUSAL_REASONS.len()],
     /// Sequencer commitments and proofs taken from Bitcoin since start.
@@ -141,7 +145,7 @@ pub struct HeaderProgress {
     /// Whether the best chain has the network's minimum chainwork.
     pub min_work_met: AtomicBool,
     /// The best header's hash and the chain's total work (hex), as shown.
-    pub tip: Mutex<Option<HeaderTip>>,
+    pub tip: Latest<HeaderTip>,
 }
 
 /// The best header, as `/health` shows it.
@@ -175,48 +179,37 @@ impl HeaderProgress {
             },
             chainwork_log2: tip.chainwork.log2(),
         };
-        if let Ok(mut t) = self.tip.lock() {
-            *t = Some(shown);
-        }
+        self.tip.set(Some(shown));
     }
 
     /// The best header, once known.
     pub fn tip(&self) -> Option<HeaderTip> {
-        self.tip.lock().ok().and_then(|t| t.clone())
+        self.tip.get()
     }
 }
 
 impl BitcoinProgress {
     /// Counts one refusal under `reason` (one of [`REFUSAL_REASONS`]).
     pub fn refused(&self, reason: &str) {
-        if let Some(i) = REFUSAL_REASONS.iter().position(|r| *r == reason) {
-            self.refused[i].fetch_add(1, Relaxed);
-        }
+        bitcoin_peers::bump(&REFUSAL_REASONS, &self.refused, reason);
     }
 
     /// How many were refused under `reason`.
     pub fn refused_count(&self, reason: &str) -> u64 {
-        REFUSAL_REASONS
-            .iter()
-            .position(|r| *r == reason)
-            .map_or(0, |i| self.refused[i].load(Relaxed))
+        bitcoin_peers::count(&REFUSAL_REASONS, &self.refused, reason)
     }
 
     /// Records an answer from bitcoind.
     pub fn answered(&self) {
         self.reachable.store(true, Relaxed);
         self.ok_unix_ms.store(unix_ms(), Relaxed);
-        if let Ok(mut p) = self.problem.lock() {
-            *p = None;
-        }
+        self.problem.set(None);
     }
 
     /// Records that bitcoind could not be asked, and why.
     pub fn failed(&self, why: &str) {
         self.reachable.store(false, Relaxed);
-        if let Ok(mut p) = self.problem.lock() {
-            *p = Some(why.to_string());
-        }
+        self.problem.set(Some(why.to_string()));
     }
 
     /// Whether this node reads Bitcoin and bitcoind does not answer now.
@@ -226,19 +219,17 @@ impl BitcoinProgress {
 
     /// Why bitcoind does not answer, if it does not.
     pub fn problem(&self) -> Option<String> {
-        self.problem.lock().ok().and_then(|p| p.clone())
+        self.problem.get()
     }
 
     /// The deep reorg found, if any.
     pub fn reorg(&self) -> Option<String> {
-        self.reorg.lock().ok().and_then(|p| p.clone())
+        self.reorg.get()
     }
 
     /// Sets (or clears) the deep reorg found.
     pub fn set_reorg(&self, what: Option<String>) {
-        if let Ok(mut r) = self.reorg.lock() {
-            *r = what;
-        }
+        self.reorg.set(what);
     }
 }
 
@@ -266,8 +257,16 @@ pub struct FailureCounts {
     pub other: AtomicU64,
 }
 
-fn layer(head: u64, synced: u64) -> LayerStatus {
-    if synced >= head {
+/// A layer's status from the newest head its source reported and what the
+/// ledger holds; `blind`: the chain cannot be seen now, so it is not Synced.
+fn layer(head: &AtomicU64, synced: &AtomicU64, blind: bool) -> LayerStatus {
+    let (head, synced) = (head.load(Relaxed), synced.load(Relaxed));
+    if blind {
+        LayerStatus::Syncing {
+            head: head.max(synced),
+            synced,
+        }
+    } else if synced >= head {
         LayerStatus::Synced(synced)
     } else {
         LayerStatus::Syncing { head, synced }
@@ -285,17 +284,7 @@ pub fn unix_ms() -> u64 {
 impl Progress {
     /// L2: Synced while the ledger holds the newest head the source reported.
     pub fn l2_status(&self) -> LayerStatus {
-        let (head, synced) = (
-            self.l2_source_head.load(Relaxed),
-            self.l2_synced.load(Relaxed),
-        );
-        if self.unreached() {
-            return LayerStatus::Syncing {
-                head: head.max(synced),
-                synced,
-            };
-        }
-        layer(head, synced)
+        layer(&self.l2_source_head, &self.l2_synced, self.unreached())
     }
 
     /// Whether the node has a chain source that has not answered once
@@ -310,17 +299,8 @@ impl Progress {
     /// scanned chain is still Bitcoin's: a node that cannot see the chain
     /// does not claim to be synced with it.
     pub fn l1_status(&self) -> LayerStatus {
-        let (head, synced) = (
-            self.l1_source_head.load(Relaxed),
-            self.l1_synced.load(Relaxed),
-        );
-        if self.unreached() || self.bitcoin.is_down() || self.bitcoin.reorg().is_some() {
-            return LayerStatus::Syncing {
-                head: head.max(synced),
-                synced,
-            };
-        }
-        layer(head, synced)
+        let blind = self.unreached() || self.bitcoin.is_down() || self.bitcoin.reorg().is_some();
+        layer(&self.l1_source_head, &self.l1_synced, blind)
     }
 
     /// Records that the ledger now holds L2 blocks up to `height`.
@@ -335,10 +315,7 @@ impl Progress {
     /// Records that a request to the source succeeded.
     pub fn source_ok(&self) {
         if !self.source_reachable.swap(true, Relaxed) {
-            *self
-                .source_problem
-                .lock()
-                .unwrap_or_else(|p| p.into_inner()) = None;
+            self.source_problem.set(None);
         }
         self.source_ok_unix_ms.store(unix_ms(), Relaxed);
     }
@@ -346,18 +323,12 @@ impl Progress {
     /// Records that a request to the source failed, and why.
     pub fn source_failed(&self, why: String) {
         self.source_reachable.store(false, Relaxed);
-        *self
-            .source_problem
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = Some(why);
+        self.source_problem.set(Some(why));
     }
 
     /// Why the source fails, while it does.
     pub fn source_problem(&self) -> Option<String> {
-        self.source_problem
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.source_problem.get()
     }
 
     /// Records that the ledger now has DA slots scanned up to `slot`.

@@ -111,11 +111,6 @@ impl Routes {
         self
     }
 
-    /// The request counters so far.
-    pub fn metrics(&self) -> &Metrics {
-        &self.metrics
-    }
-
     fn rpc(&mut self, body: &[u8]) -> HttpResponse {
         let started = Instant::now();
         let body = self
@@ -123,12 +118,7 @@ impl Routes {
             .handle_tallied(body, &mut self.metrics)
             .unwrap_or_default();
         self.metrics.request(Route::Rpc, started.elapsed());
-        HttpResponse {
-            status: 200,
-            content_type: JSON,
-            body,
-            headers: Vec::with_capacity(2),
-        }
+        HttpResponse::new(200, JSON, body)
     }
 
     /// Adds the counts of bodies answered on the sync thread since last time.
@@ -158,12 +148,8 @@ impl Routes {
             let mut calls = Vec::new();
             let answer = rpc.handle_dev(&body, exec, &mut calls);
             let _ = tallied.send((calls, started.elapsed()));
-            later.answer(HttpResponse {
-                status: 200,
-                content_type: JSON,
-                body: answer.unwrap_or_default(),
-                headers,
-            });
+            let answer = HttpResponse::new(200, JSON, answer.unwrap_or_default());
+            later.answer(HttpResponse { headers, ..answer });
         });
         if let Err(job) = control.submit(job) {
             // The sync thread has stopped: every call is refused, now.
@@ -188,16 +174,11 @@ impl Routes {
 }
 
 fn method_not_allowed() -> HttpResponse {
-    HttpResponse {
-        status: 405,
-        content_type: JSON,
-        body: RpcError::invalid_request(
-            "send JSON-RPC requests with HTTP POST; GET serves / (the status page, to a browser: \
-             Accept: text/html), /health and /metrics",
-        )
-        .body(),
-        headers: vec![("Allow", "POST, OPTIONS".to_string())],
-    }
+    let error = RpcError::invalid_request(
+        "send JSON-RPC requests with HTTP POST; GET serves / (the status page, to a browser: \
+         Accept: text/html), /health and /metrics",
+    );
+    HttpResponse::new(405, JSON, error.body()).with("Allow", "POST, OPTIONS")
 }
 
 /// The answer to a CORS preflight: the headers it asks for
@@ -216,24 +197,15 @@ fn preflight(requested: Option<&str>) -> HttpResponse {
         })
     };
     let allowed = match requested.map(str::trim) {
-        Some(list) if list.len() <= 1024 && names(list) => list.to_string(),
-        _ => "Content-Type".to_string(),
+        Some(list) if list.len() <= 1024 && names(list) => list,
+        _ => "Content-Type",
     };
-    HttpResponse {
-        status: 204,
-        content_type: "text/plain",
-        body: Vec::new(),
-        headers: vec![
-            (
-                "Access-Control-Allow-Methods",
-                "POST, GET, OPTIONS".to_string(),
-            ),
-            ("Access-Control-Allow-Headers", allowed),
-            ("Access-Control-Max-Age", "86400".to_string()),
-            // The answer depends on what was asked: caches must know.
-            ("Vary", "Access-Control-Request-Headers".to_string()),
-        ],
-    }
+    HttpResponse::new(204, "text/plain", Vec::new())
+        .with("Access-Control-Allow-Methods", "POST, GET, OPTIONS")
+        .with("Access-Control-Allow-Headers", allowed)
+        .with("Access-Control-Max-Age", "86400")
+        // The answer depends on what was asked: caches must know.
+        .with("Vary", "Access-Control-Request-Headers")
 }
 
 impl Handler for Routes {
@@ -272,26 +244,15 @@ impl Handler for Routes {
                 } else {
                     self.health.check()
                 };
-                HttpResponse {
-                    status: report.status,
-                    content_type: JSON,
-                    body: report.body,
-                    headers: vec![("Cache-Control", "no-store".to_string())],
-                }
+                HttpResponse::new(report.status, JSON, report.body)
+                    .with("Cache-Control", "no-store")
             }
             _ if get && path == "/metrics" => {
                 // Counted first, so a scrape sees itself.
                 self.metrics.request(Route::Metrics, Duration::ZERO);
-                HttpResponse {
-                    status: 200,
-                    content_type: PROMETHEUS,
-                    body: self.metrics.render(
-                        self.rpc.progress(),
-                        self.stats.as_deref(),
-                        self.rpc.ledger(),
-                    ),
-                    headers: vec![("Cache-Control", "no-store".to_string())],
-                }
+                let (progress, ledger) = (self.rpc.progress(), self.rpc.ledger());
+                let body = self.metrics.render(progress, self.stats.as_deref(), ledger);
+                HttpResponse::new(200, PROMETHEUS, body).with("Cache-Control", "no-store")
             }
             _ if get && path == "/" && status_page::wants_html(request.accept) => {
                 self.metrics.request(Route::Page, Duration::ZERO);
@@ -299,12 +260,11 @@ impl Handler for Routes {
             }
             _ => {
                 self.metrics.request(Route::Other, Duration::ZERO);
-                let mut answer = method_not_allowed();
-                if get && path == "/" {
+                match method_not_allowed() {
                     // A browser gets the status page here: caches must know.
-                    answer.headers.push(("Vary", "Accept".to_string()));
+                    answer if get && path == "/" => answer.with("Vary", "Accept"),
+                    answer => answer,
                 }
-                answer
             }
         };
         self.allow_origin(request.origin, &mut response.headers);
@@ -314,12 +274,7 @@ impl Handler for Routes {
     fn too_large(&mut self, limit: usize) -> HttpResponse {
         self.metrics.call(None, CallOutcome::Error(-32007));
         self.metrics.request(Route::Other, Duration::ZERO);
-        let mut response = HttpResponse {
-            status: 413,
-            content_type: JSON,
-            body: Rpc::too_large_body(limit),
-            headers: Vec::new(),
-        };
+        let mut response = HttpResponse::new(413, JSON, RpcError::too_big(limit).body());
         // The request's Origin is not known here: only `*` can be sent.
         if self.cors == Cors::Any {
             self.allow_origin(None, &mut response.headers);

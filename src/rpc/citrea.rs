@@ -28,6 +28,7 @@ use super::params::{Params, Slot, HASH, HEIGHT};
 use crate::ledger::{Frontier, FrontierMark, FrontierRead, LedgerRead, LedgerReader};
 use crate::progress::{unix_ms, Progress};
 use crate::wire;
+use crate::wire::write::Obj;
 
 const L1_HEIGHT: Slot = Slot::at(0, "l1_height");
 
@@ -89,11 +90,10 @@ impl Request {
                         .map(|m| m.map_or(0, |m| m.l2_height))
                 };
                 let (committed, proven) = (height(Frontier::Committed)?, height(Frontier::Proven)?);
-                out.extend_from_slice(b"{\"committed\":");
-                wire::write::write_u64(out, committed);
-                out.extend_from_slice(b",\"proven\":");
-                wire::write::write_u64(out, proven);
-                out.push(b'}');
+                Obj::open(out)
+                    .u64("committed", committed)
+                    .u64("proven", proven)
+                    .close();
             }
             Request::BatchProofs => wire::write::write_null(out),
             Request::HealthCheck => {
@@ -111,13 +111,10 @@ impl Request {
 fn write_mark(out: &mut Vec<u8>, mark: Option<FrontierMark>) {
     match mark {
         None => wire::write::write_null(out),
-        Some(m) => {
-            out.extend_from_slice(b"{\"height\":");
-            wire::write::write_u64(out, m.l2_height);
-            out.extend_from_slice(b",\"commitment_index\":");
-            wire::write::write_u64(out, m.commitment_index);
-            out.push(b'}');
-        }
+        Some(m) => Obj::open(out)
+            .u64("height", m.l2_height)
+            .u64("commitment_index", m.commitment_index)
+            .close(),
     }
 }
 

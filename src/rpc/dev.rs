@@ -51,17 +51,17 @@ fn blob_error(name: &str, raw: &str, why: &str) -> RpcError {
 }
 
 /// Reads a blob: a string of hex digit pairs, optional `0x`, any case.
-fn parse_blob(name: &str, params: &Params, slot: Slot) -> Result<Vec<u8>, RpcError> {
+fn parse_blob(params: &Params, slot: Slot) -> Result<Vec<u8>, RpcError> {
     let raw = params.required(slot)?.get();
-    let digits = hex_text(raw).map_err(|why| blob_error(name, raw, why))?;
+    let error = |why| blob_error(slot.name, raw, why);
+    let digits = hex_text(raw).map_err(error)?;
     if digits.is_empty() {
-        return Err(blob_error(name, raw, "is empty"));
+        return Err(error("is empty"));
     }
     if digits.len() % 2 == 1 {
-        return Err(blob_error(name, raw, "has an odd number of hex digits"));
+        return Err(error("has an odd number of hex digits"));
     }
-    hex::decode(digits)
-        .map_err(|_| blob_error(name, raw, "holds a character that is not a hex digit"))
+    hex::decode(digits).map_err(|_| error("holds a character that is not a hex digit"))
 }
 
 /// Method name + params -> the call to make.
@@ -77,8 +77,8 @@ pub fn parse(method: &str, params: &Params) -> Result<DevCommand, RpcError> {
         "dev_prove" => Prove,
         "dev_setAutoCommit" => SetAutoCommit(params.height(BLOCKS)?),
         "dev_setAutoProve" => SetAutoProve(params.height(COMMITMENTS)?),
-        "dev_sendTransaction" => SendTransaction(parse_blob(TX.name, params, TX)?),
-        "dev_addDeposit" => AddDeposit(parse_blob(DEPOSIT.name, params, DEPOSIT)?),
+        "dev_sendTransaction" => SendTransaction(parse_blob(params, TX)?),
+        "dev_addDeposit" => AddDeposit(parse_blob(params, DEPOSIT)?),
         "dev_setNextTimestamp" => SetNextTimestamp(params.height(TIMESTAMP)?),
         "dev_setL1FeeRate" => SetL1FeeRate(u128::from(params.height(RATE)?)),
         "dev_snapshot" => Snapshot,

@@ -17,8 +17,6 @@
 //! JSON-RPC 2.0's own examples do); a valid request without an `id` is a
 //! notification and gets no answer.
 
-use std::collections::HashMap;
-
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
@@ -169,22 +167,17 @@ fn entry(raw: &RawValue) -> Entry<'_> {
 /// Checks the members of one request object.
 fn request(req: RawRequest<'_>) -> Entry<'_> {
     // The id first: a readable id is echoed even when the rest is invalid.
-    let id = match req.id {
-        None => None,
-        Some(id) => {
-            let text = id.get();
-            let ok = text == "null" || text.starts_with('"') || is_readable_number(text);
-            if !ok {
-                return invalid(
-                    None,
-                    "`id` must be a number (within a double's range), a string or null (leave it out \
-                     for a notification)"
-                        .to_string(),
-                );
-            }
-            Some(id)
+    let id = req.id;
+    if let Some(text) = id.map(RawValue::get) {
+        if !(text == "null" || text.starts_with('"') || is_readable_number(text)) {
+            return invalid(
+                None,
+                "`id` must be a number (within a double's range), a string or null (leave it out \
+                 for a notification)"
+                    .to_string(),
+            );
         }
-    };
+    }
     let version_ok = req.jsonrpc.is_some_and(|v| {
         v.get() == "\"2.0\"" || serde_json::from_str::<String>(v.get()).is_ok_and(|v| v == "2.0")
     });
@@ -196,28 +189,18 @@ fn request(req: RawRequest<'_>) -> Entry<'_> {
         Some(Err(_)) => return invalid(id, "`method` must be a string".to_string()),
         None => return invalid(id, format!("the request has no `method`; {REQUEST_SHAPE}")),
     };
-    let params = match req.params {
-        None => Params::None,
-        Some(p) => {
-            let parsed = match p.get().as_bytes().first() {
-                Some(b'[') => serde_json::from_str(p.get()).map(Params::Array).ok(),
-                Some(b'{') => serde_json::from_str::<HashMap<String, &RawValue>>(p.get())
-                    .map(Params::Object)
-                    .ok(),
-                _ => None,
-            };
-            match parsed {
-                Some(params) => params,
-                None => {
-                    return invalid(
-                        id,
-                        "`params` must be an array (by position) or an object (by name), \
-                         or be left out"
-                            .to_string(),
-                    )
-                }
-            }
-        }
+    let params = match req.params.map(RawValue::get) {
+        None => Some(Params::None),
+        Some(p) if p.starts_with('[') => serde_json::from_str(p).map(Params::Array).ok(),
+        Some(p) if p.starts_with('{') => serde_json::from_str(p).map(Params::Object).ok(),
+        Some(_) => None,
+    };
+    let Some(params) = params else {
+        return invalid(
+            id,
+            "`params` must be an array (by position) or an object (by name), or be left out"
+                .to_string(),
+        );
     };
     Entry::Call(Call { id, method, params })
 }

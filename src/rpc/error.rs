@@ -36,8 +36,7 @@ impl RpcError {
     /// is near (a slip), then every known one: [`super::METHOD_NAMES`] and
     /// `more` (a `--dev` node's `dev_*` methods).
     pub fn method_not_found(method: &str, more: &[&str]) -> RpcError {
-        let mut shown = String::new();
-        shorten_into(&mut shown, method);
+        let shown = shorten(method);
         let known: Vec<&str> = super::METHOD_NAMES.iter().chain(more).copied().collect();
         let hint = match crate::flags::closest(method, known.iter().copied()) {
             Some(near) => format!(" (did you mean \"{near}\"?)"),
@@ -96,12 +95,6 @@ impl RpcError {
         )
     }
 
-    /// `-32000`: the transport refuses or drops a request before any method
-    /// runs (too many connections, a slow body, a dropped deferred answer).
-    pub fn transport(message: &'static str, data: impl Into<String>) -> RpcError {
-        RpcError::new(-32000, message, data)
-    }
-
     /// `-32600`: a request whose HTTP framing is ambiguous or unsupported
     /// (`message` names which), refused before its body is read.
     pub fn framing(message: &'static str, data: impl Into<String>) -> RpcError {
@@ -140,23 +133,13 @@ impl From<crate::ledger::LedgerError> for RpcError {
 /// Longest piece of a caller's input quoted back in an error's `data`.
 const SHOWN_MAX: usize = 64;
 
-/// Appends `text` to `buf`, cut to [`SHOWN_MAX`] characters (with `...`).
-pub(crate) fn shorten_into(buf: &mut String, text: &str) {
-    let mut chars = text.char_indices();
-    match chars.nth(SHOWN_MAX) {
-        Some((cut, _)) => {
-            buf.push_str(&text[..cut]);
-            buf.push_str("...");
-        }
-        None => buf.push_str(text),
-    }
-}
-
-/// `text` cut to [`SHOWN_MAX`] characters, for quoting in an error's `data`.
+/// `text` cut to [`SHOWN_MAX`] characters (with `...`), for quoting in an
+/// error's `data`.
 pub(crate) fn shorten(text: &str) -> String {
-    let mut s = String::new();
-    shorten_into(&mut s, text);
-    s
+    match text.char_indices().nth(SHOWN_MAX) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -187,11 +170,6 @@ mod tests {
         let long = "é".repeat(100);
         assert_eq!(shorten(&long).chars().count(), SHOWN_MAX + 3);
     }
-}
-
-#[cfg(test)]
-mod body_tests {
-    use super::RpcError;
 
     #[test]
     fn an_error_body_escapes_what_it_quotes() {

@@ -122,6 +122,9 @@ enum Command {
 impl Command {
     /// Method name + params -> typed request.
     fn parse(method: &str, params: &Params, access: &DevAccess) -> Result<Command, RpcError> {
+        use commitments::Request as Cm;
+        use ledger_info::Request as Li;
+        use proofs::Request as Pr;
         use soft_confirmations::Request as Sc;
         use Command::*;
         // A `--dev` node knows its `dev_*` methods (even where it refuses them).
@@ -152,29 +155,19 @@ impl Command {
             "ledger_getHeadSoftConfirmation" => SoftConfirmations(Sc::Head),
             "ledger_getHeadSoftConfirmationHeight" => SoftConfirmations(Sc::HeadHeight),
             "ledger_getSequencerCommitmentsOnSlotByNumber" => {
-                Commitments(commitments::Request::parse_by_number(params)?)
+                Commitments(Cm::parse_by_number(params)?)
             }
-            "ledger_getSequencerCommitmentsOnSlotByHash" => {
-                Commitments(commitments::Request::parse_by_hash(params)?)
-            }
+            "ledger_getSequencerCommitmentsOnSlotByHash" => Commitments(Cm::parse_by_hash(params)?),
             "ledger_getVerifiedBatchProofsBySlotHeight" => {
-                Proofs(proofs::Request::parse_by_slot_height(params)?)
+                Proofs(Pr::parse_by_slot_height(params)?)
             }
-            "ledger_getLastVerifiedBatchProof" => Proofs(proofs::Request::Last),
-            "ledger_getL2GenesisStateRoot" => LedgerInfo(ledger_info::Request::GenesisStateRoot),
-            "ledger_getLastScannedL1Height" => {
-                LedgerInfo(ledger_info::Request::LastScannedL1Height)
-            }
-            "citrea_getLastCommittedL2Height"
-            | "citrea_getLastProvenL2Height"
-            | "citrea_getL2StatusHeightsByL1Height"
-            | "ledger_getBatchProofsBySlotHeight"
-            | "ledger_getBatchProofsBySlotHash"
-            | "health_check" => match citrea::Request::parse(method, params) {
+            "ledger_getLastVerifiedBatchProof" => Proofs(Pr::Last),
+            "ledger_getL2GenesisStateRoot" => LedgerInfo(Li::GenesisStateRoot),
+            "ledger_getLastScannedL1Height" => LedgerInfo(Li::LastScannedL1Height),
+            _ => match citrea::Request::parse(method, params) {
                 Some(request) => Citrea(request?),
                 None => return Err(RpcError::method_not_found(method, dev_names)),
             },
-            _ => return Err(RpcError::method_not_found(method, dev_names)),
         })
     }
 }
@@ -188,12 +181,10 @@ struct Snapshot<'a> {
 
 impl<'a> Snapshot<'a> {
     fn reader(&mut self) -> Result<&LedgerReader<'a>, RpcError> {
-        if self.reader.is_none() {
-            self.reader = Some(self.ledger.reader()?);
-        }
-        self.reader
-            .as_ref()
-            .ok_or_else(|| RpcError::internal("the ledger snapshot was not opened; retry"))
+        Ok(match &mut self.reader {
+            Some(reader) => reader,
+            none => none.insert(self.ledger.reader()?),
+        })
     }
 }
 
@@ -360,11 +351,6 @@ impl Rpc {
                 answered.then_some(out)
             }
         }
-    }
-
-    /// The body of the HTTP 413 answer to a body over `limit` bytes.
-    pub fn too_large_body(limit: usize) -> Vec<u8> {
-        RpcError::too_big(limit).body()
     }
 
     /// Writes the response object of one entry; `false` when it gets none

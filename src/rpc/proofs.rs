@@ -42,8 +42,12 @@ impl Request {
                     wire::write::write_citrea_proofs_on_slot(out, &proofs);
                 }
             }
-            (Request::BySlotHeight(slot), WireShape::Ledgerd) => {
-                match reader.last_proof_on_slot(slot)? {
+            (request, WireShape::Ledgerd) => {
+                let proof = match request {
+                    Request::BySlotHeight(slot) => reader.last_proof_on_slot(slot)?,
+                    Request::Last => reader.last_proof()?,
+                };
+                match proof {
                     Some(p) => wire::write::write_verified_batch_proof(out, &p),
                     None => wire::write::write_null(out),
                 }
@@ -51,10 +55,6 @@ impl Request {
             // Citrea v0.6.2 answers the first proof of the highest slot
             // (`get_last_verified_batch_proof`, sov-db's ledger_db/rpc.rs:
             // `item.value[0]`); the spec, the last one verified.
-            (Request::Last, WireShape::Ledgerd) => match reader.last_proof()? {
-                None => wire::write::write_null(out),
-                Some(p) => wire::write::write_verified_batch_proof(out, &p),
-            },
             (Request::Last, WireShape::Citrea) => match reader.first_proof_on_last_slot()? {
                 None => wire::write::write_null(out),
                 Some(p) => wire::write::write_citrea_last_proof(out, &p),

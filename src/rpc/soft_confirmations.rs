@@ -76,15 +76,13 @@ impl Request {
                 }
                 // end - start + 1 > max_range, without overflow at u64::MAX.
                 if end - start >= max_range {
-                    return Err(RpcError::ledger(match config.wire {
-                        WireShape::Ledgerd => {
-                            format!("requested range too large. Max: {max_range}")
-                        }
+                    let what = match config.wire {
+                        WireShape::Ledgerd => "range",
                         // Citrea's words.
-                        WireShape::Citrea => {
-                            format!("requested batch range too large. Max: {max_range}")
-                        }
-                    }));
+                        WireShape::Citrea => "batch range",
+                    };
+                    let why = format!("requested {what} too large. Max: {max_range}");
+                    return Err(RpcError::ledger(why));
                 }
                 let items = reader.soft_confirmation_range(start, end)?;
                 // Always end-start+1 items: null at every height not stored.
@@ -97,11 +95,12 @@ impl Request {
                 });
             }
             Request::Status(height) => {
-                let head = reader.head_height()?;
-                if height > head {
-                    return Err(RpcError::ledger(format!(
-                        "Soft confirmation at height {height} not processed yet."
-                    )));
+                let not_yet = || {
+                    let why = format!("Soft confirmation at height {height} not processed yet.");
+                    Err(RpcError::ledger(why))
+                };
+                if height > reader.head_height()? {
+                    return not_yet();
                 }
                 // Choice: a height at or below the head that holds no status
                 // answers `null`, like method 2 on a height not stored. Height 0
@@ -115,11 +114,7 @@ impl Request {
                     }
                     (None, WireShape::Ledgerd) => wire::write::write_null(out),
                     // Citrea answers every height it does not hold so.
-                    (None, WireShape::Citrea) => {
-                        return Err(RpcError::ledger(format!(
-                            "Soft confirmation at height {height} not processed yet."
-                        )))
-                    }
+                    (None, WireShape::Citrea) => return not_yet(),
                 }
             }
             Request::Head => {

@@ -179,120 +179,72 @@ fn empty_ledger_answers_null_and_zero() {
     ] {
         assert_eq!(result(&n, method, json!([height])), Value::Null, "{method}");
     }
-    assert_eq!(
-        code_and_data(&n, "ledger_getSoftConfirmationStatus", json!([1])),
-        (
-            -32001,
-            "Soft confirmation at height 1 not processed yet.".into()
-        )
-    );
+    let status = code_and_data(&n, "ledger_getSoftConfirmationStatus", json!([1]));
+    let want = "Soft confirmation at height 1 not processed yet.";
+    assert_eq!(status, (-32001, want.into()));
 }
 
 #[test]
 fn soft_confirmations_by_number_hash_and_head() {
     let n = filled();
-    let by_number = result(&n, "ledger_getSoftConfirmationByNumber", json!([2]));
-    // Read the raw text back (a serde_json Value would turn the u128 fee into a float).
-    let raw = n
-        .rpc
-        .handle(req("ledger_getSoftConfirmationByNumber", json!([2])).as_bytes());
-    let raw = String::from_utf8(raw.expect("answer")).expect("utf-8");
-    let sc_text = raw
+    let by_number = |params| result(&n, "ledger_getSoftConfirmationByNumber", params);
+    let by_hash = |params| result(&n, "ledger_getSoftConfirmationByHash", params);
+    // The raw text answer (a serde_json Value would turn the u128 fee into a float).
+    let raw = |height: u64| {
+        let body = req("ledger_getSoftConfirmationByNumber", json!([height]));
+        String::from_utf8(n.rpc.handle(body.as_bytes()).expect("answer")).expect("utf-8")
+    };
+    let two = by_number(json!([2]));
+    let raw_two = raw(2);
+    let sc_text = raw_two
         .strip_prefix(r#"{"jsonrpc":"2.0","id":1,"result":"#)
         .and_then(|t| t.strip_suffix('}'))
         .expect("envelope");
-    assert_eq!(
-        crate::wire::read::soft_confirmation(sc_text).expect("shape"),
-        sc(2)
-    );
-    assert_eq!(
-        result(&n, "ledger_getSoftConfirmationByNumber", json!(["0x2"])),
-        by_number
-    );
-    assert_eq!(
-        result(
-            &n,
-            "ledger_getSoftConfirmationByNumber",
-            json!({"number": "2"})
-        ),
-        by_number
-    );
-    let hash = hex::encode(h(2));
-    assert_eq!(
-        result(&n, "ledger_getSoftConfirmationByHash", json!([hash])),
-        by_number
-    );
+    let back = crate::wire::read::soft_confirmation(sc_text).expect("shape");
+    assert_eq!(back, sc(2));
+    assert_eq!(by_number(json!(["0x2"])), two);
+    assert_eq!(by_number(json!({"number": "2"})), two);
+    assert_eq!(by_hash(json!([hex::encode(h(2))])), two);
     let upper = format!("0x{}", hex::encode_upper(h(2)));
-    assert_eq!(
-        result(
-            &n,
-            "ledger_getSoftConfirmationByHash",
-            json!({"hash": upper})
-        ),
-        by_number
-    );
+    assert_eq!(by_hash(json!({ "hash": upper })), two);
     for height in [4, 0] {
-        let none = result(&n, "ledger_getSoftConfirmationByNumber", json!([height]));
-        assert_eq!(none, Value::Null, "{height}");
+        assert_eq!(by_number(json!([height])), Value::Null, "{height}");
     }
-    let unknown = hex::encode(h(0x77));
-    assert_eq!(
-        result(&n, "ledger_getSoftConfirmationByHash", json!([unknown])),
-        Value::Null
-    );
-    let head = result(&n, "ledger_getHeadSoftConfirmation", json!([]));
-    assert_eq!(head["l2Height"], 3);
-    assert_eq!(
-        result(&n, "ledger_getHeadSoftConfirmationHeight", json!([])),
-        3
-    );
+    assert_eq!(by_hash(json!([hex::encode(h(0x77))])), Value::Null);
+    let head = |method| result(&n, method, json!([]));
+    assert_eq!(head("ledger_getHeadSoftConfirmation")["l2Height"], 3);
+    assert_eq!(head("ledger_getHeadSoftConfirmationHeight"), 3);
     // l1FeeRate keeps all 128 bits on the wire.
-    let out = n
-        .rpc
-        .handle(req("ledger_getSoftConfirmationByNumber", json!([1])).as_bytes());
-    let text = String::from_utf8(out.expect("answer")).expect("utf-8");
-    assert!(
-        text.contains(&format!("\"l1FeeRate\":{},", u128::MAX - 1)),
-        "{text}"
-    );
+    let (text, fee) = (raw(1), u128::MAX - 1);
+    assert!(text.contains(&format!("\"l1FeeRate\":{fee},")), "{text}");
 }
 
 #[test]
 fn ranges() {
     let n = filled();
-    let two = result(&n, "ledger_getSoftConfirmationRange", json!([1, 2]));
+    let m = "ledger_getSoftConfirmationRange";
+    let two = result(&n, m, json!([1, 2]));
     let items = two.as_array().expect("array");
     assert_eq!(items.len(), 2);
     assert_eq!(items[0]["l2Height"], 1);
     assert_eq!(items[1]["prevHash"], items[0]["hash"]);
-    let holes = result(
-        &n,
-        "ledger_getSoftConfirmationRange",
-        json!({"start": 2, "end": "0x6"}),
-    );
+    let holes = result(&n, m, json!({"start": 2, "end": "0x6"}));
     let items = holes.as_array().expect("array");
     assert_eq!(items.len(), 5);
     assert_eq!(items[1]["l2Height"], 3);
     assert!(items[2..].iter().all(Value::is_null));
-    let one = result(&n, "ledger_getSoftConfirmationRange", json!([3, 3]));
+    let one = result(&n, m, json!([3, 3]));
     assert_eq!(one.as_array().map(Vec::len), Some(1));
 
-    let (code, message, data) = method_error(&n, "ledger_getSoftConfirmationRange", json!([3, 2]));
-    assert_eq!(
-        (code, message.as_str(), data.as_str()),
-        (-32001, "LEDGER_RPC_ERROR", "start must be <= end")
-    );
-    assert_eq!(
-        code_and_data(&n, "ledger_getSoftConfirmationRange", json!([1, 1001])),
-        (-32001, "requested range too large. Max: 1000".into())
-    );
-    let ok = result(&n, "ledger_getSoftConfirmationRange", json!([1, 1000]));
+    let (code, message, data) = method_error(&n, m, json!([3, 2]));
+    let what = (code, message.as_str(), data.as_str());
+    assert_eq!(what, (-32001, "LEDGER_RPC_ERROR", "start must be <= end"));
+    let too_large = (-32001, "requested range too large. Max: 1000".to_string());
+    assert_eq!(code_and_data(&n, m, json!([1, 1001])), too_large);
+    let ok = result(&n, m, json!([1, 1000]));
     assert_eq!(ok.as_array().map(Vec::len), Some(1000));
-    assert_eq!(
-        code_and_data(&n, "ledger_getSoftConfirmationRange", json!([0, u64::MAX])),
-        (-32001, "requested range too large. Max: 1000".into())
-    );
-    let (code, _, data) = method_error(&n, "ledger_getSoftConfirmationRange", json!([1]));
+    assert_eq!(code_and_data(&n, m, json!([0, u64::MAX])), too_large);
+    let (code, _, data) = method_error(&n, m, json!([1]));
     assert_eq!(code, -32602);
     assert!(data.contains("`end`"), "{data}");
 }
@@ -304,44 +256,24 @@ fn range_limit_is_configurable() {
         max_batch: 50,
         ..RpcConfig::default()
     });
-    assert_eq!(
-        result(&n, "ledger_getSoftConfirmationRange", json!([5, 6])),
-        json!([null, null])
-    );
-    assert_eq!(
-        code_and_data(&n, "ledger_getSoftConfirmationRange", json!([5, 7])),
-        (-32001, "requested range too large. Max: 2".into())
-    );
+    let m = "ledger_getSoftConfirmationRange";
+    assert_eq!(result(&n, m, json!([5, 6])), json!([null, null]));
+    let too_large = (-32001, "requested range too large. Max: 2".into());
+    assert_eq!(code_and_data(&n, m, json!([5, 7])), too_large);
 }
 
 #[test]
 fn statuses() {
     let n = filled();
-    assert_eq!(
-        result(&n, "ledger_getSoftConfirmationStatus", json!([1])),
-        "Proven"
-    );
-    assert_eq!(
-        result(&n, "ledger_getSoftConfirmationStatus", json!(["2"])),
-        "Proven"
-    );
-    assert_eq!(
-        result(&n, "ledger_getSoftConfirmationStatus", json!({"number": 3})),
-        "Trusted"
-    );
-    assert_eq!(
-        result(&n, "ledger_getSoftConfirmationStatus", json!([0])),
-        Value::Null
-    );
-    let (code, message, data) = method_error(&n, "ledger_getSoftConfirmationStatus", json!([4]));
-    assert_eq!(
-        (code, message.as_str(), data.as_str()),
-        (
-            -32001,
-            "LEDGER_RPC_ERROR",
-            "Soft confirmation at height 4 not processed yet."
-        )
-    );
+    let m = "ledger_getSoftConfirmationStatus";
+    assert_eq!(result(&n, m, json!([1])), "Proven");
+    assert_eq!(result(&n, m, json!(["2"])), "Proven");
+    assert_eq!(result(&n, m, json!({"number": 3})), "Trusted");
+    assert_eq!(result(&n, m, json!([0])), Value::Null);
+    let (code, message, data) = method_error(&n, m, json!([4]));
+    let want = "Soft confirmation at height 4 not processed yet.";
+    let what = (code, message.as_str(), data.as_str());
+    assert_eq!(what, (-32001, "LEDGER_RPC_ERROR", want));
 }
 
 #[test]
@@ -356,14 +288,8 @@ fn commitments() {
     assert_eq!(result(&n, m, json!([999])), Value::Null);
     let m = "ledger_getSequencerCommitmentsOnSlotByHash";
     assert_eq!(result(&n, m, json!([hex::encode(h(0xa4))])), want);
-    assert_eq!(
-        result(
-            &n,
-            m,
-            json!({"hash": format!("0x{}", hex::encode(h(0xa4)))})
-        ),
-        want
-    );
+    let prefixed = format!("0x{}", hex::encode(h(0xa4)));
+    assert_eq!(result(&n, m, json!({ "hash": prefixed })), want);
     assert_eq!(result(&n, m, json!([hex::encode(h(0xa5))])), Value::Null);
     assert_eq!(result(&n, m, json!([hex::encode(h(0x01))])), Value::Null);
 }
@@ -379,14 +305,10 @@ fn proofs() {
     got.proof_output.state_diff.sort();
     assert_eq!(got, want);
     assert_eq!(by_slot["proof"]["height"], 6);
-    assert_eq!(
-        by_slot["proof"]["proofOutput"]["stateDiff"]["cc"],
-        Value::Null
-    );
-    assert_eq!(
-        result(&n, "ledger_getLastVerifiedBatchProof", json!([])),
-        by_slot
-    );
+    let state_diff = &by_slot["proof"]["proofOutput"]["stateDiff"];
+    assert_eq!(state_diff["cc"], Value::Null);
+    let last = result(&n, "ledger_getLastVerifiedBatchProof", json!([]));
+    assert_eq!(last, by_slot);
     let m = "ledger_getVerifiedBatchProofsBySlotHeight";
     assert_eq!(result(&n, m, json!({"height": 4})), Value::Null);
     assert_eq!(result(&n, m, json!([7])), Value::Null);
@@ -443,11 +365,8 @@ fn bad_params_are_invalid_params() {
     ];
     for (method, params) in cases {
         let (code, message, data) = method_error(&n, method, params.clone());
-        assert_eq!(
-            (code, message.as_str()),
-            (-32602, "Invalid params"),
-            "{method} {params}"
-        );
+        let what = (code, message.as_str());
+        assert_eq!(what, (-32602, "Invalid params"), "{method} {params}");
         assert!(data.len() > 20, "{data}");
     }
     // Big integer beyond u64 in the raw text.
@@ -468,42 +387,28 @@ fn a_batch_mixes_results_and_errors_in_order() {
     let v = call(&n, &body);
     let items = v.as_array().expect("array");
     assert_eq!(items.len(), 4);
-    assert_eq!(
-        (items[0]["id"].clone(), items[0]["result"].clone()),
-        (json!(1), json!(3))
-    );
-    assert_eq!(
-        (items[1]["id"].clone(), items[1]["error"]["code"].clone()),
-        (json!("b"), json!(-32001))
-    );
-    assert_eq!(
-        (items[2]["id"].clone(), items[2]["result"].clone()),
-        (Value::Null, json!("Proven"))
-    );
-    assert_eq!(
-        (items[3]["id"].clone(), items[3]["error"]["code"].clone()),
-        (json!(4), json!(-32601))
-    );
+    let result = |i: usize| (items[i]["id"].clone(), items[i]["result"].clone());
+    let code = |i: usize| (items[i]["id"].clone(), items[i]["error"]["code"].clone());
+    assert_eq!(result(0), (json!(1), json!(3)));
+    assert_eq!(code(1), (json!("b"), json!(-32001)));
+    assert_eq!(result(2), (Value::Null, json!("Proven")));
+    assert_eq!(code(3), (json!(4), json!(-32601)));
 }
 
 #[test]
 fn arbitrary_bytes_never_panic() {
     let n = filled();
     // A tiny deterministic fuzz pass over mutations of valid requests.
-    let seeds = [
-        req("ledger_getSoftConfirmationRange", json!([1, 3])),
-        req(
-            "ledger_getSoftConfirmationByHash",
-            json!([hex::encode(h(2))]),
-        ),
-        format!(
-            "[{}]",
-            req(
-                "ledger_getVerifiedBatchProofsBySlotHeight",
-                json!({"height": 6})
-            )
-        ),
-    ];
+    let by_hash = req(
+        "ledger_getSoftConfirmationByHash",
+        json!([hex::encode(h(2))]),
+    );
+    let by_slot = req(
+        "ledger_getVerifiedBatchProofsBySlotHeight",
+        json!({"height": 6}),
+    );
+    let range = req("ledger_getSoftConfirmationRange", json!([1, 3]));
+    let seeds = [range, by_hash, format!("[{by_slot}]")];
     let mut state = 0x2545_f491_4f6c_dd1du64;
     for seed in &seeds {
         for _ in 0..2000 {

@@ -89,6 +89,24 @@ pub struct HttpResponse {
     pub headers: Vec<(&'static str, String)>,
 }
 
+impl HttpResponse {
+    /// An answer without headers of its own.
+    pub fn new(status: u16, content_type: &'static str, body: Vec<u8>) -> HttpResponse {
+        HttpResponse {
+            status,
+            content_type,
+            body,
+            headers: Vec::new(),
+        }
+    }
+
+    /// The answer with one more header.
+    pub fn with(mut self, name: &'static str, value: &str) -> HttpResponse {
+        self.headers.push((name, value.to_string()));
+        self
+    }
+}
+
 pub trait Handler {
     fn handle(&mut self, request: &HttpRequest<'_>) -> HttpResponse;
     /// The answer for a body over max_body (the handler writes the JSON-RPC -32007 error; status must be 413).

@@ -9,7 +9,7 @@
 //! reader out with `Request::upgrade`.
 
 use std::io::{Read, Write};
-use std::net::SocketAddr;
+use std::net::{Shutdown, SocketAddr};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use tiny_http::{Header, Request};
 
 use super::fds;
-use super::Stats;
+use super::{HttpResponse, Stats};
 
 /// Bodies whose unread remainder is above this are never dropped (see module doc).
 pub(crate) const SAFE_DROP: u64 = 256 * 1024 * 1024;
@@ -51,17 +51,13 @@ pub(crate) fn spawn_with<T: Send + 'static>(
                 f(item);
             }
         });
-    match spawned {
-        Ok(_) => Ok(()),
-        Err(e) => {
-            log::warn!("cannot start a thread: {e}");
-            let item = slot.lock().ok().and_then(|mut s| s.take());
-            match item {
-                Some(item) => Err(item),
-                None => Ok(()),
-            }
+    if let Err(e) = spawned {
+        log::warn!("cannot start a thread: {e}");
+        if let Some(item) = slot.lock().ok().and_then(|mut s| s.take()) {
+            return Err(item);
         }
     }
+    Ok(())
 }
 
 /// Reads the body (at most `limit` bytes, `declared` exactly if known) before
@@ -114,9 +110,8 @@ pub(crate) fn read_body(
 }
 
 pub(crate) struct Reject {
-    pub status: u16,
-    pub content_type: &'static str,
-    pub body: Vec<u8>,
+    /// The answer (its headers are left out).
+    pub resp: HttpResponse,
     /// Declared body bytes not read yet (0 when unknown: chunked bodies do not drain on drop).
     pub unread: u64,
     pub local: SocketAddr,
@@ -135,15 +130,15 @@ pub(crate) struct Reject {
 pub(crate) fn reject(rq: Request, r: Reject) {
     let res = spawn_with("ledgerd-reject", (rq, r), |(rq, r)| {
         let peer = rq.remote_addr().copied();
-        let mut resp = tiny_http::Response::empty(r.status);
-        if let Ok(h) = Header::from_bytes(&b"Content-Type"[..], r.content_type.as_bytes()) {
+        let mut resp = tiny_http::Response::empty(r.resp.status);
+        if let Ok(h) = Header::from_bytes(&b"Content-Type"[..], r.resp.content_type.as_bytes()) {
             resp.add_header(h);
         }
         let mut stream = rq.upgrade("close", resp);
-        let _ = stream.write_all(&r.body);
+        let _ = stream.write_all(&r.resp.body);
         let _ = stream.flush();
         if let Some(peer) = peer {
-            fds::shutdown_peer(r.local, peer, &r.which, false, true);
+            fds::shutdown_peer(r.local, peer, &r.which, Shutdown::Write);
         }
         if r.unread > SAFE_DROP {
             // Reading could hit end-of-file and dropping would drain: both make
@@ -180,7 +175,7 @@ pub(crate) fn reject(rq: Request, r: Reject) {
                 fds::reset_on_close(r.local, peer, &r.which);
             }
             // The rest of the drain on drop then ends at once.
-            fds::shutdown_peer(r.local, peer, &r.which, true, false);
+            fds::shutdown_peer(r.local, peer, &r.which, Shutdown::Read);
         }
         drop(stream);
         r.pending.fetch_sub(1, Ordering::Release);

@@ -98,19 +98,15 @@ impl ClosedConns {
     /// of them, except those of a connection already closed from the same
     /// address.
     pub(super) fn which(&self, peer: SocketAddr) -> Which {
-        match self.by_peer.get(&peer) {
-            Some(c) => Which::Except(c.inodes.clone()),
-            None => Which::All,
-        }
+        let closed = self.by_peer.get(&peer);
+        closed.map_or(Which::All, |c| Which::Except(c.inodes.clone()))
     }
 
     /// Exactly the sockets of `peer`'s closed connection (none if it has
     /// none): for a request that came from it.
     pub(super) fn only(&self, peer: SocketAddr) -> Which {
-        match self.by_peer.get(&peer) {
-            Some(c) => Which::Only(c.inodes.clone()),
-            None => Which::Only(Vec::new()),
-        }
+        let closed = self.by_peer.get(&peer);
+        Which::Only(closed.map_or(Vec::new(), |c| c.inodes.clone()))
     }
 
     /// Remembers that `peer`'s connection (these sockets) is being closed.
@@ -131,7 +127,8 @@ impl ClosedConns {
     }
 
     /// The close an off-loop writer runs before it releases the connection
-    /// (`OffLoop::before_release`, told whether the answer went out whole).
+    /// (`before_release` of `write::spawn_off_loop`, told whether the answer
+    /// went out whole).
     /// With `close`, the sockets are held now, while the request surely
     /// holds the socket open, and remembered as closed. Without, they are
     /// closed only after a failed write, and by address only if the address
@@ -155,7 +152,9 @@ impl ClosedConns {
         Box::new(move |ok| {
             let sockets = match held {
                 Some(sockets) => sockets,
-                None if !ok && close_on_failure => FdTable::default().hold_sockets_of(local, peer),
+                None if !ok && close_on_failure => {
+                    FdTable::default().hold_sockets_which(local, peer, &Which::All)
+                }
                 None => return,
             };
             shut_and_hand_over(sockets, &close_tx);

@@ -93,11 +93,7 @@ impl Loop {
             return;
         };
         d.ex.pending.fetch_sub(1, Ordering::AcqRel);
-        let max = self.server.config.max_requests_per_connection;
-        let close = self
-            .conns
-            .get(&d.ex.peer)
-            .is_some_and(|c| c.requests >= max);
+        let close = self.is_last_on_conn(d.ex.peer);
         self.respond(d.rq, response, close, d.ex);
     }
 }

@@ -26,15 +26,12 @@ fn sock_name(fd: i32, peer: bool) -> Option<SocketAddr> {
 }
 
 fn open_fds() -> Vec<i32> {
-    let mut fds = Vec::new();
-    if let Ok(dir) = std::fs::read_dir("/proc/self/fd") {
-        for entry in dir.flatten() {
-            if let Some(fd) = entry.file_name().to_str().and_then(|s| s.parse().ok()) {
-                fds.push(fd);
-            }
-        }
-    }
-    fds
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return Vec::new();
+    };
+    let fds = dir.flatten();
+    fds.filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+        .collect()
 }
 
 /// One open socket as (fd, inode): the inode tells it apart from a later
@@ -156,18 +153,10 @@ impl FdTable {
             .any(|(fd, v)| inodes.contains(&v.0) && fd_inode(*fd) == Some((v.0, true)))
     }
 
-    /// The sockets of `peer`, each held by a duplicate fd (see [`HeldSocket`]).
-    /// Call it while the connection is still held open (its request or
-    /// writer alive), so the peer address names exactly this connection.
-    pub(crate) fn hold_sockets_of(
-        &mut self,
-        local: SocketAddr,
-        peer: SocketAddr,
-    ) -> Vec<HeldSocket> {
-        self.hold_sockets_which(local, peer, &Which::All)
-    }
-
-    /// [`FdTable::hold_sockets_of`], narrowed by `which`.
+    /// The sockets of `peer` that `which` allows, each held by a duplicate
+    /// fd (see [`HeldSocket`]). Call it while the connection is still held
+    /// open (its request or writer alive), so the peer address names exactly
+    /// this connection.
     pub(crate) fn hold_sockets_which(
         &mut self,
         local: SocketAddr,
@@ -191,21 +180,6 @@ impl FdTable {
             .filter(|(_, (ino, peer))| peer.is_some() && seen.insert(*ino))
             .filter(|(fd, _)| has_unread_bytes(**fd))
             .map(|(fd, (ino, _))| (*fd, *ino))
-            .collect()
-    }
-
-    /// The fds (tiny_http keeps two per connection) whose peer is `peer`,
-    /// narrowed by `which`. Each is re-checked (getpeername, or its inode for
-    /// [`Which::Only`]), so a reused fd number is not hit.
-    pub(crate) fn fds_of(
-        &mut self,
-        local: SocketAddr,
-        peer: SocketAddr,
-        which: &Which,
-    ) -> Vec<i32> {
-        self.sockets_which(local, peer, which)
-            .into_iter()
-            .map(|(fd, _)| fd)
             .collect()
     }
 }
@@ -258,53 +232,39 @@ impl HeldSocket {
     }
 }
 
-/// shutdown(2) every socket of one client: `write` sends FIN after the queued
-/// response, `read` makes tiny_http's next read return end-of-file (it then
-/// drops the connection and closes its fds). Returns how many sockets were found.
-pub(crate) fn shutdown_peer(
-    local: SocketAddr,
-    peer: SocketAddr,
-    which: &Which,
-    read: bool,
-    write: bool,
-) -> usize {
-    let how = match (read, write) {
-        (true, true) => Shutdown::Both,
-        (true, false) => Shutdown::Read,
-        (false, true) => Shutdown::Write,
-        (false, false) => return 0,
-    };
-    let sockets = FdTable::default().hold_sockets_which(local, peer, which);
-    for socket in &sockets {
+/// shutdown(2) every socket of one client: `Write` sends FIN after the
+/// queued response, `Read` makes tiny_http's next read return end-of-file
+/// (it then drops the connection and closes its fds).
+pub(crate) fn shutdown_peer(local: SocketAddr, peer: SocketAddr, which: &Which, how: Shutdown) {
+    for socket in FdTable::default().hold_sockets_which(local, peer, which) {
         socket.shutdown(how);
     }
-    sockets.len()
 }
 
 /// Closes the fds of a connection whose tiny_http objects were deliberately
 /// leaked (see `body::dispose`): nothing else will ever close them, so their
 /// numbers cannot be given to another connection meanwhile (the reason the
 /// other helpers go through [`HeldSocket`]).
-pub(crate) fn close_leaked_peer(local: SocketAddr, peer: SocketAddr, which: &Which) -> usize {
-    let fds = FdTable::default().fds_of(local, peer, which);
-    for &fd in &fds {
+///
+/// Its fds (tiny_http keeps two per connection) are each re-checked
+/// (getpeername, or its inode for [`Which::Only`]), so a reused fd number is
+/// not hit.
+pub(crate) fn close_leaked_peer(local: SocketAddr, peer: SocketAddr, which: &Which) {
+    for (fd, _) in FdTable::default().sockets_which(local, peer, which) {
         // SAFETY: only fds owned by leaked (never dropped) objects reach
         // here: we take them over, and dropping closes them.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         let _ = SockRef::from(&fd).shutdown(Shutdown::Both);
     }
-    fds.len()
 }
 
 /// SO_LINGER {on, 0} on every socket of one client: the close that follows
-/// sends a reset instead of a FIN. Returns how many sockets were found.
-pub(crate) fn reset_on_close(local: SocketAddr, peer: SocketAddr, which: &Which) -> usize {
-    let sockets = FdTable::default().hold_sockets_which(local, peer, which);
-    for socket in &sockets {
+/// sends a reset instead of a FIN.
+pub(crate) fn reset_on_close(local: SocketAddr, peer: SocketAddr, which: &Which) {
+    for socket in FdTable::default().hold_sockets_which(local, peer, which) {
         // As with shutdown: a socket already reset needs no reset.
         let _ = SockRef::from(&socket.0).set_linger(Some(Duration::ZERO));
     }
-    sockets.len()
 }
 
 #[cfg(test)]
@@ -336,7 +296,7 @@ mod tests {
         let mut first = connect_from(port, local).unwrap();
         let (served, peer) = listener.accept().unwrap();
         let old_fd = served.as_raw_fd();
-        let held = FdTable::default().hold_sockets_of(local, peer);
+        let held = FdTable::default().hold_sockets_which(local, peer, &Which::All);
         assert_eq!(held.len(), 1, "{held:?}");
         // The close as the server makes it: FIN first, so the client may
         // reuse its port at once; then the owner (tiny_http) closes its fd.
@@ -376,7 +336,7 @@ mod tests {
         assert_eq!(&got, b"still open");
 
         // Holding the new connection does reach it.
-        let now = FdTable::default().hold_sockets_of(local, peer);
+        let now = FdTable::default().hold_sockets_which(local, peer, &Which::All);
         assert_eq!(now.len(), 1, "{now:?}");
         now[0].shutdown(Shutdown::Write);
         let mut rest = Vec::new();

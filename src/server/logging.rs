@@ -94,27 +94,21 @@ mod tests {
     #[test]
     fn drops_only_tiny_http_accept_timeouts_and_the_accept_after_stop() {
         let quiet = QuietAcceptTimeouts::new(Capture::default());
-        emit(
-            &quiet,
+        let accept = |target, why| {
+            emit(
+                &quiet,
+                target,
+                &format!("Error accepting new client: {why}"),
+            );
+        };
+        accept(
             "tiny_http",
-            "Error accepting new client: Resource temporarily unavailable (os error 11)",
+            "Resource temporarily unavailable (os error 11)",
         );
-        emit(
-            &quiet,
-            "tiny_http",
-            "Error accepting new client: Too many open files (os error 24)",
-        );
-        emit(
-            &quiet,
-            "tiny_http",
-            "Error accepting new client: Invalid argument (os error 22)",
-        );
+        accept("tiny_http", "Too many open files (os error 24)");
+        accept("tiny_http", "Invalid argument (os error 22)");
         emit(&quiet, "tiny_http", "some other tiny_http error");
-        emit(
-            &quiet,
-            "ledgerd",
-            "Error accepting new client: Resource temporarily unavailable (os error 11)",
-        );
+        accept("ledgerd", "Resource temporarily unavailable (os error 11)");
         let lines = quiet.inner.0.lock().unwrap().clone();
         assert_eq!(lines.len(), 3, "{lines:?}");
         assert!(lines[0].contains("os error 24"));

@@ -87,17 +87,17 @@ use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use body::{BodyResult, Reject};
 use fds::HeldSocket;
-use write::{DateCache, Exchange, Inline, OffLoop};
+use write::{DateCache, Exchange, Inline};
 
 use closed::ClosedConns;
 use deferred::Deferred;
 pub use deferred::{Defer, Later};
-use request::{body_kind, json_error, method_of, BodyKind, Got};
+use request::{body_kind, json_error, method_of, BodyKind};
 use supervisor::REBUILD_MIN_GAP;
 
 pub use api::{Handler, HttpMethod, HttpRequest, HttpResponse, ServerConfig, ServerError, Stats};
@@ -108,13 +108,17 @@ struct Shared {
 }
 
 impl Shared {
+    /// The tiny_http server the loop reads from now.
+    fn current(&self) -> Arc<tiny_http::Server> {
+        self.current
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     /// Wakes the loop out of `recv()`.
     fn wake(&self) {
-        let server = match self.current.lock() {
-            Ok(s) => s.clone(),
-            Err(p) => p.into_inner().clone(),
-        };
-        server.unblock();
+        self.current().unblock();
     }
 }
 
@@ -191,45 +195,35 @@ const UNSPECIFIED: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
 ));
 
 impl Loop {
-    fn current(&self) -> Arc<tiny_http::Server> {
-        match self.server.shared.current.lock() {
-            Ok(s) => s.clone(),
-            Err(p) => p.into_inner().clone(),
-        }
-    }
-
     fn run<H: Handler>(&mut self, handler: &mut H) {
-        let mut tiny = self.current();
+        let mut tiny = self.server.shared.current();
         loop {
             if self.server.shared.stop.load(Ordering::SeqCst) {
                 break;
             }
+            // A request, a wake-up (`None`), or the accept thread's end.
             let got = match self.rebuild_due {
                 Some(due) => {
                     let now = Instant::now();
                     if now >= due {
                         self.rebuild_due = None;
                         self.rebuild();
-                        tiny = self.current();
+                        tiny = self.server.shared.current();
                         continue;
                     }
-                    match tiny.recv_timeout(due - now) {
-                        Ok(Some(rq)) => Got::Request(rq),
-                        Ok(None) => Got::Wake,
-                        Err(e) => Got::AcceptEnded(e),
-                    }
+                    tiny.recv_timeout(due - now)
                 }
                 None => match tiny.recv() {
-                    Ok(rq) => Got::Request(rq),
+                    Ok(rq) => Ok(Some(rq)),
                     // An OS error is the one the accept thread queued before ending.
-                    Err(e) if e.raw_os_error().is_some() => Got::AcceptEnded(e),
-                    Err(_) => Got::Wake,
+                    Err(e) if e.raw_os_error().is_some() => Err(e),
+                    Err(_) => Ok(None),
                 },
             };
             match got {
-                Got::Request(rq) => self.on_request(handler, rq),
-                Got::Wake => {}
-                Got::AcceptEnded(e) => {
+                Ok(Some(rq)) => self.on_request(handler, rq),
+                Ok(None) => {}
+                Err(e) => {
                     // SO_RCVTIMEO made accept() time out (routine, every idle
                     // period), or accept failed (e.g. no fds: worth a warning).
                     if matches!(
@@ -247,7 +241,7 @@ impl Loop {
                         }
                         _ => {
                             self.rebuild();
-                            tiny = self.current();
+                            tiny = self.server.shared.current();
                         }
                     }
                 }
@@ -277,10 +271,8 @@ impl Loop {
             && self.last_prune.elapsed() > Duration::from_secs(1)
         {
             self.last_prune = Instant::now();
-            let live = match self.server.live_peers.lock() {
-                Ok(l) => l.clone(),
-                Err(p) => p.into_inner().clone(),
-            };
+            let live = self.server.live_peers.lock();
+            let live = live.unwrap_or_else(PoisonError::into_inner).clone();
             self.conns.retain(|p, c| {
                 live.binary_search(p).is_ok() || c.pending.load(Ordering::Acquire) > 0
             });
@@ -446,12 +438,7 @@ impl Loop {
             refusal.status,
             refusal.data
         );
-        let resp = HttpResponse {
-            status: refusal.status,
-            content_type: "application/json",
-            body: refusal.body(),
-            headers: Vec::new(),
-        };
+        let resp = HttpResponse::new(refusal.status, "application/json", refusal.body());
         match kind {
             // tiny_http's reader holds nothing that a drop would drain: the
             // body is in memory or absent, or tiny_http decodes it as chunked
@@ -518,28 +505,19 @@ impl Loop {
         started: Instant,
     ) {
         let method = method_of(rq.method());
-        let origin = rq
-            .headers()
-            .iter()
-            .find(|h| h.field.equiv("Origin"))
-            .map(|h| h.value.as_str());
-        let accept = rq
-            .headers()
-            .iter()
-            .find(|h| h.field.equiv("Accept"))
-            .map(|h| h.value.as_str());
-        let request_headers = rq
-            .headers()
-            .iter()
-            .find(|h| h.field.equiv("Access-Control-Request-Headers"))
-            .map(|h| h.value.as_str());
+        let header = |name| {
+            let mut headers = rq.headers().iter();
+            headers
+                .find(|h| h.field.equiv(name))
+                .map(|h| h.value.as_str())
+        };
         let request = HttpRequest {
             method,
             path: rq.url(),
             body,
-            origin,
-            accept,
-            request_headers,
+            origin: header("Origin"),
+            accept: header("Accept"),
+            request_headers: header("Access-Control-Request-Headers"),
         };
         let id = self.next_deferred;
         let mut defer = Defer {
@@ -582,9 +560,14 @@ impl Loop {
         if taken {
             self.next_deferred += 1;
         }
-        let max = self.server.config.max_requests_per_connection;
-        let close = self.conns.get(&peer).is_some_and(|c| c.requests >= max);
+        let close = self.is_last_on_conn(peer);
         self.respond(rq, resp, close, ex);
+    }
+
+    /// Whether `peer`'s connection has had its last request (the fairness cap).
+    fn is_last_on_conn(&self, peer: SocketAddr) -> bool {
+        let max = self.server.config.max_requests_per_connection;
+        self.conns.get(&peer).is_some_and(|c| c.requests >= max)
     }
 
     fn respond(&mut self, rq: tiny_http::Request, resp: HttpResponse, close: bool, ex: Exchange) {
@@ -615,7 +598,8 @@ impl Loop {
             // send a separate head and body (two segments under TCP_NODELAY).
             let head_len = self.out.len();
             self.out.extend_from_slice(body);
-            let outcome = write::write_budget(writer.as_mut(), &[&self.out], write::INLINE_BUDGET);
+            let outcome =
+                write::write_budget(writer.as_mut(), [&self.out, &[]], 0, write::INLINE_BUDGET);
             // Partial(n) counts bytes of head + body, as the off-loop writer expects.
             self.out.truncate(head_len);
             outcome
@@ -648,15 +632,8 @@ impl Loop {
                         .close_after_write(&mut self.fds, ends, close, close_tx);
                 let head = std::mem::replace(&mut self.out, Vec::with_capacity(2048));
                 let body = if send_body { resp.body } else { Vec::new() };
-                write::spawn_off_loop(OffLoop {
-                    writer,
-                    head,
-                    body,
-                    skip,
-                    deadline: self.server.config.write_timeout,
-                    pending,
-                    before_release,
-                });
+                let deadline = self.server.config.write_timeout;
+                write::spawn_off_loop(writer, head, body, skip, deadline, pending, before_release);
             }
         }
         if let Some(path) = path {
@@ -716,9 +693,7 @@ impl Loop {
         body::reject(
             rq,
             Reject {
-                status: resp.status,
-                content_type: resp.content_type,
-                body: resp.body,
+                resp,
                 unread,
                 local: self.server.local,
                 which,

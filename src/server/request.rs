@@ -15,14 +15,11 @@ pub(super) fn method_of(m: &tiny_http::Method) -> HttpMethod {
 }
 
 /// An answer the transport gives on its own: a JSON-RPC error `-32000`
-/// (as the RPC layer's `RpcError::transport`), the data escaped.
+/// (the request was refused or dropped before any method ran), the data
+/// escaped.
 pub(super) fn json_error(status: u16, message: &'static str, data: &str) -> HttpResponse {
-    HttpResponse {
-        status,
-        content_type: "application/json",
-        body: crate::wire::write::error_answer(-32000, message, data),
-        headers: Vec::new(),
-    }
+    let body = crate::wire::write::error_answer(-32000, message, data);
+    HttpResponse::new(status, "application/json", body)
 }
 
 /// How tiny_http reads the body of `rq`, by its own rules, whatever
@@ -51,12 +48,6 @@ pub(super) fn body_kind(rq: &tiny_http::Request, max_body: usize) -> BodyKind {
         (false, Some(n)) if n <= 1024 && !expect && !upgrade => BodyKind::Ready,
         (false, Some(n)) => BodyKind::Lazy(Some(n)),
     }
-}
-
-pub(super) enum Got {
-    Request(tiny_http::Request),
-    Wake,
-    AcceptEnded(std::io::Error),
 }
 
 /// What the headers say about the body.

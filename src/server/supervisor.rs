@@ -7,7 +7,7 @@
 use std::net::TcpListener;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender;
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use super::{Loop, LoopMsg, ServerError, Shared};
@@ -73,11 +73,8 @@ impl Loop {
             .accept_restarts
             .fetch_add(1, Ordering::Relaxed);
         let old = {
-            let mut cur = match self.server.shared.current.lock() {
-                Ok(c) => c,
-                Err(p) => p.into_inner(),
-            };
-            std::mem::replace(&mut *cur, fresh)
+            let current = self.server.shared.current.lock();
+            std::mem::replace(&mut *current.unwrap_or_else(PoisonError::into_inner), fresh)
         };
         // The old server's connections still queue requests on it: forward them.
         let tx = self.server.tx.clone();

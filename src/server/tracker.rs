@@ -74,7 +74,6 @@ impl Tracker {
         let mut busy = false;
         let mut last_seen = 0;
         loop {
-            let mut closing = Vec::new();
             let wait = if kicker.watching() {
                 STRANDED_CHECK
             } else if busy {
@@ -82,16 +81,11 @@ impl Tracker {
             } else {
                 SCAN_IDLE_WAKE
             };
-            match self.rx.recv_timeout(wait) {
-                Ok(sockets) => {
-                    closing.extend(sockets);
-                    while let Ok(more) = self.rx.try_recv() {
-                        closing.extend(more);
-                    }
-                }
-                Err(RecvTimeoutError::Timeout) => {}
+            let first = match self.rx.recv_timeout(wait) {
+                Ok(sockets) => sockets,
+                Err(RecvTimeoutError::Timeout) => Vec::new(),
                 Err(RecvTimeoutError::Disconnected) => break,
-            }
+            };
             match self.shared.upgrade() {
                 Some(s) if !s.stop.load(Ordering::SeqCst) => {}
                 _ => break,
@@ -99,20 +93,16 @@ impl Tracker {
             let now = Instant::now();
             let requests = self.stats.requests.load(Ordering::Relaxed);
             let since = now.duration_since(last_scan);
-            let due_rd: Vec<HeldSocket> = {
-                let (due, keep): (Vec<_>, Vec<_>) = second.drain(..).partition(|(t, _)| *t <= now);
-                second = keep;
-                due.into_iter().map(|(_, p)| p).collect()
-            };
+            // Dropping each closes our duplicate; tiny_http closes its fds
+            // once its read returns end-of-file. (`second` is in time order.)
+            let due = second.partition_point(|(t, _)| *t <= now);
+            for (_, socket) in second.drain(..due) {
+                socket.shutdown(Shutdown::Read);
+            }
             // Closing acts on sockets we hold (our own fds): no scan needed.
-            for socket in closing {
+            for socket in first.into_iter().chain(self.rx.try_iter().flatten()) {
                 socket.shutdown(Shutdown::Write);
                 second.push((now + CLOSE_LINGER, socket));
-            }
-            // Dropping each closes our duplicate; tiny_http closes its fds
-            // once its read returns end-of-file.
-            for socket in due_rd {
-                socket.shutdown(Shutdown::Read);
             }
             // Requests arrived since the last wake-up: wake at the busy pace.
             busy = requests != last_seen;

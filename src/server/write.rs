@@ -19,28 +19,6 @@ pub(crate) const INLINE_BUDGET: Duration = Duration::from_millis(10);
 /// the loop. Off-loop writers retry until `ServerConfig::write_timeout`.
 pub(crate) const SEND_TIMEOUT: Duration = Duration::from_millis(20);
 
-pub(crate) fn reason(status: u16) -> &'static str {
-    match status {
-        100 => "Continue",
-        200 => "OK",
-        204 => "No Content",
-        304 => "Not Modified",
-        400 => "Bad Request",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        408 => "Request Timeout",
-        411 => "Length Required",
-        413 => "Payload Too Large",
-        415 => "Unsupported Media Type",
-        429 => "Too Many Requests",
-        500 => "Internal Server Error",
-        501 => "Not Implemented",
-        503 => "Service Unavailable",
-        _ => "Unknown",
-    }
-}
-
 /// An IMF-fixdate `Date` value, recomputed at most once per second.
 pub(crate) struct DateCache {
     secs: u64,
@@ -99,7 +77,8 @@ pub(crate) fn head(
         out,
         "HTTP/1.1 {} {}\r\nServer: ledgerd\r\nDate: {}\r\n",
         resp.status,
-        reason(resp.status),
+        // The same phrases as tiny_http's own answers.
+        tiny_http::StatusCode(resp.status).default_reason_phrase(),
         date,
     );
     // RFC 9110 8.6: no Content-Length (nor a body) on 1xx and 204.
@@ -143,52 +122,39 @@ pub(crate) enum Inline {
     Partial(usize),
 }
 
-/// Writes `parts` (concatenated) with a time budget. Never blocks longer than
-/// `budget` plus one SO_SNDTIMEO.
-pub(crate) fn write_budget(w: &mut dyn Write, parts: &[&[u8]], budget: Duration) -> Inline {
+/// Writes `parts` (concatenated) from byte `written` on, with a time
+/// budget. Never blocks longer than `budget` plus one SO_SNDTIMEO.
+pub(crate) fn write_budget(
+    w: &mut dyn Write,
+    parts: [&[u8]; 2],
+    mut written: usize,
+    budget: Duration,
+) -> Inline {
     let start = Instant::now();
-    let mut written = 0;
-    let total: usize = parts.iter().map(|p| p.len()).sum();
-    let mut flushed = false;
-    while !flushed {
-        if written < total {
-            let (mut idx, mut off) = (0, written);
-            while off >= parts[idx].len() {
-                off -= parts[idx].len();
-                idx += 1;
-            }
-            match w.write(&parts[idx][off..]) {
-                Ok(0) => return Inline::Failed,
-                Ok(n) => written += n,
-                Err(e) if is_timeout(&e) => {}
-                Err(_) => return Inline::Failed,
-            }
-        } else {
-            match w.flush() {
-                Ok(()) => flushed = true,
-                Err(e) if is_timeout(&e) => {}
-                Err(_) => return Inline::Failed,
-            }
+    loop {
+        let mut skip = written;
+        let rest = parts.map(|p| {
+            let cut = skip.min(p.len());
+            skip -= cut;
+            &p[cut..]
+        });
+        let result = match rest.into_iter().find(|p| !p.is_empty()) {
+            Some(part) => w.write(part),
+            None => match w.flush() {
+                Ok(()) => return Inline::Done,
+                Err(e) => Err(e),
+            },
+        };
+        match result {
+            Ok(0) => return Inline::Failed,
+            Ok(n) => written += n,
+            Err(e) if is_timeout(&e) => {}
+            Err(_) => return Inline::Failed,
         }
-        if !flushed && start.elapsed() >= budget {
+        if start.elapsed() >= budget {
             return Inline::Partial(written);
         }
     }
-    Inline::Done
-}
-
-/// A response finished on its own thread. `pending` counts the connection's
-/// off-loop work; it is decremented when the writer (and its turn) is released.
-pub(crate) struct OffLoop {
-    pub writer: Box<dyn Write + Send>,
-    pub head: Vec<u8>,
-    pub body: Vec<u8>,
-    pub skip: usize,
-    pub deadline: Duration,
-    pub pending: Arc<AtomicU32>,
-    /// Called with `true` when the response went out whole, while the writer
-    /// still holds the socket open (so the peer address names this connection).
-    pub before_release: Box<dyn FnOnce(bool) + Send>,
 }
 
 /// Decrements the connection's pending count when dropped (also when a
@@ -201,33 +167,25 @@ impl Drop for PendingGuard {
     }
 }
 
-fn skip_parts(parts: [&[u8]; 2], mut skip: usize) -> [&[u8]; 2] {
-    parts.map(|p| {
-        let cut = skip.min(p.len());
-        skip -= cut;
-        &p[cut..]
-    })
-}
-
-/// The caller has already incremented `job.pending`.
-pub(crate) fn spawn_off_loop(job: OffLoop) {
-    let OffLoop {
-        mut writer,
-        head,
-        body,
-        skip,
-        deadline,
-        pending,
-        before_release,
-    } = job;
+/// Finishes a response on its own thread: `head` and `body` from byte
+/// `skip` on, for at most `deadline`. `pending` counts the connection's
+/// off-loop work (the caller has already incremented it); it is decremented
+/// when the writer (and its turn) is released. `before_release` is called
+/// with `true` when the response went out whole, while the writer still
+/// holds the socket open (so the peer address names this connection).
+pub(crate) fn spawn_off_loop(
+    mut writer: Box<dyn Write + Send>,
+    head: Vec<u8>,
+    body: Vec<u8>,
+    skip: usize,
+    deadline: Duration,
+    pending: Arc<AtomicU32>,
+    before_release: Box<dyn FnOnce(bool) + Send>,
+) {
     let guard = PendingGuard(pending);
     let run = move || {
-        let parts = skip_parts([&head[..], &body[..]], skip);
-        let ok = matches!(
-            write_budget(writer.as_mut(), &parts, deadline),
-            Inline::Done
-        );
-        before_release(ok);
+        let outcome = write_budget(writer.as_mut(), [&head, &body], skip, deadline);
+        before_release(matches!(outcome, Inline::Done));
         drop(writer);
         drop(guard);
     };

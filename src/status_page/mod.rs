@@ -49,23 +49,14 @@ pub fn wants_html(accept: Option<&str>) -> bool {
 
 /// The answer to `GET /` from a browser.
 pub fn response() -> HttpResponse {
-    HttpResponse {
-        status: 200,
-        content_type: "text/html; charset=utf-8",
-        body: PAGE.as_bytes().to_vec(),
-        headers: vec![
-            ("Vary", "Accept".to_string()),
-            // A new binary may serve a new page: revalidate, but the page
-            // is small and asked for once per visit.
-            ("Cache-Control", "no-cache".to_string()),
-            (
-                "Content-Security-Policy",
-                CONTENT_SECURITY_POLICY.to_string(),
-            ),
-            ("X-Content-Type-Options", "nosniff".to_string()),
-            ("Referrer-Policy", "no-referrer".to_string()),
-        ],
-    }
+    HttpResponse::new(200, "text/html; charset=utf-8", PAGE.as_bytes().to_vec())
+        .with("Vary", "Accept")
+        // A new binary may serve a new page: revalidate, but the page is
+        // small and asked for once per visit.
+        .with("Cache-Control", "no-cache")
+        .with("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        .with("X-Content-Type-Options", "nosniff")
+        .with("Referrer-Policy", "no-referrer")
 }
 
 #[cfg(test)]
