@@ -197,20 +197,7 @@ impl Ledger {
     /// (for size reports such as `examples/ledger_stats`).
     pub fn table_stats(&self) -> Result<LedgerStats, LedgerError> {
         let r = self.reader()?;
-        let dbs = &self.dbs;
-        let handles = [
-            (SoftConfirmations::NAME, dbs.soft_confirmations),
-            (ScByHashPrefix::NAME, dbs.sc_by_hash_prefix),
-            (StatusTable::NAME, dbs.status),
-            (Commitments::NAME, dbs.commitments),
-            (DaSlots::NAME, dbs.da_slots),
-            (Proofs::NAME, dbs.proofs),
-            (Meta::NAME, dbs.meta),
-            (tables::BitcoinHeaders::NAME, dbs.bitcoin_headers),
-            (tables::BitcoinChunks::NAME, dbs.bitcoin_chunks),
-            (StatusHeights::NAME, dbs.status_heights),
-            (tables::BitcoinPeers::NAME, dbs.bitcoin_peers),
-        ];
+        let handles = self.dbs.named();
         let mut tables = Vec::with_capacity(handles.len());
         let mut page_size = 0;
         for (name, db) in handles {

@@ -44,6 +44,25 @@ pub struct Dbs {
     pub(crate) bitcoin_peers: Database,
 }
 
+impl Dbs {
+    /// Every table's name and handle, in the order of [`ALL`].
+    pub(crate) fn named(&self) -> [(&'static str, Database); 11] {
+        [
+            (SoftConfirmations::NAME, self.soft_confirmations),
+            (ScByHashPrefix::NAME, self.sc_by_hash_prefix),
+            (StatusTable::NAME, self.status),
+            (Commitments::NAME, self.commitments),
+            (DaSlots::NAME, self.da_slots),
+            (Proofs::NAME, self.proofs),
+            (Meta::NAME, self.meta),
+            (BitcoinHeaders::NAME, self.bitcoin_headers),
+            (BitcoinChunks::NAME, self.bitcoin_chunks),
+            (StatusHeights::NAME, self.status_heights),
+            (BitcoinPeers::NAME, self.bitcoin_peers),
+        ]
+    }
+}
+
 /// Every table name, in the order `Ledger::open` opens them.
 pub(crate) const ALL: [&str; 11] = [
     SoftConfirmations::NAME,
