@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use log::debug;
 
-use super::fetch::{fetch_ahead, stream_ahead, ChunkRanges, Flow, Sink};
+use super::fetch::{fetch_ahead, stream_ahead, ChunkRanges, Fetching, Flow, Sink};
 use super::{DaSide, SyncError, Syncer};
 use crate::chain_rules::ForkTable;
 use crate::checks::{self, CommitmentVerdict, ProofVerdict, VerifyError};
@@ -123,15 +123,20 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
             txn: None,
             repeated_refusal: false,
         };
-        let ranges = ChunkRanges {
-            next: scanned + 1,
-            last: da_head,
-            chunk: config.slots_per_fetch.max(1),
+        let mut job = Fetching {
+            source: &mut sources,
+            ranges: ChunkRanges {
+                next: scanned + 1,
+                last: da_head,
+                chunk: config.slots_per_fetch.max(1),
+            },
+            stop,
+            depth: config.prefetch,
         };
         let result = if streams {
             // Each slot stored as it comes (the scanned height moves block
             // by block); as many waiting as ranges fetched ahead would hold.
-            let depth = config.prefetch.max(1) * ranges.chunk as usize;
+            job.depth = config.prefetch.max(1) * job.ranges.chunk as usize;
             let fetch = |(l2, da_side): &mut (&mut L, &mut D),
                          (from, to): (u64, u64),
                          each: &mut dyn FnMut(Vec<DaSlot>) -> bool| {
@@ -139,19 +144,12 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
                     .source(l2)
                     .slots_each(from, to, &mut |slot| each(vec![slot]))
             };
-            stream_ahead(&mut sources, ranges, stop, depth, fetch, &mut sink)
+            stream_ahead(job, fetch, &mut sink)
         } else {
             let fetch = |(l2, da_side): &mut (&mut L, &mut D), (from, to): (u64, u64)| {
                 da_side.source(l2).slots(from, to)
             };
-            fetch_ahead(
-                &mut sources,
-                ranges,
-                stop,
-                config.prefetch,
-                fetch,
-                &mut sink,
-            )
+            fetch_ahead(job, fetch, &mut sink)
         };
         let (repeated, total) = (sink.repeated_refusal, sink.total);
         drop(sink);

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use log::debug;
 
 use super::da_pass::{apply_slot, note_skipped};
-use super::fetch::{fetch_ahead, CheckAhead, ChunkRanges, Flow, Reach, Sink};
+use super::fetch::{fetch_ahead, CheckAhead, ChunkRanges, Fetching, Flow, Reach, Sink};
 use super::{pipeline, DaSide, SyncError, Syncer};
 use crate::chain_rules::ForkTable;
 use crate::checks::{self, BlockRules, Check, Prechecked, VerifyError};
@@ -69,11 +69,6 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
             rules: config.block_rules,
             verify_threads: config.verify_threads,
             without_bodies_in_txn: 0,
-        };
-        let ranges = ChunkRanges {
-            next: below.0 + 1,
-            last: head,
-            chunk,
         };
         // Along with each chunk of blocks, the DA slots before the slot its
         // last block points at (a commitment or proof on a slot covers
@@ -205,8 +200,17 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
                 ahead,
             })
         };
-        let ahead = config.prefetch;
-        fetch_ahead(&mut sources, ranges, stop, ahead, fetch, &mut sink)?;
+        let job = Fetching {
+            source: &mut sources,
+            ranges: ChunkRanges {
+                next: below.0 + 1,
+                last: head,
+                chunk,
+            },
+            stop,
+            depth: config.prefetch,
+        };
+        fetch_ahead(job, fetch, &mut sink)?;
         Ok(sink.stored_total)
     }
 
