@@ -110,18 +110,10 @@ impl LedgerWriter<'_> {
         {
             let db = self.ledger.dbs.status;
             let mut cursor = self.txn.open_rw_cursor(db).map_err(lmdb_err(ctx))?;
-            let mut item = cursor.get(Some(&StatusTable::key(&from)), None, MDB_SET_RANGE);
-            loop {
-                let (k, v) = match item {
-                    Ok((Some(k), v)) => (k, v),
-                    Ok((None, _)) | Err(lmdb::Error::NotFound) => break,
-                    Err(e) => return Err(lmdb_err(ctx)(e)),
-                };
-                let height = tables::decode_u64_key(k).ok_or_else(|| LedgerError::Corrupt {
-                    table: StatusTable::NAME,
-                    key: hex::encode(k),
-                    reason: format!("key is {} bytes, not 8", k.len()),
-                })?;
+            let step = cursor.get(Some(&StatusTable::key(&from)), None, MDB_SET_RANGE);
+            let mut item = cursor::entry(step, ctx)?;
+            while let Some((k, v)) = item {
+                let height = cursor::u64_key::<StatusTable>(k)?;
                 if height > to {
                     break;
                 }
@@ -136,7 +128,7 @@ impl LedgerWriter<'_> {
                         .map_err(lmdb_err(ctx))?;
                 }
                 highest = Some(height);
-                item = cursor.get(None, None, MDB_NEXT);
+                item = cursor::entry(cursor.get(None, None, MDB_NEXT), ctx)?;
             }
         }
         if let Some(h) = highest {
