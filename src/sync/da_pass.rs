@@ -29,8 +29,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         if !self.da.separate() || self.progress.bitcoin.reorg().is_none() {
             return Ok(());
         }
-        self.da_head()?;
-        Ok(())
+        self.da_head().map(drop)
     }
 
     /// The DA source's newest slot it can scan (its look at the chain:
@@ -39,13 +38,11 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
     /// chain it now follows, before anything is scanned from it.
     pub(super) fn da_head(&mut self) -> Result<u64, SyncError> {
         let separate = self.da.separate();
-        let head = self.da.source(&mut self.l2).last_scanned().map_err(|e| {
-            if separate {
-                SyncError::Da(e)
-            } else {
-                SyncError::Source(e)
-            }
-        })?;
+        let head = self
+            .da
+            .source(&mut self.l2)
+            .last_scanned()
+            .map_err(|e| da_error(separate, e))?;
         if separate {
             self.check_last_slot()?;
         }
@@ -67,32 +64,23 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
             .source(&mut self.l2)
             .block_hash(slot)
             .map_err(SyncError::Da)?;
-        match chain {
-            Some(chain) if chain != stored => Err(SyncError::Reorg {
+        if chain.is_some_and(|chain| chain != stored) {
+            return Err(SyncError::Reorg {
                 slot,
                 stored,
-                chain: Some(chain),
-            }),
-            // A restarted bitcoind may not have loaded that far yet.
-            _ => {
-                if self.progress.bitcoin.reorg().is_some() && chain.is_some() {
-                    log::info!("DA slot {slot} is the chain's block again: scanning resumes");
-                    self.progress.bitcoin.set_reorg(None);
-                }
-                Ok(())
-            }
+                chain,
+            });
         }
+        // A restarted bitcoind may not have loaded that far yet.
+        if self.progress.bitcoin.reorg().is_some() && chain.is_some() {
+            log::info!("DA slot {slot} is the chain's block again: scanning resumes");
+            self.progress.bitcoin.set_reorg(None);
+        }
+        Ok(())
     }
 
     pub(super) fn sync_da(&mut self, stop: &Stop) -> Result<u64, SyncError> {
         let separate = self.da.separate();
-        let da_error = |e: SourceError| {
-            if separate {
-                SyncError::Da(e)
-            } else {
-                SyncError::Source(e)
-            }
-        };
         self.store_genesis_root()?;
         let da_head = self.da_head()?;
         let streams = self.da.source(&mut self.l2).streams_slots();
@@ -163,7 +151,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         self.repeated_refusal = repeated;
         result
             .map_err(|e| match e {
-                SyncError::Source(e) => da_error(e),
+                SyncError::Source(e) => da_error(separate, e),
                 other => other,
             })
             .map(|()| total)
@@ -212,26 +200,14 @@ impl Sink<Vec<DaSlot>> for DaSink<'_> {
                 .into());
             }
             let mut skipped = Vec::new();
-            let applied = match apply_slot(
-                w,
-                slot,
-                &self.forks,
-                &self.receipts,
-                self.on_chain.then_some(&mut skipped),
-            ) {
-                Ok(applied) => applied,
-                Err(e) => {
-                    if let VerifyError::Failed { check, .. } = &e {
-                        let first = self.progress.waiting.refused(
-                            slot.number,
-                            check.name(),
-                            &e.to_string(),
-                        );
-                        self.repeated_refusal = !first;
-                    }
-                    return Err(e.into());
-                }
-            };
+            let on_chain = self.on_chain.then_some(&mut skipped);
+            let applied = apply_slot(w, slot, &self.forks, &self.receipts, on_chain);
+            if let Err(e @ VerifyError::Failed { check, .. }) = &applied {
+                let waiting = &self.progress.waiting;
+                let first = waiting.refused(slot.number, check.name(), &e.to_string());
+                self.repeated_refusal = !first;
+            }
+            let applied = applied?;
             note_skipped(self.progress, slot.number, &mut skipped);
             if !applied {
                 // A commitment over heights not stored yet, or a proof that
@@ -266,6 +242,16 @@ impl Sink<Vec<DaSlot>> for DaSink<'_> {
         self.txn
             .as_ref()
             .map(|(_, opened)| *opened + self.commit_every)
+    }
+}
+
+/// A failure of the DA source: its own when it is `separate` from the L2
+/// source, else the L2 source's.
+fn da_error(separate: bool, e: SourceError) -> SyncError {
+    if separate {
+        SyncError::Da(e)
+    } else {
+        SyncError::Source(e)
     }
 }
 
@@ -320,15 +306,12 @@ pub(super) fn apply_slot(
     // Each checked on its own against the stored chain (Citrea's rule: no
     // order among them, gaps and repeats allowed), stored in the order the
     // source lists them.
-    let mut refused = Vec::new();
+    let mut kept = Vec::with_capacity(slot.commitments.len());
     for c in &slot.commitments {
         match checks::verify_commitment(&*w, c) {
-            Ok(CommitmentVerdict::Valid) => {}
+            Ok(CommitmentVerdict::Valid) => kept.push(*c),
             Ok(CommitmentVerdict::NotYet) => return Ok(false),
-            Err(e) => {
-                skip(e)?;
-                refused.push(*c);
-            }
+            Err(e) => skip(e)?,
         }
     }
     if let Some(hash) = &slot.hash {
@@ -339,17 +322,7 @@ pub(super) fn apply_slot(
         w.apply_proof(slot.number, p, ranges)?;
     }
     crate::proof::count_checked_proofs(w, &checked_receipts)?;
-    if refused.is_empty() {
-        w.apply_commitments(slot.number, &slot.commitments)?;
-    } else {
-        let kept: Vec<_> = slot
-            .commitments
-            .iter()
-            .filter(|c| !refused.contains(c))
-            .copied()
-            .collect();
-        w.apply_commitments(slot.number, &kept)?;
-    }
+    w.apply_commitments(slot.number, &kept)?;
     for (txid, raw) in &slot.chunks.found {
         w.put_bitcoin_chunk(txid, slot.number, raw)?;
     }
