@@ -348,23 +348,12 @@ mod tests {
     use crate::ledger::OpenOptions;
     use crate::types::{Hash, SequencerCommitment, SoftConfirmation, Status};
 
+    /// A block whose slot is below every slot applied here (a rollback to
+    /// one of them keeps it).
     fn block(height: u64) -> SoftConfirmation {
-        let mut hash = [0u8; 32];
-        hash[..8].copy_from_slice(&height.to_be_bytes());
         SoftConfirmation {
-            l2_height: height,
             da_slot_height: 100,
-            da_slot_hash: [1; 32],
-            da_slot_txs_commitment: [2; 32],
-            hash,
-            prev_hash: [0; 32],
-            txs: vec![],
-            state_root: [3; 32],
-            signature: [6; 64],
-            pub_key: [7; 32],
-            deposit_data: vec![],
-            l1_fee_rate: 1,
-            timestamp: height,
+            ..crate::types::sample_block(height)
         }
     }
 

@@ -453,19 +453,13 @@ mod tests {
 
     fn sample_sc() -> SoftConfirmation {
         SoftConfirmation {
-            l2_height: 7,
             da_slot_height: 3,
             da_slot_hash: [0xab; 32],
-            da_slot_txs_commitment: [1; 32],
-            hash: [0xff; 32],
-            prev_hash: [0; 32],
             txs: vec![vec![1, 2, 3], vec![]],
-            state_root: [9; 32],
-            signature: [0x5a; 64],
-            pub_key: [0xc3; 32],
             deposit_data: vec![vec![0xde, 0xad]],
             l1_fee_rate: u128::MAX,
             timestamp: u64::MAX,
+            ..crate::types::sample_block(7)
         }
     }
 
