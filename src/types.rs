@@ -201,6 +201,29 @@ pub(crate) fn sample_block(height: u64) -> SoftConfirmation {
     }
 }
 
+/// A proof for tests: verified on DA slot `height`, proving up to
+/// `last_l2_height`, its state diff a set key and a deleted one.
+#[cfg(test)]
+pub(crate) fn sample_proof(height: u64, last_l2_height: u64) -> VerifiedBatchProof {
+    VerifiedBatchProof {
+        proof: vec![1, 2, 3],
+        proof_output: ProofOutput {
+            initial_state_root: [1; 32],
+            final_state_root: [2; 32],
+            prev_soft_confirmation_hash: [3; 32],
+            final_soft_confirmation_hash: [4; 32],
+            state_diff: vec![(vec![0xaa], Some(vec![0xbb, 0x0c])), (vec![0x01], None)],
+            da_slot_hash: [5; 32],
+            sequencer_commitments_range: (0, 0),
+            sequencer_public_key: vec![7; 32],
+            sequencer_da_public_key: vec![8; 33],
+            preproven_commitments: vec![1, 2],
+            last_l2_height,
+        },
+        height,
+    }
+}
+
 /// A commitment for tests: found on `slot`, over `start..=end`, its root
 /// `start`'s low byte repeated.
 #[cfg(test)]

@@ -39,23 +39,7 @@ fn commitment(start: u64, end: u64) -> SequencerCommitment {
 }
 
 fn proof(last: u64, slot: u64) -> VerifiedBatchProof {
-    VerifiedBatchProof {
-        proof: vec![1, 2, 3],
-        proof_output: ProofOutput {
-            initial_state_root: [0; 32],
-            final_state_root: [1; 32],
-            prev_soft_confirmation_hash: [0; 32],
-            final_soft_confirmation_hash: [2; 32],
-            state_diff: vec![(b"k".to_vec(), None)],
-            da_slot_hash: [3; 32],
-            sequencer_commitments_range: (0, 0),
-            sequencer_public_key: vec![7; 32],
-            sequencer_da_public_key: vec![],
-            preproven_commitments: vec![],
-            last_l2_height: last,
-        },
-        height: slot,
-    }
+    crate::types::sample_proof(slot, last)
 }
 
 fn store(ledger: &Ledger, heights: impl IntoIterator<Item = u64>) {

@@ -466,20 +466,7 @@ mod tests {
     fn sample_proof(len: usize) -> VerifiedBatchProof {
         VerifiedBatchProof {
             proof: (0..len).map(|i| (i % 256) as u8).collect(),
-            proof_output: ProofOutput {
-                initial_state_root: [1; 32],
-                final_state_root: [2; 32],
-                prev_soft_confirmation_hash: [3; 32],
-                final_soft_confirmation_hash: [4; 32],
-                state_diff: vec![(vec![0xaa], Some(vec![0xbb, 0x0c])), (vec![0x01], None)],
-                da_slot_hash: [5; 32],
-                sequencer_commitments_range: (0, 4),
-                sequencer_public_key: vec![6; 32],
-                sequencer_da_public_key: vec![7; 33],
-                preproven_commitments: vec![1, 2],
-                last_l2_height: 99,
-            },
-            height: 12,
+            ..crate::types::sample_proof(12, 99)
         }
     }
 

@@ -719,27 +719,12 @@ mod tests {
     }
 
     fn proof() -> VerifiedBatchProof {
-        VerifiedBatchProof {
-            proof: vec![9; 300],
-            proof_output: ProofOutput {
-                initial_state_root: [1; 32],
-                final_state_root: [2; 32],
-                prev_soft_confirmation_hash: [3; 32],
-                final_soft_confirmation_hash: [4; 32],
-                state_diff: vec![
-                    (b"a".to_vec(), Some(b"1".to_vec())),
-                    (b"deleted".to_vec(), None),
-                    (vec![], Some(vec![])),
-                ],
-                da_slot_hash: [5; 32],
-                sequencer_commitments_range: (0, 3),
-                sequencer_public_key: vec![7; 32],
-                sequencer_da_public_key: vec![8; 33],
-                preproven_commitments: vec![1, 2, u64::MAX],
-                last_l2_height: 400,
-            },
-            height: 77,
-        }
+        let mut p = crate::types::sample_proof(77, 400);
+        p.proof = vec![9; 300];
+        p.proof_output.state_diff.push((vec![], Some(vec![])));
+        p.proof_output.sequencer_commitments_range = (0, 3);
+        p.proof_output.preproven_commitments.push(u64::MAX);
+        p
     }
 
     #[test]
