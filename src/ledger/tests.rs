@@ -8,9 +8,7 @@ use super::tables::{
     Meta, Proofs, ScByHashPrefix, SoftConfirmations, StatusHeights, StatusTable, Table,
 };
 use super::*;
-use crate::types::{
-    ProofOutput, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof,
-};
+use crate::types::{SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof};
 use walk::LedgerWalk;
 
 fn open(dir: &Path) -> Ledger {

@@ -443,7 +443,7 @@ pub fn write_sync_status(out: &mut Vec<u8>, l1: LayerStatus, l2: LayerStatus) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{sample_commitment, ProofOutput};
+    use crate::types::sample_commitment;
 
     fn text(f: impl FnOnce(&mut Vec<u8>)) -> String {
         let mut out = Vec::new();
