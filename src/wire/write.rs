@@ -402,32 +402,25 @@ fn write_proof_and_output(out: &mut Vec<u8>, p: &VerifiedBatchProof, with_height
 
 /// Writes a status string: `"Trusted"`, `"Finalized"` or `"Proven"`.
 pub fn write_status(out: &mut Vec<u8>, s: Status) {
-    out.push(b'"');
-    out.extend_from_slice(s.as_str().as_bytes());
-    out.push(b'"');
+    write_str(out, s.as_str());
 }
 
 /// Writes a status string as Citrea does: `"trusted"`, `"finalized"`, `"proven"`.
 pub fn write_lowercase_status(out: &mut Vec<u8>, s: Status) {
-    out.push(b'"');
-    out.extend_from_slice(s.as_lowercase_str().as_bytes());
-    out.push(b'"');
+    write_str(out, s.as_lowercase_str());
 }
 
 fn layer_status(out: &mut Vec<u8>, s: LayerStatus) {
     match s {
-        LayerStatus::Synced(n) => {
-            out.extend_from_slice(b"{\"Synced\":");
-            write_u64(out, n);
-            out.push(b'}');
-        }
-        LayerStatus::Syncing { head, synced } => {
-            out.extend_from_slice(b"{\"Syncing\":{\"headBlockNumber\":");
-            write_u64(out, head);
-            out.extend_from_slice(b",\"syncedBlockNumber\":");
-            write_u64(out, synced);
-            out.extend_from_slice(b"}}");
-        }
+        LayerStatus::Synced(n) => Obj::open(out).u64("Synced", n).close(),
+        LayerStatus::Syncing { head, synced } => Obj::open(out)
+            .with("Syncing", |out| {
+                Obj::open(out)
+                    .u64("headBlockNumber", head)
+                    .u64("syncedBlockNumber", synced)
+                    .close()
+            })
+            .close(),
     }
 }
 
