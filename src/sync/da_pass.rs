@@ -4,12 +4,12 @@
 //! write transaction.
 
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use log::debug;
 
 use super::fetch::{fetch_ahead, stream_ahead, ChunkRanges, Fetching, Flow, Sink};
-use super::{DaSide, SyncError, Syncer};
+use super::{DaSide, SyncConfig, SyncError, Syncer};
 use crate::chain_rules::ForkTable;
 use crate::checks::{self, CommitmentVerdict, ProofVerdict, VerifyError};
 use crate::ledger::{ChainTip, Ledger, LedgerRead, LedgerWriter};
@@ -98,15 +98,12 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         }
         let (ledger, mut sources, progress, config) = self.parts();
         let mut sink = DaSink {
-            forks: config.forks,
-            receipts: config.receipts,
+            config,
             ledger,
             progress,
             scanned,
             on_chain: separate,
             in_txn: 0,
-            slots_per_commit: config.slots_per_commit.max(1),
-            commit_every: config.commit_every,
             total: 0,
             txn: None,
             repeated_refusal: false,
@@ -161,9 +158,9 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
 /// The DA side of a pass: checks each fetched slot's proofs and commitments
 /// against the stored chain and applies it, many slots per write transaction.
 struct DaSink<'a> {
-    /// The chain rules per height (which proofs carry Kumquat's fields).
-    forks: ForkTable,
-    receipts: ProofRules,
+    /// The fork table (which proofs carry Kumquat's fields), the proof
+    /// rules, and when to commit.
+    config: &'a SyncConfig,
     ledger: &'a Ledger,
     progress: &'a Progress,
     /// The newest slot applied (committed, or in the open transaction).
@@ -171,9 +168,6 @@ struct DaSink<'a> {
     /// Slots come from the DA chain itself: what fails a check is left out.
     on_chain: bool,
     in_txn: u64,
-    slots_per_commit: u64,
-    /// How long a transaction stays open while no slots arrive.
-    commit_every: Duration,
     total: u64,
     /// The open write transaction, and since when.
     txn: Option<(LedgerWriter<'a>, Instant)>,
@@ -201,7 +195,7 @@ impl Sink<Vec<DaSlot>> for DaSink<'_> {
             }
             let mut skipped = Vec::new();
             let on_chain = self.on_chain.then_some(&mut skipped);
-            let applied = apply_slot(w, slot, &self.forks, &self.receipts, on_chain);
+            let applied = apply_slot(w, slot, &self.config.forks, &self.config.receipts, on_chain);
             if let Err(e @ VerifyError::Failed { check, .. }) = &applied {
                 let waiting = &self.progress.waiting;
                 let first = waiting.refused(slot.number, check.name(), &e.to_string());
@@ -218,7 +212,7 @@ impl Sink<Vec<DaSlot>> for DaSink<'_> {
             w.set_last_scanned_l1(self.scanned)?;
             self.in_txn += 1;
         }
-        if self.in_txn >= self.slots_per_commit {
+        if self.in_txn >= self.config.slots_per_commit.max(1) {
             self.commit()?;
         }
         Ok(Flow::More)
@@ -241,7 +235,7 @@ impl Sink<Vec<DaSlot>> for DaSink<'_> {
     fn due(&self) -> Option<Instant> {
         self.txn
             .as_ref()
-            .map(|(_, opened)| *opened + self.commit_every)
+            .map(|(_, opened)| *opened + self.config.commit_every)
     }
 }
 
