@@ -313,7 +313,7 @@ mod tests {
     #[test]
     fn every_table_has_a_rollback_step() {
         let stepped: Vec<&str> = STEPS.iter().map(|(name, _)| *name).collect();
-        for name in tables::ALL {
+        for (name, _) in tables::ALL {
             assert!(
                 stepped.contains(&name),
                 "table {name} has no rollback step: add one to ledger::cut::STEPS"

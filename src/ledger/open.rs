@@ -9,10 +9,7 @@ use std::sync::OnceLock;
 
 use lmdb::{DatabaseFlags, Environment, EnvironmentFlags, Transaction};
 
-use super::tables::{
-    Commitments, DaSlots, Dbs, Meta, MetaValue, Proofs, ScByHashPrefix, SoftConfirmations,
-    StatusHeights, StatusTable, Table,
-};
+use super::tables::{Dbs, Meta, MetaValue, Table};
 use super::*;
 
 /// How to open a ledger.
@@ -114,19 +111,13 @@ impl Ledger {
         let meta = db(Meta::NAME, Meta::FLAGS)?;
         let layout = check_layout(&env, meta, opts.read_only)
             .map_err(|reason| open_err(reason.to_string()))?;
-        let dbs = Dbs {
-            soft_confirmations: db(SoftConfirmations::NAME, SoftConfirmations::FLAGS)?,
-            sc_by_hash_prefix: db(ScByHashPrefix::NAME, ScByHashPrefix::FLAGS)?,
-            status: db(StatusTable::NAME, StatusTable::FLAGS)?,
-            commitments: db(Commitments::NAME, Commitments::FLAGS)?,
-            da_slots: db(DaSlots::NAME, DaSlots::FLAGS)?,
-            proofs: db(Proofs::NAME, Proofs::FLAGS)?,
-            meta,
-            bitcoin_headers: db(tables::BitcoinHeaders::NAME, tables::BitcoinHeaders::FLAGS)?,
-            bitcoin_chunks: db(tables::BitcoinChunks::NAME, tables::BitcoinChunks::FLAGS)?,
-            status_heights: db(StatusHeights::NAME, StatusHeights::FLAGS)?,
-            bitcoin_peers: db(tables::BitcoinPeers::NAME, tables::BitcoinPeers::FLAGS)?,
-        };
+        let mut handles = [meta; tables::ALL.len()];
+        for (handle, (name, flags)) in handles.iter_mut().zip(tables::ALL) {
+            if name != Meta::NAME {
+                *handle = db(name, flags)?;
+            }
+        }
+        let dbs = Dbs(handles);
         let ledger = Ledger {
             env,
             dbs,

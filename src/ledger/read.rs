@@ -157,7 +157,7 @@ pub trait LedgerRead: sealed::Access + Sized {
         let ctx = || format!("reading {} {}", ScByHashPrefix::NAME, hex::encode(hash));
         let cursor = self
             .txn()
-            .open_ro_cursor(self.dbs().sc_by_hash_prefix)
+            .open_ro_cursor(ScByHashPrefix::db(self.dbs()))
             .map_err(lmdb_err(ctx))?;
         let mut item = cursor.get(Some(&ScByHashPrefix::key(hash)), None, MDB_SET);
         loop {

@@ -520,7 +520,10 @@ fn corrupt_stored_values_give_corrupt_errors() {
     let mut w = ledger.writer().unwrap();
     let good = w
         .txn
-        .get(ledger.dbs.soft_confirmations, &SoftConfirmations::key(&2))
+        .get(
+            SoftConfirmations::db(&ledger.dbs),
+            &SoftConfirmations::key(&2),
+        )
         .unwrap()
         .to_vec();
     for n in [0, 10, good.len() - 1] {
@@ -875,7 +878,7 @@ fn the_upgrade_from_version_2_rewrites_only_the_proofs_and_the_version() {
         let env = Environment::new().set_max_dbs(16).open(dir.path()).unwrap();
         let dbs: Vec<_> = tables::ALL
             .iter()
-            .map(|name| (*name, env.open_db(Some(name)).unwrap()))
+            .map(|(name, _)| (*name, env.open_db(Some(name)).unwrap()))
             .collect();
         let txn = env.begin_ro_txn().unwrap();
         let out: Vec<_> = dbs
@@ -1104,7 +1107,7 @@ fn a_version_3_data_dir_gets_the_frontier_index_the_write_rules_would_have_writt
         assert_eq!(written.len(), 5, "3 committed and 2 proven moves");
         // As version 3 left it: no index, layout 3.
         let mut w = ledger.writer().unwrap();
-        w.txn.clear_db(ledger.dbs.status_heights).unwrap();
+        w.txn.clear_db(StatusHeights::db(&ledger.dbs)).unwrap();
         w.put_meta(tables::META_FORMAT, &3).unwrap();
         w.commit().unwrap();
         written
@@ -1133,7 +1136,11 @@ fn a_version_6_data_dir_gets_an_empty_address_book_and_keeps_its_chain() {
         // As version 6 left it: no address book, layout 6.
         let mut w = ledger.writer().unwrap();
         // SAFETY: no handle of the table is used again in this process.
-        unsafe { w.txn.drop_db(ledger.dbs.bitcoin_peers).unwrap() };
+        unsafe {
+            w.txn
+                .drop_db(tables::BitcoinPeers::db(&ledger.dbs))
+                .unwrap()
+        };
         w.put_meta(tables::META_FORMAT, &6).unwrap();
         w.commit().unwrap();
     }

@@ -108,7 +108,7 @@ impl LedgerWriter<'_> {
         let ctx = || format!("raising status of {from}..={to}");
         let mut highest: Option<u64> = None;
         {
-            let db = self.ledger.dbs.status;
+            let db = StatusTable::db(&self.ledger.dbs);
             let mut cursor = self.txn.open_rw_cursor(db).map_err(lmdb_err(ctx))?;
             let step = cursor.get(Some(&StatusTable::key(&from)), None, MDB_SET_RANGE);
             let mut item = cursor::entry(step, ctx)?;
