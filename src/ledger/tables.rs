@@ -157,8 +157,13 @@ impl KeyCodec for Hash {
     }
 }
 
-/// A table keyed by a [`KeyCodec`] type.
+/// A table keyed by a [`KeyCodec`] type (and, given a value type with its
+/// codec, its [`ValueTable`] impl, as `values!` writes it).
 macro_rules! table {
+    ($(#[$doc:meta])* $ty:ident, $name:literal, $key:ty, $($value:tt)+) => {
+        table!($(#[$doc])* $ty, $name, $key);
+        values!($ty, $($value)+);
+    };
     ($(#[$doc:meta])* $ty:ident, $name:literal, $key:ty) => {
         $(#[$doc])*
         pub(crate) struct $ty;
@@ -210,13 +215,19 @@ table!(
     /// `status`: L2 height -> one status byte.
     StatusTable,
     "status",
-    u64
+    u64,
+    Status,
+    |v| codec::encode_status(*v),
+    codec::decode_status
 );
 table!(
     /// `commitments`: DA slot number -> encoded list of the commitments found on it.
     Commitments,
     "commitments",
-    u64
+    u64,
+    Vec<SequencerCommitment>,
+    |v| codec::encode_commitments(v),
+    codec::decode_commitments
 );
 table!(
     /// `da_slots`: DA slot hash -> slot number (u64 BE).
@@ -229,7 +240,10 @@ table!(
     /// on it, in the order they were verified.
     Proofs,
     "proofs",
-    u64
+    u64,
+    Vec<VerifiedBatchProof>,
+    |v| codec::encode_proofs(v),
+    codec::decode_proofs
 );
 
 table!(
@@ -237,7 +251,10 @@ table!(
     /// (80 bytes) and the chain's total work up to it (32 bytes, big-endian).
     BitcoinHeaders,
     "bitcoin_headers",
-    u64
+    u64,
+    super::StoredHeader,
+    |v| codec::encode_bitcoin_header(v),
+    codec::decode_bitcoin_header
 );
 
 table!(
@@ -246,11 +263,7 @@ table!(
     /// aggregate that names it is applied (a rollback may need it again).
     BitcoinChunks,
     "bitcoin_chunks",
-    Hash
-);
-
-values!(
-    BitcoinChunks,
+    Hash,
     (u64, Vec<u8>),
     |v| {
         let mut out = Vec::with_capacity(8 + v.1.len());
@@ -290,13 +303,6 @@ values!(
     super::BookEntry,
     |v| codec::encode_book_entry(v),
     codec::decode_book_entry
-);
-
-values!(
-    BitcoinHeaders,
-    super::StoredHeader,
-    |v| codec::encode_bitcoin_header(v),
-    codec::decode_bitcoin_header
 );
 
 /// Which frontier: the committed one (heights Finalized or Proven) or the
@@ -360,25 +366,7 @@ values!(
     |v| codec::encode_u64(*v),
     codec::decode_u64
 );
-values!(
-    StatusTable,
-    Status,
-    |v| codec::encode_status(*v),
-    codec::decode_status
-);
-values!(
-    Commitments,
-    Vec<SequencerCommitment>,
-    |v| codec::encode_commitments(v),
-    codec::decode_commitments
-);
 values!(DaSlots, u64, |v| codec::encode_u64(*v), codec::decode_u64);
-values!(
-    Proofs,
-    Vec<VerifiedBatchProof>,
-    |v| codec::encode_proofs(v),
-    codec::decode_proofs
-);
 
 /// `meta`: short ASCII keys -> values. Fixed keys are the constants below;
 /// other modules' free entries live under [`USER_PREFIX`] so they can never
