@@ -457,7 +457,7 @@ impl Sink<Fetched> for L2Sink<'_> {
             slots,
             anchors,
             pre,
-            ahead: _,
+            ..
         } = fetched;
         let Some(first) = blocks.first() else {
             return Ok(Flow::Stop);
@@ -522,19 +522,17 @@ impl Sink<Fetched> for L2Sink<'_> {
         if let Some(e) = failure {
             return Err(e.into());
         }
-        match not_anchored {
-            Some(Err(e)) => return Err(e.into()),
-            Some(Ok(())) => {
-                debug!(
-                    "L2 block {} names a DA height the DA chain does not have yet: waiting",
-                    blocks[anchored].l2_height
-                );
-                self.take_slots(&slots)?;
-                return Ok(Flow::Stop);
-            }
-            None => {}
+        if let Some(Err(e)) = not_anchored {
+            return Err(e.into());
         }
         self.take_slots(&slots)?;
+        if not_anchored.is_some() {
+            debug!(
+                "L2 block {} names a DA height the DA chain does not have yet: waiting",
+                blocks[anchored].l2_height
+            );
+            return Ok(Flow::Stop);
+        }
         let full = self.txn.as_ref().is_some_and(|(_, count, opened)| {
             *count >= self.config.commit_blocks || opened.elapsed() >= self.config.commit_every
         });
