@@ -498,17 +498,7 @@ impl Sink<Fetched> for L2Sink<'_> {
                     }
                     self.key_stored = true;
                 }
-                let mut last_slot = None;
-                for sc in &blocks[..good] {
-                    crate::os::give_way();
-                    w.put_soft_confirmation(sc)?;
-                    // The slot hash a signed block points at is verified
-                    // with it: index it for ..OnSlotByHash.
-                    if last_slot != Some(sc.da_slot_height) {
-                        w.put_da_slot_hash(sc.da_slot_height, &sc.da_slot_hash)?;
-                        last_slot = Some(sc.da_slot_height);
-                    }
-                }
+                w.store_blocks(&blocks[..good])?;
                 *count += good as u64;
                 if verdict.without_bodies > 0 {
                     w.add_blocks_without_bodies(verdict.without_bodies)?;
