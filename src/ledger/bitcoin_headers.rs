@@ -83,16 +83,8 @@ impl LedgerWriter<'_> {
         let Some(tip) = self.bitcoin_header_tip()? else {
             return Ok(());
         };
-        let db = BitcoinHeaders::db(self.dbs());
         for h in (height + 1..=tip).rev() {
-            match self.txn.del(db, &BitcoinHeaders::key(&h), None) {
-                Ok(()) | Err(lmdb::Error::NotFound) => {}
-                Err(e) => {
-                    return Err(lmdb_err(|| {
-                        format!("removing {} {h}", BitcoinHeaders::NAME)
-                    })(e))
-                }
-            }
+            self.remove::<BitcoinHeaders>(&h)?;
         }
         Ok(())
     }

@@ -101,12 +101,27 @@ fn keys_above<T: Table<Key = u64>>(
 impl LedgerWriter<'_> {
     /// Deletes `key` of table `T` (with `data`: that one duplicate).
     fn del<T: Table>(&mut self, key: &T::Key, data: Option<&[u8]>) -> Result<(), LedgerError> {
+        self.delete::<T>(key, data, "deleting")
+    }
+
+    /// Deletes `key` of table `T` (absent is fine), saying `removing` when
+    /// LMDB fails.
+    pub(super) fn remove<T: Table>(&mut self, key: &T::Key) -> Result<(), LedgerError> {
+        self.delete::<T>(key, None, "removing")
+    }
+
+    fn delete<T: Table>(
+        &mut self,
+        key: &T::Key,
+        data: Option<&[u8]>,
+        verb: &str,
+    ) -> Result<(), LedgerError> {
         let db = T::db(&self.ledger.dbs);
         match self.txn.del(db, &T::key(key), data) {
             Ok(()) | Err(lmdb::Error::NotFound) => Ok(()),
-            Err(e) => Err(lmdb_err(|| {
-                format!("deleting {} {}", T::NAME, T::show(key))
-            })(e)),
+            Err(e) => Err(lmdb_err(|| format!("{verb} {} {}", T::NAME, T::show(key)))(
+                e,
+            )),
         }
     }
 
