@@ -86,6 +86,9 @@ pub enum Status {
 }
 
 impl Status {
+    /// Every status, in order: a status's byte is its index.
+    const ALL: [Status; 3] = [Status::Trusted, Status::Finalized, Status::Proven];
+
     /// The wire string: exactly `Trusted`, `Finalized` or `Proven`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -106,7 +109,7 @@ impl Status {
 
     /// Reads a status string in either spelling (`Proven` or `proven`).
     pub fn from_wire(s: &str) -> Option<Status> {
-        [Status::Trusted, Status::Finalized, Status::Proven]
+        Status::ALL
             .into_iter()
             .find(|st| s == st.as_str() || s == st.as_lowercase_str())
     }
@@ -118,12 +121,7 @@ impl Status {
 
     /// Reads the one-byte form; `None` for a byte no status has.
     pub fn from_byte(b: u8) -> Option<Status> {
-        match b {
-            0 => Some(Status::Trusted),
-            1 => Some(Status::Finalized),
-            2 => Some(Status::Proven),
-            _ => None,
-        }
+        Status::ALL.get(usize::from(b)).copied()
     }
 }
 

@@ -195,9 +195,8 @@ impl LedgerWriter<'_> {
     /// Kumquat-only rules, and is pinned to those.
     pub fn pin_fork_table(&mut self, wanted: &ForkTable) -> Result<(), LedgerError> {
         let stored = match self.fork_table()? {
-            Some(t) => Some(t),
             None if self.head_height()? > 0 => Some(ForkTable::KUMQUAT_ONLY),
-            None => None,
+            stored => stored,
         };
         match stored {
             Some(stored) if stored != *wanted => Err(LedgerError::OtherForkTable {
@@ -239,9 +238,8 @@ impl LedgerWriter<'_> {
     /// `slot` (its recorded hash) when it named a later one; it goes when
     /// `slot`'s hash is not recorded.
     pub fn cut_last_slot_hash(&mut self, slot: u64) -> Result<(), LedgerError> {
-        match self.last_slot_hash()? {
-            Some((n, _)) if n > slot => {}
-            _ => return Ok(()),
+        if self.last_slot_hash()?.is_none_or(|(n, _)| n <= slot) {
+            return Ok(());
         }
         let hash = self
             .all_da_slots()?
