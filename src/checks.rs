@@ -293,6 +293,17 @@ pub fn hashed_prefix(blocks: &[SoftConfirmation], forks: &ForkTable) -> usize {
 /// thread's fetch side runs it on blocks as they arrive, so the signatures
 /// are checked while the sync thread writes and commits the chunks before.
 pub fn signed_prefix(blocks: &[SoftConfirmation], forks: &ForkTable, threads: usize) -> usize {
+    let all: Vec<_> = blocks.iter().collect();
+    first_bad_signed(&all, forks, threads).unwrap_or(blocks.len())
+}
+
+/// The first of `blocks` whose signature does not verify under its own
+/// `pub_key` over the message its fork signs, on `threads` threads.
+fn first_bad_signed(
+    blocks: &[&SoftConfirmation],
+    forks: &ForkTable,
+    threads: usize,
+) -> Option<usize> {
     let messages: Vec<_> = blocks
         .iter()
         .map(|sc| signed_message(sc, forks.fork_at(sc.l2_height)))
@@ -302,7 +313,7 @@ pub fn signed_prefix(blocks: &[SoftConfirmation], forks: &ForkTable, threads: us
         .zip(&messages)
         .map(|(sc, m)| (&sc.pub_key, m.as_ref(), &sc.signature))
         .collect();
-    first_bad_signature_on(&items, threads).unwrap_or(items.len())
+    first_bad_signature_on(&items, threads)
 }
 
 /// [`verify_blocks`] with the signatures checked on `threads` threads (1:
@@ -355,17 +366,8 @@ pub fn verify_blocks_on(
     let checked: Vec<usize> = (pre.signed.min(limit)..limit)
         .filter(|i| unsigned.binary_search(i).is_err())
         .collect();
-    let messages: Vec<_> = checked
-        .iter()
-        .map(|&i| signed_message(&blocks[i], forks.fork_at(blocks[i].l2_height)))
-        .collect();
-    let items: Vec<_> = checked
-        .iter()
-        .zip(&messages)
-        .map(|(&i, message)| (&blocks[i].pub_key, message.as_ref(), &blocks[i].signature))
-        .collect();
-    let bad = first_bad_signature_on(&items, threads);
-    match bad.map(|j| checked[j]) {
+    let to_check: Vec<_> = checked.iter().map(|&i| &blocks[i]).collect();
+    match first_bad_signed(&to_check, forks, threads).map(|j| checked[j]) {
         Some(i) => {
             let sc = &blocks[i];
             let fork = forks.fork_at(sc.l2_height);

@@ -86,6 +86,9 @@ pub enum Status {
 }
 
 impl Status {
+    /// Every status, in order: a status's byte is its index.
+    const ALL: [Status; 3] = [Status::Trusted, Status::Finalized, Status::Proven];
+
     /// The wire string: exactly `Trusted`, `Finalized` or `Proven`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -106,7 +109,7 @@ impl Status {
 
     /// Reads a status string in either spelling (`Proven` or `proven`).
     pub fn from_wire(s: &str) -> Option<Status> {
-        [Status::Trusted, Status::Finalized, Status::Proven]
+        Status::ALL
             .into_iter()
             .find(|st| s == st.as_str() || s == st.as_lowercase_str())
     }
@@ -118,12 +121,7 @@ impl Status {
 
     /// Reads the one-byte form; `None` for a byte no status has.
     pub fn from_byte(b: u8) -> Option<Status> {
-        match b {
-            0 => Some(Status::Trusted),
-            1 => Some(Status::Finalized),
-            2 => Some(Status::Proven),
-            _ => None,
-        }
+        Status::ALL.get(usize::from(b)).copied()
     }
 }
 
@@ -198,6 +196,29 @@ pub(crate) fn sample_block(height: u64) -> SoftConfirmation {
         deposit_data: vec![],
         l1_fee_rate: 1000,
         timestamp: 1_735_000_000 + height,
+    }
+}
+
+/// A proof for tests: verified on DA slot `height`, proving up to
+/// `last_l2_height`, its state diff a set key and a deleted one.
+#[cfg(test)]
+pub(crate) fn sample_proof(height: u64, last_l2_height: u64) -> VerifiedBatchProof {
+    VerifiedBatchProof {
+        proof: vec![1, 2, 3],
+        proof_output: ProofOutput {
+            initial_state_root: [1; 32],
+            final_state_root: [2; 32],
+            prev_soft_confirmation_hash: [3; 32],
+            final_soft_confirmation_hash: [4; 32],
+            state_diff: vec![(vec![0xaa], Some(vec![0xbb, 0x0c])), (vec![0x01], None)],
+            da_slot_hash: [5; 32],
+            sequencer_commitments_range: (0, 0),
+            sequencer_public_key: vec![7; 32],
+            sequencer_da_public_key: vec![8; 33],
+            preproven_commitments: vec![1, 2],
+            last_l2_height,
+        },
+        height,
     }
 }
 

@@ -75,15 +75,11 @@ impl ForkTable {
 impl fmt::Display for ForkTable {
     /// `Kumquat from height 5546000 (Genesis below)`, or `Kumquat from height 0`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.kumquat_height <= 1 {
-            write!(f, "Kumquat from height {}", self.kumquat_height)
-        } else {
-            write!(
-                f,
-                "Kumquat from height {} (Genesis below)",
-                self.kumquat_height
-            )
+        write!(f, "Kumquat from height {}", self.kumquat_height)?;
+        if self.kumquat_height > 1 {
+            f.write_str(" (Genesis below)")?;
         }
+        Ok(())
     }
 }
 

@@ -126,30 +126,22 @@ fn write_genesis(sc: &SoftConfirmation, out: &mut impl FnMut(&[u8])) {
 /// SHA-256(left || right), an odd last node is promoted unchanged, a single
 /// leaf is its own root. `None` for no leaves.
 pub fn merkle_root(leaves: &[Hash]) -> Option<Hash> {
-    if leaves.is_empty() {
-        return None;
-    }
     let mut level: Vec<Hash> = leaves.to_vec();
     while level.len() > 1 {
-        let mut next = Vec::with_capacity(level.len().div_ceil(2));
-        for pair in level.chunks(2) {
-            match pair {
-                [left, right] => {
-                    next.push(
-                        Sha256::new()
-                            .chain_update(left)
-                            .chain_update(right)
-                            .finalize()
-                            .into(),
-                    );
-                }
-                [odd] => next.push(*odd),
-                _ => unreachable!("chunks(2) yields one or two items"),
-            }
-        }
-        level = next;
+        level = level
+            .chunks(2)
+            .map(|pair| match pair {
+                [left, right] => Sha256::new()
+                    .chain_update(left)
+                    .chain_update(right)
+                    .finalize()
+                    .into(),
+                // An odd last node is promoted unchanged.
+                _ => pair[0],
+            })
+            .collect();
     }
-    Some(level[0])
+    level.first().copied()
 }
 
 /// The sequencer's key, as the devnet holds it: ed25519-dalek's

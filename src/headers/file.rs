@@ -95,10 +95,8 @@ pub fn for_each_header(
             if !bytes.len().is_multiple_of(80) {
                 return Err(InputError::RawLength(bytes.len()));
             }
-            for chunk in bytes.chunks_exact(80) {
-                let mut raw = [0u8; 80];
-                raw.copy_from_slice(chunk);
-                if !each(&raw) {
+            for raw in bytes.as_chunks::<80>().0 {
+                if !each(raw) {
                     break;
                 }
             }
@@ -149,11 +147,7 @@ fn decode_hex_80(line: &[u8], out: &mut [u8; 80]) -> Result<(), String> {
 /// A header from its 80 bytes as Bitcoin encodes them.
 pub fn header_from_bytes(raw: &[u8; 80]) -> Header {
     let u32_at = |i: usize| u32::from_le_bytes([raw[i], raw[i + 1], raw[i + 2], raw[i + 3]]);
-    let hash_at = |i: usize| {
-        let mut h = [0u8; 32];
-        h.copy_from_slice(&raw[i..i + 32]);
-        h
-    };
+    let hash_at = |i: usize| <[u8; 32]>::try_from(&raw[i..i + 32]).unwrap_or_default();
     Header {
         version: bitcoin::block::Version::from_consensus(u32_at(0) as i32),
         prev_blockhash: BlockHash::from_byte_array(hash_at(4)),

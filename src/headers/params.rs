@@ -140,28 +140,28 @@ impl ChainParams {
     /// The pow limit as a target (Core's `powLimit`, which may lie above
     /// what its compact form expands to).
     pub fn pow_limit(&self) -> Target {
-        let mut bytes = [0u8; 32];
-        // A constant of this file: 64 hex digits (checked by a test).
-        if hex::decode_to_slice(self.pow_limit_hex, &mut bytes).is_err() {
-            return Target::from_compact(CompactTarget::from_consensus(self.pow_limit_bits));
-        }
-        Target::from_be_bytes(bytes)
+        hex32(self.pow_limit_hex).map_or_else(
+            || Target::from_compact(CompactTarget::from_consensus(self.pow_limit_bits)),
+            Target::from_be_bytes,
+        )
     }
 
     /// `nMinimumChainWork`.
     pub fn min_chainwork(&self) -> Work {
-        let mut bytes = [0u8; 32];
-        // A constant of this file: 64 hex digits (checked by a test).
-        if hex::decode_to_slice(self.min_chainwork, &mut bytes).is_err() {
-            return Work::from_be_bytes([0xff; 32]);
-        }
-        Work::from_be_bytes(bytes)
+        Work::from_be_bytes(hex32(self.min_chainwork).unwrap_or([0xff; 32]))
     }
 
     /// The genesis hash as a [`BlockHash`].
     pub fn genesis_block_hash(&self) -> BlockHash {
         self.chain.genesis().block_hash()
     }
+}
+
+/// A constant of this file as its 32 bytes (64 hex digits, checked by a test).
+fn hex32(digits: &str) -> Option<[u8; 32]> {
+    let mut bytes = [0u8; 32];
+    hex::decode_to_slice(digits, &mut bytes).ok()?;
+    Some(bytes)
 }
 
 /// What the test networks share: two-week retargets of ten-minute blocks,

@@ -167,8 +167,7 @@ impl fmt::Display for HeaderError {
             self.rule,
             self.rule.name(),
             self.detail
-        )?;
-        Ok(())
+        )
     }
 }
 

@@ -94,12 +94,10 @@ impl std::fmt::Display for HeaderStoreError {
                 "the ledger holds the Bitcoin headers of another chain (genesis {genesis}), \
                  not {chain}'s: use the --bitcoin-chain it was made with, or another --data-dir"
             ),
-            HeaderStoreError::Corrupt { height, reason } => {
-                write!(
-                    f,
-                    "the stored Bitcoin header at height {height} is unusable: {reason}"
-                )
-            }
+            HeaderStoreError::Corrupt { height, reason } => write!(
+                f,
+                "the stored Bitcoin header at height {height} is unusable: {reason}"
+            ),
         }
     }
 }
@@ -182,11 +180,9 @@ impl HeaderTree {
         for s in stored {
             let hash = header_hash(&s.header);
             let bits = s.header.bits.to_consensus();
-            let real_bits = if rules::stops_walk_back(s.height, bits, params) {
-                Some(bits)
-            } else {
-                c.best.back().and_then(|prev| prev.real_bits)
-            };
+            let real_bits = rules::stops_walk_back(s.height, bits, params)
+                .then_some(bits)
+                .or_else(|| c.best.back().and_then(|prev| prev.real_bits));
             if let Some(prev) = c.best.back() {
                 if s.header.prev_blockhash != prev.hash || s.height != prev.height + 1 {
                     return Err(HeaderStoreError::Corrupt {
@@ -290,10 +286,10 @@ impl HeaderTree {
         if let Some(e) = self.entry_at(height) {
             return Ok(Some(e.header));
         }
-        match &self.ledger {
-            Some(l) => Ok(l.reader()?.bitcoin_header(height)?.map(|s| s.header)),
-            None => Ok(None),
-        }
+        let Some(l) = &self.ledger else {
+            return Ok(None);
+        };
+        Ok(l.reader()?.bitcoin_header(height)?.map(|s| s.header))
     }
 
     /// The best chain's block hash at `height`: what the DA scan asks
@@ -372,17 +368,14 @@ impl HeaderTree {
                 self.work_of = (bits, w);
                 w
             };
-            let real_bits = if rules::stops_walk_back(height, bits, self.params) {
-                Some(bits)
-            } else {
-                parent_real_bits
-            };
             let entry = Entry {
                 header: *header,
                 hash,
                 height,
                 chainwork: parent_work + work,
-                real_bits,
+                real_bits: rules::stops_walk_back(height, bits, self.params)
+                    .then_some(bits)
+                    .or(parent_real_bits),
             };
             self.verified += 1;
             out.added += 1;
@@ -455,17 +448,14 @@ impl HeaderTree {
         fork_height: u64,
         now: i64,
     ) -> Result<(u64, Work, Option<u32>), HeaderError> {
-        let parent = match branch.last() {
-            Some(e) => e,
-            None => self.entry_at(fork_height).ok_or_else(|| HeaderError {
-                height: fork_height + 1,
-                hash,
-                rule: Rule::Link,
-                detail: "its parent is no longer held".into(),
-            })?,
-        };
-        let (prev_height, parent_work, parent_real_bits) =
-            (parent.height, parent.chainwork, parent.real_bits);
+        let parent = branch.last().or_else(|| self.entry_at(fork_height));
+        let parent = parent.ok_or_else(|| HeaderError {
+            height: fork_height + 1,
+            hash,
+            rule: Rule::Link,
+            detail: "its parent is no longer held".into(),
+        })?;
+        let prev_height = parent.height;
         let height = prev_height + 1;
         let bits = header.bits.to_consensus();
         rules::check_pow_with(hash, bits, self.params, self.pow_limit).map_err(|detail| {
@@ -503,7 +493,7 @@ impl HeaderTree {
                 detail: "the headers this rule needs are no longer held (a fork too deep)".into(),
             });
         }
-        Ok((height, parent_work, parent_real_bits))
+        Ok((height, parent.chainwork, parent.real_bits))
     }
 
     fn push_best(&mut self, entry: Entry) {
@@ -570,10 +560,8 @@ impl HeaderTree {
                 })?;
             }
         }
-        if let Some(saved) = self.saved_tip {
-            if saved > tip {
-                w.delete_bitcoin_headers_above(tip)?;
-            }
+        if self.saved_tip.is_some_and(|saved| saved > tip) {
+            w.delete_bitcoin_headers_above(tip)?;
         }
         w.commit()?;
         self.saved_tip = Some(tip);

@@ -15,12 +15,15 @@ impl LedgerWriter<'_> {
     /// status Trusted, and records the DA slot hash each points at (a
     /// signed block vouches for it; `..OnSlotByHash` looks it up). Fails
     /// with `AlreadyStored(height)` at the first height already stored.
+    /// Between blocks the server's threads may take the core
+    /// (`os::give_way`).
     pub fn store_blocks<'a>(
         &mut self,
         blocks: impl IntoIterator<Item = &'a SoftConfirmation>,
     ) -> Result<(), LedgerError> {
         let mut last_slot = None;
         for sc in blocks {
+            crate::os::give_way();
             self.put_soft_confirmation(sc)?;
             if last_slot != Some(sc.da_slot_height) {
                 self.put_da_slot_hash(sc.da_slot_height, &sc.da_slot_hash)?;

@@ -19,8 +19,8 @@
 use lmdb::WriteFlags;
 
 use super::sealed::Access;
-use super::tables::{BitcoinChunks, Table, ValueTable};
-use super::{corrupt, get, lmdb_err, LedgerError, LedgerWriter};
+use super::tables::{BitcoinChunks, ValueTable};
+use super::{LedgerError, LedgerWriter};
 use crate::types::Hash;
 
 /// Reading the stored chunks (any reader or writer).
@@ -28,12 +28,7 @@ pub trait BitcoinChunkRead: Access + Sized {
     /// The chunk transaction `txid` (raw byte order): the height it was
     /// found at and its raw bytes.
     fn bitcoin_chunk(&self, txid: &Hash) -> Result<Option<(u64, Vec<u8>)>, LedgerError> {
-        match get::<Self, BitcoinChunks>(self, txid)? {
-            None => Ok(None),
-            Some(bytes) => BitcoinChunks::decode(bytes)
-                .map(Some)
-                .map_err(|e| corrupt::<BitcoinChunks>(txid, e)),
-        }
+        super::read::value::<Self, BitcoinChunks>(self, txid)
     }
 }
 
@@ -54,12 +49,6 @@ impl LedgerWriter<'_> {
     /// Forgets chunk `txid` (a rollback took back the slot it was found
     /// on); absent is fine.
     pub fn delete_bitcoin_chunk(&mut self, txid: &Hash) -> Result<(), LedgerError> {
-        let db = BitcoinChunks::db(self.dbs());
-        match self.txn.del(db, &BitcoinChunks::key(txid), None) {
-            Ok(()) | Err(lmdb::Error::NotFound) => Ok(()),
-            Err(e) => Err(lmdb_err(|| {
-                format!("removing {} {}", BitcoinChunks::NAME, hex::encode(txid))
-            })(e)),
-        }
+        self.remove::<BitcoinChunks>(txid)
     }
 }

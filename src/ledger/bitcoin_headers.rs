@@ -16,7 +16,7 @@ use lmdb::WriteFlags;
 use super::cursor;
 use super::sealed::Access;
 use super::tables::{BitcoinHeaders, Table, ValueTable};
-use super::{corrupt, get, lmdb_err, LedgerError, LedgerWriter};
+use super::{corrupt, lmdb_err, LedgerError, LedgerWriter};
 
 /// One stored header of the best chain.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,12 +36,8 @@ pub trait BitcoinHeaderRead: Access + Sized {
 
     /// The stored header at `height`.
     fn bitcoin_header(&self, height: u64) -> Result<Option<StoredHeader>, LedgerError> {
-        match get::<Self, BitcoinHeaders>(self, &height)? {
-            None => Ok(None),
-            Some(bytes) => BitcoinHeaders::decode(bytes)
-                .map(|s| Some(StoredHeader { height, ..s }))
-                .map_err(|e| corrupt::<BitcoinHeaders>(&height, e)),
-        }
+        let stored = super::read::value::<Self, BitcoinHeaders>(self, &height)?;
+        Ok(stored.map(|s| StoredHeader { height, ..s }))
     }
 
     /// The stored headers at heights `from..=to` (those present), in order.
@@ -87,16 +83,8 @@ impl LedgerWriter<'_> {
         let Some(tip) = self.bitcoin_header_tip()? else {
             return Ok(());
         };
-        let db = BitcoinHeaders::db(self.dbs());
         for h in (height + 1..=tip).rev() {
-            match self.txn.del(db, &BitcoinHeaders::key(&h), None) {
-                Ok(()) | Err(lmdb::Error::NotFound) => {}
-                Err(e) => {
-                    return Err(lmdb_err(|| {
-                        format!("removing {} {h}", BitcoinHeaders::NAME)
-                    })(e))
-                }
-            }
+            self.remove::<BitcoinHeaders>(&h)?;
         }
         Ok(())
     }

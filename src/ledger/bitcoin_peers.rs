@@ -15,8 +15,8 @@ use lmdb::WriteFlags;
 use super::codec;
 use super::cursor;
 use super::sealed::Access;
-use super::tables::{BitcoinPeers, Table, ValueTable};
-use super::{corrupt, lmdb_err, LedgerError, LedgerWriter};
+use super::tables::{BitcoinPeers, ValueTable};
+use super::{corrupt, LedgerError, LedgerWriter};
 
 /// One address book entry (times are Unix seconds, 0: never).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -66,12 +66,6 @@ impl LedgerWriter<'_> {
 
     /// Removes `addr`'s entry (none: nothing to do).
     pub fn delete_bitcoin_peer(&mut self, addr: &SocketAddr) -> Result<(), LedgerError> {
-        let db = BitcoinPeers::db(self.dbs());
-        match self.txn.del(db, &BitcoinPeers::key(addr), None) {
-            Ok(()) | Err(lmdb::Error::NotFound) => Ok(()),
-            Err(e) => Err(lmdb_err(|| {
-                format!("removing {} {addr}", BitcoinPeers::NAME)
-            })(e)),
-        }
+        self.remove::<BitcoinPeers>(addr)
     }
 }

@@ -10,7 +10,38 @@ use lmdb::{Cursor, Transaction};
 
 use super::sealed::Access;
 use super::tables::{self, Table};
-use super::{lmdb_err, LedgerError, MDB_LAST};
+use super::{lmdb_err, LedgerError, MDB_LAST, MDB_PREV, MDB_SET_RANGE};
+
+/// An entry a cursor step found: `None` past either end.
+pub(super) type Entry<'t> = Option<(&'t [u8], &'t [u8])>;
+
+/// The entry a cursor step landed on (`None` past either end); a failure
+/// of the step is said with `ctx`.
+pub(super) fn entry<'t>(
+    step: lmdb::Result<(Option<&'t [u8]>, &'t [u8])>,
+    ctx: impl FnOnce() -> String,
+) -> Result<Entry<'t>, LedgerError> {
+    match step {
+        Ok((Some(k), v)) => Ok(Some((k, v))),
+        Ok((None, _)) | Err(lmdb::Error::NotFound) => Ok(None),
+        Err(e) => Err(lmdb_err(ctx)(e)),
+    }
+}
+
+/// Puts `cursor` on the last entry whose key is below `above` (the first
+/// key at or above it, then one back).
+pub(super) fn last_below<'t>(
+    cursor: &impl Cursor<'t>,
+    above: &[u8],
+    ctx: impl Fn() -> String,
+) -> Result<Entry<'t>, LedgerError> {
+    let step = match cursor.get(Some(above), None, MDB_SET_RANGE) {
+        Ok(_) => cursor.get(None, None, MDB_PREV),
+        Err(lmdb::Error::NotFound) => cursor.get(None, None, MDB_LAST),
+        Err(e) => return Err(lmdb_err(ctx)(e)),
+    };
+    entry(step, ctx)
+}
 
 /// Calls `f` with each entry of `T`, key and value, in key order from
 /// `from` (the first key when `None`), until `f` breaks.
@@ -52,11 +83,8 @@ pub(super) fn last_u64<R: Access, T: Table<Key = u64>>(r: &R) -> Result<Option<u
         .txn()
         .open_ro_cursor(T::db(r.dbs()))
         .map_err(lmdb_err(ctx))?;
-    match cursor.get(None, None, MDB_LAST) {
-        Ok((Some(k), _)) => u64_key::<T>(k).map(Some),
-        Ok((None, _)) | Err(lmdb::Error::NotFound) => Ok(None),
-        Err(e) => Err(lmdb_err(ctx)(e)),
-    }
+    let last = entry(cursor.get(None, None, MDB_LAST), ctx)?;
+    last.map(|(k, _)| u64_key::<T>(k)).transpose()
 }
 
 /// A key of `T` read back as the u64 it stores (big-endian, 8 bytes).

@@ -41,8 +41,8 @@ pub const STEPS: [(&str, Step); 11] = [
     (ScByHashPrefix::NAME, remove_hash_index),
     (SoftConfirmations::NAME, remove_blocks),
     (StatusTable::NAME, remove_statuses),
-    (Commitments::NAME, remove_commitments),
-    (Proofs::NAME, remove_proofs),
+    (Commitments::NAME, remove_slot_lists::<Commitments, _>),
+    (Proofs::NAME, remove_slot_lists::<Proofs, _>),
     (DaSlots::NAME, remove_slot_hashes),
     (BitcoinHeaders::NAME, remove_bitcoin_headers),
     (BitcoinChunks::NAME, remove_bitcoin_chunks),
@@ -101,12 +101,27 @@ fn keys_above<T: Table<Key = u64>>(
 impl LedgerWriter<'_> {
     /// Deletes `key` of table `T` (with `data`: that one duplicate).
     fn del<T: Table>(&mut self, key: &T::Key, data: Option<&[u8]>) -> Result<(), LedgerError> {
+        self.delete::<T>(key, data, "deleting")
+    }
+
+    /// Deletes `key` of table `T` (absent is fine), saying `removing` when
+    /// LMDB fails.
+    pub(super) fn remove<T: Table>(&mut self, key: &T::Key) -> Result<(), LedgerError> {
+        self.delete::<T>(key, None, "removing")
+    }
+
+    fn delete<T: Table>(
+        &mut self,
+        key: &T::Key,
+        data: Option<&[u8]>,
+        verb: &str,
+    ) -> Result<(), LedgerError> {
         let db = T::db(&self.ledger.dbs);
         match self.txn.del(db, &T::key(key), data) {
             Ok(()) | Err(lmdb::Error::NotFound) => Ok(()),
-            Err(e) => Err(lmdb_err(|| {
-                format!("deleting {} {}", T::NAME, T::show(key))
-            })(e)),
+            Err(e) => Err(lmdb_err(|| format!("{verb} {} {}", T::NAME, T::show(key)))(
+                e,
+            )),
         }
     }
 
@@ -229,22 +244,16 @@ fn remove_statuses(w: &mut LedgerWriter<'_>, cut: &Cut) -> Result<u64, LedgerErr
     w.del_above::<StatusTable>(cut.height)
 }
 
-/// `commitments`: the lists of the removed slots; counts commitments.
-fn remove_commitments(w: &mut LedgerWriter<'_>, cut: &Cut) -> Result<u64, LedgerError> {
+/// `commitments` and `proofs`: the lists of the removed slots; counts
+/// the records in them.
+fn remove_slot_lists<T, V>(w: &mut LedgerWriter<'_>, cut: &Cut) -> Result<u64, LedgerError>
+where
+    T: ValueTable<Key = u64, Value = Vec<V>>,
+{
     let mut n = 0;
-    for slot in keys_above::<Commitments>(w, cut.slot)? {
-        n += w.commitments_on_slot(slot)?.map_or(0, |l| l.len() as u64);
-        w.del::<Commitments>(&slot, None)?;
-    }
-    Ok(n)
-}
-
-/// `proofs`: the lists of the removed slots; counts proofs.
-fn remove_proofs(w: &mut LedgerWriter<'_>, cut: &Cut) -> Result<u64, LedgerError> {
-    let mut n = 0;
-    for slot in keys_above::<Proofs>(w, cut.slot)? {
-        n += w.proofs_on_slot(slot)?.len() as u64;
-        w.del::<Proofs>(&slot, None)?;
+    for slot in keys_above::<T>(w, cut.slot)? {
+        n += super::read::value::<_, T>(w, &slot)?.map_or(0, |l| l.len() as u64);
+        w.del::<T>(&slot, None)?;
     }
     Ok(n)
 }
@@ -313,7 +322,7 @@ mod tests {
     #[test]
     fn every_table_has_a_rollback_step() {
         let stepped: Vec<&str> = STEPS.iter().map(|(name, _)| *name).collect();
-        for name in tables::ALL {
+        for (name, _) in tables::ALL {
             assert!(
                 stepped.contains(&name),
                 "table {name} has no rollback step: add one to ledger::cut::STEPS"

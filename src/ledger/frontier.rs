@@ -29,11 +29,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use lmdb::{Cursor, Transaction, WriteFlags};
 
+use super::cursor::{entry, last_below};
 use super::sealed::Access;
 use super::tables::{Commitments, Frontier, Proofs, StatusHeights, Table, ValueTable};
 use super::{
-    lmdb_err, LedgerError, LedgerRead, LedgerWriter, ProofCommitmentsError, MDB_LAST, MDB_PREV,
-    MDB_SET_RANGE,
+    corrupt, lmdb_err, LedgerError, LedgerRead, LedgerWriter, ProofCommitmentsError, MDB_PREV,
 };
 use crate::types::SequencerCommitment;
 
@@ -97,30 +97,28 @@ fn frontier_at<R: Access>(
             k
         }
     };
-    let item = match cursor.get(Some(&above), None, MDB_SET_RANGE) {
-        Ok(_) => cursor.get(None, None, MDB_PREV),
-        Err(lmdb::Error::NotFound) => cursor.get(None, None, MDB_LAST),
-        Err(e) => return Err(lmdb_err(ctx)(e)),
+    match last_below(&cursor, &above, ctx)? {
+        Some((k, v)) => mark_of(which, k, v),
+        None => Ok(None),
+    }
+}
+
+/// The `status_heights` entry (`k`, `v`) as a mark of frontier `which`
+/// (`None`: the entry is another frontier's).
+fn mark_of(which: Frontier, k: &[u8], v: &[u8]) -> Result<Option<FrontierMark>, LedgerError> {
+    let (Some(&first), Some(l1_height)) = (
+        k.first(),
+        k.get(1..).and_then(super::tables::decode_u64_key),
+    ) else {
+        return Ok(None);
     };
-    let (k, v) = match item {
-        Ok((Some(k), v)) => (k, v),
-        Ok((None, _)) | Err(lmdb::Error::NotFound) => return Ok(None),
-        Err(e) => return Err(lmdb_err(ctx)(e)),
-    };
-    if k.len() != 9 || k[0] != which.byte() {
+    if first != which.byte() {
         return Ok(None);
     }
-    let mut slot = [0u8; 8];
-    slot.copy_from_slice(&k[1..]);
-    let l1 = u64::from_be_bytes(slot);
     let (l2_height, commitment_index, stored_unix_s) =
-        StatusHeights::decode(v).map_err(|e| LedgerError::Corrupt {
-            table: StatusHeights::NAME,
-            key: StatusHeights::show(&(which, l1)),
-            reason: e.to_string(),
-        })?;
+        StatusHeights::decode(v).map_err(|e| corrupt::<StatusHeights>(&(which, l1_height), e))?;
     Ok(Some(FrontierMark {
-        l1_height: l1,
+        l1_height,
         l2_height,
         commitment_index,
         stored_unix_s,
@@ -224,32 +222,16 @@ impl LedgerWriter<'_> {
                 .map_err(lmdb_err(ctx))?;
             let mut above = [0u8; 9];
             above[0] = Frontier::Committed.byte() + 1;
-            let mut item = match cursor.get(Some(&above), None, MDB_SET_RANGE) {
-                Ok(_) => cursor.get(None, None, MDB_PREV),
-                Err(lmdb::Error::NotFound) => cursor.get(None, None, MDB_LAST),
-                Err(e) => return Err(lmdb_err(ctx)(e)),
-            };
-            loop {
-                let (k, v) = match item {
-                    Ok((Some(k), v)) if k.len() == 9 && k[0] == Frontier::Committed.byte() => {
-                        (k, v)
-                    }
-                    Ok(_) | Err(lmdb::Error::NotFound) => break,
-                    Err(e) => return Err(lmdb_err(ctx)(e)),
+            let mut item = last_below(&cursor, &above, ctx)?;
+            while let Some((k, v)) = item {
+                let Some(m) = mark_of(Frontier::Committed, k, v)? else {
+                    break;
                 };
-                let mut slot = [0u8; 8];
-                slot.copy_from_slice(&k[1..]);
-                let slot = u64::from_be_bytes(slot);
-                let (h, index, _) = StatusHeights::decode(v).map_err(|e| LedgerError::Corrupt {
-                    table: StatusHeights::NAME,
-                    key: StatusHeights::show(&(Frontier::Committed, slot)),
-                    reason: e.to_string(),
-                })?;
-                if h < height {
+                if m.l2_height < height {
                     break;
                 }
-                found = Some((slot, h, index));
-                item = cursor.get(None, None, MDB_PREV);
+                found = Some((m.l1_height, m.l2_height, m.commitment_index));
+                item = entry(cursor.get(None, None, MDB_PREV), ctx)?;
             }
         }
         let Some((slot, top, index)) = found else {

@@ -47,18 +47,11 @@ impl WriterLock {
             .truncate(false)
             .open(&path)
             .map_err(io_err)?;
-        // SAFETY: flock takes a file descriptor this function owns and an
-        // integer; it touches no memory.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc != 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::WouldBlock {
-                return Err(LedgerError::InUse {
-                    path: dir.to_path_buf(),
-                    pid: read_pid(&mut file),
-                });
-            }
-            return Err(io_err(e));
+        if !try_flock(&file, libc::LOCK_EX).map_err(io_err)? {
+            return Err(LedgerError::InUse {
+                path: dir.to_path_buf(),
+                pid: read_pid(&mut file),
+            });
         }
         file.set_len(0).map_err(io_err)?;
         file.rewind().map_err(io_err)?;
@@ -74,17 +67,26 @@ impl WriterLock {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),
         };
-        // SAFETY: as in `take`.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
-        if rc == 0 {
+        if try_flock(&file, libc::LOCK_SH)? {
             // Free: our shared lock goes when `file` is dropped.
             return Ok(None);
         }
-        let e = io::Error::last_os_error();
-        if e.kind() == io::ErrorKind::WouldBlock {
-            return Ok(Some(read_pid(&mut file)));
-        }
-        Err(e)
+        Ok(Some(read_pid(&mut file)))
+    }
+}
+
+/// `flock(operation)` without waiting: true when taken, false when another
+/// process holds a lock that conflicts.
+fn try_flock(file: &File, operation: libc::c_int) -> io::Result<bool> {
+    // SAFETY: flock takes a file descriptor `file` owns and an integer; it
+    // touches no memory.
+    if unsafe { libc::flock(file.as_raw_fd(), operation | libc::LOCK_NB) } == 0 {
+        return Ok(true);
+    }
+    let e = io::Error::last_os_error();
+    match e.kind() {
+        io::ErrorKind::WouldBlock => Ok(false),
+        _ => Err(e),
     }
 }
 

@@ -54,8 +54,10 @@ pub(super) fn upgrade(ledger: &Ledger, from: u64) -> Result<(), LedgerError> {
     }
     // Each step adds what its version added, in order.
     let rewritten = if from < 3 { proofs_2_to_3(&mut w)? } else { 0 };
+    // The frontier index (`status_heights`, `frontier.rs`), built from the
+    // stored commitments and proofs.
     let entries = if from < tables::FRONTIER_INDEX_VERSION {
-        add_frontier_index(&mut w)?
+        w.rebuild_frontier()?
     } else {
         0
     };
@@ -74,13 +76,6 @@ pub(super) fn upgrade(ledger: &Ledger, from: u64) -> Result<(), LedgerError> {
         tables::FORMAT_VERSION
     );
     Ok(())
-}
-
-/// The step to [`tables::FRONTIER_INDEX_VERSION`]: builds the frontier
-/// index (`status_heights`, `frontier.rs`) from the stored commitments and
-/// proofs; returns how many entries it wrote.
-fn add_frontier_index(w: &mut super::LedgerWriter<'_>) -> Result<u64, LedgerError> {
-    w.rebuild_frontier()
 }
 
 /// The step to [`tables::BOOK_SERVICES_VERSION`]: each address book entry

@@ -9,10 +9,7 @@ use std::sync::OnceLock;
 
 use lmdb::{DatabaseFlags, Environment, EnvironmentFlags, Transaction};
 
-use super::tables::{
-    Commitments, DaSlots, Dbs, Meta, MetaValue, Proofs, ScByHashPrefix, SoftConfirmations,
-    StatusHeights, StatusTable, Table,
-};
+use super::tables::{Dbs, Meta, MetaValue, Table};
 use super::*;
 
 /// How to open a ledger.
@@ -114,19 +111,13 @@ impl Ledger {
         let meta = db(Meta::NAME, Meta::FLAGS)?;
         let layout = check_layout(&env, meta, opts.read_only)
             .map_err(|reason| open_err(reason.to_string()))?;
-        let dbs = Dbs {
-            soft_confirmations: db(SoftConfirmations::NAME, SoftConfirmations::FLAGS)?,
-            sc_by_hash_prefix: db(ScByHashPrefix::NAME, ScByHashPrefix::FLAGS)?,
-            status: db(StatusTable::NAME, StatusTable::FLAGS)?,
-            commitments: db(Commitments::NAME, Commitments::FLAGS)?,
-            da_slots: db(DaSlots::NAME, DaSlots::FLAGS)?,
-            proofs: db(Proofs::NAME, Proofs::FLAGS)?,
-            meta,
-            bitcoin_headers: db(tables::BitcoinHeaders::NAME, tables::BitcoinHeaders::FLAGS)?,
-            bitcoin_chunks: db(tables::BitcoinChunks::NAME, tables::BitcoinChunks::FLAGS)?,
-            status_heights: db(StatusHeights::NAME, StatusHeights::FLAGS)?,
-            bitcoin_peers: db(tables::BitcoinPeers::NAME, tables::BitcoinPeers::FLAGS)?,
-        };
+        let mut handles = [meta; tables::ALL.len()];
+        for (handle, (name, flags)) in handles.iter_mut().zip(tables::ALL) {
+            if name != Meta::NAME {
+                *handle = db(name, flags)?;
+            }
+        }
+        let dbs = Dbs(handles);
         let ledger = Ledger {
             env,
             dbs,
@@ -197,20 +188,7 @@ impl Ledger {
     /// (for size reports such as `examples/ledger_stats`).
     pub fn table_stats(&self) -> Result<LedgerStats, LedgerError> {
         let r = self.reader()?;
-        let dbs = &self.dbs;
-        let handles = [
-            (SoftConfirmations::NAME, dbs.soft_confirmations),
-            (ScByHashPrefix::NAME, dbs.sc_by_hash_prefix),
-            (StatusTable::NAME, dbs.status),
-            (Commitments::NAME, dbs.commitments),
-            (DaSlots::NAME, dbs.da_slots),
-            (Proofs::NAME, dbs.proofs),
-            (Meta::NAME, dbs.meta),
-            (tables::BitcoinHeaders::NAME, dbs.bitcoin_headers),
-            (tables::BitcoinChunks::NAME, dbs.bitcoin_chunks),
-            (StatusHeights::NAME, dbs.status_heights),
-            (tables::BitcoinPeers::NAME, dbs.bitcoin_peers),
-        ];
+        let handles = self.dbs.named();
         let mut tables = Vec::with_capacity(handles.len());
         let mut page_size = 0;
         for (name, db) in handles {

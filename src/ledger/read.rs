@@ -113,44 +113,24 @@ pub trait LedgerRead: sealed::Access + Sized {
         if start > end {
             return Ok(Vec::new());
         }
-        let span = (end - start).saturating_add(1);
-        let mut out: Vec<Option<SoftConfirmation>> =
-            Vec::with_capacity(usize::try_from(span).unwrap_or(usize::MAX).min(4096));
+        let span = usize::try_from((end - start).saturating_add(1)).unwrap_or(usize::MAX);
+        let mut out: Vec<Option<SoftConfirmation>> = Vec::with_capacity(span.min(4096));
         let mut block_key: Option<Option<Hash>> = None;
-        let mut next = start; // the height the next pushed entry stands for
-        let mut at_max = false; // u64::MAX was pushed: nothing can follow
         cursor::walk_from::<Self, SoftConfirmations>(self, Some(&start), |k, bytes| {
             let height = cursor::u64_key::<SoftConfirmations>(k)?;
             if height > end {
                 return Ok(ControlFlow::Break(()));
             }
-            while next < height {
-                out.push(None);
-                next += 1;
-            }
+            // A hole for each height below it that is not stored.
+            out.resize_with((height - start) as usize, || None);
             if block_key.is_none() && codec::sc_omits_key(bytes) {
                 block_key = Some(block_key_for(self, bytes)?);
             }
             let key = block_key.flatten();
             out.push(Some(decode_sc(height, bytes, key.as_ref())?));
-            at_max = height == u64::MAX;
-            next = height.saturating_add(1);
-            Ok(if at_max {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
-            })
+            Ok(ControlFlow::Continue(()))
         })?;
-        if at_max {
-            return Ok(out);
-        }
-        while next <= end {
-            out.push(None);
-            if next == u64::MAX {
-                break;
-            }
-            next += 1;
-        }
+        out.resize_with(span, || None);
         Ok(out)
     }
 
@@ -177,7 +157,7 @@ pub trait LedgerRead: sealed::Access + Sized {
         let ctx = || format!("reading {} {}", ScByHashPrefix::NAME, hex::encode(hash));
         let cursor = self
             .txn()
-            .open_ro_cursor(self.dbs().sc_by_hash_prefix)
+            .open_ro_cursor(ScByHashPrefix::db(self.dbs()))
             .map_err(lmdb_err(ctx))?;
         let mut item = cursor.get(Some(&ScByHashPrefix::key(hash)), None, MDB_SET);
         loop {

@@ -27,37 +27,53 @@ use super::codec::{self, DecodeError};
 use crate::chain_rules::ForkTable;
 use crate::types::{Hash, SequencerCommitment, Status, VerifiedBatchProof};
 
-/// The database handles of one environment, opened once at `Ledger::open`
-/// (opaque outside the ledger).
+/// The database handles of one environment, opened once at `Ledger::open`,
+/// each at its table's [`Table::INDEX`] (opaque outside the ledger).
 #[derive(Clone, Copy, Debug)]
-pub struct Dbs {
-    pub(crate) soft_confirmations: Database,
-    pub(crate) sc_by_hash_prefix: Database,
-    pub(crate) status: Database,
-    pub(crate) commitments: Database,
-    pub(crate) da_slots: Database,
-    pub(crate) proofs: Database,
-    pub(crate) meta: Database,
-    pub(crate) bitcoin_headers: Database,
-    pub(crate) bitcoin_chunks: Database,
-    pub(crate) status_heights: Database,
-    pub(crate) bitcoin_peers: Database,
+pub struct Dbs(pub(crate) [Database; ALL.len()]);
+
+impl Dbs {
+    /// Every table's name and handle, in the order of [`ALL`].
+    pub(crate) fn named(&self) -> [(&'static str, Database); ALL.len()] {
+        std::array::from_fn(|i| (ALL[i].0, self.0[i]))
+    }
 }
 
-/// Every table name, in the order `Ledger::open` opens them.
-pub(crate) const ALL: [&str; 11] = [
-    SoftConfirmations::NAME,
-    ScByHashPrefix::NAME,
-    StatusTable::NAME,
-    Commitments::NAME,
-    DaSlots::NAME,
-    Proofs::NAME,
-    Meta::NAME,
-    BitcoinHeaders::NAME,
-    BitcoinChunks::NAME,
-    StatusHeights::NAME,
-    BitcoinPeers::NAME,
+/// Every table's name and flags, in the order `Ledger::open` opens them.
+pub(crate) const ALL: [(&str, DatabaseFlags); 11] = [
+    (SoftConfirmations::NAME, SoftConfirmations::FLAGS),
+    (ScByHashPrefix::NAME, ScByHashPrefix::FLAGS),
+    (StatusTable::NAME, StatusTable::FLAGS),
+    (Commitments::NAME, Commitments::FLAGS),
+    (DaSlots::NAME, DaSlots::FLAGS),
+    (Proofs::NAME, Proofs::FLAGS),
+    (Meta::NAME, Meta::FLAGS),
+    (BitcoinHeaders::NAME, BitcoinHeaders::FLAGS),
+    (BitcoinChunks::NAME, BitcoinChunks::FLAGS),
+    (StatusHeights::NAME, StatusHeights::FLAGS),
+    (BitcoinPeers::NAME, BitcoinPeers::FLAGS),
 ];
+
+/// Where the table `name` is in [`ALL`] (a build error for a table not in it).
+const fn index_of(name: &str) -> usize {
+    let mut i = 0;
+    while !same(ALL[i].0.as_bytes(), name.as_bytes()) {
+        i += 1;
+    }
+    i
+}
+
+/// `a == b`, at compile time.
+const fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() && a[i] == b[i] {
+        i += 1;
+    }
+    i == a.len()
+}
 
 /// A typed table: its name, its handle and its key codec.
 pub(crate) trait Table {
@@ -65,12 +81,16 @@ pub(crate) trait Table {
     const NAME: &'static str;
     /// The LMDB flags the table is created with.
     const FLAGS: DatabaseFlags = DatabaseFlags::empty();
+    /// Where the table is in [`ALL`] and [`Dbs`].
+    const INDEX: usize = index_of(Self::NAME);
     /// What the key is, in Rust.
     type Key: ?Sized;
     /// The encoded key (stack-allocated for fixed-size keys).
     type KeyBytes: AsRef<[u8]>;
     /// The handle of this table.
-    fn db(dbs: &Dbs) -> Database;
+    fn db(dbs: &Dbs) -> Database {
+        dbs.0[Self::INDEX]
+    }
     /// The key as stored.
     fn key(key: &Self::Key) -> Self::KeyBytes;
     /// The key as an error message shows it.
@@ -137,18 +157,20 @@ impl KeyCodec for Hash {
     }
 }
 
-/// A table keyed by a [`KeyCodec`] type.
+/// A table keyed by a [`KeyCodec`] type (and, given a value type with its
+/// codec, its [`ValueTable`] impl, as `values!` writes it).
 macro_rules! table {
-    ($(#[$doc:meta])* $ty:ident, $name:literal, $field:ident, $key:ty) => {
+    ($(#[$doc:meta])* $ty:ident, $name:literal, $key:ty, $($value:tt)+) => {
+        table!($(#[$doc])* $ty, $name, $key);
+        values!($ty, $($value)+);
+    };
+    ($(#[$doc:meta])* $ty:ident, $name:literal, $key:ty) => {
         $(#[$doc])*
         pub(crate) struct $ty;
         impl Table for $ty {
             const NAME: &'static str = $name;
             type Key = $key;
             type KeyBytes = <$key as KeyCodec>::Bytes;
-            fn db(dbs: &Dbs) -> Database {
-                dbs.$field
-            }
             fn key(key: &$key) -> Self::KeyBytes {
                 key.bytes()
             }
@@ -163,7 +185,6 @@ table!(
     /// `soft_confirmations`: L2 height -> encoded soft confirmation.
     SoftConfirmations,
     "soft_confirmations",
-    soft_confirmations,
     u64
 );
 
@@ -181,9 +202,6 @@ impl Table for ScByHashPrefix {
     const FLAGS: DatabaseFlags = DatabaseFlags::DUP_SORT.union(DatabaseFlags::DUP_FIXED);
     type Key = Hash;
     type KeyBytes = [u8; HASH_PREFIX_LEN];
-    fn db(dbs: &Dbs) -> Database {
-        dbs.sc_by_hash_prefix
-    }
     fn key(key: &Hash) -> [u8; HASH_PREFIX_LEN] {
         let mut prefix = [0u8; HASH_PREFIX_LEN];
         prefix.copy_from_slice(&key[..HASH_PREFIX_LEN]);
@@ -197,21 +215,24 @@ table!(
     /// `status`: L2 height -> one status byte.
     StatusTable,
     "status",
-    status,
-    u64
+    u64,
+    Status,
+    |v| codec::encode_status(*v),
+    codec::decode_status
 );
 table!(
     /// `commitments`: DA slot number -> encoded list of the commitments found on it.
     Commitments,
     "commitments",
-    commitments,
-    u64
+    u64,
+    Vec<SequencerCommitment>,
+    |v| codec::encode_commitments(v),
+    codec::decode_commitments
 );
 table!(
     /// `da_slots`: DA slot hash -> slot number (u64 BE).
     DaSlots,
     "da_slots",
-    da_slots,
     Hash
 );
 table!(
@@ -219,8 +240,10 @@ table!(
     /// on it, in the order they were verified.
     Proofs,
     "proofs",
-    proofs,
-    u64
+    u64,
+    Vec<VerifiedBatchProof>,
+    |v| codec::encode_proofs(v),
+    codec::decode_proofs
 );
 
 table!(
@@ -228,8 +251,10 @@ table!(
     /// (80 bytes) and the chain's total work up to it (32 bytes, big-endian).
     BitcoinHeaders,
     "bitcoin_headers",
-    bitcoin_headers,
-    u64
+    u64,
+    super::StoredHeader,
+    |v| codec::encode_bitcoin_header(v),
+    codec::decode_bitcoin_header
 );
 
 table!(
@@ -238,12 +263,7 @@ table!(
     /// aggregate that names it is applied (a rollback may need it again).
     BitcoinChunks,
     "bitcoin_chunks",
-    bitcoin_chunks,
-    Hash
-);
-
-values!(
-    BitcoinChunks,
+    Hash,
     (u64, Vec<u8>),
     |v| {
         let mut out = Vec::with_capacity(8 + v.1.len());
@@ -270,9 +290,6 @@ impl Table for BitcoinPeers {
     const NAME: &'static str = "bitcoin_peers";
     type Key = std::net::SocketAddr;
     type KeyBytes = [u8; 18];
-    fn db(dbs: &Dbs) -> Database {
-        dbs.bitcoin_peers
-    }
     fn key(key: &std::net::SocketAddr) -> [u8; 18] {
         codec::encode_peer_addr(key)
     }
@@ -286,13 +303,6 @@ values!(
     super::BookEntry,
     |v| codec::encode_book_entry(v),
     codec::decode_book_entry
-);
-
-values!(
-    BitcoinHeaders,
-    super::StoredHeader,
-    |v| codec::encode_bitcoin_header(v),
-    codec::decode_bitcoin_header
 );
 
 /// Which frontier: the committed one (heights Finalized or Proven) or the
@@ -333,9 +343,6 @@ impl Table for StatusHeights {
     const NAME: &'static str = "status_heights";
     type Key = (Frontier, u64);
     type KeyBytes = [u8; 9];
-    fn db(dbs: &Dbs) -> Database {
-        dbs.status_heights
-    }
     fn key(key: &Self::Key) -> [u8; 9] {
         let mut k = [0u8; 9];
         k[0] = key.0.byte();
@@ -359,25 +366,7 @@ values!(
     |v| codec::encode_u64(*v),
     codec::decode_u64
 );
-values!(
-    StatusTable,
-    Status,
-    |v| codec::encode_status(*v),
-    codec::decode_status
-);
-values!(
-    Commitments,
-    Vec<SequencerCommitment>,
-    |v| codec::encode_commitments(v),
-    codec::decode_commitments
-);
 values!(DaSlots, u64, |v| codec::encode_u64(*v), codec::decode_u64);
-values!(
-    Proofs,
-    Vec<VerifiedBatchProof>,
-    |v| codec::encode_proofs(v),
-    codec::decode_proofs
-);
 
 /// `meta`: short ASCII keys -> values. Fixed keys are the constants below;
 /// other modules' free entries live under [`USER_PREFIX`] so they can never
@@ -388,9 +377,6 @@ impl Table for Meta {
     const NAME: &'static str = "meta";
     type Key = str;
     type KeyBytes = Vec<u8>;
-    fn db(dbs: &Dbs) -> Database {
-        dbs.meta
-    }
     fn key(key: &str) -> Vec<u8> {
         key.as_bytes().to_vec()
     }

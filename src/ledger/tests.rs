@@ -5,17 +5,29 @@ use std::path::Path;
 use lmdb::{Cursor, DatabaseFlags, Environment, EnvironmentFlags, Transaction, WriteFlags};
 
 use super::tables::{
-    Commitments, DaSlots, Meta, Proofs, ScByHashPrefix, SoftConfirmations, StatusHeights,
-    StatusTable, Table,
+    Meta, Proofs, ScByHashPrefix, SoftConfirmations, StatusHeights, StatusTable, Table,
 };
 use super::*;
-use crate::types::{
-    ProofOutput, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof,
-};
+use crate::types::{SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof};
 use walk::LedgerWalk;
 
 fn open(dir: &Path) -> Ledger {
     Ledger::open(dir, &OpenOptions::default()).unwrap()
+}
+
+/// A new ledger in a new temporary directory (kept while the ledger is used).
+fn fresh() -> (tempfile::TempDir, Ledger) {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = open(dir.path());
+    (dir, ledger)
+}
+
+/// Options that open a ledger read-only.
+fn read_only() -> OpenOptions {
+    OpenOptions {
+        read_only: true,
+        ..OpenOptions::default()
+    }
 }
 
 use crate::types::sample_block as block;
@@ -25,23 +37,7 @@ fn commitment(start: u64, end: u64) -> SequencerCommitment {
 }
 
 fn proof(last: u64, slot: u64) -> VerifiedBatchProof {
-    VerifiedBatchProof {
-        proof: vec![1, 2, 3],
-        proof_output: ProofOutput {
-            initial_state_root: [0; 32],
-            final_state_root: [1; 32],
-            prev_soft_confirmation_hash: [0; 32],
-            final_soft_confirmation_hash: [2; 32],
-            state_diff: vec![(b"k".to_vec(), None)],
-            da_slot_hash: [3; 32],
-            sequencer_commitments_range: (0, 0),
-            sequencer_public_key: vec![7; 32],
-            sequencer_da_public_key: vec![],
-            preproven_commitments: vec![],
-            last_l2_height: last,
-        },
-        height: slot,
-    }
+    crate::types::sample_proof(slot, last)
 }
 
 fn store(ledger: &Ledger, heights: impl IntoIterator<Item = u64>) {
@@ -60,8 +56,7 @@ fn ledger_is_send_and_sync() {
 
 #[test]
 fn head_height_of_empty_ledger_is_zero_and_reads_are_none() {
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = open(dir.path());
+    let (_dir, ledger) = fresh();
     let r = ledger.reader().unwrap();
     assert_eq!(r.head_height().unwrap(), 0);
     assert_eq!(r.soft_confirmation(1).unwrap(), None);
@@ -82,8 +77,7 @@ fn head_height_of_empty_ledger_is_zero_and_reads_are_none() {
 
 #[test]
 fn stored_blocks_read_back_with_hash_index_and_trusted_status() {
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = open(dir.path());
+    let (_dir, ledger) = fresh();
     store(&ledger, 1..=20);
     let mut other_key = block(21);
     other_key.pub_key = [9; 32];
@@ -115,8 +109,7 @@ fn stored_blocks_read_back_with_hash_index_and_trusted_status() {
 
 #[test]
 fn put_of_an_existing_height_is_refused_and_changes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = open(dir.path());
+    let (_dir, ledger) = fresh();
     store(&ledger, 1..=3);
     let mut w = ledger.writer().unwrap();
     let mut changed = block(2);
@@ -137,8 +130,7 @@ fn put_of_an_existing_height_is_refused_and_changes_nothing() {
 
 #[test]
 fn out_of_order_puts_fall_back_from_append() {
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = open(dir.path());
+    let (_dir, ledger) = fresh();
     store(&ledger, [5, 1, 3, 10, 2]);
     let r = ledger.reader().unwrap();
     assert_eq!(r.head_height().unwrap(), 10);
@@ -151,8 +143,7 @@ fn out_of_order_puts_fall_back_from_append() {
 
 #[test]
 fn range_returns_none_holes_and_exact_length() {
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = open(dir.path());
+    let (_dir, ledger) = fresh();
     store(&ledger, [2, 3, 5, 9]);
     let r = ledger.reader().unwrap();
     let got = r.soft_confirmation_range(1, 10).unwrap();
@@ -178,8 +169,7 @@ fn range_returns_none_holes_and_exact_length() {
 
 #[test]
 fn writer_writes_are_invisible_to_a_concurrent_reader_until_commit() {
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = open(dir.path());
+    let (_dir, ledger) = fresh();
     store(&ledger, [1]);
     let before = ledger.reader().unwrap();
     let mut w = ledger.writer().unwrap();
@@ -224,8 +214,7 @@ fn reader_on_another_thread_sees_only_committed_writes() {
 
 #[test]
 fn dropping_a_writer_without_commit_writes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = open(dir.path());
+    let (_dir, ledger) = fresh();
     {
         let mut w = ledger.writer().unwrap();
         w.put_soft_confirmation(&block(1)).unwrap();
@@ -246,8 +235,7 @@ fn dropping_a_writer_without_commit_writes_nothing() {
 
 #[test]
 fn two_readers_on_one_thread_at_once_work() {
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = open(dir.path());
+    let (_dir, ledger) = fresh();
     store(&ledger, [1]);
     let a = ledger.reader().unwrap();
     let b = ledger.reader().unwrap();
@@ -256,8 +244,7 @@ fn two_readers_on_one_thread_at_once_work() {
 
 #[test]
 fn raise_status_never_lowers_and_tracks_finalized_and_proven() {
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = open(dir.path());
+    let (_dir, ledger) = fresh();
     store(&ledger, 1..=10);
     let mut w = ledger.writer().unwrap();
     w.raise_status(1, 6, Status::Proven).unwrap();
@@ -286,8 +273,7 @@ fn raise_status_never_lowers_and_tracks_finalized_and_proven() {
 
 #[test]
 fn commitments_append_per_slot_and_count() {
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = open(dir.path());
+    let (_dir, ledger) = fresh();
     let mut w = ledger.writer().unwrap();
     w.add_commitments(5, &[commitment(1, 10)]).unwrap();
     w.add_commitments(5, &[commitment(11, 20), commitment(21, 30)])
@@ -317,8 +303,7 @@ fn commitments_append_per_slot_and_count() {
 
 #[test]
 fn every_proof_on_a_slot_is_kept_in_order_and_last_proof_is_the_last_of_the_highest_slot() {
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = open(dir.path());
+    let (_dir, ledger) = fresh();
     let mut w = ledger.writer().unwrap();
     w.put_proof(9, &proof(10, 9)).unwrap();
     w.put_proof(9, &proof(20, 9)).unwrap();
@@ -360,8 +345,7 @@ fn every_proof_on_a_slot_is_kept_in_order_and_last_proof_is_the_last_of_the_high
 
 #[test]
 fn meta_values_round_trip_and_free_entries_cannot_clobber_settings() {
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = open(dir.path());
+    let (_dir, ledger) = fresh();
     let mut w = ledger.writer().unwrap();
     w.set_genesis_state_root(&[4; 32]).unwrap();
     w.set_last_scanned_l1(812_000).unwrap();
@@ -379,8 +363,7 @@ fn meta_values_round_trip_and_free_entries_cannot_clobber_settings() {
 
 #[test]
 fn typed_meta_entries_read_what_earlier_builds_wrote_as_free_entries() {
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = open(dir.path());
+    let (_dir, ledger) = fresh();
     let mut w = ledger.writer().unwrap();
     // How earlier builds wrote them: free entries, u64 big-endian.
     w.set_meta_bytes("devnet_seed", &7u64.to_be_bytes())
@@ -403,8 +386,7 @@ fn typed_meta_entries_read_what_earlier_builds_wrote_as_free_entries() {
 #[test]
 fn a_ledger_keeps_the_fork_table_it_was_pinned_to_and_refuses_another() {
     use crate::chain_rules::ForkTable;
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = open(dir.path());
+    let (dir, ledger) = fresh();
     let testnet = ForkTable::kumquat_from(5_546_000);
     let mut w = ledger.writer().unwrap();
     assert_eq!(w.fork_table().unwrap(), None);
@@ -433,8 +415,7 @@ fn a_ledger_keeps_the_fork_table_it_was_pinned_to_and_refuses_another() {
 #[test]
 fn a_ledger_with_blocks_from_before_fork_tables_counts_as_kumquat_only() {
     use crate::chain_rules::ForkTable;
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = open(dir.path());
+    let (_dir, ledger) = fresh();
     let mut w = ledger.writer().unwrap();
     w.put_soft_confirmation(&block(1)).unwrap();
     w.commit().unwrap();
@@ -448,8 +429,7 @@ fn a_ledger_with_blocks_from_before_fork_tables_counts_as_kumquat_only() {
 
 #[test]
 fn a_corrupt_fork_table_entry_is_reported_not_guessed() {
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = open(dir.path());
+    let (_dir, ledger) = fresh();
     let mut w = ledger.writer().unwrap();
     w.put::<Meta>(
         tables::META_FORK_TABLE.name,
@@ -506,14 +486,7 @@ fn read_only_open_sees_commits_of_another_handle_and_cannot_write() {
     let dir = tempfile::tempdir().unwrap();
     let writer = open(dir.path());
     store(&writer, [1]);
-    let ro = Ledger::open(
-        dir.path(),
-        &OpenOptions {
-            read_only: true,
-            ..OpenOptions::default()
-        },
-    )
-    .unwrap();
+    let ro = Ledger::open(dir.path(), &read_only()).unwrap();
     assert_eq!(
         ro.reader().unwrap().soft_confirmation(1).unwrap(),
         Some(block(1))
@@ -535,27 +508,22 @@ fn read_only_open_sees_commits_of_another_handle_and_cannot_write() {
 fn read_only_open_of_a_missing_ledger_fails_without_creating_it() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("nope");
-    let e = Ledger::open(
-        &missing,
-        &OpenOptions {
-            read_only: true,
-            ..OpenOptions::default()
-        },
-    )
-    .unwrap_err();
+    let e = Ledger::open(&missing, &read_only()).unwrap_err();
     assert!(e.to_string().starts_with("ledger at "), "{e}");
     assert!(!missing.exists());
 }
 
 #[test]
 fn corrupt_stored_values_give_corrupt_errors() {
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = open(dir.path());
+    let (_dir, ledger) = fresh();
     store(&ledger, [1, 2]);
     let mut w = ledger.writer().unwrap();
     let good = w
         .txn
-        .get(ledger.dbs.soft_confirmations, &SoftConfirmations::key(&2))
+        .get(
+            SoftConfirmations::db(&ledger.dbs),
+            &SoftConfirmations::key(&2),
+        )
         .unwrap()
         .to_vec();
     for n in [0, 10, good.len() - 1] {
@@ -616,8 +584,7 @@ fn block_with_hash(height: u64, prefix: [u8; 8], tail: u8) -> SoftConfirmation {
 
 #[test]
 fn hashes_sharing_an_eight_byte_prefix_are_each_found_and_a_third_is_not() {
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = open(dir.path());
+    let (_dir, ledger) = fresh();
     let prefix = [0xc0, 0x11, 0x1d, 0xe0, 0, 0, 0, 7];
     store(&ledger, 1..=3);
     let first = block_with_hash(4, prefix, 0x01);
@@ -689,8 +656,7 @@ fn many_hashes_under_one_prefix_stored_out_of_order_are_all_found_after_reopenin
 
 #[test]
 fn a_hash_index_entry_pointing_at_a_missing_block_is_not_an_answer() {
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = open(dir.path());
+    let (_dir, ledger) = fresh();
     let b = block_with_hash(7, [0x42; 8], 0x01);
     let mut w = ledger.writer().unwrap();
     // An index entry whose block is not stored (as a torn write would
@@ -810,33 +776,20 @@ type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 /// Every entry of every table, raw, in key order.
 fn dump(ledger: &Ledger) -> Vec<(&'static str, Entries)> {
     let r = ledger.reader().unwrap();
-    let d = &ledger.dbs;
-    [
-        (SoftConfirmations::NAME, d.soft_confirmations),
-        (ScByHashPrefix::NAME, d.sc_by_hash_prefix),
-        (StatusTable::NAME, d.status),
-        (Commitments::NAME, d.commitments),
-        (DaSlots::NAME, d.da_slots),
-        (Proofs::NAME, d.proofs),
-        (Meta::NAME, d.meta),
-        (tables::BitcoinHeaders::NAME, d.bitcoin_headers),
-        (tables::BitcoinChunks::NAME, d.bitcoin_chunks),
-        (StatusHeights::NAME, d.status_heights),
-        (tables::BitcoinPeers::NAME, d.bitcoin_peers),
-    ]
-    .into_iter()
-    .map(|(name, db)| {
-        let mut cursor = r.txn.open_ro_cursor(db).unwrap();
-        let entries = cursor
-            .iter_start()
-            .map(|item| {
-                let (k, v) = item.unwrap();
-                (k.to_vec(), v.to_vec())
-            })
-            .collect();
-        (name, entries)
-    })
-    .collect()
+    let dbs = ledger.dbs.named();
+    dbs.map(|(name, db)| (name, entries(&r.txn, db))).to_vec()
+}
+
+/// The raw entries of one table, in key order.
+fn entries(txn: &impl Transaction, db: lmdb::Database) -> Entries {
+    let mut cursor = txn.open_ro_cursor(db).unwrap();
+    cursor
+        .iter_start()
+        .map(|item| {
+            let (k, v) = item.unwrap();
+            (k.to_vec(), v.to_vec())
+        })
+        .collect()
 }
 
 /// A version-2 data dir as version 2 wrote it: blocks, statuses,
@@ -925,21 +878,13 @@ fn the_upgrade_from_version_2_rewrites_only_the_proofs_and_the_version() {
         let env = Environment::new().set_max_dbs(16).open(dir.path()).unwrap();
         let dbs: Vec<_> = tables::ALL
             .iter()
-            .map(|name| (*name, env.open_db(Some(name)).unwrap()))
+            .map(|(name, _)| (*name, env.open_db(Some(name)).unwrap()))
             .collect();
         let txn = env.begin_ro_txn().unwrap();
-        let mut out = Vec::new();
-        for (name, db) in dbs {
-            let mut cursor = txn.open_ro_cursor(db).unwrap();
-            let entries: Entries = cursor
-                .iter_start()
-                .map(|item| {
-                    let (k, v) = item.unwrap();
-                    (k.to_vec(), v.to_vec())
-                })
-                .collect();
-            out.push((name, entries));
-        }
+        let out: Vec<_> = dbs
+            .into_iter()
+            .map(|(n, db)| (n, entries(&txn, db)))
+            .collect();
         out
     };
     let ledger = open(dir.path());
@@ -978,10 +923,7 @@ fn the_upgrade_from_version_2_rewrites_only_the_proofs_and_the_version() {
 fn a_version_2_data_dir_opened_read_only_is_refused_untouched_with_what_to_do() {
     let dir = tempfile::tempdir().unwrap();
     write_v2_ledger(dir.path());
-    let ro = OpenOptions {
-        read_only: true,
-        ..OpenOptions::default()
-    };
+    let ro = read_only();
     let e = Ledger::open(dir.path(), &ro).unwrap_err().to_string();
     assert!(e.contains("layout version 2"), "{e}");
     assert!(
@@ -1056,10 +998,7 @@ fn a_version_3_data_dir_gets_the_empty_bitcoin_headers_table_and_nothing_else_ch
         txn.commit().unwrap();
         assert!(env.open_db(Some(tables::BitcoinHeaders::NAME)).is_err());
     }
-    let ro = OpenOptions {
-        read_only: true,
-        ..OpenOptions::default()
-    };
+    let ro = read_only();
     let e = Ledger::open(dir.path(), &ro).unwrap_err().to_string();
     assert!(e.contains("layout version 3"), "{e}");
     let ledger = open_upgraded(dir.path());
@@ -1127,8 +1066,7 @@ fn write_chain_with_a_frontier(ledger: &Ledger) {
 
 #[test]
 fn the_frontier_index_follows_the_write_rules_slot_by_slot() {
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = open(dir.path());
+    let (_dir, ledger) = fresh();
     write_chain_with_a_frontier(&ledger);
     let r = ledger.reader().unwrap();
     let at = |which, l1| {
@@ -1169,7 +1107,7 @@ fn a_version_3_data_dir_gets_the_frontier_index_the_write_rules_would_have_writt
         assert_eq!(written.len(), 5, "3 committed and 2 proven moves");
         // As version 3 left it: no index, layout 3.
         let mut w = ledger.writer().unwrap();
-        w.txn.clear_db(ledger.dbs.status_heights).unwrap();
+        w.txn.clear_db(StatusHeights::db(&ledger.dbs)).unwrap();
         w.put_meta(tables::META_FORMAT, &3).unwrap();
         w.commit().unwrap();
         written
@@ -1198,7 +1136,11 @@ fn a_version_6_data_dir_gets_an_empty_address_book_and_keeps_its_chain() {
         // As version 6 left it: no address book, layout 6.
         let mut w = ledger.writer().unwrap();
         // SAFETY: no handle of the table is used again in this process.
-        unsafe { w.txn.drop_db(ledger.dbs.bitcoin_peers).unwrap() };
+        unsafe {
+            w.txn
+                .drop_db(tables::BitcoinPeers::db(&ledger.dbs))
+                .unwrap()
+        };
         w.put_meta(tables::META_FORMAT, &6).unwrap();
         w.commit().unwrap();
     }

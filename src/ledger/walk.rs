@@ -7,7 +7,7 @@
 
 use lmdb::{Cursor, Transaction};
 
-use super::cursor::{bad_key, u64_key, walk};
+use super::cursor::{bad_key, entry, u64_key, walk};
 use super::sealed::Access;
 use super::tables::{Commitments, DaSlots, Proofs, Table, ValueTable};
 use super::{corrupt, lmdb_err, LedgerError, LedgerRead, MDB_LAST, MDB_PREV};
@@ -42,13 +42,8 @@ pub trait LedgerWalk: LedgerRead {
             .open_ro_cursor(Commitments::db(self.dbs()))
             .map_err(lmdb_err(ctx))?;
         let mut newest_first = Vec::new();
-        let mut item = cursor.get(None, None, MDB_LAST);
-        'slots: loop {
-            let (k, v) = match item {
-                Ok((Some(k), v)) => (k, v),
-                Ok((None, _)) | Err(lmdb::Error::NotFound) => break,
-                Err(e) => return Err(lmdb_err(ctx)(e)),
-            };
+        let mut item = entry(cursor.get(None, None, MDB_LAST), ctx)?;
+        'slots: while let Some((k, v)) = item {
             let slot = u64_key::<Commitments>(k)?;
             let list = Commitments::decode(v).map_err(|e| corrupt::<Commitments>(&slot, e))?;
             for c in list.into_iter().rev() {
@@ -57,7 +52,7 @@ pub trait LedgerWalk: LedgerRead {
                 }
                 newest_first.push((slot, c));
             }
-            item = cursor.get(None, None, MDB_PREV);
+            item = entry(cursor.get(None, None, MDB_PREV), ctx)?;
         }
         newest_first.reverse();
         Ok(newest_first)

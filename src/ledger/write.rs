@@ -108,20 +108,12 @@ impl LedgerWriter<'_> {
         let ctx = || format!("raising status of {from}..={to}");
         let mut highest: Option<u64> = None;
         {
-            let db = self.ledger.dbs.status;
+            let db = StatusTable::db(&self.ledger.dbs);
             let mut cursor = self.txn.open_rw_cursor(db).map_err(lmdb_err(ctx))?;
-            let mut item = cursor.get(Some(&StatusTable::key(&from)), None, MDB_SET_RANGE);
-            loop {
-                let (k, v) = match item {
-                    Ok((Some(k), v)) => (k, v),
-                    Ok((None, _)) | Err(lmdb::Error::NotFound) => break,
-                    Err(e) => return Err(lmdb_err(ctx)(e)),
-                };
-                let height = tables::decode_u64_key(k).ok_or_else(|| LedgerError::Corrupt {
-                    table: StatusTable::NAME,
-                    key: hex::encode(k),
-                    reason: format!("key is {} bytes, not 8", k.len()),
-                })?;
+            let step = cursor.get(Some(&StatusTable::key(&from)), None, MDB_SET_RANGE);
+            let mut item = cursor::entry(step, ctx)?;
+            while let Some((k, v)) = item {
+                let height = cursor::u64_key::<StatusTable>(k)?;
                 if height > to {
                     break;
                 }
@@ -136,7 +128,7 @@ impl LedgerWriter<'_> {
                         .map_err(lmdb_err(ctx))?;
                 }
                 highest = Some(height);
-                item = cursor.get(None, None, MDB_NEXT);
+                item = cursor::entry(cursor.get(None, None, MDB_NEXT), ctx)?;
             }
         }
         if let Some(h) = highest {
@@ -203,9 +195,8 @@ impl LedgerWriter<'_> {
     /// Kumquat-only rules, and is pinned to those.
     pub fn pin_fork_table(&mut self, wanted: &ForkTable) -> Result<(), LedgerError> {
         let stored = match self.fork_table()? {
-            Some(t) => Some(t),
             None if self.head_height()? > 0 => Some(ForkTable::KUMQUAT_ONLY),
-            None => None,
+            stored => stored,
         };
         match stored {
             Some(stored) if stored != *wanted => Err(LedgerError::OtherForkTable {
@@ -247,9 +238,8 @@ impl LedgerWriter<'_> {
     /// `slot` (its recorded hash) when it named a later one; it goes when
     /// `slot`'s hash is not recorded.
     pub fn cut_last_slot_hash(&mut self, slot: u64) -> Result<(), LedgerError> {
-        match self.last_slot_hash()? {
-            Some((n, _)) if n > slot => {}
-            _ => return Ok(()),
+        if self.last_slot_hash()?.is_none_or(|(n, _)| n <= slot) {
+            return Ok(());
         }
         let hash = self
             .all_da_slots()?

@@ -244,10 +244,7 @@ pub fn batch_image(network: Option<Network>, fork: Fork) -> Result<BatchImage, N
             })
         }
     };
-    let origin = match network {
-        Some(n) => ImageOrigin::Network(n),
-        None => ImageOrigin::Devnet,
-    };
+    let origin = network.map_or(ImageOrigin::Devnet, ImageOrigin::Network);
     Ok(BatchImage { origin, fork, id })
 }
 

@@ -277,88 +277,50 @@ fn diff_text(diff: &[(Vec<u8>, Option<Vec<u8>>)]) -> String {
 /// as a map (the wire lists it by key; so does borsh), and a difference
 /// names the first key that differs.
 pub fn first_difference(journal: &ProofOutput, given: &ProofOutput) -> Option<FieldMismatch> {
-    // Hashes and keys alike: hex.
-    let bytes = |field, j: &[u8], g: &[u8]| {
-        (j != g).then(|| FieldMismatch {
-            field,
-            journal: hex::encode(j),
-            given: hex::encode(g),
-        })
-    };
-    let number = |field, j: String, g: String| {
+    // Each field as text: hashes and keys in hex.
+    let text = |field, show: fn(&ProofOutput) -> String| {
+        let (j, g) = (show(journal), show(given));
         (j != g).then_some(FieldMismatch {
             field,
             journal: j,
             given: g,
         })
     };
-    bytes(
-        "initialStateRoot",
-        &journal.initial_state_root,
-        &given.initial_state_root,
-    )
-    .or_else(|| {
-        bytes(
-            "finalStateRoot",
-            &journal.final_state_root,
-            &given.final_state_root,
-        )
-    })
-    .or_else(|| {
-        bytes(
-            "prevSoftConfirmationHash",
-            &journal.prev_soft_confirmation_hash,
-            &given.prev_soft_confirmation_hash,
-        )
-    })
-    .or_else(|| {
-        bytes(
-            "finalSoftConfirmationHash",
-            &journal.final_soft_confirmation_hash,
-            &given.final_soft_confirmation_hash,
-        )
-    })
-    .or_else(|| state_diff_difference(&journal.state_diff, &given.state_diff))
-    .or_else(|| bytes("daSlotHash", &journal.da_slot_hash, &given.da_slot_hash))
-    .or_else(|| {
-        let (j, g) = (
-            journal.sequencer_commitments_range,
-            given.sequencer_commitments_range,
-        );
-        number(
-            "sequencerCommitmentsRange",
-            format!("[{}, {}]", j.0, j.1),
-            format!("[{}, {}]", g.0, g.1),
-        )
-    })
-    .or_else(|| {
-        bytes(
-            "sequencerPublicKey",
-            &journal.sequencer_public_key,
-            &given.sequencer_public_key,
-        )
-    })
-    .or_else(|| {
-        bytes(
-            "sequencerDaPublicKey",
-            &journal.sequencer_da_public_key,
-            &given.sequencer_da_public_key,
-        )
-    })
-    .or_else(|| {
-        number(
-            "lastL2Height",
-            journal.last_l2_height.to_string(),
-            given.last_l2_height.to_string(),
-        )
-    })
-    .or_else(|| {
-        number(
-            "preprovenCommitments",
-            format!("{:?}", journal.preproven_commitments),
-            format!("{:?}", given.preproven_commitments),
-        )
-    })
+    let hex = |field, bytes: fn(&ProofOutput) -> &[u8]| {
+        (bytes(journal) != bytes(given)).then(|| FieldMismatch {
+            field,
+            journal: hex::encode(bytes(journal)),
+            given: hex::encode(bytes(given)),
+        })
+    };
+    hex("initialStateRoot", |o| &o.initial_state_root)
+        .or_else(|| hex("finalStateRoot", |o| &o.final_state_root))
+        .or_else(|| {
+            hex("prevSoftConfirmationHash", |o| {
+                &o.prev_soft_confirmation_hash
+            })
+        })
+        .or_else(|| {
+            hex("finalSoftConfirmationHash", |o| {
+                &o.final_soft_confirmation_hash
+            })
+        })
+        .or_else(|| state_diff_difference(&journal.state_diff, &given.state_diff))
+        .or_else(|| hex("daSlotHash", |o| &o.da_slot_hash))
+        .or_else(|| {
+            text("sequencerCommitmentsRange", |o| {
+                let (a, b) = o.sequencer_commitments_range;
+                format!("[{a}, {b}]")
+            })
+        })
+        .or_else(|| hex("sequencerPublicKey", |o| &o.sequencer_public_key))
+        .or_else(|| hex("sequencerDaPublicKey", |o| &o.sequencer_da_public_key))
+        .or_else(|| text("lastL2Height", |o| o.last_l2_height.to_string()))
+        .or_else(|| {
+            text("preprovenCommitments", |o| {
+                format!("{:?}", o.preproven_commitments)
+            })
+        })
 }
 
 fn state_diff_difference(

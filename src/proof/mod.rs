@@ -323,9 +323,24 @@ const FAKE_PROOFS_KEY: &str = "proofs_on_fake_receipts";
 /// How many stored proofs were accepted on fake receipts, over the
 /// ledger's life.
 pub fn fake_proofs_stored(r: &impl LedgerRead) -> Result<u64, LedgerError> {
-    Ok(r.meta_bytes(FAKE_PROOFS_KEY)?
+    stored_count(r, FAKE_PROOFS_KEY)
+}
+
+/// A count kept in the free meta entry `key` (u64 big-endian; 0 unset).
+fn stored_count(r: &impl LedgerRead, key: &str) -> Result<u64, LedgerError> {
+    Ok(r.meta_bytes(key)?
         .and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok())
         .map_or(0, u64::from_be_bytes))
+}
+
+/// Adds `n` to the count under `key`, in the caller's write transaction
+/// (nothing is written for 0).
+fn add_to_count(w: &mut LedgerWriter<'_>, key: &str, n: u64) -> Result<(), LedgerError> {
+    if n == 0 {
+        return Ok(());
+    }
+    let total = stored_count(&*w, key)? + n;
+    w.set_meta_bytes(key, &total.to_be_bytes())
 }
 
 /// Whether `bytes` decode as a fake receipt (what `ledgerd rollback`
@@ -343,16 +358,6 @@ pub fn set_fake_proof_count(w: &mut LedgerWriter<'_>, n: u64) -> Result<(), Ledg
     w.set_meta_bytes(FAKE_PROOFS_KEY, &n.to_be_bytes())
 }
 
-/// Adds `n` proofs accepted on fake receipts to the ledger's count, in the
-/// caller's write transaction (with the proofs themselves).
-pub fn count_fake_proofs(w: &mut LedgerWriter<'_>, n: u64) -> Result<(), LedgerError> {
-    if n == 0 {
-        return Ok(());
-    }
-    let total = fake_proofs_stored(&*w)? + n;
-    w.set_meta_bytes(FAKE_PROOFS_KEY, &total.to_be_bytes())
-}
-
 /// The ledger's free meta entry counting proofs accepted against the image
 /// their receipt claims (no image pinned).
 const UNPINNED_PROOFS_KEY: &str = "proofs_on_unpinned_images";
@@ -360,9 +365,7 @@ const UNPINNED_PROOFS_KEY: &str = "proofs_on_unpinned_images";
 /// How many stored proofs were accepted with no image pinned (their
 /// receipts verified against the images they claim), over the ledger's life.
 pub fn unpinned_proofs_stored(r: &impl LedgerRead) -> Result<u64, LedgerError> {
-    Ok(r.meta_bytes(UNPINNED_PROOFS_KEY)?
-        .and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok())
-        .map_or(0, u64::from_be_bytes))
+    stored_count(r, UNPINNED_PROOFS_KEY)
 }
 
 /// Counts what was stored of `checked` proofs: fakes, and proofs whose
@@ -376,10 +379,6 @@ pub fn count_checked_proofs<'a>(
         fakes += u64::from(c.is_fake());
         unpinned += u64::from(c.image.origin == ImageOrigin::Claimed);
     }
-    count_fake_proofs(w, fakes)?;
-    if unpinned > 0 {
-        let total = unpinned_proofs_stored(&*w)? + unpinned;
-        w.set_meta_bytes(UNPINNED_PROOFS_KEY, &total.to_be_bytes())?;
-    }
-    Ok(())
+    add_to_count(w, FAKE_PROOFS_KEY, fakes)?;
+    add_to_count(w, UNPINNED_PROOFS_KEY, unpinned)
 }

@@ -4,12 +4,12 @@
 //! write transaction.
 
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use log::debug;
 
-use super::fetch::{fetch_ahead, stream_ahead, ChunkRanges, Flow, Sink};
-use super::{DaSide, SyncError, Syncer};
+use super::fetch::{fetch_ahead, stream_ahead, ChunkRanges, Fetching, Flow, Sink};
+use super::{DaSide, SyncConfig, SyncError, Syncer};
 use crate::chain_rules::ForkTable;
 use crate::checks::{self, CommitmentVerdict, ProofVerdict, VerifyError};
 use crate::ledger::{ChainTip, Ledger, LedgerRead, LedgerWriter};
@@ -29,8 +29,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         if !self.da.separate() || self.progress.bitcoin.reorg().is_none() {
             return Ok(());
         }
-        self.da_head()?;
-        Ok(())
+        self.da_head().map(drop)
     }
 
     /// The DA source's newest slot it can scan (its look at the chain:
@@ -39,13 +38,11 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
     /// chain it now follows, before anything is scanned from it.
     pub(super) fn da_head(&mut self) -> Result<u64, SyncError> {
         let separate = self.da.separate();
-        let head = self.da.source(&mut self.l2).last_scanned().map_err(|e| {
-            if separate {
-                SyncError::Da(e)
-            } else {
-                SyncError::Source(e)
-            }
-        })?;
+        let head = self
+            .da
+            .source(&mut self.l2)
+            .last_scanned()
+            .map_err(|e| da_error(separate, e))?;
         if separate {
             self.check_last_slot()?;
         }
@@ -67,32 +64,23 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
             .source(&mut self.l2)
             .block_hash(slot)
             .map_err(SyncError::Da)?;
-        match chain {
-            Some(chain) if chain != stored => Err(SyncError::Reorg {
+        if chain.is_some_and(|chain| chain != stored) {
+            return Err(SyncError::Reorg {
                 slot,
                 stored,
-                chain: Some(chain),
-            }),
-            // A restarted bitcoind may not have loaded that far yet.
-            _ => {
-                if self.progress.bitcoin.reorg().is_some() && chain.is_some() {
-                    log::info!("DA slot {slot} is the chain's block again: scanning resumes");
-                    self.progress.bitcoin.set_reorg(None);
-                }
-                Ok(())
-            }
+                chain,
+            });
         }
+        // A restarted bitcoind may not have loaded that far yet.
+        if self.progress.bitcoin.reorg().is_some() && chain.is_some() {
+            log::info!("DA slot {slot} is the chain's block again: scanning resumes");
+            self.progress.bitcoin.set_reorg(None);
+        }
+        Ok(())
     }
 
     pub(super) fn sync_da(&mut self, stop: &Stop) -> Result<u64, SyncError> {
         let separate = self.da.separate();
-        let da_error = |e: SourceError| {
-            if separate {
-                SyncError::Da(e)
-            } else {
-                SyncError::Source(e)
-            }
-        };
         self.store_genesis_root()?;
         let da_head = self.da_head()?;
         let streams = self.da.source(&mut self.l2).streams_slots();
@@ -110,28 +98,30 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         }
         let (ledger, mut sources, progress, config) = self.parts();
         let mut sink = DaSink {
-            forks: config.forks,
-            receipts: config.receipts,
+            config,
             ledger,
             progress,
             scanned,
             on_chain: separate,
             in_txn: 0,
-            slots_per_commit: config.slots_per_commit.max(1),
-            commit_every: config.commit_every,
             total: 0,
             txn: None,
             repeated_refusal: false,
         };
-        let ranges = ChunkRanges {
-            next: scanned + 1,
-            last: da_head,
-            chunk: config.slots_per_fetch.max(1),
+        let mut job = Fetching {
+            source: &mut sources,
+            ranges: ChunkRanges {
+                next: scanned + 1,
+                last: da_head,
+                chunk: config.slots_per_fetch.max(1),
+            },
+            stop,
+            depth: config.prefetch,
         };
         let result = if streams {
             // Each slot stored as it comes (the scanned height moves block
             // by block); as many waiting as ranges fetched ahead would hold.
-            let depth = config.prefetch.max(1) * ranges.chunk as usize;
+            job.depth = config.prefetch.max(1) * job.ranges.chunk as usize;
             let fetch = |(l2, da_side): &mut (&mut L, &mut D),
                          (from, to): (u64, u64),
                          each: &mut dyn FnMut(Vec<DaSlot>) -> bool| {
@@ -139,19 +129,12 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
                     .source(l2)
                     .slots_each(from, to, &mut |slot| each(vec![slot]))
             };
-            stream_ahead(&mut sources, ranges, stop, depth, fetch, &mut sink)
+            stream_ahead(job, fetch, &mut sink)
         } else {
             let fetch = |(l2, da_side): &mut (&mut L, &mut D), (from, to): (u64, u64)| {
                 da_side.source(l2).slots(from, to)
             };
-            fetch_ahead(
-                &mut sources,
-                ranges,
-                stop,
-                config.prefetch,
-                fetch,
-                &mut sink,
-            )
+            fetch_ahead(job, fetch, &mut sink)
         };
         let (repeated, total) = (sink.repeated_refusal, sink.total);
         drop(sink);
@@ -165,7 +148,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         self.repeated_refusal = repeated;
         result
             .map_err(|e| match e {
-                SyncError::Source(e) => da_error(e),
+                SyncError::Source(e) => da_error(separate, e),
                 other => other,
             })
             .map(|()| total)
@@ -175,9 +158,9 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
 /// The DA side of a pass: checks each fetched slot's proofs and commitments
 /// against the stored chain and applies it, many slots per write transaction.
 struct DaSink<'a> {
-    /// The chain rules per height (which proofs carry Kumquat's fields).
-    forks: ForkTable,
-    receipts: ProofRules,
+    /// The fork table (which proofs carry Kumquat's fields), the proof
+    /// rules, and when to commit.
+    config: &'a SyncConfig,
     ledger: &'a Ledger,
     progress: &'a Progress,
     /// The newest slot applied (committed, or in the open transaction).
@@ -185,9 +168,6 @@ struct DaSink<'a> {
     /// Slots come from the DA chain itself: what fails a check is left out.
     on_chain: bool,
     in_txn: u64,
-    slots_per_commit: u64,
-    /// How long a transaction stays open while no slots arrive.
-    commit_every: Duration,
     total: u64,
     /// The open write transaction, and since when.
     txn: Option<(LedgerWriter<'a>, Instant)>,
@@ -214,26 +194,14 @@ impl Sink<Vec<DaSlot>> for DaSink<'_> {
                 .into());
             }
             let mut skipped = Vec::new();
-            let applied = match apply_slot(
-                w,
-                slot,
-                &self.forks,
-                &self.receipts,
-                self.on_chain.then_some(&mut skipped),
-            ) {
-                Ok(applied) => applied,
-                Err(e) => {
-                    if let VerifyError::Failed { check, .. } = &e {
-                        let first = self.progress.waiting.refused(
-                            slot.number,
-                            check.name(),
-                            &e.to_string(),
-                        );
-                        self.repeated_refusal = !first;
-                    }
-                    return Err(e.into());
-                }
-            };
+            let on_chain = self.on_chain.then_some(&mut skipped);
+            let applied = apply_slot(w, slot, &self.config.forks, &self.config.receipts, on_chain);
+            if let Err(e @ VerifyError::Failed { check, .. }) = &applied {
+                let waiting = &self.progress.waiting;
+                let first = waiting.refused(slot.number, check.name(), &e.to_string());
+                self.repeated_refusal = !first;
+            }
+            let applied = applied?;
             note_skipped(self.progress, slot.number, &mut skipped);
             if !applied {
                 // A commitment over heights not stored yet, or a proof that
@@ -244,7 +212,7 @@ impl Sink<Vec<DaSlot>> for DaSink<'_> {
             w.set_last_scanned_l1(self.scanned)?;
             self.in_txn += 1;
         }
-        if self.in_txn >= self.slots_per_commit {
+        if self.in_txn >= self.config.slots_per_commit.max(1) {
             self.commit()?;
         }
         Ok(Flow::More)
@@ -267,7 +235,17 @@ impl Sink<Vec<DaSlot>> for DaSink<'_> {
     fn due(&self) -> Option<Instant> {
         self.txn
             .as_ref()
-            .map(|(_, opened)| *opened + self.commit_every)
+            .map(|(_, opened)| *opened + self.config.commit_every)
+    }
+}
+
+/// A failure of the DA source: its own when it is `separate` from the L2
+/// source, else the L2 source's.
+fn da_error(separate: bool, e: SourceError) -> SyncError {
+    if separate {
+        SyncError::Da(e)
+    } else {
+        SyncError::Source(e)
     }
 }
 
@@ -322,15 +300,12 @@ pub(super) fn apply_slot(
     // Each checked on its own against the stored chain (Citrea's rule: no
     // order among them, gaps and repeats allowed), stored in the order the
     // source lists them.
-    let mut refused = Vec::new();
+    let mut kept = Vec::with_capacity(slot.commitments.len());
     for c in &slot.commitments {
         match checks::verify_commitment(&*w, c) {
-            Ok(CommitmentVerdict::Valid) => {}
+            Ok(CommitmentVerdict::Valid) => kept.push(*c),
             Ok(CommitmentVerdict::NotYet) => return Ok(false),
-            Err(e) => {
-                skip(e)?;
-                refused.push(*c);
-            }
+            Err(e) => skip(e)?,
         }
     }
     if let Some(hash) = &slot.hash {
@@ -341,17 +316,7 @@ pub(super) fn apply_slot(
         w.apply_proof(slot.number, p, ranges)?;
     }
     crate::proof::count_checked_proofs(w, &checked_receipts)?;
-    if refused.is_empty() {
-        w.apply_commitments(slot.number, &slot.commitments)?;
-    } else {
-        let kept: Vec<_> = slot
-            .commitments
-            .iter()
-            .filter(|c| !refused.contains(c))
-            .copied()
-            .collect();
-        w.apply_commitments(slot.number, &kept)?;
-    }
+    w.apply_commitments(slot.number, &kept)?;
     for (txid, raw) in &slot.chunks.found {
         w.put_bitcoin_chunk(txid, slot.number, raw)?;
     }
@@ -377,23 +342,12 @@ mod tests {
     use crate::ledger::OpenOptions;
     use crate::types::{Hash, SequencerCommitment, SoftConfirmation, Status};
 
+    /// A block whose slot is below every slot applied here (a rollback to
+    /// one of them keeps it).
     fn block(height: u64) -> SoftConfirmation {
-        let mut hash = [0u8; 32];
-        hash[..8].copy_from_slice(&height.to_be_bytes());
         SoftConfirmation {
-            l2_height: height,
             da_slot_height: 100,
-            da_slot_hash: [1; 32],
-            da_slot_txs_commitment: [2; 32],
-            hash,
-            prev_hash: [0; 32],
-            txs: vec![],
-            state_root: [3; 32],
-            signature: [6; 64],
-            pub_key: [7; 32],
-            deposit_data: vec![],
-            l1_fee_rate: 1,
-            timestamp: height,
+            ..crate::types::sample_block(height)
         }
     }
 

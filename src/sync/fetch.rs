@@ -39,6 +39,15 @@ impl Iterator for ChunkRanges {
     }
 }
 
+/// What a fetch thread works through: `ranges` of `source`, up to `depth`
+/// answers ahead, until `stop`.
+pub(super) struct Fetching<'a, S> {
+    pub(super) source: &'a mut S,
+    pub(super) ranges: ChunkRanges,
+    pub(super) stop: &'a Stop,
+    pub(super) depth: usize,
+}
+
 /// Something fetched with how far it reached, so the fetcher knows where
 /// to ask next (a source may answer a shorter prefix than asked).
 pub(super) trait Reach {
@@ -114,10 +123,7 @@ fn consume<T: Reach>(
 /// a slot to come back to), or on `stop`; nothing it fetched beyond that is
 /// used.
 pub(super) fn fetch_ahead<S, T, F>(
-    source: &mut S,
-    mut ranges: ChunkRanges,
-    stop: &Stop,
-    depth: usize,
+    job: Fetching<'_, S>,
     mut fetch: F,
     sink: &mut impl Sink<T>,
 ) -> Result<(), SyncError>
@@ -126,33 +132,33 @@ where
     T: Reach + CheckAhead + Send,
     F: FnMut(&mut S, (u64, u64)) -> Result<T, SourceError> + Send,
 {
+    let Fetching {
+        source,
+        mut ranges,
+        stop,
+        depth,
+    } = job;
     let outcome = if depth == 0 || ranges.last - ranges.next < ranges.chunk {
-        let mut outcome = Ok(());
-        while let Some(range) = ranges.next() {
-            if stop.is_stopped() {
-                break;
-            }
+        loop {
+            let Some(range) = ranges.next().filter(|_| !stop.is_stopped()) else {
+                break Ok(());
+            };
             if sink.due().is_some_and(|due| Instant::now() >= due) {
                 if let Err(e) = sink.commit() {
-                    outcome = Err(e);
-                    break;
+                    break Err(e);
                 }
             }
             let fetched = fetch(source, range);
             let reach = fetched.as_ref().ok().and_then(Reach::reach);
             match consume(&mut *sink, fetched, stop) {
                 Ok(true) => {}
-                done => {
-                    outcome = done.map(drop);
-                    break;
-                }
+                done => break done.map(drop),
             }
             // Ask next from just above what was answered.
             if let Some(n) = reach {
                 ranges.next = n + 1;
             }
         }
-        outcome
     } else {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Result<T, SourceError>>(depth);
         std::thread::scope(|s| {
@@ -172,12 +178,11 @@ where
                     }
                 }
             });
-            let mut outcome = Ok(());
-            loop {
+            let outcome = loop {
                 let fetched = match sink.due() {
                     None => match rx.recv() {
                         Ok(fetched) => fetched,
-                        Err(_) => break,
+                        Err(_) => break Ok(()),
                     },
                     Some(due) => {
                         match rx.recv_timeout(due.saturating_duration_since(Instant::now())) {
@@ -185,23 +190,17 @@ where
                             // Nothing more yet: store what verified meanwhile.
                             Err(RecvTimeoutError::Timeout) => match sink.commit() {
                                 Ok(()) => continue,
-                                Err(e) => {
-                                    outcome = Err(e);
-                                    break;
-                                }
+                                Err(e) => break Err(e),
                             },
-                            Err(RecvTimeoutError::Disconnected) => break,
+                            Err(RecvTimeoutError::Disconnected) => break Ok(()),
                         }
                     }
                 };
                 match consume(&mut *sink, fetched, stop) {
                     Ok(true) => {}
-                    done => {
-                        outcome = done.map(drop);
-                        break;
-                    }
+                    done => break done.map(drop),
                 }
-            }
+            };
             // Dropping the receiver stops the fetch thread at its next send.
             drop(rx);
             outcome
@@ -242,10 +241,7 @@ fn hand_over<T: CheckAhead>(
 /// go into the next commit together (a group commit), and the fetch thread
 /// never waits on a commit while fewer than `depth` are waiting.
 pub(super) fn stream_ahead<S, T, F>(
-    source: &mut S,
-    mut ranges: ChunkRanges,
-    stop: &Stop,
-    depth: usize,
+    job: Fetching<'_, S>,
     mut fetch: F,
     sink: &mut impl Sink<T>,
 ) -> Result<(), SyncError>
@@ -254,6 +250,12 @@ where
     T: Reach + Send,
     F: FnMut(&mut S, (u64, u64), &mut dyn FnMut(T) -> bool) -> Result<(), SourceError> + Send,
 {
+    let Fetching {
+        source,
+        mut ranges,
+        stop,
+        depth,
+    } = job;
     let (tx, rx) = std::sync::mpsc::sync_channel::<Result<T, SourceError>>(depth.max(1));
     let outcome = std::thread::scope(|s| {
         s.spawn(move || {
@@ -278,35 +280,27 @@ where
                 }
             }
         });
-        let mut outcome = Ok(());
         let mut waiting = None;
-        loop {
-            let fetched = match waiting.take() {
-                Some(fetched) => fetched,
-                None => match rx.recv() {
-                    Ok(fetched) => fetched,
-                    Err(_) => break,
-                },
+        let outcome = loop {
+            let fetched = match waiting.take().map_or_else(|| rx.recv(), Ok) {
+                Ok(fetched) => fetched,
+                Err(_) => break Ok(()),
             };
             match consume(&mut *sink, fetched, stop) {
                 Ok(true) => {}
-                done => {
-                    outcome = done.map(drop);
-                    break;
-                }
+                done => break done.map(drop),
             }
             match rx.try_recv() {
                 Ok(fetched) => waiting = Some(fetched),
                 // Nothing more yet: store what came.
                 Err(TryRecvError::Empty) => {
                     if let Err(e) = sink.commit() {
-                        outcome = Err(e);
-                        break;
+                        break Err(e);
                     }
                 }
-                Err(TryRecvError::Disconnected) => break,
+                Err(TryRecvError::Disconnected) => break Ok(()),
             }
-        }
+        };
         // Dropping the receiver stops the fetch thread at its next send.
         drop(rx);
         outcome
@@ -455,7 +449,13 @@ mod tests {
             open: false,
             commits: Vec::new(),
         };
-        stream_ahead(&mut (), ranges, &Stop::new(), 64, fetch, &mut sink).unwrap();
+        let job = Fetching {
+            source: &mut (),
+            ranges,
+            stop: &Stop::new(),
+            depth: 64,
+        };
+        stream_ahead(job, fetch, &mut sink).unwrap();
         assert_eq!(sink.taken, (1..=20).collect::<Vec<_>>());
         sink.commits
     }

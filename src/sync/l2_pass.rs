@@ -10,13 +10,12 @@ use std::time::{Duration, Instant};
 use log::debug;
 
 use super::da_pass::{apply_slot, note_skipped};
-use super::fetch::{fetch_ahead, CheckAhead, ChunkRanges, Flow, Reach, Sink};
-use super::{pipeline, DaSide, SyncError, Syncer};
+use super::fetch::{fetch_ahead, CheckAhead, ChunkRanges, Fetching, Flow, Reach, Sink};
+use super::{pipeline, DaSide, SyncConfig, SyncError, Syncer};
 use crate::chain_rules::ForkTable;
-use crate::checks::{self, BlockRules, Check, Prechecked, VerifyError};
+use crate::checks::{self, Check, Prechecked, VerifyError};
 use crate::ledger::{ChainTip, Ledger, LedgerRead, LedgerWriter};
 use crate::progress::Progress;
-use crate::proof::ProofRules;
 use crate::source::{DaAnchor, DaSource, L2Source, RangeFetch, SourceError};
 use crate::stop::Stop;
 use crate::types::{DaSlot, SoftConfirmation};
@@ -55,25 +54,15 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
             head,
             below,
             key: pinned,
-            forks: config.forks,
-            receipts: config.receipts,
+            config,
             key_stored: pinned.is_some() && config.sequencer_pubkey.is_none(),
-            commit_blocks: config.commit_blocks,
-            commit_every: config.commit_every,
             stored_total: 0,
             txn: None,
             work_in_txn: Duration::ZERO,
             da_scanned: da_plan.map(|(next, _)| next - 1),
             on_chain: da_side.separate(),
             da_in_txn: 0,
-            rules: config.block_rules,
-            verify_threads: config.verify_threads,
             without_bodies_in_txn: 0,
-        };
-        let ranges = ChunkRanges {
-            next: below.0 + 1,
-            last: head,
-            chunk,
         };
         // Along with each chunk of blocks, the DA slots before the slot its
         // last block points at (a commitment or proof on a slot covers
@@ -205,8 +194,17 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
                 ahead,
             })
         };
-        let ahead = config.prefetch;
-        fetch_ahead(&mut sources, ranges, stop, ahead, fetch, &mut sink)?;
+        let job = Fetching {
+            source: &mut sources,
+            ranges: ChunkRanges {
+                next: below.0 + 1,
+                last: head,
+                chunk,
+            },
+            stop,
+            depth: config.prefetch,
+        };
+        fetch_ahead(job, fetch, &mut sink)?;
         Ok(sink.stored_total)
     }
 
@@ -396,13 +394,11 @@ struct L2Sink<'a> {
     below: (u64, crate::types::Hash),
     /// The sequencer key, once known.
     key: Option<[u8; 32]>,
-    /// Which fork's rules verify which height.
-    forks: ForkTable,
-    receipts: ProofRules,
+    /// The fork table, the proof rules, the block rules, the signature
+    /// threads and when to commit.
+    config: &'a SyncConfig,
     /// Whether the key is pinned in the ledger already.
     key_stored: bool,
-    commit_blocks: u64,
-    commit_every: Duration,
     stored_total: u64,
     /// The open write transaction: blocks in it, and since when.
     txn: Option<(LedgerWriter<'a>, u64, Instant)>,
@@ -416,9 +412,6 @@ struct L2Sink<'a> {
     da_in_txn: u64,
     /// Slots come from the DA chain itself: what fails a check is left out.
     on_chain: bool,
-    rules: BlockRules,
-    /// Threads that check signatures ([`SyncConfig::verify_threads`]).
-    verify_threads: usize,
     /// Blocks accepted without their bodies in the open transaction.
     without_bodies_in_txn: u64,
 }
@@ -438,8 +431,8 @@ impl L2Sink<'_> {
                     apply_slot(
                         w,
                         slot,
-                        &self.forks,
-                        &self.receipts,
+                        &self.config.forks,
+                        &self.config.receipts,
                         self.on_chain.then_some(&mut skipped),
                     ),
                     Ok(true)
@@ -464,7 +457,7 @@ impl Sink<Fetched> for L2Sink<'_> {
             slots,
             anchors,
             pre,
-            ahead: _,
+            ..
         } = fetched;
         let Some(first) = blocks.first() else {
             return Ok(Flow::Stop);
@@ -488,9 +481,9 @@ impl Sink<Fetched> for L2Sink<'_> {
             &blocks[..anchored],
             self.below,
             &key,
-            &self.forks,
-            self.rules,
-            self.verify_threads,
+            &self.config.forks,
+            self.config.block_rules,
+            self.config.verify_threads,
             pre,
         );
         let (good, failure) = (verdict.good, verdict.failure);
@@ -505,17 +498,7 @@ impl Sink<Fetched> for L2Sink<'_> {
                     }
                     self.key_stored = true;
                 }
-                let mut last_slot = None;
-                for sc in &blocks[..good] {
-                    crate::os::give_way();
-                    w.put_soft_confirmation(sc)?;
-                    // The slot hash a signed block points at is verified
-                    // with it: index it for ..OnSlotByHash.
-                    if last_slot != Some(sc.da_slot_height) {
-                        w.put_da_slot_hash(sc.da_slot_height, &sc.da_slot_hash)?;
-                        last_slot = Some(sc.da_slot_height);
-                    }
-                }
+                w.store_blocks(&blocks[..good])?;
                 *count += good as u64;
                 if verdict.without_bodies > 0 {
                     w.add_blocks_without_bodies(verdict.without_bodies)?;
@@ -529,21 +512,19 @@ impl Sink<Fetched> for L2Sink<'_> {
         if let Some(e) = failure {
             return Err(e.into());
         }
-        match not_anchored {
-            Some(Err(e)) => return Err(e.into()),
-            Some(Ok(())) => {
-                debug!(
-                    "L2 block {} names a DA height the DA chain does not have yet: waiting",
-                    blocks[anchored].l2_height
-                );
-                self.take_slots(&slots)?;
-                return Ok(Flow::Stop);
-            }
-            None => {}
+        if let Some(Err(e)) = not_anchored {
+            return Err(e.into());
         }
         self.take_slots(&slots)?;
+        if not_anchored.is_some() {
+            debug!(
+                "L2 block {} names a DA height the DA chain does not have yet: waiting",
+                blocks[anchored].l2_height
+            );
+            return Ok(Flow::Stop);
+        }
         let full = self.txn.as_ref().is_some_and(|(_, count, opened)| {
-            *count >= self.commit_blocks || opened.elapsed() >= self.commit_every
+            *count >= self.config.commit_blocks || opened.elapsed() >= self.config.commit_every
         });
         if full {
             self.commit()?;
@@ -582,7 +563,7 @@ impl Sink<Fetched> for L2Sink<'_> {
     fn due(&self) -> Option<Instant> {
         self.txn
             .as_ref()
-            .map(|(_, _, opened)| *opened + self.commit_every)
+            .map(|(_, _, opened)| *opened + self.config.commit_every)
     }
 }
 
@@ -590,6 +571,7 @@ impl Sink<Fetched> for L2Sink<'_> {
 mod tests {
     use super::*;
     use crate::chain_rules::SequencerKey;
+    use crate::checks::BlockRules;
     use crate::source::devnet::block::{make_blocks, Inputs};
     use crate::source::devnet::schedule;
 

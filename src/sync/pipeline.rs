@@ -30,10 +30,12 @@ struct Job<T> {
 
 /// Range requests in flight, answered in order (see the module docs).
 pub struct Pipeline<T> {
-    jobs: Option<Sender<Job<T>>>,
+    /// The workers' queue: dropping it (with the pipeline) ends every
+    /// worker once it is idle.
+    jobs: Sender<Job<T>>,
     fetcher: Arc<dyn RangeFetch<T>>,
-    /// Requests sent, oldest first: (from, to, where its answer arrives).
-    in_flight: VecDeque<(u64, u64, Receiver<Answer<T>>)>,
+    /// Requests sent, oldest first: (from, where its answer arrives).
+    in_flight: VecDeque<(u64, Receiver<Answer<T>>)>,
     /// The next height to ask for.
     next: u64,
     /// Ask for nothing above this height.
@@ -66,7 +68,7 @@ impl<T: Send + 'static> Pipeline<T> {
                 .map_err(|e| SourceError::unreachable("cannot start a fetch thread", e))?;
         }
         Ok(Pipeline {
-            jobs: Some(jobs),
+            jobs,
             fetcher,
             in_flight: VecDeque::with_capacity(width),
             next: 0,
@@ -80,14 +82,14 @@ impl<T: Send + 'static> Pipeline<T> {
     /// what was asked); `None` once `from` is above the last number. Requests
     /// for the ranges after it are kept in flight.
     pub fn next_from(&mut self, from: u64) -> Answer<Option<T>> {
-        if self.in_flight.front().map(|(f, _, _)| *f) != Some(from) {
+        if self.in_flight.front().map(|(f, _)| *f) != Some(from) {
             // The previous answer was short (or this is the start): what is
             // in flight does not continue it.
             self.in_flight.clear();
             self.next = from;
         }
         self.top_up();
-        let Some((_, _, answer)) = self.in_flight.pop_front() else {
+        let Some((_, answer)) = self.in_flight.pop_front() else {
             return Ok(None);
         };
         let got = answer
@@ -103,36 +105,26 @@ impl<T: Send + 'static> Pipeline<T> {
     /// Sends requests until `width` are in flight (or fewer, as many as the
     /// source takes at once) or every height is asked for.
     fn top_up(&mut self) {
-        let Some(jobs) = &self.jobs else { return };
         let width = self.fetcher.in_flight(self.width).clamp(1, self.width);
         while self.in_flight.len() < width && self.next <= self.last {
             let chunk = self.fetcher.preferred_chunk(self.chunk).max(1);
             let from = self.next;
             let to = self.last.min(from.saturating_add(chunk - 1));
             let (reply, answer) = mpsc::sync_channel(1);
-            if jobs.send(Job { from, to, reply }).is_err() {
+            if self.jobs.send(Job { from, to, reply }).is_err() {
                 return;
             }
-            self.in_flight.push_back((from, to, answer));
+            self.in_flight.push_back((from, answer));
             self.next = to + 1;
         }
     }
 }
 
-impl<T> Drop for Pipeline<T> {
-    fn drop(&mut self) {
-        // Closing the queue ends every worker once it is idle.
-        self.jobs = None;
-    }
-}
-
 fn worker<T>(queue: &Mutex<Receiver<Job<T>>>, fetcher: &dyn RangeFetch<T>) {
     loop {
-        let job = match queue.lock() {
-            Ok(q) => q.recv(),
-            Err(_) => return,
+        let Ok(Ok(job)) = queue.lock().map(|q| q.recv()) else {
+            return;
         };
-        let Ok(job) = job else { return };
         let answer = fetcher.fetch(job.from, job.to);
         // The pipeline may have dropped this request: nobody to tell.
         let _ = job.reply.send(answer);

@@ -207,10 +207,7 @@ impl TryFrom<WireProofOutput> for ProofOutput {
     fn try_from(o: WireProofOutput) -> Result<Self, WireError> {
         let mut state_diff = Vec::with_capacity(o.state_diff.len());
         for (k, v) in o.state_diff {
-            let value = match v {
-                Some(v) => Some(hex_bytes("stateDiff value", &v)?),
-                None => None,
-            };
+            let value = v.map(|v| hex_bytes("stateDiff value", &v)).transpose()?;
             state_diff.push((hex_bytes("stateDiff key", &k)?, value));
         }
         Ok(ProofOutput {
@@ -342,12 +339,8 @@ pub fn verified_batch_proofs_on_slot(
 /// (`"Proven"` or Citrea's `"proven"`); `null` -> `None`.
 pub fn status(json: &str) -> Result<Option<crate::types::Status>, WireError> {
     let text: Option<String> = serde_json::from_str(json)?;
-    match text {
-        None => Ok(None),
-        Some(s) => crate::types::Status::from_wire(&s)
-            .map(Some)
-            .ok_or(WireError::NotAStatus(s)),
-    }
+    text.map(|s| crate::types::Status::from_wire(&s).ok_or(WireError::NotAStatus(s)))
+        .transpose()
 }
 
 #[derive(Deserialize)]

@@ -402,32 +402,25 @@ fn write_proof_and_output(out: &mut Vec<u8>, p: &VerifiedBatchProof, with_height
 
 /// Writes a status string: `"Trusted"`, `"Finalized"` or `"Proven"`.
 pub fn write_status(out: &mut Vec<u8>, s: Status) {
-    out.push(b'"');
-    out.extend_from_slice(s.as_str().as_bytes());
-    out.push(b'"');
+    write_str(out, s.as_str());
 }
 
 /// Writes a status string as Citrea does: `"trusted"`, `"finalized"`, `"proven"`.
 pub fn write_lowercase_status(out: &mut Vec<u8>, s: Status) {
-    out.push(b'"');
-    out.extend_from_slice(s.as_lowercase_str().as_bytes());
-    out.push(b'"');
+    write_str(out, s.as_lowercase_str());
 }
 
 fn layer_status(out: &mut Vec<u8>, s: LayerStatus) {
     match s {
-        LayerStatus::Synced(n) => {
-            out.extend_from_slice(b"{\"Synced\":");
-            write_u64(out, n);
-            out.push(b'}');
-        }
-        LayerStatus::Syncing { head, synced } => {
-            out.extend_from_slice(b"{\"Syncing\":{\"headBlockNumber\":");
-            write_u64(out, head);
-            out.extend_from_slice(b",\"syncedBlockNumber\":");
-            write_u64(out, synced);
-            out.extend_from_slice(b"}}");
-        }
+        LayerStatus::Synced(n) => Obj::open(out).u64("Synced", n).close(),
+        LayerStatus::Syncing { head, synced } => Obj::open(out)
+            .with("Syncing", |out| {
+                Obj::open(out)
+                    .u64("headBlockNumber", head)
+                    .u64("syncedBlockNumber", synced)
+                    .close()
+            })
+            .close(),
     }
 }
 
@@ -443,7 +436,7 @@ pub fn write_sync_status(out: &mut Vec<u8>, l1: LayerStatus, l2: LayerStatus) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{sample_commitment, ProofOutput};
+    use crate::types::sample_commitment;
 
     fn text(f: impl FnOnce(&mut Vec<u8>)) -> String {
         let mut out = Vec::new();
@@ -453,39 +446,20 @@ mod tests {
 
     fn sample_sc() -> SoftConfirmation {
         SoftConfirmation {
-            l2_height: 7,
             da_slot_height: 3,
             da_slot_hash: [0xab; 32],
-            da_slot_txs_commitment: [1; 32],
-            hash: [0xff; 32],
-            prev_hash: [0; 32],
             txs: vec![vec![1, 2, 3], vec![]],
-            state_root: [9; 32],
-            signature: [0x5a; 64],
-            pub_key: [0xc3; 32],
             deposit_data: vec![vec![0xde, 0xad]],
             l1_fee_rate: u128::MAX,
             timestamp: u64::MAX,
+            ..crate::types::sample_block(7)
         }
     }
 
     fn sample_proof(len: usize) -> VerifiedBatchProof {
         VerifiedBatchProof {
             proof: (0..len).map(|i| (i % 256) as u8).collect(),
-            proof_output: ProofOutput {
-                initial_state_root: [1; 32],
-                final_state_root: [2; 32],
-                prev_soft_confirmation_hash: [3; 32],
-                final_soft_confirmation_hash: [4; 32],
-                state_diff: vec![(vec![0xaa], Some(vec![0xbb, 0x0c])), (vec![0x01], None)],
-                da_slot_hash: [5; 32],
-                sequencer_commitments_range: (0, 4),
-                sequencer_public_key: vec![6; 32],
-                sequencer_da_public_key: vec![7; 33],
-                preproven_commitments: vec![1, 2],
-                last_l2_height: 99,
-            },
-            height: 12,
+            ..crate::types::sample_proof(12, 99)
         }
     }
 

@@ -10,6 +10,15 @@ use crate::headers::params::{MAIN, REGTEST, SIGNET, TESTNET4};
 struct Map(HashMap<u64, Past>);
 
 impl Map {
+    /// Ancestors (height, time, bits).
+    fn of(entries: impl IntoIterator<Item = (u64, u32, u32)>) -> Map {
+        let mut map = Map::default();
+        for (height, time, bits) in entries {
+            map.put(height, time, bits);
+        }
+        map
+    }
+
     fn put(&mut self, height: u64, time: u32, bits: u32) -> &mut Self {
         self.0.insert(height, Past { time, bits });
         self
@@ -49,9 +58,10 @@ fn retargets_match_bitcoin_cores_pow_tests() {
         assert_eq!(got, hex_u32(&c["expected_bits"]), "{}", c["case"]);
         // And through next_bits, with the two headers as ancestors.
         let last_height = c["last_height"].as_u64().expect("height");
-        let mut map = Map::default();
-        map.put(last_height, last.time, last.bits)
-            .put(last_height + 1 - 2016, first.time, 0);
+        let map = Map::of([
+            (last_height, last.time, last.bits),
+            (last_height + 1 - 2016, first.time, 0),
+        ]);
         assert_eq!(
             next_bits(&MAIN, last_height, last.time + 600, &map),
             Some(got),
@@ -92,8 +102,7 @@ fn bad_targets_fail_as_in_bitcoin_cores_pow_tests() {
 
 #[test]
 fn off_a_retarget_mainnet_keeps_the_parents_bits() {
-    let mut map = Map::default();
-    map.put(100, 1_000_000, 0x1c05a3f4);
+    let map = Map::of([(100, 1_000_000, 0x1c05a3f4)]);
     // Whatever the time: no 20-minute rule on main.
     assert_eq!(
         next_bits(&MAIN, 100, 1_000_000 + 3600, &map),
@@ -108,8 +117,7 @@ fn off_a_retarget_mainnet_keeps_the_parents_bits() {
 #[test]
 fn testnet_twenty_minute_rule_demands_the_pow_limit_after_twenty_minutes() {
     let limit = TESTNET4.pow_limit_bits;
-    let mut map = Map::default();
-    map.put(5000, 1_000_000, 0x1949d95f);
+    let map = Map::of([(5000, 1_000_000, 0x1949d95f)]);
     assert_eq!(
         next_bits(&TESTNET4, 5000, 1_000_000 + 1201, &map),
         Some(limit)
@@ -124,26 +132,24 @@ fn testnet_twenty_minute_rule_demands_the_pow_limit_after_twenty_minutes() {
 #[test]
 fn testnet_walks_back_over_pow_limit_headers_to_the_last_real_bits() {
     let limit = TESTNET4.pow_limit_bits;
-    let mut map = Map::default();
-    map.put(5000, 1_000_000, 0x1949d95f)
-        .put(5001, 1_002_000, limit)
-        .put(5002, 1_004_000, limit);
+    let map = Map::of([
+        (5000, 1_000_000, 0x1949d95f),
+        (5001, 1_002_000, limit),
+        (5002, 1_004_000, limit),
+    ]);
     assert_eq!(
         next_bits(&TESTNET4, 5002, 1_004_100, &map),
         Some(0x1949d95f)
     );
     // Without the header the walk needs, the rule is not checked.
-    let mut short = Map::default();
-    short
-        .put(5001, 1_002_000, limit)
-        .put(5002, 1_004_000, limit);
+    let short = Map::of([(5001, 1_002_000, limit), (5002, 1_004_000, limit)]);
     assert_eq!(next_bits(&TESTNET4, 5002, 1_004_100, &short), None);
     // The walk stops at a period's first header, even at the pow limit.
-    let mut boundary = Map::default();
-    boundary
-        .put(4031, 900_000, 0x1949d95f)
-        .put(4032, 1_000_000, limit)
-        .put(4033, 1_002_000, limit);
+    let boundary = Map::of([
+        (4031, 900_000, 0x1949d95f),
+        (4032, 1_000_000, limit),
+        (4033, 1_002_000, limit),
+    ]);
     assert_eq!(
         next_bits(&TESTNET4, 4033, 1_002_100, &boundary),
         Some(limit)
@@ -190,26 +196,21 @@ fn retarget_clamps_at_four_times_and_a_quarter() {
 
 #[test]
 fn regtest_never_retargets() {
-    let mut map = Map::default();
-    map.put(143, 1_000_000, 0x207fffff).put(0, 1, 0x207fffff);
+    let map = Map::of([(143, 1_000_000, 0x207fffff), (0, 1, 0x207fffff)]);
     assert_eq!(next_bits(&REGTEST, 143, 1_000_600, &map), Some(0x207fffff));
     assert_eq!(REGTEST.interval(), 144);
 }
 
 #[test]
 fn median_time_past_is_the_middle_of_the_last_eleven() {
-    let mut map = Map::default();
     let times = [10, 50, 20, 40, 30, 60, 100, 90, 80, 70, 65];
-    for (i, t) in times.iter().enumerate() {
-        map.put(100 + i as u64, *t, 0);
-    }
+    let map = Map::of((100..).zip(times).map(|(h, t)| (h, t, 0)));
     // Sorted: 10 20 30 40 50 60 65 70 80 90 100: the sixth is 60.
     assert_eq!(median_time_past(110, &map), Some(60));
     // Ten held: not checked.
     assert_eq!(median_time_past(111, &map), None);
     // Near genesis: all headers there are.
-    let mut young = Map::default();
-    young.put(0, 5, 0).put(1, 9, 0).put(2, 7, 0);
+    let young = Map::of([(0, 5, 0), (1, 9, 0), (2, 7, 0)]);
     assert_eq!(median_time_past(2, &young), Some(7));
 }
 
@@ -227,11 +228,7 @@ fn header(version: i32, time: u32, bits: u32) -> Header {
 /// Ancestors of a main-chain header at `prev + 1`: 11 headers 600 s apart
 /// ending at `time0`, all with `bits`.
 fn eleven(prev: u64, time0: u32, bits: u32) -> Map {
-    let mut map = Map::default();
-    for i in 0..11u64 {
-        map.put(prev - i, time0 - 600 * i as u32, bits);
-    }
-    map
+    Map::of((0..11u64).map(|i| (prev - i, time0 - 600 * i as u32, bits)))
 }
 
 fn contextual(
@@ -299,10 +296,7 @@ fn time_may_be_at_most_two_hours_ahead_of_the_clock() {
 fn bip94_refuses_a_period_start_more_than_600_s_before_its_parent() {
     let limit = TESTNET4.pow_limit_bits;
     // Height 4032 opens a period; its parent 4031, period start 2016.
-    let mut map = Map::default();
-    for i in 0..11u64 {
-        map.put(4031 - i, 2_000_000 - 600 * i as u32, limit);
-    }
+    let mut map = eleven(4031, 2_000_000, limit);
     map.put(2016, 2_000_000 - 14 * 24 * 3600, limit);
     let bits = next_bits(&TESTNET4, 4031, 0, &map).expect("context");
     let now = 2_000_000;
@@ -312,10 +306,7 @@ fn bip94_refuses_a_period_start_more_than_600_s_before_its_parent() {
     let ok = at(2_000_000 - 600).unwrap();
     assert!(ok.has(Rule::Timewarp));
     // Main has no such rule: the same shape passes there.
-    let mut main_map = Map::default();
-    for i in 0..11u64 {
-        main_map.put(4031 - i, 2_000_000 - 600 * i as u32, 0x1d00ffff);
-    }
+    let mut main_map = eleven(4031, 2_000_000, 0x1d00ffff);
     main_map.put(2016, 2_000_000 - 14 * 24 * 3600, 0x1d00ffff);
     let main_bits = next_bits(&MAIN, 4031, 0, &main_map).expect("context");
     let h = header(1, 2_000_000 - 601, main_bits);
@@ -343,8 +334,7 @@ fn versions_below_bip34_66_65_floors_are_refused_from_their_heights() {
 fn rules_without_their_context_are_not_checked_not_passed() {
     // Only the parent is held: no median time past, no walk-back beyond it.
     let limit = TESTNET4.pow_limit_bits;
-    let mut map = Map::default();
-    map.put(5001, 1_002_000, limit);
+    let map = Map::of([(5001, 1_002_000, limit)]);
     let checked = contextual(
         &TESTNET4,
         5001,

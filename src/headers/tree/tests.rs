@@ -29,14 +29,20 @@ fn mine(prev: &Header, time: u32, salt: u8) -> Header {
 
 /// `n` regtest headers on `prev`, 600 s apart.
 fn extend(prev: &Header, n: usize, salt: u8) -> Vec<Header> {
-    let mut out: Vec<Header> = Vec::with_capacity(n);
     let mut last = *prev;
-    for _ in 0..n {
-        let h = mine(&last, last.time + 600, salt);
-        out.push(h);
-        last = h;
-    }
-    out
+    (0..n)
+        .map(|_| {
+            last = mine(&last, last.time + 600, salt);
+            last
+        })
+        .collect()
+}
+
+/// A new ledger in a temporary directory (kept while the ledger is used).
+fn stored() -> (tempfile::TempDir, Arc<Ledger>) {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = Ledger::open(dir.path(), &OpenOptions::default()).unwrap();
+    (dir, Arc::new(ledger))
 }
 
 fn work(n: u64) -> Work {
@@ -157,8 +163,7 @@ fn the_locator_starts_at_the_tip_thins_out_and_ends_at_genesis() {
 
 #[test]
 fn the_best_chain_is_stored_and_read_back_with_only_the_tail_in_memory() {
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = Arc::new(Ledger::open(dir.path(), &OpenOptions::default()).unwrap());
+    let (_dir, ledger) = stored();
     let headers = extend(&genesis(), DEFAULT_KEEP as usize + 500, 1);
     {
         let mut c = HeaderTree::open(BitcoinNetwork::Regtest, ledger.clone(), 0).unwrap();
@@ -197,8 +202,7 @@ fn the_best_chain_is_stored_and_read_back_with_only_the_tail_in_memory() {
 
 #[test]
 fn a_ledger_holding_another_chains_headers_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = Arc::new(Ledger::open(dir.path(), &OpenOptions::default()).unwrap());
+    let (_dir, ledger) = stored();
     let mut c = HeaderTree::open(BitcoinNetwork::Regtest, ledger.clone(), 0).unwrap();
     c.save().unwrap();
     let e = HeaderTree::open(BitcoinNetwork::Testnet4, ledger, 0)
@@ -210,8 +214,7 @@ fn a_ledger_holding_another_chains_headers_is_refused() {
 
 #[test]
 fn a_fork_below_the_headers_held_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let ledger = Arc::new(Ledger::open(dir.path(), &OpenOptions::default()).unwrap());
+    let (_dir, ledger) = stored();
     let headers = extend(&genesis(), DEFAULT_KEEP as usize + 100, 1);
     let mut c = HeaderTree::open(BitcoinNetwork::Regtest, ledger, 0).unwrap();
     c.accept(&headers, NOW).unwrap();
@@ -226,9 +229,7 @@ fn each_header_tracks_where_testnets_walk_back_stops_and_hashes_as_the_bitcoin_c
     // period's first header (here 0 and 2016), which the tracking must name
     // without walking; and after a reopen that loads only a tail, the first
     // headers loaded (whose walk leaves the tail) walk instead.
-    let dir = tempfile::tempdir().unwrap();
-    let ledger =
-        Arc::new(crate::ledger::Ledger::open(dir.path(), &OpenOptions::default()).unwrap());
+    let (_dir, ledger) = stored();
     let mut c = HeaderTree::open(BitcoinNetwork::Regtest, ledger.clone(), 0).unwrap();
     let headers = extend(&genesis(), 2100, 3);
     c.accept(&headers, NOW).unwrap();

@@ -20,8 +20,7 @@ pub fn decode_bitcoin_header(bytes: &[u8]) -> Result<crate::ledger::StoredHeader
     }
     let header: bitcoin::block::Header =
         bitcoin::consensus::deserialize(&bytes[..80]).map_err(DecodeError::Header)?;
-    let mut work = [0u8; 32];
-    work.copy_from_slice(&bytes[80..]);
+    let work = <[u8; 32]>::try_from(&bytes[80..]).unwrap_or_default();
     Ok(crate::ledger::StoredHeader {
         height: 0,
         header,
@@ -45,13 +44,9 @@ pub fn encode_peer_addr(addr: &std::net::SocketAddr) -> [u8; 18] {
 /// The inverse of [`encode_peer_addr`] (`None`: not 18 bytes).
 pub fn decode_peer_addr(bytes: &[u8]) -> Option<std::net::SocketAddr> {
     let bytes: [u8; 18] = bytes.try_into().ok()?;
-    let mut ip = [0u8; 16];
-    ip.copy_from_slice(&bytes[..16]);
-    let ip = std::net::Ipv6Addr::from(ip);
-    let ip = match ip.to_ipv4_mapped() {
-        Some(v4) => std::net::IpAddr::V4(v4),
-        None => std::net::IpAddr::V6(ip),
-    };
+    let ip = <[u8; 16]>::try_from(&bytes[..16]).ok()?;
+    // An IPv4-mapped address is the IPv4 address it maps.
+    let ip = std::net::Ipv6Addr::from(ip).to_canonical();
     Some(std::net::SocketAddr::new(
         ip,
         u16::from_be_bytes([bytes[16], bytes[17]]),
@@ -82,11 +77,7 @@ pub fn decode_book_entry(bytes: &[u8]) -> Result<crate::ledger::BookEntry, Decod
     let b: [u8; BOOK_ENTRY_BYTES] = bytes
         .try_into()
         .map_err(|_| DecodeError::BookEntryLength(bytes.len()))?;
-    let u64_at = |i: usize| {
-        let mut n = [0u8; 8];
-        n.copy_from_slice(&b[i..i + 8]);
-        u64::from_be_bytes(n)
-    };
+    let u64_at = |i: usize| u64::from_be_bytes(b[i..i + 8].try_into().unwrap_or_default());
     Ok(crate::ledger::BookEntry {
         source: b[0],
         ban_reason: b[1],

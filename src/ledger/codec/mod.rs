@@ -208,15 +208,8 @@ const FIXED_PART: usize = 225;
 
 // ---------------------------------------------------------------- writing
 
-fn put_varint_u64(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn put_varint_u128(out: &mut Vec<u8>, mut v: u128) {
+fn put_varint(out: &mut Vec<u8>, v: impl Into<u128>) {
+    let mut v = v.into();
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -229,7 +222,7 @@ fn varint_len(v: u64) -> usize {
 }
 
 fn put_blob(out: &mut Vec<u8>, blob: &[u8]) {
-    put_varint_u64(out, blob.len() as u64);
+    put_varint(out, blob.len() as u64);
     out.extend_from_slice(blob);
 }
 
@@ -242,7 +235,7 @@ fn blobs_len(blobs: &[Vec<u8>]) -> usize {
 }
 
 fn put_blobs(out: &mut Vec<u8>, blobs: &[Vec<u8>]) {
-    put_varint_u64(out, blobs.len() as u64);
+    put_varint(out, blobs.len() as u64);
     for b in blobs {
         put_blob(out, b);
     }
@@ -289,13 +282,11 @@ impl<'a> Reader<'a> {
         let mut value: u128 = 0;
         let mut shift: u32 = 0;
         loop {
-            let b = match self.buf.split_first() {
-                Some((b, rest)) => {
-                    self.buf = rest;
-                    *b
-                }
-                None => return Err(DecodeError::UnfinishedNumber { what }),
-            };
+            let (&b, rest) = self
+                .buf
+                .split_first()
+                .ok_or(DecodeError::UnfinishedNumber { what })?;
+            self.buf = rest;
             let chunk = u128::from(b & 0x7f);
             if shift >= bits || (shift > 0 && chunk >> (bits - shift) != 0) {
                 return Err(DecodeError::Overflow { what, bits });
@@ -339,20 +330,13 @@ impl<'a> Reader<'a> {
 
     fn blobs(&mut self, what: &'static str) -> Result<Vec<Vec<u8>>, DecodeError> {
         let n = self.count(what, 1)?;
-        let mut out = Vec::with_capacity(n);
-        for _ in 0..n {
-            out.push(self.blob(what)?);
-        }
-        Ok(out)
+        (0..n).map(|_| self.blob(what)).collect()
     }
 
     fn finish(self) -> Result<(), DecodeError> {
-        if self.buf.is_empty() {
-            Ok(())
-        } else {
-            Err(DecodeError::Trailing {
-                count: self.buf.len(),
-            })
+        match self.buf.len() {
+            0 => Ok(()),
+            count => Err(DecodeError::Trailing { count }),
         }
     }
 }
@@ -382,9 +366,9 @@ pub fn encode_soft_confirmation(sc: &SoftConfirmation, block_key: Option<&[u8; 3
     if !omit {
         out.extend_from_slice(&sc.pub_key);
     }
-    put_varint_u64(&mut out, sc.da_slot_height);
-    put_varint_u128(&mut out, sc.l1_fee_rate);
-    put_varint_u64(&mut out, sc.timestamp);
+    put_varint(&mut out, sc.da_slot_height);
+    put_varint(&mut out, sc.l1_fee_rate);
+    put_varint(&mut out, sc.timestamp);
     put_blobs(&mut out, &sc.txs);
     put_blobs(&mut out, &sc.deposit_data);
     out
@@ -402,41 +386,28 @@ pub fn decode_soft_confirmation(
     if flags & !FLAG_KEY_OMITTED != 0 {
         return Err(DecodeError::UnknownFlags(flags));
     }
-    let hash = r.array("hash")?;
-    let prev_hash = r.array("prevHash")?;
-    let state_root = r.array("stateRoot")?;
-    let da_slot_hash = r.array("daSlotHash")?;
-    let da_slot_txs_commitment = r.array("daSlotTxsCommitment")?;
-    let signature = r.array("signature")?;
-    let pub_key = if flags & FLAG_KEY_OMITTED != 0 {
-        match block_key {
-            Some(k) => *k,
-            None => return Err(DecodeError::NoBlockKey),
-        }
-    } else {
-        r.array("pubKey")?
-    };
-    let da_slot_height = r.u64("daSlotHeight")?;
-    let l1_fee_rate = r.u128("l1FeeRate")?;
-    let timestamp = r.u64("timestamp")?;
-    let txs = r.blobs("txs")?;
-    let deposit_data = r.blobs("depositData")?;
-    r.finish()?;
-    Ok(SoftConfirmation {
+    // Fields in their stored order (a struct literal evaluates in order).
+    let sc = SoftConfirmation {
         l2_height: height,
-        da_slot_height,
-        da_slot_hash,
-        da_slot_txs_commitment,
-        hash,
-        prev_hash,
-        txs,
-        state_root,
-        signature,
-        pub_key,
-        deposit_data,
-        l1_fee_rate,
-        timestamp,
-    })
+        hash: r.array("hash")?,
+        prev_hash: r.array("prevHash")?,
+        state_root: r.array("stateRoot")?,
+        da_slot_hash: r.array("daSlotHash")?,
+        da_slot_txs_commitment: r.array("daSlotTxsCommitment")?,
+        signature: r.array("signature")?,
+        pub_key: match (flags & FLAG_KEY_OMITTED != 0, block_key) {
+            (true, Some(k)) => *k,
+            (true, None) => return Err(DecodeError::NoBlockKey),
+            (false, _) => r.array("pubKey")?,
+        },
+        da_slot_height: r.u64("daSlotHeight")?,
+        l1_fee_rate: r.u128("l1FeeRate")?,
+        timestamp: r.u64("timestamp")?,
+        txs: r.blobs("txs")?,
+        deposit_data: r.blobs("depositData")?,
+    };
+    r.finish()?;
+    Ok(sc)
 }
 
 /// Whether a stored soft confirmation omits its pubKey (so decoding needs
@@ -470,12 +441,12 @@ pub fn sc_state_root(bytes: &[u8]) -> Result<Hash, DecodeError> {
 /// Encodes the commitments found on one DA slot.
 pub fn encode_commitments(list: &[SequencerCommitment]) -> Vec<u8> {
     let mut out = Vec::with_capacity(1 + list.len() * 48);
-    put_varint_u64(&mut out, list.len() as u64);
+    put_varint(&mut out, list.len() as u64);
     for c in list {
-        put_varint_u64(&mut out, c.found_in_l1);
+        put_varint(&mut out, c.found_in_l1);
         out.extend_from_slice(&c.merkle_root);
-        put_varint_u64(&mut out, c.l2_start_block_number);
-        put_varint_u64(&mut out, c.l2_end_block_number);
+        put_varint(&mut out, c.l2_start_block_number);
+        put_varint(&mut out, c.l2_end_block_number);
     }
     out
 }
@@ -486,15 +457,11 @@ pub fn decode_commitments(bytes: &[u8]) -> Result<Vec<SequencerCommitment>, Deco
     let n = r.count("commitment count", 35)?;
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
-        let found_in_l1 = r.u64("foundInL1")?;
-        let merkle_root = r.array("merkleRoot")?;
-        let l2_start_block_number = r.u64("l2StartBlockNumber")?;
-        let l2_end_block_number = r.u64("l2EndBlockNumber")?;
         out.push(SequencerCommitment {
-            found_in_l1,
-            merkle_root,
-            l2_start_block_number,
-            l2_end_block_number,
+            found_in_l1: r.u64("foundInL1")?,
+            merkle_root: r.array("merkleRoot")?,
+            l2_start_block_number: r.u64("l2StartBlockNumber")?,
+            l2_end_block_number: r.u64("l2EndBlockNumber")?,
         });
     }
     r.finish()?;
@@ -518,23 +485,23 @@ pub fn encode_proof(p: &VerifiedBatchProof) -> Vec<u8> {
             + o.preproven_commitments.len() * 10
             + diff_len,
     );
-    put_varint_u64(&mut out, p.height);
+    put_varint(&mut out, p.height);
     put_blob(&mut out, &p.proof);
     out.extend_from_slice(&o.initial_state_root);
     out.extend_from_slice(&o.final_state_root);
     out.extend_from_slice(&o.prev_soft_confirmation_hash);
     out.extend_from_slice(&o.final_soft_confirmation_hash);
     out.extend_from_slice(&o.da_slot_hash);
-    put_varint_u64(&mut out, o.sequencer_commitments_range.0);
-    put_varint_u64(&mut out, o.sequencer_commitments_range.1);
+    put_varint(&mut out, o.sequencer_commitments_range.0);
+    put_varint(&mut out, o.sequencer_commitments_range.1);
     put_blob(&mut out, &o.sequencer_public_key);
     put_blob(&mut out, &o.sequencer_da_public_key);
-    put_varint_u64(&mut out, o.preproven_commitments.len() as u64);
+    put_varint(&mut out, o.preproven_commitments.len() as u64);
     for i in &o.preproven_commitments {
-        put_varint_u64(&mut out, *i);
+        put_varint(&mut out, *i);
     }
-    put_varint_u64(&mut out, o.last_l2_height);
-    put_varint_u64(&mut out, o.state_diff.len() as u64);
+    put_varint(&mut out, o.last_l2_height);
+    put_varint(&mut out, o.state_diff.len() as u64);
     for (k, v) in &o.state_diff {
         put_blob(&mut out, k);
         match v {
@@ -553,48 +520,45 @@ pub fn decode_proof(bytes: &[u8]) -> Result<VerifiedBatchProof, DecodeError> {
     let mut r = Reader::new(bytes);
     let height = r.u64("height")?;
     let proof = r.blob("proof")?;
-    let initial_state_root = r.array("initialStateRoot")?;
-    let final_state_root = r.array("finalStateRoot")?;
-    let prev_soft_confirmation_hash = r.array("prevSoftConfirmationHash")?;
-    let final_soft_confirmation_hash = r.array("finalSoftConfirmationHash")?;
-    let da_slot_hash = r.array("daSlotHash")?;
-    let first = r.u64("sequencerCommitmentsRange")?;
-    let last = r.u64("sequencerCommitmentsRange")?;
-    let sequencer_public_key = r.blob("sequencerPublicKey")?;
-    let sequencer_da_public_key = r.blob("sequencerDaPublicKey")?;
-    let n = r.count("preprovenCommitments", 1)?;
-    let mut preproven_commitments = Vec::with_capacity(n);
-    for _ in 0..n {
-        preproven_commitments.push(r.u64("preprovenCommitments")?);
-    }
-    let last_l2_height = r.u64("lastL2Height")?;
-    let n = r.count("stateDiff", 2)?;
-    let mut state_diff = Vec::with_capacity(n);
-    for _ in 0..n {
-        let k = r.blob("stateDiff key")?;
-        let v = match r.byte("stateDiff tag")? {
-            0 => None,
-            1 => Some(r.blob("stateDiff value")?),
-            t => return Err(DecodeError::StateDiffTag(t)),
-        };
-        state_diff.push((k, v));
-    }
+    // Fields in their stored order (a struct literal evaluates in order).
+    let o = ProofOutput {
+        initial_state_root: r.array("initialStateRoot")?,
+        final_state_root: r.array("finalStateRoot")?,
+        prev_soft_confirmation_hash: r.array("prevSoftConfirmationHash")?,
+        final_soft_confirmation_hash: r.array("finalSoftConfirmationHash")?,
+        da_slot_hash: r.array("daSlotHash")?,
+        sequencer_commitments_range: (
+            r.u64("sequencerCommitmentsRange")?,
+            r.u64("sequencerCommitmentsRange")?,
+        ),
+        sequencer_public_key: r.blob("sequencerPublicKey")?,
+        sequencer_da_public_key: r.blob("sequencerDaPublicKey")?,
+        preproven_commitments: {
+            let n = r.count("preprovenCommitments", 1)?;
+            (0..n)
+                .map(|_| r.u64("preprovenCommitments"))
+                .collect::<Result<_, _>>()?
+        },
+        last_l2_height: r.u64("lastL2Height")?,
+        state_diff: {
+            let n = r.count("stateDiff", 2)?;
+            (0..n)
+                .map(|_| {
+                    let k = r.blob("stateDiff key")?;
+                    let v = match r.byte("stateDiff tag")? {
+                        0 => None,
+                        1 => Some(r.blob("stateDiff value")?),
+                        t => return Err(DecodeError::StateDiffTag(t)),
+                    };
+                    Ok((k, v))
+                })
+                .collect::<Result<_, _>>()?
+        },
+    };
     r.finish()?;
     Ok(VerifiedBatchProof {
         proof,
-        proof_output: ProofOutput {
-            initial_state_root,
-            final_state_root,
-            prev_soft_confirmation_hash,
-            final_soft_confirmation_hash,
-            state_diff,
-            da_slot_hash,
-            sequencer_commitments_range: (first, last),
-            sequencer_public_key,
-            sequencer_da_public_key,
-            preproven_commitments,
-            last_l2_height,
-        },
+        proof_output: o,
         height,
     })
 }
@@ -612,48 +576,59 @@ pub fn encode_proofs(list: &[VerifiedBatchProof]) -> Vec<u8> {
 pub fn proof_list_of_one(bare: &[u8]) -> Result<Vec<u8>, DecodeError> {
     decode_proof(bare)?;
     let mut out = Vec::with_capacity(1 + varint_len(bare.len() as u64) + bare.len());
-    put_varint_u64(&mut out, 1);
+    put_varint(&mut out, 1u64);
     put_blob(&mut out, bare);
     Ok(out)
 }
 
 /// Decodes a stored proof list.
 pub fn decode_proofs(bytes: &[u8]) -> Result<Vec<VerifiedBatchProof>, DecodeError> {
-    let mut r = Reader::new(bytes);
-    let n = r.count("proof count", 1)?;
-    let mut out = Vec::with_capacity(n);
-    for i in 0..n {
-        let len = r.count("proof length", 1)?;
-        let p = decode_proof(r.take(len, "proof")?).map_err(|e| DecodeError::InList {
-            index: i as u64 + 1,
-            count: n,
-            error: Box::new(e),
-        })?;
-        out.push(p);
-    }
-    r.finish()?;
+    let mut out = Vec::new();
+    each_proof(bytes, |index, count, proof| {
+        out.push(decode_in_list(proof, index, count)?);
+        Ok(())
+    })?;
     Ok(out)
 }
 
 /// The newest proof of a stored proof list (`None` for an empty list),
 /// decoding only that one: the others are skipped by their lengths.
 pub fn decode_last_proof(bytes: &[u8]) -> Result<Option<VerifiedBatchProof>, DecodeError> {
+    let mut last = None;
+    each_proof(bytes, |index, count, proof| {
+        last = Some((index, count, proof));
+        Ok(())
+    })?;
+    last.map(|(index, count, proof)| decode_in_list(proof, index, count))
+        .transpose()
+}
+
+/// Calls `each` with (index from 1, count, bytes) of every proof of a
+/// stored proof list, in order, then checks that nothing follows.
+fn each_proof<'a>(
+    bytes: &'a [u8],
+    mut each: impl FnMut(u64, usize, &'a [u8]) -> Result<(), DecodeError>,
+) -> Result<(), DecodeError> {
     let mut r = Reader::new(bytes);
     let n = r.count("proof count", 1)?;
-    let mut last = None;
-    for _ in 0..n {
+    for index in 1..=n as u64 {
         let len = r.count("proof length", 1)?;
-        last = Some(r.take(len, "proof")?);
+        each(index, n, r.take(len, "proof")?)?;
     }
-    r.finish()?;
-    last.map(|bytes| {
-        decode_proof(bytes).map_err(|e| DecodeError::InList {
-            index: n as u64,
-            count: n,
-            error: Box::new(e),
-        })
+    r.finish()
+}
+
+/// Decodes proof `index` of a list of `count`.
+fn decode_in_list(
+    bytes: &[u8],
+    index: u64,
+    count: usize,
+) -> Result<VerifiedBatchProof, DecodeError> {
+    decode_proof(bytes).map_err(|e| DecodeError::InList {
+        index,
+        count,
+        error: Box::new(e),
     })
-    .transpose()
 }
 
 // ---------------------------------------------------------------- small values
@@ -685,18 +660,17 @@ pub fn decode_fork_table(bytes: &[u8]) -> Result<ForkTable, DecodeError> {
 
 /// Decodes an 8-byte big-endian u64 value.
 pub fn decode_u64(bytes: &[u8]) -> Result<u64, DecodeError> {
-    match <[u8; 8]>::try_from(bytes) {
-        Ok(b) => Ok(u64::from_be_bytes(b)),
-        Err(_) => Err(length(8, bytes)),
-    }
+    fixed(bytes).map(u64::from_be_bytes)
 }
 
 /// Decodes a 32-byte value (hash, key).
 pub fn decode_hash(bytes: &[u8]) -> Result<Hash, DecodeError> {
-    match <[u8; 32]>::try_from(bytes) {
-        Ok(b) => Ok(b),
-        Err(_) => Err(length(32, bytes)),
-    }
+    fixed(bytes)
+}
+
+/// A fixed-size value of `N` bytes.
+fn fixed<const N: usize>(bytes: &[u8]) -> Result<[u8; N], DecodeError> {
+    <[u8; N]>::try_from(bytes).map_err(|_| length(N, bytes))
 }
 
 /// A frontier entry (`status_heights` value): L2 height, commitment index,
@@ -745,27 +719,12 @@ mod tests {
     }
 
     fn proof() -> VerifiedBatchProof {
-        VerifiedBatchProof {
-            proof: vec![9; 300],
-            proof_output: ProofOutput {
-                initial_state_root: [1; 32],
-                final_state_root: [2; 32],
-                prev_soft_confirmation_hash: [3; 32],
-                final_soft_confirmation_hash: [4; 32],
-                state_diff: vec![
-                    (b"a".to_vec(), Some(b"1".to_vec())),
-                    (b"deleted".to_vec(), None),
-                    (vec![], Some(vec![])),
-                ],
-                da_slot_hash: [5; 32],
-                sequencer_commitments_range: (0, 3),
-                sequencer_public_key: vec![7; 32],
-                sequencer_da_public_key: vec![8; 33],
-                preproven_commitments: vec![1, 2, u64::MAX],
-                last_l2_height: 400,
-            },
-            height: 77,
-        }
+        let mut p = crate::types::sample_proof(77, 400);
+        p.proof = vec![9; 300];
+        p.proof_output.state_diff.push((vec![], Some(vec![])));
+        p.proof_output.sequencer_commitments_range = (0, 3);
+        p.proof_output.preproven_commitments.push(u64::MAX);
+        p
     }
 
     #[test]
@@ -868,7 +827,7 @@ mod tests {
         assert_eq!(r.u64("x").unwrap(), u64::MAX);
         for v in [0, 1, 127, 128, 300, u64::MAX] {
             let mut out = vec![];
-            put_varint_u64(&mut out, v);
+            put_varint(&mut out, v);
             assert_eq!(out.len(), varint_len(v));
             assert_eq!(Reader::new(&out).u64("x").unwrap(), v);
         }
