@@ -171,12 +171,6 @@ impl fmt::Debug for Peer {
     }
 }
 
-fn unix_now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
-}
-
 impl Peer {
     /// Connects to `host:port` and does the handshake.
     pub fn connect(addr: &str, options: PeerOptions) -> Result<Peer, PeerError> {
@@ -239,7 +233,7 @@ impl Peer {
             .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
         let mut version = VersionMessage::new(
             ServiceFlags::NONE,
-            unix_now(),
+            crate::headers::unix_now(),
             Address::new(&self.addr, ServiceFlags::NONE),
             Address::new(&local, ServiceFlags::NONE),
             nonce,
@@ -323,17 +317,10 @@ impl Peer {
             if deadline <= Instant::now() {
                 return Err(PeerError::Stalled { waiting_for });
             }
-            let message = match self.transport.read(deadline) {
-                Err(FrameError::Io(e))
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    return Err(PeerError::Stalled { waiting_for })
-                }
-                other => other?,
-            };
+            let message = self.transport.read(deadline).map_err(|e| match e.into() {
+                PeerError::Stalled { .. } => PeerError::Stalled { waiting_for },
+                other => other,
+            })?;
             match message {
                 NetworkMessage::Ping(nonce) => self.send(NetworkMessage::Pong(nonce))?,
                 NetworkMessage::Addr(list) if self.options.discover => self.keep_addrs(
