@@ -126,18 +126,12 @@ impl std::error::Error for PeerError {}
 
 impl From<FrameError> for PeerError {
     fn from(e: FrameError) -> Self {
-        match e {
-            FrameError::Io(io)
-                if matches!(
-                    io.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                PeerError::Stalled {
-                    waiting_for: "message",
-                }
-            }
-            other => PeerError::Frame(other),
+        // A read that timed out: nothing came in time.
+        match e.reason() {
+            "stalled" => PeerError::Stalled {
+                waiting_for: "message",
+            },
+            _ => PeerError::Frame(e),
         }
     }
 }
