@@ -119,8 +119,8 @@ impl PeersDa {
     }
 
     /// Reads bitcoind's RPC beside the peers ([`crate::source::bitcoin::p2p::bitcoind`]).
-    pub fn with_rpc(mut self, rpc: RpcSide) -> Self {
-        self.rpc = Some(rpc);
+    pub fn with_rpc(mut self, rpc: Option<RpcSide>) -> Self {
+        self.rpc = rpc;
         self
     }
 

@@ -471,8 +471,8 @@ mod wire_tests {
                 s.write_all(&serialize(&RawNetworkMessage::new(Magic::REGTEST, m)))
                     .unwrap()
             };
-            let NetworkMessage::Version(ours) = read_message(&mut r, Magic::REGTEST).unwrap()
-            else {
+            let read = |r: &mut TcpStream| read_message(r, Magic::REGTEST).unwrap();
+            let NetworkMessage::Version(ours) = read(&mut r) else {
                 panic!("not a version first")
             };
             assert_eq!(ours.version, PROTOCOL_VERSION);
@@ -497,24 +497,13 @@ mod wire_tests {
             send(&mut s, NetworkMessage::Verack);
             match then {
                 Then::Honest => {
-                    assert_eq!(
-                        read_message(&mut r, Magic::REGTEST).unwrap(),
-                        NetworkMessage::SendAddrV2
-                    );
-                    assert_eq!(
-                        read_message(&mut r, Magic::REGTEST).unwrap(),
-                        NetworkMessage::Verack
-                    );
-                    let NetworkMessage::GetHeaders(m) =
-                        read_message(&mut r, Magic::REGTEST).unwrap()
-                    else {
+                    assert_eq!(read(&mut r), NetworkMessage::SendAddrV2);
+                    assert_eq!(read(&mut r), NetworkMessage::Verack);
+                    let NetworkMessage::GetHeaders(m) = read(&mut r) else {
                         panic!("not a getheaders")
                     };
                     send(&mut s, NetworkMessage::Ping(42));
-                    assert_eq!(
-                        read_message(&mut r, Magic::REGTEST).unwrap(),
-                        NetworkMessage::Pong(42)
-                    );
+                    assert_eq!(read(&mut r), NetworkMessage::Pong(42));
                     let genesis =
                         bitcoin::blockdata::constants::genesis_block(bitcoin::Network::Regtest);
                     assert_eq!(m.locator_hashes, vec![genesis.block_hash()]);

@@ -82,15 +82,6 @@ pub enum ChainCheckError {
     Unreachable(SourceError),
 }
 
-impl std::fmt::Display for ChainCheckError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ChainCheckError::OtherChain(s) => f.write_str(s),
-            ChainCheckError::Unreachable(e) => e.fmt(f),
-        }
-    }
-}
-
 impl BitcoinDa {
     /// The DA source over `rpc`, following `headers` (opened on the
     /// ledger, or in memory in tests).
