@@ -370,10 +370,8 @@ impl Upstreams {
             if self.candidates[i].checked == Some(downs) {
                 return Ok(None);
             }
-            let (served, head) = match self.candidates[i].client.identity_and_head(with_head) {
-                Ok(answer) => answer,
-                Err(e) => return Err(self.failed(e)),
-            };
+            let answer = self.candidates[i].client.identity_and_head(with_head);
+            let (served, head) = answer.map_err(|e| self.failed(e))?;
             match self.held.differs(&served) {
                 None => {
                     // On a new data dir, the first to answer names the chain.
@@ -413,10 +411,7 @@ impl Upstreams {
         call: impl FnOnce(&mut Upstream) -> Result<T, SourceError>,
     ) -> Result<T, SourceError> {
         self.confirm_chain(false)?;
-        match call(self.client()) {
-            Ok(v) => Ok(v),
-            Err(e) => Err(self.failed(e)),
-        }
+        call(self.client()).map_err(|e| self.failed(e))
     }
 }
 
@@ -462,10 +457,9 @@ impl L2Source for Upstreams {
     }
 
     /// The data dir's parts win over those learnt from the first upstream.
-    fn hold_to(&mut self, held: ChainIdentity) {
-        let mut chain = held;
-        chain.learn(&self.held);
-        self.held = chain;
+    fn hold_to(&mut self, mut held: ChainIdentity) {
+        held.learn(&self.held);
+        self.held = held;
     }
 
     fn rejected(&mut self, why: &str) {

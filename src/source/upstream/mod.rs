@@ -471,40 +471,35 @@ impl Upstream {
     /// upstream's range limit (learnt from its error the first time).
     fn fetch_blocks(&self, from: u64, to: u64) -> Result<Vec<SoftConfirmation>, SourceError> {
         let method = "ledger_getSoftConfirmationRange";
-        let mut to = match self.range_limit() {
-            Some(limit) => to.min(from + limit - 1),
-            None => to,
-        };
+        let mut to = self
+            .range_limit()
+            .map_or(to, |limit| to.min(from + limit - 1));
         loop {
-            match self.call(method, &format!("[{from},{to}]"))? {
-                Answer::Result(text) => {
-                    let list = wire::read::soft_confirmation_list(&text).map_err(|e| {
-                        err(format!(
-                            "upstream {method} answered an unreadable block: {e}"
-                        ))
-                    })?;
-                    // Stop at the first hole: the chain is followed in order.
-                    return Ok(list.into_iter().map_while(|b| b).collect());
+            let answer = self.call(method, &format!("[{from},{to}]"))?;
+            if let Answer::Error {
+                code: -32001, data, ..
+            } = &answer
+            {
+                let limit = range_limit_of(data).filter(|l| *l >= 1 && to - from + 1 > *l);
+                if let Some(limit) = limit {
+                    if self.range_limit.swap(limit, Relaxed) != limit {
+                        log::info!(
+                            target: LOG_TARGET,
+                            "upstream serves at most {limit} blocks per range; asking for that"
+                        );
+                    }
+                    to = from + limit - 1;
+                    continue;
                 }
-                Answer::Error { code, text, data } => match range_limit_of(&data) {
-                    Some(limit) if code == -32001 && limit >= 1 && to - from + 1 > limit => {
-                        if self.range_limit.swap(limit, Relaxed) != limit {
-                            log::info!(
-                                target: LOG_TARGET,
-                                "upstream serves at most {limit} blocks per range; asking for that"
-                            );
-                        }
-                        to = from + limit - 1;
-                    }
-                    _ => {
-                        return Err(SourceError::refused(
-                            code,
-                            format!("upstream {method} answered {text}"),
-                            Some(data),
-                        ))
-                    }
-                },
             }
+            let text = answer.into_result(method)?;
+            let list = wire::read::soft_confirmation_list(&text).map_err(|e| {
+                err(format!(
+                    "upstream {method} answered an unreadable block: {e}"
+                ))
+            })?;
+            // Stop at the first hole: the chain is followed in order.
+            return Ok(list.into_iter().map_while(|b| b).collect());
         }
     }
 }

@@ -177,8 +177,7 @@ impl RpcSide {
                 };
                 warn!("{why}; its chain is not read");
                 self.chain = PeerChain::Unknown;
-                self.status().failed(true, &why);
-                self.back_off();
+                self.failed(&why);
                 false
             }
             Err(HeaderSyncError::Store(e)) => {
@@ -222,14 +221,9 @@ impl RpcSide {
         );
         let mut out = Vec::with_capacity(wanted.len());
         // Runs of consecutive heights, each read in one go.
-        let mut start = 0;
-        while start < wanted.len() {
-            let mut end = start + 1;
-            while end < wanted.len() && wanted[end].0 == wanted[end - 1].0 + 1 {
-                end += 1;
-            }
-            let hashes: Vec<BlockHash> = wanted[start..end].iter().map(|w| w.1).collect();
-            match reader.read_hashes(wanted[start].0, &hashes) {
+        for run in wanted.chunk_by(|a, b| b.0 == a.0 + 1) {
+            let hashes: Vec<BlockHash> = run.iter().map(|w| w.1).collect();
+            match reader.read_hashes(run[0].0, &hashes) {
                 Ok(mut blocks) if blocks.len() == hashes.len() => out.append(&mut blocks),
                 Ok(blocks) => {
                     let why = format!(
@@ -238,8 +232,7 @@ impl RpcSide {
                         blocks.len(),
                         hashes.len()
                     );
-                    self.status().failed(true, &why);
-                    self.back_off();
+                    self.failed(&why);
                     return None;
                 }
                 Err(ReadError::Rpc(e)) => {
@@ -253,12 +246,10 @@ impl RpcSide {
                     }
                     let why = format!("bitcoind at {} sent a block we refuse: {e}", self.rpc.url());
                     warn!("{why}; the peers are asked");
-                    self.status().failed(true, &why);
-                    self.back_off();
+                    self.failed(&why);
                     return None;
                 }
             }
-            start = end;
         }
         self.status()
             .blocks_fetched
@@ -286,6 +277,12 @@ impl RpcSide {
         }
         self.backoff.reset();
         self.status().answered();
+    }
+
+    /// bitcoind answered, but not what it should: noted, and it backs off.
+    fn failed(&mut self, why: &str) {
+        self.status().failed(true, why);
+        self.back_off();
     }
 
     fn back_off(&mut self) {

@@ -119,8 +119,8 @@ impl PeersDa {
     }
 
     /// Reads bitcoind's RPC beside the peers ([`crate::source::bitcoin::p2p::bitcoind`]).
-    pub fn with_rpc(mut self, rpc: RpcSide) -> Self {
-        self.rpc = Some(rpc);
+    pub fn with_rpc(mut self, rpc: Option<RpcSide>) -> Self {
+        self.rpc = rpc;
         self
     }
 
@@ -139,11 +139,6 @@ impl PeersDa {
             .tip()
             .height
             .saturating_sub(self.finality_depth - 1)
-    }
-
-    /// The error when no source can be read: why each is not.
-    fn none_usable(&self) -> SourceError {
-        none_usable(&self.peers, self.rpc.as_ref(), &self.progress)
     }
 
     /// Asks every connected peer for the headers after the best chain, and
@@ -326,14 +321,19 @@ impl PeersDa {
         }
     }
 
-    /// Blocks `wanted`, checked, in the order asked (see [`PeersDa::blocks_each`]).
-    fn blocks(
-        &mut self,
-        wanted: &[(u64, BlockHash)],
-        take: bool,
-    ) -> Result<Vec<DaBlock>, SourceError> {
+    /// Blocks `wanted`, checked, in the order asked, kept for the scan
+    /// (see [`PeersDa::blocks_each`]).
+    fn blocks(&mut self, wanted: &[(u64, BlockHash)]) -> Result<Vec<DaBlock>, SourceError> {
+        // The fields a download works with, borrowed apart from the others.
+        let fetching = Fetching {
+            peers: &mut self.peers,
+            rpc: &mut self.rpc,
+            chain: &self.chain,
+            progress: &self.progress,
+            kept: &mut self.kept,
+        };
         let mut got = Vec::with_capacity(wanted.len());
-        blocks_each(self.fetching(), wanted, take, &mut |block| {
+        blocks_each(fetching, wanted, false, &mut |block| {
             got.push(block);
             true
         })?;
@@ -341,22 +341,6 @@ impl PeersDa {
             return Err(SourceError::bad_answer("a block asked is missing"));
         }
         Ok(got)
-    }
-
-    /// The fields a download works with, borrowed apart from the others.
-    fn fetching(&mut self) -> Fetching<'_> {
-        Fetching {
-            peers: &mut self.peers,
-            rpc: &mut self.rpc,
-            chain: &self.chain,
-            progress: &self.progress,
-            kept: &mut self.kept,
-        }
-    }
-
-    fn remember(&mut self, block: &DaBlock) {
-        let final_height = self.final_height();
-        self.anchors.remember(block, final_height);
     }
 }
 
@@ -541,7 +525,7 @@ impl DaSource for PeersDa {
         }
         self.save_headers()?;
         if self.peers.connected() == 0 && !rpc_answered {
-            return Err(self.none_usable());
+            return Err(none_usable(&self.peers, self.rpc.as_ref(), &self.progress));
         }
         self.progress.bitcoin.answered();
         if !self.chain.meets_min_chainwork() {
@@ -619,18 +603,17 @@ impl DaSource for PeersDa {
             .copied()
             .filter(|h| *h <= tip && !self.anchors.has(*h))
             .collect();
+        let mut wanted = Vec::with_capacity(missing.len());
+        for h in missing {
+            if let Some(hash) = scan::hash_at(&self.chain, h)? {
+                wanted.push((h, hash));
+            }
+        }
+        let final_height = self.final_height();
         let mut fresh = BTreeMap::new();
-        if !missing.is_empty() {
-            let mut wanted = Vec::with_capacity(missing.len());
-            for h in missing {
-                if let Some(hash) = scan::hash_at(&self.chain, h)? {
-                    wanted.push((h, hash));
-                }
-            }
-            for block in self.blocks(&wanted, false)? {
-                self.remember(&block);
-                fresh.insert(block.height, AnchorCache::anchor_of(&block));
-            }
+        for block in self.blocks(&wanted)? {
+            self.anchors.remember(&block, final_height);
+            fresh.insert(block.height, AnchorCache::anchor_of(&block));
         }
         Ok(Some(self.anchors.answer(heights, &fresh)))
     }

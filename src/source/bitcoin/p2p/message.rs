@@ -58,6 +58,19 @@ pub enum FrameError {
 }
 
 impl FrameError {
+    /// A `command` message of `len` bytes, above the cap.
+    pub fn too_large(command: impl Into<String>, len: usize) -> FrameError {
+        let command = command.into();
+        let len = u32::try_from(len).unwrap_or(u32::MAX);
+        FrameError::TooLarge { command, len }
+    }
+
+    /// A `command` message that does not decode, and why.
+    pub fn malformed(command: impl Into<String>, reason: impl ToString) -> FrameError {
+        let (command, reason) = (command.into(), reason.to_string());
+        FrameError::Malformed { command, reason }
+    }
+
     /// The `/metrics` reason a peer is dropped for, when this is the peer's fault.
     pub fn reason(&self) -> &'static str {
         match self {
@@ -165,10 +178,7 @@ pub fn read_message_deferring(
     if !checksum_matches(&payload, sum) {
         return Err(FrameError::Checksum { command });
     }
-    let malformed = |e: encode::Error| FrameError::Malformed {
-        command: command.clone(),
-        reason: e.to_string(),
-    };
+    let malformed = |e: encode::Error| FrameError::malformed(&command, e);
     let mut whole = (&header[..]).chain(&payload[..]);
     let raw =
         RawNetworkMessage::consensus_decode_from_finite_reader(&mut whole).map_err(malformed)?;
@@ -178,10 +188,8 @@ pub fn read_message_deferring(
 /// A block's payload as the message handed on (module docs), for either
 /// transport.
 pub fn block_message(payload: Vec<u8>) -> Result<NetworkMessage, FrameError> {
-    let command = CommandString::try_from_static("block").map_err(|e| FrameError::Malformed {
-        command: "block".into(),
-        reason: e.to_string(),
-    })?;
+    let command =
+        CommandString::try_from_static("block").map_err(|e| FrameError::malformed("block", e))?;
     Ok(NetworkMessage::Unknown { command, payload })
 }
 

@@ -126,18 +126,12 @@ impl std::error::Error for PeerError {}
 
 impl From<FrameError> for PeerError {
     fn from(e: FrameError) -> Self {
-        match e {
-            FrameError::Io(io)
-                if matches!(
-                    io.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                PeerError::Stalled {
-                    waiting_for: "message",
-                }
-            }
-            other => PeerError::Frame(other),
+        // A read that timed out: nothing came in time.
+        match e.reason() {
+            "stalled" => PeerError::Stalled {
+                waiting_for: "message",
+            },
+            _ => PeerError::Frame(e),
         }
     }
 }
@@ -169,12 +163,6 @@ impl fmt::Debug for Peer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Peer").field("addr", &self.addr).finish()
     }
-}
-
-fn unix_now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
 }
 
 impl Peer {
@@ -239,7 +227,7 @@ impl Peer {
             .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
         let mut version = VersionMessage::new(
             ServiceFlags::NONE,
-            unix_now(),
+            crate::headers::unix_now(),
             Address::new(&self.addr, ServiceFlags::NONE),
             Address::new(&local, ServiceFlags::NONE),
             nonce,
@@ -323,17 +311,10 @@ impl Peer {
             if deadline <= Instant::now() {
                 return Err(PeerError::Stalled { waiting_for });
             }
-            let message = match self.transport.read(deadline) {
-                Err(FrameError::Io(e))
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    return Err(PeerError::Stalled { waiting_for })
-                }
-                other => other?,
-            };
+            let message = self.transport.read(deadline).map_err(|e| match e.into() {
+                PeerError::Stalled { .. } => PeerError::Stalled { waiting_for },
+                other => other,
+            })?;
             match message {
                 NetworkMessage::Ping(nonce) => self.send(NetworkMessage::Pong(nonce))?,
                 NetworkMessage::Addr(list) if self.options.discover => self.keep_addrs(
@@ -490,8 +471,8 @@ mod wire_tests {
                 s.write_all(&serialize(&RawNetworkMessage::new(Magic::REGTEST, m)))
                     .unwrap()
             };
-            let NetworkMessage::Version(ours) = read_message(&mut r, Magic::REGTEST).unwrap()
-            else {
+            let read = |r: &mut TcpStream| read_message(r, Magic::REGTEST).unwrap();
+            let NetworkMessage::Version(ours) = read(&mut r) else {
                 panic!("not a version first")
             };
             assert_eq!(ours.version, PROTOCOL_VERSION);
@@ -516,24 +497,13 @@ mod wire_tests {
             send(&mut s, NetworkMessage::Verack);
             match then {
                 Then::Honest => {
-                    assert_eq!(
-                        read_message(&mut r, Magic::REGTEST).unwrap(),
-                        NetworkMessage::SendAddrV2
-                    );
-                    assert_eq!(
-                        read_message(&mut r, Magic::REGTEST).unwrap(),
-                        NetworkMessage::Verack
-                    );
-                    let NetworkMessage::GetHeaders(m) =
-                        read_message(&mut r, Magic::REGTEST).unwrap()
-                    else {
+                    assert_eq!(read(&mut r), NetworkMessage::SendAddrV2);
+                    assert_eq!(read(&mut r), NetworkMessage::Verack);
+                    let NetworkMessage::GetHeaders(m) = read(&mut r) else {
                         panic!("not a getheaders")
                     };
                     send(&mut s, NetworkMessage::Ping(42));
-                    assert_eq!(
-                        read_message(&mut r, Magic::REGTEST).unwrap(),
-                        NetworkMessage::Pong(42)
-                    );
+                    assert_eq!(read(&mut r), NetworkMessage::Pong(42));
                     let genesis =
                         bitcoin::blockdata::constants::genesis_block(bitcoin::Network::Regtest);
                     assert_eq!(m.locator_hashes, vec![genesis.block_hash()]);

@@ -75,6 +75,22 @@ struct Slot {
     retry_at: Instant,
 }
 
+impl Slot {
+    /// A slot for `addr`, not connected, due now.
+    fn new(addr: &str, manual: bool) -> Slot {
+        Slot {
+            addr: addr.to_string(),
+            manual,
+            sock: None,
+            conn: None,
+            chain: PeerChain::Unknown,
+            behind: None,
+            failures: 0,
+            retry_at: Instant::now(),
+        }
+    }
+}
+
 /// How long a found peer may stay below the best chain's tip before its
 /// chain counts as old: Core's `CHAIN_SYNC_TIMEOUT` (20 min) and the
 /// `HEADERS_RESPONSE_TIME` (2 min) it then gives a last `getheaders`.
@@ -100,6 +116,31 @@ fn old_chain(behind: &mut Option<(Instant, u64)>, height: u64, tip: u64, now: In
     }
 }
 
+/// `f` of each of `items`, each on a thread of its own, in order; a
+/// thread that panicked answers so (`what`: the thread's job).
+fn on_threads<T: Send, R: Send>(
+    items: Vec<T>,
+    what: &str,
+    f: impl Fn(T) -> Result<R, PeerError> + Sync,
+) -> Vec<Result<R, PeerError>> {
+    let f = &f;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items
+            .into_iter()
+            .map(|item| s.spawn(move || f(item)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    let why = format!("the {what} thread panicked");
+                    Err(PeerError::misbehaved("other", why))
+                })
+            })
+            .collect()
+    })
+}
+
 /// The peers (module docs).
 pub struct PeerSet {
     slots: Vec<Slot>,
@@ -112,21 +153,8 @@ pub struct PeerSet {
 impl PeerSet {
     pub fn new(addrs: &[String], options: PeerOptions, progress: Arc<Progress>) -> PeerSet {
         progress.bitcoin.peers.set_addrs(addrs);
-        let now = Instant::now();
         PeerSet {
-            slots: addrs
-                .iter()
-                .map(|a| Slot {
-                    addr: a.clone(),
-                    manual: true,
-                    sock: None,
-                    conn: None,
-                    chain: PeerChain::Unknown,
-                    behind: None,
-                    failures: 0,
-                    retry_at: now,
-                })
-                .collect(),
+            slots: addrs.iter().map(|a| Slot::new(a, true)).collect(),
             options,
             progress,
             discovery: None,
@@ -138,16 +166,7 @@ impl PeerSet {
     pub fn with_discovery(mut self, discovery: Discovery) -> Self {
         let n = discovery.slots;
         self.progress.bitcoin.peers.add_slots(n);
-        self.slots.extend((0..n).map(|_| Slot {
-            addr: String::new(),
-            manual: false,
-            sock: None,
-            conn: None,
-            chain: PeerChain::Unknown,
-            behind: None,
-            failures: 0,
-            retry_at: Instant::now(),
-        }));
+        self.slots.extend((0..n).map(|_| Slot::new("", false)));
         self.discovery = Some(discovery);
         self.note_book();
         self
@@ -263,39 +282,24 @@ impl PeerSet {
             }
         }
         if !due.is_empty() {
-            let options = &self.options;
-            let slots = &self.slots;
-            let discovery = self.discovery.as_ref();
-            let results: Vec<(usize, Result<Peer, PeerError>)> = std::thread::scope(|s| {
-                let handles: Vec<_> = due
-                    .iter()
-                    .map(|&i| {
-                        let addr = slots[i].addr.clone();
-                        let mut options = options.clone();
-                        // A found peer's transport by the services known of
-                        // it; a --bitcoin-peer's are unknown (v2 first).
-                        if let (false, Some(sock), Some(d)) =
-                            (slots[i].manual, slots[i].sock, discovery)
-                        {
-                            options.services = Some(d.services(&sock));
-                        }
-                        (i, s.spawn(move || Peer::connect(&addr, options)))
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|(i, h)| {
-                        let r = h.join().unwrap_or_else(|_| {
-                            Err(PeerError::misbehaved(
-                                "other",
-                                "the connecting thread panicked",
-                            ))
-                        });
-                        (i, r)
-                    })
-                    .collect()
+            let asks: Vec<(String, PeerOptions)> = due
+                .iter()
+                .map(|&i| {
+                    let slot = &self.slots[i];
+                    let mut options = self.options.clone();
+                    // A found peer's transport by the services known of
+                    // it; a --bitcoin-peer's are unknown (v2 first).
+                    if let (false, Some(sock), Some(d)) = (slot.manual, slot.sock, &self.discovery)
+                    {
+                        options.services = Some(d.services(&sock));
+                    }
+                    (slot.addr.clone(), options)
+                })
+                .collect();
+            let results = on_threads(asks, "connecting", |(addr, options)| {
+                Peer::connect(&addr, options)
             });
-            for (i, result) in results {
+            for (i, result) in due.into_iter().zip(results) {
                 match result {
                     Ok(peer) => {
                         let transport = peer.transport().as_str();
@@ -445,21 +449,8 @@ impl PeerSet {
         let answers: Vec<Result<R, PeerError>> = if taken.len() == 1 {
             vec![ask(&mut taken[0].1)]
         } else {
-            let ask = &ask;
-            std::thread::scope(|s| {
-                let handles: Vec<_> = taken
-                    .iter_mut()
-                    .map(|(_, peer)| s.spawn(move || ask(peer)))
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| {
-                        h.join().unwrap_or_else(|_| {
-                            Err(PeerError::misbehaved("other", "the asking thread panicked"))
-                        })
-                    })
-                    .collect()
-            })
+            let peers: Vec<&mut Peer> = taken.iter_mut().map(|(_, peer)| peer).collect();
+            on_threads(peers, "asking", ask)
         };
         taken
             .into_iter()

@@ -274,14 +274,7 @@ impl SeedLookup {
 /// (IPv4) or /32 (IPv6); `None` for loopback and private ranges, which
 /// have no limit (the operator's own peers).
 pub fn netgroup(addr: &SocketAddr) -> Option<[u8; 4]> {
-    let ip = match addr.ip() {
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => IpAddr::V6(v6),
-        },
-        v4 => v4,
-    };
-    match ip {
+    match addr.ip().to_canonical() {
         IpAddr::V4(v4) => {
             let o = v4.octets();
             let local = v4.is_loopback()

@@ -49,20 +49,15 @@ impl PeersDa {
             .with_discovery(Discovery::new(book, lookup, slots));
         let chain = HeaderTree::open(b.chain, ledger.clone(), 0).map_err(|e| e.to_string())?;
         // bitcoind's RPC beside the peers: one more source.
-        let rpc_side = match &b.url {
-            None => None,
-            Some(url) => {
-                let mut side = RpcSide::new(b.rpc(url), progress.clone()).with_stop(stop.clone());
-                match side.check_network(b.chain) {
-                    Ok(()) => {}
-                    Err(ChainCheckError::OtherChain(why)) => return Err(why),
-                    // Logged and shown in /health; checked again at its
-                    // first answer.
-                    Err(ChainCheckError::Unreachable(_)) => {}
-                }
-                Some(side)
+        let side = |url| RpcSide::new(b.rpc(url), progress.clone()).with_stop(stop.clone());
+        let mut rpc_side = b.url.as_deref().map(side);
+        if let Some(side) = &mut rpc_side {
+            // Unreachable: logged and shown in /health; checked again at
+            // its first answer.
+            if let Err(ChainCheckError::OtherChain(why)) = side.check_network(b.chain) {
+                return Err(why);
             }
-        };
+        }
         let rpc_named = match &b.url {
             Some(url) => format!(" and bitcoind {url}"),
             None => String::new(),
@@ -89,11 +84,8 @@ impl PeersDa {
             b.prover_key
         );
         let da = PeersDa::new(peers, chain, b.da_config(), progress.clone())
-            .with_chunks_in(ledger.clone());
-        let da = match rpc_side {
-            Some(side) => da.with_rpc(side),
-            None => da,
-        };
+            .with_chunks_in(ledger.clone())
+            .with_rpc(rpc_side);
         Ok((da, what))
     }
 }

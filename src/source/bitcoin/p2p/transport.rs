@@ -168,38 +168,27 @@ impl fmt::Display for OpenError {
         match self {
             OpenError::Connect(e) => write!(f, "it cannot be connected to: {e}"),
             OpenError::V2 {
-                error: HandshakeError::AnsweredV1,
+                error: error @ HandshakeError::AnsweredV1,
                 choice: TransportChoice::V2,
                 ..
             }
             | OpenError::V2 {
+                error,
                 answered: false,
                 choice: TransportChoice::V2,
-                ..
             } => write!(
                 f,
                 "it does not speak BIP324's v2 transport (the v2 handshake got no answer: \
-                 {}): it speaks only v1 (Bitcoin Core before 26, or started with \
+                 {error}): it speaks only v1 (Bitcoin Core before 26, or started with \
                  -v2transport=0); --bitcoin-transport v2 connects to v2 peers only: give auto \
-                 to speak v1 with it",
-                self.detail()
+                 to speak v1 with it"
             ),
-            OpenError::V2 { .. } => write!(
+            OpenError::V2 { error, .. } => write!(
                 f,
-                "its answer to the v2 (BIP324) handshake is not BIP324: {}; a v1 node would \
+                "its answer to the v2 (BIP324) handshake is not BIP324: {error}; a v1 node would \
                  have hung up without a word, so it is not tried over v1 (--bitcoin-transport \
-                 v1 would speak only v1 with every peer)",
-                self.detail()
+                 v1 would speak only v1 with every peer)"
             ),
-        }
-    }
-}
-
-impl OpenError {
-    fn detail(&self) -> String {
-        match self {
-            OpenError::Connect(e) => e.to_string(),
-            OpenError::V2 { error, .. } => error.to_string(),
         }
     }
 }
@@ -227,19 +216,16 @@ pub fn open(
             writer,
         ))
     };
-    let v1 = |(reader, writer)| Transport {
-        reader,
-        writer,
-        magic,
-        v2: None,
-        unchecked: None,
+    let v1 = |fell_back| {
+        let (reader, writer) = connect().map_err(OpenError::Connect)?;
+        let transport = Transport::new(reader, writer, magic, None);
+        Ok(Opened {
+            transport,
+            fell_back,
+        })
     };
     if !choice.starts_v2(services) {
-        let parts = connect().map_err(OpenError::Connect)?;
-        return Ok(Opened {
-            transport: v1(parts),
-            fell_back: None,
-        });
+        return v1(None);
     }
     let (mut reader, mut writer) = connect().map_err(OpenError::Connect)?;
     let network = Network::from_magic(magic).ok_or_else(|| {
@@ -252,13 +238,7 @@ pub fn open(
     let error = match v2::handshake(&mut reader, &mut writer, network) {
         Ok(session) => {
             return Ok(Opened {
-                transport: Transport {
-                    reader,
-                    writer,
-                    magic,
-                    v2: Some(session),
-                    unchecked: None,
-                },
+                transport: Transport::new(reader, writer, magic, Some(session)),
                 fell_back: None,
             })
         }
@@ -276,15 +256,27 @@ pub fn open(
         });
     }
     drop((reader, writer));
-    let why = format!("the v2 (BIP324) handshake got no answer ({error})");
-    let parts = connect().map_err(OpenError::Connect)?;
-    Ok(Opened {
-        transport: v1(parts),
-        fell_back: Some(why),
-    })
+    v1(Some(format!(
+        "the v2 (BIP324) handshake got no answer ({error})"
+    )))
 }
 
 impl Transport {
+    fn new(
+        reader: BufReader<TimedStream>,
+        writer: BufWriter<TcpStream>,
+        magic: Magic,
+        v2: Option<Session>,
+    ) -> Transport {
+        Transport {
+            reader,
+            writer,
+            magic,
+            v2,
+            unchecked: None,
+        }
+    }
+
     /// Which transport this connection speaks.
     pub fn kind(&self) -> TransportKind {
         match self.v2 {

@@ -201,24 +201,20 @@ impl Session {
             let len = self.inbound.decrypt_packet_len(length);
             let contents_len = len - OVERHEAD;
             if contents_len > MAX_CONTENTS {
-                return Err(FrameError::TooLarge {
-                    command: "(encrypted)".into(),
-                    len: u32::try_from(contents_len).unwrap_or(u32::MAX),
-                });
+                return Err(FrameError::too_large("(encrypted)", contents_len));
             }
             let mut packet = vec![0u8; len];
             reader.read_exact(&mut packet)?;
             let (_, plain) = self
                 .inbound
                 .decrypt_in_place(&mut packet, None)
-                .map_err(|e| FrameError::Malformed {
-                    command: "(encrypted)".into(),
-                    reason: format!("the packet does not authenticate ({e})"),
+                .map_err(|e| {
+                    let why = format!("the packet does not authenticate ({e})");
+                    FrameError::malformed("(encrypted)", why)
                 })?;
-            let (header, contents) = plain.split_first().ok_or_else(|| FrameError::Malformed {
-                command: "(encrypted)".into(),
-                reason: "an empty packet".into(),
-            })?;
+            let (header, contents) = plain
+                .split_first()
+                .ok_or_else(|| FrameError::malformed("(encrypted)", "an empty packet"))?;
             if header & IGNORE_BIT != 0 {
                 continue;
             }
@@ -229,10 +225,7 @@ impl Session {
             // buffer and handed on, not copied into a new one.
             let (from, to) = (1 + at, plain.len());
             if to - from > MAX_PAYLOAD {
-                return Err(FrameError::TooLarge {
-                    command: "block".into(),
-                    len: u32::try_from(to - from).unwrap_or(u32::MAX),
-                });
+                return Err(FrameError::too_large("block", to - from));
             }
             packet.copy_within(from..to, 0);
             packet.truncate(to - from);
@@ -282,24 +275,16 @@ fn decode(contents: &[u8]) -> Result<NetworkMessage, FrameError> {
         Some(id) => (format!("short ID {id}"), contents.len() - 1),
     };
     if payload_len > MAX_PAYLOAD {
-        return Err(FrameError::TooLarge {
-            command,
-            len: u32::try_from(payload_len).unwrap_or(u32::MAX),
-        });
+        return Err(FrameError::too_large(command, payload_len));
     }
     if contents.is_empty() || (contents[0] == 0 && contents.len() < 13) {
-        return Err(FrameError::Malformed {
-            command,
-            reason: "the packet is too short for its message type".into(),
-        });
+        let why = "the packet is too short for its message type";
+        return Err(FrameError::malformed(command, why));
     }
     if let Some(at) = block_at(contents) {
         return block_message(contents[at..].to_vec());
     }
-    bip324::serde::deserialize(contents).map_err(|e| FrameError::Malformed {
-        command,
-        reason: e.to_string(),
-    })
+    bip324::serde::deserialize(contents).map_err(|e| FrameError::malformed(command, e))
 }
 
 #[cfg(test)]

@@ -109,6 +109,21 @@ pub enum RpcError {
 }
 
 impl RpcError {
+    pub fn bad(method: &str, reason: impl Into<String>) -> RpcError {
+        RpcError::BadAnswer {
+            method: method.to_string(),
+            reason: reason.into(),
+        }
+    }
+
+    fn refused(method: &str, e: rpc_client::ErrorObject) -> RpcError {
+        RpcError::Refused {
+            method: method.to_string(),
+            code: e.code,
+            message: e.message,
+        }
+    }
+
     /// bitcoind said the height is beyond its tip (`getblockhash`, -8).
     pub fn is_height_out_of_range(&self) -> bool {
         matches!(self, RpcError::Refused { code, .. } if *code == RPC_INVALID_PARAMETER)
@@ -219,19 +234,12 @@ impl BitcoinRpc {
         method: &str,
         params: &[serde_json::Value],
     ) -> Result<T, RpcError> {
-        let params_json = serde_json::to_string(params).map_err(|e| RpcError::BadAnswer {
-            method: method.to_string(),
-            reason: format!("cannot write the parameters: {e}"),
-        })?;
-        let mut answers = self.batch_raw(method, std::iter::once(params_json), |raw| {
+        let params_json = serde_json::to_string(params)
+            .map_err(|e| RpcError::bad(method, format!("cannot write the parameters: {e}")))?;
+        let answers = self.batch_raw(method, std::iter::once(params_json), |raw| {
             serde_json::from_str::<T>(raw.get()).map_err(|e| e.to_string())
         })?;
-        answers.pop().unwrap_or_else(|| {
-            Err(RpcError::BadAnswer {
-                method: method.to_string(),
-                reason: "an empty batch answer".into(),
-            })
-        })
+        only(method, answers)?
     }
 
     /// Sends one JSON-RPC batch: `method` once per element of `params` (each
@@ -253,21 +261,14 @@ impl BitcoinRpc {
         let first_id = self.next_id.fetch_add(count, Ordering::Relaxed);
         let body = rpc_client::batch(first_id, params.iter().map(|p| (method, p.as_str())));
         let bytes = self.post(method, body.as_bytes())?;
-        let bad = |reason: String| RpcError::BadAnswer {
-            method: method.to_string(),
-            reason,
-        };
+        let bad = |reason: String| RpcError::bad(method, reason);
         let replies: Vec<Reply> = match serde_json::from_slice(&bytes) {
             Ok(r) => r,
             Err(_) => {
                 // A request bitcoind could not parse at all is answered
                 // with a single error object, not an array.
                 return match serde_json::from_slice::<Reply>(&bytes) {
-                    Ok(Reply { error: Some(e), .. }) => Err(RpcError::Refused {
-                        method: method.to_string(),
-                        code: e.code,
-                        message: e.message,
-                    }),
+                    Ok(Reply { error: Some(e), .. }) => Err(RpcError::refused(method, e)),
                     _ => Err(bad(format!(
                         "not a JSON-RPC batch answer: {}",
                         excerpt(&bytes)
@@ -286,15 +287,23 @@ impl BitcoinRpc {
         Ok(ordered
             .into_iter()
             .map(|reply| match (reply.error, reply.result) {
-                (Some(e), _) => Err(RpcError::Refused {
-                    method: method.to_string(),
-                    code: e.code,
-                    message: e.message,
-                }),
+                (Some(e), _) => Err(RpcError::refused(method, e)),
                 (None, Some(raw)) => decode(raw).map_err(&bad),
                 (None, None) => Err(bad("an answer with neither result nor error".into())),
             })
             .collect())
+    }
+
+    /// [`BitcoinRpc::batch_raw`], the first refused call's error if any is.
+    fn batch<T>(
+        &self,
+        method: &str,
+        params: impl IntoIterator<Item = String>,
+        decode: impl Fn(&RawValue) -> Result<T, String>,
+    ) -> Result<Vec<T>, RpcError> {
+        self.batch_raw(method, params, decode)?
+            .into_iter()
+            .collect()
     }
 
     /// POSTs `body`, re-reading the cookie and retrying once on 401, and
@@ -326,12 +335,10 @@ impl BitcoinRpc {
                 // 404 for an unknown method, 500 for legacy errors: the body
                 // still holds the JSON-RPC error; if it does not, batch_raw
                 // says so with this status in mind.
-                Err(PostError::Status { code, body }) if body.is_empty() => {
-                    Err(RpcError::BadAnswer {
-                        method: method.to_string(),
-                        reason: format!("HTTP {code} with an empty body"),
-                    })
-                }
+                Err(PostError::Status { code, body }) if body.is_empty() => Err(RpcError::bad(
+                    method,
+                    format!("HTTP {code} with an empty body"),
+                )),
                 Err(PostError::Status { body, .. }) => Ok(body),
                 Err(PostError::TooLarge { .. }) => Err(RpcError::TooLarge {
                     method: method.to_string(),
@@ -384,12 +391,10 @@ impl BitcoinRpc {
         &self,
         heights: std::ops::Range<u64>,
     ) -> Result<Vec<BlockHash>, RpcError> {
-        self.batch_raw("getblockhash", heights.map(|h| format!("[{h}]")), |raw| {
+        self.batch("getblockhash", heights.map(|h| format!("[{h}]")), |raw| {
             let text: &str = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
             parse_display_hex::<BlockHash>(text)
-        })?
-        .into_iter()
-        .collect()
+        })
     }
 
     /// `getblock hash 0`: the serialized block (the cheapest form: no
@@ -400,22 +405,17 @@ impl BitcoinRpc {
 
     /// `getblock hash 0` for each hash, in one batch, in the order given.
     pub fn get_raw_blocks(&self, hashes: &[BlockHash]) -> Result<Vec<Vec<u8>>, RpcError> {
-        self.batch_raw(
+        self.batch(
             "getblock",
             hashes.iter().map(|h| format!(r#"["{h}",0]"#)),
             decode_hex_string,
-        )?
-        .into_iter()
-        .collect()
+        )
     }
 
     /// `getblockheader hash false`: the 80-byte header.
     pub fn get_block_header(&self, hash: &BlockHash) -> Result<Vec<u8>, RpcError> {
         let text: String = self.call("getblockheader", &[hash.to_string().into(), false.into()])?;
-        hex::decode(&text).map_err(|e| RpcError::BadAnswer {
-            method: "getblockheader".into(),
-            reason: format!("not hex: {e}"),
-        })
+        hex::decode(&text).map_err(|e| RpcError::bad("getblockheader", format!("not hex: {e}")))
     }
 
     /// `getblockheader hash false` for each hash, in one batch, in the order
@@ -424,7 +424,7 @@ impl BitcoinRpc {
         &self,
         hashes: &[BlockHash],
     ) -> Result<Vec<bitcoin::block::Header>, RpcError> {
-        self.batch_raw(
+        self.batch(
             "getblockheader",
             hashes.iter().map(|h| format!(r#"["{h}",false]"#)),
             |raw| {
@@ -432,9 +432,7 @@ impl BitcoinRpc {
                 bitcoin::consensus::deserialize::<bitcoin::block::Header>(&bytes)
                     .map_err(|e| format!("not an 80-byte header: {e}"))
             },
-        )?
-        .into_iter()
-        .collect()
+        )
     }
 
     /// `getblockchaininfo`'s `chain`: `main`, `test`, `testnet4`, `signet`
@@ -459,22 +457,18 @@ impl BitcoinRpc {
 
     /// `getrawtransaction txid false` for each txid, in one batch.
     pub fn get_raw_transactions(&self, txids: &[Txid]) -> Result<Vec<Vec<u8>>, RpcError> {
-        self.batch_raw(
+        self.batch(
             "getrawtransaction",
             txids.iter().map(|t| format!(r#"["{t}",false]"#)),
             decode_hex_string,
-        )?
-        .into_iter()
-        .collect()
+        )
     }
 
     /// `sendrawtransaction hex`: the txid bitcoind accepted the transaction under.
     pub fn send_raw_transaction(&self, tx: &[u8]) -> Result<Txid, RpcError> {
         let text: String = self.call("sendrawtransaction", &[hex::encode(tx).into()])?;
-        parse_display_hex::<Txid>(&text).map_err(|reason| RpcError::BadAnswer {
-            method: "sendrawtransaction".into(),
-            reason,
-        })
+        parse_display_hex::<Txid>(&text)
+            .map_err(|reason| RpcError::bad("sendrawtransaction", reason))
     }
 
     /// `generatetoaddress n address` (regtest): the hashes of the new blocks.
@@ -499,15 +493,14 @@ impl BitcoinRpc {
     }
 }
 
-/// A hash or txid as bitcoind prints it (byte-reversed hex).
 /// The answer of a batch of one call.
 fn only<T>(method: &str, mut answers: Vec<T>) -> Result<T, RpcError> {
-    answers.pop().ok_or_else(|| RpcError::BadAnswer {
-        method: method.into(),
-        reason: "an empty batch answer".into(),
-    })
+    answers
+        .pop()
+        .ok_or_else(|| RpcError::bad(method, "an empty batch answer"))
 }
 
+/// A hash or txid as bitcoind prints it (byte-reversed hex).
 fn parse_display_hex<T: std::str::FromStr>(text: &str) -> Result<T, String>
 where
     T::Err: fmt::Display,
@@ -517,10 +510,7 @@ where
 }
 
 fn parse_hash(method: &str, text: &str) -> Result<BlockHash, RpcError> {
-    parse_display_hex::<BlockHash>(text).map_err(|reason| RpcError::BadAnswer {
-        method: method.to_string(),
-        reason,
-    })
+    parse_display_hex::<BlockHash>(text).map_err(|reason| RpcError::bad(method, reason))
 }
 
 fn decode_hex_string(raw: &RawValue) -> Result<Vec<u8>, String> {

@@ -82,15 +82,6 @@ pub enum ChainCheckError {
     Unreachable(SourceError),
 }
 
-impl std::fmt::Display for ChainCheckError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ChainCheckError::OtherChain(s) => f.write_str(s),
-            ChainCheckError::Unreachable(e) => e.fmt(f),
-        }
-    }
-}
-
 impl BitcoinDa {
     /// The DA source over `rpc`, following `headers` (opened on the
     /// ledger, or in memory in tests).
@@ -343,34 +334,26 @@ impl DaSource for BitcoinDa {
     }
 
     fn anchors(&mut self, heights: &[u64]) -> Result<Option<Vec<Option<DaAnchor>>>, SourceError> {
+        // Named blocks beyond the header tip wait for the next look at the
+        // chain ([`DaSource::last_scanned`], each pass): the chain moves
+        // only there, where the sync checks the last scanned slot against
+        // it before anything is scanned.
+        let tip = self.headers.tip().height;
         let missing: Vec<u64> = heights
             .iter()
             .copied()
-            .filter(|h| !self.anchors.has(*h))
+            .filter(|h| *h <= tip && !self.anchors.has(*h))
             .collect();
         let mut fresh = BTreeMap::new();
-        if !missing.is_empty() {
-            // Named blocks beyond the header tip wait for the next look at
-            // the chain ([`DaSource::last_scanned`], each pass): the chain
-            // moves only there, where the sync checks the last scanned slot
-            // against it before anything is scanned.
-            let tip = self.headers.tip().height;
-            // Consecutive runs (a chunk of soft confirmations names a few
-            // neighbouring blocks), each read in one go.
-            let mut runs: Vec<(u64, u64)> = Vec::new();
-            for h in missing.into_iter().filter(|h| *h <= tip) {
-                match runs.last_mut() {
-                    Some((_, end)) if h <= *end + 8 => *end = h,
-                    _ => runs.push((h, h)),
-                }
-            }
-            for (from, to) in runs {
-                let hashes = self.chain_hashes(from, to)?;
-                for block in self.read(from, &hashes)? {
-                    self.remember(&block);
-                    fresh.insert(block.height, AnchorCache::anchor_of(&block));
-                    self.kept.keep(&block);
-                }
+        // Consecutive runs (a chunk of soft confirmations names a few
+        // neighbouring blocks), each read in one go.
+        for run in missing.chunk_by(|a, b| *b <= a + 8) {
+            let (from, to) = (run[0], run[run.len() - 1]);
+            let hashes = self.chain_hashes(from, to)?;
+            for block in self.read(from, &hashes)? {
+                self.remember(&block);
+                fresh.insert(block.height, AnchorCache::anchor_of(&block));
+                self.kept.keep(&block);
             }
         }
         Ok(Some(self.anchors.answer(heights, &fresh)))

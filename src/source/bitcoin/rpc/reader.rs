@@ -152,19 +152,10 @@ impl<'a> BlockReader<'a> {
             }
         }
         if blocks.len() != count {
-            return Err(ReadError::Rpc(RpcError::BadAnswer {
-                method: "getblock".into(),
-                reason: format!("{} blocks read of the {count} asked", blocks.len()),
-            }));
+            let read = format!("{} blocks read of the {count} asked", blocks.len());
+            return Err(ReadError::Rpc(RpcError::bad("getblock", read)));
         }
-        for pair in blocks.windows(2) {
-            if pair[1].prev_hash() != pair[0].hash {
-                return Err(ReadError::NotLinked {
-                    height: pair[1].height,
-                });
-            }
-        }
-        Ok(blocks)
+        linked(blocks)
     }
 
     /// The blocks of `hashes` (the chain's blocks from `first_height` on, as
@@ -181,14 +172,7 @@ impl<'a> BlockReader<'a> {
             let from = first_height + (i * self.options.batch) as u64;
             self.fetch_blocks(from, chunk, &mut blocks)?;
         }
-        for pair in blocks.windows(2) {
-            if pair[1].prev_hash() != pair[0].hash {
-                return Err(ReadError::NotLinked {
-                    height: pair[1].height,
-                });
-            }
-        }
-        Ok(blocks)
+        linked(blocks)
     }
 
     /// Heights `from..=to`: their hashes in one batch, the raw blocks in
@@ -233,5 +217,15 @@ impl<'a> BlockReader<'a> {
             )?);
         }
         Ok(())
+    }
+}
+
+/// `blocks`, each linked to the one before it, or the first that is not.
+fn linked(blocks: Vec<DaBlock>) -> Result<Vec<DaBlock>, ReadError> {
+    match blocks.windows(2).find(|p| p[1].prev_hash() != p[0].hash) {
+        Some(p) => Err(ReadError::NotLinked {
+            height: p[1].height,
+        }),
+        None => Ok(blocks),
     }
 }
