@@ -6,7 +6,7 @@
 use bitcoin::consensus::{deserialize, serialize};
 use bitcoin::hashes::Hash as _;
 use bitcoin::{Block, BlockHash, Transaction};
-use ledgerd::source::bitcoin::block::{parse_block, witness_root, BlockError, BlockFault};
+use ledgerd::source::bitcoin::block::{parse_block, witness_root, BlockError, BlockFault, DaBlock};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -33,6 +33,10 @@ fn with_witness() -> RealBlock {
         .expect("the block with witness data")
 }
 
+/// What was wrong with a refused block (`None`: it was taken).
+fn fault(result: &Result<DaBlock, BlockError>) -> Option<&BlockFault> {
+    result.as_ref().err().map(|e| &e.fault)
+}
 #[test]
 fn real_blocks_hash_to_the_hashes_bitcoin_core_lists() {
     let blocks = testnet3_blocks();
@@ -105,29 +109,11 @@ fn a_changed_transaction_breaks_the_merkle_root() {
     assert!(block.txdata.len() > 2);
     block.txdata[1].lock_time = bitcoin::absolute::LockTime::from_consensus(12345);
     let err = parse_block(real.height, &real.hash.parse().unwrap(), &serialize(&block));
-    assert!(
-        matches!(
-            err,
-            Err(BlockError {
-                fault: BlockFault::MerkleRoot,
-                ..
-            })
-        ),
-        "{err:?}"
-    );
+    assert_eq!(fault(&err), Some(&BlockFault::MerkleRoot), "{err:?}");
     // Dropping a transaction breaks it too.
     block.txdata.truncate(2);
     let err = parse_block(real.height, &real.hash.parse().unwrap(), &serialize(&block));
-    assert!(
-        matches!(
-            err,
-            Err(BlockError {
-                fault: BlockFault::MerkleRoot,
-                ..
-            })
-        ),
-        "{err:?}"
-    );
+    assert_eq!(fault(&err), Some(&BlockFault::MerkleRoot), "{err:?}");
 }
 
 #[test]
@@ -158,16 +144,7 @@ fn a_changed_witness_keeps_the_txids_but_breaks_the_witness_commitment() {
         good.txs[i].wtxid
     );
     let err = parse_block(real.height, &expected, &changed);
-    assert!(
-        matches!(
-            err,
-            Err(BlockError {
-                fault: BlockFault::WitnessCommitment,
-                ..
-            })
-        ),
-        "{err:?}"
-    );
+    assert_eq!(fault(&err), Some(&BlockFault::WitnessCommitment), "{err:?}");
 }
 
 #[test]
@@ -177,19 +154,13 @@ fn bytes_that_are_not_exactly_one_block_are_refused() {
     let mut raw = hex::decode(&real.block).unwrap();
     raw.push(0);
     assert!(matches!(
-        parse_block(0, &hash, &raw),
-        Err(BlockError {
-            fault: BlockFault::Undecodable(_),
-            ..
-        })
+        fault(&parse_block(0, &hash, &raw)),
+        Some(BlockFault::Undecodable(_))
     ));
     raw.truncate(raw.len() - 10);
     assert!(matches!(
-        parse_block(0, &hash, &raw),
-        Err(BlockError {
-            fault: BlockFault::Undecodable(_),
-            ..
-        })
+        fault(&parse_block(0, &hash, &raw)),
+        Some(BlockFault::Undecodable(_))
     ));
     let err = parse_block(0, &hash, b"").unwrap_err();
     assert!(err.to_string().contains("height 0"), "{err}");
@@ -306,14 +277,5 @@ fn a_block_with_its_last_transactions_repeated_keeps_the_root_and_is_refused() {
     block.txdata.push(last);
     assert!(block.check_merkle_root(), "the root is unchanged");
     let err = parse_block(real.height, &real.hash.parse().unwrap(), &serialize(&block));
-    assert!(
-        matches!(
-            err,
-            Err(BlockError {
-                fault: BlockFault::DuplicateTx,
-                ..
-            })
-        ),
-        "{err:?}"
-    );
+    assert_eq!(fault(&err), Some(&BlockFault::DuplicateTx), "{err:?}");
 }
