@@ -8,7 +8,14 @@
 //! follower's sync status says `Synced` on both layers at the upstream's
 //! heads, or after LIMIT_SECONDS, and prints the catch-up rate (from the
 //! follower's own sync status) and the query latencies (p50, p99, max).
+//!
+//! With `PROBE_CONTROL=1` a second thread asks the upstream the same mix of
+//! queries at the same rate meanwhile, and their latencies are printed too:
+//! a control, a ledgerd on the same host at the same moment that does no
+//! catch-up of its own (the host's share of a slow read).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -64,6 +71,11 @@ fn main() {
     };
 
     let gap = Duration::from_micros(1_000_000 / rate.max(1));
+    let stop = Arc::new(AtomicBool::new(false));
+    let control = std::env::var_os("PROBE_CONTROL").map(|_| {
+        let (agent, upstream, stop) = (agent.clone(), upstream.clone(), stop.clone());
+        std::thread::spawn(move || control_reads(&agent, &upstream, l2_head, gap, &stop))
+    });
     let mut latencies = Vec::new();
     // (latency, method, when asked since the start) of every answered query.
     let mut timed: Vec<(Duration, &str, Duration)> = Vec::new();
@@ -77,6 +89,8 @@ fn main() {
     let mut failures: Vec<String> = Vec::new();
     // Each L1 scanned height the sync status showed, in order (how it moves).
     let mut l1_seen: Vec<u64> = Vec::new();
+    // When the first L1 slot was seen stored: (then, its height).
+    let mut l1_first: Option<(Instant, u64)> = None;
     let mut i = 0u64;
     while start.elapsed() < limit {
         let (method, params) = match i % 3 {
@@ -105,6 +119,9 @@ fn main() {
                         .or_else(|| l1["Syncing"]["syncedBlockNumber"].as_u64())
                     {
                         l1_seen.push(h);
+                        if h > 0 {
+                            l1_first.get_or_insert((asked, h));
+                        }
                     }
                     let (s, d) = progress(&v, l2_head, l1_head);
                     synced = s;
@@ -130,6 +147,7 @@ fn main() {
         }
     }
     let end = Instant::now();
+    stop.store(true, Ordering::Relaxed);
     latencies.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     match (done, first) {
@@ -158,6 +176,17 @@ fn main() {
         ms(percentile(&latencies, 0.99)),
         ms(percentile(&latencies, 1.0)),
     );
+    if let Some(Ok((mut control, errors))) = control.map(|t| t.join()) {
+        control.sort();
+        println!(
+            "control queries to the upstream meanwhile (it does no catch-up): {} answered ({errors} \
+             failed): p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            control.len(),
+            ms(percentile(&control, 0.5)),
+            ms(percentile(&control, 0.99)),
+            ms(percentile(&control, 1.0)),
+        );
+    }
     // How the L1 scanned height moved between two looks at it that saw it
     // move, from the first slot stored on (before it, the height is 0).
     let stored = l1_seen.iter().position(|h| *h > 0).unwrap_or(l1_seen.len());
@@ -183,6 +212,15 @@ fn main() {
             steps.last().copied().unwrap_or(0),
         );
     }
+    // The scan's own pace: from the first look that saw a slot stored (the
+    // connection, the headers and the first blocks behind it) to the end.
+    if let (true, Some((t, h))) = (done, l1_first) {
+        let secs = (end - t).as_secs_f64();
+        println!(
+            "L1 scan from the first slot seen stored: {h} -> {l1_head} in {secs:.2} s = {:.0} blocks/s",
+            (l1_head - h) as f64 / secs
+        );
+    }
     timed.sort_by_key(|t| std::cmp::Reverse(t.0));
     let slowest: Vec<String> = timed
         .iter()
@@ -196,4 +234,37 @@ fn main() {
     if !done {
         std::process::exit(1);
     }
+}
+
+/// The control's queries: the main loop's mix (sync status, a block, its
+/// status) asked of `url` every `gap` until `stop`; their latencies and the
+/// count of failed ones.
+fn control_reads(
+    agent: &ureq::Agent,
+    url: &str,
+    head: u64,
+    gap: Duration,
+    stop: &AtomicBool,
+) -> (Vec<Duration>, u64) {
+    let (mut latencies, mut errors) = (Vec::new(), 0u64);
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut i = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let height = 1 + next_rand(&mut rng) % head.max(1);
+        let (method, params) = match i % 3 {
+            0 => ("svc_syncStatus", json!([])),
+            1 => ("ledger_getSoftConfirmationByNumber", json!([height])),
+            _ => ("ledger_getSoftConfirmationStatus", json!([height])),
+        };
+        i += 1;
+        let asked = Instant::now();
+        match call(agent, url, method, params) {
+            Ok(_) => latencies.push(asked.elapsed()),
+            Err(_) => errors += 1,
+        }
+        if let Some(rest) = gap.checked_sub(asked.elapsed()) {
+            std::thread::sleep(rest);
+        }
+    }
+    (latencies, errors)
 }

@@ -35,7 +35,7 @@ for run in $(seq "${RUNS:-1}"); do
         echo "== run $run, $source ($transport), $bin, load $(cut -d' ' -f1-3 /proc/loadavg)"
         P2P_TRANSPORT=$([ "$source" = p2p ] && echo "$transport") SOURCE=$source BLOCK_TXS=$TXS \
           FOLLOWER_BIN=$bin scripts/bitcoin_catchup.sh "$BLOCKS" 200 |
-          grep -E '^(source|Bitcoin blocks|blocks:|follower RssAnon|floor|v2 |parse_block|caught up|queries|L1 scanned|  slowest)' || true
+          grep -E '^(source|Bitcoin blocks|blocks:|follower RssAnon|floor|v2 |parse_block|caught up|queries|control|L1 scan|  slowest)' || true
       done
     done
   done

@@ -42,6 +42,9 @@
 # none, so auto: BIP324's v2 with bitcoind, which speaks it by default).
 # PERF_SCHED=FILE records the host's scheduling (`perf sched record -a`)
 # while the probe runs.
+# PROBE_CONTROL=1 has the probe ask the devnet (idle meanwhile) the same
+# queries at the same rate as a control: a ledgerd on the same host at the
+# same moment with no catch-up of its own.
 set -euo pipefail
 
 EMPTY=${1:-5000}
@@ -97,6 +100,7 @@ start_chain() {
   ${PEER_NICE:+nice -n "$PEER_NICE"} "$BITCOIND" -regtest -checkblockindex=0 -txindex=1 "${LISTEN[@]}" -server -printtoconsole=0 -datadir="$WORK/btc" \
     -rpcbind=127.0.0.1 -rpcallowip=127.0.0.1 -rpcport="$RPC_PORT" -port="$P2P_PORT" &
   PIDS+=($!)
+  BTCPID=$!
   BTC=http://127.0.0.1:$RPC_PORT
   for _ in $(seq 100); do [ -f "$COOKIE" ] && btc getblockcount '[]' | grep -q '"result"' && break; sleep 0.2; done
   if [ -n "${BLOCK_TXS:-}" ] && [ "$REUSE" = 0 ] && [ ! -d "$WORK/devnet" ]; then
@@ -184,6 +188,8 @@ FPID=${PIDS[-1]}
   done
 ) &
 PIDS+=($!)
+cpu() { cut -d' ' -f14,15 "/proc/$1/stat" | { read -r u s; echo $((u + s)); }; }
+btc_cpu0=$(cpu "$BTCPID")
 t0=$(date +%s.%N)
 if [ -n "${PERF_SCHED:-}" ]; then
   # Every context switch on the host while the probe runs, for `perf sched timehist -i FILE`.
@@ -192,6 +198,7 @@ else
   "$PROBE" "$FOLLOWER" "$DEVNET" "$RATE" 300 | tee "$WORK/probe.out"
 fi
 t1=$(date +%s.%N)
+btc_cpu=$(( $(cpu "$BTCPID") - btc_cpu0 ))
 grep -q '^caught up' "$WORK/probe.out" || { echo "the follower did not catch up" >&2; tail "$WORK/follower.log" >&2; exit 1; }
 secs=$(sed -n 's/^caught up: .* in \([0-9.]*\) s .*/\1/p' "$WORK/probe.out")
 echo "source: $SOURCE"
@@ -213,7 +220,8 @@ if [ -n "${BLOCK_TXS:-}" ]; then
   echo "blocks: $(echo "scale=2; $bytes / $SLOTS / 1000000" | bc) MB each on average;" \
     "$(echo "scale=1; $bytes / $secs / 1000000" | bc) MB/s;" \
     "follower CPU $(echo "scale=2; ($utime + $stime) * 1000 / $(getconf CLK_TCK) / $SLOTS" | bc) ms a block;" \
-    "downloads a block $downloads"
+    "downloads a block $downloads;" \
+    "bitcoind CPU $(echo "scale=2; $btc_cpu * 1000 / $(getconf CLK_TCK) / $SLOTS" | bc) ms a block"
   "${CARGO_TARGET_DIR:-target}/release/examples/block_hash_floor" "$BTC" "$COOKIE" "$FIRST" "$TIP"
 fi
 echo "follower statuses: $(rpc "$FOLLOWER" ledger_getSoftConfirmationStatus "[60]") at 60," \
