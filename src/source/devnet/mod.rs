@@ -397,18 +397,10 @@ impl Devnet {
         let Some(chain) = &self.chain else {
             return Ok(());
         };
-        let pub_key = self.key.public_key();
         for n in before + 1..=self.timeline.tip() {
             let mined = (|| {
                 let reader = self.ledger.reader().map_err(Self::source_err)?;
-                let view = View {
-                    reader: &reader,
-                    made: &self.made,
-                    seed: self.config.seed,
-                    chain: Some(chain),
-                };
-                let plan = self.timeline.plan(n);
-                let slot = da::make_slot(&self.config, &self.forks, &pub_key, &view, n, plan)?;
+                let slot = da::make_slot(&View::new(&reader, self), n)?;
                 drop(reader);
                 chain.mine_slot(n, &slot)
             })();
@@ -569,17 +561,19 @@ impl Devnet {
     }
 }
 
-/// What [`da::make_slot`] reads: the hashes and state roots of blocks made
-/// (stored, or made in the batch being made), the hashes of DA slots, and
-/// the sequencer DA key a proof's output names.
+/// What [`da::make_slot`] reads: the devnet (its settings, its plans, the
+/// hashes and state roots of the blocks made in the batch being made, its
+/// DA chain) and the ledger it feeds (the blocks stored).
 struct View<'a, R: LedgerRead> {
     reader: &'a R,
-    made: &'a Made,
-    seed: u64,
-    chain: Option<&'a RegtestChain>,
+    devnet: &'a Devnet,
 }
 
-impl<R: LedgerRead> View<'_, R> {
+impl<'a, R: LedgerRead> View<'a, R> {
+    fn new(reader: &'a R, devnet: &'a Devnet) -> Self {
+        View { reader, devnet }
+    }
+
     /// `pick` of the block made at `h` while it is in the window, else
     /// what `stored` reads of it from the ledger (`what` names it).
     fn made_or_stored(
@@ -589,7 +583,7 @@ impl<R: LedgerRead> View<'_, R> {
         pick: fn(&(Hash, Hash)) -> Hash,
         stored: impl FnOnce(&R) -> Result<Option<Hash>, LedgerError>,
     ) -> Result<Hash, SourceError> {
-        match self.made.get(h) {
+        match self.devnet.made.get(h) {
             Some(made) => Ok(pick(made)),
             None => stored(self.reader)
                 .map_err(Devnet::source_err)?
@@ -602,24 +596,27 @@ impl<R: LedgerRead> View<'_, R> {
         self.made_or_stored(h, "hash", |m| m.0, |r| r.hash_at(h))
     }
 
-    /// The state root after block `h` (>= 1).
+    /// The state root after block `h` (the genesis state root for 0).
     fn state_root(&self, h: u64) -> Result<Hash, SourceError> {
+        if h == 0 {
+            return Ok(schedule::genesis_state_root(self.devnet.config.seed));
+        }
         self.made_or_stored(h, "state root", |m| m.1, |r| r.state_root_at(h))
     }
 
     /// The hash of DA slot `n`.
     fn slot_hash(&self, n: u64) -> Result<Hash, SourceError> {
-        match self.chain {
+        match &self.devnet.chain {
             Some(chain) => Ok(chain.slot_ref(n)?.hash),
-            None => Ok(schedule::slot_hash(self.seed, n)),
+            None => Ok(schedule::slot_hash(self.devnet.config.seed, n)),
         }
     }
 
     /// The sequencer's DA public key (33 bytes).
     fn sequencer_da_key(&self) -> Vec<u8> {
-        match self.chain {
+        match &self.devnet.chain {
             Some(chain) => chain.sequencer_da_key(),
-            None => schedule::sequencer_da_public_key(self.seed),
+            None => schedule::sequencer_da_public_key(self.devnet.config.seed),
         }
     }
 }
@@ -720,18 +717,11 @@ impl DaSource for Devnet {
             return chain.read_slots(from, to);
         }
         let reader = self.ledger.reader().map_err(Self::source_err)?;
-        let pub_key = self.key.public_key();
-        let view = View {
-            reader: &reader,
-            made: &self.made,
-            seed: self.config.seed,
-            chain: None,
-        };
+        let view = View::new(&reader, self);
         (from..=to)
             .map(|n| {
                 crate::os::give_way();
-                let plan = self.timeline.plan(n);
-                let mut slot = da::make_slot(&self.config, &self.forks, &pub_key, &view, n, plan)?;
+                let mut slot = da::make_slot(&view, n)?;
                 slot.hash = Some(schedule::slot_hash(self.config.seed, n));
                 Ok(slot)
             })
