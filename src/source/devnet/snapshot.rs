@@ -21,7 +21,6 @@
 
 use super::timeline::Timeline;
 use super::{Clock, Devnet, Queued};
-use crate::ledger::LedgerRead;
 use crate::rollback::{self, Target};
 use crate::types::Hash;
 
@@ -61,13 +60,6 @@ pub enum SnapshotError {
     /// The call cannot be done on this devnet; says why.
     Refused(String),
     Failed(String),
-}
-
-/// Where the ledger and the devnet stand after a revert or reset.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Reverted {
-    pub height: u64,
-    pub slot: u64,
 }
 
 fn failed(e: impl std::fmt::Display) -> SnapshotError {
@@ -111,15 +103,15 @@ impl Devnet {
     }
 
     /// `dev_revert`: takes the ledger and the devnet back to snapshot `id`
-    /// and drops it and every later snapshot. `Ok(None)` when there is no
+    /// and drops it and every later snapshot. `Ok(false)` when there is no
     /// such snapshot (never taken, or dropped by an earlier revert).
-    pub fn revert(&mut self, id: u64) -> Result<Option<Reverted>, SnapshotError> {
+    pub fn revert(&mut self, id: u64) -> Result<bool, SnapshotError> {
         self.refuse_on_regtest("dev_revert")?;
         let Some(at) = self.snapshots.list.iter().position(|s| s.id == id) else {
-            return Ok(None);
+            return Ok(false);
         };
         let snap = self.snapshots.list[at].clone();
-        let cut = self.roll_back(Target::Both {
+        self.roll_back(Target::Both {
             l2: snap.height,
             l1: snap.slot,
         })?;
@@ -132,14 +124,14 @@ impl Devnet {
         self.timestamp_offset = s.timestamp_offset;
         self.l1_fee_rate = s.l1_fee_rate;
         self.dirty = false;
-        Ok(Some(cut))
+        Ok(true)
     }
 
     /// `dev_reset`: takes the ledger back to the `--dev-prefill` height and
     /// the devnet to the state a fresh start there has; drops every snapshot.
-    pub fn reset(&mut self) -> Result<Reverted, SnapshotError> {
+    pub fn reset(&mut self) -> Result<(), SnapshotError> {
         self.refuse_on_regtest("dev_reset")?;
-        let cut = self.roll_back(Target::L2(self.config.prefill))?;
+        self.roll_back(Target::L2(self.config.prefill))?;
         self.snapshots.list.clear();
         let restored =
             super::restore(&self.ledger, self.config.seed, self.genesis, None).map_err(failed)?;
@@ -150,18 +142,13 @@ impl Devnet {
         self.clock = Clock::new(self.config.block_ms, self.tip.0.max(self.config.prefill));
         self.queued = Queued::default();
         self.l1_fee_rate = None;
-        Ok(cut)
+        Ok(())
     }
 
     /// Takes the ledger back to `target` in one write transaction.
-    fn roll_back(&mut self, target: Target) -> Result<Reverted, SnapshotError> {
+    fn roll_back(&mut self, target: Target) -> Result<(), SnapshotError> {
         let report = rollback::rollback(&self.ledger, target, false).map_err(failed)?;
-        let r = self.ledger.reader().map_err(failed)?;
-        let reverted = Reverted {
-            height: r.head_height().map_err(failed)?,
-            slot: r.last_scanned_l1().map_err(failed)?,
-        };
         log::debug!(target: "ledgerd::sync::devnet", "{report}");
-        Ok(reverted)
+        Ok(())
     }
 }
