@@ -36,7 +36,7 @@ pub(super) fn make_slot(
 ) -> Result<DaSlot, SourceError> {
     let mut commitments = Vec::new();
     let mut proofs = Vec::new();
-    if let Some(plan) = ledger.devnet.timeline.plan(number) {
+    if let Some(plan) = ledger.devnet.state.timeline.plan(number) {
         for &(start, end) in &plan.commitments {
             let leaves = (start..=end)
                 .map(|h| ledger.hash(h))

@@ -5,24 +5,20 @@
 use super::*;
 use crate::types::{SequencerCommitment, ZERO_HASH};
 
-/// Where the stored chain stands, read back from the ledger.
-pub(super) struct Restored {
-    pub(super) tip: (u64, Hash, Hash),
-    pub(super) timestamp_offset: i64,
-    pub(super) timeline: Stored,
-}
-
 /// Reads back where the stored chain stands: its head, the DA slots its
 /// newest blocks point at, and the commitments not yet proven. On a
 /// simulated DA chain, slots the ledger has not scanned get their plans
 /// decided again (by the automatic rules) when the timeline is built; on a
 /// regtest they are already mined, and what they carry is read from it.
+/// The clock counts on from the stored head (or the prefill); nothing is
+/// queued and the fee rate is random.
 pub(super) fn restore(
     ledger: &Ledger,
-    seed: u64,
+    config: &DevnetConfig,
     genesis: u64,
     chain: Option<&RegtestChain>,
-) -> Result<Restored, SourceError> {
+) -> Result<State, SourceError> {
+    let seed = config.seed;
     let err = Devnet::source_err;
     let r = ledger.reader().map_err(err)?;
     let head = r.head_height().map_err(err)?;
@@ -126,17 +122,20 @@ pub(super) fn restore(
             }
         }
     }
-    Ok(Restored {
+    Ok(State {
         tip,
-        timestamp_offset,
-        timeline: Stored {
+        clock: Clock::new(config.block_ms, tip.0.max(config.prefill)),
+        timeline: Timeline::new(Stored {
             tip: da_tip,
             pointer: head_slot,
             on_pointer,
             committed_to,
             unproven,
             unscanned,
-        },
+        }),
+        queued: Queued::default(),
+        timestamp_offset,
+        l1_fee_rate: None,
     })
 }
 

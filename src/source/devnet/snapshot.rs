@@ -19,23 +19,8 @@
 //! Not on a regtest (`--dev-bitcoin-rpc`): its DA slots are Bitcoin blocks,
 //! which a revert would have to take back too.
 
-use super::timeline::Timeline;
-use super::{Clock, Devnet, Queued};
+use super::{Devnet, State};
 use crate::rollback::{self, Target};
-use crate::types::Hash;
-
-/// The devnet's state at a snapshot.
-#[derive(Clone, Debug)]
-struct State {
-    tip: (u64, Hash, Hash),
-    /// The clock's interval, and the height it had reached.
-    interval_ms: u64,
-    target: u64,
-    timeline: Timeline,
-    queued: Queued,
-    timestamp_offset: i64,
-    l1_fee_rate: Option<u128>,
-}
 
 /// One snapshot: its id, the ledger's (head, last scanned slot), the state.
 #[derive(Clone, Debug)]
@@ -84,15 +69,9 @@ impl Devnet {
         self.refuse_on_regtest("dev_snapshot")?;
         let id = self.snapshots.next;
         self.snapshots.next += 1;
-        let state = State {
-            tip: self.tip,
-            interval_ms: self.clock.interval_ms,
-            target: self.clock.target(),
-            timeline: self.timeline.clone(),
-            queued: self.queued.clone(),
-            timestamp_offset: self.timestamp_offset,
-            l1_fee_rate: self.l1_fee_rate,
-        };
+        // The clock counts on from where it is now once reverted to.
+        let mut state = self.state.clone();
+        state.clock.restart(state.clock.target());
         self.snapshots.list.push(Snapshot {
             id,
             height,
@@ -116,13 +95,8 @@ impl Devnet {
             l1: snap.slot,
         })?;
         self.snapshots.list.truncate(at);
-        let s = snap.state;
-        self.tip = s.tip;
-        self.clock = Clock::new(s.interval_ms, s.target);
-        self.timeline = s.timeline;
-        self.queued = s.queued;
-        self.timestamp_offset = s.timestamp_offset;
-        self.l1_fee_rate = s.l1_fee_rate;
+        self.state = snap.state;
+        self.state.clock.restart(self.state.clock.base);
         self.dirty = false;
         Ok(true)
     }
@@ -133,15 +107,9 @@ impl Devnet {
         self.refuse_on_regtest("dev_reset")?;
         self.roll_back(Target::L2(self.config.prefill))?;
         self.snapshots.list.clear();
-        let restored =
-            super::restore(&self.ledger, self.config.seed, self.genesis, None).map_err(failed)?;
-        self.tip = restored.tip;
-        self.timeline = Timeline::new(restored.timeline);
-        self.timestamp_offset = restored.timestamp_offset;
+        self.state =
+            super::restore(&self.ledger, &self.config, self.genesis, None).map_err(failed)?;
         self.dirty = false;
-        self.clock = Clock::new(self.config.block_ms, self.tip.0.max(self.config.prefill));
-        self.queued = Queued::default();
-        self.l1_fee_rate = None;
         Ok(())
     }
 
