@@ -386,13 +386,11 @@ impl RegtestChain {
                         }
                     }
                 }
-                Ok(_) => continue,
-                Err(e) => {
-                    if !e.is_not_ours() {
-                        skipped("tx", &e);
-                    }
+                Err(e) if !e.is_not_ours() => {
+                    skipped("tx", &e);
                     continue;
                 }
+                Ok(_) | Err(_) => continue,
             };
             slot.proofs.push(verified_proof(n, proof)?);
         }
