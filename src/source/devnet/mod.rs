@@ -423,12 +423,8 @@ impl Devnet {
             self.genesis,
             self.chain.as_ref(),
         )?;
-        let Timeline {
-            auto_commit,
-            auto_prove,
-            ..
-        } = self.state.timeline;
-        (restored.timeline.auto_commit, restored.timeline.auto_prove) = (auto_commit, auto_prove);
+        let (t, old) = (&mut restored.timeline, &self.state.timeline);
+        (t.auto_commit, t.auto_prove) = (old.auto_commit, old.auto_prove);
         self.state.tip = restored.tip;
         self.state.timeline = restored.timeline;
         self.dirty = false;
