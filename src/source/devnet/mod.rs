@@ -277,14 +277,14 @@ impl Devnet {
                     )));
                 }
                 Some(_) => {}
+                None if w.head_height()? > 0 => {
+                    return Err(DevnetError::OtherChain(format!(
+                        "the data dir {} holds a chain that the devnet did not make: \
+                         use another --data-dir for --dev",
+                        ledger.path().display()
+                    )));
+                }
                 None => {
-                    if w.head_height()? > 0 {
-                        return Err(DevnetError::OtherChain(format!(
-                            "the data dir {} holds a chain that the devnet did not make: \
-                             use another --data-dir for --dev",
-                            ledger.path().display()
-                        )));
-                    }
                     w.set_devnet_seed(config.seed)?;
                     w.commit()?;
                 }
@@ -607,10 +607,7 @@ impl<'a, R: LedgerRead> View<'a, R> {
 
     /// The hash of DA slot `n`.
     fn slot_hash(&self, n: u64) -> Result<Hash, SourceError> {
-        match &self.devnet.chain {
-            Some(chain) => Ok(chain.slot_ref(n)?.hash),
-            None => Ok(schedule::slot_hash(self.devnet.config.seed, n)),
-        }
+        Ok(self.devnet.slot_ref(n)?.hash)
     }
 
     /// The sequencer's DA public key (33 bytes).
