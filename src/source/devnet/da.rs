@@ -13,11 +13,11 @@
 //! would a real one. `--dev-proof-bytes` pads the state diff to make each
 //! receipt that size.
 
-use crate::chain_rules::{merkle_root, Fork, ForkTable};
+use crate::chain_rules::{merkle_root, Fork};
 use crate::ledger::LedgerRead;
 use crate::proof::{image_ids, journal, receipt};
-use crate::source::devnet::timeline::{ProofPlan, SlotPlan};
-use crate::source::devnet::{schedule, DevnetConfig, View};
+use crate::source::devnet::timeline::ProofPlan;
+use crate::source::devnet::{schedule, Devnet, View};
 use crate::source::SourceError;
 use crate::types::{DaSlot, Hash, ProofOutput, SequencerCommitment, VerifiedBatchProof, ZERO_HASH};
 
@@ -28,26 +28,15 @@ pub(super) fn missing(what: &str, height: u64) -> SourceError {
     ))
 }
 
-fn state_root_at(known: &View<impl LedgerRead>, h: u64, seed: u64) -> Result<Hash, SourceError> {
-    if h == 0 {
-        return Ok(schedule::genesis_state_root(seed));
-    }
-    known.state_root(h)
-}
-
-/// DA slot `number`, with what `plan` says lands on it (`None`: nothing),
-/// and no hash yet.
+/// DA slot `number`, with what the devnet's plan puts on it, and no hash
+/// yet.
 pub(super) fn make_slot(
-    config: &DevnetConfig,
-    forks: &ForkTable,
-    pub_key: &[u8; 32],
     ledger: &View<impl LedgerRead>,
     number: u64,
-    plan: Option<&SlotPlan>,
 ) -> Result<DaSlot, SourceError> {
     let mut commitments = Vec::new();
     let mut proofs = Vec::new();
-    if let Some(plan) = plan {
+    if let Some(plan) = ledger.devnet.state.timeline.plan(number) {
         for &(start, end) in &plan.commitments {
             let leaves = (start..=end)
                 .map(|h| ledger.hash(h))
@@ -61,7 +50,7 @@ pub(super) fn make_slot(
             });
         }
         for p in &plan.proofs {
-            proofs.push(make_proof(config, forks, pub_key, ledger, number, p)?);
+            proofs.push(make_proof(ledger, number, p)?);
         }
     }
     // The slot's own hash is the caller's: made up from the seed, or the
@@ -76,13 +65,13 @@ pub(super) fn make_slot(
 }
 
 fn make_proof(
-    config: &DevnetConfig,
-    forks: &ForkTable,
-    pub_key: &[u8; 32],
     ledger: &View<impl LedgerRead>,
     slot: u64,
     plan: &ProofPlan,
 ) -> Result<VerifiedBatchProof, SourceError> {
+    let Devnet {
+        config, forks, key, ..
+    } = ledger.devnet;
     let seed = config.seed;
     let (start, end) = (plan.start, plan.end);
     // A Genesis-era proof (its last height under the Genesis rules) has no
@@ -111,8 +100,8 @@ fn make_proof(
         })
         .collect();
     let mut proof_output = ProofOutput {
-        initial_state_root: state_root_at(ledger, start - 1, seed)?,
-        final_state_root: state_root_at(ledger, end, seed)?,
+        initial_state_root: ledger.state_root(start - 1)?,
+        final_state_root: ledger.state_root(end)?,
         prev_soft_confirmation_hash: prev_hash,
         final_soft_confirmation_hash: final_hash,
         state_diff,
@@ -120,7 +109,7 @@ fn make_proof(
         // that slot's list sorted by start.
         da_slot_hash: ledger.slot_hash(plan.slot)?,
         sequencer_commitments_range: (plan.first, plan.last),
-        sequencer_public_key: pub_key.to_vec(),
+        sequencer_public_key: key.public_key().to_vec(),
         sequencer_da_public_key: ledger.sequencer_da_key(),
         preproven_commitments: Vec::new(),
         last_l2_height: if genesis_era { 0 } else { end },

@@ -127,14 +127,11 @@ pub(super) fn grind(
         }
         found
     });
-    let mut winner: Option<(u64, [u8; 64])> = None;
-    for f in found {
-        if let Some((attempt, signature)) = f? {
-            if winner.is_none_or(|(w, _)| attempt < w) {
-                winner = Some((attempt, signature));
-            }
-        }
-    }
+    let found = found.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let winner = found
+        .into_iter()
+        .flatten()
+        .min_by_key(|(attempt, _)| *attempt);
     if let Some((_, signature)) = &winner {
         let sig = bitcoin::secp256k1::schnorr::Signature::from_slice(signature)
             .map_err(|_| fail("the signature does not parse"))?;

@@ -267,31 +267,36 @@ pub fn inscribe_where(
     let secp = Secp256k1::new();
     let reveal_keypair = throwaway_key(&secp, da_key, funding, kind, body)?;
     let (reveal_key, _) = reveal_keypair.x_only_public_key();
-    let head = script_head(reveal_key, da_key, kind, body)?;
+    // Everything but K's signature is fixed from here: the script (with the nonce Citrea starts
+    // from), the taproot output, the commit, the reveal's sighash.
+    let nonce = FIRST_NONCE;
+    let script = reveal_script(reveal_key, da_key, kind, body, nonce)?;
+    let (control, leaf_hash, commit_script) = control_block(&secp, reveal_key, &script);
+    let control = control.serialize();
     let funder_script = funding.key.script_pubkey();
 
-    // Sizes do not depend on the nonce: price both transactions once, on placeholders.
-    let probe_script = with_nonce(&head, 0);
-    let probe_control = control_block(&secp, reveal_key, &probe_script).0;
-    let reveal_vsize = reveal_tx(
-        OutPoint::null(),
-        &funder_script,
-        Some((&probe_script, &probe_control)),
-    )
-    .vsize() as u64;
-    let reveal_fee = reveal_vsize * options.fee_rate_sat_per_vb;
-    let commit_value = reveal_fee + REVEAL_OUTPUT_SATS;
-
-    let placeholder_p2tr = ScriptBuf::new_p2tr(&secp, reveal_key, None);
-    let commit_fee_with_change = commit_vsize(
-        funding,
-        &placeholder_p2tr,
-        commit_value,
-        Some(&funder_script),
-    ) * options.fee_rate_sat_per_vb;
-    let commit_fee_alone =
-        commit_vsize(funding, &placeholder_p2tr, commit_value, None) * options.fee_rate_sat_per_vb;
-    let need = commit_value + commit_fee_alone;
+    // The reveal with a placeholder signature: only those 64 bytes change from try to try, and
+    // its size is the signed one. It spends the commit, whose txid is known once it is priced.
+    let witness = Witness::from_slice(&[&[0u8; 64][..], script.as_bytes(), control.as_slice()]);
+    let reveal_out = tx_out(REVEAL_OUTPUT_SATS, &funder_script);
+    let mut reveal = spend(OutPoint::null(), witness, vec![reveal_out]);
+    let commit_value = reveal.vsize() as u64 * options.fee_rate_sat_per_vb + REVEAL_OUTPUT_SATS;
+    // The commit: the reveal's value, and the change back to the funder if there is any.
+    let commit_tx = |change_sats: Option<u64>| {
+        let mut output = vec![tx_out(commit_value, &commit_script)];
+        output.extend(change_sats.map(|change| tx_out(change, &funder_script)));
+        spend(funding.outpoint, Witness::new(), output)
+    };
+    // Its fee once signed (a worst-case 72-byte ECDSA signature for P2WPKH).
+    let commit_fee = |change_sats| {
+        let mut tx = commit_tx(change_sats);
+        tx.input[0].witness = match funding.key {
+            FundingKey::P2wpkh(_) => Witness::from_slice(&[vec![0u8; 72], vec![0u8; 33]]),
+            FundingKey::P2tr(_) => Witness::from_slice(&[vec![0u8; 64]]),
+        };
+        tx.vsize() as u64 * options.fee_rate_sat_per_vb
+    };
+    let need = commit_value + commit_fee(None);
     if funding.amount_sats < need {
         return Err(InscribeError::InsufficientFunds {
             have: funding.amount_sats,
@@ -300,27 +305,13 @@ pub fn inscribe_where(
     }
     let change_sats = funding
         .amount_sats
-        .checked_sub(commit_value + commit_fee_with_change)
+        .checked_sub(commit_value + commit_fee(Some(DUST_SATS)))
         .filter(|change| *change >= DUST_SATS);
-
-    // Everything but K's signature is fixed from here: the script (with the nonce Citrea starts
-    // from), the taproot output, the commit, the reveal's sighash.
-    let nonce = FIRST_NONCE;
-    let script = with_nonce(&head, nonce);
-    let (control, leaf_hash, commit_script) = control_block(&secp, reveal_key, &script);
-    let control = control.serialize();
-    let mut commit = commit_tx(
-        funding,
-        &commit_script,
-        commit_value,
-        change_sats,
-        &funder_script,
-    );
-    let commit_out = OutPoint {
+    let mut commit = commit_tx(change_sats);
+    reveal.input[0].previous_output = OutPoint {
         txid: commit.compute_txid(),
         vout: 0,
     };
-    let mut reveal = reveal_tx(commit_out, &funder_script, None);
     let sighash = SighashCache::new(&reveal)
         .taproot_script_spend_signature_hash(
             0,
@@ -331,9 +322,6 @@ pub fn inscribe_where(
         .map_err(|e| InscribeError::Signing(e.to_string()))?;
     let message = Message::from_digest(sighash.to_byte_array());
 
-    // The witness with a placeholder signature: only those 64 bytes change from try to try.
-    reveal.input[0].witness =
-        Witness::from_slice(&[&[0u8; 64][..], script.as_bytes(), control.as_slice()]);
     let found = grind(
         &secp,
         &reveal_keypair,
@@ -381,8 +369,7 @@ fn throwaway_key(
     kind: Kind,
     body: &[u8],
 ) -> Result<Keypair, InscribeError> {
-    let mut counter = 0u32;
-    loop {
+    let key = (0..=u32::MAX).find_map(|counter| {
         let seed: [u8; 32] = Sha256::new()
             .chain_update(b"ledgerd/reveal-key/v1")
             .chain_update(da_key.secret_bytes())
@@ -394,22 +381,20 @@ fn throwaway_key(
             .finalize()
             .into();
         // A hash is a valid key but for a chance of about 2^-128.
-        if let Ok(sk) = SecretKey::from_slice(&seed) {
-            return Ok(Keypair::from_secret_key(secp, &sk));
-        }
-        counter = counter
-            .checked_add(1)
-            .ok_or_else(|| InscribeError::Signing("no valid throwaway key".to_string()))?;
-    }
+        SecretKey::from_slice(&seed).ok()
+    });
+    key.map(|sk| Keypair::from_secret_key(secp, &sk))
+        .ok_or_else(|| InscribeError::Signing("no valid throwaway key".to_string()))
 }
 
-/// The reveal script up to and including `OP_ENDIF`.
-fn script_head(
+/// The reveal script: the inscription up to `OP_ENDIF`, then `PUSH8 <nonce i64 LE>`, `OP_NIP`.
+fn reveal_script(
     reveal_key: XOnlyPublicKey,
     da_key: &DaSecretKey,
     kind: Kind,
     body: &[u8],
-) -> Result<Vec<u8>, InscribeError> {
+    nonce: i64,
+) -> Result<ScriptBuf, InscribeError> {
     let mut b = Builder::new()
         .push_x_only_key(&reveal_key)
         .push_opcode(OP_CHECKSIGVERIFY)
@@ -429,17 +414,10 @@ fn script_head(
             })?;
         b = b.push_slice(push);
     }
-    Ok(b.push_opcode(OP_ENDIF).into_bytes())
-}
-
-/// The whole reveal script: the head, `PUSH8 <nonce i64 LE>`, `OP_NIP`.
-fn with_nonce(head: &[u8], nonce: i64) -> ScriptBuf {
-    let mut bytes = Vec::with_capacity(head.len() + 10);
-    bytes.extend_from_slice(head);
-    bytes.push(8);
-    bytes.extend_from_slice(&nonce.to_le_bytes());
-    bytes.push(OP_NIP.to_u8());
-    ScriptBuf::from_bytes(bytes)
+    Ok(b.push_opcode(OP_ENDIF)
+        .push_slice(nonce.to_le_bytes())
+        .push_opcode(OP_NIP)
+        .into_script())
 }
 
 /// The one-leaf taproot of `script` under `K`: its control block, leaf hash and output script.
@@ -458,18 +436,6 @@ fn control_block(
         merkle_branch: TaprootMerkleBranch::default(),
     };
     (control, leaf_hash, ScriptBuf::new_p2tr_tweaked(output_key))
-}
-
-fn commit_tx(
-    funding: &Funding,
-    commit_script: &ScriptBuf,
-    commit_value: u64,
-    change_sats: Option<u64>,
-    funder_script: &ScriptBuf,
-) -> Transaction {
-    let mut output = vec![tx_out(commit_value, commit_script)];
-    output.extend(change_sats.map(|change| tx_out(change, funder_script)));
-    spend(funding.outpoint, Witness::new(), output)
 }
 
 /// A version-2 transaction of one input, `previous_output` (RBF, no lock time).
@@ -492,46 +458,6 @@ fn tx_out(sats: u64, script: &ScriptBuf) -> TxOut {
         value: Amount::from_sat(sats),
         script_pubkey: script.clone(),
     }
-}
-
-/// The commit's virtual size once signed (a worst-case 72-byte ECDSA signature for P2WPKH).
-fn commit_vsize(
-    funding: &Funding,
-    commit_script: &ScriptBuf,
-    commit_value: u64,
-    change: Option<&ScriptBuf>,
-) -> u64 {
-    let funder = change.cloned().unwrap_or_default();
-    let mut tx = commit_tx(
-        funding,
-        commit_script,
-        commit_value,
-        change.map(|_| DUST_SATS),
-        &funder,
-    );
-    tx.input[0].witness = match funding.key {
-        FundingKey::P2wpkh(_) => Witness::from_slice(&[vec![0u8; 72], vec![0u8; 33]]),
-        FundingKey::P2tr(_) => Witness::from_slice(&[vec![0u8; 64]]),
-    };
-    tx.vsize() as u64
-}
-
-fn reveal_tx(
-    commit_out: OutPoint,
-    funder_script: &ScriptBuf,
-    probe: Option<(&ScriptBuf, &ControlBlock)>,
-) -> Transaction {
-    let witness = match probe {
-        Some((script, control)) => {
-            Witness::from_slice(&[vec![0u8; 64], script.to_bytes(), control.serialize()])
-        }
-        None => Witness::new(),
-    };
-    spend(
-        commit_out,
-        witness,
-        vec![tx_out(REVEAL_OUTPUT_SATS, funder_script)],
-    )
 }
 
 /// Signs the commit's one input, which spends the funding UTXO.

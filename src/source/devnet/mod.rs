@@ -164,15 +164,8 @@ pub struct Devnet {
     forks: ForkTable,
     key: SequencerKey,
     ledger: Arc<Ledger>,
-    /// The newest block made so far: (height, hash, state root).
-    tip: (u64, Hash, Hash),
-    clock: Clock,
-    timeline: Timeline,
-    queued: Queued,
-    /// Seconds added to every new block's timestamp (`dev_setNextTimestamp`).
-    timestamp_offset: i64,
-    /// Every new block's l1FeeRate (`dev_setL1FeeRate`); `None`: random.
-    l1_fee_rate: Option<u128>,
+    /// What blocks and calls change (read back from the ledger at start).
+    state: State,
     /// The regtest the DA slots are mined on (`--dev-bitcoin-rpc`).
     chain: Option<RegtestChain>,
     /// The DA slot height 1 points at.
@@ -185,6 +178,21 @@ pub struct Devnet {
     /// The hashes and state roots of the newest blocks made, for the DA
     /// slots made before those blocks are stored.
     made: Made,
+}
+
+/// The devnet's own state: what a `dev_snapshot` keeps, and what
+/// [`restore`] reads back from the ledger.
+#[derive(Clone, Debug)]
+struct State {
+    /// The newest block made so far: (height, hash, state root).
+    tip: (u64, Hash, Hash),
+    clock: Clock,
+    timeline: Timeline,
+    queued: Queued,
+    /// Seconds added to every new block's timestamp (`dev_setNextTimestamp`).
+    timestamp_offset: i64,
+    /// Every new block's l1FeeRate (`dev_setL1FeeRate`); `None`: random.
+    l1_fee_rate: Option<u128>,
 }
 
 /// The hash and state root of each of the newest blocks made, at most
@@ -269,14 +277,14 @@ impl Devnet {
                     )));
                 }
                 Some(_) => {}
+                None if w.head_height()? > 0 => {
+                    return Err(DevnetError::OtherChain(format!(
+                        "the data dir {} holds a chain that the devnet did not make: \
+                         use another --data-dir for --dev",
+                        ledger.path().display()
+                    )));
+                }
                 None => {
-                    if w.head_height()? > 0 {
-                        return Err(DevnetError::OtherChain(format!(
-                            "the data dir {} holds a chain that the devnet did not make: \
-                             use another --data-dir for --dev",
-                            ledger.path().display()
-                        )));
-                    }
                     w.set_devnet_seed(config.seed)?;
                     w.commit()?;
                 }
@@ -297,18 +305,12 @@ impl Devnet {
             (None, Some(chain)) => chain.start_fresh()?,
             (None, None) => schedule::DA_GENESIS_SLOT,
         };
-        let restored = restore(&ledger, config.seed, genesis, chain.as_ref())?;
-        let clock = Clock::new(config.block_ms, restored.tip.0.max(config.prefill));
+        let state = restore(&ledger, &config, genesis, chain.as_ref())?;
         Ok(Devnet {
             forks,
             key,
             ledger,
-            tip: restored.tip,
-            clock,
-            timeline: Timeline::new(restored.timeline),
-            queued: Queued::default(),
-            timestamp_offset: restored.timestamp_offset,
-            l1_fee_rate: None,
+            state,
             config,
             chain,
             genesis,
@@ -326,18 +328,18 @@ impl Devnet {
     /// The height the chain should have reached now: the prefill at once,
     /// then one block per block interval, and the blocks `dev_mine` asked for.
     pub fn target_height(&self) -> u64 {
-        self.clock.target()
+        self.state.clock.target()
     }
 
     /// The newest height made (stored, or on its way to the sync thread).
     pub fn made_height(&self) -> u64 {
-        self.tip.0
+        self.state.tip.0
     }
 
     /// `dev_mine`: `n` more blocks now; returns the height they reach.
     pub fn mine(&mut self, n: u64) -> u64 {
-        let goal = self.target_height().max(self.tip.0).saturating_add(n);
-        self.clock.restart(goal);
+        let goal = self.target_height().max(self.state.tip.0).saturating_add(n);
+        self.state.clock.restart(goal);
         goal
     }
 
@@ -345,18 +347,18 @@ impl Devnet {
     /// `dev_mine`); returns the previous interval.
     pub fn set_block_interval(&mut self, ms: u64) -> u64 {
         let now = self.target_height();
-        self.clock.restart(now);
-        std::mem::replace(&mut self.clock.interval_ms, ms)
+        self.state.clock.restart(now);
+        std::mem::replace(&mut self.state.clock.interval_ms, ms)
     }
 
     /// `dev_setAutoCommit`: returns the previous setting.
     pub fn set_auto_commit(&mut self, blocks: u64) -> u64 {
-        std::mem::replace(&mut self.timeline.auto_commit, blocks)
+        std::mem::replace(&mut self.state.timeline.auto_commit, blocks)
     }
 
     /// `dev_setAutoProve`: returns the previous setting.
     pub fn set_auto_prove(&mut self, commitments: u64) -> u64 {
-        std::mem::replace(&mut self.timeline.auto_prove, commitments)
+        std::mem::replace(&mut self.state.timeline.auto_prove, commitments)
     }
 
     /// `dev_commit`: opens a DA slot with a commitment of every block made
@@ -364,8 +366,8 @@ impl Devnet {
     /// a regtest the slot is mined at once (every block made must be stored).
     pub fn commit_now(&mut self) -> Result<Option<u64>, SourceError> {
         self.reload_if_dirty()?;
-        let before = self.timeline.tip();
-        let slot = self.timeline.commit_now(self.tip.0);
+        let before = self.state.timeline.tip();
+        let slot = self.state.timeline.commit_now(self.state.tip.0);
         self.mine_opened(before)?;
         Ok(slot)
     }
@@ -375,8 +377,8 @@ impl Devnet {
     /// slots are mined at once.
     pub fn prove_now(&mut self) -> Result<Option<u64>, SourceError> {
         self.reload_if_dirty()?;
-        let before = self.timeline.tip();
-        let slot = self.timeline.prove_now();
+        let before = self.state.timeline.tip();
+        let slot = self.state.timeline.prove_now();
         self.mine_opened(before)?;
         Ok(slot)
     }
@@ -397,18 +399,10 @@ impl Devnet {
         let Some(chain) = &self.chain else {
             return Ok(());
         };
-        let pub_key = self.key.public_key();
-        for n in before + 1..=self.timeline.tip() {
+        for n in before + 1..=self.state.timeline.tip() {
             let mined = (|| {
                 let reader = self.ledger.reader().map_err(Self::source_err)?;
-                let view = View {
-                    reader: &reader,
-                    made: &self.made,
-                    seed: self.config.seed,
-                    chain: Some(chain),
-                };
-                let plan = self.timeline.plan(n);
-                let slot = da::make_slot(&self.config, &self.forks, &pub_key, &view, n, plan)?;
+                let slot = da::make_slot(&View::new(&reader, self), n)?;
                 drop(reader);
                 chain.mine_slot(n, &slot)
             })();
@@ -423,17 +417,16 @@ impl Devnet {
     /// Reads the timeline again from the ledger (and the regtest), keeping
     /// the automatic rules' settings.
     fn reload(&mut self) -> Result<(), SourceError> {
-        let restored = restore(
+        let mut restored = restore(
             &self.ledger,
-            self.config.seed,
+            &self.config,
             self.genesis,
             self.chain.as_ref(),
         )?;
-        let (auto_commit, auto_prove) = (self.timeline.auto_commit, self.timeline.auto_prove);
-        self.tip = restored.tip;
-        self.timeline = Timeline::new(restored.timeline);
-        self.timeline.auto_commit = auto_commit;
-        self.timeline.auto_prove = auto_prove;
+        let (t, old) = (&mut restored.timeline, &self.state.timeline);
+        (t.auto_commit, t.auto_prove) = (old.auto_commit, old.auto_prove);
+        self.state.tip = restored.tip;
+        self.state.timeline = restored.timeline;
         self.dirty = false;
         Ok(())
     }
@@ -452,9 +445,9 @@ impl Devnet {
         let mut made: Vec<SoftConfirmation> = Vec::new();
         let mut pending: Vec<u64> = Vec::new();
         for h in first..=to {
-            let before = self.timeline.tip();
-            let slot = self.timeline.next_block(h);
-            if self.chain.is_some() && self.timeline.tip() > before {
+            let before = self.state.timeline.tip();
+            let slot = self.state.timeline.next_block(h);
+            if self.chain.is_some() && self.state.timeline.tip() > before {
                 self.make_pending(&mut made, &mut pending)?;
                 self.mine_opened(before)?;
             }
@@ -476,7 +469,7 @@ impl Devnet {
         }
         let tip = made
             .last()
-            .map_or(self.tip, |b| (b.l2_height, b.hash, b.state_root));
+            .map_or(self.state.tip, |b| (b.l2_height, b.hash, b.state_root));
         // Blocks point at slots in runs (two blocks a slot): each slot's
         // hashes are derived once.
         let mut refs: Vec<SlotRef> = Vec::with_capacity(pending.len());
@@ -488,11 +481,11 @@ impl Devnet {
             });
         }
         let inputs = block::Inputs {
-            at: self.queued.at,
-            txs: &self.queued.txs,
-            deposits: &self.queued.deposits,
-            timestamp_offset: self.timestamp_offset,
-            l1_fee_rate: self.l1_fee_rate,
+            at: self.state.queued.at,
+            txs: &self.state.queued.txs,
+            deposits: &self.state.queued.deposits,
+            timestamp_offset: self.state.timestamp_offset,
+            l1_fee_rate: self.state.l1_fee_rate,
         };
         let new = block::make_blocks(
             &self.key,
@@ -513,14 +506,14 @@ impl Devnet {
 
     /// The queue of the next block, started afresh once that block is made.
     fn queue(&mut self) -> &mut Queued {
-        let next = self.tip.0 + 1;
-        if self.queued.at != next {
-            self.queued = Queued {
+        let next = self.state.tip.0 + 1;
+        if self.state.queued.at != next {
+            self.state.queued = Queued {
                 at: next,
                 ..Queued::default()
             };
         }
-        &mut self.queued
+        &mut self.state.queued
     }
 
     /// `dev_sendTransaction`: `tx` goes into the next block; returns its height.
@@ -541,17 +534,17 @@ impl Devnet {
     /// after it count on from there; returns the next block's height. Refuses
     /// a time before the newest block's.
     pub fn set_next_timestamp(&mut self, t: u64) -> Result<u64, String> {
-        let newest = block::timestamp(self.tip.0, self.timestamp_offset);
+        let newest = block::timestamp(self.state.tip.0, self.state.timestamp_offset);
         if t < newest {
             return Err(format!(
                 "`timestamp` {t} is before the newest block's timestamp {newest} (height {}); \
                  give {newest} or later",
-                self.tip.0
+                self.state.tip.0
             ));
         }
-        let next = self.tip.0 + 1;
+        let next = self.state.tip.0 + 1;
         let offset = i128::from(t) - i128::from(schedule::GENESIS_TIMESTAMP) - i128::from(next);
-        self.timestamp_offset = i64::try_from(offset).map_err(|_| {
+        self.state.timestamp_offset = i64::try_from(offset).map_err(|_| {
             format!("`timestamp` {t} is too far in the future; give a unix time in seconds")
         })?;
         Ok(next)
@@ -560,8 +553,8 @@ impl Devnet {
     /// `dev_setL1FeeRate`: every block from the next one on carries `rate`;
     /// returns the next block's height.
     pub fn set_l1_fee_rate(&mut self, rate: u128) -> u64 {
-        self.l1_fee_rate = Some(rate);
-        self.tip.0 + 1
+        self.state.l1_fee_rate = Some(rate);
+        self.state.tip.0 + 1
     }
 
     fn source_err(e: LedgerError) -> SourceError {
@@ -569,17 +562,19 @@ impl Devnet {
     }
 }
 
-/// What [`da::make_slot`] reads: the hashes and state roots of blocks made
-/// (stored, or made in the batch being made), the hashes of DA slots, and
-/// the sequencer DA key a proof's output names.
+/// What [`da::make_slot`] reads: the devnet (its settings, its plans, the
+/// hashes and state roots of the blocks made in the batch being made, its
+/// DA chain) and the ledger it feeds (the blocks stored).
 struct View<'a, R: LedgerRead> {
     reader: &'a R,
-    made: &'a Made,
-    seed: u64,
-    chain: Option<&'a RegtestChain>,
+    devnet: &'a Devnet,
 }
 
-impl<R: LedgerRead> View<'_, R> {
+impl<'a, R: LedgerRead> View<'a, R> {
+    fn new(reader: &'a R, devnet: &'a Devnet) -> Self {
+        View { reader, devnet }
+    }
+
     /// `pick` of the block made at `h` while it is in the window, else
     /// what `stored` reads of it from the ledger (`what` names it).
     fn made_or_stored(
@@ -589,7 +584,7 @@ impl<R: LedgerRead> View<'_, R> {
         pick: fn(&(Hash, Hash)) -> Hash,
         stored: impl FnOnce(&R) -> Result<Option<Hash>, LedgerError>,
     ) -> Result<Hash, SourceError> {
-        match self.made.get(h) {
+        match self.devnet.made.get(h) {
             Some(made) => Ok(pick(made)),
             None => stored(self.reader)
                 .map_err(Devnet::source_err)?
@@ -602,24 +597,24 @@ impl<R: LedgerRead> View<'_, R> {
         self.made_or_stored(h, "hash", |m| m.0, |r| r.hash_at(h))
     }
 
-    /// The state root after block `h` (>= 1).
+    /// The state root after block `h` (the genesis state root for 0).
     fn state_root(&self, h: u64) -> Result<Hash, SourceError> {
+        if h == 0 {
+            return Ok(schedule::genesis_state_root(self.devnet.config.seed));
+        }
         self.made_or_stored(h, "state root", |m| m.1, |r| r.state_root_at(h))
     }
 
     /// The hash of DA slot `n`.
     fn slot_hash(&self, n: u64) -> Result<Hash, SourceError> {
-        match self.chain {
-            Some(chain) => Ok(chain.slot_ref(n)?.hash),
-            None => Ok(schedule::slot_hash(self.seed, n)),
-        }
+        Ok(self.devnet.slot_ref(n)?.hash)
     }
 
     /// The sequencer's DA public key (33 bytes).
     fn sequencer_da_key(&self) -> Vec<u8> {
-        match self.chain {
+        match &self.devnet.chain {
             Some(chain) => chain.sequencer_da_key(),
-            None => schedule::sequencer_da_public_key(self.seed),
+            None => schedule::sequencer_da_public_key(self.devnet.config.seed),
         }
     }
 }
@@ -643,10 +638,10 @@ impl L2Source for Devnet {
         // The devnet makes blocks in order: a request that starts below its
         // tip is answered from the ledger (a sync thread retrying after a
         // failed write), one above its tip makes the blocks in between first.
-        if from <= self.tip.0 {
+        if from <= self.state.tip.0 {
             let reader = self.ledger.reader().map_err(Self::source_err)?;
             let stored = reader
-                .soft_confirmation_range(from, to.min(self.tip.0))
+                .soft_confirmation_range(from, to.min(self.state.tip.0))
                 .map_err(Self::source_err)?;
             let blocks: Vec<SoftConfirmation> = stored.into_iter().map_while(|b| b).collect();
             if !blocks.is_empty() {
@@ -657,10 +652,10 @@ impl L2Source for Devnet {
             // from the stored head, with the DA timeline as the ledger has it.
             self.reload()?;
         }
-        let first = self.tip.0 + 1;
+        let first = self.state.tip.0 + 1;
         let made = self.make(first, to).inspect_err(|_| self.dirty = true)?;
         if let Some(last) = made.last() {
-            self.tip = (last.l2_height, last.hash, last.state_root);
+            self.state.tip = (last.l2_height, last.hash, last.state_root);
         }
         Ok(made.into_iter().filter(|b| b.l2_height >= from).collect())
     }
@@ -682,18 +677,18 @@ impl DaSource for Devnet {
         self.reload_if_dirty()?;
         let reader = self.ledger.reader().map_err(Self::source_err)?;
         let scanned = reader.last_scanned_l1().map_err(Self::source_err)?;
-        self.timeline.forget_below(scanned + 1);
+        self.state.timeline.forget_below(scanned + 1);
         if let Some(chain) = &self.chain {
             // Proofs name slots up to a proof gap back (read again if older).
             chain.forget_below(scanned.saturating_sub(4 * timeline::PROOF_GAP));
         }
         let stored = reader.head_height().map_err(Self::source_err)?;
-        if self.tip.0 == 0 || stored == 0 {
+        if self.state.tip.0 == 0 || stored == 0 {
             return Ok(0);
         }
-        if stored >= self.tip.0 {
+        if stored >= self.state.tip.0 {
             self.made.release();
-            return Ok(self.timeline.tip());
+            return Ok(self.state.timeline.tip());
         }
         let head = reader.soft_confirmation(stored).map_err(Self::source_err)?;
         Ok(head.map_or(0, |sc| sc.da_slot_height))
@@ -705,7 +700,7 @@ impl DaSource for Devnet {
         if self.chain.is_some() || self.dirty {
             return None;
         }
-        Some(self.timeline.tip())
+        Some(self.state.timeline.tip())
     }
 
     fn slot(&mut self, number: u64) -> Result<DaSlot, SourceError> {
@@ -720,18 +715,11 @@ impl DaSource for Devnet {
             return chain.read_slots(from, to);
         }
         let reader = self.ledger.reader().map_err(Self::source_err)?;
-        let pub_key = self.key.public_key();
-        let view = View {
-            reader: &reader,
-            made: &self.made,
-            seed: self.config.seed,
-            chain: None,
-        };
+        let view = View::new(&reader, self);
         (from..=to)
             .map(|n| {
                 crate::os::give_way();
-                let plan = self.timeline.plan(n);
-                let mut slot = da::make_slot(&self.config, &self.forks, &pub_key, &view, n, plan)?;
+                let mut slot = da::make_slot(&view, n)?;
                 slot.hash = Some(schedule::slot_hash(self.config.seed, n));
                 Ok(slot)
             })

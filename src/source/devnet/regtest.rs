@@ -38,7 +38,7 @@ use crate::source::bitcoin::keys;
 use crate::source::bitcoin::reveal::{self, display_hash, LightClientTx};
 use crate::source::bitcoin::rpc::client::{BitcoinRpc, Credentials, RpcError, RpcOptions};
 use crate::source::bitcoin::rpc::reader::{BlockReader, ReaderOptions};
-use crate::source::bitcoin::signer::{DaPublicKey, DaSecretKey};
+use crate::source::bitcoin::signer::DaSecretKey;
 use crate::source::devnet::inscribe::{
     inscribe_commitment, inscribe_proof, Funding, FundingKey, InscribeOptions,
 };
@@ -68,8 +68,6 @@ pub struct RegtestChain {
     address: String,
     sequencer: DaSecretKey,
     prover: DaSecretKey,
-    sequencer_pub: DaPublicKey,
-    prover_pub: DaPublicKey,
     /// Slots whose hash and witness root are known, by height.
     refs: RefCell<BTreeMap<u64, SlotRef>>,
 }
@@ -123,22 +121,15 @@ impl RegtestChain {
             ),
             funding: FundingKey::P2wpkh(secret),
             address: Address::p2wpkh(&public, Network::Regtest).to_string(),
-            sequencer_pub: sequencer.public_key(),
-            prover_pub: prover.public_key(),
             sequencer,
             prover,
             refs: RefCell::new(BTreeMap::new()),
         })
     }
 
-    /// The address the devnet mines to and funds from.
-    pub fn address(&self) -> &str {
-        &self.address
-    }
-
     /// The regtest sequencer DA public key (what proofs' outputs name).
     pub fn sequencer_da_key(&self) -> Vec<u8> {
-        self.sequencer_pub.as_bytes().to_vec()
+        self.sequencer.public_key().as_bytes().to_vec()
     }
 
     /// bitcoind's URL, for messages.
@@ -157,15 +148,12 @@ impl RegtestChain {
     /// its first DA slot; returns that slot's number (the new tip).
     pub fn start_fresh(&self) -> Result<u64, SourceError> {
         let before = self.tip()?;
-        let hashes = self
-            .rpc
-            .generate_to_address(MATURITY_BLOCKS + 1, &self.address)
-            .map_err(rpc_err("devnet cannot mine its first regtest blocks"))?;
+        let last = self.generate(
+            MATURITY_BLOCKS + 1,
+            "devnet cannot mine its first regtest blocks".into(),
+        )?;
         let genesis = before + MATURITY_BLOCKS + 1;
-        let last = hashes
-            .last()
-            .ok_or_else(|| SourceError::bad_answer("generatetoaddress mined no block"))?;
-        self.remember(coinbase_only(genesis, last));
+        self.remember(coinbase_only(genesis, &last));
         log::info!(
             "devnet on regtest {}: mined {} blocks to {} after height {before}; DA slots start at {genesis}",
             self.url(),
@@ -175,8 +163,20 @@ impl RegtestChain {
         Ok(genesis)
     }
 
-    fn remember(&self, r: SlotRef) {
+    /// Mines `blocks` coinbase-only blocks to the devnet's key; the last
+    /// one's hash (`what` says what failed).
+    fn generate(&self, blocks: u64, what: String) -> Result<BlockHash, SourceError> {
+        let hashes = self
+            .rpc
+            .generate_to_address(blocks, &self.address)
+            .map_err(rpc_err(what))?;
+        let last = hashes.last().copied();
+        last.ok_or_else(|| SourceError::bad_answer("generatetoaddress mined no block"))
+    }
+
+    fn remember(&self, r: SlotRef) -> SlotRef {
         self.refs.borrow_mut().insert(r.number, r);
+        r
     }
 
     /// Forgets the hashes of slots below `n` (they are read again if needed).
@@ -194,9 +194,7 @@ impl RegtestChain {
             .rpc
             .get_block_hash(n)
             .map_err(rpc_err(format!("devnet cannot find regtest block {n}")))?;
-        let r = block_ref(&self.read_block_by_hash(n, &hash)?);
-        self.remember(r);
-        Ok(r)
+        Ok(self.remember(block_ref(&self.read_block_by_hash(n, &hash)?)))
     }
 
     fn read_block_by_hash(&self, n: u64, hash: &BlockHash) -> Result<DaBlock, SourceError> {
@@ -219,16 +217,8 @@ impl RegtestChain {
             )));
         }
         if slot.commitments.is_empty() && slot.proofs.is_empty() {
-            let hashes = self
-                .rpc
-                .generate_to_address(1, &self.address)
-                .map_err(rpc_err(format!("devnet cannot mine DA slot {n}")))?;
-            let hash = hashes
-                .first()
-                .ok_or_else(|| SourceError::bad_answer("generatetoaddress mined no block"))?;
-            let r = coinbase_only(n, hash);
-            self.remember(r);
-            return Ok(r);
+            let hash = self.generate(1, format!("devnet cannot mine DA slot {n}"))?;
+            return Ok(self.remember(coinbase_only(n, &hash)));
         }
         let txs = self.inscriptions(n, slot)?;
         let mut txids = Vec::with_capacity(txs.len());
@@ -245,8 +235,7 @@ impl RegtestChain {
             .rpc
             .generate_block(&self.address, &txids)
             .map_err(rpc_err(format!("devnet cannot mine DA slot {n}")))?;
-        let r = block_ref(&self.read_block_by_hash(n, &hash)?);
-        self.remember(r);
+        let r = self.remember(block_ref(&self.read_block_by_hash(n, &hash)?));
         log::debug!(
             "devnet DA slot {n}: regtest block {hash} with {} commitments, {} proofs ({} txs)",
             slot.commitments.len(),
@@ -349,6 +338,7 @@ impl RegtestChain {
 
     fn slot_of_block(&self, block: &DaBlock) -> Result<DaSlot, SourceError> {
         let n = block.height;
+        let (sequencer, prover) = (self.sequencer.public_key(), self.prover.public_key());
         self.remember(block_ref(block));
         let mut slot = DaSlot {
             number: n,
@@ -362,7 +352,7 @@ impl RegtestChain {
                 let id = display_hash(&tx.txid);
                 log::warn!("regtest block {n}: {what} {id} skipped: {e}")
             };
-            match reveal::read_commitment(&tx.tx, &self.sequencer_pub) {
+            match reveal::read_commitment(&tx.tx, &sequencer) {
                 Ok(c) => {
                     slot.commitments.push(SequencerCommitment {
                         found_in_l1: n,
@@ -378,7 +368,7 @@ impl RegtestChain {
                 }
                 Err(_) => {}
             }
-            let read = reveal::read_light_client(&tx.tx, &self.prover_pub, body::MAX_PROOF_BYTES);
+            let read = reveal::read_light_client(&tx.tx, &prover, body::MAX_PROOF_BYTES);
             let proof = match read {
                 Ok(LightClientTx::Complete { proof }) => proof,
                 Ok(LightClientTx::Aggregate { txids, wtxids }) => {
@@ -396,13 +386,11 @@ impl RegtestChain {
                         }
                     }
                 }
-                Ok(_) => continue,
-                Err(e) => {
-                    if !e.is_not_ours() {
-                        skipped("tx", &e);
-                    }
+                Err(e) if !e.is_not_ours() => {
+                    skipped("tx", &e);
                     continue;
                 }
+                Ok(_) | Err(_) => continue,
             };
             slot.proofs.push(verified_proof(n, proof)?);
         }

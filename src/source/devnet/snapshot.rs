@@ -19,24 +19,8 @@
 //! Not on a regtest (`--dev-bitcoin-rpc`): its DA slots are Bitcoin blocks,
 //! which a revert would have to take back too.
 
-use super::timeline::Timeline;
-use super::{Clock, Devnet, Queued};
-use crate::ledger::LedgerRead;
+use super::{Devnet, State};
 use crate::rollback::{self, Target};
-use crate::types::Hash;
-
-/// The devnet's state at a snapshot.
-#[derive(Clone, Debug)]
-struct State {
-    tip: (u64, Hash, Hash),
-    /// The clock's interval, and the height it had reached.
-    interval_ms: u64,
-    target: u64,
-    timeline: Timeline,
-    queued: Queued,
-    timestamp_offset: i64,
-    l1_fee_rate: Option<u128>,
-}
 
 /// One snapshot: its id, the ledger's (head, last scanned slot), the state.
 #[derive(Clone, Debug)]
@@ -63,13 +47,6 @@ pub enum SnapshotError {
     Failed(String),
 }
 
-/// Where the ledger and the devnet stand after a revert or reset.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Reverted {
-    pub height: u64,
-    pub slot: u64,
-}
-
 fn failed(e: impl std::fmt::Display) -> SnapshotError {
     SnapshotError::Failed(e.to_string())
 }
@@ -92,15 +69,9 @@ impl Devnet {
         self.refuse_on_regtest("dev_snapshot")?;
         let id = self.snapshots.next;
         self.snapshots.next += 1;
-        let state = State {
-            tip: self.tip,
-            interval_ms: self.clock.interval_ms,
-            target: self.clock.target(),
-            timeline: self.timeline.clone(),
-            queued: self.queued.clone(),
-            timestamp_offset: self.timestamp_offset,
-            l1_fee_rate: self.l1_fee_rate,
-        };
+        // The clock counts on from where it is now once reverted to.
+        let mut state = self.state.clone();
+        state.clock.restart(state.clock.target());
         self.snapshots.list.push(Snapshot {
             id,
             height,
@@ -111,57 +82,41 @@ impl Devnet {
     }
 
     /// `dev_revert`: takes the ledger and the devnet back to snapshot `id`
-    /// and drops it and every later snapshot. `Ok(None)` when there is no
+    /// and drops it and every later snapshot. `Ok(false)` when there is no
     /// such snapshot (never taken, or dropped by an earlier revert).
-    pub fn revert(&mut self, id: u64) -> Result<Option<Reverted>, SnapshotError> {
+    pub fn revert(&mut self, id: u64) -> Result<bool, SnapshotError> {
         self.refuse_on_regtest("dev_revert")?;
         let Some(at) = self.snapshots.list.iter().position(|s| s.id == id) else {
-            return Ok(None);
+            return Ok(false);
         };
         let snap = self.snapshots.list[at].clone();
-        let cut = self.roll_back(Target::Both {
+        self.roll_back(Target::Both {
             l2: snap.height,
             l1: snap.slot,
         })?;
         self.snapshots.list.truncate(at);
-        let s = snap.state;
-        self.tip = s.tip;
-        self.clock = Clock::new(s.interval_ms, s.target);
-        self.timeline = s.timeline;
-        self.queued = s.queued;
-        self.timestamp_offset = s.timestamp_offset;
-        self.l1_fee_rate = s.l1_fee_rate;
+        self.state = snap.state;
+        self.state.clock.restart(self.state.clock.base);
         self.dirty = false;
-        Ok(Some(cut))
+        Ok(true)
     }
 
     /// `dev_reset`: takes the ledger back to the `--dev-prefill` height and
     /// the devnet to the state a fresh start there has; drops every snapshot.
-    pub fn reset(&mut self) -> Result<Reverted, SnapshotError> {
+    pub fn reset(&mut self) -> Result<(), SnapshotError> {
         self.refuse_on_regtest("dev_reset")?;
-        let cut = self.roll_back(Target::L2(self.config.prefill))?;
+        self.roll_back(Target::L2(self.config.prefill))?;
         self.snapshots.list.clear();
-        let restored =
-            super::restore(&self.ledger, self.config.seed, self.genesis, None).map_err(failed)?;
-        self.tip = restored.tip;
-        self.timeline = Timeline::new(restored.timeline);
-        self.timestamp_offset = restored.timestamp_offset;
+        self.state =
+            super::restore(&self.ledger, &self.config, self.genesis, None).map_err(failed)?;
         self.dirty = false;
-        self.clock = Clock::new(self.config.block_ms, self.tip.0.max(self.config.prefill));
-        self.queued = Queued::default();
-        self.l1_fee_rate = None;
-        Ok(cut)
+        Ok(())
     }
 
     /// Takes the ledger back to `target` in one write transaction.
-    fn roll_back(&mut self, target: Target) -> Result<Reverted, SnapshotError> {
+    fn roll_back(&mut self, target: Target) -> Result<(), SnapshotError> {
         let report = rollback::rollback(&self.ledger, target, false).map_err(failed)?;
-        let r = self.ledger.reader().map_err(failed)?;
-        let reverted = Reverted {
-            height: r.head_height().map_err(failed)?,
-            slot: r.last_scanned_l1().map_err(failed)?,
-        };
         log::debug!(target: "ledgerd::sync::devnet", "{report}");
-        Ok(reverted)
+        Ok(())
     }
 }

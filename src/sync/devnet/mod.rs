@@ -14,7 +14,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use crate::ledger::{LedgerError, LedgerRead};
-use crate::source::devnet::snapshot::{Reverted, SnapshotError};
+use crate::source::devnet::snapshot::SnapshotError;
 use crate::source::devnet::Devnet;
 use crate::source::DaSource;
 use crate::stop::Stop;
@@ -255,6 +255,25 @@ struct Exec<'a> {
 const IDLE_PASSES: u32 = 3;
 
 impl Exec<'_> {
+    /// The ledger's head height and last scanned DA slot.
+    fn stored(&self) -> Result<(u64, u64), DevError> {
+        let r = self.syncer.ledger().reader()?;
+        Ok((r.head_height()?, r.last_scanned_l1()?))
+    }
+
+    /// After a revert or reset: the progress reads where the ledger is now
+    /// (the source heads too; the next pass reads them again); returns it.
+    fn moved(&self) -> Result<(u64, u64), DevError> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let (head, slot) = self.stored()?;
+        let progress = self.syncer.progress();
+        progress.stored_l2(head, 0);
+        progress.scanned_l1(slot, 0);
+        progress.l2_source_head.store(head, Relaxed);
+        progress.l1_source_head.store(slot, Relaxed);
+        Ok((head, slot))
+    }
+
     /// Syncs until the ledger holds every block the devnet should have made
     /// by now and every DA slot it can scan.
     fn settle(&mut self) -> Result<(), DevError> {
@@ -360,17 +379,17 @@ impl DevExec for Exec<'_> {
                 let devnet = self.syncer.source_mut();
                 DevOutcome::Number(devnet.snapshot(head, scanned).map_err(snapshot_error)?)
             }
-            Revert(id) => match devnet.revert(id).map_err(snapshot_error)? {
-                Some(at) => {
-                    self.moved_to(at);
-                    log_moved(&format!("dev_revert {id}"), at, started);
-                    DevOutcome::Bool(true)
+            Revert(id) => {
+                if !devnet.revert(id).map_err(snapshot_error)? {
+                    return Ok(DevOutcome::Bool(false));
                 }
-                None => DevOutcome::Bool(false),
-            },
+                let at = self.moved()?;
+                log_moved(&format!("dev_revert {id}"), at, started);
+                DevOutcome::Bool(true)
+            }
             Reset => {
-                let at = devnet.reset().map_err(snapshot_error)?;
-                self.moved_to(at);
+                devnet.reset().map_err(snapshot_error)?;
+                let at = self.moved()?;
                 self.settle()?;
                 log_moved("dev_reset", at, started);
                 DevOutcome::Number(self.syncer.ledger().reader()?.head_height()?)
@@ -392,34 +411,14 @@ fn not_stored(what: &str, slot: u64) -> DevError {
     failed(format!("the {what} on DA slot {slot} was not stored"))
 }
 
-/// The info line of a revert or reset (`call`) that took the ledger to `at`.
-fn log_moved(call: &str, at: Reverted, started: Instant) {
+/// The info line of a revert or reset (`call`) that took the ledger to
+/// `(head, slot)`.
+fn log_moved(call: &str, (head, slot): (u64, u64), started: Instant) {
     log::info!(
         target: module_path!(),
-        "{call}: head {}, DA slot {} after {:.2?}",
-        at.height,
-        at.slot,
+        "{call}: head {head}, DA slot {slot} after {:.2?}",
         started.elapsed()
     );
-}
-
-impl Exec<'_> {
-    /// The ledger's head height and last scanned DA slot.
-    fn stored(&self) -> Result<(u64, u64), DevError> {
-        let r = self.syncer.ledger().reader()?;
-        Ok((r.head_height()?, r.last_scanned_l1()?))
-    }
-
-    /// After a revert or reset: the progress reads where the ledger is now
-    /// (the source heads too; the next pass reads them again).
-    fn moved_to(&self, at: Reverted) {
-        use std::sync::atomic::Ordering::Relaxed;
-        let progress = self.syncer.progress();
-        progress.stored_l2(at.height, 0);
-        progress.scanned_l1(at.slot, 0);
-        progress.l2_source_head.store(at.height, Relaxed);
-        progress.l1_source_head.store(at.slot, Relaxed);
-    }
 }
 
 /// How often a sync thread waiting for jobs looks at the stop signal.
