@@ -48,10 +48,8 @@ impl KeptBlocks {
                 .iter()
                 .min_by_key(|(_, b)| b.height)
                 .map(|(h, _)| *h);
-            match lowest {
-                Some(h) => self.take(&h),
-                None => break,
-            };
+            let Some(h) = lowest else { break };
+            self.take(&h);
         }
     }
 

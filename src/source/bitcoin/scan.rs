@@ -319,10 +319,10 @@ impl SlotScanner {
                 .iter()
                 .min_by_key(|(_, (h, _))| *h)
                 .map(|(t, _)| *t);
-            match oldest.and_then(|t| self.chunks.remove(&t)) {
-                Some((_, old)) => self.chunk_bytes -= old.total_size(),
-                None => break,
-            }
+            let Some((_, old)) = oldest.and_then(|t| self.chunks.remove(&t)) else {
+                break;
+            };
+            self.chunk_bytes -= old.total_size();
         }
     }
 

@@ -345,14 +345,12 @@ impl Upstreams {
                     .filter(open)
                     .find(|&j| self.usable(j, now))
                     .or_else(|| (0..n).find(open));
-                match next {
-                    Some(next) => {
-                        let why = format!("{} serves another chain", self.candidates[i].name);
-                        self.switch(next, &why);
-                        continue;
-                    }
-                    None => return Err(refused),
-                }
+                let Some(next) = next else {
+                    return Err(refused);
+                };
+                let why = format!("{} serves another chain", self.candidates[i].name);
+                self.switch(next, &why);
+                continue;
             }
             let downs = self.seen[i].downs.load(Relaxed);
             if self.candidates[i].checked == Some(downs) {

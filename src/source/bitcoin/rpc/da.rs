@@ -137,10 +137,8 @@ impl BitcoinDa {
     /// Asks bitcoind which network it is on (`getblockchaininfo`): it
     /// must be the header chain's.
     pub fn check_chain(&mut self) -> Result<(), ChainCheckError> {
-        let other = match other_network(&self.rpc, self.headers.chain()) {
-            Ok(o) => o,
-            Err(e) => return Err(ChainCheckError::Unreachable(self.rpc_error(e))),
-        };
+        let other = other_network(&self.rpc, self.headers.chain())
+            .map_err(|e| ChainCheckError::Unreachable(self.rpc_error(e)))?;
         self.status().answered();
         if let Some(sentence) = other {
             self.status().failed(&sentence);
