@@ -235,8 +235,7 @@ impl BitcoinRpc {
         method: &str,
         params: &[serde_json::Value],
     ) -> Result<T, RpcError> {
-        let params_json = serde_json::to_string(params)
-            .map_err(|e| RpcError::bad(method, format!("cannot write the parameters: {e}")))?;
+        let params_json = serde_json::Value::from(params.to_vec()).to_string();
         let answers = self.batch_raw(method, std::iter::once(params_json), |raw| {
             serde_json::from_str::<T>(raw.get()).map_err(|e| e.to_string())
         })?;
