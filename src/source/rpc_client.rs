@@ -56,15 +56,10 @@ pub fn request(id: u64, method: &str, params: &str) -> String {
 
 /// A batch: one request per `(method, params)`, ids `first_id`, `first_id + 1`, ...
 pub fn batch<'a>(first_id: u64, calls: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
-    let mut body = String::from("[");
-    for (i, (method, params)) in calls.into_iter().enumerate() {
-        if i > 0 {
-            body.push(',');
-        }
-        body.push_str(&request(first_id + i as u64, method, params));
-    }
-    body.push(']');
-    body
+    let requests: Vec<String> = (calls.into_iter().enumerate())
+        .map(|(i, (method, params))| request(first_id + i as u64, method, params))
+        .collect();
+    format!("[{}]", requests.join(","))
 }
 
 /// The answers of a batch of `count` calls numbered from `first_id`, in
@@ -117,7 +112,6 @@ pub struct Client {
     /// then, not at start); a sentence when TLS cannot be set up.
     agent: OnceLock<Result<ureq::Agent, String>>,
     connect_timeout: Duration,
-    timeout: Option<Duration>,
     /// `--upstream-ca`: certificates trusted beside the system's.
     ca_file: Option<PathBuf>,
     url: String,
@@ -128,30 +122,22 @@ pub struct Client {
 }
 
 impl Client {
-    /// A client for `url`; `timeout`, when given, bounds every request
-    /// (a caller may pass its own per request to [`Client::post`]).
+    /// A client for `url`, trusting the certificates of `ca_file` too,
+    /// beside the system's roots (`--upstream-ca`).
     pub fn new(
         url: &str,
         connect_timeout: Duration,
-        timeout: Option<Duration>,
         max_answer_bytes: u64,
+        ca_file: Option<PathBuf>,
     ) -> Client {
         Client {
             agent: OnceLock::new(),
             connect_timeout,
-            timeout,
-            ca_file: None,
+            ca_file,
             url: url.to_string(),
             authorization: Mutex::new(None),
             max_answer_bytes,
         }
-    }
-
-    /// Trusts the certificates of this PEM file too, beside the system's
-    /// roots (`--upstream-ca`).
-    pub fn with_ca(mut self, ca_file: Option<PathBuf>) -> Client {
-        self.ca_file = ca_file;
-        self
     }
 
     fn agent(&self) -> Result<&ureq::Agent, PostError> {
@@ -160,9 +146,6 @@ impl Client {
                 let mut agent = ureq::AgentBuilder::new()
                     .timeout_connect(self.connect_timeout)
                     .max_idle_connections_per_host(16);
-                if let Some(t) = self.timeout {
-                    agent = agent.timeout(t);
-                }
                 if self.url.starts_with("https://") {
                     agent = agent.tls_config(tls::client_config(self.ca_file.as_deref())?);
                 }
@@ -178,11 +161,11 @@ impl Client {
     }
 
     /// The `Authorization` header sent from now on.
-    pub fn set_authorization(&self, value: Option<String>) {
+    pub fn set_authorization(&self, value: String) {
         *self
             .authorization
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = value;
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(value);
     }
 
     /// Whether an `Authorization` header is set.
@@ -193,14 +176,10 @@ impl Client {
             .is_some()
     }
 
-    /// POSTs `body` (JSON) and returns the answer's body, at most the cap.
-    pub fn post(&self, body: &[u8], timeout: Option<Duration>) -> Result<Vec<u8>, PostError> {
-        self.post_answer(body, timeout).map_err(|f| f.error)
-    }
-
-    /// [`Client::post`], and on an HTTP error status the answer's
-    /// `Retry-After` header, if it has one.
-    pub fn post_answer(&self, body: &[u8], timeout: Option<Duration>) -> Result<Vec<u8>, Failed> {
+    /// POSTs `body` (JSON), waiting at most `timeout` for the whole
+    /// answer, and returns the answer's body, at most the cap; on an HTTP
+    /// error status, the answer's `Retry-After` header too, if it has one.
+    pub fn post(&self, body: &[u8], timeout: Duration) -> Result<Vec<u8>, Failed> {
         let failed = |error: PostError| Failed {
             error,
             retry_after: None,
@@ -209,10 +188,8 @@ impl Client {
             .agent()
             .map_err(failed)?
             .post(&self.url)
-            .set("Content-Type", "application/json");
-        if let Some(t) = timeout {
-            request = request.timeout(t);
-        }
+            .set("Content-Type", "application/json")
+            .timeout(timeout);
         let auth = self
             .authorization
             .lock()
@@ -250,7 +227,7 @@ impl Client {
     }
 }
 
-/// A failed POST ([`Client::post_answer`]): why, and the answer's
+/// A failed POST ([`Client::post`]): why, and the answer's
 /// `Retry-After` header when it had one.
 #[derive(Debug)]
 pub struct Failed {

@@ -59,11 +59,10 @@ pub fn client_config(ca_file: Option<&Path>) -> Result<Arc<ClientConfig>, String
         Err(e) => log::warn!("TLS: the system's root certificates cannot be read: {e}"),
     }
     if let Some(path) = ca_file {
-        for cert in read_ca_file(path).map_err(|e| format!("--upstream-ca {e}"))? {
-            roots
-                .add(cert)
-                .map_err(|e| format!("--upstream-ca {}: {e}", path.display()))?;
-        }
+        // Each was added to a store once already: read_ca_file checks that.
+        roots.add_parsable_certificates(
+            read_ca_file(path).map_err(|e| format!("--upstream-ca {e}"))?,
+        );
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = ClientConfig::builder_with_provider(provider)

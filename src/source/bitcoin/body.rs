@@ -55,14 +55,8 @@ impl SequencerCommitment {
     /// Reads a commitment body: exactly `00 || root || start || end`.
     pub fn decode(body: &[u8]) -> Result<Self, BodyError> {
         let mut r = Reader::new(body, "sequencer commitment");
-        let tag = r.u8()?;
-        if tag != 0 {
-            return Err(BodyError::UnknownVariant {
-                body: "sequencer commitment",
-                tag,
-            });
-        }
-        let merkle_root = r.array::<32>()?;
+        r.tag(0)?;
+        let merkle_root = r.array("32-byte hash")?;
         let l2_start = r.u64()?;
         let l2_end = r.u64()?;
         r.finish()?;
@@ -151,27 +145,11 @@ impl LightClientBody {
                 found: other.name(),
             }),
             Err(current) => {
-                let mut r = Reader::new(body, "pre-Kumquat complete proof");
-                let old = (|| {
-                    match r.u8()? {
-                        0 => {}
-                        tag => {
-                            return Err(BodyError::UnknownVariant {
-                                body: "pre-Kumquat body",
-                                tag,
-                            })
-                        }
-                    }
-                    match r.u8()? {
-                        1 => {}
-                        0 => return Err(BodyError::PublicInputOnly),
-                        tag => {
-                            return Err(BodyError::UnknownVariant {
-                                body: "pre-Kumquat proof",
-                                tag,
-                            })
-                        }
-                    }
+                // `00 01`: `Complete(Full(proof))`; `00 00` holds only a proof's public input.
+                let mut r = Reader::new(body, "pre-Kumquat body");
+                let old = (|| -> Result<_, BodyError> {
+                    r.tag(0)?;
+                    r.tag(1)?;
                     let proof = r.bytes()?.to_vec();
                     r.finish()?;
                     Ok(proof)
@@ -362,8 +340,6 @@ pub enum BodyError {
     TrailingBytes { body: &'static str, extra: usize },
     /// The enum tag is not one the layout has.
     UnknownVariant { body: &'static str, tag: u8 },
-    /// A pre-Kumquat body holds only a proof's public input, not a proof.
-    PublicInputOnly,
     /// The body decodes as another light-client variant than the envelope's kind wants.
     WrongVariant {
         wanted: &'static str,
@@ -387,10 +363,6 @@ impl fmt::Display for BodyError {
             BodyError::UnknownVariant { body, tag } => {
                 write!(f, "the {body} has variant tag {tag}, which its layout does not have")
             }
-            BodyError::PublicInputOnly => write!(
-                f,
-                "the pre-Kumquat body holds only a proof's public input, not a proof"
-            ),
             BodyError::WrongVariant { wanted, found } => {
                 write!(f, "the body holds {found}, where the envelope's kind wants {wanted}")
             }
@@ -428,9 +400,9 @@ impl<'a> Reader<'a> {
         Ok(head)
     }
 
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], BodyError> {
+    fn array<const N: usize>(&mut self, field: &'static str) -> Result<[u8; N], BodyError> {
         let mut out = [0u8; N];
-        out.copy_from_slice(self.take(N, "32-byte hash")?);
+        out.copy_from_slice(self.take(N, field)?);
         Ok(out)
     }
 
@@ -438,16 +410,23 @@ impl<'a> Reader<'a> {
         Ok(self.take(1, "variant tag")?[0])
     }
 
+    /// The variant tag, which must be `want`.
+    fn tag(&mut self, want: u8) -> Result<(), BodyError> {
+        match self.u8()? {
+            tag if tag == want => Ok(()),
+            tag => Err(BodyError::UnknownVariant {
+                body: self.body,
+                tag,
+            }),
+        }
+    }
+
     fn u32(&mut self) -> Result<u32, BodyError> {
-        let mut out = [0u8; 4];
-        out.copy_from_slice(self.take(4, "u32")?);
-        Ok(u32::from_le_bytes(out))
+        Ok(u32::from_le_bytes(self.array("u32")?))
     }
 
     fn u64(&mut self) -> Result<u64, BodyError> {
-        let mut out = [0u8; 8];
-        out.copy_from_slice(self.take(8, "u64")?);
-        Ok(u64::from_le_bytes(out))
+        Ok(u64::from_le_bytes(self.array("u64")?))
     }
 
     /// A borsh `Vec<u8>`.
@@ -460,14 +439,7 @@ impl<'a> Reader<'a> {
     fn hashes(&mut self) -> Result<Vec<[u8; 32]>, BodyError> {
         let count = self.u32()? as usize;
         let raw = self.take(count.saturating_mul(32), "hash list")?;
-        Ok(raw
-            .chunks_exact(32)
-            .map(|c| {
-                let mut h = [0u8; 32];
-                h.copy_from_slice(c);
-                h
-            })
-            .collect())
+        Ok(raw.as_chunks::<32>().0.to_vec())
     }
 
     fn finish(self) -> Result<(), BodyError> {

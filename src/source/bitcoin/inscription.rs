@@ -89,6 +89,15 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// Every kind.
+    pub const ALL: [Kind; 5] = [
+        Kind::SequencerCommitment,
+        Kind::Complete,
+        Kind::Aggregate,
+        Kind::Chunk,
+        Kind::BatchProofMethodId,
+    ];
+
     /// The namespace this kind belongs to.
     pub const fn namespace(self) -> Namespace {
         match self {
@@ -108,15 +117,8 @@ impl Kind {
     }
 
     /// The kind a namespace gives a number, if it knows it.
-    pub const fn from_code(namespace: Namespace, code: u16) -> Option<Kind> {
-        match (namespace, code) {
-            (Namespace::BatchProof, 0) => Some(Kind::SequencerCommitment),
-            (Namespace::LightClient, 0) => Some(Kind::Complete),
-            (Namespace::LightClient, 1) => Some(Kind::Aggregate),
-            (Namespace::LightClient, 2) => Some(Kind::Chunk),
-            (Namespace::LightClient, 3) => Some(Kind::BatchProofMethodId),
-            _ => None,
-        }
+    pub fn from_code(namespace: Namespace, code: u16) -> Option<Kind> {
+        (Kind::ALL.into_iter()).find(|k| k.namespace() == namespace && k.code() == code)
     }
 
     /// Whether the envelope carries a signature and a signer key (all but chunk parts).
@@ -328,12 +330,9 @@ pub fn parse_script(script: &Script, namespace: Namespace) -> Result<Envelope, E
     let kind =
         Kind::from_code(namespace, code).ok_or(EnvelopeError::UnknownKind { namespace, code })?;
 
-    let op_false = items.push("OP_FALSE")?;
-    if !op_false.is_empty() {
-        return Err(EnvelopeError::Unexpected {
-            expected: "OP_FALSE",
-            found: format!("a push of {} bytes", op_false.len()),
-        });
+    match items.next("OP_FALSE")? {
+        Instruction::PushBytes(push) if push.is_empty() => {}
+        other => return Err(unexpected("OP_FALSE", other)),
     }
     items.opcode(OP_IF, "OP_IF")?;
 
@@ -360,12 +359,7 @@ pub fn parse_script(script: &Script, namespace: Namespace) -> Result<Envelope, E
                 }
                 Instruction::PushBytes(push) => body.extend_from_slice(push.as_bytes()),
                 Instruction::Op(op) if op == OP_ENDIF => break,
-                Instruction::Op(op) => {
-                    return Err(EnvelopeError::Unexpected {
-                        expected: "a body push or OP_ENDIF",
-                        found: op.to_string(),
-                    })
-                }
+                op => return Err(unexpected("a body push or OP_ENDIF", op)),
             }
         }
     }
@@ -405,26 +399,25 @@ impl<'a> Items<'a> {
     fn push(&mut self, expected: &'static str) -> Result<&'a [u8], EnvelopeError> {
         match self.next(expected)? {
             Instruction::PushBytes(push) => Ok(push.as_bytes()),
-            Instruction::Op(op) => Err(EnvelopeError::Unexpected {
-                expected,
-                found: op.to_string(),
-            }),
+            other => Err(unexpected(expected, other)),
         }
     }
 
     fn opcode(&mut self, want: Opcode, expected: &'static str) -> Result<(), EnvelopeError> {
         match self.next(expected)? {
             Instruction::Op(op) if op == want => Ok(()),
-            Instruction::Op(op) => Err(EnvelopeError::Unexpected {
-                expected,
-                found: op.to_string(),
-            }),
-            Instruction::PushBytes(push) => Err(EnvelopeError::Unexpected {
-                expected,
-                found: format!("a push of {} bytes", push.len()),
-            }),
+            other => Err(unexpected(expected, other)),
         }
     }
+}
+
+/// `found` where the layout wants `expected`.
+fn unexpected(expected: &'static str, found: Instruction<'_>) -> EnvelopeError {
+    let found = match found {
+        Instruction::Op(op) => op.to_string(),
+        Instruction::PushBytes(push) => format!("a push of {} bytes", push.len()),
+    };
+    EnvelopeError::Unexpected { expected, found }
 }
 
 #[cfg(test)]
@@ -433,13 +426,7 @@ mod tests {
 
     #[test]
     fn kinds_round_trip_through_their_codes_and_namespaces() {
-        for kind in [
-            Kind::SequencerCommitment,
-            Kind::Complete,
-            Kind::Aggregate,
-            Kind::Chunk,
-            Kind::BatchProofMethodId,
-        ] {
+        for kind in Kind::ALL {
             assert_eq!(Kind::from_code(kind.namespace(), kind.code()), Some(kind));
         }
         assert_eq!(Kind::from_code(Namespace::BatchProof, 1), None);

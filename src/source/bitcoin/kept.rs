@@ -48,10 +48,8 @@ impl KeptBlocks {
                 .iter()
                 .min_by_key(|(_, b)| b.height)
                 .map(|(h, _)| *h);
-            match lowest {
-                Some(h) => self.take(&h),
-                None => break,
-            };
+            let Some(h) = lowest else { break };
+            self.take(&h);
         }
     }
 
@@ -63,14 +61,13 @@ impl KeptBlocks {
 
     /// Forgets the blocks below `height` (scanned: not asked again).
     pub fn forget_below(&mut self, height: u64) {
-        let below: Vec<BlockHash> = self
-            .by_hash
-            .iter()
-            .filter(|(_, b)| b.height < height)
-            .map(|(h, _)| *h)
-            .collect();
-        for h in below {
-            self.take(&h);
-        }
+        let bytes = &mut self.bytes;
+        self.by_hash.retain(|_, b| {
+            let below = b.height < height;
+            if below {
+                *bytes -= Self::size(b);
+            }
+            !below
+        });
     }
 }

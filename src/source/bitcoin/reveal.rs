@@ -166,16 +166,12 @@ fn wrong_variant(wanted: &'static str, found: &LightClientBody) -> Refusal {
     })
 }
 
-/// The most chunks a proof of at most `bound` decompressed bytes can take.
-pub fn most_chunks(bound: usize) -> usize {
-    bound / body::MAX_BODY_BYTES + 2
-}
-
 fn check_aggregate(txids: usize, wtxids: usize, bound: usize) -> Result<(), Refusal> {
     if txids == 0 || txids != wtxids {
         return Err(Refusal::BadAggregate { txids, wtxids });
     }
-    let most = most_chunks(bound);
+    // The most chunks a proof of at most `bound` decompressed bytes can take.
+    let most = bound / body::MAX_BODY_BYTES + 2;
     if txids > most {
         return Err(Refusal::TooManyChunks { count: txids, most });
     }

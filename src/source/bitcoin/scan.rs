@@ -54,11 +54,6 @@ pub struct BitcoinDaConfig {
     pub prover_key: DaPublicKey,
     /// Most bytes a proof may decompress to.
     pub proof_bound: usize,
-    /// Heights per JSON-RPC batch and batches in flight (10 and 1: short
-    /// bursts of bitcoind's work, which the server loop shares the cores
-    /// with; see [`MAX_SCAN_RATE`]).
-    pub batch: usize,
-    pub in_flight: usize,
 }
 
 impl BitcoinDaConfig {
@@ -69,8 +64,6 @@ impl BitcoinDaConfig {
             sequencer_key,
             prover_key,
             proof_bound: MAX_PROOF_BYTES,
-            batch: 10,
-            in_flight: 1,
         }
     }
 }
@@ -220,11 +213,6 @@ impl SlotScanner {
         }
     }
 
-    /// Who signs what, and the proof bound.
-    pub fn config(&self) -> &BitcoinDaConfig {
-        &self.config
-    }
-
     fn status(&self) -> &BitcoinProgress {
         &self.progress.bitcoin
     }
@@ -266,30 +254,17 @@ impl SlotScanner {
                     Err(r) => self.refuse(block.height, &tx.txid, "commitment", &r),
                 }
             } else if Namespace::LightClient.matches(&tx.wtxid) {
-                let bytes = match reveal::read_light_client(
-                    &tx.tx,
-                    &self.config.prover_key,
-                    self.config.proof_bound,
-                ) {
-                    Ok(LightClientTx::Complete { proof }) => proof,
+                let bound = self.config.proof_bound;
+                let read = match reveal::read_light_client(&tx.tx, &self.config.prover_key, bound) {
+                    Ok(LightClientTx::Complete { proof }) => Ok(proof),
                     Ok(LightClientTx::Aggregate { txids, wtxids }) => {
                         let chunks: Vec<Option<Transaction>> =
                             txids.iter().map(|t| self.chunk(t)).collect();
-                        match reveal::read_chunked_proof(
-                            &txids,
-                            &wtxids,
-                            &chunks,
-                            self.config.proof_bound,
-                        ) {
-                            Ok(proof) => {
-                                slot.chunks.used.extend_from_slice(&txids);
-                                proof
-                            }
-                            Err(r) => {
-                                self.refuse(block.height, &tx.txid, "proof", &r);
-                                continue;
-                            }
+                        let read = reveal::read_chunked_proof(&txids, &wtxids, &chunks, bound);
+                        if read.is_ok() {
+                            slot.chunks.used.extend_from_slice(&txids);
                         }
+                        read
                     }
                     Ok(LightClientTx::Chunk) => {
                         self.remember_chunk(block.height, tx.txid, &tx.tx);
@@ -298,6 +273,10 @@ impl SlotScanner {
                     }
                     // Method ids change nothing a full node serves.
                     Ok(LightClientTx::MethodId(_)) => continue,
+                    Err(r) => Err(r),
+                };
+                let bytes = match read {
+                    Ok(bytes) => bytes,
                     Err(r) => {
                         self.refuse(block.height, &tx.txid, "proof", &r);
                         continue;
@@ -340,10 +319,10 @@ impl SlotScanner {
                 .iter()
                 .min_by_key(|(_, (h, _))| *h)
                 .map(|(t, _)| *t);
-            match oldest.and_then(|t| self.chunks.remove(&t)) {
-                Some((_, old)) => self.chunk_bytes -= old.total_size(),
-                None => break,
-            }
+            let Some((_, old)) = oldest.and_then(|t| self.chunks.remove(&t)) else {
+                break;
+            };
+            self.chunk_bytes -= old.total_size();
         }
     }
 

@@ -32,17 +32,11 @@ impl DaPublicKey {
 
     /// A key from 66 hex digits (an optional `0x` is accepted), as configs and flags write it.
     pub fn from_hex(text: &str) -> Result<Self, KeyError> {
-        let digits = text.strip_prefix("0x").unwrap_or(text);
-        let bytes = hex::decode(digits).map_err(|_| KeyError::NotHex)?;
-        Self::from_bytes(&bytes)
+        Self::from_bytes(&key_bytes(text)?)
     }
 
     pub fn as_bytes(&self) -> &[u8; 33] {
         &self.0
-    }
-
-    fn point(&self) -> Result<PublicKey, KeyError> {
-        PublicKey::from_slice(&self.0).map_err(|_| KeyError::NotOnCurve)
     }
 }
 
@@ -75,9 +69,7 @@ impl DaSecretKey {
 
     /// A key from 64 hex digits, either case (Citrea's configs write them in upper case).
     pub fn from_hex(text: &str) -> Result<Self, KeyError> {
-        let digits = text.strip_prefix("0x").unwrap_or(text);
-        let bytes = hex::decode(digits).map_err(|_| KeyError::NotHex)?;
-        Self::from_bytes(&bytes)
+        Self::from_bytes(&key_bytes(text)?)
     }
 
     /// The key's public half, compressed.
@@ -104,6 +96,11 @@ impl fmt::Debug for DaSecretKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "DaSecretKey(public {})", self.public_key())
     }
+}
+
+/// A key's hex digits (after an optional `0x`) as bytes.
+fn key_bytes(text: &str) -> Result<Vec<u8>, KeyError> {
+    hex::decode(text.strip_prefix("0x").unwrap_or(text)).map_err(|_| KeyError::NotHex)
 }
 
 /// Why bytes are not a DA key.
@@ -162,18 +159,14 @@ impl fmt::Display for SignatureError {
                 "it is signed by {}, not by the expected DA key {expected}",
                 hex::encode(found)
             ),
-            SignatureError::Length(n) => {
-                write!(
-                    f,
-                    "the signature is {n} bytes long; a compact ECDSA signature is 64"
-                )
-            }
-            SignatureError::OutOfRange => {
-                write!(
-                    f,
-                    "the signature's r or s is not below secp256k1's group order"
-                )
-            }
+            SignatureError::Length(n) => write!(
+                f,
+                "the signature is {n} bytes long; a compact ECDSA signature is 64"
+            ),
+            SignatureError::OutOfRange => write!(
+                f,
+                "the signature's r or s is not below secp256k1's group order"
+            ),
             SignatureError::HighS => write!(
                 f,
                 "the signature is high-S (malleable); only low-S signatures are accepted"
@@ -227,7 +220,7 @@ pub fn verify(
     if low != parsed {
         return Err(SignatureError::HighS);
     }
-    let point = key.point().map_err(|_| SignatureError::Invalid)?;
+    let point = PublicKey::from_slice(key.as_bytes()).map_err(|_| SignatureError::Invalid)?;
     let secp = Secp256k1::verification_only();
     secp.verify_ecdsa(&Message::from_digest(*digest), &parsed, &point)
         .map_err(|_| SignatureError::Invalid)

@@ -77,23 +77,21 @@ pub fn display_url(url: &str) -> String {
     }
 }
 
-/// What the watcher last saw of each upstream (by list index).
-#[derive(Debug)]
+/// What the watcher last saw of one upstream.
+#[derive(Debug, Default)]
 struct Seen {
     /// The head it last reported.
-    heads: Vec<AtomicU64>,
+    head: AtomicU64,
     /// Whether its last head request was answered.
-    up: Vec<AtomicBool>,
+    up: AtomicBool,
     /// Times the watcher saw it stop answering: a change means its chain
     /// is checked again before it is followed.
-    downs: Vec<AtomicU64>,
-    /// Whether it serves the data dir's chain: [`UNCHECKED`], [`SAME_CHAIN`]
-    /// or [`OTHER_CHAIN`].
-    chain: Vec<AtomicU8>,
+    downs: AtomicU64,
+    /// Whether it serves the data dir's chain: 0 (not checked yet: its
+    /// heads are not counted), [`SAME_CHAIN`] or [`OTHER_CHAIN`].
+    chain: AtomicU8,
 }
 
-/// [`Seen::chain`]: not checked yet (its heads are not counted).
-const UNCHECKED: u8 = 0;
 /// [`Seen::chain`]: serves the data dir's chain.
 const SAME_CHAIN: u8 = 1;
 /// [`Seen::chain`]: serves another chain; refused for good.
@@ -124,7 +122,7 @@ struct Candidate {
 pub struct Upstreams {
     candidates: Vec<Candidate>,
     current: usize,
-    seen: Arc<Seen>,
+    seen: Arc<[Seen]>,
     progress: Arc<Progress>,
     /// An upstream more than this many blocks below the best head is behind.
     tolerance: u64,
@@ -142,7 +140,7 @@ pub struct Watcher {
     clients: Vec<Upstream>,
     /// When each was last asked.
     asked: Vec<Option<Instant>>,
-    seen: Arc<Seen>,
+    seen: Arc<[Seen]>,
     progress: Arc<Progress>,
 }
 
@@ -161,19 +159,12 @@ impl Upstreams {
         tolerance: u64,
         max_backoff: Duration,
     ) -> (Upstreams, Watcher) {
-        let client = |url: &String| {
-            Upstream::new(UpstreamConfig {
-                ca_file: ca_file.map(Into::into),
-                max_rps,
-                ..UpstreamConfig::new(url)
-            })
+        let config = |url: &str| UpstreamConfig {
+            ca_file: ca_file.map(Into::into),
+            max_rps,
+            ..UpstreamConfig::new(url)
         };
-        let seen = Arc::new(Seen {
-            heads: urls.iter().map(|_| AtomicU64::new(0)).collect(),
-            up: urls.iter().map(|_| AtomicBool::new(false)).collect(),
-            downs: urls.iter().map(|_| AtomicU64::new(0)).collect(),
-            chain: urls.iter().map(|_| AtomicU8::new(UNCHECKED)).collect(),
-        });
+        let seen: Arc<[Seen]> = urls.iter().map(|_| Seen::default()).collect();
         let names: Vec<String> = urls.iter().map(|u| display_url(u)).collect();
         let _ = progress.upstream_urls.set(names.clone());
         progress.upstream_in_use.store(0, Relaxed);
@@ -182,7 +173,7 @@ impl Upstreams {
             .zip(names)
             .map(|(url, name)| Candidate {
                 name,
-                client: client(url),
+                client: Upstream::new(config(url)),
                 backoff: Backoff::new(max_backoff),
                 failed_at: None,
                 retry_at: None,
@@ -196,22 +187,19 @@ impl Upstreams {
                 .map(|c| c.client.pace().pushback().clone())
                 .collect(),
         );
-        let mut probe = UpstreamConfig::new("");
-        probe.ca_file = ca_file.map(Into::into);
-        probe.connect_timeout = Duration::from_secs(1);
-        probe.read_timeout = Duration::from_secs(2);
-        // Heads and the chain's identity (block 1) are small: a watcher
-        // reading a hostile upstream's answers beside the sync thread holds
-        // little more than the sync thread's cap.
-        probe.max_answer_bytes = 16 << 20;
         let clients: Vec<Upstream> = candidates
             .iter()
-            .map(|c: &Candidate| {
-                let config = UpstreamConfig {
-                    url: c.client.url().to_string(),
-                    ..probe.clone()
+            .map(|c| {
+                let probe = UpstreamConfig {
+                    connect_timeout: Duration::from_secs(1),
+                    read_timeout: Duration::from_secs(2),
+                    // Heads and the chain's identity (block 1) are small: a
+                    // watcher reading a hostile upstream's answers beside the
+                    // sync thread holds little more than the sync thread's cap.
+                    max_answer_bytes: 16 << 20,
+                    ..config(c.client.url())
                 };
-                Upstream::with_pace(config, c.client.pace().clone())
+                Upstream::with_pace(probe, c.client.pace().clone())
             })
             .collect();
         let watcher = Watcher {
@@ -247,7 +235,7 @@ impl Upstreams {
     fn usable(&self, i: usize, now: Instant) -> bool {
         self.candidates[i].refused.is_none()
             && self.candidates[i].retry_at.is_none_or(|t| now >= t)
-            && self.seen.up[i].load(Relaxed)
+            && self.seen[i].up.load(Relaxed)
     }
 
     /// At the start of a pass: the first usable upstream that is not behind
@@ -255,15 +243,15 @@ impl Upstreams {
     fn choose(&mut self, now: Instant) {
         let n = self.candidates.len();
         let best = (0..n)
-            .filter(|&i| self.seen.up[i].load(Relaxed) && self.candidates[i].refused.is_none())
-            .map(|i| self.seen.heads[i].load(Relaxed))
+            .filter(|&i| self.seen[i].up.load(Relaxed) && self.candidates[i].refused.is_none())
+            .map(|i| self.seen[i].head.load(Relaxed))
             .max();
         let Some(best) = best else { return };
         // An earlier upstream is taken back only once it has caught up with
         // this ledger: below it, it would have nothing to give.
         let ours = self.progress.l2_synced.load(Relaxed);
         let fit = |i: usize| {
-            let head = self.seen.heads[i].load(Relaxed);
+            let head = self.seen[i].head.load(Relaxed);
             self.usable(i, now)
                 && head.saturating_add(self.tolerance) >= best
                 && (i >= self.current || head >= ours)
@@ -279,10 +267,10 @@ impl Upstreams {
                 "{} answers again and is not behind; it comes earlier in --upstream",
                 self.candidates[pick].name
             )
-        } else if !self.seen.up[self.current].load(Relaxed) {
+        } else if !self.seen[self.current].up.load(Relaxed) {
             format!("{} does not answer", self.candidates[self.current].name)
         } else {
-            let head = self.seen.heads[self.current].load(Relaxed);
+            let head = self.seen[self.current].head.load(Relaxed);
             format!(
                 "{} is {} blocks behind the best upstream head {best} (limit {})",
                 self.candidates[self.current].name,
@@ -323,7 +311,7 @@ impl Upstreams {
             c.checked = None;
         }
         // Until the watcher hears from it again.
-        self.seen.up[self.current].store(false, Relaxed);
+        self.seen[self.current].up.store(false, Relaxed);
         // Only to one the watcher hears from: while all are down, the sync
         // thread's back-off retries this one, and the next pass takes the
         // first to answer the watcher again (no line per try).
@@ -357,16 +345,14 @@ impl Upstreams {
                     .filter(open)
                     .find(|&j| self.usable(j, now))
                     .or_else(|| (0..n).find(open));
-                match next {
-                    Some(next) => {
-                        let why = format!("{} serves another chain", self.candidates[i].name);
-                        self.switch(next, &why);
-                        continue;
-                    }
-                    None => return Err(refused),
-                }
+                let Some(next) = next else {
+                    return Err(refused);
+                };
+                let why = format!("{} serves another chain", self.candidates[i].name);
+                self.switch(next, &why);
+                continue;
             }
-            let downs = self.seen.downs[i].load(Relaxed);
+            let downs = self.seen[i].downs.load(Relaxed);
             if self.candidates[i].checked == Some(downs) {
                 return Ok(None);
             }
@@ -377,7 +363,7 @@ impl Upstreams {
                     // On a new data dir, the first to answer names the chain.
                     self.held.learn(&served);
                     self.candidates[i].checked = Some(downs);
-                    self.seen.chain[i].store(SAME_CHAIN, Relaxed);
+                    self.seen[i].chain.store(SAME_CHAIN, Relaxed);
                     return Ok(head);
                 }
                 Some(what) => self.refuse(i, what),
@@ -399,8 +385,8 @@ impl Upstreams {
             format!("upstream {name} serves another chain"),
             Some(what.clone()),
         ));
-        self.seen.chain[i].store(OTHER_CHAIN, Relaxed);
-        self.seen.up[i].store(false, Relaxed);
+        self.seen[i].chain.store(OTHER_CHAIN, Relaxed);
+        self.seen[i].up.store(false, Relaxed);
         self.progress.upstream_refused(i, what);
     }
 
@@ -507,7 +493,7 @@ impl Watcher {
         let now = Instant::now();
         for (i, client) in self.clients.iter_mut().enumerate() {
             // Refused for good: not asked again.
-            if self.seen.chain[i].load(Relaxed) == OTHER_CHAIN {
+            if self.seen[i].chain.load(Relaxed) == OTHER_CHAIN {
                 continue;
             }
             let every = match client.pace().answer_time() {
@@ -521,17 +507,17 @@ impl Watcher {
             self.asked[i] = Some(now);
             match client.head() {
                 Ok(head) => {
-                    self.seen.heads[i].store(head, Relaxed);
-                    self.seen.up[i].store(true, Relaxed);
+                    self.seen[i].head.store(head, Relaxed);
+                    self.seen[i].up.store(true, Relaxed);
                     // Only a chain known to be ours says how far behind we are.
-                    if self.seen.chain[i].load(Relaxed) == SAME_CHAIN {
+                    if self.seen[i].chain.load(Relaxed) == SAME_CHAIN {
                         self.progress.l2_source_head.fetch_max(head, Relaxed);
                     }
                 }
                 Err(e) => {
                     let lost = e.kind == SourceErrorKind::Unreachable;
-                    if self.seen.up[i].swap(false, Relaxed) && lost {
-                        self.seen.downs[i].fetch_add(1, Relaxed);
+                    if self.seen[i].up.swap(false, Relaxed) && lost {
+                        self.seen[i].downs.fetch_add(1, Relaxed);
                         log::debug!("upstream watcher: {e}");
                     }
                 }
@@ -584,8 +570,8 @@ mod tests {
     }
 
     fn saw(u: &Upstreams, i: usize, head: Option<u64>) {
-        u.seen.up[i].store(head.is_some(), Relaxed);
-        u.seen.heads[i].store(head.unwrap_or(0), Relaxed);
+        u.seen[i].up.store(head.is_some(), Relaxed);
+        u.seen[i].head.store(head.unwrap_or(0), Relaxed);
     }
 
     #[test]

@@ -28,7 +28,7 @@
 //! answers may come gzip-compressed and are decoded within the same size
 //! cap ([`MAX_ANSWER_BYTES`]).
 //!
-//! [`Upstream::identity`] says which chain the upstream serves (its
+//! [`Upstream::identity_and_head`] says which chain the upstream serves (its
 //! genesis state root and block 1's hash); [`failover`] compares it with
 //! the data dir's before it follows an upstream.
 
@@ -41,7 +41,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::source::rpc_client::{self, Failed, PostError, Reply};
+use crate::source::rpc_client::{self, ErrorObject, Failed, PostError, Reply};
 use crate::source::{ChainIdentity, DaSource, L2Source, RangeFetch, SourceError};
 use crate::types::{DaSlot, Hash, SoftConfirmation};
 use crate::wire;
@@ -101,15 +101,7 @@ pub struct Upstream {
 }
 
 /// An answer: the result's JSON text, or the upstream's error.
-enum Answer {
-    Result(String),
-    /// `message (code)` and the error's data.
-    Error {
-        code: i64,
-        text: String,
-        data: String,
-    },
-}
+type Answer = Result<String, ErrorObject>;
 
 /// An HTTP error status from an upstream: what it was, and, when its body
 /// is not a JSON-RPC answer, that the URL may not be a JSON-RPC server.
@@ -132,29 +124,20 @@ fn err(what: impl std::fmt::Display) -> SourceError {
     SourceError::bad_answer(what.to_string())
 }
 
-impl Answer {
-    fn from_response(r: Reply<'_>) -> Answer {
-        match (r.result, r.error) {
-            (_, Some(e)) => Answer::Error {
-                code: e.code,
-                text: format!("{} ({})", e.message, e.code),
-                data: e.data_text(),
-            },
-            (Some(raw), None) => Answer::Result(raw.get().to_string()),
-            (None, None) => Answer::Result("null".to_string()),
-        }
+fn answer_of(r: Reply<'_>) -> Answer {
+    match (r.result, r.error) {
+        (_, Some(e)) => Err(e),
+        (Some(raw), None) => Ok(raw.get().to_string()),
+        (None, None) => Ok("null".to_string()),
     }
+}
 
-    fn into_result(self, method: &str) -> Result<String, SourceError> {
-        match self {
-            Answer::Result(text) => Ok(text),
-            Answer::Error { code, text, data } => Err(SourceError::refused(
-                code,
-                format!("upstream {method} answered {text}"),
-                Some(data),
-            )),
-        }
-    }
+/// `answer`'s result, or the upstream's error to `method` as a refusal.
+fn result_of(answer: Answer, method: &str) -> Result<String, SourceError> {
+    answer.map_err(|e| {
+        let what = format!("upstream {method} answered {} ({})", e.message, e.code);
+        SourceError::refused(e.code, what, Some(e.data_text()))
+    })
 }
 
 impl Upstream {
@@ -171,10 +154,9 @@ impl Upstream {
         let client = rpc_client::Client::new(
             &config.url,
             config.connect_timeout,
-            None,
             config.max_answer_bytes,
-        )
-        .with_ca(config.ca_file.clone());
+            config.ca_file.clone(),
+        );
         Upstream {
             config: Arc::new(config),
             client: Arc::new(client),
@@ -203,25 +185,19 @@ impl Upstream {
     /// upstream does not know that name, as `svc_syncStatus`.
     pub fn sync_status(&self) -> Result<wire::read::SyncStatus, SourceError> {
         let mut answer = self.call("citrea_syncStatus", "[]")?;
-        if matches!(answer, Answer::Error { code: -32601, .. }) {
+        if matches!(&answer, Err(e) if e.code == -32601) {
             answer = self.call("svc_syncStatus", "[]")?;
         }
-        let text = answer.into_result("citrea_syncStatus")?;
+        let text = result_of(answer, "citrea_syncStatus")?;
         wire::read::sync_status(&text)
             .map_err(|e| err(format!("upstream answered an unreadable sync status: {e}")))
     }
 
     /// Which chain the upstream serves: its genesis state root and its
-    /// block 1's hash, each once it has one.
-    /// Both in one batch request: one round trip, which counts at an
-    /// upstream that answers one request at a time.
-    pub fn identity(&self) -> Result<ChainIdentity, SourceError> {
-        Ok(self.identity_and_head(false)?.0)
-    }
-
-    /// [`Upstream::identity`] and, `with_head`, the head too, in the same
-    /// batch request: a slow upstream's first answer then already says
-    /// where its chain ends.
+    /// block 1's hash, each once it has one, and, `with_head`, the head too.
+    /// All in one batch request: one round trip, which counts at an
+    /// upstream that answers one request at a time (a slow upstream's first
+    /// answer then already says where its chain ends).
     pub fn identity_and_head(
         &self,
         with_head: bool,
@@ -240,11 +216,11 @@ impl Upstream {
             return Err(err("upstream answered a batch short"));
         };
         let identity = ChainIdentity {
-            genesis_root: genesis_root_of(&r.into_result(root)?)?,
-            block_one: block_one_of(&b.into_result(block)?)?.map(|b| b.hash),
+            genesis_root: genesis_root_of(&result_of(r, root)?)?,
+            block_one: block_one_of(&result_of(b, block)?)?.map(|b| b.hash),
         };
         let head = match answers.next() {
-            Some(h) => Some(height_of(height, &h.into_result(height)?)?),
+            Some(h) => Some(height_of(height, &result_of(h, height)?)?),
             None => None,
         };
         Ok((identity, head))
@@ -252,8 +228,7 @@ impl Upstream {
 
     /// Block 1, once the upstream has it.
     fn block_one(&self) -> Result<Option<SoftConfirmation>, SourceError> {
-        let method = "ledger_getSoftConfirmationByNumber";
-        block_one_of(&self.call(method, "[1]")?.into_result(method)?)
+        block_one_of(&self.result("ledger_getSoftConfirmationByNumber", "[1]")?)
     }
 
     fn post(&self, body: String) -> Result<Vec<u8>, SourceError> {
@@ -284,17 +259,19 @@ impl Upstream {
                 SourceError::unreachable(what, why)
             }
         };
-        let answer = self.client.post_answer(body.as_bytes(), Some(timeout));
-        let error = match answer {
+        let Failed { error, retry_after } = match self.client.post(body.as_bytes(), timeout) {
             Ok(body) => {
                 self.pace.answered(sent);
                 self.pace.not_pushed_back();
                 return Ok(body);
             }
-            Err(Failed {
-                error: PostError::Status { code, .. },
-                retry_after,
-            }) if code == 429 || code == 503 => {
+            Err(f) => f,
+        };
+        Err(match error {
+            PostError::Status {
+                code: code @ (429 | 503),
+                ..
+            } => {
                 self.pace.answered(sent);
                 let asked = retry_after
                     .as_deref()
@@ -305,18 +282,15 @@ impl Upstream {
                     (Some(v), None) => format!("an unreadable Retry-After {v:?}"),
                     (None, _) => "no Retry-After".to_string(),
                 };
-                return Err(SourceError::unreachable(
+                SourceError::unreachable(
                     pushed_back(url, code),
                     format!(
                         "not asked again for {:.0} s ({said}; at most {} s)",
                         wait.as_secs_f64().ceil(),
                         pace::MAX_PUSHBACK_WAIT.as_secs()
                     ),
-                ));
+                )
             }
-            Err(f) => f.error,
-        };
-        Err(match error {
             PostError::Status { code, body } => {
                 // An answer, if not the one wanted: a push-back is over.
                 self.pace.answered(sent);
@@ -344,7 +318,12 @@ impl Upstream {
                 "upstream {method} answered something that is not JSON-RPC: {e}"
             ))
         })?;
-        Ok(Answer::from_response(response))
+        Ok(answer_of(response))
+    }
+
+    /// [`Upstream::call`]'s result, an error answered being a refusal.
+    fn result(&self, method: &str, params: &str) -> Result<String, SourceError> {
+        result_of(self.call(method, params)?, method)
     }
 
     /// Several calls in one batch request; answers in call order.
@@ -358,11 +337,11 @@ impl Upstream {
         })?;
         let ordered = rpc_client::by_id(responses, 0, calls.len())
             .map_err(|why| err(format!("upstream answered a wrong batch: {why}")))?;
-        Ok(ordered.into_iter().map(Answer::from_response).collect())
+        Ok(ordered.into_iter().map(answer_of).collect())
     }
 
     fn number(&self, method: &str) -> Result<u64, SourceError> {
-        height_of(method, &self.call(method, "[]")?.into_result(method)?)
+        height_of(method, &self.result(method, "[]")?)
     }
 }
 
@@ -439,8 +418,7 @@ impl L2Source for Upstream {
     }
 
     fn genesis_state_root(&mut self) -> Result<Option<Hash>, SourceError> {
-        let method = "ledger_getL2GenesisStateRoot";
-        genesis_root_of(&self.call(method, "[]")?.into_result(method)?)
+        genesis_root_of(&self.result("ledger_getL2GenesisStateRoot", "[]")?)
     }
 
     fn parallel(&self) -> Option<Box<dyn RangeFetch<Vec<SoftConfirmation>>>> {
@@ -476,23 +454,21 @@ impl Upstream {
             .map_or(to, |limit| to.min(from + limit - 1));
         loop {
             let answer = self.call(method, &format!("[{from},{to}]"))?;
-            if let Answer::Error {
-                code: -32001, data, ..
-            } = &answer
-            {
-                let limit = range_limit_of(data).filter(|l| *l >= 1 && to - from + 1 > *l);
-                if let Some(limit) = limit {
-                    if self.range_limit.swap(limit, Relaxed) != limit {
-                        log::info!(
-                            target: LOG_TARGET,
-                            "upstream serves at most {limit} blocks per range; asking for that"
-                        );
-                    }
-                    to = from + limit - 1;
-                    continue;
+            let limit = (answer.as_ref().err())
+                .filter(|e| e.code == -32001)
+                .and_then(|e| range_limit_of(&e.data_text()))
+                .filter(|l| *l >= 1 && to - from + 1 > *l);
+            if let Some(limit) = limit {
+                if self.range_limit.swap(limit, Relaxed) != limit {
+                    log::info!(
+                        target: LOG_TARGET,
+                        "upstream serves at most {limit} blocks per range; asking for that"
+                    );
                 }
+                to = from + limit - 1;
+                continue;
             }
-            let text = answer.into_result(method)?;
+            let text = result_of(answer, method)?;
             let list = wire::read::soft_confirmation_list(&text).map_err(|e| {
                 err(format!(
                     "upstream {method} answered an unreadable block: {e}"
@@ -540,25 +516,22 @@ impl Upstream {
     fn fetch_slots(&self, from: u64, to: u64) -> Result<Vec<DaSlot>, SourceError> {
         let commitments = "ledger_getSequencerCommitmentsOnSlotByNumber";
         let proofs = "ledger_getVerifiedBatchProofsBySlotHeight";
-        let mut calls = Vec::new();
-        for n in from..=to {
-            calls.push((commitments, format!("[{n}]")));
-            calls.push((proofs, format!("[{n}]")));
-        }
-        let answers = self.batch(&calls)?;
+        let calls: Vec<(&str, String)> = (from..=to)
+            .flat_map(|n| [(commitments, format!("[{n}]")), (proofs, format!("[{n}]"))])
+            .collect();
+        let mut answers = self.batch(&calls)?.into_iter();
         let mut slots = Vec::new();
-        let mut answers = answers.into_iter();
         for number in from..=to {
             let (Some(c), Some(p)) = (answers.next(), answers.next()) else {
                 return Err(err("upstream answered a batch short"));
             };
             let commitments =
-                wire::read::commitment_list(&c.into_result(commitments)?).map_err(|e| {
+                wire::read::commitment_list(&result_of(c, commitments)?).map_err(|e| {
                     err(format!(
                         "upstream {commitments} answered unreadable commitments: {e}"
                     ))
                 })?;
-            let proofs = wire::read::verified_batch_proofs_on_slot(&p.into_result(proofs)?, number)
+            let proofs = wire::read::verified_batch_proofs_on_slot(&result_of(p, proofs)?, number)
                 .map_err(|e| {
                     err(format!(
                         "upstream {proofs} for DA slot {number} answered an unreadable proof: {e}"

@@ -78,8 +78,6 @@ pub struct Pace {
     pushback: Arc<Pushback>,
     /// `--upstream-max-rps`: the least time between two requests' starts.
     gap: Option<Duration>,
-    /// When the next request may start, under `gap`.
-    next_turn: Mutex<Option<Instant>>,
 }
 
 #[derive(Debug)]
@@ -96,22 +94,13 @@ struct State {
     wait: Option<(Instant, u16)>,
     /// 429 and 503 answers in a row (0: none since the last answer).
     pushbacks: u32,
-}
-
-impl Default for Pace {
-    fn default() -> Self {
-        Pace::new()
-    }
+    /// When the next request may start, under the `--upstream-max-rps` gap.
+    next_turn: Option<Instant>,
 }
 
 impl Pace {
-    /// Nothing known yet: one request in flight, no rate cap.
-    pub fn new() -> Pace {
-        Pace::with_max_rps(None)
-    }
-
-    /// [`Pace::new`], with at most `max_rps` requests started per second
-    /// (`--upstream-max-rps`; `None` or 0: no cap).
+    /// Nothing known yet: one request in flight, and at most `max_rps`
+    /// requests started per second (`--upstream-max-rps`; `None` or 0: no cap).
     pub fn with_max_rps(max_rps: Option<u32>) -> Pace {
         Pace {
             state: Mutex::new(State {
@@ -121,12 +110,12 @@ impl Pace {
                 timeouts: 0,
                 wait: None,
                 pushbacks: 0,
+                next_turn: None,
             }),
             pushback: Arc::new(Pushback::default()),
             gap: max_rps
                 .filter(|n| *n > 0)
                 .map(|n| Duration::from_secs(1) / n),
-            next_turn: Mutex::new(None),
         }
     }
 
@@ -142,9 +131,9 @@ impl Pace {
             return Duration::ZERO;
         };
         let now = Instant::now();
-        let mut next = self.next_turn.lock().unwrap_or_else(|p| p.into_inner());
-        let at = next.map_or(now, |t| t.max(now));
-        *next = Some(at + gap);
+        let mut s = self.state();
+        let at = s.next_turn.map_or(now, |t| t.max(now));
+        s.next_turn = Some(at + gap);
         at - now
     }
 
@@ -304,7 +293,7 @@ mod tests {
 
     #[test]
     fn answers_that_queue_halve_the_requests_in_flight_once_per_round() {
-        let p = Pace::new();
+        let p = Pace::with_max_rps(None);
         eight(&p);
         // One at a time, 1 s each, 8 in flight: 1 s, 2 s, 3 s... (the
         // quick answers above pass out of the window)
@@ -334,7 +323,7 @@ mod tests {
 
     #[test]
     fn answers_that_do_not_queue_let_the_limit_grow_back_to_what_is_wanted() {
-        let p = Pace::new();
+        let p = Pace::with_max_rps(None);
         eight(&p);
         answer(&p, 10);
         answer(&p, 400);
@@ -355,7 +344,7 @@ mod tests {
 
     #[test]
     fn loopback_jitter_is_not_queueing() {
-        let p = Pace::new();
+        let p = Pace::with_max_rps(None);
         for ms in [1, 40, 3, 90, 2, 60, 5, 70] {
             answer(&p, ms);
         }
@@ -381,7 +370,7 @@ mod tests {
 
     #[test]
     fn a_push_back_is_waited_out_capped_and_doubles_without_retry_after() {
-        let p = Pace::new();
+        let p = Pace::with_max_rps(None);
         assert_eq!(p.waiting(), None);
         assert_eq!(
             p.pushed_back(429, Some(Duration::from_secs(3600))),
@@ -401,7 +390,7 @@ mod tests {
 
     #[test]
     fn a_rate_cap_spaces_the_starts_of_requests() {
-        assert_eq!(Pace::new().turn(), Duration::ZERO);
+        assert_eq!(Pace::with_max_rps(None).turn(), Duration::ZERO);
         let p = Pace::with_max_rps(Some(10));
         let waits: Vec<Duration> = (0..4).map(|_| p.turn()).collect();
         assert_eq!(waits[0], Duration::ZERO);
@@ -411,7 +400,7 @@ mod tests {
 
     #[test]
     fn timeouts_in_a_row_lengthen_the_wait_and_an_answer_resets_it() {
-        let p = Pace::new();
+        let p = Pace::with_max_rps(None);
         eight(&p);
         let floor = Duration::from_secs(10);
         p.timed_out(Instant::now() - floor);

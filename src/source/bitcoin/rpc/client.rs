@@ -23,6 +23,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
 use bitcoin::{BlockHash, Txid};
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
@@ -178,12 +180,10 @@ impl fmt::Display for RpcError {
                 f,
                 "bitcoind's answer to {method} is larger than the {limit}-byte limit"
             ),
-            RpcError::BadAnswer { method, reason } => {
-                write!(
-                    f,
-                    "bitcoind's answer to {method} is not understood: {reason}"
-                )
-            }
+            RpcError::BadAnswer { method, reason } => write!(
+                f,
+                "bitcoind's answer to {method} is not understood: {reason}"
+            ),
         }
     }
 }
@@ -197,7 +197,8 @@ pub struct BitcoinRpc {
     /// credentials (for a cookie: from the file as last read).
     client: rpc_client::Client,
     credentials: Credentials,
-    max_answer_bytes: usize,
+    /// [`RpcOptions::timeout`].
+    timeout: Duration,
     next_id: AtomicU64,
 }
 
@@ -208,16 +209,16 @@ impl BitcoinRpc {
         let client = rpc_client::Client::new(
             url.trim_end_matches('/'),
             options.connect_timeout,
-            Some(options.timeout),
             options.max_answer_bytes as u64,
+            None,
         );
         if let Credentials::UserPassword { user, password } = &credentials {
-            client.set_authorization(Some(basic_auth(&format!("{user}:{password}"))));
+            client.set_authorization(basic_auth(&format!("{user}:{password}")));
         }
         BitcoinRpc {
             client,
             credentials,
-            max_answer_bytes: options.max_answer_bytes,
+            timeout: options.timeout,
             next_id: AtomicU64::new(1),
         }
     }
@@ -234,8 +235,7 @@ impl BitcoinRpc {
         method: &str,
         params: &[serde_json::Value],
     ) -> Result<T, RpcError> {
-        let params_json = serde_json::to_string(params)
-            .map_err(|e| RpcError::bad(method, format!("cannot write the parameters: {e}")))?;
+        let params_json = serde_json::Value::from(params.to_vec()).to_string();
         let answers = self.batch_raw(method, std::iter::once(params_json), |raw| {
             serde_json::from_str::<T>(raw.get()).map_err(|e| e.to_string())
         })?;
@@ -311,47 +311,43 @@ impl BitcoinRpc {
     /// puts its JSON-RPC errors in the body).
     fn post(&self, method: &str, body: &[u8]) -> Result<Vec<u8>, RpcError> {
         let cookie = matches!(self.credentials, Credentials::CookieFile(_));
-        let mut fresh_cookie = false;
-        if cookie && !self.client.has_authorization() {
+        let fresh_cookie = cookie && !self.client.has_authorization();
+        if fresh_cookie {
             self.reload_cookie()?;
-            fresh_cookie = true;
+        }
+        let post = || self.client.post(body, self.timeout).map_err(|f| f.error);
+        let mut answer = post();
+        if cookie && !fresh_cookie && matches!(answer, Err(PostError::Status { code: 401, .. })) {
+            self.reload_cookie()?;
+            answer = post();
         }
         let url = || self.client.url().to_string();
-        loop {
-            return match self.client.post(body, None) {
-                Ok(answer) => Ok(answer),
-                Err(PostError::Status { code: 401, .. }) if cookie && !fresh_cookie => {
-                    self.reload_cookie()?;
-                    fresh_cookie = true;
-                    continue;
-                }
-                Err(PostError::Status { code: 401, .. }) => {
-                    Err(RpcError::Unauthorized { url: url() })
-                }
-                Err(PostError::Status { code: 503, body }) => Err(RpcError::Unreachable {
-                    url: url(),
-                    reason: format!("HTTP 503 (busy or starting): {}", excerpt(&body)),
-                }),
-                // 404 for an unknown method, 500 for legacy errors: the body
-                // still holds the JSON-RPC error; if it does not, batch_raw
-                // says so with this status in mind.
-                Err(PostError::Status { code, body }) if body.is_empty() => Err(RpcError::bad(
-                    method,
-                    format!("HTTP {code} with an empty body"),
-                )),
-                Err(PostError::Status { body, .. }) => Ok(body),
-                Err(PostError::TooLarge { .. }) => Err(RpcError::TooLarge {
-                    method: method.to_string(),
-                    limit: self.max_answer_bytes,
-                }),
-                Err(PostError::Transport(reason) | PostError::Tls(reason)) => {
-                    Err(RpcError::Unreachable { url: url(), reason })
-                }
-                Err(PostError::Broken(e)) => Err(RpcError::Unreachable {
-                    url: url(),
-                    reason: format!("the answer to {method} broke off: {e}"),
-                }),
-            };
+        match answer {
+            Ok(answer) => Ok(answer),
+            Err(PostError::Status { code: 401, .. }) => Err(RpcError::Unauthorized { url: url() }),
+            Err(PostError::Status { code: 503, body }) => Err(RpcError::Unreachable {
+                url: url(),
+                reason: format!("HTTP 503 (busy or starting): {}", excerpt(&body)),
+            }),
+            // 404 for an unknown method, 500 for legacy errors: the body
+            // still holds the JSON-RPC error; if it does not, batch_raw
+            // says so with this status in mind.
+            Err(PostError::Status { code, body }) if body.is_empty() => Err(RpcError::bad(
+                method,
+                format!("HTTP {code} with an empty body"),
+            )),
+            Err(PostError::Status { body, .. }) => Ok(body),
+            Err(PostError::TooLarge { limit }) => Err(RpcError::TooLarge {
+                method: method.to_string(),
+                limit: limit as usize,
+            }),
+            Err(PostError::Transport(reason) | PostError::Tls(reason)) => {
+                Err(RpcError::Unreachable { url: url(), reason })
+            }
+            Err(PostError::Broken(e)) => Err(RpcError::Unreachable {
+                url: url(),
+                reason: format!("the answer to {method} broke off: {e}"),
+            }),
         }
     }
 
@@ -360,7 +356,7 @@ impl BitcoinRpc {
             return Ok(());
         };
         self.client
-            .set_authorization(Some(basic_auth(&read_cookie(path)?)));
+            .set_authorization(basic_auth(&read_cookie(path)?));
         log::debug!("bitcoind cookie read from {}", path.display());
         Ok(())
     }
@@ -536,28 +532,7 @@ pub fn read_cookie(path: &Path) -> Result<String, RpcError> {
 
 /// `Basic <base64(user:password)>` (RFC 7617, standard base64 with padding).
 fn basic_auth(user_password: &str) -> String {
-    format!("Basic {}", base64(user_password.as_bytes()))
-}
-
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    format!("Basic {}", STANDARD.encode(user_password))
 }
 
 /// The start of an answer, for error messages.
@@ -586,7 +561,7 @@ mod tests {
             ("foobar", "Zm9vYmFy"),
         ];
         for (plain, encoded) in vectors {
-            assert_eq!(base64(plain.as_bytes()), encoded, "base64({plain:?})");
+            assert_eq!(basic_auth(plain), format!("Basic {encoded}"), "{plain:?}");
         }
         // RFC 7617's example.
         assert_eq!(

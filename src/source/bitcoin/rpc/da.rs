@@ -50,6 +50,11 @@ use crate::source::{DaAnchor, DaSource, SourceError};
 use crate::stop::Stop;
 use crate::types::{DaSlot, Hash};
 
+/// Heights per JSON-RPC batch, one batch at a time: short bursts of
+/// bitcoind's work, which the server loop shares the cores with (see
+/// [`scan::MAX_SCAN_RATE`]).
+const BATCH: usize = 10;
+
 /// The DA side of a follower, read from Bitcoin Core (see the module docs).
 pub struct BitcoinDa {
     rpc: Arc<BitcoinRpc>,
@@ -132,10 +137,8 @@ impl BitcoinDa {
     /// Asks bitcoind which network it is on (`getblockchaininfo`): it
     /// must be the header chain's.
     pub fn check_chain(&mut self) -> Result<(), ChainCheckError> {
-        let other = match other_network(&self.rpc, self.headers.chain()) {
-            Ok(o) => o,
-            Err(e) => return Err(ChainCheckError::Unreachable(self.rpc_error(e))),
-        };
+        let other = other_network(&self.rpc, self.headers.chain())
+            .map_err(|e| ChainCheckError::Unreachable(self.rpc_error(e)))?;
         self.status().answered();
         if let Some(sentence) = other {
             self.status().failed(&sentence);
@@ -166,27 +169,23 @@ impl BitcoinDa {
         let added = match result {
             Ok(sync) => sync.added,
             Err(HeaderSyncError::Rpc(e)) => return Err(self.rpc_error(e)),
-            Err(HeaderSyncError::Answer(s)) => {
-                let err = SourceError::bad_answer(s);
-                self.status().failed(&err.to_string());
-                return Err(err);
-            }
-            Err(HeaderSyncError::Rule(e)) => {
-                let err = SourceError::unreadable(
-                    format!(
-                        "bitcoind at {} sent a header that breaks Bitcoin's rules",
-                        self.rpc.url()
-                    ),
-                    &e,
-                );
-                self.status().failed(&err.to_string());
-                return Err(err);
-            }
             Err(HeaderSyncError::Store(e)) => {
-                return Err(SourceError::unreadable(
-                    "the Bitcoin headers cannot be stored",
-                    e,
-                ))
+                let what = "the Bitcoin headers cannot be stored";
+                return Err(SourceError::unreadable(what, e));
+            }
+            Err(e) => {
+                let err = match e {
+                    HeaderSyncError::Rule(e) => SourceError::unreadable(
+                        format!(
+                            "bitcoind at {} sent a header that breaks Bitcoin's rules",
+                            self.rpc.url()
+                        ),
+                        &e,
+                    ),
+                    other => SourceError::bad_answer(other.to_string()),
+                };
+                self.status().failed(&err.to_string());
+                return Err(err);
             }
         };
         if added > 0 {
@@ -221,8 +220,8 @@ impl BitcoinDa {
     /// its header, keeping only the transactions Citrea's could be.
     fn read(&self, from: u64, hashes: &[bitcoin::BlockHash]) -> Result<Vec<DaBlock>, SourceError> {
         let options = ReaderOptions {
-            batch: self.config.batch,
-            in_flight: self.config.in_flight,
+            batch: BATCH,
+            in_flight: 1,
             wtxid_prefixes: Some(Namespace::all_prefixes()),
         };
         let blocks = BlockReader::new(&self.rpc, options)

@@ -51,6 +51,12 @@ impl fmt::Display for HeaderSyncError {
 
 impl std::error::Error for HeaderSyncError {}
 
+wrap_errors!(HeaderSyncError {
+    Rpc(RpcError),
+    Rule(HeaderError),
+    Store(LedgerError),
+});
+
 /// What one sync found of bitcoind's chain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RpcSync {
@@ -94,7 +100,7 @@ pub fn sync_headers(
 ) -> Result<RpcSync, HeaderSyncError> {
     let ours = chain.tip().height;
     let common = common_height(rpc, chain, ours.min(count))?;
-    let mut tip = match chain.hash_at(common).map_err(HeaderSyncError::Store)? {
+    let mut tip = match chain.hash_at(common)? {
         Some(hash) => (common, hash),
         None => (common, chain.tip().hash),
     };
@@ -102,12 +108,8 @@ pub fn sync_headers(
     let mut added = 0u64;
     while next <= count && !stop.is_stopped() {
         let to = (next + HEADERS_PER_BATCH - 1).min(count);
-        let hashes = rpc
-            .get_block_hashes(next..to + 1)
-            .map_err(HeaderSyncError::Rpc)?;
-        let headers = rpc
-            .get_block_headers(&hashes)
-            .map_err(HeaderSyncError::Rpc)?;
+        let hashes = rpc.get_block_hashes(next..to + 1)?;
+        let headers = rpc.get_block_headers(&hashes)?;
         if let Some((i, (h, hash))) = headers
             .iter()
             .zip(&hashes)
@@ -122,9 +124,9 @@ pub fn sync_headers(
             )));
         }
         let result = chain.accept(&headers, unix_now());
-        chain.save().map_err(HeaderSyncError::Store)?;
+        chain.save()?;
         after_batch(chain);
-        let accepted = result.map_err(HeaderSyncError::Rule)?;
+        let accepted = result?;
         added += accepted.added as u64;
         if let Some(r) = accepted.reorg {
             log::info!(
@@ -148,8 +150,8 @@ pub fn sync_headers(
 /// have the same block, at most `from` (they share genesis at least).
 fn common_height(rpc: &BitcoinRpc, chain: &HeaderTree, from: u64) -> Result<u64, HeaderSyncError> {
     let same = |h: u64| -> Result<bool, HeaderSyncError> {
-        let theirs = rpc.get_block_hash(h).map_err(HeaderSyncError::Rpc)?;
-        let ours = chain.hash_at(h).map_err(HeaderSyncError::Store)?;
+        let theirs = rpc.get_block_hash(h)?;
+        let ours = chain.hash_at(h)?;
         Ok(ours == Some(theirs))
     };
     if same(from)? {

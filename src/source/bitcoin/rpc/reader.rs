@@ -130,16 +130,13 @@ impl<'a> BlockReader<'a> {
                 return;
             }
         };
-        let threads = self.options.in_flight.min(batches);
-        if threads <= 1 {
+        // This thread is one of the workers.
+        std::thread::scope(|s| {
+            for _ in 1..self.options.in_flight.min(batches) {
+                s.spawn(work);
+            }
             work();
-        } else {
-            std::thread::scope(|s| {
-                for _ in 0..threads {
-                    s.spawn(work);
-                }
-            });
-        }
+        });
         let slots = slots.into_inner().unwrap_or_else(|p| p.into_inner());
         let mut blocks = Vec::with_capacity(count);
         for slot in slots {
