@@ -31,6 +31,7 @@ use bitcoin::p2p::ServiceFlags;
 use bitcoin::BlockHash;
 use log::{debug, info, warn};
 
+use crate::headers::HeaderTree;
 use crate::ledger::LedgerError;
 use crate::progress::Progress;
 use crate::source::bitcoin::p2p::book::Source;
@@ -53,6 +54,19 @@ pub enum PeerChain {
     /// Its chain ends on another branch, with less work than the best one
     /// (its last header's hash): none of its blocks above the fork is read.
     Branch(BlockHash),
+}
+
+impl PeerChain {
+    /// The height up to which it holds the best chain `chain`'s blocks:
+    /// where it ends, when that is still on the best chain.
+    pub fn holds(self, chain: &HeaderTree) -> Option<u64> {
+        match self {
+            PeerChain::On(height, hash) if chain.hash_at(height).ok().flatten() == Some(hash) => {
+                Some(height)
+            }
+            _ => None,
+        }
+    }
 }
 
 struct Slot {
