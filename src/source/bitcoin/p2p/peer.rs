@@ -188,7 +188,7 @@ impl Peer {
         )
         .map_err(|e| match e {
             transport::OpenError::Connect(io) => PeerError::Connect(io),
-            v2 => PeerError::misbehaved("protocol", v2.to_string()),
+            transport::OpenError::V2(why) => PeerError::misbehaved("protocol", why),
         })?;
         let mut peer = Peer {
             addr: resolved,

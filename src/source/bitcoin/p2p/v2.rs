@@ -258,8 +258,9 @@ fn block_at(contents: &[u8]) -> Option<usize> {
     }
 }
 
-/// A genuine packet's contents as a message: a short message ID, or a zero
-/// and a 12-byte command, then the payload (at most [`MAX_PAYLOAD`]).
+/// A genuine packet's contents as a message, when they are not a block
+/// ([`Session::read`] hands those on): a short message ID, or a zero and a
+/// 12-byte command, then the payload (at most [`MAX_PAYLOAD`]).
 fn decode(contents: &[u8]) -> Result<NetworkMessage, FrameError> {
     let (command, payload_len) = match contents.first() {
         None => ("(none)".to_string(), 0),
@@ -280,9 +281,6 @@ fn decode(contents: &[u8]) -> Result<NetworkMessage, FrameError> {
     if contents.is_empty() || (contents[0] == 0 && contents.len() < 13) {
         let why = "the packet is too short for its message type";
         return Err(FrameError::malformed(command, why));
-    }
-    if let Some(at) = block_at(contents) {
-        return block_message(contents[at..].to_vec());
     }
     bip324::serde::deserialize(contents).map_err(|e| FrameError::malformed(command, e))
 }
