@@ -43,6 +43,7 @@
 //! synced, and `/health` names why (each source's last failure).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use bitcoin::block::Header;
@@ -223,7 +224,8 @@ impl Sources {
         let tip = self.chain.tip().clone();
         for i in self.peers.connected_indexes() {
             let addr = self.peers.addr(i).to_string();
-            let behind = match self.peers.chain(i) {
+            let chain = self.peers.chain(i);
+            let behind = match chain {
                 PeerChain::On(_, hash) if hash == tip.hash => None,
                 PeerChain::Unknown => None,
                 PeerChain::On(height, _) => Some(format!(
@@ -244,13 +246,12 @@ impl Sources {
                 .snapshot()
                 .get(i)
                 .is_some_and(|p| p.behind);
-            if let (Some(why), PeerChain::Branch(_)) = (&behind, self.peers.chain(i)) {
-                if !self.peers.is_manual(i) {
-                    self.peers.rotate_out(i, why);
+            if let (Some(why), PeerChain::Branch(_)) = (&behind, chain) {
+                if self.peers.rotate_out(i, why) {
                     continue;
                 }
             }
-            let height = match self.peers.chain(i) {
+            let height = match chain {
                 PeerChain::On(height, _) => height,
                 _ => tip.height,
             };
@@ -264,7 +265,7 @@ impl Sources {
                 self.peers.rotate_out(i, &why);
                 continue;
             }
-            match (&behind, self.peers.chain(i)) {
+            match (&behind, chain) {
                 (Some(why), PeerChain::Branch(_)) if !was_behind => info!("{why}"),
                 (Some(why), _) => debug!("{why}"),
                 (None, _) if was_behind => debug!("bitcoin peer {addr} is on the best chain's tip"),
@@ -278,23 +279,15 @@ impl Sources {
                 PeerChain::Branch(_) => true,
                 PeerChain::Unknown => false,
             };
-            let was = self
-                .progress
-                .bitcoin
-                .rpc
-                .behind
-                .swap(behind, std::sync::atomic::Ordering::Relaxed);
-            if behind && !was {
-                if let PeerChain::Branch(hash) = rpc.chain() {
-                    info!(
-                        "bitcoind at {}: its chain (ending at {hash}) has less work than the \
-                         best one (tip {} at height {}); its blocks above the fork are asked \
-                         of the peers",
-                        rpc.url(),
-                        tip.hash,
-                        tip.height
-                    );
-                }
+            let was = self.progress.bitcoin.rpc.behind.swap(behind, Relaxed);
+            if let (PeerChain::Branch(hash), false) = (rpc.chain(), was) {
+                info!(
+                    "bitcoind at {}: its chain (ending at {hash}) has less work than the best \
+                     one (tip {} at height {}); its blocks above the fork are asked of the peers",
+                    rpc.url(),
+                    tip.hash,
+                    tip.height
+                );
             }
         }
         Ok(())
@@ -332,16 +325,12 @@ impl Sources {
                 true
             }
             Err(e) => {
-                self.peers.fail(
-                    i,
-                    &PeerError::misbehaved(
-                        "bad_header",
-                        format!(
-                            "it sent a header that breaks a rule ({}): {e}",
-                            e.rule.name()
-                        ),
-                    ),
+                let why = format!(
+                    "it sent a header that breaks a rule ({}): {e}",
+                    e.rule.name()
                 );
+                self.peers
+                    .fail(i, &PeerError::misbehaved("bad_header", why));
                 false
             }
         }

@@ -186,11 +186,6 @@ impl PeerSet {
         self
     }
 
-    /// Whether peer `index` is a `--bitcoin-peer` (never rotated out).
-    pub fn is_manual(&self, index: usize) -> bool {
-        self.slots.get(index).is_some_and(|s| s.manual)
-    }
-
     /// Feeds the book (the seeds' answers, the connected peers' gossip)
     /// and fills the free outbound slots from it.
     fn fill_slots(&mut self) {
@@ -255,11 +250,13 @@ impl PeerSet {
 
     /// Rotates found peer `index` out for another from the book (its chain
     /// has less work than the best one): dropped under `less_work`, not
-    /// banned. A `--bitcoin-peer` stays.
-    pub fn rotate_out(&mut self, index: usize, why: &str) {
-        if !self.is_manual(index) {
+    /// banned. A `--bitcoin-peer` stays. Whether it was rotated out.
+    pub fn rotate_out(&mut self, index: usize, why: &str) -> bool {
+        let found = self.slots.get(index).is_some_and(|s| !s.manual);
+        if found {
             self.fail(index, &PeerError::misbehaved("less_work", why));
         }
+        found
     }
 
     /// The number of peers given.
@@ -288,64 +285,57 @@ impl PeerSet {
                 s.conn.is_none() && s.retry_at <= now && !s.addr.is_empty()
             })
             .collect();
-        if let Some(d) = &mut self.discovery {
-            for i in &due {
-                if let Some(sock) = self.slots[*i].sock {
-                    d.book.attempt(&sock);
+        let mut asks = Vec::with_capacity(due.len());
+        for &i in &due {
+            let slot = &self.slots[i];
+            let mut options = self.options.clone();
+            if let (Some(sock), Some(d)) = (slot.sock, &mut self.discovery) {
+                d.book.attempt(&sock);
+                // A found peer's transport by the services known of it; a
+                // --bitcoin-peer's are unknown (v2 first).
+                if !slot.manual {
+                    options.services = Some(d.services(&sock));
                 }
             }
+            asks.push((slot.addr.clone(), options));
         }
-        if !due.is_empty() {
-            let asks: Vec<(String, PeerOptions)> = due
-                .iter()
-                .map(|&i| {
-                    let slot = &self.slots[i];
-                    let mut options = self.options.clone();
-                    // A found peer's transport by the services known of
-                    // it; a --bitcoin-peer's are unknown (v2 first).
-                    if let (false, Some(sock), Some(d)) = (slot.manual, slot.sock, &self.discovery)
-                    {
-                        options.services = Some(d.services(&sock));
-                    }
-                    (slot.addr.clone(), options)
-                })
-                .collect();
-            let results = on_threads(asks, "connecting", |(addr, options)| {
-                Peer::connect(&addr, options)
-            });
-            for (i, result) in due.into_iter().zip(results) {
-                match result {
-                    Ok(peer) => {
-                        let transport = peer.transport().as_str();
-                        if let Some(why) = &peer.fell_back {
-                            info!(
-                                "bitcoin peer {}: {why}; connected again over v1, as Bitcoin \
-                                 Core does (--bitcoin-transport v2 would refuse it)",
-                                self.slots[i].addr
-                            );
-                        }
-                        info!(
-                            "bitcoin peer {} connected ({transport}, {}, height {})",
-                            self.slots[i].addr, peer.user_agent, peer.start_height
-                        );
-                        self.progress.bitcoin.peers.connected_now(
-                            i,
-                            transport,
-                            peer.fell_back.is_some(),
-                        );
-                        let slot = &mut self.slots[i];
-                        if let Some(d) = &mut self.discovery {
-                            if slot.manual {
-                                d.book.learn(peer.addr(), Source::Flag, ServiceFlags::NONE);
-                            }
-                            d.book.success(&peer.addr(), peer.services);
-                        }
-                        slot.sock = Some(peer.addr());
-                        slot.conn = Some(peer);
-                    }
-                    Err(e) => self.fail(i, &e),
+        let results = on_threads(asks, "connecting", |(addr, options)| {
+            Peer::connect(&addr, options)
+        });
+        for (i, result) in due.into_iter().zip(results) {
+            let peer = match result {
+                Ok(peer) => peer,
+                Err(e) => {
+                    self.fail(i, &e);
+                    continue;
                 }
+            };
+            let transport = peer.transport().as_str();
+            if let Some(why) = &peer.fell_back {
+                info!(
+                    "bitcoin peer {}: {why}; connected again over v1, as Bitcoin Core does \
+                     (--bitcoin-transport v2 would refuse it)",
+                    self.slots[i].addr
+                );
             }
+            info!(
+                "bitcoin peer {} connected ({transport}, {}, height {})",
+                self.slots[i].addr, peer.user_agent, peer.start_height
+            );
+            let fell_back = peer.fell_back.is_some();
+            self.progress
+                .bitcoin
+                .peers
+                .connected_now(i, transport, fell_back);
+            let slot = &mut self.slots[i];
+            if let Some(d) = &mut self.discovery {
+                if slot.manual {
+                    d.book.learn(peer.addr(), Source::Flag, ServiceFlags::NONE);
+                }
+                d.book.success(&peer.addr(), peer.services);
+            }
+            slot.sock = Some(peer.addr());
+            slot.conn = Some(peer);
         }
         self.connected()
     }
