@@ -113,17 +113,12 @@ impl RpcSide {
             return false;
         }
         if !self.network_checked {
-            match self.check_network(chain.chain()) {
-                Ok(()) => {}
-                Err(ChainCheckError::OtherChain(why)) => {
+            if let Err(e) = self.check_network(chain.chain()) {
+                if let ChainCheckError::OtherChain(why) = e {
                     warn!("{why}; nothing is read of it");
-                    self.back_off();
-                    return false;
                 }
-                Err(ChainCheckError::Unreachable(_)) => {
-                    self.back_off();
-                    return false;
-                }
+                self.back_off();
+                return false;
             }
         }
         let count = match self.rpc.get_block_count() {

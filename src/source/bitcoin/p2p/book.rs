@@ -204,12 +204,6 @@ impl AddressBook {
         ban
     }
 
-    /// Whether `addr` is banned now.
-    pub fn is_banned(&self, addr: &SocketAddr) -> bool {
-        let now = unix_now();
-        self.entries.get(addr).is_some_and(|e| e.banned_until > now)
-    }
-
     /// How many addresses are banned now.
     pub fn banned(&self) -> usize {
         let now = unix_now();
@@ -294,7 +288,8 @@ mod tests {
         book.save().unwrap();
         let book = AddressBook::load(Some(ledger)).unwrap();
         assert_eq!(book.len(), 3);
-        assert!(book.is_banned(&liar) && !book.is_banned(&slow));
+        let banned = |a: &SocketAddr| book.entries[a].banned_until > unix_now();
+        assert!(banned(&liar) && !banned(&slow));
         assert_eq!(book.banned(), 1);
         assert_eq!(book.origin(&good), "book");
         assert_eq!(book.candidates(&HashSet::new()), vec![good]);

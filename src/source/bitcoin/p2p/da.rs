@@ -95,10 +95,7 @@ impl PeersDa {
         config: BitcoinDaConfig,
         progress: Arc<Progress>,
     ) -> Self {
-        let names: Vec<String> = (0..peers.len())
-            .map(|i| peers.addr(i).to_string())
-            .filter(|a| !a.is_empty())
-            .collect();
+        let names = peers.addrs();
         let named = match names.is_empty() {
             true => "(peers found)".to_string(),
             false => names.join(", "),

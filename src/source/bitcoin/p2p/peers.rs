@@ -259,13 +259,10 @@ impl PeerSet {
         found
     }
 
-    /// The number of peers given.
-    pub fn len(&self) -> usize {
-        self.slots.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.slots.is_empty()
+    /// The peers' addresses: those given, and those found so far.
+    pub fn addrs(&self) -> Vec<&str> {
+        let addrs = self.slots.iter().map(|s| s.addr.as_str());
+        addrs.filter(|a| !a.is_empty()).collect()
     }
 
     /// Peer `index`'s address.
@@ -375,11 +372,6 @@ impl PeerSet {
             Some(s) if !s.manual => old_chain(&mut s.behind, height, tip, Instant::now()),
             _ => false,
         }
-    }
-
-    /// Peer `index`'s connection, if it is connected.
-    pub fn peer(&mut self, index: usize) -> Option<&mut Peer> {
-        self.slots.get_mut(index).and_then(|s| s.conn.as_mut())
     }
 
     /// Peer `index` delivered something checked: its back-off starts afresh.
