@@ -119,9 +119,9 @@ wrap_errors!(FrameError {
     Io(io::Error),
 });
 
-/// The command name of a header (up to 12 ASCII bytes, NUL-padded).
-fn command_of(header: &[u8; HEADER_LEN]) -> String {
-    let raw = &header[4..16];
+/// A command's name from its 12 bytes (up to 12 ASCII bytes, NUL-padded),
+/// as a v1 header and a v2 packet spell it out.
+pub fn command_name(raw: &[u8]) -> String {
     let end = raw.iter().position(|b| *b == 0).unwrap_or(raw.len());
     String::from_utf8_lossy(&raw[..end]).into_owned()
 }
@@ -162,7 +162,7 @@ pub fn read_message_deferring(
             got: [header[0], header[1], header[2], header[3]],
         });
     }
-    let command = command_of(&header);
+    let command = command_name(&header[4..16]);
     let len = u32::from_le_bytes([header[16], header[17], header[18], header[19]]);
     if len as usize > MAX_PAYLOAD {
         return Err(FrameError::TooLarge { command, len });

@@ -33,7 +33,7 @@ use bitcoin::p2p::message::NetworkMessage;
 use bitcoin::Network;
 use rand::Rng as _;
 
-use crate::source::bitcoin::p2p::message::{block_message, FrameError, MAX_PAYLOAD};
+use crate::source::bitcoin::p2p::message::{block_message, command_name, FrameError, MAX_PAYLOAD};
 
 /// The most garbage either side may send before its terminator (BIP324).
 pub const MAX_GARBAGE: usize = 4095;
@@ -262,25 +262,20 @@ fn block_at(contents: &[u8]) -> Option<usize> {
 /// ([`Session::read`] hands those on): a short message ID, or a zero and a
 /// 12-byte command, then the payload (at most [`MAX_PAYLOAD`]).
 fn decode(contents: &[u8]) -> Result<NetworkMessage, FrameError> {
-    let (command, payload_len) = match contents.first() {
-        None => ("(none)".to_string(), 0),
-        Some(0) if contents.len() >= 13 => {
-            let raw = &contents[1..13];
-            let end = raw.iter().position(|b| *b == 0).unwrap_or(raw.len());
-            (
-                String::from_utf8_lossy(&raw[..end]).into_owned(),
-                contents.len() - 13,
-            )
+    let (command, payload_len) = match contents {
+        [0, rest @ ..] if rest.len() >= 12 => (command_name(&rest[..12]), rest.len() - 12),
+        [id, rest @ ..] if *id != 0 => (format!("short ID {id}"), rest.len()),
+        _ => {
+            let command = match contents {
+                [] => "(none)",
+                _ => "(cut short)",
+            };
+            let why = "the packet is too short for its message type";
+            return Err(FrameError::malformed(command, why));
         }
-        Some(0) => ("(cut short)".to_string(), 0),
-        Some(id) => (format!("short ID {id}"), contents.len() - 1),
     };
     if payload_len > MAX_PAYLOAD {
         return Err(FrameError::too_large(command, payload_len));
-    }
-    if contents.is_empty() || (contents[0] == 0 && contents.len() < 13) {
-        let why = "the packet is too short for its message type";
-        return Err(FrameError::malformed(command, why));
     }
     bip324::serde::deserialize(contents).map_err(|e| FrameError::malformed(command, e))
 }
