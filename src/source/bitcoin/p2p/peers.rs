@@ -393,16 +393,18 @@ impl PeerSet {
         slot.retry_at = Instant::now() + backoff;
         let why = format!("bitcoin peer {}: {error}", slot.addr);
         let peers = &self.progress.bitcoin.peers;
+        let reason = error.reason();
+        // A --bitcoin-peer is kept, never banned: in the book it failed to connect.
+        let book_reason = if slot.manual { "connection" } else { reason };
+        let banned = match (&mut self.discovery, slot.sock) {
+            (Some(d), Some(sock)) => d.book.failed(&sock, book_reason),
+            _ => false,
+        };
+        if was_connected {
+            peers.dropped(index, reason, &why);
+        }
         if !slot.manual {
             // A found peer: its slot is freed for another from the book.
-            let reason = error.reason();
-            let banned = match (&mut self.discovery, slot.sock) {
-                (Some(d), Some(sock)) => d.book.failed(&sock, reason),
-                _ => false,
-            };
-            if was_connected {
-                peers.dropped(index, reason, &why);
-            }
             if banned {
                 warn!("{why}; banned for 24 h");
                 peers.banned_for(reason);
@@ -414,14 +416,8 @@ impl PeerSet {
             slot.addr.clear();
             slot.sock = None;
             peers.assign(index, "", "");
-            return;
-        }
-        if let (Some(d), Some(sock)) = (&mut self.discovery, slot.sock) {
-            d.book.failed(&sock, "connection");
-        }
-        if was_connected {
+        } else if was_connected {
             warn!("{why}; disconnected, tried again in {}s", backoff.as_secs());
-            peers.dropped(index, error.reason(), &why);
         } else {
             if slot.failures == 1 {
                 warn!("{why}; tried again in {}s", backoff.as_secs());
