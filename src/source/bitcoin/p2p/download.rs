@@ -75,11 +75,8 @@ pub(super) fn download<T: Send>(peer: &mut Peer, share: Share<'_, T>) -> (u64, O
                 s.spawn(move || {
                     let (mut fetched, mut unchecked) = (0u64, Vec::new());
                     loop {
-                        let next = match checking.lock() {
-                            Ok(rx) => rx.recv(),
-                            Err(_) => break,
-                        };
-                        let Ok((i, raw, sum)) = next else { break };
+                        let next = checking.lock().map(|rx| rx.recv());
+                        let Ok(Ok((i, raw, sum))) = next else { break };
                         if has_failed(failed) || halt.load(Relaxed) {
                             unchecked.push(i);
                             continue;

@@ -103,16 +103,6 @@ pub struct TimedStream {
     received: u64,
 }
 
-impl TimedStream {
-    fn new(stream: TcpStream) -> TimedStream {
-        TimedStream {
-            stream,
-            deadline: None,
-            received: 0,
-        }
-    }
-}
-
 impl Read for TimedStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if let Some(deadline) = self.deadline {
@@ -186,10 +176,12 @@ pub fn open(
         stream.set_nodelay(true)?;
         stream.set_write_timeout(Some(stall))?;
         let writer = BufWriter::new(stream.try_clone()?);
-        Ok((
-            BufReader::with_capacity(64 * 1024, TimedStream::new(stream)),
-            writer,
-        ))
+        let timed = TimedStream {
+            stream,
+            deadline: None,
+            received: 0,
+        };
+        Ok((BufReader::with_capacity(64 * 1024, timed), writer))
     };
     let v1 = |fell_back| {
         let (reader, writer) = connect().map_err(OpenError::Connect)?;
