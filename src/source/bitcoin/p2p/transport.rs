@@ -220,7 +220,8 @@ pub fn open(
              --bitcoin-transport v2 connects to v2 peers only: give auto to speak v1 with it"
         )));
     }
-    let silent_hang_up = !answered && error.is_io();
+    // A read or write that failed, rather than bytes that are not BIP324.
+    let silent_hang_up = !answered && matches!(error, HandshakeError::Io(_));
     if choice != TransportChoice::Auto || !(silent_hang_up || answered_v1) {
         return Err(OpenError::V2(format!(
             "its answer to the v2 (BIP324) handshake is not BIP324: {error}; a v1 node would \

@@ -73,13 +73,6 @@ pub enum HandshakeError {
     Refused(bip324::Error),
 }
 
-impl HandshakeError {
-    /// A read or write that failed (rather than bytes that are not BIP324).
-    pub fn is_io(&self) -> bool {
-        matches!(self, HandshakeError::Io(_))
-    }
-}
-
 impl fmt::Display for HandshakeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
