@@ -20,6 +20,7 @@
 //!   at start (refused with a sentence) or at its first answer (nothing is
 //!   read of it before).
 
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -61,7 +62,8 @@ pub struct RpcSide {
 }
 
 impl RpcSide {
-    pub fn new(rpc: Arc<BitcoinRpc>, progress: Arc<Progress>) -> RpcSide {
+    /// `stop` ends a long header sync early once it is set.
+    pub fn new(rpc: Arc<BitcoinRpc>, progress: Arc<Progress>, stop: Arc<Stop>) -> RpcSide {
         let _ = progress.bitcoin.rpc.url.set(rpc.url().to_string());
         RpcSide {
             rpc,
@@ -70,14 +72,8 @@ impl RpcSide {
             retry_at: Instant::now(),
             chain: PeerChain::Unknown,
             progress,
-            stop: Arc::new(Stop::new()),
+            stop,
         }
-    }
-
-    /// Ends a long header sync early once `stop` is set.
-    pub fn with_stop(mut self, stop: Arc<Stop>) -> Self {
-        self.stop = stop;
-        self
     }
 
     /// bitcoind's RPC URL (without credentials).
@@ -117,17 +113,12 @@ impl RpcSide {
             return false;
         }
         if !self.network_checked {
-            match self.check_network(chain.chain()) {
-                Ok(()) => {}
-                Err(ChainCheckError::OtherChain(why)) => {
+            if let Err(e) = self.check_network(chain.chain()) {
+                if let ChainCheckError::OtherChain(why) = e {
                     warn!("{why}; nothing is read of it");
-                    self.back_off();
-                    return false;
                 }
-                Err(ChainCheckError::Unreachable(_)) => {
-                    self.back_off();
-                    return false;
-                }
+                self.back_off();
+                return false;
             }
         }
         let count = match self.rpc.get_block_count() {
@@ -194,29 +185,20 @@ impl RpcSide {
         if Instant::now() < self.retry_at {
             return None;
         }
-        match self.chain {
-            PeerChain::On(height, hash) if chain.hash_at(height).ok().flatten() == Some(hash) => {
-                Some(height)
-            }
-            _ => None,
-        }
+        self.chain.holds(chain)
     }
 
     /// The blocks `wanted` (height, hash of the best chain), each checked
-    /// against its header, in the order asked; with `filtered`, keeping
-    /// only the transactions with one of Citrea's wtxid prefixes. `None`
-    /// when bitcoind failed (its status says why; it backs off).
-    pub fn blocks(&mut self, wanted: &[(u64, BlockHash)], filtered: bool) -> Option<Vec<DaBlock>> {
+    /// against its header, in the order asked, keeping only the
+    /// transactions with one of Citrea's wtxid prefixes. `None` when
+    /// bitcoind failed (its status says why; it backs off).
+    pub fn blocks(&mut self, wanted: &[(u64, BlockHash)]) -> Option<Vec<DaBlock>> {
         let reader = BlockReader::new(
             &self.rpc,
             ReaderOptions {
                 batch: BATCH,
                 in_flight: 1,
-                wtxid_prefixes: Some(if filtered {
-                    Namespace::all_prefixes()
-                } else {
-                    Vec::new()
-                }),
+                wtxid_prefixes: Some(Namespace::all_prefixes()),
             },
         );
         let mut out = Vec::with_capacity(wanted.len());
@@ -251,13 +233,12 @@ impl RpcSide {
                 }
             }
         }
-        self.status()
-            .blocks_fetched
-            .fetch_add(out.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        let fetched = out.len() as u64;
+        self.status().blocks_fetched.fetch_add(fetched, Relaxed);
         self.progress
             .bitcoin
             .blocks_fetched
-            .fetch_add(out.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            .fetch_add(fetched, Relaxed);
         self.succeeded();
         Some(out)
     }

@@ -51,26 +51,14 @@ pub enum Source {
 }
 
 impl Source {
-    pub fn name(self) -> &'static str {
-        match self {
-            Source::Flag => "flag",
-            Source::Dns => "dns",
-            Source::Addr => "addr",
-        }
-    }
-
-    fn of_code(code: u8) -> Source {
+    /// The name of the source stored as `code`.
+    fn name_of(code: u8) -> &'static str {
         match code {
-            1 => Source::Flag,
-            2 => Source::Dns,
-            _ => Source::Addr,
+            1 => "flag",
+            2 => "dns",
+            _ => "addr",
         }
     }
-}
-
-/// Whether a drop under `reason` bans the peer.
-pub fn bans(reason: &str) -> bool {
-    BAN_REASONS.contains(&reason)
 }
 
 /// The address book (module docs).
@@ -114,7 +102,7 @@ impl AddressBook {
         }
         self.entries
             .get(addr)
-            .map_or("addr", |e| Source::of_code(e.source).name())
+            .map_or("addr", |e| Source::name_of(e.source))
     }
 
     /// Adds `addr` (a new address, or a flag's to an address already
@@ -196,11 +184,11 @@ impl AddressBook {
     }
 
     /// `addr` failed for `reason` (a [`DROP_REASONS`] label): one more
-    /// failure, or a ban for [`BAN`] when the reason [`bans`].
+    /// failure, or a ban for [`BAN`] when the reason is one of [`BAN_REASONS`].
     /// Returns whether it was banned.
     pub fn failed(&mut self, addr: &SocketAddr, reason: &str) -> bool {
         let now = unix_now();
-        let ban = bans(reason);
+        let ban = BAN_REASONS.contains(&reason);
         let code = DROP_REASONS
             .iter()
             .position(|r| *r == reason)
@@ -214,12 +202,6 @@ impl AddressBook {
             }
         });
         ban
-    }
-
-    /// Whether `addr` is banned now.
-    pub fn is_banned(&self, addr: &SocketAddr) -> bool {
-        let now = unix_now();
-        self.entries.get(addr).is_some_and(|e| e.banned_until > now)
     }
 
     /// How many addresses are banned now.
@@ -306,7 +288,8 @@ mod tests {
         book.save().unwrap();
         let book = AddressBook::load(Some(ledger)).unwrap();
         assert_eq!(book.len(), 3);
-        assert!(book.is_banned(&liar) && !book.is_banned(&slow));
+        let banned = |a: &SocketAddr| book.entries[a].banned_until > unix_now();
+        assert!(banned(&liar) && !banned(&slow));
         assert_eq!(book.banned(), 1);
         assert_eq!(book.origin(&good), "book");
         assert_eq!(book.candidates(&HashSet::new()), vec![good]);

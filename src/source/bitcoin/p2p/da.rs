@@ -27,7 +27,7 @@
 //! that sent it (`bad_block`) and is asked of another. bitcoind that fails
 //! hands its blocks to the peers.
 //!
-//! Every block is fetched and checked in one place (`PeersDa::blocks`),
+//! Every block is fetched and checked in one place (`Sources::blocks_each`),
 //! for the L2 anchor check and the DA scan alike: a block fetched for an
 //! anchor is kept, checked, until the scan takes it, so it is downloaded
 //! once. Nothing a peer sent is kept before it passed the check.
@@ -43,6 +43,7 @@
 //! synced, and `/health` names why (each source's last failure).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use bitcoin::block::Header;
@@ -68,17 +69,23 @@ const ROUNDS_PER_LOOK: usize = 100;
 
 /// The DA side of a follower, read from Bitcoin peers (module docs).
 pub struct PeersDa {
-    peers: PeerSet,
-    /// bitcoind's RPC beside the peers (`--bitcoin-rpc` too).
-    rpc: Option<RpcSide>,
-    chain: HeaderTree,
+    src: Sources,
     finality_depth: u64,
     scanner: SlotScanner,
-    progress: Arc<Progress>,
     anchors: AnchorCache,
     /// Checked blocks fetched for an anchor and not scanned yet.
     kept: KeptBlocks,
     pace: ScanPace,
+}
+
+/// What [`PeersDa`] reads from: the peers, bitcoind beside them, and the
+/// header chain both are held to.
+struct Sources {
+    peers: PeerSet,
+    /// bitcoind's RPC beside the peers (`--bitcoin-rpc` too).
+    rpc: Option<RpcSide>,
+    chain: HeaderTree,
+    progress: Arc<Progress>,
 }
 
 impl PeersDa {
@@ -88,10 +95,7 @@ impl PeersDa {
         config: BitcoinDaConfig,
         progress: Arc<Progress>,
     ) -> Self {
-        let names: Vec<String> = (0..peers.len())
-            .map(|i| peers.addr(i).to_string())
-            .filter(|a| !a.is_empty())
-            .collect();
+        let names = peers.addrs();
         let named = match names.is_empty() {
             true => "(peers found)".to_string(),
             false => names.join(", "),
@@ -99,12 +103,14 @@ impl PeersDa {
         let _ = progress.bitcoin.url.set(format!("p2p {named}"));
         progress.bitcoin.headers.note(&chain);
         PeersDa {
-            peers,
-            rpc: None,
-            chain,
             finality_depth: config.finality_depth.max(1),
             scanner: SlotScanner::new(config, progress.clone()),
-            progress,
+            src: Sources {
+                peers,
+                rpc: None,
+                chain,
+                progress,
+            },
             anchors: AnchorCache::default(),
             kept: KeptBlocks::default(),
             pace: ScanPace::new(),
@@ -120,27 +126,45 @@ impl PeersDa {
 
     /// Reads bitcoind's RPC beside the peers ([`crate::source::bitcoin::p2p::bitcoind`]).
     pub fn with_rpc(mut self, rpc: Option<RpcSide>) -> Self {
-        self.rpc = rpc;
+        self.src.rpc = rpc;
         self
     }
 
     /// The header chain followed.
     pub fn chain(&self) -> &HeaderTree {
-        &self.chain
+        &self.src.chain
     }
 
     /// The newest final height of the best chain (0 while it has less than
     /// the network's minimum chainwork).
     fn final_height(&self) -> u64 {
-        if !self.chain.meets_min_chainwork() {
+        if !self.src.chain.meets_min_chainwork() {
             return 0;
         }
-        self.chain
+        self.src
+            .chain
             .tip()
             .height
             .saturating_sub(self.finality_depth - 1)
     }
 
+    /// Blocks `wanted`, checked, in the order asked, kept for the scan
+    /// (see [`Sources::blocks_each`]).
+    fn blocks(&mut self, wanted: &[(u64, BlockHash)]) -> Result<Vec<DaBlock>, SourceError> {
+        let mut got = Vec::with_capacity(wanted.len());
+        self.src
+            .blocks_each(&mut self.kept, wanted, false, &mut |block| {
+                got.push(block);
+                true
+            })?;
+        if got.len() != wanted.len() {
+            return Err(SourceError::bad_answer("a block asked is missing"));
+        }
+        Ok(got)
+    }
+}
+
+impl Sources {
     /// Asks every connected peer for the headers after the best chain, and
     /// accepts what they send (module docs), until no peer has more; then
     /// notes what each peer's chain is.
@@ -197,7 +221,8 @@ impl PeersDa {
         let tip = self.chain.tip().clone();
         for i in self.peers.connected_indexes() {
             let addr = self.peers.addr(i).to_string();
-            let behind = match self.peers.chain(i) {
+            let chain = self.peers.chain(i);
+            let behind = match chain {
                 PeerChain::On(_, hash) if hash == tip.hash => None,
                 PeerChain::Unknown => None,
                 PeerChain::On(height, _) => Some(format!(
@@ -218,13 +243,12 @@ impl PeersDa {
                 .snapshot()
                 .get(i)
                 .is_some_and(|p| p.behind);
-            if let (Some(why), PeerChain::Branch(_)) = (&behind, self.peers.chain(i)) {
-                if !self.peers.is_manual(i) {
-                    self.peers.rotate_out(i, why);
+            if let (Some(why), PeerChain::Branch(_)) = (&behind, chain) {
+                if self.peers.rotate_out(i, why) {
                     continue;
                 }
             }
-            let height = match self.peers.chain(i) {
+            let height = match chain {
                 PeerChain::On(height, _) => height,
                 _ => tip.height,
             };
@@ -238,7 +262,7 @@ impl PeersDa {
                 self.peers.rotate_out(i, &why);
                 continue;
             }
-            match (&behind, self.peers.chain(i)) {
+            match (&behind, chain) {
                 (Some(why), PeerChain::Branch(_)) if !was_behind => info!("{why}"),
                 (Some(why), _) => debug!("{why}"),
                 (None, _) if was_behind => debug!("bitcoin peer {addr} is on the best chain's tip"),
@@ -252,23 +276,15 @@ impl PeersDa {
                 PeerChain::Branch(_) => true,
                 PeerChain::Unknown => false,
             };
-            let was = self
-                .progress
-                .bitcoin
-                .rpc
-                .behind
-                .swap(behind, std::sync::atomic::Ordering::Relaxed);
-            if behind && !was {
-                if let PeerChain::Branch(hash) = rpc.chain() {
-                    info!(
-                        "bitcoind at {}: its chain (ending at {hash}) has less work than the \
-                         best one (tip {} at height {}); its blocks above the fork are asked \
-                         of the peers",
-                        rpc.url(),
-                        tip.hash,
-                        tip.height
-                    );
-                }
+            let was = self.progress.bitcoin.rpc.behind.swap(behind, Relaxed);
+            if let (PeerChain::Branch(hash), false) = (rpc.chain(), was) {
+                info!(
+                    "bitcoind at {}: its chain (ending at {hash}) has less work than the best \
+                     one (tip {} at height {}); its blocks above the fork are asked of the peers",
+                    rpc.url(),
+                    tip.hash,
+                    tip.height
+                );
             }
         }
         Ok(())
@@ -306,216 +322,174 @@ impl PeersDa {
                 true
             }
             Err(e) => {
-                self.peers.fail(
-                    i,
-                    &PeerError::misbehaved(
-                        "bad_header",
-                        format!(
-                            "it sent a header that breaks a rule ({}): {e}",
-                            e.rule.name()
-                        ),
-                    ),
+                let why = format!(
+                    "it sent a header that breaks a rule ({}): {e}",
+                    e.rule.name()
                 );
+                self.peers
+                    .fail(i, &PeerError::misbehaved("bad_header", why));
                 false
             }
         }
     }
 
-    /// Blocks `wanted`, checked, in the order asked, kept for the scan
-    /// (see [`PeersDa::blocks_each`]).
-    fn blocks(&mut self, wanted: &[(u64, BlockHash)]) -> Result<Vec<DaBlock>, SourceError> {
-        // The fields a download works with, borrowed apart from the others.
-        let fetching = Fetching {
-            peers: &mut self.peers,
-            rpc: &mut self.rpc,
-            chain: &self.chain,
-            progress: &self.progress,
-            kept: &mut self.kept,
-        };
-        let mut got = Vec::with_capacity(wanted.len());
-        blocks_each(fetching, wanted, false, &mut |block| {
-            got.push(block);
-            true
-        })?;
-        if got.len() != wanted.len() {
-            return Err(SourceError::bad_answer("a block asked is missing"));
-        }
-        Ok(got)
-    }
-}
-
-/// The fields of [`PeersDa`] a download works with.
-struct Fetching<'a> {
-    peers: &'a mut PeerSet,
-    rpc: &'a mut Option<RpcSide>,
-    chain: &'a HeaderTree,
-    progress: &'a Arc<Progress>,
-    kept: &'a mut KeptBlocks,
-}
-
-/// Blocks `wanted`, checked, each handed to `emit` in the order asked
-/// as soon as it and those before it are (`emit` returning false stops
-/// it), keeping only the transactions with one of Citrea's wtxid
-/// prefixes: the one place the P2P source takes blocks, for the anchor
-/// check and the scan alike. A block kept since an earlier call is not
-/// fetched again (`take`: and is forgotten, the scan has it; else it is
-/// kept, for the scan). The others: of bitcoind first (the heights its
-/// chain holds), the rest of the peers whose chains hold them, each
-/// checked against its header
-/// ([`crate::source::bitcoin::block::parse_block`]) before anything
-/// reads it. A peer whose block fails is dropped (`bad_block`), the
-/// refusal counted by Core's reason, and the block asked of another;
-/// nothing of it is kept.
-fn blocks_each(
-    f: Fetching<'_>,
-    wanted: &[(u64, BlockHash)],
-    take: bool,
-    emit: &mut dyn FnMut(DaBlock) -> bool,
-) -> Result<(), SourceError> {
-    let mut got: Vec<Option<DaBlock>> = wanted
-        .iter()
-        .map(|(_, hash)| {
-            if take {
-                f.kept.take(hash)
-            } else {
-                f.kept.get(hash).cloned()
-            }
-        })
-        .collect();
-    let missing: Vec<usize> = (0..wanted.len()).filter(|k| got[*k].is_none()).collect();
-    let asked: Vec<(u64, BlockHash)> = missing.iter().map(|k| wanted[*k]).collect();
-    // The next position of `wanted` to hand on.
-    let mut at = 0;
-    let mut more = true;
-    // Hands on the kept blocks before position `upto`, then `block`.
-    let mut hand_on = |upto: usize, block: Option<DaBlock>, got: &mut [Option<DaBlock>]| {
-        while at < upto {
-            if let Some(kept) = got[at].take() {
-                if !emit(kept) {
-                    return false;
+    /// Blocks `wanted`, checked, each handed to `emit` in the order asked
+    /// as soon as it and those before it are (`emit` returning false stops
+    /// it), keeping only the transactions with one of Citrea's wtxid
+    /// prefixes: the one place the P2P source takes blocks, for the anchor
+    /// check and the scan alike. A block in `kept` since an earlier call is
+    /// not fetched again (`take`: and is forgotten, the scan has it; else
+    /// it is kept, for the scan). The others: of bitcoind first (the
+    /// heights its chain holds), the rest of the peers whose chains hold
+    /// them, each checked against its header
+    /// ([`crate::source::bitcoin::block::parse_block`]) before anything
+    /// reads it. A peer whose block fails is dropped (`bad_block`), the
+    /// refusal counted by Core's reason, and the block asked of another;
+    /// nothing of it is kept.
+    fn blocks_each(
+        &mut self,
+        kept: &mut KeptBlocks,
+        wanted: &[(u64, BlockHash)],
+        take: bool,
+        emit: &mut dyn FnMut(DaBlock) -> bool,
+    ) -> Result<(), SourceError> {
+        let mut got: Vec<Option<DaBlock>> = wanted
+            .iter()
+            .map(|(_, hash)| {
+                if take {
+                    kept.take(hash)
+                } else {
+                    kept.get(hash).cloned()
                 }
-            }
-            at += 1;
-        }
-        match block {
-            Some(block) => {
-                at = upto + 1;
-                emit(block)
-            }
-            None => true,
-        }
-    };
-    let Fetching {
-        peers,
-        rpc,
-        chain,
-        progress,
-        kept,
-    } = f;
-    if !asked.is_empty() {
-        fetch_each(peers, rpc, chain, progress, &asked, &mut |j, block| {
-            if !take {
-                kept.keep(&block);
-            }
-            more = hand_on(missing[j], Some(block), &mut got);
-            more
-        })?;
-    }
-    if more {
-        hand_on(wanted.len(), None, &mut got);
-    }
-    Ok(())
-}
-
-/// The error when no source can be read: why each is not.
-fn none_usable(peers: &PeerSet, rpc: Option<&RpcSide>, progress: &Progress) -> SourceError {
-    let from_peers = peers.none_usable();
-    let err = match rpc {
-        None => from_peers,
-        Some(rpc) => SourceError::unreachable(
-            "neither bitcoind nor any Bitcoin peer can be read",
-            format!(
-                "{}; {from_peers}",
-                rpc.problem().unwrap_or_else(|| format!(
-                    "bitcoind at {} does not hold the blocks asked (its chain is behind the \
-                     best one)",
-                    rpc.url()
-                ))
-            ),
-        ),
-    };
-    progress.bitcoin.failed(&err.to_string());
-    err
-}
-
-/// The connected peers whose chains hold the best chain's blocks up to
-/// `height`.
-fn serving(peers: &PeerSet, chain: &HeaderTree, height: u64) -> Vec<usize> {
-    peers
-        .connected_indexes()
-        .into_iter()
-        .filter(|i| match peers.chain(*i) {
-            PeerChain::On(h, hash) => h >= height && chain.hash_at(h).ok().flatten() == Some(hash),
-            _ => false,
-        })
-        .collect()
-}
-
-/// Downloads and checks blocks `wanted`, each handed to `emit` with its
-/// index in `wanted`, in that order (see [`PeersDa::blocks_each`]):
-/// bitcoind's first (the heights its chain holds: a prefix of `wanted`,
-/// which is in ascending order), then the peers', each as it is checked.
-fn fetch_each(
-    peers: &mut PeerSet,
-    rpc: &mut Option<RpcSide>,
-    chain: &HeaderTree,
-    progress: &Arc<Progress>,
-    wanted: &[(u64, BlockHash)],
-    emit: &mut dyn FnMut(usize, DaBlock) -> bool,
-) -> Result<(), SourceError> {
-    let mut from_rpc = 0;
-    if let Some(side) = rpc {
-        if let Some(limit) = side.holds_up_to(chain) {
-            let mine = wanted.iter().take_while(|w| w.0 <= limit).count();
-            if mine > 0 {
-                if let Some(blocks) = side.blocks(&wanted[..mine], true) {
-                    for (k, block) in blocks.into_iter().enumerate() {
-                        if !emit(k, block) {
-                            progress.bitcoin.answered();
-                            return Ok(());
-                        }
+            })
+            .collect();
+        let missing: Vec<usize> = (0..wanted.len()).filter(|k| got[*k].is_none()).collect();
+        let asked: Vec<(u64, BlockHash)> = missing.iter().map(|k| wanted[*k]).collect();
+        // The next position of `wanted` to hand on.
+        let mut at = 0;
+        let mut more = true;
+        // Hands on the kept blocks before position `upto`, then `block`.
+        let mut hand_on = |upto: usize, block: Option<DaBlock>, got: &mut [Option<DaBlock>]| {
+            while at < upto {
+                if let Some(kept) = got[at].take() {
+                    if !emit(kept) {
+                        return false;
                     }
-                    from_rpc = mine;
+                }
+                at += 1;
+            }
+            match block {
+                Some(block) => {
+                    at = upto + 1;
+                    emit(block)
+                }
+                None => true,
+            }
+        };
+        if !asked.is_empty() {
+            self.fetch_each(&asked, &mut |j, block| {
+                if !take {
+                    kept.keep(&block);
+                }
+                more = hand_on(missing[j], Some(block), &mut got);
+                more
+            })?;
+        }
+        if more {
+            hand_on(wanted.len(), None, &mut got);
+        }
+        Ok(())
+    }
+
+    /// The error when no source can be read: why each is not.
+    fn none_usable(&self) -> SourceError {
+        let from_peers = self.peers.none_usable();
+        let err = match &self.rpc {
+            None => from_peers,
+            Some(rpc) => SourceError::unreachable(
+                "neither bitcoind nor any Bitcoin peer can be read",
+                format!(
+                    "{}; {from_peers}",
+                    rpc.problem().unwrap_or_else(|| format!(
+                        "bitcoind at {} does not hold the blocks asked (its chain is behind the \
+                         best one)",
+                        rpc.url()
+                    ))
+                ),
+            ),
+        };
+        self.progress.bitcoin.failed(&err.to_string());
+        err
+    }
+
+    /// Downloads and checks blocks `wanted`, each handed to `emit` with its
+    /// index in `wanted`, in that order (see [`Sources::blocks_each`]):
+    /// bitcoind's first (the heights its chain holds: a prefix of `wanted`,
+    /// which is in ascending order), then the peers', each as it is checked.
+    fn fetch_each(
+        &mut self,
+        wanted: &[(u64, BlockHash)],
+        emit: &mut dyn FnMut(usize, DaBlock) -> bool,
+    ) -> Result<(), SourceError> {
+        let mut from_rpc = 0;
+        if let Some(side) = &mut self.rpc {
+            if let Some(limit) = side.holds_up_to(&self.chain) {
+                let mine = wanted.iter().take_while(|w| w.0 <= limit).count();
+                if mine > 0 {
+                    if let Some(blocks) = side.blocks(&wanted[..mine]) {
+                        for (k, block) in blocks.into_iter().enumerate() {
+                            if !emit(k, block) {
+                                self.progress.bitcoin.answered();
+                                return Ok(());
+                            }
+                        }
+                        from_rpc = mine;
+                    }
                 }
             }
         }
-    }
-    let rest = &wanted[from_rpc..];
-    if !rest.is_empty() {
-        let top = rest.iter().map(|w| w.0).max().unwrap_or(0);
-        let serving = serving(peers, chain, top);
-        let citreas =
-            |w: &Hash| Namespace::BatchProof.matches(w) || Namespace::LightClient.matches(w);
-        let check = move |height: u64, expected: &BlockHash, raw: &[u8]| {
-            parse_block_keeping(height, expected, raw, &citreas)
-        };
-        let mut emit_rest = |j: usize, block: DaBlock| emit(from_rpc + j, block);
-        if let Err(e) = peers.fetch_blocks(rest, &serving, &check, &mut emit_rest) {
-            return Err(match rpc {
-                None => {
-                    progress.bitcoin.failed(&e.to_string());
-                    e
-                }
-                Some(side) => none_usable(peers, Some(side), progress),
-            });
+        let rest = &wanted[from_rpc..];
+        if !rest.is_empty() {
+            let top = rest.iter().map(|w| w.0).max().unwrap_or(0);
+            // The connected peers whose chains hold the best chain's blocks
+            // up to `top`.
+            let serving: Vec<usize> = self
+                .peers
+                .connected_indexes()
+                .into_iter()
+                .filter(|i| {
+                    self.peers
+                        .chain(*i)
+                        .holds(&self.chain)
+                        .is_some_and(|h| h >= top)
+                })
+                .collect();
+            let citreas =
+                |w: &Hash| Namespace::BatchProof.matches(w) || Namespace::LightClient.matches(w);
+            let check = move |height: u64, expected: &BlockHash, raw: &[u8]| {
+                parse_block_keeping(height, expected, raw, &citreas)
+            };
+            let mut emit_rest = |j: usize, block: DaBlock| emit(from_rpc + j, block);
+            if let Err(e) = self
+                .peers
+                .fetch_blocks(rest, &serving, &check, &mut emit_rest)
+            {
+                return Err(match &self.rpc {
+                    None => {
+                        self.progress.bitcoin.failed(&e.to_string());
+                        e
+                    }
+                    Some(_) => self.none_usable(),
+                });
+            }
         }
+        self.progress.bitcoin.answered();
+        Ok(())
     }
-    progress.bitcoin.answered();
-    Ok(())
-}
 
-impl DaSource for PeersDa {
-    fn last_scanned(&mut self) -> Result<u64, SourceError> {
+    /// A look at the chain (module docs): bitcoind's headers, the peers
+    /// due connected and asked for theirs, the best chain stored.
+    fn look(&mut self) -> Result<(), SourceError> {
         let rpc_answered = match &mut self.rpc {
             Some(rpc) => rpc.sync_headers(&mut self.chain),
             None => false,
@@ -525,7 +499,7 @@ impl DaSource for PeersDa {
         }
         self.save_headers()?;
         if self.peers.connected() == 0 && !rpc_answered {
-            return Err(none_usable(&self.peers, self.rpc.as_ref(), &self.progress));
+            return Err(self.none_usable());
         }
         self.progress.bitcoin.answered();
         if !self.chain.meets_min_chainwork() {
@@ -535,6 +509,13 @@ impl DaSource for PeersDa {
                 self.chain.tip().height
             );
         }
+        Ok(())
+    }
+}
+
+impl DaSource for PeersDa {
+    fn last_scanned(&mut self) -> Result<u64, SourceError> {
+        self.src.look()?;
         Ok(self.final_height())
     }
 
@@ -563,33 +544,16 @@ impl DaSource for PeersDa {
     /// moves block by block).
     fn slots_each(&mut self, from: u64, to: u64, each: EachSlot<'_>) -> Result<(), SourceError> {
         self.kept.forget_below(from);
-        let wanted = scan::hashes(&self.chain, from, to)?;
+        let wanted = scan::hashes(&self.src.chain, from, to)?;
         let final_height = self.final_height();
-        let PeersDa {
-            peers,
-            rpc,
-            chain,
-            progress,
-            kept,
-            scanner,
-            anchors,
-            pace,
-            ..
-        } = self;
-        let fetching = Fetching {
-            peers,
-            rpc,
-            chain,
-            progress,
-            kept,
-        };
-        blocks_each(fetching, &wanted, true, &mut |block| {
-            crate::os::give_way();
-            anchors.remember(&block, final_height);
-            let slot = scanner.slot_of(&block);
-            pace.keep(1);
-            each(slot)
-        })
+        self.src
+            .blocks_each(&mut self.kept, &wanted, true, &mut |block| {
+                crate::os::give_way();
+                self.anchors.remember(&block, final_height);
+                let slot = self.scanner.slot_of(&block);
+                self.pace.keep(1);
+                each(slot)
+            })
     }
 
     fn streams_slots(&self) -> bool {
@@ -597,7 +561,7 @@ impl DaSource for PeersDa {
     }
 
     fn anchors(&mut self, heights: &[u64]) -> Result<Option<Vec<Option<DaAnchor>>>, SourceError> {
-        let tip = self.chain.tip().height;
+        let tip = self.src.chain.tip().height;
         let missing: Vec<u64> = heights
             .iter()
             .copied()
@@ -605,7 +569,7 @@ impl DaSource for PeersDa {
             .collect();
         let mut wanted = Vec::with_capacity(missing.len());
         for h in missing {
-            if let Some(hash) = scan::hash_at(&self.chain, h)? {
+            if let Some(hash) = scan::hash_at(&self.src.chain, h)? {
                 wanted.push((h, hash));
             }
         }
@@ -622,6 +586,6 @@ impl DaSource for PeersDa {
     /// source showed it): the sync checks the last scanned slot against it
     /// right after each look, as with bitcoind's RPC.
     fn block_hash(&mut self, number: u64) -> Result<Option<Hash>, SourceError> {
-        Ok(scan::hash_at(&self.chain, number)?.map(|h| h.to_byte_array()))
+        Ok(scan::hash_at(&self.src.chain, number)?.map(|h| h.to_byte_array()))
     }
 }

@@ -57,9 +57,6 @@ impl Discovery {
 
     /// Takes the addresses peer `from` gossiped; returns how many were new.
     pub fn learn(&mut self, from: &str, addrs: Vec<(SocketAddr, ServiceFlags)>) -> usize {
-        if addrs.is_empty() {
-            return 0;
-        }
         let total = addrs.len();
         let new = addrs
             .into_iter()

@@ -66,14 +66,6 @@ pub(super) fn download<T: Send>(peer: &mut Peer, share: Share<'_, T>) -> (u64, O
     let (wanted, queue, halt) = (share.wanted, share.queue, share.halt);
     // The first block that failed its check, and why.
     let failed: Mutex<Option<PeerError>> = Mutex::new(None);
-    let give_back = |indexes: &mut dyn Iterator<Item = usize>| {
-        if let Ok(mut q) = queue.lock() {
-            let back: Vec<usize> = indexes.collect();
-            for i in back.into_iter().rev() {
-                q.push_front(i);
-            }
-        }
-    };
     let (to_check, checking) = std::sync::mpsc::sync_channel::<Read>(CHECK_QUEUE);
     let checking = Mutex::new(checking);
     std::thread::scope(|s| {
@@ -83,11 +75,8 @@ pub(super) fn download<T: Send>(peer: &mut Peer, share: Share<'_, T>) -> (u64, O
                 s.spawn(move || {
                     let (mut fetched, mut unchecked) = (0u64, Vec::new());
                     loop {
-                        let next = match checking.lock() {
-                            Ok(rx) => rx.recv(),
-                            Err(_) => break,
-                        };
-                        let Ok((i, raw, sum)) = next else { break };
+                        let next = checking.lock().map(|rx| rx.recv());
+                        let Ok(Ok((i, raw, sum))) = next else { break };
                         if has_failed(failed) || halt.load(Relaxed) {
                             unchecked.push(i);
                             continue;
@@ -125,17 +114,27 @@ pub(super) fn download<T: Send>(peer: &mut Peer, share: Share<'_, T>) -> (u64, O
             })
             .collect();
         drop(share.done);
-        let read_error = read_blocks(peer, wanted, queue, &to_check, &failed, halt, &give_back);
+        let read_error = read_blocks(peer, wanted, queue, &to_check, &failed, halt);
         drop(to_check);
         let mut fetched = 0;
         for checker in checkers {
             let (n, unchecked) = checker.join().unwrap_or_default();
             fetched += n;
-            give_back(&mut unchecked.into_iter());
+            give_back(queue, unchecked.into_iter());
         }
         let failed = failed.lock().ok().and_then(|mut f| f.take());
         (fetched, failed.or(read_error))
     })
+}
+
+/// Puts `indexes` back at the front of `queue`, in their order, for the
+/// peers to ask again.
+fn give_back(queue: &Mutex<VecDeque<usize>>, indexes: impl DoubleEndedIterator<Item = usize>) {
+    if let Ok(mut q) = queue.lock() {
+        for i in indexes.rev() {
+            q.push_front(i);
+        }
+    }
 }
 
 /// Whether a checker found a bad block (or its lock is poisoned).
@@ -159,11 +158,10 @@ pub(super) fn read_blocks(
     to_check: &std::sync::mpsc::SyncSender<Read>,
     failed: &Mutex<Option<PeerError>>,
     halt: &AtomicBool,
-    give_back: &dyn Fn(&mut dyn Iterator<Item = usize>),
 ) -> Option<PeerError> {
     let mut in_flight: VecDeque<usize> = VecDeque::with_capacity(WINDOW);
     let stop = |in_flight: &mut VecDeque<usize>, e: Option<PeerError>| {
-        give_back(&mut in_flight.drain(..));
+        give_back(queue, in_flight.drain(..));
         e
     };
     loop {
@@ -216,7 +214,7 @@ pub(super) fn read_blocks(
         };
         let i = in_flight.remove(pos).unwrap_or(pos);
         if halt.load(Relaxed) {
-            give_back(&mut std::iter::once(i));
+            give_back(queue, std::iter::once(i));
             continue;
         }
         if to_check.send((i, raw, sum)).is_err() {

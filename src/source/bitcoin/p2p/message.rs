@@ -119,9 +119,9 @@ wrap_errors!(FrameError {
     Io(io::Error),
 });
 
-/// The command name of a header (up to 12 ASCII bytes, NUL-padded).
-fn command_of(header: &[u8; HEADER_LEN]) -> String {
-    let raw = &header[4..16];
+/// A command's name from its 12 bytes (up to 12 ASCII bytes, NUL-padded),
+/// as a v1 header and a v2 packet spell it out.
+pub fn command_name(raw: &[u8]) -> String {
     let end = raw.iter().position(|b| *b == 0).unwrap_or(raw.len());
     String::from_utf8_lossy(&raw[..end]).into_owned()
 }
@@ -162,7 +162,7 @@ pub fn read_message_deferring(
             got: [header[0], header[1], header[2], header[3]],
         });
     }
-    let command = command_of(&header);
+    let command = command_name(&header[4..16]);
     let len = u32::from_le_bytes([header[16], header[17], header[18], header[19]]);
     if len as usize > MAX_PAYLOAD {
         return Err(FrameError::TooLarge { command, len });
@@ -213,8 +213,20 @@ mod tests {
     use super::*;
     use bitcoin::consensus::serialize;
 
-    fn framed(magic: Magic, message: NetworkMessage) -> Vec<u8> {
-        serialize(&RawNetworkMessage::new(magic, message))
+    fn framed(message: NetworkMessage) -> Vec<u8> {
+        serialize(&RawNetworkMessage::new(Magic::REGTEST, message))
+    }
+
+    /// The first message of `wire`, read as regtest's.
+    fn read(mut wire: &[u8]) -> Result<NetworkMessage, FrameError> {
+        read_message(&mut wire, Magic::REGTEST)
+    }
+
+    /// [`read_message_deferring`] of `wire` as regtest's: the block's payload
+    /// and checksum.
+    fn deferred(mut wire: &[u8]) -> (Vec<u8>, [u8; 4]) {
+        let (got, sum) = read_message_deferring(&mut wire, Magic::REGTEST).unwrap();
+        (block_payload(got).unwrap(), sum.unwrap())
     }
 
     #[test]
@@ -223,32 +235,27 @@ mod tests {
         write_message(&mut wire, Magic::REGTEST, NetworkMessage::Ping(7)).unwrap();
         write_message(&mut wire, Magic::REGTEST, NetworkMessage::Verack).unwrap();
         let mut r = &wire[..];
-        assert_eq!(
-            read_message(&mut r, Magic::REGTEST).unwrap(),
-            NetworkMessage::Ping(7)
-        );
-        assert_eq!(
-            read_message(&mut r, Magic::REGTEST).unwrap(),
-            NetworkMessage::Verack
-        );
+        let mut next = || read_message(&mut r, Magic::REGTEST).unwrap();
+        assert_eq!(next(), NetworkMessage::Ping(7));
+        assert_eq!(next(), NetworkMessage::Verack);
         assert!(r.is_empty());
     }
 
     #[test]
     fn a_block_is_handed_on_as_its_payload() {
         let genesis = bitcoin::blockdata::constants::genesis_block(bitcoin::Network::Regtest);
-        let wire = framed(Magic::REGTEST, NetworkMessage::Block(genesis.clone()));
-        let got = read_message(&mut &wire[..], Magic::REGTEST).unwrap();
+        let wire = framed(NetworkMessage::Block(genesis.clone()));
+        let got = read(&wire).unwrap();
         assert_eq!(block_payload(got).unwrap(), serialize(&genesis));
     }
 
     #[test]
     fn a_length_above_the_cap_is_refused_before_anything_is_read() {
-        let mut wire = framed(Magic::REGTEST, NetworkMessage::Ping(1));
+        let mut wire = framed(NetworkMessage::Ping(1));
         wire[16..20].copy_from_slice(&(MAX_PAYLOAD as u32 + 1).to_le_bytes());
         // No payload follows: the error must come from the header alone.
         wire.truncate(HEADER_LEN);
-        let err = read_message(&mut &wire[..], Magic::REGTEST).unwrap_err();
+        let err = read(&wire).unwrap_err();
         assert!(
             matches!(err, FrameError::TooLarge { len, .. } if len == 4_000_001),
             "{err}"
@@ -258,26 +265,27 @@ mod tests {
 
     #[test]
     fn another_networks_magic_is_refused() {
-        let wire = framed(Magic::BITCOIN, NetworkMessage::Verack);
-        let err = read_message(&mut &wire[..], Magic::REGTEST).unwrap_err();
+        let mut wire = framed(NetworkMessage::Verack);
+        wire[..4].copy_from_slice(&Magic::BITCOIN.to_bytes());
+        let err = read(&wire).unwrap_err();
         assert_eq!(err.reason(), "wrong_network", "{err}");
     }
 
     #[test]
     fn a_bad_checksum_or_a_payload_that_does_not_decode_is_malformed() {
-        let mut wire = framed(Magic::REGTEST, NetworkMessage::Ping(1));
+        let mut wire = framed(NetworkMessage::Ping(1));
         wire[HEADER_LEN] ^= 1;
-        let err = read_message(&mut &wire[..], Magic::REGTEST).unwrap_err();
+        let err = read(&wire).unwrap_err();
         assert!(matches!(err, FrameError::Checksum { .. }), "{err}");
 
         // A ping whose payload is 3 bytes (it takes 8), with a right checksum.
         let payload = [1u8, 2, 3];
-        let mut wire = framed(Magic::REGTEST, NetworkMessage::Ping(1));
+        let mut wire = framed(NetworkMessage::Ping(1));
         wire.truncate(HEADER_LEN);
         wire[16..20].copy_from_slice(&3u32.to_le_bytes());
         wire[20..24].copy_from_slice(&sha256d::Hash::hash(&payload).as_byte_array()[..4]);
         wire.extend_from_slice(&payload);
-        let err = read_message(&mut &wire[..], Magic::REGTEST).unwrap_err();
+        let err = read(&wire).unwrap_err();
         assert!(matches!(err, FrameError::Malformed { .. }), "{err}");
         assert_eq!(err.reason(), "malformed");
     }
@@ -285,20 +293,16 @@ mod tests {
     #[test]
     fn a_blocks_checksum_is_handed_on_unchecked_and_checked_by_read_message() {
         let genesis = bitcoin::blockdata::constants::genesis_block(bitcoin::Network::Regtest);
-        let mut wire = framed(Magic::REGTEST, NetworkMessage::Block(genesis.clone()));
-        let (got, sum) = read_message_deferring(&mut &wire[..], Magic::REGTEST).unwrap();
-        let payload = block_payload(got).unwrap();
-        assert!(checksum_matches(&payload, sum.unwrap()));
+        let mut wire = framed(NetworkMessage::Block(genesis.clone()));
+        let (payload, sum) = deferred(&wire);
+        assert!(checksum_matches(&payload, sum));
         wire[HEADER_LEN + 100] ^= 1;
-        let (got, sum) = read_message_deferring(&mut &wire[..], Magic::REGTEST).unwrap();
-        assert!(!checksum_matches(
-            &block_payload(got).unwrap(),
-            sum.unwrap()
-        ));
-        let err = read_message(&mut &wire[..], Magic::REGTEST).unwrap_err();
+        let (payload, sum) = deferred(&wire);
+        assert!(!checksum_matches(&payload, sum));
+        let err = read(&wire).unwrap_err();
         assert!(matches!(err, FrameError::Checksum { .. }), "{err}");
         // Every other message is checked as it is read.
-        let mut wire = framed(Magic::REGTEST, NetworkMessage::Ping(1));
+        let mut wire = framed(NetworkMessage::Ping(1));
         wire[HEADER_LEN] ^= 1;
         let err = read_message_deferring(&mut &wire[..], Magic::REGTEST).unwrap_err();
         assert!(matches!(err, FrameError::Checksum { .. }), "{err}");
@@ -306,8 +310,8 @@ mod tests {
 
     #[test]
     fn a_message_cut_short_is_an_io_error() {
-        let wire = framed(Magic::REGTEST, NetworkMessage::Ping(1));
-        let err = read_message(&mut &wire[..wire.len() - 1], Magic::REGTEST).unwrap_err();
+        let wire = framed(NetworkMessage::Ping(1));
+        let err = read(&wire[..wire.len() - 1]).unwrap_err();
         assert!(matches!(err, FrameError::Io(_)), "{err}");
     }
 }

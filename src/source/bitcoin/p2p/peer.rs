@@ -188,7 +188,7 @@ impl Peer {
         )
         .map_err(|e| match e {
             transport::OpenError::Connect(io) => PeerError::Connect(io),
-            v2 => PeerError::misbehaved("protocol", v2.to_string()),
+            transport::OpenError::V2(why) => PeerError::misbehaved("protocol", why),
         })?;
         let mut peer = Peer {
             addr: resolved,
@@ -242,29 +242,9 @@ impl Peer {
         while !(got_version && got_verack) {
             match self.read(deadline, "version and verack")? {
                 NetworkMessage::Version(theirs) => {
-                    if got_version {
-                        return Err(PeerError::misbehaved(
-                            "protocol",
-                            "it sent a second version message",
-                        ));
-                    }
-                    if theirs.nonce == nonce {
-                        return Err(PeerError::misbehaved("protocol", "it is ourselves"));
-                    }
-                    if theirs.version < MIN_PEER_VERSION {
-                        return Err(PeerError::misbehaved(
-                            "protocol",
-                            format!(
-                                "it speaks protocol {}, older than {MIN_PEER_VERSION}",
-                                theirs.version
-                            ),
-                        ));
-                    }
-                    if !theirs.services.has(ServiceFlags::WITNESS) {
-                        return Err(PeerError::misbehaved(
-                            "protocol",
-                            "it serves no witness blocks (no NODE_WITNESS service)",
-                        ));
+                    let second = got_version.then(|| "it sent a second version message".into());
+                    if let Some(why) = second.or_else(|| refused(&theirs, nonce)) {
+                        return Err(PeerError::misbehaved("protocol", why));
                     }
                     self.start_height = theirs.start_height;
                     self.user_agent = theirs.user_agent;
@@ -340,23 +320,16 @@ impl Peer {
         let deadline = Instant::now() + self.options.stall;
         loop {
             match self.read(deadline, "headers")? {
-                NetworkMessage::Headers(headers) => {
-                    if headers.len() > MAX_HEADERS {
-                        return Err(PeerError::misbehaved(
-                            "oversized",
-                            format!(
-                                "it sent {} headers in one message, more than {MAX_HEADERS}",
-                                headers.len()
-                            ),
-                        ));
-                    }
-                    return Ok(headers);
+                NetworkMessage::Headers(headers) if headers.len() > MAX_HEADERS => {
+                    let n = headers.len();
+                    let why =
+                        format!("it sent {n} headers in one message, more than {MAX_HEADERS}");
+                    return Err(PeerError::misbehaved("oversized", why));
                 }
+                NetworkMessage::Headers(headers) => return Ok(headers),
                 NetworkMessage::Unknown { command, .. } if command.as_ref() == "block" => {
-                    return Err(PeerError::misbehaved(
-                        "protocol",
-                        "it sent a block nobody asked for",
-                    ))
+                    let why = "it sent a block nobody asked for";
+                    return Err(PeerError::misbehaved("protocol", why));
                 }
                 _ => {}
             }
@@ -394,6 +367,23 @@ impl Peer {
                 }
             }
         }
+    }
+}
+
+/// Why a peer's `version` is refused, if it is: ourselves (our own
+/// `nonce`), too old a protocol, or no witness blocks served.
+fn refused(theirs: &VersionMessage, nonce: u64) -> Option<String> {
+    if theirs.nonce == nonce {
+        Some("it is ourselves".into())
+    } else if theirs.version < MIN_PEER_VERSION {
+        let version = theirs.version;
+        Some(format!(
+            "it speaks protocol {version}, older than {MIN_PEER_VERSION}"
+        ))
+    } else if !theirs.services.has(ServiceFlags::WITNESS) {
+        Some("it serves no witness blocks (no NODE_WITNESS service)".into())
+    } else {
+        None
     }
 }
 

@@ -31,6 +31,7 @@ use bitcoin::p2p::ServiceFlags;
 use bitcoin::BlockHash;
 use log::{debug, info, warn};
 
+use crate::headers::HeaderTree;
 use crate::ledger::LedgerError;
 use crate::progress::Progress;
 use crate::source::bitcoin::p2p::book::Source;
@@ -53,6 +54,19 @@ pub enum PeerChain {
     /// Its chain ends on another branch, with less work than the best one
     /// (its last header's hash): none of its blocks above the fork is read.
     Branch(BlockHash),
+}
+
+impl PeerChain {
+    /// The height up to which it holds the best chain `chain`'s blocks:
+    /// where it ends, when that is still on the best chain.
+    pub fn holds(self, chain: &HeaderTree) -> Option<u64> {
+        match self {
+            PeerChain::On(height, hash) if chain.hash_at(height).ok().flatten() == Some(hash) => {
+                Some(height)
+            }
+            _ => None,
+        }
+    }
 }
 
 struct Slot {
@@ -172,11 +186,6 @@ impl PeerSet {
         self
     }
 
-    /// Whether peer `index` is a `--bitcoin-peer` (never rotated out).
-    pub fn is_manual(&self, index: usize) -> bool {
-        self.slots.get(index).is_some_and(|s| s.manual)
-    }
-
     /// Feeds the book (the seeds' answers, the connected peers' gossip)
     /// and fills the free outbound slots from it.
     fn fill_slots(&mut self) {
@@ -241,20 +250,19 @@ impl PeerSet {
 
     /// Rotates found peer `index` out for another from the book (its chain
     /// has less work than the best one): dropped under `less_work`, not
-    /// banned. A `--bitcoin-peer` stays.
-    pub fn rotate_out(&mut self, index: usize, why: &str) {
-        if !self.is_manual(index) {
+    /// banned. A `--bitcoin-peer` stays. Whether it was rotated out.
+    pub fn rotate_out(&mut self, index: usize, why: &str) -> bool {
+        let found = self.slots.get(index).is_some_and(|s| !s.manual);
+        if found {
             self.fail(index, &PeerError::misbehaved("less_work", why));
         }
+        found
     }
 
-    /// The number of peers given.
-    pub fn len(&self) -> usize {
-        self.slots.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.slots.is_empty()
+    /// The peers' addresses: those given, and those found so far.
+    pub fn addrs(&self) -> Vec<&str> {
+        let addrs = self.slots.iter().map(|s| s.addr.as_str());
+        addrs.filter(|a| !a.is_empty()).collect()
     }
 
     /// Peer `index`'s address.
@@ -274,64 +282,57 @@ impl PeerSet {
                 s.conn.is_none() && s.retry_at <= now && !s.addr.is_empty()
             })
             .collect();
-        if let Some(d) = &mut self.discovery {
-            for i in &due {
-                if let Some(sock) = self.slots[*i].sock {
-                    d.book.attempt(&sock);
+        let mut asks = Vec::with_capacity(due.len());
+        for &i in &due {
+            let slot = &self.slots[i];
+            let mut options = self.options.clone();
+            if let (Some(sock), Some(d)) = (slot.sock, &mut self.discovery) {
+                d.book.attempt(&sock);
+                // A found peer's transport by the services known of it; a
+                // --bitcoin-peer's are unknown (v2 first).
+                if !slot.manual {
+                    options.services = Some(d.services(&sock));
                 }
             }
+            asks.push((slot.addr.clone(), options));
         }
-        if !due.is_empty() {
-            let asks: Vec<(String, PeerOptions)> = due
-                .iter()
-                .map(|&i| {
-                    let slot = &self.slots[i];
-                    let mut options = self.options.clone();
-                    // A found peer's transport by the services known of
-                    // it; a --bitcoin-peer's are unknown (v2 first).
-                    if let (false, Some(sock), Some(d)) = (slot.manual, slot.sock, &self.discovery)
-                    {
-                        options.services = Some(d.services(&sock));
-                    }
-                    (slot.addr.clone(), options)
-                })
-                .collect();
-            let results = on_threads(asks, "connecting", |(addr, options)| {
-                Peer::connect(&addr, options)
-            });
-            for (i, result) in due.into_iter().zip(results) {
-                match result {
-                    Ok(peer) => {
-                        let transport = peer.transport().as_str();
-                        if let Some(why) = &peer.fell_back {
-                            info!(
-                                "bitcoin peer {}: {why}; connected again over v1, as Bitcoin \
-                                 Core does (--bitcoin-transport v2 would refuse it)",
-                                self.slots[i].addr
-                            );
-                        }
-                        info!(
-                            "bitcoin peer {} connected ({transport}, {}, height {})",
-                            self.slots[i].addr, peer.user_agent, peer.start_height
-                        );
-                        self.progress.bitcoin.peers.connected_now(
-                            i,
-                            transport,
-                            peer.fell_back.is_some(),
-                        );
-                        let slot = &mut self.slots[i];
-                        if let Some(d) = &mut self.discovery {
-                            if slot.manual {
-                                d.book.learn(peer.addr(), Source::Flag, ServiceFlags::NONE);
-                            }
-                            d.book.success(&peer.addr(), peer.services);
-                        }
-                        slot.sock = Some(peer.addr());
-                        slot.conn = Some(peer);
-                    }
-                    Err(e) => self.fail(i, &e),
+        let results = on_threads(asks, "connecting", |(addr, options)| {
+            Peer::connect(&addr, options)
+        });
+        for (i, result) in due.into_iter().zip(results) {
+            let peer = match result {
+                Ok(peer) => peer,
+                Err(e) => {
+                    self.fail(i, &e);
+                    continue;
                 }
+            };
+            let transport = peer.transport().as_str();
+            if let Some(why) = &peer.fell_back {
+                info!(
+                    "bitcoin peer {}: {why}; connected again over v1, as Bitcoin Core does \
+                     (--bitcoin-transport v2 would refuse it)",
+                    self.slots[i].addr
+                );
             }
+            info!(
+                "bitcoin peer {} connected ({transport}, {}, height {})",
+                self.slots[i].addr, peer.user_agent, peer.start_height
+            );
+            let fell_back = peer.fell_back.is_some();
+            self.progress
+                .bitcoin
+                .peers
+                .connected_now(i, transport, fell_back);
+            let slot = &mut self.slots[i];
+            if let Some(d) = &mut self.discovery {
+                if slot.manual {
+                    d.book.learn(peer.addr(), Source::Flag, ServiceFlags::NONE);
+                }
+                d.book.success(&peer.addr(), peer.services);
+            }
+            slot.sock = Some(peer.addr());
+            slot.conn = Some(peer);
         }
         self.connected()
     }
@@ -373,11 +374,6 @@ impl PeerSet {
         }
     }
 
-    /// Peer `index`'s connection, if it is connected.
-    pub fn peer(&mut self, index: usize) -> Option<&mut Peer> {
-        self.slots.get_mut(index).and_then(|s| s.conn.as_mut())
-    }
-
     /// Peer `index` delivered something checked: its back-off starts afresh.
     pub fn succeeded(&mut self, index: usize) {
         if let Some(s) = self.slots.get_mut(index) {
@@ -397,16 +393,18 @@ impl PeerSet {
         slot.retry_at = Instant::now() + backoff;
         let why = format!("bitcoin peer {}: {error}", slot.addr);
         let peers = &self.progress.bitcoin.peers;
+        let reason = error.reason();
+        // A --bitcoin-peer is kept, never banned: in the book it failed to connect.
+        let book_reason = if slot.manual { "connection" } else { reason };
+        let banned = match (&mut self.discovery, slot.sock) {
+            (Some(d), Some(sock)) => d.book.failed(&sock, book_reason),
+            _ => false,
+        };
+        if was_connected {
+            peers.dropped(index, reason, &why);
+        }
         if !slot.manual {
             // A found peer: its slot is freed for another from the book.
-            let reason = error.reason();
-            let banned = match (&mut self.discovery, slot.sock) {
-                (Some(d), Some(sock)) => d.book.failed(&sock, reason),
-                _ => false,
-            };
-            if was_connected {
-                peers.dropped(index, reason, &why);
-            }
             if banned {
                 warn!("{why}; banned for 24 h");
                 peers.banned_for(reason);
@@ -418,14 +416,8 @@ impl PeerSet {
             slot.addr.clear();
             slot.sock = None;
             peers.assign(index, "", "");
-            return;
-        }
-        if let (Some(d), Some(sock)) = (&mut self.discovery, slot.sock) {
-            d.book.failed(&sock, "connection");
-        }
-        if was_connected {
+        } else if was_connected {
             warn!("{why}; disconnected, tried again in {}s", backoff.as_secs());
-            peers.dropped(index, error.reason(), &why);
         } else {
             if slot.failures == 1 {
                 warn!("{why}; tried again in {}s", backoff.as_secs());

@@ -9,7 +9,7 @@
 //! IPv4 (/16) and IPv6 (/32).
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
-use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
+use std::sync::mpsc::{channel, Receiver, Sender};
 use std::time::{Duration, Instant};
 
 use crate::headers::BitcoinNetwork;
@@ -224,22 +224,16 @@ impl SeedLookup {
     fn poll_at(&mut self, now: Instant, connected: usize) -> Vec<(SocketAddr, bool)> {
         self.look(now, connected);
         let mut out = Vec::new();
-        loop {
-            match self.answers.try_recv() {
-                Ok((seed, Ok(addrs))) => {
-                    self.pending -= 1;
-                    log::info!(
-                        "bitcoin: DNS seed {seed} answered {} addresses",
-                        addrs.len()
-                    );
-                    self.any_answered |= !addrs.is_empty();
+        for (seed, answer) in self.answers.try_iter() {
+            self.pending -= 1;
+            match answer {
+                Ok(addrs) => {
+                    let n = addrs.len();
+                    log::info!("bitcoin: DNS seed {seed} answered {n} addresses");
+                    self.any_answered |= n > 0;
                     out.extend(addrs.into_iter().map(|a| (a, false)));
                 }
-                Ok((seed, Err(e))) => {
-                    self.pending -= 1;
-                    log::warn!("bitcoin: DNS seed {seed} did not answer: {e}");
-                }
-                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+                Err(e) => log::warn!("bitcoin: DNS seed {seed} did not answer: {e}"),
             }
         }
         if !self.any_answered && !self.fixed.is_empty() && now >= self.fixed_at {

@@ -49,7 +49,7 @@ impl PeersDa {
             .with_discovery(Discovery::new(book, lookup, slots));
         let chain = HeaderTree::open(b.chain, ledger.clone(), 0).map_err(|e| e.to_string())?;
         // bitcoind's RPC beside the peers: one more source.
-        let side = |url| RpcSide::new(b.rpc(url), progress.clone()).with_stop(stop.clone());
+        let side = |url| RpcSide::new(b.rpc(url), progress.clone(), stop.clone());
         let mut rpc_side = b.url.as_deref().map(side);
         if let Some(side) = &mut rpc_side {
             // Unreachable: logged and shown in /health; checked again at

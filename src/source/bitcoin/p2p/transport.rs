@@ -103,16 +103,6 @@ pub struct TimedStream {
     received: u64,
 }
 
-impl TimedStream {
-    fn new(stream: TcpStream) -> TimedStream {
-        TimedStream {
-            stream,
-            deadline: None,
-            received: 0,
-        }
-    }
-}
-
 impl Read for TimedStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if let Some(deadline) = self.deadline {
@@ -155,40 +145,15 @@ pub struct Opened {
 pub enum OpenError {
     /// The TCP connection failed.
     Connect(io::Error),
-    /// The v2 handshake failed; `answered`: the peer had sent something.
-    V2 {
-        error: HandshakeError,
-        answered: bool,
-        choice: TransportChoice,
-    },
+    /// The v2 handshake failed, and v1 is not tried: why, as a sentence.
+    V2(String),
 }
 
 impl fmt::Display for OpenError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             OpenError::Connect(e) => write!(f, "it cannot be connected to: {e}"),
-            OpenError::V2 {
-                error: error @ HandshakeError::AnsweredV1,
-                choice: TransportChoice::V2,
-                ..
-            }
-            | OpenError::V2 {
-                error,
-                answered: false,
-                choice: TransportChoice::V2,
-            } => write!(
-                f,
-                "it does not speak BIP324's v2 transport (the v2 handshake got no answer: \
-                 {error}): it speaks only v1 (Bitcoin Core before 26, or started with \
-                 -v2transport=0); --bitcoin-transport v2 connects to v2 peers only: give auto \
-                 to speak v1 with it"
-            ),
-            OpenError::V2 { error, .. } => write!(
-                f,
-                "its answer to the v2 (BIP324) handshake is not BIP324: {error}; a v1 node would \
-                 have hung up without a word, so it is not tried over v1 (--bitcoin-transport \
-                 v1 would speak only v1 with every peer)"
-            ),
+            OpenError::V2(why) => f.write_str(why),
         }
     }
 }
@@ -211,10 +176,12 @@ pub fn open(
         stream.set_nodelay(true)?;
         stream.set_write_timeout(Some(stall))?;
         let writer = BufWriter::new(stream.try_clone()?);
-        Ok((
-            BufReader::with_capacity(64 * 1024, TimedStream::new(stream)),
-            writer,
-        ))
+        let timed = TimedStream {
+            stream,
+            deadline: None,
+            received: 0,
+        };
+        Ok((BufReader::with_capacity(64 * 1024, timed), writer))
     };
     let v1 = |fell_back| {
         let (reader, writer) = connect().map_err(OpenError::Connect)?;
@@ -245,15 +212,22 @@ pub fn open(
         Err(e) => e,
     };
     let answered = reader.get_ref().received > 0;
-    let silent_hang_up = !answered && error.is_io();
-    let retry_v1 = choice == TransportChoice::Auto
-        && (silent_hang_up || matches!(error, HandshakeError::AnsweredV1));
-    if !retry_v1 {
-        return Err(OpenError::V2 {
-            error,
-            answered,
-            choice,
-        });
+    let answered_v1 = matches!(error, HandshakeError::AnsweredV1);
+    if choice == TransportChoice::V2 && (!answered || answered_v1) {
+        return Err(OpenError::V2(format!(
+            "it does not speak BIP324's v2 transport (the v2 handshake got no answer: {error}): \
+             it speaks only v1 (Bitcoin Core before 26, or started with -v2transport=0); \
+             --bitcoin-transport v2 connects to v2 peers only: give auto to speak v1 with it"
+        )));
+    }
+    // A read or write that failed, rather than bytes that are not BIP324.
+    let silent_hang_up = !answered && matches!(error, HandshakeError::Io(_));
+    if choice != TransportChoice::Auto || !(silent_hang_up || answered_v1) {
+        return Err(OpenError::V2(format!(
+            "its answer to the v2 (BIP324) handshake is not BIP324: {error}; a v1 node would \
+             have hung up without a word, so it is not tried over v1 (--bitcoin-transport v1 \
+             would speak only v1 with every peer)"
+        )));
     }
     drop((reader, writer));
     v1(Some(format!(

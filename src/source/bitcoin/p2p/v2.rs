@@ -33,7 +33,7 @@ use bitcoin::p2p::message::NetworkMessage;
 use bitcoin::Network;
 use rand::Rng as _;
 
-use crate::source::bitcoin::p2p::message::{block_message, FrameError, MAX_PAYLOAD};
+use crate::source::bitcoin::p2p::message::{block_message, command_name, FrameError, MAX_PAYLOAD};
 
 /// The most garbage either side may send before its terminator (BIP324).
 pub const MAX_GARBAGE: usize = 4095;
@@ -71,13 +71,6 @@ pub enum HandshakeError {
     /// The crate refused what the peer sent (a packet that does not
     /// authenticate, a key that is not a curve point's encoding).
     Refused(bip324::Error),
-}
-
-impl HandshakeError {
-    /// A read or write that failed (rather than bytes that are not BIP324).
-    pub fn is_io(&self) -> bool {
-        matches!(self, HandshakeError::Io(_))
-    }
 }
 
 impl fmt::Display for HandshakeError {
@@ -258,31 +251,24 @@ fn block_at(contents: &[u8]) -> Option<usize> {
     }
 }
 
-/// A genuine packet's contents as a message: a short message ID, or a zero
-/// and a 12-byte command, then the payload (at most [`MAX_PAYLOAD`]).
+/// A genuine packet's contents as a message, when they are not a block
+/// ([`Session::read`] hands those on): a short message ID, or a zero and a
+/// 12-byte command, then the payload (at most [`MAX_PAYLOAD`]).
 fn decode(contents: &[u8]) -> Result<NetworkMessage, FrameError> {
-    let (command, payload_len) = match contents.first() {
-        None => ("(none)".to_string(), 0),
-        Some(0) if contents.len() >= 13 => {
-            let raw = &contents[1..13];
-            let end = raw.iter().position(|b| *b == 0).unwrap_or(raw.len());
-            (
-                String::from_utf8_lossy(&raw[..end]).into_owned(),
-                contents.len() - 13,
-            )
+    let (command, payload_len) = match contents {
+        [0, rest @ ..] if rest.len() >= 12 => (command_name(&rest[..12]), rest.len() - 12),
+        [id, rest @ ..] if *id != 0 => (format!("short ID {id}"), rest.len()),
+        _ => {
+            let command = match contents {
+                [] => "(none)",
+                _ => "(cut short)",
+            };
+            let why = "the packet is too short for its message type";
+            return Err(FrameError::malformed(command, why));
         }
-        Some(0) => ("(cut short)".to_string(), 0),
-        Some(id) => (format!("short ID {id}"), contents.len() - 1),
     };
     if payload_len > MAX_PAYLOAD {
         return Err(FrameError::too_large(command, payload_len));
-    }
-    if contents.is_empty() || (contents[0] == 0 && contents.len() < 13) {
-        let why = "the packet is too short for its message type";
-        return Err(FrameError::malformed(command, why));
-    }
-    if let Some(at) = block_at(contents) {
-        return block_message(contents[at..].to_vec());
     }
     bip324::serde::deserialize(contents).map_err(|e| FrameError::malformed(command, e))
 }
