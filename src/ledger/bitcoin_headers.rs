@@ -16,7 +16,7 @@ use lmdb::WriteFlags;
 use super::cursor;
 use super::sealed::Access;
 use super::tables::{BitcoinHeaders, Table, ValueTable};
-use super::{corrupt, lmdb_err, LedgerError, LedgerWriter};
+use super::{lmdb_err, LedgerError, LedgerWriter};
 
 /// One stored header of the best chain.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,12 +43,10 @@ pub trait BitcoinHeaderRead: Access + Sized {
     /// The stored headers at heights `from..=to` (those present), in order.
     fn bitcoin_headers(&self, from: u64, to: u64) -> Result<Vec<StoredHeader>, LedgerError> {
         let mut out = Vec::new();
-        cursor::walk_from::<Self, BitcoinHeaders>(self, Some(&from), |k, v| {
-            let height = cursor::u64_key::<BitcoinHeaders>(k)?;
+        cursor::walk_values::<Self, BitcoinHeaders>(self, Some(&from), |height, s| {
             if height > to {
                 return Ok(ControlFlow::Break(()));
             }
-            let s = BitcoinHeaders::decode(v).map_err(|e| corrupt::<BitcoinHeaders>(&height, e))?;
             out.push(StoredHeader { height, ..s });
             Ok(ControlFlow::Continue(()))
         })?;

@@ -9,8 +9,8 @@ use std::ops::ControlFlow;
 use lmdb::{Cursor, Transaction};
 
 use super::sealed::Access;
-use super::tables::{self, Table};
-use super::{lmdb_err, LedgerError, MDB_LAST, MDB_PREV, MDB_SET_RANGE};
+use super::tables::{self, KeyCodec, Table, ValueTable};
+use super::{corrupt, lmdb_err, LedgerError, MDB_LAST, MDB_PREV, MDB_SET_RANGE};
 
 /// An entry a cursor step found: `None` past either end.
 pub(super) type Entry<'t> = Option<(&'t [u8], &'t [u8])>;
@@ -74,6 +74,50 @@ pub(super) fn walk<R: Access, T: Table>(
     mut f: impl FnMut(&[u8], &[u8]) -> Result<(), LedgerError>,
 ) -> Result<(), LedgerError> {
     walk_from::<R, T>(r, None, |k, v| f(k, v).map(ControlFlow::Continue))
+}
+
+/// Calls `f` with each entry of `T`, its key and value decoded, in key
+/// order from `from` (the first key when `None`), until `f` breaks.
+pub(super) fn walk_values<R: Access, T: ValueTable<Key: KeyCodec>>(
+    r: &R,
+    from: Option<&T::Key>,
+    mut f: impl FnMut(T::Key, T::Value) -> Result<ControlFlow<()>, LedgerError>,
+) -> Result<(), LedgerError> {
+    walk_from::<R, T>(r, from, |k, v| {
+        let want = size_of::<<T::Key as KeyCodec>::Bytes>();
+        let key = T::Key::from_bytes(k).ok_or_else(|| bad_key::<T>(k, want))?;
+        let value = T::decode(v).map_err(|e| corrupt::<T>(&key, e))?;
+        f(key, value)
+    })
+}
+
+/// A table's entries, key and value decoded.
+pub(super) type Decoded<T> = Vec<(<T as Table>::Key, <T as ValueTable>::Value)>;
+
+/// Every entry of `T`, its key and value decoded, in key order.
+pub(super) fn entries<R: Access, T: ValueTable<Key: KeyCodec>>(
+    r: &R,
+) -> Result<Decoded<T>, LedgerError> {
+    let mut out = Vec::new();
+    walk_values::<R, T>(r, None, |k, v| {
+        out.push((k, v));
+        Ok(ControlFlow::Continue(()))
+    })?;
+    Ok(out)
+}
+
+/// The keys of the u64-keyed table `T` from `from` on, in order (values
+/// are not read).
+pub(super) fn u64_keys<R: Access, T: Table<Key = u64>>(
+    r: &R,
+    from: u64,
+) -> Result<Vec<u64>, LedgerError> {
+    let mut keys = Vec::new();
+    walk_from::<R, T>(r, Some(&from), |k, _| {
+        keys.push(u64_key::<T>(k)?);
+        Ok(ControlFlow::Continue(()))
+    })?;
+    Ok(keys)
 }
 
 /// The last key of the u64-keyed table `T` (`None`: the table is empty).
