@@ -104,29 +104,19 @@ fn bad_targets_fail_as_in_bitcoin_cores_pow_tests() {
 fn off_a_retarget_mainnet_keeps_the_parents_bits() {
     let map = Map::of([(100, 1_000_000, 0x1c05a3f4)]);
     // Whatever the time: no 20-minute rule on main.
-    assert_eq!(
-        next_bits(&MAIN, 100, 1_000_000 + 3600, &map),
-        Some(0x1c05a3f4)
-    );
-    assert_eq!(
-        next_bits(&SIGNET, 100, 1_000_000 + 3600, &map),
-        Some(0x1c05a3f4)
-    );
+    let an_hour_on = |params| next_bits(params, 100, 1_000_000 + 3600, &map);
+    assert_eq!(an_hour_on(&MAIN), Some(0x1c05a3f4));
+    assert_eq!(an_hour_on(&SIGNET), Some(0x1c05a3f4));
 }
 
 #[test]
 fn testnet_twenty_minute_rule_demands_the_pow_limit_after_twenty_minutes() {
     let limit = TESTNET4.pow_limit_bits;
     let map = Map::of([(5000, 1_000_000, 0x1949d95f)]);
-    assert_eq!(
-        next_bits(&TESTNET4, 5000, 1_000_000 + 1201, &map),
-        Some(limit)
-    );
+    let after = |seconds: u32| next_bits(&TESTNET4, 5000, 1_000_000 + seconds, &map);
+    assert_eq!(after(1201), Some(limit));
     // At exactly 20 minutes the rule does not apply: the real bits.
-    assert_eq!(
-        next_bits(&TESTNET4, 5000, 1_000_000 + 1200, &map),
-        Some(0x1949d95f)
-    );
+    assert_eq!(after(1200), Some(0x1949d95f));
 }
 
 #[test]
@@ -137,23 +127,19 @@ fn testnet_walks_back_over_pow_limit_headers_to_the_last_real_bits() {
         (5001, 1_002_000, limit),
         (5002, 1_004_000, limit),
     ]);
-    assert_eq!(
-        next_bits(&TESTNET4, 5002, 1_004_100, &map),
-        Some(0x1949d95f)
-    );
+    let next = |map: &Map| next_bits(&TESTNET4, 5002, 1_004_100, map);
+    assert_eq!(next(&map), Some(0x1949d95f));
     // Without the header the walk needs, the rule is not checked.
     let short = Map::of([(5001, 1_002_000, limit), (5002, 1_004_000, limit)]);
-    assert_eq!(next_bits(&TESTNET4, 5002, 1_004_100, &short), None);
+    assert_eq!(next(&short), None);
     // The walk stops at a period's first header, even at the pow limit.
     let boundary = Map::of([
         (4031, 900_000, 0x1949d95f),
         (4032, 1_000_000, limit),
         (4033, 1_002_000, limit),
     ]);
-    assert_eq!(
-        next_bits(&TESTNET4, 4033, 1_002_100, &boundary),
-        Some(limit)
-    );
+    let bits = next_bits(&TESTNET4, 4033, 1_002_100, &boundary);
+    assert_eq!(bits, Some(limit));
 }
 
 #[test]
@@ -178,20 +164,12 @@ fn bip94_retargets_from_the_periods_first_bits() {
 fn retarget_clamps_at_four_times_and_a_quarter() {
     let base = 0x1c05a3f4;
     let two_weeks = 14 * 24 * 3600;
-    assert_eq!(
-        retarget(&MAIN, base, two_weeks * 10),
-        retarget(&MAIN, base, two_weeks * 4)
-    );
-    assert_eq!(
-        retarget(&MAIN, base, 1),
-        retarget(&MAIN, base, two_weeks / 4)
-    );
+    let after = |timespan| retarget(&MAIN, base, timespan);
+    assert_eq!(after(two_weeks * 10), after(two_weeks * 4));
+    assert_eq!(after(1), after(two_weeks / 4));
     // Time going backwards counts as the quarter (Core's int64 arithmetic).
-    assert_eq!(
-        retarget(&MAIN, base, -5000),
-        retarget(&MAIN, base, two_weeks / 4)
-    );
-    assert_ne!(retarget(&MAIN, base, two_weeks * 2), base);
+    assert_eq!(after(-5000), after(two_weeks / 4));
+    assert_ne!(after(two_weeks * 2), base);
 }
 
 #[test]
@@ -246,27 +224,14 @@ fn contextual(
 fn bits_must_be_the_same_u32_not_only_the_same_target() {
     let map = eleven(500_000, 1_500_000_000, 0x1d00ff00);
     let now = 1_500_000_000 + 600;
-    assert!(contextual(
-        &MAIN,
-        500_000,
-        &header(4, now as u32, 0x1d00ff00),
-        &map,
-        now
-    )
-    .is_ok());
+    let with = |bits| contextual(&MAIN, 500_000, &header(4, now as u32, bits), &map, now);
+    assert!(with(0x1d00ff00).is_ok());
     // 0x1e0000ff encodes the same target as 0x1d00ff00.
     assert_eq!(
         Target::from_compact(CompactTarget::from_consensus(0x1e0000ff)),
         Target::from_compact(CompactTarget::from_consensus(0x1d00ff00))
     );
-    let e = contextual(
-        &MAIN,
-        500_000,
-        &header(4, now as u32, 0x1e0000ff),
-        &map,
-        now,
-    )
-    .unwrap_err();
+    let e = with(0x1e0000ff).unwrap_err();
     assert_eq!(e.rule, Rule::Bits);
     assert_eq!(e.height, 500_001);
     assert!(e.to_string().contains("0x1e0000ff"), "{e}");
@@ -277,9 +242,9 @@ fn time_must_be_above_the_median_time_past() {
     let map = eleven(500_000, 1_500_000_000, 0x1d00ff00);
     let mtp = 1_500_000_000 - 600 * 5;
     let now = 1_500_000_000;
-    let e = contextual(&MAIN, 500_000, &header(4, mtp, 0x1d00ff00), &map, now).unwrap_err();
-    assert_eq!(e.rule, Rule::MedianTimePast);
-    let ok = contextual(&MAIN, 500_000, &header(4, mtp + 1, 0x1d00ff00), &map, now).unwrap();
+    let at = |time| contextual(&MAIN, 500_000, &header(4, time, 0x1d00ff00), &map, now);
+    assert_eq!(at(mtp).unwrap_err().rule, Rule::MedianTimePast);
+    let ok = at(mtp + 1).unwrap();
     assert!(ok.has(Rule::MedianTimePast) && ok.has(Rule::Bits));
 }
 
@@ -335,14 +300,8 @@ fn rules_without_their_context_are_not_checked_not_passed() {
     // Only the parent is held: no median time past, no walk-back beyond it.
     let limit = TESTNET4.pow_limit_bits;
     let map = Map::of([(5001, 1_002_000, limit)]);
-    let checked = contextual(
-        &TESTNET4,
-        5001,
-        &header(4, 1_002_100, limit),
-        &map,
-        1_002_100,
-    )
-    .unwrap();
+    let h = header(4, 1_002_100, limit);
+    let checked = contextual(&TESTNET4, 5001, &h, &map, 1_002_100).unwrap();
     assert!(checked.lacks(Rule::Bits) && !checked.has(Rule::Bits));
     assert!(checked.lacks(Rule::MedianTimePast));
     assert!(checked.has(Rule::TimeTooNew) && checked.has(Rule::Version));

@@ -749,11 +749,9 @@ mod tests {
     #[test]
     fn soft_confirmation_with_no_txs_round_trips() {
         let sc = block(1, vec![], 0);
-        let bytes = encode_soft_confirmation(&sc, Some(&sc.pub_key));
-        assert_eq!(
-            decode_soft_confirmation(&bytes, 1, Some(&sc.pub_key)).unwrap(),
-            sc
-        );
+        let key = Some(&sc.pub_key);
+        let bytes = encode_soft_confirmation(&sc, key);
+        assert_eq!(decode_soft_confirmation(&bytes, 1, key).unwrap(), sc);
     }
 
     #[test]
@@ -771,10 +769,8 @@ mod tests {
         for key in [None, Some(&sc.pub_key)] {
             let bytes = encode_soft_confirmation(&sc, key);
             for n in 0..bytes.len() {
-                assert!(
-                    decode_soft_confirmation(&bytes[..n], 17, key).is_err(),
-                    "len {n}"
-                );
+                let cut = decode_soft_confirmation(&bytes[..n], 17, key);
+                assert!(cut.is_err(), "len {n}");
             }
             let mut longer = bytes.clone();
             longer.push(0);
@@ -841,10 +837,8 @@ mod tests {
         ];
         let bytes = encode_commitments(&list);
         assert_eq!(decode_commitments(&bytes).unwrap(), list);
-        assert_eq!(
-            decode_commitments(&encode_commitments(&[])).unwrap(),
-            vec![]
-        );
+        let none = encode_commitments(&[]);
+        assert_eq!(decode_commitments(&none).unwrap(), vec![]);
         for n in 0..bytes.len() {
             assert!(decode_commitments(&bytes[..n]).is_err());
         }
@@ -911,14 +905,10 @@ mod tests {
             "{e:?}"
         );
         assert_eq!(e.to_string(), "expected 8 bytes, found 7");
-        assert_eq!(
-            decode_status(&[]).unwrap_err().to_string(),
-            "expected 1 byte, found 0"
-        );
-        assert!(matches!(
-            decode_status(&[3]),
-            Err(DecodeError::NotStatus(3))
-        ));
+        let e = decode_status(&[]).unwrap_err();
+        assert_eq!(e.to_string(), "expected 1 byte, found 0");
+        let e = decode_status(&[3]);
+        assert!(matches!(e, Err(DecodeError::NotStatus(3))));
         // A list whose one proof is 64 bytes of 0xff: its height never ends.
         let mut list = vec![1, 64];
         list.extend_from_slice(&[0xff; 64]);
@@ -934,10 +924,8 @@ mod tests {
             ),
             "{e:?}"
         );
-        assert_eq!(
-            e.to_string(),
-            "proof 1 of 1: height does not fit in 64 bits"
-        );
+        let text = e.to_string();
+        assert_eq!(text, "proof 1 of 1: height does not fit in 64 bits");
         let inner = std::error::Error::source(&e).expect("the proof's own error");
         assert_eq!(inner.to_string(), "height does not fit in 64 bits");
     }
@@ -947,10 +935,8 @@ mod tests {
         assert_eq!(decode_u64(&encode_u64(42)).unwrap(), 42);
         assert!(decode_u64(&[0; 7]).is_err());
         assert!(decode_hash(&[0; 31]).is_err());
-        assert_eq!(
-            decode_status(&encode_status(Status::Proven)).unwrap(),
-            Status::Proven
-        );
+        let proven = encode_status(Status::Proven);
+        assert_eq!(decode_status(&proven).unwrap(), Status::Proven);
         assert!(decode_status(&[3]).is_err());
         assert!(decode_status(&[]).is_err());
     }
