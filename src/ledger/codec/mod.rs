@@ -333,9 +333,10 @@ impl<'a> Reader<'a> {
         (0..n).map(|_| self.blob(what)).collect()
     }
 
-    fn finish(self) -> Result<(), DecodeError> {
+    /// `value`, decoded from every byte: none may follow.
+    fn finish<T>(self, value: T) -> Result<T, DecodeError> {
         match self.buf.len() {
-            0 => Ok(()),
+            0 => Ok(value),
             count => Err(DecodeError::Trailing { count }),
         }
     }
@@ -406,8 +407,7 @@ pub fn decode_soft_confirmation(
         txs: r.blobs("txs")?,
         deposit_data: r.blobs("depositData")?,
     };
-    r.finish()?;
-    Ok(sc)
+    r.finish(sc)
 }
 
 /// Whether a stored soft confirmation omits its pubKey (so decoding needs
@@ -464,8 +464,7 @@ pub fn decode_commitments(bytes: &[u8]) -> Result<Vec<SequencerCommitment>, Deco
             l2_end_block_number: r.u64("l2EndBlockNumber")?,
         });
     }
-    r.finish()?;
-    Ok(out)
+    r.finish(out)
 }
 
 // ---------------------------------------------------------------- proofs
@@ -555,8 +554,7 @@ pub fn decode_proof(bytes: &[u8]) -> Result<VerifiedBatchProof, DecodeError> {
                 .collect::<Result<_, _>>()?
         },
     };
-    r.finish()?;
-    Ok(VerifiedBatchProof {
+    r.finish(VerifiedBatchProof {
         proof,
         proof_output: o,
         height,
@@ -615,7 +613,7 @@ fn each_proof<'a>(
         let len = r.count("proof length", 1)?;
         each(index, n, r.take(len, "proof")?)?;
     }
-    r.finish()
+    r.finish(())
 }
 
 /// Decodes proof `index` of a list of `count`.
