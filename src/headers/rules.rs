@@ -87,6 +87,9 @@ pub fn stops_walk_back(height: u64, bits: u32, params: &ChainParams) -> bool {
 /// Each header rule, by Bitcoin Core's reject reason.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Rule {
+    /// The first header of a chain checked from genesis is the network's
+    /// genesis (`verify-headers` without `--start-height`).
+    Genesis,
     /// `prev_blockhash` is the hash of the header before it (`bad-prevblk`).
     Link,
     /// The hash is at most the target its bits encode, and the bits encode
@@ -103,13 +106,10 @@ pub enum Rule {
     TimeTooNew,
     /// The version floors of BIP34, BIP66, BIP65 (`bad-version`).
     Version,
-    /// The first header of a chain checked from genesis is the network's
-    /// genesis (`verify-headers` without `--start-height`).
-    Genesis,
 }
 
 impl Rule {
-    /// Every rule, in the order they are checked.
+    /// Every rule, in the order they are checked (and declared).
     pub const ALL: [Rule; 8] = [
         Rule::Genesis,
         Rule::Link,
@@ -135,9 +135,9 @@ impl Rule {
         }
     }
 
-    /// Index in [`Rule::ALL`].
+    /// Index in [`Rule::ALL`] (the order they are declared in).
     pub fn index(self) -> usize {
-        Rule::ALL.iter().position(|r| *r == self).unwrap_or(0)
+        self as usize
     }
 }
 

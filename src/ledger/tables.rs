@@ -279,7 +279,10 @@ table!(
     /// `da_slots`: DA slot hash -> slot number (u64 BE).
     DaSlots,
     "da_slots",
-    Hash
+    Hash,
+    u64,
+    |v| codec::encode_u64(*v),
+    codec::decode_u64
 );
 table!(
     /// `proofs`: DA slot number -> encoded list of every batch proof verified
@@ -385,7 +388,6 @@ values!(
     |v| codec::encode_u64(*v),
     codec::decode_u64
 );
-values!(DaSlots, u64, |v| codec::encode_u64(*v), codec::decode_u64);
 
 /// `meta`: short ASCII keys -> values. Fixed keys are the constants below;
 /// other modules' free entries live under [`USER_PREFIX`] so they can never

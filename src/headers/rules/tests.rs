@@ -300,3 +300,10 @@ fn rules_without_their_context_are_not_checked_not_passed() {
     assert!(checked.lacks(Rule::MedianTimePast));
     assert!(checked.has(Rule::TimeTooNew) && checked.has(Rule::Version));
 }
+
+#[test]
+fn every_rule_is_at_its_index_in_all() {
+    for (i, rule) in Rule::ALL.into_iter().enumerate() {
+        assert_eq!(rule.index(), i, "{rule}");
+    }
+}
