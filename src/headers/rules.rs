@@ -222,7 +222,7 @@ pub fn check_pow(hash: BlockHash, bits: u32, params: &ChainParams) -> Result<(),
 }
 
 /// [`check_pow`] with the network's pow limit already decoded.
-pub fn check_pow_with(
+fn check_pow_with(
     hash: BlockHash,
     bits: u32,
     params: &ChainParams,
@@ -319,10 +319,37 @@ pub fn median_time_past(prev_height: u64, ancestors: &impl Ancestors) -> Option<
     Some(i64::from(times[times.len() / 2]))
 }
 
+/// `CheckProofOfWork` (`pow_limit`: the network's, decoded), then above
+/// genesis [`check_contextual`]: what the header at `height` is checked by
+/// once it links to the header below it. The rules it could check.
+pub fn check_header(
+    params: &ChainParams,
+    pow_limit: Target,
+    height: u64,
+    header: &Header,
+    hash: BlockHash,
+    ancestors: &impl Ancestors,
+    now: i64,
+) -> Result<Checked, HeaderError> {
+    let bits = header.bits.to_consensus();
+    check_pow_with(hash, bits, params, pow_limit).map_err(|detail| HeaderError {
+        height,
+        hash,
+        rule: Rule::ProofOfWork,
+        detail,
+    })?;
+    let mut checked = match height.checked_sub(1) {
+        Some(prev_height) => check_contextual(params, prev_height, header, hash, ancestors, now)?,
+        None => Checked::default(),
+    };
+    checked.set(Rule::ProofOfWork);
+    Ok(checked)
+}
+
 /// `ContextualCheckBlockHeader` (after the link and proof-of-work checks):
 /// the header at `prev_height + 1` against the headers below it and the
-/// clock `now` (Unix seconds). Records in `checked` each rule it could
-/// check; a rule whose context is missing is left out.
+/// clock `now` (Unix seconds). The rules it could check; a rule whose
+/// context is missing is in [`Checked::missing`].
 pub fn check_contextual(
     params: &ChainParams,
     prev_height: u64,
@@ -330,9 +357,9 @@ pub fn check_contextual(
     hash: BlockHash,
     ancestors: &impl Ancestors,
     now: i64,
-    checked: &mut Checked,
-) -> Result<(), HeaderError> {
+) -> Result<Checked, HeaderError> {
     let height = prev_height + 1;
+    let mut checked = Checked::default();
     let fail = |rule: Rule, detail: String| HeaderError {
         height,
         hash,
@@ -393,7 +420,7 @@ pub fn check_contextual(
     check_version(params, height, header.version.to_consensus())
         .map_err(|detail| fail(Rule::Version, detail))?;
     checked.set(Rule::Version);
-    Ok(())
+    Ok(checked)
 }
 
 /// The version floors: at least 2 from BIP34's height, 3 from BIP66's, 4

@@ -210,8 +210,7 @@ fn contextual(
     map: &Map,
     now: i64,
 ) -> Result<Checked, HeaderError> {
-    let mut checked = Checked::default();
-    check_contextual(params, prev, h, h.block_hash(), map, now, &mut checked).map(|()| checked)
+    check_contextual(params, prev, h, h.block_hash(), map, now)
 }
 
 #[test]
