@@ -24,7 +24,7 @@ use bitcoin::BlockHash;
 
 use super::file::header_hash;
 use super::params::{BitcoinNetwork, ChainParams};
-use super::rules::{self, Ancestors, Checked, HeaderError, Past, Rule};
+use super::rules::{self, Ancestors, HeaderError, Past, Rule};
 use crate::ledger::{BitcoinHeaderRead, Ledger, LedgerError, StoredHeader};
 
 /// Best-chain headers held in memory by default: a retarget's period plus

@@ -1,8 +1,6 @@
-//! Reading a table in key order: the one place a cursor walks a table,
-//! and the check that a key read back has the length its table stores.
-//!
-//! Point reads (`get`) and the walks that step back from the last key
-//! (`commitments_above`, the frontier's marks) keep their own cursors.
+//! Reading a table in key order, forwards or back: the one place a cursor
+//! walks a table, and the check that a key read back has the length its
+//! table stores. Point reads (`get`) need no cursor.
 
 use std::ops::ControlFlow;
 
@@ -28,19 +26,33 @@ pub(super) fn entry<'t>(
     }
 }
 
-/// Puts `cursor` on the last entry whose key is below `above` (the first
-/// key at or above it, then one back).
-pub(super) fn last_below<'t>(
-    cursor: &impl Cursor<'t>,
-    above: &[u8],
+/// Calls `f` with each entry of `T`, key and value, in reverse key order
+/// from the last whose key is below `above` (the last of all when `None`),
+/// until `f` breaks; a failure of a step is said with `ctx`.
+pub(super) fn walk_back<R: Access, T: Table>(
+    r: &R,
+    above: Option<&[u8]>,
     ctx: impl Fn() -> String,
-) -> Result<Entry<'t>, LedgerError> {
-    let step = match cursor.get(Some(above), None, MDB_SET_RANGE) {
-        Ok(_) => cursor.get(None, None, MDB_PREV),
-        Err(lmdb::Error::NotFound) => cursor.get(None, None, MDB_LAST),
-        Err(e) => return Err(lmdb_err(ctx)(e)),
+    mut f: impl FnMut(&[u8], &[u8]) -> Result<ControlFlow<()>, LedgerError>,
+) -> Result<(), LedgerError> {
+    let cursor = r
+        .txn()
+        .open_ro_cursor(T::db(r.dbs()))
+        .map_err(lmdb_err(&ctx))?;
+    // The first key at or above `above`, then one back.
+    let step = match above.map(|above| cursor.get(Some(above), None, MDB_SET_RANGE)) {
+        Some(Ok(_)) => cursor.get(None, None, MDB_PREV),
+        None | Some(Err(lmdb::Error::NotFound)) => cursor.get(None, None, MDB_LAST),
+        Some(Err(e)) => return Err(lmdb_err(ctx)(e)),
     };
-    entry(step, ctx)
+    let mut item = entry(step, &ctx)?;
+    while let Some((k, v)) = item {
+        if f(k, v)?.is_break() {
+            break;
+        }
+        item = entry(cursor.get(None, None, MDB_PREV), &ctx)?;
+    }
+    Ok(())
 }
 
 /// Calls `f` with each entry of `T`, key and value, in key order from
@@ -123,12 +135,12 @@ pub(super) fn u64_keys<R: Access, T: Table<Key = u64>>(
 /// The last key of the u64-keyed table `T` (`None`: the table is empty).
 pub(super) fn last_u64<R: Access, T: Table<Key = u64>>(r: &R) -> Result<Option<u64>, LedgerError> {
     let ctx = || format!("finding the last of {}", T::NAME);
-    let cursor = r
-        .txn()
-        .open_ro_cursor(T::db(r.dbs()))
-        .map_err(lmdb_err(ctx))?;
-    let last = entry(cursor.get(None, None, MDB_LAST), ctx)?;
-    last.map(|(k, _)| u64_key::<T>(k)).transpose()
+    let mut last = None;
+    walk_back::<R, T>(r, None, ctx, |k, _| {
+        last = Some(u64_key::<T>(k)?);
+        Ok(ControlFlow::Break(()))
+    })?;
+    Ok(last)
 }
 
 /// A key of `T` read back as the u64 it stores (big-endian, 8 bytes).

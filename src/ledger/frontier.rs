@@ -25,16 +25,15 @@
 //! from 1 in the order it stored them, so on a chain whose commitments were
 //! each stored once, in order, the numbers are Citrea's.
 
+use std::ops::ControlFlow;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use lmdb::{Cursor, Transaction, WriteFlags};
+use lmdb::WriteFlags;
 
-use super::cursor::{entry, last_below, u64_keys};
+use super::cursor::{u64_keys, walk_back};
 use super::sealed::Access;
 use super::tables::{Commitments, Frontier, KeyCodec, Proofs, StatusHeights, Table, ValueTable};
-use super::{
-    corrupt, lmdb_err, LedgerError, LedgerRead, LedgerWriter, ProofCommitmentsError, MDB_PREV,
-};
+use super::{corrupt, lmdb_err, LedgerError, LedgerRead, LedgerWriter, ProofCommitmentsError};
 use crate::types::SequencerCommitment;
 
 /// Where a frontier stood after a DA slot moved it.
@@ -84,19 +83,16 @@ fn frontier_at<R: Access>(
             which.name()
         )
     };
-    let cursor = r
-        .txn()
-        .open_ro_cursor(StatusHeights::db(r.dbs()))
-        .map_err(lmdb_err(ctx))?;
-    // The first key above (which, l1_height), then one back.
     let above = match l1_height.checked_add(1) {
         Some(next) => StatusHeights::key(&(which, next)),
         None => past_every(which),
     };
-    match last_below(&cursor, &above, ctx)? {
-        Some((k, v)) => mark_of(which, k, v),
-        None => Ok(None),
-    }
+    let mut mark = None;
+    walk_back::<R, StatusHeights>(r, Some(&above), ctx, |k, v| {
+        mark = mark_of(which, k, v)?;
+        Ok(ControlFlow::Break(()))
+    })?;
+    Ok(mark)
 }
 
 /// A `status_heights` key above every entry of frontier `which`.
@@ -195,23 +191,16 @@ impl LedgerWriter<'_> {
     fn committed_index_at(&self, height: u64) -> Result<u64, LedgerError> {
         let ctx = || format!("finding the commitment that ends at L2 height {height}");
         let mut found = None;
-        {
-            let cursor = self
-                .txn()
-                .open_ro_cursor(StatusHeights::db(self.dbs()))
-                .map_err(lmdb_err(ctx))?;
-            let mut item = last_below(&cursor, &past_every(Frontier::Committed), ctx)?;
-            while let Some((k, v)) = item {
-                let Some(m) = mark_of(Frontier::Committed, k, v)? else {
-                    break;
-                };
-                if m.l2_height < height {
-                    break;
+        let above = past_every(Frontier::Committed);
+        walk_back::<Self, StatusHeights>(self, Some(&above), ctx, |k, v| {
+            match mark_of(Frontier::Committed, k, v)? {
+                Some(m) if m.l2_height >= height => {
+                    found = Some((m.l1_height, m.l2_height, m.commitment_index));
+                    Ok(ControlFlow::Continue(()))
                 }
-                found = Some((m.l1_height, m.l2_height, m.commitment_index));
-                item = entry(cursor.get(None, None, MDB_PREV), ctx)?;
+                _ => Ok(ControlFlow::Break(())),
             }
-        }
+        })?;
         let Some((slot, top, index)) = found else {
             return Ok(0);
         };

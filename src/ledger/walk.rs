@@ -5,11 +5,11 @@
 //! find every commitment, proof and DA slot hash the ledger holds. Kept apart
 //! from the point reads in `mod.rs` so the two evolve separately.
 
-use lmdb::{Cursor, Transaction};
+use std::ops::ControlFlow;
 
-use super::cursor::{entries, entry, u64_key};
+use super::cursor::{entries, u64_key, walk_back};
 use super::tables::{Commitments, DaSlots, Proofs, Table, ValueTable};
-use super::{corrupt, lmdb_err, LedgerError, LedgerRead, MDB_LAST, MDB_PREV};
+use super::{corrupt, LedgerError, LedgerRead};
 use crate::types::{Hash, SequencerCommitment, VerifiedBatchProof};
 
 /// Walks of tables, in key order. Implemented for every [`LedgerRead`].
@@ -22,23 +22,18 @@ pub trait LedgerWalk: LedgerRead {
         height: u64,
     ) -> Result<Vec<(u64, SequencerCommitment)>, LedgerError> {
         let ctx = || format!("walking {} back to height {height}", Commitments::NAME);
-        let cursor = self
-            .txn()
-            .open_ro_cursor(Commitments::db(self.dbs()))
-            .map_err(lmdb_err(ctx))?;
         let mut newest_first = Vec::new();
-        let mut item = entry(cursor.get(None, None, MDB_LAST), ctx)?;
-        'slots: while let Some((k, v)) = item {
+        walk_back::<Self, Commitments>(self, None, ctx, |k, v| {
             let slot = u64_key::<Commitments>(k)?;
             let list = Commitments::decode(v).map_err(|e| corrupt::<Commitments>(&slot, e))?;
             for c in list.into_iter().rev() {
                 if c.l2_end_block_number <= height {
-                    break 'slots;
+                    return Ok(ControlFlow::Break(()));
                 }
                 newest_first.push((slot, c));
             }
-            item = entry(cursor.get(None, None, MDB_PREV), ctx)?;
-        }
+            Ok(ControlFlow::Continue(()))
+        })?;
         newest_first.reverse();
         Ok(newest_first)
     }
