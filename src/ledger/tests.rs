@@ -413,11 +413,9 @@ fn a_corrupt_fork_table_entry_is_reported_not_guessed() {
 
 #[test]
 fn data_survives_reopening() {
-    let dir = tempfile::tempdir().unwrap();
-    {
-        let ledger = open(dir.path());
-        store(&ledger, 1..=3);
-    }
+    let (dir, ledger) = fresh();
+    store(&ledger, 1..=3);
+    drop(ledger);
     let ledger = open(dir.path());
     let r = ledger.reader().unwrap();
     assert_eq!(r.head_height().unwrap(), 3);
@@ -577,20 +575,18 @@ fn hashes_sharing_an_eight_byte_prefix_are_each_found_and_a_third_is_not() {
 
 #[test]
 fn many_hashes_under_one_prefix_stored_out_of_order_are_all_found_after_reopening() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, ledger) = fresh();
     let prefix = [0xab; 8];
     // Heights in descending order: the duplicates are kept sorted by
     // height, not by insertion, and the lookup walks them all.
     let heights = [40u64, 31, 25, 12, 3];
-    {
-        let ledger = open(dir.path());
-        let mut w = ledger.writer().unwrap();
-        for (i, &h) in heights.iter().enumerate() {
-            w.put_soft_confirmation(&block_with_hash(h, prefix, i as u8))
-                .unwrap();
-        }
-        w.commit().unwrap();
+    let mut w = ledger.writer().unwrap();
+    for (i, &h) in heights.iter().enumerate() {
+        w.put_soft_confirmation(&block_with_hash(h, prefix, i as u8))
+            .unwrap();
     }
+    w.commit().unwrap();
+    drop(ledger);
     let ledger = open(dir.path());
     let r = ledger.reader().unwrap();
     let find = |prefix, tail| {
@@ -688,12 +684,10 @@ fn a_data_dir_of_a_newer_layout_is_refused() {
 
 #[test]
 fn a_new_ledger_records_the_current_layout_and_reopens() {
-    let dir = tempfile::tempdir().unwrap();
-    {
-        let ledger = open(dir.path());
-        let format = meta(&ledger.reader().unwrap(), tables::META_FORMAT).unwrap();
-        assert_eq!(format, Some(tables::FORMAT_VERSION));
-    }
+    let (dir, ledger) = fresh();
+    let format = meta(&ledger.reader().unwrap(), tables::META_FORMAT).unwrap();
+    assert_eq!(format, Some(tables::FORMAT_VERSION));
+    drop(ledger);
     assert!(!table_exists(dir.path(), "sc_by_hash"));
     let ledger = open(dir.path());
     store(&ledger, [1]);
@@ -898,11 +892,9 @@ fn a_version_2_proof_that_does_not_decode_stops_the_upgrade_and_changes_nothing(
 
 #[test]
 fn a_version_3_data_dir_gets_the_empty_bitcoin_headers_table_and_nothing_else_changes() {
-    let dir = tempfile::tempdir().unwrap();
-    {
-        let ledger = open(dir.path());
-        store(&ledger, 1..=5);
-    }
+    let (dir, ledger) = fresh();
+    store(&ledger, 1..=5);
+    drop(ledger);
     // As version 3 left it: no bitcoin_headers table, format 3.
     {
         let env = Environment::new().set_max_dbs(20).open(dir.path()).unwrap();
@@ -1040,21 +1032,19 @@ fn a_version_3_data_dir_gets_the_frontier_index_the_write_rules_would_have_writt
 
 #[test]
 fn a_version_6_data_dir_gets_an_empty_address_book_and_keeps_its_chain() {
-    let dir = tempfile::tempdir().unwrap();
-    {
-        let ledger = open(dir.path());
-        store(&ledger, [1, 2]);
-        // As version 6 left it: no address book, layout 6.
-        let mut w = ledger.writer().unwrap();
-        // SAFETY: no handle of the table is used again in this process.
-        unsafe {
-            w.txn
-                .drop_db(tables::BitcoinPeers::db(&ledger.dbs))
-                .unwrap()
-        };
-        w.put_meta(tables::META_FORMAT, &6).unwrap();
-        w.commit().unwrap();
-    }
+    let (dir, ledger) = fresh();
+    store(&ledger, [1, 2]);
+    // As version 6 left it: no address book, layout 6.
+    let mut w = ledger.writer().unwrap();
+    // SAFETY: no handle of the table is used again in this process.
+    unsafe {
+        w.txn
+            .drop_db(tables::BitcoinPeers::db(&ledger.dbs))
+            .unwrap()
+    };
+    w.put_meta(tables::META_FORMAT, &6).unwrap();
+    w.commit().unwrap();
+    drop(ledger);
     assert!(!table_exists(dir.path(), tables::BitcoinPeers::NAME));
     let ledger = open_upgraded(dir.path());
     let r = ledger.reader().unwrap();
@@ -1103,21 +1093,19 @@ fn book_entry(services: u64) -> BookEntry {
 
 #[test]
 fn a_version_7_address_book_gets_unknown_services_and_keeps_the_rest() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, ledger) = fresh();
     let v4: std::net::SocketAddr = "10.1.2.3:8333".parse().unwrap();
     let entry = book_entry(0);
-    {
-        let ledger = open(dir.path());
-        store(&ledger, [1, 2]);
-        // As version 7 left it: 30-byte entries, layout 7.
-        let mut w = ledger.writer().unwrap();
-        let old = codec::encode_book_entry(&entry)[..30].to_vec();
-        put_raw::<tables::BitcoinPeers>(&mut w, &v4, &old);
-        w.put_meta(tables::META_FORMAT, &7).unwrap();
-        w.commit().unwrap();
-        let e = ledger.reader().unwrap().bitcoin_peers().unwrap_err();
-        assert!(e.to_string().contains("38 bytes, this one 30"), "{e}");
-    }
+    store(&ledger, [1, 2]);
+    // As version 7 left it: 30-byte entries, layout 7.
+    let mut w = ledger.writer().unwrap();
+    let old = codec::encode_book_entry(&entry)[..30].to_vec();
+    put_raw::<tables::BitcoinPeers>(&mut w, &v4, &old);
+    w.put_meta(tables::META_FORMAT, &7).unwrap();
+    w.commit().unwrap();
+    let e = ledger.reader().unwrap().bitcoin_peers().unwrap_err();
+    assert!(e.to_string().contains("38 bytes, this one 30"), "{e}");
+    drop(ledger);
     let ledger = open_upgraded(dir.path());
     let r = ledger.reader().unwrap();
     assert_eq!(r.head_height().unwrap(), 2);
