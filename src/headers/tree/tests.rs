@@ -13,15 +13,19 @@ const NOW: i64 = 2_000_000_000;
 
 /// A regtest header on `prev` at `time` (about two tries of the nonce).
 fn mine(prev: &Header, time: u32, salt: u8) -> Header {
-    let mut h = Header {
+    solve(Header {
         version: Version::from_consensus(0x2000_0000),
         prev_blockhash: prev.block_hash(),
         merkle_root: TxMerkleNode::from_byte_array([salt; 32]),
         time,
         bits: CompactTarget::from_consensus(REGTEST.pow_limit_bits),
         nonce: 0,
-    };
-    while rules::check_pow(h.block_hash(), REGTEST.pow_limit_bits, &REGTEST).is_err() {
+    })
+}
+
+/// `h` with the first nonce from its own whose hash meets its bits.
+fn solve(mut h: Header) -> Header {
+    while rules::check_pow(h.block_hash(), h.bits.to_consensus(), &REGTEST).is_err() {
         h.nonce += 1;
     }
     h
@@ -119,10 +123,7 @@ fn a_header_that_breaks_a_rule_stops_the_batch_and_keeps_what_came_before() {
     let mut bad = headers[3];
     bad.bits = CompactTarget::from_consensus(0x2000ffff);
     bad.nonce = 0;
-    while rules::check_pow(bad.block_hash(), 0x2000ffff, &REGTEST).is_err() {
-        bad.nonce += 1;
-    }
-    headers[3] = bad;
+    headers[3] = solve(bad);
     let e = c.accept(&headers, NOW).unwrap_err();
     assert_eq!((e.rule, e.height), (Rule::Bits, 4));
     assert_eq!(c.tip().height, 3);
