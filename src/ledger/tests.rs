@@ -748,20 +748,18 @@ fn a_version_2_data_dir_is_upgraded_at_open_and_answers_as_it_did() {
     let proofs = write_v2_ledger(dir.path());
     // What version 2 answered: the bare value of each slot, decoded.
     let env = Environment::new().set_max_dbs(16).open(dir.path()).unwrap();
-    let before = {
+    let before: Vec<(u64, VerifiedBatchProof)> = {
         let db = env.open_db(Some("proofs")).unwrap();
         let txn = env.begin_ro_txn().unwrap();
-        let mut cursor = txn.open_ro_cursor(db).unwrap();
-        cursor
-            .iter_start()
-            .map(|item| {
-                let (k, v) = item.unwrap();
+        let raw = entries(&txn, db);
+        raw.iter()
+            .map(|(k, v)| {
                 (
                     tables::decode_u64_key(k).unwrap(),
                     codec::decode_proof(v).unwrap(),
                 )
             })
-            .collect::<Vec<_>>()
+            .collect()
     };
     drop(env);
     assert_eq!(before, proofs);

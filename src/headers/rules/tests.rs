@@ -220,10 +220,8 @@ fn bits_must_be_the_same_u32_not_only_the_same_target() {
     let with = |bits| contextual(&MAIN, 500_000, &header(4, now as u32, bits), &map, now);
     assert!(with(0x1d00ff00).is_ok());
     // 0x1e0000ff encodes the same target as 0x1d00ff00.
-    assert_eq!(
-        Target::from_compact(CompactTarget::from_consensus(0x1e0000ff)),
-        Target::from_compact(CompactTarget::from_consensus(0x1d00ff00))
-    );
+    let target = |bits| Target::from_compact(CompactTarget::from_consensus(bits));
+    assert_eq!(target(0x1e0000ff), target(0x1d00ff00));
     let e = with(0x1e0000ff).unwrap_err();
     assert_eq!(e.rule, Rule::Bits);
     assert_eq!(e.height, 500_001);
