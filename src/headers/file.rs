@@ -265,25 +265,10 @@ impl Verifier {
             None if height > 0 => checked.lack(Rule::Link),
             None => {}
         }
-        rules::check_pow_with(
-            hash,
-            header.bits.to_consensus(),
-            self.params,
-            self.pow_limit,
-        )
-        .map_err(|d| fail(Rule::ProofOfWork, d))?;
-        checked.set(Rule::ProofOfWork);
-        if height > 0 {
-            rules::check_contextual(
-                self.params,
-                height - 1,
-                &header,
-                hash,
-                &*self,
-                self.now,
-                &mut checked,
-            )?;
-        }
+        let (params, pow_limit) = (self.params, self.pow_limit);
+        let rest = rules::check_header(params, pow_limit, height, &header, hash, &*self, self.now)?;
+        checked.passed |= rest.passed;
+        checked.missing |= rest.missing;
         for rule in Rule::ALL {
             if checked.has(rule) {
                 self.passed[rule.index()] += 1;

@@ -87,6 +87,9 @@ pub fn stops_walk_back(height: u64, bits: u32, params: &ChainParams) -> bool {
 /// Each header rule, by Bitcoin Core's reject reason.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Rule {
+    /// The first header of a chain checked from genesis is the network's
+    /// genesis (`verify-headers` without `--start-height`).
+    Genesis,
     /// `prev_blockhash` is the hash of the header before it (`bad-prevblk`).
     Link,
     /// The hash is at most the target its bits encode, and the bits encode
@@ -103,13 +106,10 @@ pub enum Rule {
     TimeTooNew,
     /// The version floors of BIP34, BIP66, BIP65 (`bad-version`).
     Version,
-    /// The first header of a chain checked from genesis is the network's
-    /// genesis (`verify-headers` without `--start-height`).
-    Genesis,
 }
 
 impl Rule {
-    /// Every rule, in the order they are checked.
+    /// Every rule, in the order they are checked (and declared).
     pub const ALL: [Rule; 8] = [
         Rule::Genesis,
         Rule::Link,
@@ -135,9 +135,9 @@ impl Rule {
         }
     }
 
-    /// Index in [`Rule::ALL`].
+    /// Index in [`Rule::ALL`] (the order they are declared in).
     pub fn index(self) -> usize {
-        Rule::ALL.iter().position(|r| *r == self).unwrap_or(0)
+        self as usize
     }
 }
 
@@ -222,7 +222,7 @@ pub fn check_pow(hash: BlockHash, bits: u32, params: &ChainParams) -> Result<(),
 }
 
 /// [`check_pow`] with the network's pow limit already decoded.
-pub fn check_pow_with(
+fn check_pow_with(
     hash: BlockHash,
     bits: u32,
     params: &ChainParams,
@@ -319,10 +319,37 @@ pub fn median_time_past(prev_height: u64, ancestors: &impl Ancestors) -> Option<
     Some(i64::from(times[times.len() / 2]))
 }
 
+/// `CheckProofOfWork` (`pow_limit`: the network's, decoded), then above
+/// genesis [`check_contextual`]: what the header at `height` is checked by
+/// once it links to the header below it. The rules it could check.
+pub fn check_header(
+    params: &ChainParams,
+    pow_limit: Target,
+    height: u64,
+    header: &Header,
+    hash: BlockHash,
+    ancestors: &impl Ancestors,
+    now: i64,
+) -> Result<Checked, HeaderError> {
+    let bits = header.bits.to_consensus();
+    check_pow_with(hash, bits, params, pow_limit).map_err(|detail| HeaderError {
+        height,
+        hash,
+        rule: Rule::ProofOfWork,
+        detail,
+    })?;
+    let mut checked = match height.checked_sub(1) {
+        Some(prev_height) => check_contextual(params, prev_height, header, hash, ancestors, now)?,
+        None => Checked::default(),
+    };
+    checked.set(Rule::ProofOfWork);
+    Ok(checked)
+}
+
 /// `ContextualCheckBlockHeader` (after the link and proof-of-work checks):
 /// the header at `prev_height + 1` against the headers below it and the
-/// clock `now` (Unix seconds). Records in `checked` each rule it could
-/// check; a rule whose context is missing is left out.
+/// clock `now` (Unix seconds). The rules it could check; a rule whose
+/// context is missing is in [`Checked::missing`].
 pub fn check_contextual(
     params: &ChainParams,
     prev_height: u64,
@@ -330,9 +357,9 @@ pub fn check_contextual(
     hash: BlockHash,
     ancestors: &impl Ancestors,
     now: i64,
-    checked: &mut Checked,
-) -> Result<(), HeaderError> {
+) -> Result<Checked, HeaderError> {
     let height = prev_height + 1;
+    let mut checked = Checked::default();
     let fail = |rule: Rule, detail: String| HeaderError {
         height,
         hash,
@@ -393,7 +420,7 @@ pub fn check_contextual(
     check_version(params, height, header.version.to_consensus())
         .map_err(|detail| fail(Rule::Version, detail))?;
     checked.set(Rule::Version);
-    Ok(())
+    Ok(checked)
 }
 
 /// The version floors: at least 2 from BIP34's height, 3 from BIP66's, 4

@@ -24,7 +24,7 @@ use bitcoin::BlockHash;
 
 use super::file::header_hash;
 use super::params::{BitcoinNetwork, ChainParams};
-use super::rules::{self, Ancestors, Checked, HeaderError, Past, Rule};
+use super::rules::{self, Ancestors, HeaderError, Past, Rule};
 use crate::ledger::{BitcoinHeaderRead, Ledger, LedgerError, StoredHeader};
 
 /// Best-chain headers held in memory by default: a retarget's period plus
@@ -455,37 +455,22 @@ impl HeaderTree {
             rule: Rule::Link,
             detail: "its parent is no longer held".into(),
         })?;
-        let prev_height = parent.height;
-        let height = prev_height + 1;
-        let bits = header.bits.to_consensus();
-        rules::check_pow_with(hash, bits, self.params, self.pow_limit).map_err(|detail| {
-            HeaderError {
-                height,
-                hash,
-                rule: Rule::ProofOfWork,
-                detail,
-            }
-        })?;
+        let height = parent.height + 1;
         let view = View {
             chain: self,
             branch,
             fork_height,
         };
-        let mut checked = Checked::default();
-        rules::check_contextual(
+        let checked = rules::check_header(
             self.params,
-            prev_height,
+            self.pow_limit,
+            height,
             header,
             hash,
             &view,
             now,
-            &mut checked,
         )?;
-        if checked.missing != 0 {
-            let rule = Rule::ALL
-                .into_iter()
-                .find(|r| checked.lacks(*r))
-                .unwrap_or(Rule::Bits);
+        if let Some(rule) = Rule::ALL.into_iter().find(|r| checked.lacks(*r)) {
             return Err(HeaderError {
                 height,
                 hash,

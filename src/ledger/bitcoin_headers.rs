@@ -15,8 +15,8 @@ use lmdb::WriteFlags;
 
 use super::cursor;
 use super::sealed::Access;
-use super::tables::{BitcoinHeaders, Table, ValueTable};
-use super::{corrupt, lmdb_err, LedgerError, LedgerWriter};
+use super::tables::{BitcoinHeaders, ValueTable};
+use super::{LedgerError, LedgerWriter};
 
 /// One stored header of the best chain.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,12 +43,10 @@ pub trait BitcoinHeaderRead: Access + Sized {
     /// The stored headers at heights `from..=to` (those present), in order.
     fn bitcoin_headers(&self, from: u64, to: u64) -> Result<Vec<StoredHeader>, LedgerError> {
         let mut out = Vec::new();
-        cursor::walk_from::<Self, BitcoinHeaders>(self, Some(&from), |k, v| {
-            let height = cursor::u64_key::<BitcoinHeaders>(k)?;
+        cursor::walk_values::<Self, BitcoinHeaders>(self, Some(&from), |height, s| {
             if height > to {
                 return Ok(ControlFlow::Break(()));
             }
-            let s = BitcoinHeaders::decode(v).map_err(|e| corrupt::<BitcoinHeaders>(&height, e))?;
             out.push(StoredHeader { height, ..s });
             Ok(ControlFlow::Continue(()))
         })?;
@@ -64,17 +62,8 @@ impl LedgerWriter<'_> {
     /// (an ordinary insert splits them in half).
     pub fn put_bitcoin_header(&mut self, h: &StoredHeader) -> Result<(), LedgerError> {
         let value = BitcoinHeaders::encode(h);
-        let db = BitcoinHeaders::db(self.dbs());
-        let key = BitcoinHeaders::key(&h.height);
-        match self.txn.put(db, &key, &value, WriteFlags::APPEND) {
-            Ok(()) => Ok(()),
-            Err(lmdb::Error::KeyExist) => {
-                self.put::<BitcoinHeaders>(&h.height, &value, WriteFlags::empty())
-            }
-            Err(e) => Err(lmdb_err(|| {
-                format!("writing {} {}", BitcoinHeaders::NAME, h.height)
-            })(e)),
-        }
+        self.append::<BitcoinHeaders>(&h.height, &value, WriteFlags::empty())
+            .map(drop)
     }
 
     /// Removes the stored headers above `height` (a reorg to a shorter

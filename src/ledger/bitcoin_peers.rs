@@ -12,11 +12,10 @@ use std::net::SocketAddr;
 
 use lmdb::WriteFlags;
 
-use super::codec;
 use super::cursor;
 use super::sealed::Access;
 use super::tables::{BitcoinPeers, ValueTable};
-use super::{corrupt, LedgerError, LedgerWriter};
+use super::{LedgerError, LedgerWriter};
 
 /// One address book entry (times are Unix seconds, 0: never).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -40,15 +39,7 @@ pub struct BookEntry {
 pub trait BitcoinPeerRead: Access + Sized {
     /// Every entry, in key order.
     fn bitcoin_peers(&self) -> Result<Vec<(SocketAddr, BookEntry)>, LedgerError> {
-        let mut out = Vec::new();
-        cursor::walk::<Self, BitcoinPeers>(self, |k, v| {
-            let addr =
-                codec::decode_peer_addr(k).ok_or_else(|| cursor::bad_key::<BitcoinPeers>(k, 18))?;
-            let entry = BitcoinPeers::decode(v).map_err(|e| corrupt::<BitcoinPeers>(&addr, e))?;
-            out.push((addr, entry));
-            Ok(())
-        })?;
-        Ok(out)
+        cursor::entries::<Self, BitcoinPeers>(self)
     }
 }
 

@@ -1,16 +1,14 @@
-//! Reading a table in key order: the one place a cursor walks a table,
-//! and the check that a key read back has the length its table stores.
-//!
-//! Point reads (`get`) and the walks that step back from the last key
-//! (`commitments_above`, the frontier's marks) keep their own cursors.
+//! Reading a table in key order, forwards or back: the one place a cursor
+//! walks a table, and the check that a key read back has the length its
+//! table stores. Point reads (`get`) need no cursor.
 
 use std::ops::ControlFlow;
 
 use lmdb::{Cursor, Transaction};
 
 use super::sealed::Access;
-use super::tables::{self, Table};
-use super::{lmdb_err, LedgerError, MDB_LAST, MDB_PREV, MDB_SET_RANGE};
+use super::tables::{self, KeyCodec, Table, ValueTable};
+use super::{corrupt, lmdb_err, LedgerError, MDB_LAST, MDB_PREV, MDB_SET_RANGE};
 
 /// An entry a cursor step found: `None` past either end.
 pub(super) type Entry<'t> = Option<(&'t [u8], &'t [u8])>;
@@ -28,19 +26,33 @@ pub(super) fn entry<'t>(
     }
 }
 
-/// Puts `cursor` on the last entry whose key is below `above` (the first
-/// key at or above it, then one back).
-pub(super) fn last_below<'t>(
-    cursor: &impl Cursor<'t>,
-    above: &[u8],
+/// Calls `f` with each entry of `T`, key and value, in reverse key order
+/// from the last whose key is below `above` (the last of all when `None`),
+/// until `f` breaks; a failure of a step is said with `ctx`.
+pub(super) fn walk_back<R: Access, T: Table>(
+    r: &R,
+    above: Option<&[u8]>,
     ctx: impl Fn() -> String,
-) -> Result<Entry<'t>, LedgerError> {
-    let step = match cursor.get(Some(above), None, MDB_SET_RANGE) {
-        Ok(_) => cursor.get(None, None, MDB_PREV),
-        Err(lmdb::Error::NotFound) => cursor.get(None, None, MDB_LAST),
-        Err(e) => return Err(lmdb_err(ctx)(e)),
+    mut f: impl FnMut(&[u8], &[u8]) -> Result<ControlFlow<()>, LedgerError>,
+) -> Result<(), LedgerError> {
+    let cursor = r
+        .txn()
+        .open_ro_cursor(T::db(r.dbs()))
+        .map_err(lmdb_err(&ctx))?;
+    // The first key at or above `above`, then one back.
+    let step = match above.map(|above| cursor.get(Some(above), None, MDB_SET_RANGE)) {
+        Some(Ok(_)) => cursor.get(None, None, MDB_PREV),
+        None | Some(Err(lmdb::Error::NotFound)) => cursor.get(None, None, MDB_LAST),
+        Some(Err(e)) => return Err(lmdb_err(ctx)(e)),
     };
-    entry(step, ctx)
+    let mut item = entry(step, &ctx)?;
+    while let Some((k, v)) = item {
+        if f(k, v)?.is_break() {
+            break;
+        }
+        item = entry(cursor.get(None, None, MDB_PREV), &ctx)?;
+    }
+    Ok(())
 }
 
 /// Calls `f` with each entry of `T`, key and value, in key order from
@@ -76,15 +88,59 @@ pub(super) fn walk<R: Access, T: Table>(
     walk_from::<R, T>(r, None, |k, v| f(k, v).map(ControlFlow::Continue))
 }
 
+/// Calls `f` with each entry of `T`, its key and value decoded, in key
+/// order from `from` (the first key when `None`), until `f` breaks.
+pub(super) fn walk_values<R: Access, T: ValueTable<Key: KeyCodec>>(
+    r: &R,
+    from: Option<&T::Key>,
+    mut f: impl FnMut(T::Key, T::Value) -> Result<ControlFlow<()>, LedgerError>,
+) -> Result<(), LedgerError> {
+    walk_from::<R, T>(r, from, |k, v| {
+        let want = size_of::<<T::Key as KeyCodec>::Bytes>();
+        let key = T::Key::from_bytes(k).ok_or_else(|| bad_key::<T>(k, want))?;
+        let value = T::decode(v).map_err(|e| corrupt::<T>(&key, e))?;
+        f(key, value)
+    })
+}
+
+/// A table's entries, key and value decoded.
+pub(super) type Decoded<T> = Vec<(<T as Table>::Key, <T as ValueTable>::Value)>;
+
+/// Every entry of `T`, its key and value decoded, in key order.
+pub(super) fn entries<R: Access, T: ValueTable<Key: KeyCodec>>(
+    r: &R,
+) -> Result<Decoded<T>, LedgerError> {
+    let mut out = Vec::new();
+    walk_values::<R, T>(r, None, |k, v| {
+        out.push((k, v));
+        Ok(ControlFlow::Continue(()))
+    })?;
+    Ok(out)
+}
+
+/// The keys of the u64-keyed table `T` from `from` on, in order (values
+/// are not read).
+pub(super) fn u64_keys<R: Access, T: Table<Key = u64>>(
+    r: &R,
+    from: u64,
+) -> Result<Vec<u64>, LedgerError> {
+    let mut keys = Vec::new();
+    walk_from::<R, T>(r, Some(&from), |k, _| {
+        keys.push(u64_key::<T>(k)?);
+        Ok(ControlFlow::Continue(()))
+    })?;
+    Ok(keys)
+}
+
 /// The last key of the u64-keyed table `T` (`None`: the table is empty).
 pub(super) fn last_u64<R: Access, T: Table<Key = u64>>(r: &R) -> Result<Option<u64>, LedgerError> {
     let ctx = || format!("finding the last of {}", T::NAME);
-    let cursor = r
-        .txn()
-        .open_ro_cursor(T::db(r.dbs()))
-        .map_err(lmdb_err(ctx))?;
-    let last = entry(cursor.get(None, None, MDB_LAST), ctx)?;
-    last.map(|(k, _)| u64_key::<T>(k)).transpose()
+    let mut last = None;
+    walk_back::<R, T>(r, None, ctx, |k, _| {
+        last = Some(u64_key::<T>(k)?);
+        Ok(ControlFlow::Break(()))
+    })?;
+    Ok(last)
 }
 
 /// A key of `T` read back as the u64 it stores (big-endian, 8 bytes).

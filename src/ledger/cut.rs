@@ -18,7 +18,7 @@ use super::tables::{
     SoftConfirmations, StatusHeights, StatusTable, Table, ValueTable,
 };
 use super::walk::LedgerWalk;
-use super::{corrupt, lmdb_err, LedgerError, LedgerRead, LedgerWriter};
+use super::{lmdb_err, LedgerError, LedgerRead, LedgerWriter};
 use crate::chain_rules::{block_hash, ForkTable};
 use crate::types::{Hash, Status};
 
@@ -67,14 +67,11 @@ fn remove_bitcoin_headers(w: &mut LedgerWriter<'_>, cut: &Cut) -> Result<u64, Le
 /// finds them again when it scans those blocks.
 fn remove_bitcoin_chunks(w: &mut LedgerWriter<'_>, cut: &Cut) -> Result<u64, LedgerError> {
     let mut above = Vec::new();
-    cursor::walk::<_, BitcoinChunks>(w, |k, v| {
-        let txid = <Hash>::try_from(k).map_err(|_| cursor::bad_key::<BitcoinChunks>(k, 32))?;
-        let (found_at, _) =
-            BitcoinChunks::decode(v).map_err(|e| corrupt::<BitcoinChunks>(&txid, e))?;
+    cursor::walk_values::<_, BitcoinChunks>(w, None, |txid, (found_at, _)| {
         if found_at > cut.slot {
             above.push(txid);
         }
-        Ok(())
+        Ok(ControlFlow::Continue(()))
     })?;
     for txid in &above {
         w.delete_bitcoin_chunk(txid)?;
@@ -87,15 +84,10 @@ fn keys_above<T: Table<Key = u64>>(
     w: &LedgerWriter<'_>,
     above: u64,
 ) -> Result<Vec<u64>, LedgerError> {
-    let Some(first) = above.checked_add(1) else {
-        return Ok(Vec::new());
-    };
-    let mut keys = Vec::new();
-    cursor::walk_from::<_, T>(w, Some(&first), |k, _| {
-        keys.push(cursor::u64_key::<T>(k)?);
-        Ok(ControlFlow::Continue(()))
-    })?;
-    Ok(keys)
+    match above.checked_add(1) {
+        Some(first) => cursor::u64_keys::<_, T>(w, first),
+        None => Ok(Vec::new()),
+    }
 }
 
 impl LedgerWriter<'_> {
@@ -188,12 +180,10 @@ impl LedgerWriter<'_> {
     /// Finalized, Proven].
     pub fn status_counts(&self, height: u64) -> Result<[u64; 3], LedgerError> {
         let mut counts = [0u64; 3];
-        cursor::walk_from::<_, StatusTable>(self, None, |k, v| {
-            let h = cursor::u64_key::<StatusTable>(k)?;
+        cursor::walk_values::<_, StatusTable>(self, None, |h, s| {
             if h > height {
                 return Ok(ControlFlow::Break(()));
             }
-            let s = StatusTable::decode(v).map_err(|e| corrupt::<StatusTable>(&h, e))?;
             counts[s as usize] += 1;
             Ok(ControlFlow::Continue(()))
         })?;

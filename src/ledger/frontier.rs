@@ -25,16 +25,15 @@
 //! from 1 in the order it stored them, so on a chain whose commitments were
 //! each stored once, in order, the numbers are Citrea's.
 
+use std::ops::ControlFlow;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use lmdb::{Cursor, Transaction, WriteFlags};
+use lmdb::WriteFlags;
 
-use super::cursor::{entry, last_below};
+use super::cursor::{u64_keys, walk_back};
 use super::sealed::Access;
-use super::tables::{Commitments, Frontier, Proofs, StatusHeights, Table, ValueTable};
-use super::{
-    corrupt, lmdb_err, LedgerError, LedgerRead, LedgerWriter, ProofCommitmentsError, MDB_PREV,
-};
+use super::tables::{Commitments, Frontier, KeyCodec, Proofs, StatusHeights, Table, ValueTable};
+use super::{corrupt, lmdb_err, LedgerError, LedgerRead, LedgerWriter, ProofCommitmentsError};
 use crate::types::SequencerCommitment;
 
 /// Where a frontier stood after a DA slot moved it.
@@ -84,45 +83,36 @@ fn frontier_at<R: Access>(
             which.name()
         )
     };
-    let cursor = r
-        .txn()
-        .open_ro_cursor(StatusHeights::db(r.dbs()))
-        .map_err(lmdb_err(ctx))?;
-    // The first key above (which, l1_height), then one back.
     let above = match l1_height.checked_add(1) {
         Some(next) => StatusHeights::key(&(which, next)),
-        None => {
-            let mut k = [0u8; 9];
-            k[0] = which.byte() + 1;
-            k
-        }
+        None => past_every(which),
     };
-    match last_below(&cursor, &above, ctx)? {
-        Some((k, v)) => mark_of(which, k, v),
-        None => Ok(None),
-    }
+    let mut mark = None;
+    walk_back::<R, StatusHeights>(r, Some(&above), ctx, |k, v| {
+        mark = mark_of(which, k, v)?;
+        Ok(ControlFlow::Break(()))
+    })?;
+    Ok(mark)
+}
+
+/// A `status_heights` key above every entry of frontier `which`.
+fn past_every(which: Frontier) -> [u8; 9] {
+    let mut k = [0u8; 9];
+    k[0] = which.byte() + 1;
+    k
 }
 
 /// The `status_heights` entry (`k`, `v`) as a mark of frontier `which`
 /// (`None`: the entry is another frontier's).
 fn mark_of(which: Frontier, k: &[u8], v: &[u8]) -> Result<Option<FrontierMark>, LedgerError> {
-    let (Some(&first), Some(l1_height)) = (
-        k.first(),
-        k.get(1..).and_then(super::tables::decode_u64_key),
-    ) else {
-        return Ok(None);
-    };
-    if first != which.byte() {
-        return Ok(None);
+    match <(Frontier, u64)>::from_bytes(k) {
+        Some(key) if key.0 == which => {
+            let (l2_height, index, at) =
+                StatusHeights::decode(v).map_err(|e| corrupt::<StatusHeights>(&key, e))?;
+            Ok(Some(mark(key.1, l2_height, index, at)))
+        }
+        _ => Ok(None),
     }
-    let (l2_height, commitment_index, stored_unix_s) =
-        StatusHeights::decode(v).map_err(|e| corrupt::<StatusHeights>(&(which, l1_height), e))?;
-    Ok(Some(FrontierMark {
-        l1_height,
-        l2_height,
-        commitment_index,
-        stored_unix_s,
-    }))
 }
 
 fn now_unix_s() -> u64 {
@@ -175,15 +165,9 @@ impl LedgerWriter<'_> {
             .enumerate()
             .max_by_key(|(i, c)| (c.l2_end_block_number, *i))
             .map_or(0, |(i, _)| i as u64);
-        self.put_mark(
-            Frontier::Committed,
-            &FrontierMark {
-                l1_height: slot,
-                l2_height: finalized,
-                commitment_index: before.commitments + position + 1,
-                stored_unix_s: now_unix_s(),
-            },
-        )
+        let index = before.commitments + position + 1;
+        let mark = mark(slot, finalized, index, now_unix_s());
+        self.put_mark(Frontier::Committed, &mark)
     }
 
     /// After a proof found on DA slot `slot` was applied: when it moved the
@@ -197,15 +181,7 @@ impl LedgerWriter<'_> {
             return Ok(());
         }
         let index = self.committed_index_at(proven)?;
-        self.put_mark(
-            Frontier::Proven,
-            &FrontierMark {
-                l1_height: slot,
-                l2_height: proven,
-                commitment_index: index,
-                stored_unix_s: now_unix_s(),
-            },
-        )
+        self.put_mark(Frontier::Proven, &mark(slot, proven, index, now_unix_s()))
     }
 
     /// The index of the commitment that ends at `height`: found through the
@@ -215,25 +191,16 @@ impl LedgerWriter<'_> {
     fn committed_index_at(&self, height: u64) -> Result<u64, LedgerError> {
         let ctx = || format!("finding the commitment that ends at L2 height {height}");
         let mut found = None;
-        {
-            let cursor = self
-                .txn()
-                .open_ro_cursor(StatusHeights::db(self.dbs()))
-                .map_err(lmdb_err(ctx))?;
-            let mut above = [0u8; 9];
-            above[0] = Frontier::Committed.byte() + 1;
-            let mut item = last_below(&cursor, &above, ctx)?;
-            while let Some((k, v)) = item {
-                let Some(m) = mark_of(Frontier::Committed, k, v)? else {
-                    break;
-                };
-                if m.l2_height < height {
-                    break;
+        let above = past_every(Frontier::Committed);
+        walk_back::<Self, StatusHeights>(self, Some(&above), ctx, |k, v| {
+            match mark_of(Frontier::Committed, k, v)? {
+                Some(m) if m.l2_height >= height => {
+                    found = Some((m.l1_height, m.l2_height, m.commitment_index));
+                    Ok(ControlFlow::Continue(()))
                 }
-                found = Some((m.l1_height, m.l2_height, m.commitment_index));
-                item = entry(cursor.get(None, None, MDB_PREV), ctx)?;
+                _ => Ok(ControlFlow::Break(())),
             }
-        }
+        })?;
         let Some((slot, top, index)) = found else {
             return Ok(0);
         };
@@ -265,8 +232,8 @@ impl LedgerWriter<'_> {
         self.txn
             .clear_db(StatusHeights::db(&self.ledger.dbs))
             .map_err(lmdb_err(ctx))?;
-        let mut slots = keys::<Commitments>(self)?;
-        slots.extend(keys::<Proofs>(self)?);
+        let mut slots = u64_keys::<_, Commitments>(self, 0)?;
+        slots.extend(u64_keys::<_, Proofs>(self, 0)?);
         slots.sort_unstable();
         slots.dedup();
         let now = now_unix_s();
@@ -321,21 +288,11 @@ impl LedgerWriter<'_> {
     }
 }
 
-fn mark(l1_height: u64, l2_height: u64, commitment_index: u64, now: u64) -> FrontierMark {
+fn mark(l1_height: u64, l2_height: u64, commitment_index: u64, stored_unix_s: u64) -> FrontierMark {
     FrontierMark {
         l1_height,
         l2_height,
         commitment_index,
-        stored_unix_s: now,
+        stored_unix_s,
     }
-}
-
-/// Every key of a u64-keyed table, in order (values are not read).
-fn keys<T: Table<Key = u64>>(w: &LedgerWriter<'_>) -> Result<Vec<u64>, LedgerError> {
-    let mut out = Vec::new();
-    super::cursor::walk::<_, T>(w, |k, _| {
-        out.push(super::cursor::u64_key::<T>(k)?);
-        Ok(())
-    })?;
-    Ok(out)
 }

@@ -190,10 +190,8 @@ mod tests {
             }
             other => panic!("a second lock was not refused: {other:?}"),
         }
-        assert_eq!(
-            WriterLock::holder(dir.path()).unwrap(),
-            Some(Some(std::process::id()))
-        );
+        let holder = WriterLock::holder(dir.path()).unwrap();
+        assert_eq!(holder, Some(Some(std::process::id())));
         drop(first);
         assert_eq!(WriterLock::holder(dir.path()).unwrap(), None);
         WriterLock::take(dir.path()).unwrap();

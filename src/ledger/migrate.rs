@@ -110,11 +110,7 @@ fn book_services(w: &mut super::LedgerWriter<'_>) -> Result<u64, LedgerError> {
 fn proofs_2_to_3(w: &mut super::LedgerWriter<'_>) -> Result<u64, LedgerError> {
     // The keys first (a cursor borrows the transaction); values one at a
     // time, so a ledger with many large proofs is never held in memory.
-    let mut slots = Vec::new();
-    super::cursor::walk::<_, Proofs>(&*w, |k, _| {
-        slots.push(super::cursor::u64_key::<Proofs>(k)?);
-        Ok(())
-    })?;
+    let slots = super::cursor::u64_keys::<_, Proofs>(&*w, 0)?;
     for slot in &slots {
         let Some(bare) = get::<_, Proofs>(&*w, slot)? else {
             continue;

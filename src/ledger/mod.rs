@@ -112,19 +112,23 @@ impl fmt::Debug for Ledger {
     }
 }
 
-/// A read snapshot of the ledger. Read through [`LedgerRead`].
-pub struct LedgerReader<'l> {
-    txn: RoTransaction<'l>,
+/// A transaction on the ledger: a read snapshot ([`LedgerReader`]) or the
+/// write transaction ([`LedgerWriter`]).
+pub struct LedgerTxn<'l, T> {
+    txn: T,
     ledger: &'l Ledger,
+    /// The ledger's block-key cache, for readers of committed data only
+    /// (a writer may see a key its transaction never commits).
+    block_key: Option<&'l OnceLock<Hash>>,
 }
+
+/// A read snapshot of the ledger. Read through [`LedgerRead`].
+pub type LedgerReader<'l> = LedgerTxn<'l, RoTransaction<'l>>;
 
 /// The ledger's write transaction. Reads through [`LedgerRead`] see its own
 /// writes. Dropping it without [`commit`](LedgerWriter::commit) writes
 /// nothing.
-pub struct LedgerWriter<'l> {
-    txn: RwTransaction<'l>,
-    ledger: &'l Ledger,
-}
+pub type LedgerWriter<'l> = LedgerTxn<'l, RwTransaction<'l>>;
 
 mod sealed {
     /// Access to the transaction under a reader or writer (not public API).
@@ -132,40 +136,25 @@ mod sealed {
         type Txn: lmdb::Transaction;
         fn txn(&self) -> &Self::Txn;
         fn dbs(&self) -> &super::Dbs;
-        /// The ledger's block-key cache, for readers of committed data only
-        /// (a writer may see a key its transaction never commits).
+        /// The ledger's block-key cache, for readers of committed data only.
         fn block_key_cache(&self) -> Option<&std::sync::OnceLock<crate::types::Hash>>;
     }
 }
 
-impl<'l> sealed::Access for LedgerReader<'l> {
-    type Txn = RoTransaction<'l>;
-    fn txn(&self) -> &RoTransaction<'l> {
+impl<T: lmdb::Transaction> sealed::Access for LedgerTxn<'_, T> {
+    type Txn = T;
+    fn txn(&self) -> &T {
         &self.txn
     }
     fn dbs(&self) -> &Dbs {
         &self.ledger.dbs
     }
     fn block_key_cache(&self) -> Option<&OnceLock<Hash>> {
-        Some(&self.ledger.block_key)
+        self.block_key
     }
 }
 
-impl<'l> sealed::Access for LedgerWriter<'l> {
-    type Txn = RwTransaction<'l>;
-    fn txn(&self) -> &RwTransaction<'l> {
-        &self.txn
-    }
-    fn dbs(&self) -> &Dbs {
-        &self.ledger.dbs
-    }
-    fn block_key_cache(&self) -> Option<&OnceLock<Hash>> {
-        None
-    }
-}
-
-impl LedgerRead for LedgerReader<'_> {}
-impl LedgerRead for LedgerWriter<'_> {}
+impl<T: lmdb::Transaction> LedgerRead for LedgerTxn<'_, T> {}
 
 #[cfg(test)]
 mod tests;

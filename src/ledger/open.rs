@@ -148,11 +148,7 @@ impl Ledger {
     /// A read snapshot: sees everything committed before this call, nothing
     /// after.
     pub fn reader(&self) -> Result<LedgerReader<'_>, LedgerError> {
-        let txn = self
-            .env
-            .begin_ro_txn()
-            .map_err(lmdb_err(|| "beginning a read transaction".into()))?;
-        Ok(LedgerReader { txn, ledger: self })
+        self.begun(self.env.begin_ro_txn(), "read", Some(&self.block_key))
     }
 
     /// The one write transaction (a second `writer()` waits until the first
@@ -163,11 +159,21 @@ impl Ledger {
                 path: self.path.clone(),
             });
         }
-        let txn = self
-            .env
-            .begin_rw_txn()
-            .map_err(lmdb_err(|| "beginning a write transaction".into()))?;
-        Ok(LedgerWriter { txn, ledger: self })
+        self.begun(self.env.begin_rw_txn(), "write", None)
+    }
+
+    /// The `kind` transaction LMDB began (or failed to), on this ledger.
+    fn begun<'l, T>(
+        &'l self,
+        txn: lmdb::Result<T>,
+        kind: &str,
+        block_key: Option<&'l OnceLock<Hash>>,
+    ) -> Result<LedgerTxn<'l, T>, LedgerError> {
+        Ok(LedgerTxn {
+            txn: txn.map_err(lmdb_err(|| format!("beginning a {kind} transaction")))?,
+            ledger: self,
+            block_key,
+        })
     }
 
     /// Bytes of `data.mdb` on disk (0 if it cannot be read): its length,

@@ -131,10 +131,13 @@ pub(crate) fn decode_u64_key(bytes: &[u8]) -> Option<u64> {
 
 /// A key type's codec, for the tables keyed by it: u64s big-endian (so
 /// LMDB's byte order is numeric order), hashes as they are.
-pub(crate) trait KeyCodec {
+pub(crate) trait KeyCodec: Sized {
+    /// The stored key, of a fixed size.
     type Bytes: AsRef<[u8]>;
     fn bytes(&self) -> Self::Bytes;
     fn show(&self) -> String;
+    /// The key from its stored bytes (`None`: not a key of this type).
+    fn from_bytes(bytes: &[u8]) -> Option<Self>;
 }
 
 impl KeyCodec for u64 {
@@ -145,6 +148,9 @@ impl KeyCodec for u64 {
     fn show(&self) -> String {
         self.to_string()
     }
+    fn from_bytes(bytes: &[u8]) -> Option<u64> {
+        decode_u64_key(bytes)
+    }
 }
 
 impl KeyCodec for Hash {
@@ -154,6 +160,46 @@ impl KeyCodec for Hash {
     }
     fn show(&self) -> String {
         hex::encode(self)
+    }
+    fn from_bytes(bytes: &[u8]) -> Option<Hash> {
+        bytes.try_into().ok()
+    }
+}
+
+/// A peer's address: its IP (16 bytes, an IPv4 address IPv4-mapped) and
+/// port (u16 BE), see [`codec::encode_peer_addr`].
+impl KeyCodec for std::net::SocketAddr {
+    type Bytes = [u8; 18];
+    fn bytes(&self) -> [u8; 18] {
+        codec::encode_peer_addr(self)
+    }
+    fn show(&self) -> String {
+        self.to_string()
+    }
+    fn from_bytes(bytes: &[u8]) -> Option<Self> {
+        codec::decode_peer_addr(bytes)
+    }
+}
+
+/// A frontier entry's key: one byte (1 committed, 2 proven) then the DA
+/// slot as u64 BE, so one frontier's entries are in slot order.
+impl KeyCodec for (Frontier, u64) {
+    type Bytes = [u8; 9];
+    fn bytes(&self) -> [u8; 9] {
+        let mut k = [0u8; 9];
+        k[0] = self.0.byte();
+        k[1..].copy_from_slice(&self.1.to_be_bytes());
+        k
+    }
+    fn show(&self) -> String {
+        format!("{} at L1 height {}", self.0.name(), self.1)
+    }
+    fn from_bytes(bytes: &[u8]) -> Option<Self> {
+        let (&first, slot) = bytes.split_first()?;
+        let which = [Frontier::Committed, Frontier::Proven]
+            .into_iter()
+            .find(|f| f.byte() == first)?;
+        Some((which, decode_u64_key(slot)?))
     }
 }
 
@@ -233,7 +279,10 @@ table!(
     /// `da_slots`: DA slot hash -> slot number (u64 BE).
     DaSlots,
     "da_slots",
-    Hash
+    Hash,
+    u64,
+    |v| codec::encode_u64(*v),
+    codec::decode_u64
 );
 table!(
     /// `proofs`: DA slot number -> encoded list of every batch proof verified
@@ -280,26 +329,14 @@ table!(
     }
 );
 
-/// `bitcoin_peers`: the address book of Bitcoin peers: the peer's IP (16
-/// bytes, an IPv4 address IPv4-mapped) and port (u16 BE) -> where it came
-/// from, its failures, last success, last attempt and ban
-/// ([`codec::encode_book_entry`], 30 bytes).
-pub(crate) struct BitcoinPeers;
-
-impl Table for BitcoinPeers {
-    const NAME: &'static str = "bitcoin_peers";
-    type Key = std::net::SocketAddr;
-    type KeyBytes = [u8; 18];
-    fn key(key: &std::net::SocketAddr) -> [u8; 18] {
-        codec::encode_peer_addr(key)
-    }
-    fn show(key: &std::net::SocketAddr) -> String {
-        key.to_string()
-    }
-}
-
-values!(
+table!(
+    /// `bitcoin_peers`: the address book of Bitcoin peers: the peer's IP (16
+    /// bytes, an IPv4 address IPv4-mapped) and port (u16 BE) -> where it came
+    /// from, its failures, last success, last attempt, ban and services
+    /// ([`codec::encode_book_entry`], 38 bytes).
     BitcoinPeers,
+    "bitcoin_peers",
+    std::net::SocketAddr,
     super::BookEntry,
     |v| codec::encode_book_entry(v),
     codec::decode_book_entry
@@ -332,30 +369,15 @@ impl Frontier {
     }
 }
 
-/// `status_heights`: (frontier, DA slot number) -> where the frontier stood
-/// once that slot was applied (see `frontier.rs`): key one byte (1
-/// committed, 2 proven) then the slot as u64 BE, so one frontier's entries
-/// are in slot order; value the L2 height, the commitment index and the
-/// Unix second it was stored, each u64 BE.
-pub(crate) struct StatusHeights;
-
-impl Table for StatusHeights {
-    const NAME: &'static str = "status_heights";
-    type Key = (Frontier, u64);
-    type KeyBytes = [u8; 9];
-    fn key(key: &Self::Key) -> [u8; 9] {
-        let mut k = [0u8; 9];
-        k[0] = key.0.byte();
-        k[1..].copy_from_slice(&key.1.to_be_bytes());
-        k
-    }
-    fn show(key: &Self::Key) -> String {
-        format!("{} at L1 height {}", key.0.name(), key.1)
-    }
-}
-
-values!(
+table!(
+    /// `status_heights`: (frontier, DA slot number) -> where the frontier stood
+    /// once that slot was applied (see `frontier.rs`): key one byte (1
+    /// committed, 2 proven) then the slot as u64 BE, so one frontier's entries
+    /// are in slot order; value the L2 height, the commitment index and the
+    /// Unix second it was stored, each u64 BE.
     StatusHeights,
+    "status_heights",
+    (Frontier, u64),
     (u64, u64, u64),
     |v| codec::encode_frontier_mark(*v),
     codec::decode_frontier_mark
@@ -366,7 +388,6 @@ values!(
     |v| codec::encode_u64(*v),
     codec::decode_u64
 );
-values!(DaSlots, u64, |v| codec::encode_u64(*v), codec::decode_u64);
 
 /// `meta`: short ASCII keys -> values. Fixed keys are the constants below;
 /// other modules' free entries live under [`USER_PREFIX`] so they can never

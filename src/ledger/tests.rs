@@ -22,12 +22,19 @@ fn fresh() -> (tempfile::TempDir, Ledger) {
     (dir, ledger)
 }
 
-/// Options that open a ledger read-only.
-fn read_only() -> OpenOptions {
+/// Options that open a ledger read-only when `read_only`.
+fn options(read_only: bool) -> OpenOptions {
     OpenOptions {
-        read_only: true,
+        read_only,
         ..OpenOptions::default()
     }
+}
+
+/// Why opening `dir` (read-only when `read_only`) fails, in words.
+fn refusal(dir: &Path, read_only: bool) -> String {
+    Ledger::open(dir, &options(read_only))
+        .unwrap_err()
+        .to_string()
 }
 
 use crate::types::sample_block as block;
@@ -38,6 +45,11 @@ fn commitment(start: u64, end: u64) -> SequencerCommitment {
 
 fn proof(last: u64, slot: u64) -> VerifiedBatchProof {
     crate::types::sample_proof(slot, last)
+}
+
+/// Writes `value`'s bytes under `key` of table `T`, as they are.
+fn put_raw<T: Table>(w: &mut LedgerWriter<'_>, key: &T::Key, value: &[u8]) {
+    w.put::<T>(key, value, WriteFlags::empty()).unwrap();
 }
 
 fn store(ledger: &Ledger, heights: impl IntoIterator<Item = u64>) {
@@ -69,10 +81,8 @@ fn head_height_of_empty_ledger_is_zero_and_reads_are_none() {
     assert_eq!(r.finalized_height().unwrap(), 0);
     assert_eq!(r.proven_height().unwrap(), 0);
     assert_eq!(r.commitments_on_slot(3).unwrap(), None);
-    assert_eq!(
-        r.soft_confirmation_range(1, 3).unwrap(),
-        vec![None, None, None]
-    );
+    let range = r.soft_confirmation_range(1, 3).unwrap();
+    assert_eq!(range, vec![None, None, None]);
 }
 
 #[test]
@@ -122,10 +132,8 @@ fn put_of_an_existing_height_is_refused_and_changes_nothing() {
         assert!(e.to_string().contains("already stored"));
     }
     w.commit().unwrap();
-    assert_eq!(
-        ledger.reader().unwrap().soft_confirmation(2).unwrap(),
-        Some(block(2))
-    );
+    let r = ledger.reader().unwrap();
+    assert_eq!(r.soft_confirmation(2).unwrap(), Some(block(2)));
 }
 
 #[test]
@@ -146,25 +154,17 @@ fn range_returns_none_holes_and_exact_length() {
     let (_dir, ledger) = fresh();
     store(&ledger, [2, 3, 5, 9]);
     let r = ledger.reader().unwrap();
-    let got = r.soft_confirmation_range(1, 10).unwrap();
+    let range = |start, end| r.soft_confirmation_range(start, end).unwrap();
+    let got = range(1, 10);
     assert_eq!(got.len(), 10);
     let expect: Vec<Option<SoftConfirmation>> = (1..=10)
         .map(|h| [2, 3, 5, 9].contains(&h).then(|| block(h)))
         .collect();
     assert_eq!(got, expect);
-    assert_eq!(
-        r.soft_confirmation_range(5, 5).unwrap(),
-        vec![Some(block(5))]
-    );
-    assert_eq!(
-        r.soft_confirmation_range(10, 12).unwrap(),
-        vec![None, None, None]
-    );
-    assert_eq!(r.soft_confirmation_range(6, 2).unwrap(), vec![]);
-    assert_eq!(
-        r.soft_confirmation_range(u64::MAX - 1, u64::MAX).unwrap(),
-        vec![None, None]
-    );
+    assert_eq!(range(5, 5), vec![Some(block(5))]);
+    assert_eq!(range(10, 12), vec![None, None, None]);
+    assert_eq!(range(6, 2), vec![]);
+    assert_eq!(range(u64::MAX - 1, u64::MAX), vec![None, None]);
 }
 
 #[test]
@@ -197,19 +197,17 @@ fn writer_writes_are_invisible_to_a_concurrent_reader_until_commit() {
 fn reader_on_another_thread_sees_only_committed_writes() {
     let dir = tempfile::tempdir().unwrap();
     let ledger = std::sync::Arc::new(open(dir.path()));
+    let seen = || {
+        let l2 = ledger.clone();
+        std::thread::spawn(move || l2.reader().unwrap().head_height().unwrap())
+            .join()
+            .unwrap()
+    };
     let mut w = ledger.writer().unwrap();
     w.put_soft_confirmation(&block(1)).unwrap();
-    let l2 = ledger.clone();
-    let seen = std::thread::spawn(move || l2.reader().unwrap().head_height().unwrap())
-        .join()
-        .unwrap();
-    assert_eq!(seen, 0);
+    assert_eq!(seen(), 0);
     w.commit().unwrap();
-    let l2 = ledger.clone();
-    let seen = std::thread::spawn(move || l2.reader().unwrap().head_height().unwrap())
-        .join()
-        .unwrap();
-    assert_eq!(seen, 1);
+    assert_eq!(seen(), 1);
 }
 
 #[test]
@@ -283,19 +281,11 @@ fn commitments_append_per_slot_and_count() {
     w.put_da_slot_hash(5, &[0x55; 32]).unwrap();
     w.commit().unwrap();
     let r = ledger.reader().unwrap();
-    assert_eq!(
-        r.commitments_on_slot(5).unwrap(),
-        Some(vec![
-            commitment(1, 10),
-            commitment(11, 20),
-            commitment(21, 30)
-        ])
-    );
-    assert_eq!(r.commitments_on_slot(6).unwrap(), None);
-    assert_eq!(
-        r.commitments_on_slot(7).unwrap(),
-        Some(vec![commitment(31, 40)])
-    );
+    let on = |slot| r.commitments_on_slot(slot).unwrap();
+    let five = vec![commitment(1, 10), commitment(11, 20), commitment(21, 30)];
+    assert_eq!(on(5), Some(five));
+    assert_eq!(on(6), None);
+    assert_eq!(on(7), Some(vec![commitment(31, 40)]));
     assert_eq!(r.commitment_count().unwrap(), 4);
     assert_eq!(r.slot_by_hash(&[0x55; 32]).unwrap(), Some(5));
     assert_eq!(r.slot_by_hash(&[0x56; 32]).unwrap(), None);
@@ -309,25 +299,18 @@ fn every_proof_on_a_slot_is_kept_in_order_and_last_proof_is_the_last_of_the_high
     w.put_proof(9, &proof(20, 9)).unwrap();
     w.put_proof(4, &proof(5, 4)).unwrap();
     // The writer sees its own appends.
-    assert_eq!(
-        w.proofs_on_slot(9).unwrap(),
-        vec![proof(10, 9), proof(20, 9)]
-    );
+    let nine = vec![proof(10, 9), proof(20, 9)];
+    assert_eq!(w.proofs_on_slot(9).unwrap(), nine);
     w.commit().unwrap();
     let r = ledger.reader().unwrap();
-    assert_eq!(
-        r.proofs_on_slot(9).unwrap(),
-        vec![proof(10, 9), proof(20, 9)]
-    );
+    assert_eq!(r.proofs_on_slot(9).unwrap(), nine);
     assert_eq!(r.proofs_on_slot(4).unwrap(), vec![proof(5, 4)]);
     assert_eq!(r.proofs_on_slot(5).unwrap(), vec![]);
     assert_eq!(r.last_proof_on_slot(9).unwrap(), Some(proof(20, 9)));
     assert_eq!(r.last_proof_on_slot(5).unwrap(), None);
     assert_eq!(r.last_proof().unwrap(), Some(proof(20, 9)));
-    assert_eq!(
-        r.all_proofs().unwrap(),
-        vec![(4, proof(5, 4)), (9, proof(10, 9)), (9, proof(20, 9))]
-    );
+    let all = vec![(4, proof(5, 4)), (9, proof(10, 9)), (9, proof(20, 9))];
+    assert_eq!(r.all_proofs().unwrap(), all);
     drop(r);
     // A third proof in a later transaction goes after the two, and a proof
     // on a lower slot does not become the last one.
@@ -336,10 +319,8 @@ fn every_proof_on_a_slot_is_kept_in_order_and_last_proof_is_the_last_of_the_high
     w.put_proof(2, &proof(1, 2)).unwrap();
     w.commit().unwrap();
     let r = ledger.reader().unwrap();
-    assert_eq!(
-        r.proofs_on_slot(9).unwrap(),
-        vec![proof(10, 9), proof(20, 9), proof(30, 9)]
-    );
+    let nine = vec![proof(10, 9), proof(20, 9), proof(30, 9)];
+    assert_eq!(r.proofs_on_slot(9).unwrap(), nine);
     assert_eq!(r.last_proof().unwrap(), Some(proof(30, 9)));
 }
 
@@ -377,10 +358,8 @@ fn typed_meta_entries_read_what_earlier_builds_wrote_as_free_entries() {
     w.commit().unwrap();
     let r = ledger.reader().unwrap();
     assert_eq!(r.blocks_without_bodies().unwrap(), 8);
-    assert_eq!(
-        r.meta_bytes("blocks_without_bodies").unwrap(),
-        Some(8u64.to_be_bytes().to_vec())
-    );
+    let free = r.meta_bytes("blocks_without_bodies").unwrap();
+    assert_eq!(free, Some(8u64.to_be_bytes().to_vec()));
 }
 
 #[test]
@@ -394,21 +373,17 @@ fn a_ledger_keeps_the_fork_table_it_was_pinned_to_and_refuses_another() {
     w.commit().unwrap();
     drop(ledger);
     let ledger = open(dir.path());
-    assert_eq!(
-        ledger.reader().unwrap().fork_table().unwrap(),
-        Some(testnet)
-    );
+    let stored = ledger.reader().unwrap().fork_table().unwrap();
+    assert_eq!(stored, Some(testnet));
     let mut w = ledger.writer().unwrap();
     w.pin_fork_table(&testnet).unwrap();
     let e = w.pin_fork_table(&ForkTable::KUMQUAT_ONLY).unwrap_err();
     assert!(matches!(e, LedgerError::OtherForkTable { .. }));
     let text = e.to_string();
-    assert!(
-        text.contains(
-            "verified with Kumquat from height 5546000 (Genesis below), not Kumquat from height 0"
-        ) && text.contains("pass --kumquat-height 5546000"),
-        "{text}"
-    );
+    let tables =
+        "verified with Kumquat from height 5546000 (Genesis below), not Kumquat from height 0";
+    let flag = "pass --kumquat-height 5546000";
+    assert!(text.contains(tables) && text.contains(flag), "{text}");
     assert!(!text.contains('\n'), "one line: {text}");
 }
 
@@ -431,23 +406,16 @@ fn a_ledger_with_blocks_from_before_fork_tables_counts_as_kumquat_only() {
 fn a_corrupt_fork_table_entry_is_reported_not_guessed() {
     let (_dir, ledger) = fresh();
     let mut w = ledger.writer().unwrap();
-    w.put::<Meta>(
-        tables::META_FORK_TABLE.name,
-        &[2, 0, 0],
-        WriteFlags::empty(),
-    )
-    .unwrap();
+    put_raw::<Meta>(&mut w, tables::META_FORK_TABLE.name, &[2, 0, 0]);
     let e = w.fork_table().unwrap_err().to_string();
     assert!(e.contains("ledger setting \"forks\" is corrupt"), "{e}");
 }
 
 #[test]
 fn data_survives_reopening() {
-    let dir = tempfile::tempdir().unwrap();
-    {
-        let ledger = open(dir.path());
-        store(&ledger, 1..=3);
-    }
+    let (dir, ledger) = fresh();
+    store(&ledger, 1..=3);
+    drop(ledger);
     let ledger = open(dir.path());
     let r = ledger.reader().unwrap();
     assert_eq!(r.head_height().unwrap(), 3);
@@ -486,20 +454,15 @@ fn read_only_open_sees_commits_of_another_handle_and_cannot_write() {
     let dir = tempfile::tempdir().unwrap();
     let writer = open(dir.path());
     store(&writer, [1]);
-    let ro = Ledger::open(dir.path(), &read_only()).unwrap();
-    assert_eq!(
-        ro.reader().unwrap().soft_confirmation(1).unwrap(),
-        Some(block(1))
-    );
+    let ro = Ledger::open(dir.path(), &options(true)).unwrap();
+    let read = |h| ro.reader().unwrap().soft_confirmation(h).unwrap();
+    assert_eq!(read(1), Some(block(1)));
     let mut w = writer.writer().unwrap();
     w.put_soft_confirmation(&block(2)).unwrap();
     assert_eq!(ro.reader().unwrap().head_height().unwrap(), 1);
     w.commit().unwrap();
     assert_eq!(ro.reader().unwrap().head_height().unwrap(), 2);
-    assert_eq!(
-        ro.reader().unwrap().soft_confirmation(2).unwrap(),
-        Some(block(2))
-    );
+    assert_eq!(read(2), Some(block(2)));
     let e = ro.writer().err().unwrap();
     assert!(e.to_string().contains("read-only"), "{e}");
 }
@@ -508,8 +471,8 @@ fn read_only_open_sees_commits_of_another_handle_and_cannot_write() {
 fn read_only_open_of_a_missing_ledger_fails_without_creating_it() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("nope");
-    let e = Ledger::open(&missing, &read_only()).unwrap_err();
-    assert!(e.to_string().starts_with("ledger at "), "{e}");
+    let e = refusal(&missing, true);
+    assert!(e.starts_with("ledger at "), "{e}");
     assert!(!missing.exists());
 }
 
@@ -518,46 +481,37 @@ fn corrupt_stored_values_give_corrupt_errors() {
     let (_dir, ledger) = fresh();
     store(&ledger, [1, 2]);
     let mut w = ledger.writer().unwrap();
-    let good = w
-        .txn
-        .get(
-            SoftConfirmations::db(&ledger.dbs),
-            &SoftConfirmations::key(&2),
-        )
+    let good = get::<_, SoftConfirmations>(&w, &2)
+        .unwrap()
         .unwrap()
         .to_vec();
     for n in [0, 10, good.len() - 1] {
-        w.put::<SoftConfirmations>(&2, &good[..n], WriteFlags::empty())
-            .unwrap();
+        put_raw::<SoftConfirmations>(&mut w, &2, &good[..n]);
         let e = w.soft_confirmation(2).unwrap_err();
         assert!(matches!(e, LedgerError::Corrupt { .. }), "{e}");
+        let text = e.to_string();
         assert!(
-            e.to_string()
-                .starts_with("stored soft confirmation 2 is corrupt: "),
+            text.starts_with("stored soft confirmation 2 is corrupt: "),
             "{e}"
         );
         assert!(w.soft_confirmation_range(1, 3).is_err());
     }
-    w.put::<StatusTable>(&1, &[9], WriteFlags::empty()).unwrap();
+    put_raw::<StatusTable>(&mut w, &1, &[9]);
     assert!(matches!(w.status(1), Err(LedgerError::Corrupt { .. })));
     assert!(w.raise_status(1, 1, Status::Proven).is_err());
-    w.put::<Meta>(tables::META_LAST_L1.name, &[1, 2], WriteFlags::empty())
-        .unwrap();
+    put_raw::<Meta>(&mut w, tables::META_LAST_L1.name, &[1, 2]);
     let e = w.last_scanned_l1().unwrap_err();
     assert!(e.to_string().starts_with("stored ledger setting"), "{e}");
     w.put_proof(3, &proof(1, 3)).unwrap();
-    w.put::<Proofs>(&3, &[2, 1], WriteFlags::empty()).unwrap();
+    put_raw::<Proofs>(&mut w, &3, &[2, 1]);
+    let corrupt = "stored verified batch proof list of DA slot 3 is corrupt: ";
     for e in [
         w.proofs_on_slot(3).unwrap_err(),
         w.last_proof_on_slot(3).unwrap_err(),
         w.last_proof().unwrap_err(),
         w.put_proof(3, &proof(2, 3)).unwrap_err(),
     ] {
-        assert!(
-            e.to_string()
-                .starts_with("stored verified batch proof list of DA slot 3 is corrupt: "),
-            "{e}"
-        );
+        assert!(e.to_string().starts_with(corrupt), "{e}");
     }
 }
 
@@ -621,37 +575,31 @@ fn hashes_sharing_an_eight_byte_prefix_are_each_found_and_a_third_is_not() {
 
 #[test]
 fn many_hashes_under_one_prefix_stored_out_of_order_are_all_found_after_reopening() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, ledger) = fresh();
     let prefix = [0xab; 8];
     // Heights in descending order: the duplicates are kept sorted by
     // height, not by insertion, and the lookup walks them all.
     let heights = [40u64, 31, 25, 12, 3];
-    {
-        let ledger = open(dir.path());
-        let mut w = ledger.writer().unwrap();
-        for (i, &h) in heights.iter().enumerate() {
-            w.put_soft_confirmation(&block_with_hash(h, prefix, i as u8))
-                .unwrap();
-        }
-        w.commit().unwrap();
+    let mut w = ledger.writer().unwrap();
+    for (i, &h) in heights.iter().enumerate() {
+        w.put_soft_confirmation(&block_with_hash(h, prefix, i as u8))
+            .unwrap();
     }
+    w.commit().unwrap();
+    drop(ledger);
     let ledger = open(dir.path());
     let r = ledger.reader().unwrap();
+    let find = |prefix, tail| {
+        let hash = block_with_hash(0, prefix, tail).hash;
+        r.height_by_hash(&hash).unwrap()
+    };
     for (i, &h) in heights.iter().enumerate() {
         let hash = block_with_hash(h, prefix, i as u8).hash;
         assert_eq!(r.height_by_hash(&hash).unwrap(), Some(h), "height {h}");
     }
-    assert_eq!(
-        r.height_by_hash(&block_with_hash(0, prefix, 0x77).hash)
-            .unwrap(),
-        None
-    );
+    assert_eq!(find(prefix, 0x77), None);
     // The same tail under another prefix is another hash.
-    assert_eq!(
-        r.height_by_hash(&block_with_hash(0, [0xac; 8], 0).hash)
-            .unwrap(),
-        None
-    );
+    assert_eq!(find([0xac; 8], 0), None);
 }
 
 #[test]
@@ -661,23 +609,17 @@ fn a_hash_index_entry_pointing_at_a_missing_block_is_not_an_answer() {
     let mut w = ledger.writer().unwrap();
     // An index entry whose block is not stored (as a torn write would
     // leave, were writes not transactional): skipped, the real one found.
-    w.put::<ScByHashPrefix>(&b.hash, &codec::encode_u64(3), WriteFlags::empty())
-        .unwrap();
+    put_raw::<ScByHashPrefix>(&mut w, &b.hash, &codec::encode_u64(3));
     assert_eq!(w.height_by_hash(&b.hash).unwrap(), None);
     w.put_soft_confirmation(&b).unwrap();
     assert_eq!(w.height_by_hash(&b.hash).unwrap(), Some(7));
     // A value that is not a u64 is reported as corrupt, naming the hash.
     let c = block_with_hash(8, [0x43; 8], 0x01);
-    w.put::<ScByHashPrefix>(&c.hash, &[1, 2, 3], WriteFlags::empty())
-        .unwrap();
+    put_raw::<ScByHashPrefix>(&mut w, &c.hash, &[1, 2, 3]);
     let e = w.height_by_hash(&c.hash).unwrap_err();
-    assert!(
-        e.to_string().starts_with(&format!(
-            "stored height of soft confirmation hash {} is corrupt",
-            hex::encode(c.hash)
-        )),
-        "{e}"
-    );
+    let hash = hex::encode(c.hash);
+    let corrupt = format!("stored height of soft confirmation hash {hash} is corrupt");
+    assert!(e.to_string().starts_with(&corrupt), "{e}");
 }
 
 /// Writes a data dir the way a version-1 ledgerd did: its tables (with
@@ -719,11 +661,7 @@ fn a_data_dir_of_the_older_layout_is_refused_untouched_with_one_clear_line() {
         let dir = tempfile::tempdir().unwrap();
         write_old_layout(dir.path(), format);
         for read_only in [false, true] {
-            let opts = OpenOptions {
-                read_only,
-                ..OpenOptions::default()
-            };
-            let e = Ledger::open(dir.path(), &opts).unwrap_err().to_string();
+            let e = refusal(dir.path(), read_only);
             assert!(
                 e.contains("this data dir was written by an older ledgerd layout"),
                 "{e}"
@@ -740,34 +678,21 @@ fn a_data_dir_of_the_older_layout_is_refused_untouched_with_one_clear_line() {
 fn a_data_dir_of_a_newer_layout_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     write_old_layout(dir.path(), Some(tables::FORMAT_VERSION + 1));
-    let e = Ledger::open(dir.path(), &OpenOptions::default())
-        .unwrap_err()
-        .to_string();
+    let e = refusal(dir.path(), false);
     assert!(e.contains("newer ledgerd layout"), "{e}");
 }
 
 #[test]
 fn a_new_ledger_records_the_current_layout_and_reopens() {
-    let dir = tempfile::tempdir().unwrap();
-    {
-        let ledger = open(dir.path());
-        let r = ledger.reader().unwrap();
-        assert_eq!(
-            meta(&r, tables::META_FORMAT).unwrap(),
-            Some(tables::FORMAT_VERSION)
-        );
-    }
+    let (dir, ledger) = fresh();
+    let format = meta(&ledger.reader().unwrap(), tables::META_FORMAT).unwrap();
+    assert_eq!(format, Some(tables::FORMAT_VERSION));
+    drop(ledger);
     assert!(!table_exists(dir.path(), "sc_by_hash"));
     let ledger = open(dir.path());
     store(&ledger, [1]);
-    assert_eq!(
-        ledger
-            .reader()
-            .unwrap()
-            .height_by_hash(&block(1).hash)
-            .unwrap(),
-        Some(1)
-    );
+    let r = ledger.reader().unwrap();
+    assert_eq!(r.height_by_hash(&block(1).hash).unwrap(), Some(1));
 }
 
 /// Raw (key, value) entries of one table, in key order.
@@ -810,8 +735,7 @@ fn write_v2_ledger(dir: &Path) -> Vec<(u64, VerifiedBatchProof)> {
     }
     w.set_last_scanned_l1(800_003).unwrap();
     for (slot, p) in &proofs {
-        w.put::<Proofs>(slot, &codec::encode_proof(p), WriteFlags::empty())
-            .unwrap();
+        put_raw::<Proofs>(&mut w, slot, &codec::encode_proof(p));
     }
     w.put_meta(tables::META_FORMAT, &2).unwrap();
     w.commit().unwrap();
@@ -824,20 +748,18 @@ fn a_version_2_data_dir_is_upgraded_at_open_and_answers_as_it_did() {
     let proofs = write_v2_ledger(dir.path());
     // What version 2 answered: the bare value of each slot, decoded.
     let env = Environment::new().set_max_dbs(16).open(dir.path()).unwrap();
-    let before = {
+    let before: Vec<(u64, VerifiedBatchProof)> = {
         let db = env.open_db(Some("proofs")).unwrap();
         let txn = env.begin_ro_txn().unwrap();
-        let mut cursor = txn.open_ro_cursor(db).unwrap();
-        cursor
-            .iter_start()
-            .map(|item| {
-                let (k, v) = item.unwrap();
+        let raw = entries(&txn, db);
+        raw.iter()
+            .map(|(k, v)| {
                 (
                     tables::decode_u64_key(k).unwrap(),
                     codec::decode_proof(v).unwrap(),
                 )
             })
-            .collect::<Vec<_>>()
+            .collect()
     };
     drop(env);
     assert_eq!(before, proofs);
@@ -863,10 +785,8 @@ fn a_version_2_data_dir_is_upgraded_at_open_and_answers_as_it_did() {
     let mut w = ledger.writer().unwrap();
     w.put_proof(800_002, &proof(30, 800_002)).unwrap();
     w.commit().unwrap();
-    assert_eq!(
-        ledger.reader().unwrap().proofs_on_slot(800_002).unwrap(),
-        vec![proofs[1].1.clone(), proof(30, 800_002)]
-    );
+    let on_slot = ledger.reader().unwrap().proofs_on_slot(800_002).unwrap();
+    assert_eq!(on_slot, vec![proofs[1].1.clone(), proof(30, 800_002)]);
 }
 
 #[test]
@@ -923,8 +843,7 @@ fn the_upgrade_from_version_2_rewrites_only_the_proofs_and_the_version() {
 fn a_version_2_data_dir_opened_read_only_is_refused_untouched_with_what_to_do() {
     let dir = tempfile::tempdir().unwrap();
     write_v2_ledger(dir.path());
-    let ro = read_only();
-    let e = Ledger::open(dir.path(), &ro).unwrap_err().to_string();
+    let e = refusal(dir.path(), true);
     assert!(e.contains("layout version 2"), "{e}");
     assert!(
         e.contains("start ledgerd on it once read-write (not serve-readonly) to upgrade it"),
@@ -934,7 +853,7 @@ fn a_version_2_data_dir_opened_read_only_is_refused_untouched_with_what_to_do() 
     // Still version 2: the read-write open after it upgrades it.
     let ledger = open_upgraded(dir.path());
     drop(ledger);
-    assert!(Ledger::open(dir.path(), &ro).is_ok());
+    assert!(Ledger::open(dir.path(), &options(true)).is_ok());
 }
 
 #[test]
@@ -949,9 +868,7 @@ fn a_version_2_proof_that_does_not_decode_stops_the_upgrade_and_changes_nothing(
             .unwrap();
         txn.commit().unwrap();
     }
-    let e = Ledger::open(dir.path(), &OpenOptions::default())
-        .unwrap_err()
-        .to_string();
+    let e = refusal(dir.path(), false);
     assert!(
         e.contains(&format!(
             "upgrading the data dir from layout version 2 to {} failed, and it was left as it \
@@ -967,19 +884,15 @@ fn a_version_2_proof_that_does_not_decode_stops_the_upgrade_and_changes_nothing(
     let txn = env.begin_ro_txn().unwrap();
     let first = txn.get(proofs, &Proofs::key(&800_001)).unwrap();
     assert_eq!(first, codec::encode_proof(&proof(10, 800_001)).as_slice());
-    assert_eq!(
-        txn.get(meta_db, &"format").unwrap(),
-        codec::encode_u64(2).as_slice()
-    );
+    let format = txn.get(meta_db, &"format").unwrap();
+    assert_eq!(format, codec::encode_u64(2).as_slice());
 }
 
 #[test]
 fn a_version_3_data_dir_gets_the_empty_bitcoin_headers_table_and_nothing_else_changes() {
-    let dir = tempfile::tempdir().unwrap();
-    {
-        let ledger = open(dir.path());
-        store(&ledger, 1..=5);
-    }
+    let (dir, ledger) = fresh();
+    store(&ledger, 1..=5);
+    drop(ledger);
     // As version 3 left it: no bitcoin_headers table, format 3.
     {
         let env = Environment::new().set_max_dbs(20).open(dir.path()).unwrap();
@@ -998,8 +911,7 @@ fn a_version_3_data_dir_gets_the_empty_bitcoin_headers_table_and_nothing_else_ch
         txn.commit().unwrap();
         assert!(env.open_db(Some(tables::BitcoinHeaders::NAME)).is_err());
     }
-    let ro = read_only();
-    let e = Ledger::open(dir.path(), &ro).unwrap_err().to_string();
+    let e = refusal(dir.path(), true);
     assert!(e.contains("layout version 3"), "{e}");
     let ledger = open_upgraded(dir.path());
     let r = ledger.reader().unwrap();
@@ -1020,7 +932,7 @@ fn a_version_3_data_dir_gets_the_empty_bitcoin_headers_table_and_nothing_else_ch
     assert_eq!(r.bitcoin_header(0).unwrap().unwrap().header, genesis);
     drop(r);
     drop(ledger);
-    assert!(Ledger::open(dir.path(), &ro).is_ok());
+    assert!(Ledger::open(dir.path(), &options(true)).is_ok());
 }
 
 /// `status_heights` entries without their times (the last 8 bytes).
@@ -1031,13 +943,10 @@ fn without_times(entries: &[(Vec<u8>, Vec<u8>)]) -> Entries {
         .collect()
 }
 
-/// The raw `status_heights` entries of a ledger.
+/// The raw `status_heights` entries of a ledger, without their times.
 fn frontier_entries(ledger: &Ledger) -> Entries {
-    dump(ledger)
-        .into_iter()
-        .find(|(name, _)| *name == StatusHeights::NAME)
-        .map(|(_, entries)| entries)
-        .unwrap()
+    let r = ledger.reader().unwrap();
+    without_times(&entries(&r.txn, StatusHeights::db(&ledger.dbs)))
 }
 
 /// A chain with commitments on several slots (one of them two at once, one
@@ -1089,10 +998,8 @@ fn the_frontier_index_follows_the_write_rules_slot_by_slot() {
     let now = r.frontier(Committed).unwrap().unwrap();
     assert_eq!(now.l2_height, 50);
     assert_eq!(now.l2_height, r.finalized_height().unwrap());
-    assert_eq!(
-        r.frontier(Proven).unwrap().unwrap().l2_height,
-        r.proven_height().unwrap()
-    );
+    let proven = r.frontier(Proven).unwrap().unwrap();
+    assert_eq!(proven.l2_height, r.proven_height().unwrap());
     // The gap stays Trusted below the frontier.
     assert_eq!(r.status(25).unwrap(), Some(Status::Trusted));
 }
@@ -1113,37 +1020,29 @@ fn a_version_3_data_dir_gets_the_frontier_index_the_write_rules_would_have_writt
         written
     };
     let ledger = open_upgraded(dir.path());
-    assert_eq!(
-        without_times(&frontier_entries(&ledger)),
-        without_times(&written)
-    );
+    assert_eq!(frontier_entries(&ledger), written);
     // And rebuilding it again (as after removing records) changes nothing.
     let mut w = ledger.writer().unwrap();
     assert_eq!(w.rebuild_frontier().unwrap(), 5);
     w.commit().unwrap();
-    assert_eq!(
-        without_times(&frontier_entries(&ledger)),
-        without_times(&written)
-    );
+    assert_eq!(frontier_entries(&ledger), written);
 }
 
 #[test]
 fn a_version_6_data_dir_gets_an_empty_address_book_and_keeps_its_chain() {
-    let dir = tempfile::tempdir().unwrap();
-    {
-        let ledger = open(dir.path());
-        store(&ledger, [1, 2]);
-        // As version 6 left it: no address book, layout 6.
-        let mut w = ledger.writer().unwrap();
-        // SAFETY: no handle of the table is used again in this process.
-        unsafe {
-            w.txn
-                .drop_db(tables::BitcoinPeers::db(&ledger.dbs))
-                .unwrap()
-        };
-        w.put_meta(tables::META_FORMAT, &6).unwrap();
-        w.commit().unwrap();
-    }
+    let (dir, ledger) = fresh();
+    store(&ledger, [1, 2]);
+    // As version 6 left it: no address book, layout 6.
+    let mut w = ledger.writer().unwrap();
+    // SAFETY: no handle of the table is used again in this process.
+    unsafe {
+        w.txn
+            .drop_db(tables::BitcoinPeers::db(&ledger.dbs))
+            .unwrap()
+    };
+    w.put_meta(tables::META_FORMAT, &6).unwrap();
+    w.commit().unwrap();
+    drop(ledger);
     assert!(!table_exists(dir.path(), tables::BitcoinPeers::NAME));
     let ledger = open_upgraded(dir.path());
     let r = ledger.reader().unwrap();
@@ -1164,10 +1063,8 @@ fn a_version_6_data_dir_gets_an_empty_address_book_and_keeps_its_chain() {
     let mut w = ledger.writer().unwrap();
     w.delete_bitcoin_peer(&v4).unwrap();
     w.commit().unwrap();
-    assert_eq!(
-        ledger.reader().unwrap().bitcoin_peers().unwrap(),
-        vec![(v6, BookEntry::default())]
-    );
+    let back = ledger.reader().unwrap().bitcoin_peers().unwrap();
+    assert_eq!(back, vec![(v6, BookEntry::default())]);
 }
 
 /// Opens `dir` read-write, which upgrades it, and checks that it now has
@@ -1194,22 +1091,19 @@ fn book_entry(services: u64) -> BookEntry {
 
 #[test]
 fn a_version_7_address_book_gets_unknown_services_and_keeps_the_rest() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, ledger) = fresh();
     let v4: std::net::SocketAddr = "10.1.2.3:8333".parse().unwrap();
     let entry = book_entry(0);
-    {
-        let ledger = open(dir.path());
-        store(&ledger, [1, 2]);
-        // As version 7 left it: 30-byte entries, layout 7.
-        let mut w = ledger.writer().unwrap();
-        let old = codec::encode_book_entry(&entry)[..30].to_vec();
-        w.put::<tables::BitcoinPeers>(&v4, &old, WriteFlags::empty())
-            .unwrap();
-        w.put_meta(tables::META_FORMAT, &7).unwrap();
-        w.commit().unwrap();
-        let e = ledger.reader().unwrap().bitcoin_peers().unwrap_err();
-        assert!(e.to_string().contains("38 bytes, this one 30"), "{e}");
-    }
+    store(&ledger, [1, 2]);
+    // As version 7 left it: 30-byte entries, layout 7.
+    let mut w = ledger.writer().unwrap();
+    let old = codec::encode_book_entry(&entry)[..30].to_vec();
+    put_raw::<tables::BitcoinPeers>(&mut w, &v4, &old);
+    w.put_meta(tables::META_FORMAT, &7).unwrap();
+    w.commit().unwrap();
+    let e = ledger.reader().unwrap().bitcoin_peers().unwrap_err();
+    assert!(e.to_string().contains("38 bytes, this one 30"), "{e}");
+    drop(ledger);
     let ledger = open_upgraded(dir.path());
     let r = ledger.reader().unwrap();
     assert_eq!(r.head_height().unwrap(), 2);

@@ -5,27 +5,12 @@
 //! find every commitment, proof and DA slot hash the ledger holds. Kept apart
 //! from the point reads in `mod.rs` so the two evolve separately.
 
-use lmdb::{Cursor, Transaction};
+use std::ops::ControlFlow;
 
-use super::cursor::{bad_key, entry, u64_key, walk};
-use super::sealed::Access;
+use super::cursor::{entries, u64_key, walk_back};
 use super::tables::{Commitments, DaSlots, Proofs, Table, ValueTable};
-use super::{corrupt, lmdb_err, LedgerError, LedgerRead, MDB_LAST, MDB_PREV};
+use super::{corrupt, LedgerError, LedgerRead};
 use crate::types::{Hash, SequencerCommitment, VerifiedBatchProof};
-
-/// Every value of a u64-keyed table decoded with `decode`, with its key, in key order.
-fn by_slot<R: Access, T: ValueTable<Key = u64>>(
-    r: &R,
-) -> Result<Vec<(u64, T::Value)>, LedgerError> {
-    let mut out = Vec::new();
-    walk::<R, T>(r, |k, v| {
-        let slot = u64_key::<T>(k)?;
-        let value = T::decode(v).map_err(|e| corrupt::<T>(&slot, e))?;
-        out.push((slot, value));
-        Ok(())
-    })?;
-    Ok(out)
-}
 
 /// Walks of tables, in key order. Implemented for every [`LedgerRead`].
 pub trait LedgerWalk: LedgerRead {
@@ -37,36 +22,31 @@ pub trait LedgerWalk: LedgerRead {
         height: u64,
     ) -> Result<Vec<(u64, SequencerCommitment)>, LedgerError> {
         let ctx = || format!("walking {} back to height {height}", Commitments::NAME);
-        let cursor = self
-            .txn()
-            .open_ro_cursor(Commitments::db(self.dbs()))
-            .map_err(lmdb_err(ctx))?;
         let mut newest_first = Vec::new();
-        let mut item = entry(cursor.get(None, None, MDB_LAST), ctx)?;
-        'slots: while let Some((k, v)) = item {
+        walk_back::<Self, Commitments>(self, None, ctx, |k, v| {
             let slot = u64_key::<Commitments>(k)?;
             let list = Commitments::decode(v).map_err(|e| corrupt::<Commitments>(&slot, e))?;
             for c in list.into_iter().rev() {
                 if c.l2_end_block_number <= height {
-                    break 'slots;
+                    return Ok(ControlFlow::Break(()));
                 }
                 newest_first.push((slot, c));
             }
-            item = entry(cursor.get(None, None, MDB_PREV), ctx)?;
-        }
+            Ok(ControlFlow::Continue(()))
+        })?;
         newest_first.reverse();
         Ok(newest_first)
     }
 
     /// Every DA slot that holds commitments, with them, in slot order.
     fn all_commitments(&self) -> Result<Vec<(u64, Vec<SequencerCommitment>)>, LedgerError> {
-        by_slot::<Self, Commitments>(self)
+        entries::<Self, Commitments>(self)
     }
 
     /// Every stored proof with its DA slot, in slot order, and on one slot
     /// in the order they were verified.
     fn all_proofs(&self) -> Result<Vec<(u64, VerifiedBatchProof)>, LedgerError> {
-        Ok(by_slot::<Self, Proofs>(self)?
+        Ok(entries::<Self, Proofs>(self)?
             .into_iter()
             .flat_map(|(slot, list)| list.into_iter().map(move |p| (slot, p)))
             .collect())
@@ -74,13 +54,10 @@ pub trait LedgerWalk: LedgerRead {
 
     /// Every recorded DA slot hash as (slot number, hash), in slot order.
     fn all_da_slots(&self) -> Result<Vec<(u64, Hash)>, LedgerError> {
-        let mut out = Vec::new();
-        walk::<Self, DaSlots>(self, |k, v| {
-            let hash: Hash = k.try_into().map_err(|_| bad_key::<DaSlots>(k, 32))?;
-            let slot = DaSlots::decode(v).map_err(|e| corrupt::<DaSlots>(&hash, e))?;
-            out.push((slot, hash));
-            Ok(())
-        })?;
+        let mut out: Vec<(u64, Hash)> = entries::<Self, DaSlots>(self)?
+            .into_iter()
+            .map(|(hash, slot)| (slot, hash))
+            .collect();
         out.sort_unstable();
         Ok(out)
     }

@@ -26,11 +26,13 @@ impl LedgerWriter<'_> {
     }
 
     /// Appends `key` (expected to be above every stored key); falls back to
-    /// an ordinary insert when it is not. `Ok(false)` when `key` is stored.
-    pub(super) fn append_new<T: Table>(
+    /// an ordinary put with `fallback` (`NO_OVERWRITE`: keep a stored value)
+    /// when it is not. `Ok(false)` when `key` is stored and was kept.
+    pub(super) fn append<T: Table>(
         &mut self,
         key: &T::Key,
         value: &[u8],
+        fallback: WriteFlags,
     ) -> Result<bool, LedgerError> {
         let db = T::db(&self.ledger.dbs);
         let k = T::key(key);
@@ -39,7 +41,7 @@ impl LedgerWriter<'_> {
         // is not above the last one.
         let first = self.txn.put(db, &k, &value, WriteFlags::APPEND);
         let second = match first {
-            Err(lmdb::Error::KeyExist) => self.txn.put(db, &k, &value, WriteFlags::NO_OVERWRITE),
+            Err(lmdb::Error::KeyExist) => self.txn.put(db, &k, &value, fallback),
             other => other,
         };
         match second {
@@ -84,7 +86,7 @@ impl LedgerWriter<'_> {
         // The first block's key becomes the ledger's block key.
         let block_key = stored_key.unwrap_or(sc.pub_key);
         let value = codec::encode_soft_confirmation(sc, Some(&block_key));
-        if !self.append_new::<SoftConfirmations>(&sc.l2_height, &value)? {
+        if !self.append::<SoftConfirmations>(&sc.l2_height, &value, WriteFlags::NO_OVERWRITE)? {
             return Err(LedgerError::AlreadyStored(sc.l2_height));
         }
         if stored_key.is_none() {
@@ -94,7 +96,8 @@ impl LedgerWriter<'_> {
         self.put_value::<ScByHashPrefix>(&sc.hash, &sc.l2_height, WriteFlags::empty())?;
         // A status already there (it cannot be, without a block) is kept:
         // statuses never move backwards.
-        self.append_new::<StatusTable>(&sc.l2_height, &StatusTable::encode(&Status::Trusted))?;
+        let trusted = StatusTable::encode(&Status::Trusted);
+        self.append::<StatusTable>(&sc.l2_height, &trusted, WriteFlags::NO_OVERWRITE)?;
         Ok(())
     }
 

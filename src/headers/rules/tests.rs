@@ -35,16 +35,18 @@ fn hex_u32(v: &serde_json::Value) -> u32 {
     u32::from_str_radix(v.as_str().expect("hex string"), 16).expect("hex u32")
 }
 
-fn vectors() -> serde_json::Value {
-    serde_json::from_str(include_str!("../../../tests/data/core_pow_tests.json")).expect("json")
+/// The cases of `group` in Bitcoin Core's pow tests.
+fn cases(group: &str) -> Vec<serde_json::Value> {
+    let json = include_str!("../../../tests/data/core_pow_tests.json");
+    let v: serde_json::Value = serde_json::from_str(json).expect("json");
+    v[group].as_array().expect("cases").clone()
 }
 
 #[test]
 fn retargets_match_bitcoin_cores_pow_tests() {
-    let v = vectors();
-    let cases = v["retarget"].as_array().expect("cases");
+    let cases = cases("retarget");
     assert_eq!(cases.len(), 4);
-    for c in cases {
+    for c in &cases {
         let last = Past {
             time: c["last_time"].as_u64().expect("time") as u32,
             bits: hex_u32(&c["last_bits"]),
@@ -62,30 +64,22 @@ fn retargets_match_bitcoin_cores_pow_tests() {
             (last_height, last.time, last.bits),
             (last_height + 1 - 2016, first.time, 0),
         ]);
-        assert_eq!(
-            next_bits(&MAIN, last_height, last.time + 600, &map),
-            Some(got),
-            "{}",
-            c["case"]
-        );
+        let via_next = next_bits(&MAIN, last_height, last.time + 600, &map);
+        assert_eq!(via_next, Some(got), "{}", c["case"]);
     }
 }
 
 #[test]
 fn bad_targets_fail_as_in_bitcoin_cores_pow_tests() {
-    let v = vectors();
-    let cases = v["check_proof_of_work"].as_array().expect("cases");
+    let cases = cases("check_proof_of_work");
     assert_eq!(cases.len(), 5);
-    for c in cases {
+    for c in &cases {
         let mut hash = [0u8; 32];
         hex::decode_to_slice(c["hash_be"].as_str().expect("hash"), &mut hash).expect("hex");
         hash.reverse();
         let hash = BlockHash::from_byte_array(hash);
-        assert!(
-            check_pow(hash, hex_u32(&c["bits"]), &MAIN).is_err(),
-            "{}",
-            c["case"]
-        );
+        let pow = check_pow(hash, hex_u32(&c["bits"]), &MAIN);
+        assert!(pow.is_err(), "{}", c["case"]);
     }
     // The same checks pass what is valid: genesis under its own bits.
     let genesis = BitcoinNetwork::Main.genesis();
@@ -104,29 +98,19 @@ fn bad_targets_fail_as_in_bitcoin_cores_pow_tests() {
 fn off_a_retarget_mainnet_keeps_the_parents_bits() {
     let map = Map::of([(100, 1_000_000, 0x1c05a3f4)]);
     // Whatever the time: no 20-minute rule on main.
-    assert_eq!(
-        next_bits(&MAIN, 100, 1_000_000 + 3600, &map),
-        Some(0x1c05a3f4)
-    );
-    assert_eq!(
-        next_bits(&SIGNET, 100, 1_000_000 + 3600, &map),
-        Some(0x1c05a3f4)
-    );
+    let an_hour_on = |params| next_bits(params, 100, 1_000_000 + 3600, &map);
+    assert_eq!(an_hour_on(&MAIN), Some(0x1c05a3f4));
+    assert_eq!(an_hour_on(&SIGNET), Some(0x1c05a3f4));
 }
 
 #[test]
 fn testnet_twenty_minute_rule_demands_the_pow_limit_after_twenty_minutes() {
     let limit = TESTNET4.pow_limit_bits;
     let map = Map::of([(5000, 1_000_000, 0x1949d95f)]);
-    assert_eq!(
-        next_bits(&TESTNET4, 5000, 1_000_000 + 1201, &map),
-        Some(limit)
-    );
+    let after = |seconds: u32| next_bits(&TESTNET4, 5000, 1_000_000 + seconds, &map);
+    assert_eq!(after(1201), Some(limit));
     // At exactly 20 minutes the rule does not apply: the real bits.
-    assert_eq!(
-        next_bits(&TESTNET4, 5000, 1_000_000 + 1200, &map),
-        Some(0x1949d95f)
-    );
+    assert_eq!(after(1200), Some(0x1949d95f));
 }
 
 #[test]
@@ -137,23 +121,19 @@ fn testnet_walks_back_over_pow_limit_headers_to_the_last_real_bits() {
         (5001, 1_002_000, limit),
         (5002, 1_004_000, limit),
     ]);
-    assert_eq!(
-        next_bits(&TESTNET4, 5002, 1_004_100, &map),
-        Some(0x1949d95f)
-    );
+    let next = |map: &Map| next_bits(&TESTNET4, 5002, 1_004_100, map);
+    assert_eq!(next(&map), Some(0x1949d95f));
     // Without the header the walk needs, the rule is not checked.
     let short = Map::of([(5001, 1_002_000, limit), (5002, 1_004_000, limit)]);
-    assert_eq!(next_bits(&TESTNET4, 5002, 1_004_100, &short), None);
+    assert_eq!(next(&short), None);
     // The walk stops at a period's first header, even at the pow limit.
     let boundary = Map::of([
         (4031, 900_000, 0x1949d95f),
         (4032, 1_000_000, limit),
         (4033, 1_002_000, limit),
     ]);
-    assert_eq!(
-        next_bits(&TESTNET4, 4033, 1_002_100, &boundary),
-        Some(limit)
-    );
+    let bits = next_bits(&TESTNET4, 4033, 1_002_100, &boundary);
+    assert_eq!(bits, Some(limit));
 }
 
 #[test]
@@ -178,20 +158,12 @@ fn bip94_retargets_from_the_periods_first_bits() {
 fn retarget_clamps_at_four_times_and_a_quarter() {
     let base = 0x1c05a3f4;
     let two_weeks = 14 * 24 * 3600;
-    assert_eq!(
-        retarget(&MAIN, base, two_weeks * 10),
-        retarget(&MAIN, base, two_weeks * 4)
-    );
-    assert_eq!(
-        retarget(&MAIN, base, 1),
-        retarget(&MAIN, base, two_weeks / 4)
-    );
+    let after = |timespan| retarget(&MAIN, base, timespan);
+    assert_eq!(after(two_weeks * 10), after(two_weeks * 4));
+    assert_eq!(after(1), after(two_weeks / 4));
     // Time going backwards counts as the quarter (Core's int64 arithmetic).
-    assert_eq!(
-        retarget(&MAIN, base, -5000),
-        retarget(&MAIN, base, two_weeks / 4)
-    );
-    assert_ne!(retarget(&MAIN, base, two_weeks * 2), base);
+    assert_eq!(after(-5000), after(two_weeks / 4));
+    assert_ne!(after(two_weeks * 2), base);
 }
 
 #[test]
@@ -238,35 +210,19 @@ fn contextual(
     map: &Map,
     now: i64,
 ) -> Result<Checked, HeaderError> {
-    let mut checked = Checked::default();
-    check_contextual(params, prev, h, h.block_hash(), map, now, &mut checked).map(|()| checked)
+    check_contextual(params, prev, h, h.block_hash(), map, now)
 }
 
 #[test]
 fn bits_must_be_the_same_u32_not_only_the_same_target() {
     let map = eleven(500_000, 1_500_000_000, 0x1d00ff00);
     let now = 1_500_000_000 + 600;
-    assert!(contextual(
-        &MAIN,
-        500_000,
-        &header(4, now as u32, 0x1d00ff00),
-        &map,
-        now
-    )
-    .is_ok());
+    let with = |bits| contextual(&MAIN, 500_000, &header(4, now as u32, bits), &map, now);
+    assert!(with(0x1d00ff00).is_ok());
     // 0x1e0000ff encodes the same target as 0x1d00ff00.
-    assert_eq!(
-        Target::from_compact(CompactTarget::from_consensus(0x1e0000ff)),
-        Target::from_compact(CompactTarget::from_consensus(0x1d00ff00))
-    );
-    let e = contextual(
-        &MAIN,
-        500_000,
-        &header(4, now as u32, 0x1e0000ff),
-        &map,
-        now,
-    )
-    .unwrap_err();
+    let target = |bits| Target::from_compact(CompactTarget::from_consensus(bits));
+    assert_eq!(target(0x1e0000ff), target(0x1d00ff00));
+    let e = with(0x1e0000ff).unwrap_err();
     assert_eq!(e.rule, Rule::Bits);
     assert_eq!(e.height, 500_001);
     assert!(e.to_string().contains("0x1e0000ff"), "{e}");
@@ -277,9 +233,9 @@ fn time_must_be_above_the_median_time_past() {
     let map = eleven(500_000, 1_500_000_000, 0x1d00ff00);
     let mtp = 1_500_000_000 - 600 * 5;
     let now = 1_500_000_000;
-    let e = contextual(&MAIN, 500_000, &header(4, mtp, 0x1d00ff00), &map, now).unwrap_err();
-    assert_eq!(e.rule, Rule::MedianTimePast);
-    let ok = contextual(&MAIN, 500_000, &header(4, mtp + 1, 0x1d00ff00), &map, now).unwrap();
+    let at = |time| contextual(&MAIN, 500_000, &header(4, time, 0x1d00ff00), &map, now);
+    assert_eq!(at(mtp).unwrap_err().rule, Rule::MedianTimePast);
+    let ok = at(mtp + 1).unwrap();
     assert!(ok.has(Rule::MedianTimePast) && ok.has(Rule::Bits));
 }
 
@@ -335,15 +291,16 @@ fn rules_without_their_context_are_not_checked_not_passed() {
     // Only the parent is held: no median time past, no walk-back beyond it.
     let limit = TESTNET4.pow_limit_bits;
     let map = Map::of([(5001, 1_002_000, limit)]);
-    let checked = contextual(
-        &TESTNET4,
-        5001,
-        &header(4, 1_002_100, limit),
-        &map,
-        1_002_100,
-    )
-    .unwrap();
+    let h = header(4, 1_002_100, limit);
+    let checked = contextual(&TESTNET4, 5001, &h, &map, 1_002_100).unwrap();
     assert!(checked.lacks(Rule::Bits) && !checked.has(Rule::Bits));
     assert!(checked.lacks(Rule::MedianTimePast));
     assert!(checked.has(Rule::TimeTooNew) && checked.has(Rule::Version));
+}
+
+#[test]
+fn every_rule_is_at_its_index_in_all() {
+    for (i, rule) in Rule::ALL.into_iter().enumerate() {
+        assert_eq!(rule.index(), i, "{rule}");
+    }
 }

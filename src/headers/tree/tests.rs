@@ -13,15 +13,19 @@ const NOW: i64 = 2_000_000_000;
 
 /// A regtest header on `prev` at `time` (about two tries of the nonce).
 fn mine(prev: &Header, time: u32, salt: u8) -> Header {
-    let mut h = Header {
+    solve(Header {
         version: Version::from_consensus(0x2000_0000),
         prev_blockhash: prev.block_hash(),
         merkle_root: TxMerkleNode::from_byte_array([salt; 32]),
         time,
         bits: CompactTarget::from_consensus(REGTEST.pow_limit_bits),
         nonce: 0,
-    };
-    while rules::check_pow(h.block_hash(), REGTEST.pow_limit_bits, &REGTEST).is_err() {
+    })
+}
+
+/// `h` with the first nonce from its own whose hash meets its bits.
+fn solve(mut h: Header) -> Header {
+    while rules::check_pow(h.block_hash(), h.bits.to_consensus(), &REGTEST).is_err() {
         h.nonce += 1;
     }
     h
@@ -85,13 +89,12 @@ fn a_branch_with_more_work_becomes_the_best_chain() {
     assert_eq!(tie.reorg, None);
     assert_eq!(c.tip().hash, main[99].block_hash());
     let win = c.accept(&fork[10..], NOW).unwrap();
-    assert_eq!(
-        win.reorg,
-        Some(Reorg {
-            fork_height: 90,
-            old_tip: (100, main[99].block_hash()),
-        })
-    );
+    let old_tip = (100, main[99].block_hash());
+    let reorg = Reorg {
+        fork_height: 90,
+        old_tip,
+    };
+    assert_eq!(win.reorg, Some(reorg));
     assert_eq!(c.tip().height, 101);
     assert_eq!(c.hash_at(91).unwrap(), Some(fork[0].block_hash()));
     assert_eq!(c.hash_at(90).unwrap(), Some(main[89].block_hash()));
@@ -120,10 +123,7 @@ fn a_header_that_breaks_a_rule_stops_the_batch_and_keeps_what_came_before() {
     let mut bad = headers[3];
     bad.bits = CompactTarget::from_consensus(0x2000ffff);
     bad.nonce = 0;
-    while rules::check_pow(bad.block_hash(), 0x2000ffff, &REGTEST).is_err() {
-        bad.nonce += 1;
-    }
-    headers[3] = bad;
+    headers[3] = solve(bad);
     let e = c.accept(&headers, NOW).unwrap_err();
     assert_eq!((e.rule, e.height), (Rule::Bits, 4));
     assert_eq!(c.tip().height, 3);
@@ -132,8 +132,7 @@ fn a_header_that_breaks_a_rule_stops_the_batch_and_keeps_what_came_before() {
     while rules::check_pow(weak.block_hash(), REGTEST.pow_limit_bits, &REGTEST).is_ok() {
         weak.nonce += 1;
     }
-    let e = c.accept(&[weak], NOW).unwrap_err();
-    assert_eq!(e.rule, Rule::ProofOfWork);
+    assert_eq!(c.accept(&[weak], NOW).unwrap_err().rule, Rule::ProofOfWork);
     // Two hours and one second ahead of the clock.
     let future = mine(&headers[2], (NOW + 7201) as u32, 3);
     assert_eq!(c.accept(&[future], NOW).unwrap_err().rule, Rule::TimeTooNew);
@@ -183,10 +182,8 @@ fn the_best_chain_is_stored_and_read_back_with_only_the_tail_in_memory() {
     let more = extend(headers.last().unwrap(), 3, 1);
     c.accept(&more, NOW).unwrap();
     c.save().unwrap();
-    assert_eq!(
-        ledger.reader().unwrap().bitcoin_header_tip().unwrap(),
-        Some(tip + 3)
-    );
+    let stored_tip = ledger.reader().unwrap().bitcoin_header_tip().unwrap();
+    assert_eq!(stored_tip, Some(tip + 3));
     // A fork within the headers held, with more work, rewrites the heights above it.
     let fork = extend(&headers[headers.len() - 6], 10, 7);
     let r = c.accept(&fork, NOW).unwrap();
@@ -194,10 +191,8 @@ fn the_best_chain_is_stored_and_read_back_with_only_the_tail_in_memory() {
     c.save().unwrap();
     let reopened = HeaderTree::open(BitcoinNetwork::Regtest, ledger.clone(), 0).unwrap();
     assert_eq!(reopened.tip().hash, fork[9].block_hash());
-    assert_eq!(
-        reopened.hash_at(tip - 4).unwrap(),
-        Some(fork[0].block_hash())
-    );
+    let above_fork = reopened.hash_at(tip - 4).unwrap();
+    assert_eq!(above_fork, Some(fork[0].block_hash()));
 }
 
 #[test]
@@ -241,15 +236,10 @@ fn each_header_tracks_where_testnets_walk_back_stops_and_hashes_as_the_bitcoin_c
             branch: &[],
             fork_height: c.tip().height,
         };
-        assert_eq!(
-            e.real_bits,
-            rules::walk_back(&view, h, &REGTEST),
-            "height {h}"
-        );
-        assert_eq!(
-            view.last_real_bits(h, &REGTEST),
-            Some(REGTEST.pow_limit_bits)
-        );
+        let walked = rules::walk_back(&view, h, &REGTEST);
+        assert_eq!(e.real_bits, walked, "height {h}");
+        let tracked = view.last_real_bits(h, &REGTEST);
+        assert_eq!(tracked, Some(REGTEST.pow_limit_bits));
     }
     c.save().unwrap();
     drop(c);

@@ -333,9 +333,10 @@ impl<'a> Reader<'a> {
         (0..n).map(|_| self.blob(what)).collect()
     }
 
-    fn finish(self) -> Result<(), DecodeError> {
+    /// `value`, decoded from every byte: none may follow.
+    fn finish<T>(self, value: T) -> Result<T, DecodeError> {
         match self.buf.len() {
-            0 => Ok(()),
+            0 => Ok(value),
             count => Err(DecodeError::Trailing { count }),
         }
     }
@@ -406,8 +407,7 @@ pub fn decode_soft_confirmation(
         txs: r.blobs("txs")?,
         deposit_data: r.blobs("depositData")?,
     };
-    r.finish()?;
-    Ok(sc)
+    r.finish(sc)
 }
 
 /// Whether a stored soft confirmation omits its pubKey (so decoding needs
@@ -464,8 +464,7 @@ pub fn decode_commitments(bytes: &[u8]) -> Result<Vec<SequencerCommitment>, Deco
             l2_end_block_number: r.u64("l2EndBlockNumber")?,
         });
     }
-    r.finish()?;
-    Ok(out)
+    r.finish(out)
 }
 
 // ---------------------------------------------------------------- proofs
@@ -555,8 +554,7 @@ pub fn decode_proof(bytes: &[u8]) -> Result<VerifiedBatchProof, DecodeError> {
                 .collect::<Result<_, _>>()?
         },
     };
-    r.finish()?;
-    Ok(VerifiedBatchProof {
+    r.finish(VerifiedBatchProof {
         proof,
         proof_output: o,
         height,
@@ -615,7 +613,7 @@ fn each_proof<'a>(
         let len = r.count("proof length", 1)?;
         each(index, n, r.take(len, "proof")?)?;
     }
-    r.finish()
+    r.finish(())
 }
 
 /// Decodes proof `index` of a list of `count`.
@@ -749,11 +747,9 @@ mod tests {
     #[test]
     fn soft_confirmation_with_no_txs_round_trips() {
         let sc = block(1, vec![], 0);
-        let bytes = encode_soft_confirmation(&sc, Some(&sc.pub_key));
-        assert_eq!(
-            decode_soft_confirmation(&bytes, 1, Some(&sc.pub_key)).unwrap(),
-            sc
-        );
+        let key = Some(&sc.pub_key);
+        let bytes = encode_soft_confirmation(&sc, key);
+        assert_eq!(decode_soft_confirmation(&bytes, 1, key).unwrap(), sc);
     }
 
     #[test]
@@ -771,10 +767,8 @@ mod tests {
         for key in [None, Some(&sc.pub_key)] {
             let bytes = encode_soft_confirmation(&sc, key);
             for n in 0..bytes.len() {
-                assert!(
-                    decode_soft_confirmation(&bytes[..n], 17, key).is_err(),
-                    "len {n}"
-                );
+                let cut = decode_soft_confirmation(&bytes[..n], 17, key);
+                assert!(cut.is_err(), "len {n}");
             }
             let mut longer = bytes.clone();
             longer.push(0);
@@ -841,10 +835,8 @@ mod tests {
         ];
         let bytes = encode_commitments(&list);
         assert_eq!(decode_commitments(&bytes).unwrap(), list);
-        assert_eq!(
-            decode_commitments(&encode_commitments(&[])).unwrap(),
-            vec![]
-        );
+        let none = encode_commitments(&[]);
+        assert_eq!(decode_commitments(&none).unwrap(), vec![]);
         for n in 0..bytes.len() {
             assert!(decode_commitments(&bytes[..n]).is_err());
         }
@@ -911,14 +903,10 @@ mod tests {
             "{e:?}"
         );
         assert_eq!(e.to_string(), "expected 8 bytes, found 7");
-        assert_eq!(
-            decode_status(&[]).unwrap_err().to_string(),
-            "expected 1 byte, found 0"
-        );
-        assert!(matches!(
-            decode_status(&[3]),
-            Err(DecodeError::NotStatus(3))
-        ));
+        let e = decode_status(&[]).unwrap_err();
+        assert_eq!(e.to_string(), "expected 1 byte, found 0");
+        let e = decode_status(&[3]);
+        assert!(matches!(e, Err(DecodeError::NotStatus(3))));
         // A list whose one proof is 64 bytes of 0xff: its height never ends.
         let mut list = vec![1, 64];
         list.extend_from_slice(&[0xff; 64]);
@@ -934,10 +922,8 @@ mod tests {
             ),
             "{e:?}"
         );
-        assert_eq!(
-            e.to_string(),
-            "proof 1 of 1: height does not fit in 64 bits"
-        );
+        let text = e.to_string();
+        assert_eq!(text, "proof 1 of 1: height does not fit in 64 bits");
         let inner = std::error::Error::source(&e).expect("the proof's own error");
         assert_eq!(inner.to_string(), "height does not fit in 64 bits");
     }
@@ -947,10 +933,8 @@ mod tests {
         assert_eq!(decode_u64(&encode_u64(42)).unwrap(), 42);
         assert!(decode_u64(&[0; 7]).is_err());
         assert!(decode_hash(&[0; 31]).is_err());
-        assert_eq!(
-            decode_status(&encode_status(Status::Proven)).unwrap(),
-            Status::Proven
-        );
+        let proven = encode_status(Status::Proven);
+        assert_eq!(decode_status(&proven).unwrap(), Status::Proven);
         assert!(decode_status(&[3]).is_err());
         assert!(decode_status(&[]).is_err());
     }
