@@ -484,23 +484,29 @@ pub enum ProofVerdict {
     NotYet,
 }
 
-/// The commitments a proof proves, by Citrea's rule, as the ledger picks
-/// them ([`LedgerRead::proof_commitments`]); a proof they cannot be picked
-/// for fails the proof check.
+/// The ranges of heights (start, end) of the commitments a proof proves, in
+/// order, by Citrea's rule, as the ledger picks them
+/// ([`LedgerRead::proof_commitments`]); a proof they cannot be picked for
+/// fails the proof check.
 ///
 /// `Ok(None)` when the named slot's hash is not known yet.
-pub fn proof_commitments(
+pub fn proof_ranges(
     ledger: &impl LedgerRead,
     proof: &VerifiedBatchProof,
-) -> Result<Option<Vec<SequencerCommitment>>, VerifyError> {
-    ledger.proof_commitments(proof).map_err(|e| match e {
+) -> Result<Option<Vec<(u64, u64)>>, VerifyError> {
+    let proven = ledger.proof_commitments(proof).map_err(|e| match e {
         ProofCommitmentsError::Ledger(e) => VerifyError::Ledger(e),
         e => VerifyError::failed(Check::Proof, format!("proof on slot {}: {e}", proof.height)),
-    })
+    })?;
+    Ok(proven.map(|list| {
+        list.iter()
+            .map(|c| (c.l2_start_block_number, c.l2_end_block_number))
+            .collect()
+    }))
 }
 
 /// Checks a verified batch proof against the stored chain by Citrea's rule
-/// (see [`proof_commitments`]) with the checks Citrea makes: its
+/// (see [`proof_ranges`]) with the checks Citrea makes: its
 /// sequencerPublicKey is the sequencer key, and its initialStateRoot is the
 /// stored state root below the first height it proves (the genesis state
 /// root below height 1). A Kumquat-era proof (non-zero prev/final hashes or
@@ -540,7 +546,7 @@ pub fn verify_proof(
         }
         None => return Ok(ProofVerdict::NotYet),
     }
-    let Some(proven) = proof_commitments(ledger, proof)? else {
+    let Some(proven) = proof_ranges(ledger, proof)? else {
         if head_slot >= proof.height {
             return Err(fail(format!(
                 "daSlotHash {} is not the hash of any DA slot the stored blocks point at",
@@ -549,11 +555,9 @@ pub fn verify_proof(
         }
         return Ok(ProofVerdict::NotYet);
     };
-    let (Some(first), Some(last)) = (proven.first(), proven.last()) else {
+    let (Some(&(start, _)), Some(&(_, end))) = (proven.first(), proven.last()) else {
         return Err(fail("it proves no commitments".into()));
     };
-    let start = first.l2_start_block_number;
-    let end = last.l2_end_block_number;
     let below = start.saturating_sub(1);
     let root_below = if below == 0 {
         ledger.genesis_state_root()?
@@ -609,12 +613,7 @@ pub fn verify_proof(
             )));
         }
     }
-    Ok(ProofVerdict::Valid(
-        proven
-            .iter()
-            .map(|c| (c.l2_start_block_number, c.l2_end_block_number))
-            .collect(),
-    ))
+    Ok(ProofVerdict::Valid(proven))
 }
 
 #[cfg(test)]

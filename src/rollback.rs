@@ -241,16 +241,13 @@ fn recompute(w: &mut LedgerWriter<'_>, height: u64) -> Result<(), RollbackError>
 }
 
 /// The heights a kept proof proves, by the rule the sync thread used when
-/// it stored it (`checks::proof_commitments`).
+/// it stored it (`checks::proof_ranges`).
 fn proven_ranges(
     w: &LedgerWriter<'_>,
     proof: &VerifiedBatchProof,
 ) -> Result<Vec<(u64, u64)>, RollbackError> {
-    match checks::proof_commitments(w, proof) {
-        Ok(Some(list)) => Ok(list
-            .iter()
-            .map(|c| (c.l2_start_block_number, c.l2_end_block_number))
-            .collect()),
+    match checks::proof_ranges(w, proof) {
+        Ok(Some(ranges)) => Ok(ranges),
         Ok(None) => Err(RollbackError::Replay(format!(
             "the proof stored on DA slot {} names DA slot hash {}, which the ledger no longer records",
             proof.height,

@@ -57,10 +57,7 @@ impl Export {
         };
         let ledger = match Ledger::open(&self.data_dir, &open) {
             Ok(l) => l,
-            Err(e) => {
-                eprintln!("ledgerd export: {e}");
-                return ExitCode::from(1);
-            }
+            Err(e) => return super::fail("export", e),
         };
         let mut out = std::io::stdout().lock();
         match crate::jsonl::export(&ledger, self.from, self.to, &mut out) {
@@ -73,10 +70,7 @@ impl Export {
                 );
                 ExitCode::SUCCESS
             }
-            Err(e) => {
-                eprintln!("ledgerd export: {e}");
-                ExitCode::from(1)
-            }
+            Err(e) => super::fail("export", e),
         }
     }
 }

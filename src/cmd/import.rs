@@ -70,18 +70,12 @@ impl Import {
         } else {
             match std::fs::File::open(&self.file) {
                 Ok(f) => Box::new(std::io::BufReader::new(f)),
-                Err(e) => {
-                    eprintln!("ledgerd import: cannot open {name}: {e}");
-                    return ExitCode::from(1);
-                }
+                Err(e) => return super::fail("import", format_args!("cannot open {name}: {e}")),
             }
         };
         let ledger = match Ledger::open(&self.data_dir, &OpenOptions::default()) {
             Ok(l) => l,
-            Err(e) => {
-                eprintln!("ledgerd import: {e}");
-                return ExitCode::from(1);
-            }
+            Err(e) => return super::fail("import", e),
         };
         let options = self.options;
         match crate::jsonl::import(&ledger, input, options) {
@@ -98,10 +92,7 @@ impl Import {
                 }
                 ExitCode::SUCCESS
             }
-            Err(e) => {
-                eprintln!("ledgerd import: {name}: {e}");
-                ExitCode::from(1)
-            }
+            Err(e) => super::fail("import", format_args!("{name}: {e}")),
         }
     }
 }

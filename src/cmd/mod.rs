@@ -225,6 +225,12 @@ fn input_file(file: Option<PathBuf>, missing: &str) -> Result<PathBuf, ConfigErr
     file.ok_or_else(|| ConfigError(missing.to_string()))
 }
 
+/// Says `e` on stderr, `ledgerd COMMAND: e`; exit status 1.
+fn fail(command: &str, e: impl std::fmt::Display) -> ExitCode {
+    eprintln!("ledgerd {command}: {e}");
+    ExitCode::from(1)
+}
+
 /// The bytes of a command's input FILE (`-`: stdin); when it cannot be
 /// read, the one line that says so on stderr and exit status 2.
 fn read_input(command: &str, file: &Path) -> Result<Vec<u8>, ExitCode> {

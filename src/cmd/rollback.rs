@@ -80,10 +80,7 @@ impl Rollback {
                 println!("{report}");
                 ExitCode::SUCCESS
             }
-            Err(e) => {
-                eprintln!("ledgerd rollback: {e}");
-                ExitCode::from(1)
-            }
+            Err(e) => super::fail("rollback", e),
         }
     }
 }

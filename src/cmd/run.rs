@@ -226,12 +226,9 @@ fn bitcoin_config(
         false => chain != crate::headers::BitcoinNetwork::Regtest,
     };
     let dns_seeds: Vec<String> = match b.bitcoin_dns_seed.is_empty() {
-        false => b
-            .bitcoin_dns_seed
-            .iter()
-            .flat_map(|v| v.split(','))
-            .map(|v| v.trim().to_string())
+        false => crate::flags::comma_list(&b.bitcoin_dns_seed)
             .filter(|v| !v.is_empty())
+            .map(String::from)
             .collect(),
         true => crate::source::bitcoin::p2p::seeds::dns_seeds(chain)
             .iter()
@@ -285,12 +282,8 @@ pub fn run(config: Config, stop: Arc<Stop>) -> ExitCode {
         }
     };
     let mut out = std::io::stdout();
-    if writeln!(out, "listening on {}", node.url())
-        .and_then(|_| out.flush())
-        .is_err()
-    {
-        // Nobody reads stdout: keep serving anyway.
-    }
+    // Nobody reads stdout when this fails: keep serving anyway.
+    let _ = writeln!(out, "listening on {}", node.url()).and_then(|_| out.flush());
     while !stop.sleep(Duration::from_secs(3600)) {}
     log::info!("stopping");
     node.shutdown();

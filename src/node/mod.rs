@@ -142,12 +142,6 @@ impl NodeBuilder {
         self.config.health_max_lag = lag;
         self
     }
-    /// `GET /health` answers 503 while a follower's L2 head is more than
-    /// `blocks` below its upstreams' newest head (default 100).
-    pub fn health_max_behind(mut self, blocks: u64) -> Self {
-        self.config.health_max_behind = blocks;
-        self
-    }
     /// Follows a public Citrea network's chain rules: its Kumquat height and
     /// sequencer key (as `--network`; not with the devnet).
     pub fn network(mut self, network: Network) -> Self {

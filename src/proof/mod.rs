@@ -57,13 +57,6 @@ pub struct ReceiptRules {
     pub allow_fake_proofs: bool,
 }
 
-impl ReceiptRules {
-    /// Fakes count on a devnet (no network) or when explicitly allowed.
-    pub fn fakes_accepted(&self) -> bool {
-        ProofRules::from(*self).fakes_accepted()
-    }
-}
-
 /// Which images a node holds batch proofs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Images {
