@@ -217,11 +217,6 @@ impl BitcoinProgress {
         self.url.get().is_some() && !self.reachable.load(Relaxed)
     }
 
-    /// Why bitcoind does not answer, if it does not.
-    pub fn problem(&self) -> Option<String> {
-        self.problem.get()
-    }
-
     /// The deep reorg found, if any.
     pub fn reorg(&self) -> Option<String> {
         self.reorg.get()
@@ -324,11 +319,6 @@ impl Progress {
     pub fn source_failed(&self, why: String) {
         self.source_reachable.store(false, Relaxed);
         self.source_problem.set(Some(why));
-    }
-
-    /// Why the source fails, while it does.
-    pub fn source_problem(&self) -> Option<String> {
-        self.source_problem.get()
     }
 
     /// Records that the ledger now has DA slots scanned up to `slot`.
