@@ -256,14 +256,10 @@ pub struct FailureCounts {
 /// ledger holds; `blind`: the chain cannot be seen now, so it is not Synced.
 fn layer(head: &AtomicU64, synced: &AtomicU64, blind: bool) -> LayerStatus {
     let (head, synced) = (head.load(Relaxed), synced.load(Relaxed));
-    if blind {
-        LayerStatus::Syncing {
-            head: head.max(synced),
-            synced,
-        }
-    } else if synced >= head {
+    if !blind && synced >= head {
         LayerStatus::Synced(synced)
     } else {
+        let head = head.max(synced);
         LayerStatus::Syncing { head, synced }
     }
 }
