@@ -280,7 +280,7 @@ impl Health {
         let lag_s = self.max_lag_ms as f64 / 1000.0;
         let bitcoin = &p.bitcoin;
         let reads_bitcoin = matches!(self.source, SourceKind::Upstream { bitcoind: true });
-        let source_problem = p.source_problem();
+        let source_problem = p.source_problem.get();
 
         let problem = 'problem: {
             if let Some(e) = ledger_error {
@@ -304,7 +304,7 @@ impl Health {
                     format!(
                         "{who} answered for {:.1} s (limit {lag_s} s): {}",
                         down as f64 / 1000.0,
-                        bitcoin.problem().unwrap_or_default()
+                        bitcoin.problem.get().unwrap_or_default()
                     ),
                 ));
             }
@@ -451,7 +451,7 @@ impl Health {
                 b.0.push(b'}');
             }
             b.0.push(b']');
-            b.some_str("bitcoinProblem", bitcoin.problem().as_deref());
+            b.some_str("bitcoinProblem", bitcoin.problem.get().as_deref());
             // bitcoind's RPC beside the peers.
             let rpc = &bitcoin.rpc;
             if let Some(url) = rpc.url.get() {
@@ -464,7 +464,7 @@ impl Health {
         } else if let (true, Some(url)) = (reads_bitcoin, bitcoin.url.get()) {
             b.str("bitcoind", url);
             b.val("bitcoindReachable", !bitcoin.is_down());
-            b.some_str("bitcoindProblem", bitcoin.problem().as_deref());
+            b.some_str("bitcoindProblem", bitcoin.problem.get().as_deref());
         }
         if reads_bitcoin {
             write_headers(&mut b, &bitcoin.headers);

@@ -2,7 +2,7 @@
 //! tree, its peers and address book, bitcoind's RPC beside them.
 
 use std::io::Write;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use super::{by_label, counter, gauge, header};
 use crate::progress::{bitcoin_peers, BitcoinProgress};
@@ -39,7 +39,7 @@ pub(super) fn write(out: &mut Vec<u8>, bitcoin: &BitcoinProgress) -> std::io::Re
             "ledgerd_bitcoin_reveals_refused_total",
             "Bitcoin transactions addressed to Citrea that were not taken, by reason",
             &crate::progress::REFUSAL_REASONS,
-            |reason| bitcoin.refused_count(reason),
+            &bitcoin.refused,
         )?;
         let headers = &bitcoin.headers;
         if let Some(tip) = headers.tip() {
@@ -119,7 +119,7 @@ pub(super) fn write(out: &mut Vec<u8>, bitcoin: &BitcoinProgress) -> std::io::Re
                 "ledgerd_bitcoin_peers_banned_total",
                 "Found Bitcoin peers banned for 24 h since start, by reason",
                 &bitcoin_peers::BAN_REASONS,
-                |reason| bitcoin.peers.bans_count(reason),
+                &bitcoin.peers.bans,
             )?;
             gauge(
                 out,
@@ -132,14 +132,14 @@ pub(super) fn write(out: &mut Vec<u8>, bitcoin: &BitcoinProgress) -> std::io::Re
                 "ledgerd_bitcoin_peers_dropped_total",
                 "Bitcoin peers disconnected since start, by reason",
                 &bitcoin_peers::DROP_REASONS,
-                |reason| bitcoin.peers.dropped_count(reason),
+                &bitcoin.peers.dropped,
             )?;
             by_reason(
                 out,
                 "ledgerd_bitcoin_blocks_refused_total",
                 "Bitcoin blocks refused as not matching their header (a peer's, or bitcoind's beside the peers), by Bitcoin Core's reject reason, since start",
                 &bitcoin_peers::BLOCK_REFUSALS,
-                |reason| bitcoin.peers.blocks_refused_count(reason),
+                &bitcoin.peers.blocks_refused,
             )?;
             by_label(
                 out,
@@ -169,14 +169,18 @@ pub(super) fn write(out: &mut Vec<u8>, bitcoin: &BitcoinProgress) -> std::io::Re
     Ok(())
 }
 
-/// A counter with one value per reason of `reasons`.
+/// A counter with one value per reason of `reasons`, read from `counters`
+/// (in the same order).
 fn by_reason(
     out: &mut Vec<u8>,
     name: &str,
     help: &str,
     reasons: &[&str],
-    count: impl Fn(&str) -> u64,
+    counters: &[AtomicU64],
 ) -> std::io::Result<()> {
-    let counts = reasons.iter().map(|&reason| (reason, count(reason)));
+    let counts = reasons
+        .iter()
+        .zip(counters)
+        .map(|(&r, n)| (r, n.load(Relaxed)));
     by_label(out, name, "counter", help, "reason", counts)
 }

@@ -50,21 +50,20 @@ const OUTCOMES: [&str; 11] = [
     "other_error",
 ];
 
+/// The error codes with a label of their own, in [`OUTCOMES`]' order after
+/// `ok` and `notification`.
+const CODES: [i64; 8] = [
+    -32700, -32600, -32601, -32602, -32603, -32001, -32010, -32007,
+];
+
 fn outcome_index(outcome: CallOutcome) -> usize {
     match outcome {
         CallOutcome::Ok => 0,
         CallOutcome::Notification => 1,
-        CallOutcome::Error(code) => match code {
-            -32700 => 2,
-            -32600 => 3,
-            -32601 => 4,
-            -32602 => 5,
-            -32603 => 6,
-            -32001 => 7,
-            -32010 => 8,
-            -32007 => 9,
-            _ => 10,
-        },
+        CallOutcome::Error(code) => CODES
+            .iter()
+            .position(|&c| c == code)
+            .map_or(OUTCOMES.len() - 1, |i| i + 2),
     }
 }
 
@@ -527,5 +526,8 @@ mod tests {
         assert_eq!(m.latency[BUCKETS_US.len()], 1, "5 s is only in +Inf");
         assert_eq!(m.latency.iter().sum::<u64>(), 2, "health is not timed");
         assert_eq!(m.http, [2, 1, 0, 0, 0, 0]);
+        for (i, code) in CODES.iter().enumerate() {
+            assert_eq!(OUTCOMES[i + 2], code.to_string());
+        }
     }
 }

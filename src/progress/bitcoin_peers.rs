@@ -97,8 +97,8 @@ pub struct PeersStatus {
     /// Addresses in the address book, and how many of them are banned now.
     pub book_size: AtomicU64,
     pub banned: AtomicU64,
-    /// Peers banned since start, by [`DROP_REASONS`] index.
-    pub bans: [AtomicU64; DROP_REASONS.len()],
+    /// Peers banned since start, by [`BAN_REASONS`] index.
+    pub bans: [AtomicU64; BAN_REASONS.len()],
     /// Peers dropped, by [`DROP_REASONS`] index.
     pub dropped: [AtomicU64; DROP_REASONS.len()],
     /// Blocks refused as not matching their header, whoever sent them (a
@@ -164,12 +164,7 @@ impl PeersStatus {
 
     /// A peer was banned for `reason`.
     pub fn banned_for(&self, reason: &str) {
-        bump(&DROP_REASONS, &self.bans, reason);
-    }
-
-    /// How many peers were banned for `reason` since start.
-    pub fn bans_count(&self, reason: &str) -> u64 {
-        count(&DROP_REASONS, &self.bans, reason)
+        bump(&BAN_REASONS, &self.bans, reason);
     }
 
     /// The connected peers by source and transport, sorted.
@@ -212,11 +207,6 @@ impl PeersStatus {
     /// A block was refused for `reason` (one of [`BLOCK_REFUSALS`]).
     pub fn block_refused(&self, reason: &str) {
         bump(&BLOCK_REFUSALS, &self.blocks_refused, reason);
-    }
-
-    /// How many blocks were refused for `reason`.
-    pub fn blocks_refused_count(&self, reason: &str) -> u64 {
-        count(&BLOCK_REFUSALS, &self.blocks_refused, reason)
     }
 
     fn with(&self, index: usize, f: impl FnOnce(&mut PeerState)) {

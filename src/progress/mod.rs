@@ -217,11 +217,6 @@ impl BitcoinProgress {
         self.url.get().is_some() && !self.reachable.load(Relaxed)
     }
 
-    /// Why bitcoind does not answer, if it does not.
-    pub fn problem(&self) -> Option<String> {
-        self.problem.get()
-    }
-
     /// The deep reorg found, if any.
     pub fn reorg(&self) -> Option<String> {
         self.reorg.get()
@@ -261,14 +256,10 @@ pub struct FailureCounts {
 /// ledger holds; `blind`: the chain cannot be seen now, so it is not Synced.
 fn layer(head: &AtomicU64, synced: &AtomicU64, blind: bool) -> LayerStatus {
     let (head, synced) = (head.load(Relaxed), synced.load(Relaxed));
-    if blind {
-        LayerStatus::Syncing {
-            head: head.max(synced),
-            synced,
-        }
-    } else if synced >= head {
+    if !blind && synced >= head {
         LayerStatus::Synced(synced)
     } else {
+        let head = head.max(synced);
         LayerStatus::Syncing { head, synced }
     }
 }
@@ -324,11 +315,6 @@ impl Progress {
     pub fn source_failed(&self, why: String) {
         self.source_reachable.store(false, Relaxed);
         self.source_problem.set(Some(why));
-    }
-
-    /// Why the source fails, while it does.
-    pub fn source_problem(&self) -> Option<String> {
-        self.source_problem.get()
     }
 
     /// Records that the ledger now has DA slots scanned up to `slot`.

@@ -72,10 +72,7 @@ impl Waiting {
     /// Returns it, if one ended.
     pub fn passed(&self, slot: u64) -> Option<Refusal> {
         let mut current = self.current.lock().ok()?;
-        if current.as_ref().is_some_and(|r| r.slot <= slot) {
-            return current.take();
-        }
-        None
+        current.take_if(|r| r.slot <= slot)
     }
 
     /// The refusal waited on now.

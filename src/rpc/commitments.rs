@@ -1,7 +1,6 @@
 //! Sequencer commitments on a DA slot: by slot number (7) and by slot hash (8).
 
 use super::error::RpcError;
-use super::params::{Params, HASH, HEIGHT};
 use crate::ledger::{LedgerRead, LedgerReader};
 use crate::types::Hash;
 use crate::wire;
@@ -16,16 +15,6 @@ pub enum Request {
 }
 
 impl Request {
-    pub fn parse_by_number(params: &Params) -> Result<Request, RpcError> {
-        Ok(Request::BySlotNumber(params.height(HEIGHT)?))
-    }
-
-    pub fn parse_by_hash(params: &Params) -> Result<Request, RpcError> {
-        Ok(Request::BySlotHash(params.hash(HASH)?))
-    }
-
-    /// Writes the commitments of the slot, or `null` when it holds none or
-    /// the slot hash is unknown.
     pub fn apply(&self, reader: &LedgerReader, out: &mut Vec<u8>) -> Result<(), RpcError> {
         let slot = match *self {
             Request::BySlotNumber(slot) => Some(slot),

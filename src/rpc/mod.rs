@@ -45,7 +45,7 @@ use crate::sync::devnet::{DevExec, DevnetControl};
 
 use envelope::{Body, Call, Entry};
 pub use error::RpcError;
-use params::Params;
+use params::{Params, END, HASH, HEIGHT, NUMBER, START};
 
 /// Every method name answered, for `-32601`'s data: the seed's 13 (with
 /// `citrea_syncStatus`, Citrea's name of the first), then Citrea's that
@@ -148,18 +148,27 @@ impl Command {
         }
         Ok(match method {
             "svc_syncStatus" | "citrea_syncStatus" => SyncStatus,
-            "ledger_getSoftConfirmationByNumber" => SoftConfirmations(Sc::parse_by_number(params)?),
-            "ledger_getSoftConfirmationByHash" => SoftConfirmations(Sc::parse_by_hash(params)?),
-            "ledger_getSoftConfirmationRange" => SoftConfirmations(Sc::parse_range(params)?),
-            "ledger_getSoftConfirmationStatus" => SoftConfirmations(Sc::parse_status(params)?),
+            "ledger_getSoftConfirmationByNumber" => {
+                SoftConfirmations(Sc::ByNumber(params.height(NUMBER)?))
+            }
+            "ledger_getSoftConfirmationByHash" => SoftConfirmations(Sc::ByHash(params.hash(HASH)?)),
+            "ledger_getSoftConfirmationRange" => SoftConfirmations(Sc::Range {
+                start: params.height(START)?,
+                end: params.height(END)?,
+            }),
+            "ledger_getSoftConfirmationStatus" => {
+                SoftConfirmations(Sc::Status(params.height(NUMBER)?))
+            }
             "ledger_getHeadSoftConfirmation" => SoftConfirmations(Sc::Head),
             "ledger_getHeadSoftConfirmationHeight" => SoftConfirmations(Sc::HeadHeight),
             "ledger_getSequencerCommitmentsOnSlotByNumber" => {
-                Commitments(Cm::parse_by_number(params)?)
+                Commitments(Cm::BySlotNumber(params.height(HEIGHT)?))
             }
-            "ledger_getSequencerCommitmentsOnSlotByHash" => Commitments(Cm::parse_by_hash(params)?),
+            "ledger_getSequencerCommitmentsOnSlotByHash" => {
+                Commitments(Cm::BySlotHash(params.hash(HASH)?))
+            }
             "ledger_getVerifiedBatchProofsBySlotHeight" => {
-                Proofs(Pr::parse_by_slot_height(params)?)
+                Proofs(Pr::BySlotHeight(params.height(HEIGHT)?))
             }
             "ledger_getLastVerifiedBatchProof" => Proofs(Pr::Last),
             "ledger_getL2GenesisStateRoot" => LedgerInfo(Li::GenesisStateRoot),

@@ -44,6 +44,9 @@ impl Slot {
 /// The parameters several methods share.
 pub const HEIGHT: Slot = Slot::at(0, "height");
 pub const HASH: Slot = Slot::at(0, "hash");
+pub const NUMBER: Slot = Slot::at(0, "number");
+pub const START: Slot = Slot::at(0, "start");
+pub const END: Slot = Slot::at(1, "end");
 
 impl<'a> Params<'a> {
     /// The parameter at `slot`, if given.
@@ -279,8 +282,6 @@ mod tests {
 
     #[test]
     fn by_position_or_name() {
-        const START: Slot = Slot::at(0, "start");
-        const END: Slot = Slot::at(1, "end");
         let arr: Vec<&RawValue> = serde_json::from_str("[1, \"0x2\", 99]").expect("json");
         let p = Params::Array(arr);
         assert_eq!(p.height(START), Ok(1));

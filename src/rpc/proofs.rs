@@ -1,7 +1,6 @@
 //! Verified batch proofs: by DA slot height (11) and the last one (12).
 
 use super::error::RpcError;
-use super::params::{Params, HEIGHT};
 use crate::ledger::{LedgerRead, LedgerReader};
 use crate::wire;
 use crate::wire::WireShape;
@@ -20,13 +19,6 @@ pub enum Request {
 }
 
 impl Request {
-    pub fn parse_by_slot_height(params: &Params) -> Result<Request, RpcError> {
-        Ok(Request::BySlotHeight(params.height(HEIGHT)?))
-    }
-
-    /// Writes the proof(s), or `null` when there is none, in the shape of
-    /// `wire`: the seed's `{"proof":{..,"height":n}}` for both methods, or
-    /// Citrea's array without height (11) and `{"proof":{..},"height":n}` (12).
     pub fn apply(
         &self,
         reader: &LedgerReader,

@@ -2,15 +2,10 @@
 //! head (9) and head height (10).
 
 use super::error::RpcError;
-use super::params::{Params, Slot, HASH};
 use super::RpcConfig;
 use crate::ledger::{LedgerRead, LedgerReader};
 use crate::wire;
 use crate::wire::WireShape;
-
-const NUMBER: Slot = Slot::at(0, "number");
-const START: Slot = Slot::at(0, "start");
-const END: Slot = Slot::at(1, "end");
 
 /// A soft-confirmation query, parsed from the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,25 +25,6 @@ pub enum Request {
 }
 
 impl Request {
-    pub fn parse_by_number(params: &Params) -> Result<Request, RpcError> {
-        Ok(Request::ByNumber(params.height(NUMBER)?))
-    }
-
-    pub fn parse_by_hash(params: &Params) -> Result<Request, RpcError> {
-        Ok(Request::ByHash(params.hash(HASH)?))
-    }
-
-    pub fn parse_range(params: &Params) -> Result<Request, RpcError> {
-        Ok(Request::Range {
-            start: params.height(START)?,
-            end: params.height(END)?,
-        })
-    }
-
-    pub fn parse_status(params: &Params) -> Result<Request, RpcError> {
-        Ok(Request::Status(params.height(NUMBER)?))
-    }
-
     /// Reads the ledger and writes the JSON `result` into `out`, in the
     /// shapes of `config.wire`.
     pub fn apply(
