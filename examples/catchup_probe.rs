@@ -93,18 +93,10 @@ fn main() {
     let mut l1_first: Option<(Instant, u64)> = None;
     let mut i = 0u64;
     while start.elapsed() < limit {
-        let (method, params) = match i % 3 {
-            // Until a block is stored, only the sync status has an answer.
-            _ if synced == 0 => ("svc_syncStatus", json!([])),
+        // Until a block is stored, only the sync status has an answer.
+        let (method, params) = match synced {
             0 => ("svc_syncStatus", json!([])),
-            1 => (
-                "ledger_getSoftConfirmationByNumber",
-                json!([1 + next_rand(&mut rng) % synced.max(1)]),
-            ),
-            _ => (
-                "ledger_getSoftConfirmationStatus",
-                json!([1 + rng % synced.max(1)]),
-            ),
+            _ => query(i, &mut rng, synced),
         };
         i += 1;
         let asked = Instant::now();
@@ -236,6 +228,22 @@ fn main() {
     }
 }
 
+/// The `i`th query of the mix both loops ask: the sync status, a block at
+/// a random height of `1..=stored`, its status.
+fn query(i: u64, rng: &mut u64, stored: u64) -> (&'static str, Value) {
+    match i % 3 {
+        0 => ("svc_syncStatus", json!([])),
+        1 => (
+            "ledger_getSoftConfirmationByNumber",
+            json!([1 + next_rand(rng) % stored.max(1)]),
+        ),
+        _ => (
+            "ledger_getSoftConfirmationStatus",
+            json!([1 + *rng % stored.max(1)]),
+        ),
+    }
+}
+
 /// The control's queries: the main loop's mix (sync status, a block, its
 /// status) asked of `url` every `gap` until `stop`; their latencies and the
 /// count of failed ones.
@@ -250,12 +258,7 @@ fn control_reads(
     let mut rng = 0x9e37_79b9_7f4a_7c15u64;
     let mut i = 0u64;
     while !stop.load(Ordering::Relaxed) {
-        let height = 1 + next_rand(&mut rng) % head.max(1);
-        let (method, params) = match i % 3 {
-            0 => ("svc_syncStatus", json!([])),
-            1 => ("ledger_getSoftConfirmationByNumber", json!([height])),
-            _ => ("ledger_getSoftConfirmationStatus", json!([height])),
-        };
+        let (method, params) = query(i, &mut rng, head);
         i += 1;
         let asked = Instant::now();
         match call(agent, url, method, params) {
