@@ -107,13 +107,6 @@ impl Status {
         }
     }
 
-    /// Reads a status string in either spelling (`Proven` or `proven`).
-    pub fn from_wire(s: &str) -> Option<Status> {
-        Status::ALL
-            .into_iter()
-            .find(|st| s == st.as_str() || s == st.as_lowercase_str())
-    }
-
     /// The one-byte form used in the ledger.
     pub fn to_byte(self) -> u8 {
         self as u8
