@@ -215,6 +215,14 @@ pub(crate) fn sample_proof(height: u64, last_l2_height: u64) -> VerifiedBatchPro
     }
 }
 
+/// `p` with its state diff sorted: JSON reads a state diff through a map, so
+/// a proof read back is compared sorted.
+#[cfg(test)]
+pub(crate) fn diff_sorted(mut p: VerifiedBatchProof) -> VerifiedBatchProof {
+    p.proof_output.state_diff.sort();
+    p
+}
+
 /// A commitment for tests: found on `slot`, over `start..=end`, its root
 /// `start`'s low byte repeated.
 #[cfg(test)]
