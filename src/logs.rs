@@ -162,21 +162,19 @@ mod tests {
     use super::*;
     use std::time::{Duration, UNIX_EPOCH};
 
+    /// The time `ms` milliseconds after the epoch as [`rfc3339_millis`] writes it.
+    fn at(ms: u64) -> String {
+        let mut s = String::new();
+        rfc3339_millis(&mut s, UNIX_EPOCH + Duration::from_millis(ms));
+        s
+    }
+
     #[test]
     fn times_are_utc_rfc3339_with_milliseconds() {
-        let mut s = String::new();
-        rfc3339_millis(&mut s, UNIX_EPOCH);
-        assert_eq!(s, "1970-01-01T00:00:00.000Z");
-        let mut s = String::new();
+        assert_eq!(at(0), "1970-01-01T00:00:00.000Z");
         // 2024-02-29 23:59:59.250 UTC: a leap day.
-        rfc3339_millis(
-            &mut s,
-            UNIX_EPOCH + Duration::from_millis(1_709_251_199_250),
-        );
-        assert_eq!(s, "2024-02-29T23:59:59.250Z");
-        let mut s = String::new();
-        rfc3339_millis(&mut s, UNIX_EPOCH + Duration::from_secs(1_764_184_921));
-        assert_eq!(s, "2025-11-26T19:22:01.000Z");
+        assert_eq!(at(1_709_251_199_250), "2024-02-29T23:59:59.250Z");
+        assert_eq!(at(1_764_184_921_000), "2025-11-26T19:22:01.000Z");
     }
 
     #[test]

@@ -142,12 +142,6 @@ impl Metrics {
         }
     }
 
-    /// JSON-RPC request objects answered so far for `method` (a name of
-    /// [`METHOD_NAMES`]) with `outcome`.
-    pub fn calls(&self, method: &str, outcome: CallOutcome) -> u64 {
-        self.calls[method_index(Some(method))][outcome_index(outcome)]
-    }
-
     /// Writes every metric in the Prometheus text format.
     pub fn render(&self, progress: &Progress, stats: Option<&Stats>, ledger: &Ledger) -> Vec<u8> {
         let mut out = Vec::with_capacity(8 * 1024);
@@ -517,7 +511,10 @@ mod tests {
         m.call(Some("svc_syncStatus"), CallOutcome::Ok);
         m.call(None, CallOutcome::Error(-32700));
         assert_eq!(m.calls[UNKNOWN][4], 2);
-        assert_eq!(m.calls("svc_syncStatus", CallOutcome::Ok), 1);
+        assert_eq!(
+            m.calls[method_index(Some("svc_syncStatus"))][outcome_index(CallOutcome::Ok)],
+            1
+        );
         assert_eq!(m.calls[INVALID][2], 1);
         m.request(Route::Rpc, Duration::from_micros(300));
         m.request(Route::Rpc, Duration::from_secs(5));

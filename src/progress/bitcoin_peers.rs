@@ -178,16 +178,6 @@ impl PeersStatus {
         by.into_iter().collect()
     }
 
-    /// How many peers are connected now.
-    pub fn connected(&self) -> usize {
-        self.how_many(|s| s.connected)
-    }
-
-    /// How many connected peers are behind the best chain.
-    pub fn behind(&self) -> usize {
-        self.how_many(|s| s.connected && s.behind)
-    }
-
     /// How many connected peers speak `transport` (`v1`, `v2`).
     pub fn connected_by_transport(&self, transport: &str) -> usize {
         self.how_many(|s| s.connected && s.transport == Some(transport))
@@ -197,11 +187,6 @@ impl PeersStatus {
     fn how_many(&self, is: impl Fn(&PeerState) -> bool) -> usize {
         let peers = self.peers.lock();
         peers.map_or(0, |p| p.iter().filter(|s| is(s)).count())
-    }
-
-    /// How many were dropped under `reason`.
-    pub fn dropped_count(&self, reason: &str) -> u64 {
-        count(&DROP_REASONS, &self.dropped, reason)
     }
 
     /// A block was refused for `reason` (one of [`BLOCK_REFUSALS`]).
@@ -339,15 +324,25 @@ mod tests {
         s
     }
 
+    /// How many peers are connected, and how many of those are behind.
+    fn connected_and_behind(s: &PeersStatus) -> (usize, usize) {
+        (
+            s.how_many(|p| p.connected),
+            s.how_many(|p| p.connected && p.behind),
+        )
+    }
+
     #[test]
     fn a_drop_is_counted_under_its_reason_and_an_unknown_one_under_other() {
         let s = two_connected();
-        assert_eq!(s.connected(), 2);
+        assert_eq!(connected_and_behind(&s).0, 2);
         s.dropped(1, "bad_block", "its block does not match its header");
         s.dropped(0, "no such reason", "why");
-        assert_eq!(s.connected(), 0);
-        assert_eq!(s.dropped_count("bad_block"), 1);
-        assert_eq!(s.dropped_count("other"), 1);
+        assert_eq!(connected_and_behind(&s).0, 0);
+        let dropped =
+            |r| s.dropped[DROP_REASONS.iter().position(|x| *x == r).unwrap()].load(Relaxed);
+        assert_eq!(dropped("bad_block"), 1);
+        assert_eq!(dropped("other"), 1);
         assert_eq!(
             s.snapshot()[1].problem.as_deref(),
             Some("its block does not match its header")
@@ -358,13 +353,13 @@ mod tests {
     fn a_peer_behind_stays_connected_is_counted_and_is_cleared_when_it_catches_up() {
         let s = two_connected();
         s.set_behind(1, Some("its chain has less work"));
-        assert_eq!((s.connected(), s.behind()), (2, 1));
+        assert_eq!(connected_and_behind(&s), (2, 1));
         assert_eq!(
             s.snapshot()[1].problem.as_deref(),
             Some("its chain has less work")
         );
         s.set_behind(1, None);
-        assert_eq!((s.connected(), s.behind()), (2, 0));
+        assert_eq!(connected_and_behind(&s), (2, 0));
         assert_eq!(s.snapshot()[1].problem, None);
         // Not behind: a drop's problem stays.
         s.dropped(0, "stalled", "it answered nothing");
@@ -373,6 +368,6 @@ mod tests {
             s.snapshot()[0].problem.as_deref(),
             Some("it answered nothing")
         );
-        assert_eq!(s.behind(), 0);
+        assert_eq!(connected_and_behind(&s).1, 0);
     }
 }

@@ -68,12 +68,7 @@ impl Routes {
     /// Routes for `rpc`; `/health` treats the node as having no chain source
     /// (see [`Routes::health`]), CORS allows any origin.
     pub fn new(rpc: Arc<Rpc>) -> Routes {
-        let health = Health::new(
-            rpc.ledger().clone(),
-            rpc.progress().clone(),
-            SourceKind::None,
-            Duration::from_secs(60),
-        );
+        let health = health_of(&rpc, SourceKind::None, Duration::from_secs(60));
         let (tallied_tx, tallied) = mpsc::channel();
         Routes {
             rpc,
@@ -89,13 +84,7 @@ impl Routes {
     /// Sets what `/health` knows of the chain source, the longest stall it
     /// allows and how many L2 blocks the ledger may be behind the source.
     pub fn health(mut self, source: SourceKind, max_lag: Duration, max_behind: u64) -> Routes {
-        self.health = Health::new(
-            self.rpc.ledger().clone(),
-            self.rpc.progress().clone(),
-            source,
-            max_lag,
-        )
-        .max_behind(max_behind);
+        self.health = health_of(&self.rpc, source, max_lag).max_behind(max_behind);
         self
     }
 
@@ -171,6 +160,16 @@ impl Routes {
             }
         }
     }
+}
+
+/// `/health` over `rpc`'s ledger and progress.
+fn health_of(rpc: &Rpc, source: SourceKind, max_lag: Duration) -> Health {
+    Health::new(
+        rpc.ledger().clone(),
+        rpc.progress().clone(),
+        source,
+        max_lag,
+    )
 }
 
 fn method_not_allowed() -> HttpResponse {

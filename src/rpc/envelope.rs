@@ -130,7 +130,7 @@ pub fn parse(body: &[u8], max_batch: usize) -> Body<'_> {
     }
 }
 
-fn invalid(id: Option<&RawValue>, data: String) -> Entry<'_> {
+fn invalid(id: Option<&RawValue>, data: impl Into<String>) -> Entry<'_> {
     Entry::Invalid {
         id,
         error: RpcError::invalid_request(data),
@@ -173,8 +173,7 @@ fn request(req: RawRequest<'_>) -> Entry<'_> {
             return invalid(
                 None,
                 "`id` must be a number (within a double's range), a string or null (leave it out \
-                 for a notification)"
-                    .to_string(),
+                 for a notification)",
             );
         }
     }
@@ -182,11 +181,11 @@ fn request(req: RawRequest<'_>) -> Entry<'_> {
         v.get() == "\"2.0\"" || serde_json::from_str::<String>(v.get()).is_ok_and(|v| v == "2.0")
     });
     if !version_ok {
-        return invalid(id, "`jsonrpc` must be the string \"2.0\"".to_string());
+        return invalid(id, "`jsonrpc` must be the string \"2.0\"");
     }
     let method = match req.method.map(|m| serde_json::from_str::<String>(m.get())) {
         Some(Ok(method)) => method,
-        Some(Err(_)) => return invalid(id, "`method` must be a string".to_string()),
+        Some(Err(_)) => return invalid(id, "`method` must be a string"),
         None => return invalid(id, format!("the request has no `method`; {REQUEST_SHAPE}")),
     };
     let params = match req.params.map(RawValue::get) {
@@ -198,8 +197,7 @@ fn request(req: RawRequest<'_>) -> Entry<'_> {
     let Some(params) = params else {
         return invalid(
             id,
-            "`params` must be an array (by position) or an object (by name), or be left out"
-                .to_string(),
+            "`params` must be an array (by position) or an object (by name), or be left out",
         );
     };
     Entry::Call(Call { id, method, params })

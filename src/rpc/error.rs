@@ -95,12 +95,6 @@ impl RpcError {
         )
     }
 
-    /// `-32600`: a request whose HTTP framing is ambiguous or unsupported
-    /// (`message` names which), refused before its body is read.
-    pub fn framing(message: &'static str, data: impl Into<String>) -> RpcError {
-        RpcError::new(-32600, message, data)
-    }
-
     /// The whole answer to a request that has no id to echo:
     /// `{"jsonrpc":"2.0","id":null,"error":{...}}`. Every error body the
     /// node sends is built here or by [`super::Rpc`]'s envelope.
@@ -173,7 +167,8 @@ mod tests {
 
     #[test]
     fn an_error_body_escapes_what_it_quotes() {
-        let body = RpcError::framing("Invalid request framing", "Content-Length \"1\\2\"").body();
+        let body =
+            RpcError::new(-32600, "Invalid request framing", "Content-Length \"1\\2\"").body();
         let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(v["id"], serde_json::Value::Null);
         assert_eq!(v["error"]["code"], -32600);

@@ -292,11 +292,6 @@ impl Rpc {
         &self.progress
     }
 
-    /// The limits in use.
-    pub fn config(&self) -> RpcConfig {
-        self.config
-    }
-
     /// Answers one request body. `None` = nothing to send (a notification,
     /// or a batch of only notifications): HTTP 200 with an empty body.
     pub fn handle(&self, body: &[u8]) -> Option<Vec<u8>> {

@@ -13,7 +13,8 @@ use super::{Rpc, RpcConfig};
 use crate::ledger::{Ledger, OpenOptions};
 use crate::progress::Progress;
 use crate::types::{
-    Hash, ProofOutput, SequencerCommitment, SoftConfirmation, Status, VerifiedBatchProof,
+    diff_sorted, sample_block, sample_commitment, sample_proof, Hash, SoftConfirmation, Status,
+    VerifiedBatchProof,
 };
 
 struct Node {
@@ -43,50 +44,22 @@ fn h(n: u8) -> Hash {
     [n; 32]
 }
 
+/// A block whose hash is `h(height)`, linked to the one before, its fee
+/// above `u64::MAX`.
 fn sc(height: u64) -> SoftConfirmation {
     SoftConfirmation {
-        l2_height: height,
-        da_slot_height: 1,
-        da_slot_hash: h(0xd0),
-        da_slot_txs_commitment: h(0xd1),
         hash: h(height as u8),
         prev_hash: h(height as u8 - 1),
-        txs: vec![vec![height as u8, 0xff]],
-        state_root: h(0x50 + height as u8),
-        signature: [0x5a; 64],
-        pub_key: h(0xc3),
-        deposit_data: vec![],
         l1_fee_rate: u128::MAX - height as u128,
-        timestamp: 1_700_000_000 + height,
+        ..sample_block(height)
     }
 }
 
-fn commitment(slot: u64, start: u64, end: u64) -> SequencerCommitment {
-    SequencerCommitment {
-        found_in_l1: slot,
-        merkle_root: h(0xee),
-        l2_start_block_number: start,
-        l2_end_block_number: end,
-    }
-}
-
-fn proof(slot: u64, len: usize) -> VerifiedBatchProof {
+/// The proof verified on slot 6: 300 bytes, proving up to height 2.
+fn proof() -> VerifiedBatchProof {
     VerifiedBatchProof {
-        proof: (0..len).map(|i| i as u8).collect(),
-        proof_output: ProofOutput {
-            initial_state_root: h(1),
-            final_state_root: h(2),
-            prev_soft_confirmation_hash: h(0),
-            final_soft_confirmation_hash: h(2),
-            state_diff: vec![(vec![0xaa], Some(vec![0xbb])), (vec![0xcc], None)],
-            da_slot_hash: h(0xa0 + slot as u8),
-            sequencer_commitments_range: (0, 0),
-            sequencer_public_key: vec![0xc3; 32],
-            sequencer_da_public_key: vec![0x02; 33],
-            preproven_commitments: vec![],
-            last_l2_height: 2,
-        },
-        height: slot,
+        proof: (0..300).map(|i| i as u8).collect(),
+        ..sample_proof(6, 2)
     }
 }
 
@@ -101,12 +74,12 @@ fn filled() -> Node {
             w.put_soft_confirmation(&sc(height)).expect("put");
         }
         w.put_da_slot_hash(4, &h(0xa4)).expect("slot hash");
-        w.add_commitments(4, &[commitment(4, 1, 2)])
+        w.add_commitments(4, &[sample_commitment(4, 1, 2)])
             .expect("commitments");
         w.raise_status(1, 2, Status::Finalized).expect("finalize");
         w.put_da_slot_hash(5, &h(0xa5)).expect("slot hash");
         w.put_da_slot_hash(6, &h(0xa6)).expect("slot hash");
-        w.put_proof(6, &proof(6, 300)).expect("proof");
+        w.put_proof(6, &proof()).expect("proof");
         w.raise_status(1, 2, Status::Proven).expect("prove");
         w.set_last_scanned_l1(7).expect("scanned");
         w.commit().expect("commit");
@@ -279,7 +252,7 @@ fn statuses() {
 #[test]
 fn commitments() {
     let n = filled();
-    let want = json!([{"foundInL1": 4, "merkleRoot": hex::encode(h(0xee)),
+    let want = json!([{"foundInL1": 4, "merkleRoot": hex::encode(h(1)),
                        "l2StartBlockNumber": 1, "l2EndBlockNumber": 2}]);
     let m = "ledger_getSequencerCommitmentsOnSlotByNumber";
     assert_eq!(result(&n, m, json!([4])), want);
@@ -299,14 +272,10 @@ fn proofs() {
     let n = filled();
     let by_slot = result(&n, "ledger_getVerifiedBatchProofsBySlotHeight", json!([6]));
     let back = crate::wire::read::verified_batch_proof(&by_slot.to_string()).expect("shape");
-    let mut want = proof(6, 300);
-    want.proof_output.state_diff.sort();
-    let mut got = back.expect("some");
-    got.proof_output.state_diff.sort();
-    assert_eq!(got, want);
+    assert_eq!(diff_sorted(back.expect("some")), diff_sorted(proof()));
     assert_eq!(by_slot["proof"]["height"], 6);
     let state_diff = &by_slot["proof"]["proofOutput"]["stateDiff"];
-    assert_eq!(state_diff["cc"], Value::Null);
+    assert_eq!(state_diff["01"], Value::Null);
     let last = result(&n, "ledger_getLastVerifiedBatchProof", json!([]));
     assert_eq!(last, by_slot);
     let m = "ledger_getVerifiedBatchProofsBySlotHeight";

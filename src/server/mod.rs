@@ -669,14 +669,13 @@ impl Loop {
         resp: HttpResponse,
         unread: u64,
         pending: Arc<AtomicU32>,
-        which: fds::Which,
+        mut which: fds::Which,
     ) {
         // The reject thread closes the connection; requests tiny_http
         // parsed behind this one are dropped. Its sockets are found now,
         // while `rq` holds it open, and the thread acts on exactly those:
         // by the time it closes them, the client may have closed too and a
         // new connection come from the same address and port.
-        let mut which = which;
         if let Some(peer) = rq.remote_addr().copied() {
             let inodes: Vec<u64> = self
                 .fds

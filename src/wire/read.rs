@@ -34,8 +34,6 @@ pub enum WireError {
         /// The slot of the proof in the answer.
         got: u64,
     },
-    /// A status text that is none of the statuses.
-    NotAStatus(String),
 }
 
 impl std::fmt::Display for WireError {
@@ -53,10 +51,6 @@ impl std::fmt::Display for WireError {
             WireError::OtherSlot { asked, got } => write!(
                 f,
                 "asked for the proofs of DA slot {asked}, got one of slot {got}"
-            ),
-            WireError::NotAStatus(s) => write!(
-                f,
-                "{s:?} is not a status (Trusted, Finalized, Proven, in either case)"
             ),
         }
     }
@@ -335,14 +329,6 @@ pub fn verified_batch_proofs_on_slot(
     }
 }
 
-/// A `ledger_getSoftConfirmationStatus` result in either spelling
-/// (`"Proven"` or Citrea's `"proven"`); `null` -> `None`.
-pub fn status(json: &str) -> Result<Option<crate::types::Status>, WireError> {
-    let text: Option<String> = serde_json::from_str(json)?;
-    text.map(|s| crate::types::Status::from_wire(&s).ok_or(WireError::NotAStatus(s)))
-        .transpose()
-}
-
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct WireSyncValues {
@@ -453,12 +439,7 @@ mod tests {
     }
 
     #[test]
-    fn statuses_and_sync_status_read_in_either_spelling() {
-        use crate::types::Status;
-        assert_eq!(status("\"proven\"").unwrap(), Some(Status::Proven));
-        assert_eq!(status("\"Finalized\"").unwrap(), Some(Status::Finalized));
-        assert_eq!(status("null").unwrap(), None);
-        assert!(status("\"PROVEN\"").is_err());
+    fn sync_status_reads_a_synced_and_a_syncing_layer() {
         let s = r#"{"l1Status":{"Synced":9},"l2Status":{"Syncing":{"headBlockNumber":50,"syncedBlockNumber":40}}}"#;
         let got = sync_status(s).unwrap();
         assert_eq!(got.l1, LayerSync { synced: 9, head: 9 });
