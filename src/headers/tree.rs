@@ -240,16 +240,6 @@ impl HeaderTree {
         self.params.chain
     }
 
-    /// The network's parameters.
-    pub fn params(&self) -> &'static ChainParams {
-        self.params
-    }
-
-    /// Best-chain headers held in memory.
-    pub fn keep(&self) -> u64 {
-        self.keep
-    }
-
     /// The best chain's tip.
     pub fn tip(&self) -> &Entry {
         // Never empty: genesis at least.

@@ -244,7 +244,7 @@ fn each_header_tracks_where_testnets_walk_back_stops_and_hashes_as_the_bitcoin_c
     c.save().unwrap();
     drop(c);
     let mut reopened = HeaderTree::open(BitcoinNetwork::Regtest, ledger, 0).unwrap();
-    let first = reopened.tip().height + 1 - reopened.keep().min(2101);
+    let first = reopened.tip().height + 1 - reopened.keep.min(2101);
     assert!(reopened.entry_at(first).is_some());
     let more = extend(&headers[2099], 20, 3);
     assert_eq!(reopened.accept(&more, NOW).unwrap().added, 20);
