@@ -442,19 +442,12 @@ pub(crate) mod tests {
 
     #[test]
     fn batches_with_several_keys_verify_and_a_swapped_or_malformed_signature_does_not() {
-        let (k1, k2) = (
-            SequencerKey::from_secret(&[1u8; 32]),
-            SequencerKey::from_secret(&[2u8; 32]),
-        );
-        let (p1, p2) = (k1.public_key(), k2.public_key());
+        let [k1, k2] = [1u8, 2].map(|b| SequencerKey::from_secret(&[b; 32]));
+        let p2 = k2.public_key();
         let hashes: Vec<Hash> = (0u8..9).map(|i| sha256(&[i])).collect();
-        let mut keys = Vec::new();
-        let mut sigs = Vec::new();
-        for (i, h) in hashes.iter().enumerate() {
-            let (k, p) = if i % 3 == 0 { (&k2, p2) } else { (&k1, p1) };
-            keys.push(p);
-            sigs.push(k.sign(h));
-        }
+        let signer = |i: usize| if i.is_multiple_of(3) { &k2 } else { &k1 };
+        let keys: Vec<[u8; 32]> = (0..9).map(|i| signer(i).public_key()).collect();
+        let sigs: Vec<[u8; 64]> = (0..9).map(|i| signer(i).sign(&hashes[i])).collect();
         assert_eq!(first_bad(&keys, &hashes, &sigs), None);
         // Signed by the other key than the one it names.
         let mut wrong_key = keys.clone();

@@ -190,15 +190,9 @@ mod tests {
     /// short one) and checks that exactly it is found.
     fn found_among_good_ones(signer: &Signer, message: &[u8], bad: &[u8; 64]) {
         for (len, at) in [(100, 70), (3, 1)] {
-            let messages: Vec<Vec<u8>> = (0..len)
-                .map(|i| {
-                    if i == at {
-                        message.to_vec()
-                    } else {
-                        format!("good {i}").into_bytes()
-                    }
-                })
-                .collect();
+            let mut messages: Vec<Vec<u8>> =
+                (0..len).map(|i| format!("good {i}").into_bytes()).collect();
+            messages[at] = message.to_vec();
             let mut sigs: Vec<[u8; 64]> = messages
                 .iter()
                 .enumerate()

@@ -226,26 +226,14 @@ mod tests {
 
     #[test]
     fn genesis_hashes_are_the_ones_core_asserts() {
-        use BitcoinNetwork::*;
+        // Core's, in the order of `ALL`.
         let core = [
-            (
-                Main,
-                "000000000019d6689c085ae165831e934ff763ae46a2a6c172b3f1b60a8ce26f",
-            ),
-            (
-                Testnet4,
-                "00000000da84f2bafbbc53dee25a72ae507ff4914b867c565be350b0da8bf043",
-            ),
-            (
-                Signet,
-                "00000008819873e925422c1ff0f99f7cc9bbb232af63a077a480a3633bee1ef6",
-            ),
-            (
-                Regtest,
-                "0f9188f13cb7b2c71f2a335e3a4fc328bf5beb436012afca590b1a11466e2206",
-            ),
+            "000000000019d6689c085ae165831e934ff763ae46a2a6c172b3f1b60a8ce26f",
+            "00000000da84f2bafbbc53dee25a72ae507ff4914b867c565be350b0da8bf043",
+            "00000008819873e925422c1ff0f99f7cc9bbb232af63a077a480a3633bee1ef6",
+            "0f9188f13cb7b2c71f2a335e3a4fc328bf5beb436012afca590b1a11466e2206",
         ];
-        for (chain, genesis_hash) in core {
+        for (chain, genesis_hash) in BitcoinNetwork::ALL.into_iter().zip(core) {
             let p = chain.params();
             assert_eq!(p.chain, chain);
             let hash = p.genesis_block_hash().to_string();
