@@ -51,6 +51,15 @@ fn stored() -> (tempfile::TempDir, Arc<Ledger>, HeaderTree) {
     (dir, ledger, tree)
 }
 
+/// [`stored`] with `n` headers on genesis accepted and saved.
+fn saved(n: usize) -> (tempfile::TempDir, Arc<Ledger>, HeaderTree, Vec<Header>) {
+    let (dir, ledger, mut c) = stored();
+    let headers = extend(&genesis(), n, 1);
+    c.accept(&headers, NOW).unwrap();
+    c.save().unwrap();
+    (dir, ledger, c, headers)
+}
+
 fn work(n: u64) -> Work {
     let mut be = [0u8; 32];
     be[24..].copy_from_slice(&n.to_be_bytes());
@@ -164,10 +173,7 @@ fn the_locator_starts_at_the_tip_thins_out_and_ends_at_genesis() {
 
 #[test]
 fn the_best_chain_is_stored_and_read_back_with_only_the_tail_in_memory() {
-    let (_dir, ledger, mut c) = stored();
-    let headers = extend(&genesis(), DEFAULT_KEEP as usize + 500, 1);
-    c.accept(&headers, NOW).unwrap();
-    c.save().unwrap();
+    let (_dir, ledger, c, headers) = saved(DEFAULT_KEEP as usize + 500);
     // After the save only `keep` headers stay in memory.
     assert_eq!(c.entry_at(10), None);
     assert_eq!(c.hash_at(10).unwrap(), Some(headers[9].block_hash()));
@@ -208,10 +214,7 @@ fn a_ledger_holding_another_chains_headers_is_refused() {
 
 #[test]
 fn a_fork_below_the_headers_held_is_refused() {
-    let (_dir, _, mut c) = stored();
-    let headers = extend(&genesis(), DEFAULT_KEEP as usize + 100, 1);
-    c.accept(&headers, NOW).unwrap();
-    c.save().unwrap();
+    let (_dir, _, mut c, headers) = saved(DEFAULT_KEEP as usize + 100);
     let deep = extend(&headers[10], 1, 5);
     assert_eq!(c.accept(&deep, NOW).unwrap_err().rule, Rule::Link);
 }
