@@ -325,7 +325,7 @@ fn first_bad_signed(
 /// `sequencer` as its key; a hash's only on the block's fields.
 pub fn verify_blocks_on(
     blocks: &[SoftConfirmation],
-    below: (u64, Hash),
+    mut below: (u64, Hash),
     sequencer: &[u8; 32],
     forks: &ForkTable,
     rules: BlockRules,
@@ -334,7 +334,6 @@ pub fn verify_blocks_on(
 ) -> BlocksVerdict {
     let mut failure = None;
     let mut limit = blocks.len();
-    let mut below = below;
     let mut bodiless = Vec::new();
     // Blocks whose signature cannot be checked (Genesis, bodies withheld).
     let mut unsigned = Vec::new();

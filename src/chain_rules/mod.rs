@@ -303,6 +303,18 @@ pub(crate) mod tests {
         (ForkTable::kumquat_from(v.kumquat_height), blocks)
     }
 
+    /// [`first_bad_signature`] over the i-th key, message and signature.
+    pub(crate) fn first_bad<M: AsRef<[u8]>>(
+        keys: &[[u8; 32]],
+        messages: &[M],
+        sigs: &[[u8; 64]],
+    ) -> Option<usize> {
+        let items: Vec<_> = (keys.iter().zip(messages).zip(sigs))
+            .map(|((k, m), s)| (k, m.as_ref(), s))
+            .collect();
+        first_bad_signature(&items)
+    }
+
     fn other(fork: Fork) -> Fork {
         match fork {
             Fork::Genesis => Fork::Kumquat,
@@ -419,64 +431,40 @@ pub(crate) mod tests {
     #[test]
     fn many_signatures_are_checked_in_order_and_the_first_bad_one_found() {
         let key = SequencerKey::from_secret(&[4u8; 32]);
-        let pk = key.public_key();
+        let keys = [key.public_key(); 20];
         let hashes: Vec<Hash> = (0u8..20).map(|i| sha256(&[i])).collect();
         let mut sigs: Vec<[u8; 64]> = hashes.iter().map(|h| key.sign(h)).collect();
-        let items = |sigs: &[[u8; 64]]| -> Option<usize> {
-            let v: Vec<_> = hashes
-                .iter()
-                .zip(sigs)
-                .map(|(h, s)| (&pk, h.as_slice(), s))
-                .collect();
-            first_bad_signature(&v)
-        };
-        assert_eq!(items(&sigs), None);
+        assert_eq!(first_bad(&keys, &hashes, &sigs), None);
         sigs[13][5] ^= 1;
         sigs[17][5] ^= 1;
-        assert_eq!(items(&sigs), Some(13));
+        assert_eq!(first_bad(&keys, &hashes, &sigs), Some(13));
     }
 
     #[test]
     fn batches_with_several_keys_verify_and_a_swapped_or_malformed_signature_does_not() {
-        let (k1, k2) = (
-            SequencerKey::from_secret(&[1u8; 32]),
-            SequencerKey::from_secret(&[2u8; 32]),
-        );
-        let (p1, p2) = (k1.public_key(), k2.public_key());
+        let [k1, k2] = [1u8, 2].map(|b| SequencerKey::from_secret(&[b; 32]));
+        let p2 = k2.public_key();
         let hashes: Vec<Hash> = (0u8..9).map(|i| sha256(&[i])).collect();
-        let mut keys = Vec::new();
-        let mut sigs = Vec::new();
-        for (i, h) in hashes.iter().enumerate() {
-            let (k, p) = if i % 3 == 0 { (&k2, p2) } else { (&k1, p1) };
-            keys.push(p);
-            sigs.push(k.sign(h));
-        }
-        let check = |keys: &[[u8; 32]], sigs: &[[u8; 64]]| {
-            let v: Vec<_> = keys
-                .iter()
-                .zip(&hashes)
-                .zip(sigs)
-                .map(|((k, h), s)| (k, h.as_slice(), s))
-                .collect();
-            first_bad_signature(&v)
-        };
-        assert_eq!(check(&keys, &sigs), None);
+        let signer = |i: usize| if i.is_multiple_of(3) { &k2 } else { &k1 };
+        let keys: Vec<[u8; 32]> = (0..9).map(|i| signer(i).public_key()).collect();
+        let sigs: Vec<[u8; 64]> = (0..9).map(|i| signer(i).sign(&hashes[i])).collect();
+        assert_eq!(first_bad(&keys, &hashes, &sigs), None);
         // Signed by the other key than the one it names.
         let mut wrong_key = keys.clone();
         wrong_key[4] = p2;
-        assert_eq!(check(&wrong_key, &sigs), Some(4));
+        assert_eq!(first_bad(&wrong_key, &hashes, &sigs), Some(4));
         // Two signatures swapped: each is valid for the other message.
         let mut swapped = sigs.clone();
         swapped.swap(1, 2);
-        assert_eq!(check(&keys, &swapped), Some(1));
+        assert_eq!(first_bad(&keys, &hashes, &swapped), Some(1));
         // s not below the group order.
         let mut high_s = sigs.clone();
         high_s[7][63] |= 0xf0;
-        assert_eq!(check(&keys, &high_s), Some(7));
+        assert_eq!(first_bad(&keys, &hashes, &high_s), Some(7));
         // R not a point.
         let mut bad_r = sigs.clone();
         bad_r[5][..32].copy_from_slice(&[0xff; 32]);
-        assert_eq!(check(&keys, &bad_r), Some(5));
+        assert_eq!(first_bad(&keys, &hashes, &bad_r), Some(5));
     }
 
     #[test]

@@ -104,6 +104,7 @@ mod tests {
     //! [`first_bad_signature`] must not.
 
     use super::*;
+    use crate::chain_rules::tests::first_bad;
     use crate::chain_rules::{verify_signature, Network};
 
     /// The canonical encoding of the identity point (x = 0, y = 1).
@@ -189,31 +190,22 @@ mod tests {
     /// short one) and checks that exactly it is found.
     fn found_among_good_ones(signer: &Signer, message: &[u8], bad: &[u8; 64]) {
         for (len, at) in [(100, 70), (3, 1)] {
-            let messages: Vec<Vec<u8>> = (0..len)
-                .map(|i| {
-                    if i == at {
-                        message.to_vec()
-                    } else {
-                        format!("good {i}").into_bytes()
-                    }
-                })
-                .collect();
+            let mut messages: Vec<Vec<u8>> =
+                (0..len).map(|i| format!("good {i}").into_bytes()).collect();
+            messages[at] = message.to_vec();
             let mut sigs: Vec<[u8; 64]> = messages
                 .iter()
                 .enumerate()
                 .map(|(i, m)| signer.sign(i as u64, m))
                 .collect();
-            let items = |sigs: &[[u8; 64]]| -> Option<usize> {
-                let v: Vec<_> = messages
-                    .iter()
-                    .zip(sigs)
-                    .map(|(m, s)| (&signer.public, m.as_slice(), s))
-                    .collect();
-                first_bad_signature(&v)
-            };
-            assert_eq!(items(&sigs), None, "the good signatures verify");
+            let keys = vec![signer.public; len];
+            assert_eq!(
+                first_bad(&keys, &messages, &sigs),
+                None,
+                "the good signatures verify"
+            );
             sigs[at] = *bad;
-            assert_eq!(items(&sigs), Some(at), "run of {len}");
+            assert_eq!(first_bad(&keys, &messages, &sigs), Some(at), "run of {len}");
         }
     }
 
@@ -287,10 +279,7 @@ mod tests {
             };
             let (m, sig) = message_the_batch_lets_through(&weak.public, |m| Some(weak.sign(7, m)));
             assert!(!strict_accepts(&weak.public, &m, &sig));
-            assert_eq!(
-                first_bad_signature(&[(&weak.public, m.as_slice(), &sig)]),
-                Some(0)
-            );
+            assert_eq!(first_bad(&[weak.public], &[&m], &[sig]), Some(0));
         }
     }
 
@@ -310,24 +299,15 @@ mod tests {
             (k_mod_8(m, &sig) != 0).then_some(sig)
         });
         assert!(!strict_accepts(&signer.public, &m, &sig));
-        assert_eq!(
-            first_bad_signature(&[(&signer.public, m.as_slice(), &sig)]),
-            Some(0)
-        );
+        assert_eq!(first_bad(&[signer.public], &[&m], &[sig]), Some(0));
         // ...and one that verify_strict accepts is accepted.
-        let (m, sig) = (0..256)
+        let (sig, m) = (0..256)
             .map(|i| format!("block {i}").into_bytes())
-            .map(|m| {
-                let sig = signer.sign(3, &m);
-                (m, sig)
-            })
-            .find(|(m, sig)| k_mod_8(m, sig) == 0)
+            .map(|m| (signer.sign(3, &m), m))
+            .find(|(sig, m)| k_mod_8(m, sig) == 0)
             .unwrap();
         assert!(strict_accepts(&signer.public, &m, &sig));
-        assert_eq!(
-            first_bad_signature(&[(&signer.public, m.as_slice(), &sig)]),
-            None
-        );
+        assert_eq!(first_bad(&[signer.public], &[&m], &[sig]), None);
     }
 
     #[test]

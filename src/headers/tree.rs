@@ -3,7 +3,7 @@
 //! best chain, side branches kept while they fork within the headers held
 //! in memory.
 //!
-//! The best chain's last [`HeaderTree::keep`] headers are held in memory
+//! The best chain's last `keep` headers ([`HeaderTree::open`]) are held in memory
 //! (the context every rule needs: 2016 headers back for a retarget, 11 for
 //! the median time past), and every header of it from genesis in the
 //! ledger's `bitcoin_headers` table once [`HeaderTree::save`] wrote it.
@@ -240,16 +240,6 @@ impl HeaderTree {
         self.params.chain
     }
 
-    /// The network's parameters.
-    pub fn params(&self) -> &'static ChainParams {
-        self.params
-    }
-
-    /// Best-chain headers held in memory.
-    pub fn keep(&self) -> u64 {
-        self.keep
-    }
-
     /// The best chain's tip.
     pub fn tip(&self) -> &Entry {
         // Never empty: genesis at least.
@@ -361,13 +351,10 @@ impl HeaderTree {
                 self.check(header, hash, &branch, fork_height, now)?
             };
             let bits = header.bits.to_consensus();
-            let work = if self.work_of.0 == bits {
-                self.work_of.1
-            } else {
-                let w = header.work();
-                self.work_of = (bits, w);
-                w
-            };
+            if self.work_of.0 != bits {
+                self.work_of = (bits, header.work());
+            }
+            let work = self.work_of.1;
             let entry = Entry {
                 header: *header,
                 hash,
@@ -482,10 +469,7 @@ impl HeaderTree {
     }
 
     fn push_best(&mut self, entry: Entry) {
-        self.dirty_from = Some(
-            self.dirty_from
-                .map_or(entry.height, |d| d.min(entry.height)),
-        );
+        self.dirty_from = Some(entry.height.min(self.dirty_from.unwrap_or(u64::MAX)));
         self.index.insert(entry.hash, entry.height);
         self.best.push_back(entry);
     }
@@ -521,10 +505,7 @@ impl HeaderTree {
                 self.base += 1;
             }
         }
-        if !self.side.is_empty() {
-            let base = self.base;
-            self.side.retain(|_, e| e.height > base);
-        }
+        self.side.retain(|_, e| e.height > self.base);
     }
 
     /// Writes the best-chain headers not yet in the ledger (and removes

@@ -112,12 +112,6 @@ pub struct ImagePins {
 }
 
 impl ImagePins {
-    /// What ledgerd's own devnet pins: its fake image for both forks.
-    pub const DEVNET: ImagePins = ImagePins {
-        genesis: Some(DEVNET_FAKE_IMAGE),
-        kumquat: Some(DEVNET_FAKE_IMAGE),
-    };
-
     /// The image pinned for `fork`.
     pub fn get(&self, fork: Fork) -> Option<[u8; 32]> {
         match fork {
@@ -170,22 +164,6 @@ impl ImagePins {
                 *slot = Some(id);
                 Ok(())
             }
-        }
-    }
-
-    /// `genesis=…,kumquat=…` (what is pinned), or `none`.
-    pub fn describe(&self) -> String {
-        let list: Vec<String> = [Fork::Genesis, Fork::Kumquat]
-            .into_iter()
-            .filter_map(|f| {
-                self.get(f)
-                    .map(|id| format!("{}={}", fork_word(f), hex::encode(id)))
-            })
-            .collect();
-        if list.is_empty() {
-            "none".into()
-        } else {
-            list.join(",")
         }
     }
 }
@@ -297,8 +275,6 @@ mod tests {
             let e = ImagePins::default().add(bad).unwrap_err();
             assert!(e.starts_with("--batch-proof-image"), "{bad}: {e}");
         }
-        assert_eq!(ImagePins::default().describe(), "none");
-        assert!(ImagePins::DEVNET.describe().starts_with("genesis="));
         let e = NoImage {
             network: None,
             fork: Fork::Genesis,

@@ -268,10 +268,6 @@ impl fmt::Display for FieldMismatch {
     }
 }
 
-fn diff_text(diff: &[(Vec<u8>, Option<Vec<u8>>)]) -> String {
-    format!("with {} entries", diff.len())
-}
-
 /// Compares the journal's output with `given`, field by field in the
 /// circuit's order; `None` when they are equal. The state diff is compared
 /// as a map (the wire lists it by key; so does borsh), and a difference
@@ -337,18 +333,14 @@ fn state_diff_difference(
         Some((k, Some(v))) => format!("key {} = {}", hex::encode(k), hex::encode(v)),
     };
     let first = (0..j.len().max(g.len())).find(|&i| j.get(i) != g.get(i))?;
+    let side = |sorted: &[&(Vec<u8>, Option<Vec<u8>>)]| {
+        let e = entry(sorted.get(first));
+        format!("with {} entries (entry {first}: {e})", sorted.len())
+    };
     Some(FieldMismatch {
         field: "stateDiff",
-        journal: format!(
-            "{} (entry {first}: {})",
-            diff_text(journal),
-            entry(j.get(first))
-        ),
-        given: format!(
-            "{} (entry {first}: {})",
-            diff_text(given),
-            entry(g.get(first))
-        ),
+        journal: side(&j),
+        given: side(&g),
     })
 }
 

@@ -206,16 +206,14 @@ impl DecodedReceipt {
         }
         match r.verify(id) {
             Ok(()) => Ok(Verified::Current),
-            Err(VerificationError::InvalidProof) => {
-                match r.verify_with_context(&verifier_context_pre_1_1_0(), id) {
-                    Ok(()) => Ok(Verified::Pre110),
-                    Err(e) => Err(ReceiptError::DoesNotVerify {
-                        image: *image,
-                        error: VerificationError::InvalidProof.to_string(),
-                        pre_1_1_0: Some(e.to_string()),
-                    }),
-                }
-            }
+            Err(VerificationError::InvalidProof) => r
+                .verify_with_context(&verifier_context_pre_1_1_0(), id)
+                .map(|()| Verified::Pre110)
+                .map_err(|e| ReceiptError::DoesNotVerify {
+                    image: *image,
+                    error: VerificationError::InvalidProof.to_string(),
+                    pre_1_1_0: Some(e.to_string()),
+                }),
             Err(e) => Err(ReceiptError::DoesNotVerify {
                 image: *image,
                 error: e.to_string(),
@@ -324,10 +322,7 @@ fn verifier_context_pre_1_1_0() -> VerifierContext {
         hex_key(b"51b54a62f2aa599aef768744c95de8c7d89bf716e11b1179f05d6cf0bcfeb60e");
     let mut ctx = VerifierContext::default();
     ctx.segment_verifier_parameters = Some(SegmentReceiptVerifierParameters {
-        control_ids: SEGMENT_CONTROL_IDS
-            .iter()
-            .map(|id| Digest::from(*id))
-            .collect(),
+        control_ids: SEGMENT_CONTROL_IDS.map(Digest::from).into(),
         ..Default::default()
     });
     ctx.succinct_verifier_parameters = Some(SuccinctReceiptVerifierParameters {
@@ -364,13 +359,8 @@ mod tests {
 
     #[test]
     fn the_pre_1_1_0_context_holds_all_33_segment_control_ids() {
-        let ctx = verifier_context_pre_1_1_0();
-        let ids = &ctx
-            .segment_verifier_parameters
-            .as_ref()
-            .unwrap()
-            .control_ids;
-        assert_eq!(ids.len(), 33);
+        let segment = verifier_context_pre_1_1_0().segment_verifier_parameters;
+        assert_eq!(segment.unwrap().control_ids.len(), 33);
     }
 
     #[test]

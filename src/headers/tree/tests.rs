@@ -42,11 +42,22 @@ fn extend(prev: &Header, n: usize, salt: u8) -> Vec<Header> {
         .collect()
 }
 
-/// A new ledger in a temporary directory (kept while the ledger is used).
-fn stored() -> (tempfile::TempDir, Arc<Ledger>) {
+/// A new ledger in a temporary directory (kept while the ledger is used),
+/// and the regtest chain stored in it.
+fn stored() -> (tempfile::TempDir, Arc<Ledger>, HeaderTree) {
     let dir = tempfile::tempdir().unwrap();
-    let ledger = Ledger::open(dir.path(), &OpenOptions::default()).unwrap();
-    (dir, Arc::new(ledger))
+    let ledger = Arc::new(Ledger::open(dir.path(), &OpenOptions::default()).unwrap());
+    let tree = HeaderTree::open(BitcoinNetwork::Regtest, ledger.clone(), 0).unwrap();
+    (dir, ledger, tree)
+}
+
+/// [`stored`] with `n` headers on genesis accepted and saved.
+fn saved(n: usize) -> (tempfile::TempDir, Arc<Ledger>, HeaderTree, Vec<Header>) {
+    let (dir, ledger, mut c) = stored();
+    let headers = extend(&genesis(), n, 1);
+    c.accept(&headers, NOW).unwrap();
+    c.save().unwrap();
+    (dir, ledger, c, headers)
 }
 
 fn work(n: u64) -> Work {
@@ -162,16 +173,11 @@ fn the_locator_starts_at_the_tip_thins_out_and_ends_at_genesis() {
 
 #[test]
 fn the_best_chain_is_stored_and_read_back_with_only_the_tail_in_memory() {
-    let (_dir, ledger) = stored();
-    let headers = extend(&genesis(), DEFAULT_KEEP as usize + 500, 1);
-    {
-        let mut c = HeaderTree::open(BitcoinNetwork::Regtest, ledger.clone(), 0).unwrap();
-        c.accept(&headers, NOW).unwrap();
-        c.save().unwrap();
-        // After the save only `keep` headers stay in memory.
-        assert_eq!(c.entry_at(10), None);
-        assert_eq!(c.hash_at(10).unwrap(), Some(headers[9].block_hash()));
-    }
+    let (_dir, ledger, c, headers) = saved(DEFAULT_KEEP as usize + 500);
+    // After the save only `keep` headers stay in memory.
+    assert_eq!(c.entry_at(10), None);
+    assert_eq!(c.hash_at(10).unwrap(), Some(headers[9].block_hash()));
+    drop(c);
     let mut c = HeaderTree::open(BitcoinNetwork::Regtest, ledger.clone(), 0).unwrap();
     let tip = headers.len() as u64;
     assert_eq!(c.tip().height, tip);
@@ -197,8 +203,7 @@ fn the_best_chain_is_stored_and_read_back_with_only_the_tail_in_memory() {
 
 #[test]
 fn a_ledger_holding_another_chains_headers_is_refused() {
-    let (_dir, ledger) = stored();
-    let mut c = HeaderTree::open(BitcoinNetwork::Regtest, ledger.clone(), 0).unwrap();
+    let (_dir, ledger, mut c) = stored();
     c.save().unwrap();
     let e = HeaderTree::open(BitcoinNetwork::Testnet4, ledger, 0)
         .err()
@@ -209,11 +214,7 @@ fn a_ledger_holding_another_chains_headers_is_refused() {
 
 #[test]
 fn a_fork_below_the_headers_held_is_refused() {
-    let (_dir, ledger) = stored();
-    let headers = extend(&genesis(), DEFAULT_KEEP as usize + 100, 1);
-    let mut c = HeaderTree::open(BitcoinNetwork::Regtest, ledger, 0).unwrap();
-    c.accept(&headers, NOW).unwrap();
-    c.save().unwrap();
+    let (_dir, _, mut c, headers) = saved(DEFAULT_KEEP as usize + 100);
     let deep = extend(&headers[10], 1, 5);
     assert_eq!(c.accept(&deep, NOW).unwrap_err().rule, Rule::Link);
 }
@@ -224,8 +225,7 @@ fn each_header_tracks_where_testnets_walk_back_stops_and_hashes_as_the_bitcoin_c
     // period's first header (here 0 and 2016), which the tracking must name
     // without walking; and after a reopen that loads only a tail, the first
     // headers loaded (whose walk leaves the tail) walk instead.
-    let (_dir, ledger) = stored();
-    let mut c = HeaderTree::open(BitcoinNetwork::Regtest, ledger.clone(), 0).unwrap();
+    let (_dir, ledger, mut c) = stored();
     let headers = extend(&genesis(), 2100, 3);
     c.accept(&headers, NOW).unwrap();
     for h in 1..=2100u64 {
@@ -244,7 +244,7 @@ fn each_header_tracks_where_testnets_walk_back_stops_and_hashes_as_the_bitcoin_c
     c.save().unwrap();
     drop(c);
     let mut reopened = HeaderTree::open(BitcoinNetwork::Regtest, ledger, 0).unwrap();
-    let first = reopened.tip().height + 1 - reopened.keep().min(2101);
+    let first = reopened.tip().height + 1 - reopened.keep.min(2101);
     assert!(reopened.entry_at(first).is_some());
     let more = extend(&headers[2099], 20, 3);
     assert_eq!(reopened.accept(&more, NOW).unwrap().added, 20);
