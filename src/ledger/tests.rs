@@ -579,15 +579,13 @@ fn hashes_sharing_an_eight_byte_prefix_are_each_found_and_a_third_is_not() {
     let third = block_with_hash(0, prefix, 0x03).hash;
     assert_eq!(first.hash[..8], second.hash[..8]);
     assert_ne!(first.hash, second.hash);
-    {
-        let mut w = ledger.writer().unwrap();
-        w.put_soft_confirmation(&first).unwrap();
-        w.put_soft_confirmation(&second).unwrap();
-        // The writer sees both through its own uncommitted writes.
-        assert_eq!(w.height_by_hash(&first.hash).unwrap(), Some(4));
-        assert_eq!(w.height_by_hash(&second.hash).unwrap(), Some(9));
-        w.commit().unwrap();
-    }
+    let mut w = ledger.writer().unwrap();
+    w.put_soft_confirmation(&first).unwrap();
+    w.put_soft_confirmation(&second).unwrap();
+    // The writer sees both through its own uncommitted writes.
+    assert_eq!(w.height_by_hash(&first.hash).unwrap(), Some(4));
+    assert_eq!(w.height_by_hash(&second.hash).unwrap(), Some(9));
+    w.commit().unwrap();
     let r = ledger.reader().unwrap();
     assert_eq!(r.height_by_hash(&first.hash).unwrap(), Some(4));
     assert_eq!(r.height_by_hash(&second.hash).unwrap(), Some(9));
@@ -626,8 +624,7 @@ fn many_hashes_under_one_prefix_stored_out_of_order_are_all_found_after_reopenin
         r.height_by_hash(&hash).unwrap()
     };
     for (i, &h) in heights.iter().enumerate() {
-        let hash = block_with_hash(h, prefix, i as u8).hash;
-        assert_eq!(r.height_by_hash(&hash).unwrap(), Some(h), "height {h}");
+        assert_eq!(find(prefix, i as u8), Some(h), "height {h}");
     }
     assert_eq!(find(prefix, 0x77), None);
     // The same tail under another prefix is another hash.
@@ -867,8 +864,7 @@ fn a_version_2_data_dir_opened_read_only_is_refused_untouched_with_what_to_do() 
     );
     assert!(!e.contains('\n'), "{e}");
     // Still version 2: the read-write open after it upgrades it.
-    let ledger = open_upgraded(dir.path());
-    drop(ledger);
+    drop(open_upgraded(dir.path()));
     assert!(Ledger::open(dir.path(), &options(true)).is_ok());
 }
 
@@ -917,14 +913,12 @@ fn a_version_3_data_dir_gets_the_empty_bitcoin_headers_table_and_nothing_else_ch
     assert_eq!(r.bitcoin_header_tip().unwrap(), None);
     drop(r);
     let genesis = crate::headers::BitcoinNetwork::Regtest.genesis();
-    let mut w = ledger.writer().unwrap();
-    w.put_bitcoin_header(&StoredHeader {
+    let header = StoredHeader {
         height: 0,
         header: genesis,
         chainwork: genesis.work(),
-    })
-    .unwrap();
-    w.commit().unwrap();
+    };
+    write(&ledger, |w| w.put_bitcoin_header(&header).unwrap());
     let r = ledger.reader().unwrap();
     assert_eq!(r.bitcoin_header_tip().unwrap(), Some(0));
     assert_eq!(r.bitcoin_header(0).unwrap().unwrap().header, genesis);
