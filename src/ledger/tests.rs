@@ -60,6 +60,13 @@ fn store(ledger: &Ledger, heights: impl IntoIterator<Item = u64>) {
     });
 }
 
+/// A new ledger holding the blocks at `heights`.
+fn holding(heights: impl IntoIterator<Item = u64>) -> (tempfile::TempDir, Ledger) {
+    let (dir, ledger) = fresh();
+    store(&ledger, heights);
+    (dir, ledger)
+}
+
 /// Runs `f` in one write transaction, commits it and gives back what `f` gave.
 fn write<T>(ledger: &Ledger, f: impl FnOnce(&mut LedgerWriter<'_>) -> T) -> T {
     let mut w = ledger.writer().unwrap();
@@ -126,8 +133,7 @@ fn head_height_of_empty_ledger_is_zero_and_reads_are_none() {
 
 #[test]
 fn stored_blocks_read_back_with_hash_index_and_trusted_status() {
-    let (_dir, ledger) = fresh();
-    store(&ledger, 1..=20);
+    let (_dir, ledger) = holding(1..=20);
     let mut other_key = block(21);
     other_key.pub_key = [9; 32];
     store(&ledger, [21]);
@@ -158,8 +164,7 @@ fn stored_blocks_read_back_with_hash_index_and_trusted_status() {
 
 #[test]
 fn put_of_an_existing_height_is_refused_and_changes_nothing() {
-    let (_dir, ledger) = fresh();
-    store(&ledger, 1..=3);
+    let (_dir, ledger) = holding(1..=3);
     let mut w = ledger.writer().unwrap();
     let mut changed = block(2);
     changed.txs.clear();
@@ -177,8 +182,7 @@ fn put_of_an_existing_height_is_refused_and_changes_nothing() {
 
 #[test]
 fn out_of_order_puts_fall_back_from_append() {
-    let (_dir, ledger) = fresh();
-    store(&ledger, [5, 1, 3, 10, 2]);
+    let (_dir, ledger) = holding([5, 1, 3, 10, 2]);
     let r = ledger.reader().unwrap();
     assert_eq!(r.head_height().unwrap(), 10);
     for h in [1, 2, 3, 5, 10] {
@@ -190,8 +194,7 @@ fn out_of_order_puts_fall_back_from_append() {
 
 #[test]
 fn range_returns_none_holes_and_exact_length() {
-    let (_dir, ledger) = fresh();
-    store(&ledger, [2, 3, 5, 9]);
+    let (_dir, ledger) = holding([2, 3, 5, 9]);
     let r = ledger.reader().unwrap();
     let range = |start, end| r.soft_confirmation_range(start, end).unwrap();
     let got = range(1, 10);
@@ -208,8 +211,7 @@ fn range_returns_none_holes_and_exact_length() {
 
 #[test]
 fn writer_writes_are_invisible_to_a_concurrent_reader_until_commit() {
-    let (_dir, ledger) = fresh();
-    store(&ledger, [1]);
+    let (_dir, ledger) = holding([1]);
     let before = ledger.reader().unwrap();
     let mut w = ledger.writer().unwrap();
     w.put_soft_confirmation(&block(2)).unwrap();
@@ -272,8 +274,7 @@ fn dropping_a_writer_without_commit_writes_nothing() {
 
 #[test]
 fn two_readers_on_one_thread_at_once_work() {
-    let (_dir, ledger) = fresh();
-    store(&ledger, [1]);
+    let (_dir, ledger) = holding([1]);
     let a = ledger.reader().unwrap();
     let b = ledger.reader().unwrap();
     assert_eq!(a.head_height().unwrap(), b.head_height().unwrap());
@@ -281,8 +282,7 @@ fn two_readers_on_one_thread_at_once_work() {
 
 #[test]
 fn raise_status_never_lowers_and_tracks_finalized_and_proven() {
-    let (_dir, ledger) = fresh();
-    store(&ledger, 1..=10);
+    let (_dir, ledger) = holding(1..=10);
     let mut w = ledger.writer().unwrap();
     w.raise_status(1, 6, Status::Proven).unwrap();
     w.raise_status(4, 8, Status::Finalized).unwrap();
@@ -426,8 +426,7 @@ fn a_ledger_keeps_the_fork_table_it_was_pinned_to_and_refuses_another() {
 #[test]
 fn a_ledger_with_blocks_from_before_fork_tables_counts_as_kumquat_only() {
     use crate::chain_rules::ForkTable;
-    let (_dir, ledger) = fresh();
-    store(&ledger, [1]);
+    let (_dir, ledger) = holding([1]);
     let mut w = ledger.writer().unwrap();
     assert!(w.pin_fork_table(&ForkTable::kumquat_from(10)).is_err());
     w.pin_fork_table(&ForkTable::KUMQUAT_ONLY).unwrap();
@@ -447,8 +446,7 @@ fn a_corrupt_fork_table_entry_is_reported_not_guessed() {
 
 #[test]
 fn data_survives_reopening() {
-    let (dir, ledger) = fresh();
-    store(&ledger, 1..=3);
+    let (dir, ledger) = holding(1..=3);
     let ledger = reopen(ledger);
     let r = ledger.reader().unwrap();
     assert_eq!(r.head_height().unwrap(), 3);
@@ -511,8 +509,7 @@ fn read_only_open_of_a_missing_ledger_fails_without_creating_it() {
 
 #[test]
 fn corrupt_stored_values_give_corrupt_errors() {
-    let (_dir, ledger) = fresh();
-    store(&ledger, [1, 2]);
+    let (_dir, ledger) = holding([1, 2]);
     let mut w = ledger.writer().unwrap();
     let good = get::<_, SoftConfirmations>(&w, &2)
         .unwrap()
@@ -571,9 +568,8 @@ fn block_with_hash(height: u64, prefix: [u8; 8], tail: u8) -> SoftConfirmation {
 
 #[test]
 fn hashes_sharing_an_eight_byte_prefix_are_each_found_and_a_third_is_not() {
-    let (_dir, ledger) = fresh();
+    let (_dir, ledger) = holding(1..=3);
     let prefix = [0xc0, 0x11, 0x1d, 0xe0, 0, 0, 0, 7];
-    store(&ledger, 1..=3);
     let first = block_with_hash(4, prefix, 0x01);
     let second = block_with_hash(9, prefix, 0x02);
     let third = block_with_hash(0, prefix, 0x03).hash;
@@ -900,8 +896,7 @@ fn a_version_2_proof_that_does_not_decode_stops_the_upgrade_and_changes_nothing(
 
 #[test]
 fn a_version_3_data_dir_gets_the_empty_bitcoin_headers_table_and_nothing_else_changes() {
-    let (dir, ledger) = fresh();
-    store(&ledger, 1..=5);
+    let (dir, ledger) = holding(1..=5);
     // As version 3 left it: no bitcoin_headers table, format 3.
     without_table::<tables::BitcoinHeaders>(ledger, 3);
     assert!(!table_exists(dir.path(), tables::BitcoinHeaders::NAME));
@@ -1020,8 +1015,7 @@ fn a_version_3_data_dir_gets_the_frontier_index_the_write_rules_would_have_writt
 
 #[test]
 fn a_version_6_data_dir_gets_an_empty_address_book_and_keeps_its_chain() {
-    let (dir, ledger) = fresh();
-    store(&ledger, [1, 2]);
+    let (dir, ledger) = holding([1, 2]);
     // As version 6 left it: no address book, layout 6.
     without_table::<tables::BitcoinPeers>(ledger, 6);
     assert!(!table_exists(dir.path(), tables::BitcoinPeers::NAME));
@@ -1070,10 +1064,9 @@ fn book_entry(services: u64) -> BookEntry {
 
 #[test]
 fn a_version_7_address_book_gets_unknown_services_and_keeps_the_rest() {
-    let (dir, ledger) = fresh();
+    let (dir, ledger) = holding([1, 2]);
     let v4: std::net::SocketAddr = "10.1.2.3:8333".parse().unwrap();
     let entry = book_entry(0);
-    store(&ledger, [1, 2]);
     // As version 7 left it: 30-byte entries, layout 7.
     let mut w = ledger.writer().unwrap();
     let old = codec::encode_book_entry(&entry)[..30].to_vec();
