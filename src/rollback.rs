@@ -276,25 +276,19 @@ pub fn rollback(ledger: &Ledger, target: Target, dry_run: bool) -> Result<Report
 /// `ledgerd rollback`: refuses a data dir a process has open, then rolls
 /// back (or, with `dry_run`, reports what it would remove).
 pub fn run(dir: &Path, target: Target, dry_run: bool) -> Result<Report, RollbackError> {
-    let running = |pid| RollbackError::Running {
-        dir: dir.display().to_string(),
-        pid,
-    };
-    let lock_err = |e: std::io::Error| {
-        RollbackError::Ledger(LedgerError::Open {
-            path: dir.to_path_buf(),
-            reason: format!("its lock file cannot be read: {e}"),
-        })
+    let refused = |reason: String| {
+        let path = dir.to_path_buf();
+        RollbackError::Ledger(LedgerError::Open { path, reason })
     };
     if !dir.join("data.mdb").exists() {
-        return Err(RollbackError::Ledger(LedgerError::Open {
-            path: dir.to_path_buf(),
-            reason: "there is no ledger there (no data.mdb): give the --data-dir of the node"
-                .into(),
-        }));
+        let no_ledger = "there is no ledger there (no data.mdb): give the --data-dir of the node";
+        return Err(refused(no_ledger.into()));
     }
-    if let Some(pid) = crate::ledger::lock::environment_holder(dir).map_err(lock_err)? {
-        return Err(running(pid));
+    let holder = crate::ledger::lock::environment_holder(dir)
+        .map_err(|e| refused(format!("its lock file cannot be read: {e}")))?;
+    if let Some(pid) = holder {
+        let dir = dir.display().to_string();
+        return Err(RollbackError::Running { dir, pid });
     }
     let ledger = Ledger::open(dir, &OpenOptions::default())?;
     rollback(&ledger, target, dry_run)

@@ -62,11 +62,9 @@ impl Ledger {
             })?;
         }
         // One writer per data dir, before anything in it is touched.
-        let writer = if opts.read_only {
-            None
-        } else {
-            Some(lock::WriterLock::take(dir)?)
-        };
+        let writer = (!opts.read_only)
+            .then(|| lock::WriterLock::take(dir))
+            .transpose()?;
         let mut flags = EnvironmentFlags::NO_TLS | EnvironmentFlags::NO_READAHEAD;
         if opts.read_only {
             flags |= EnvironmentFlags::READ_ONLY;

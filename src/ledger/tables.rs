@@ -532,10 +532,7 @@ mod tests {
 
     #[test]
     fn hash_index_keys_are_the_first_eight_bytes_of_the_hash() {
-        let mut hash = [0u8; 32];
-        for (i, b) in hash.iter_mut().enumerate() {
-            *b = i as u8;
-        }
+        let hash: [u8; 32] = std::array::from_fn(|i| i as u8);
         assert_eq!(ScByHashPrefix::key(&hash), [0, 1, 2, 3, 4, 5, 6, 7]);
         assert_eq!(ScByHashPrefix::show(&hash), hex::encode(hash));
         assert!(ScByHashPrefix::FLAGS.contains(DatabaseFlags::DUP_SORT | DatabaseFlags::DUP_FIXED));

@@ -53,10 +53,56 @@ fn put_raw<T: Table>(w: &mut LedgerWriter<'_>, key: &T::Key, value: &[u8]) {
 }
 
 fn store(ledger: &Ledger, heights: impl IntoIterator<Item = u64>) {
+    write(ledger, |w| {
+        for h in heights {
+            w.put_soft_confirmation(&block(h)).unwrap();
+        }
+    });
+}
+
+/// A new ledger holding the blocks at `heights`.
+fn holding(heights: impl IntoIterator<Item = u64>) -> (tempfile::TempDir, Ledger) {
+    let (dir, ledger) = fresh();
+    store(&ledger, heights);
+    (dir, ledger)
+}
+
+/// Runs `f` in one write transaction, commits it and gives back what `f` gave.
+fn write<T>(ledger: &Ledger, f: impl FnOnce(&mut LedgerWriter<'_>) -> T) -> T {
     let mut w = ledger.writer().unwrap();
-    for h in heights {
-        w.put_soft_confirmation(&block(h)).unwrap();
-    }
+    let out = f(&mut w);
+    w.commit().unwrap();
+    out
+}
+
+/// Closes `ledger` and opens its data dir again.
+fn reopen(ledger: Ledger) -> Ledger {
+    let dir = ledger.path().to_path_buf();
+    drop(ledger);
+    open(&dir)
+}
+
+/// The data dir's LMDB environment, opened raw: not upgraded, not checked.
+fn raw_env(dir: &Path) -> Environment {
+    Environment::new().set_max_dbs(16).open(dir).unwrap()
+}
+
+/// The raw entries of table `name` of the data dir, in key order, read
+/// without opening it as a ledger.
+fn raw_table(dir: &Path, name: &str) -> Entries {
+    let env = raw_env(dir);
+    let db = env.open_db(Some(name)).unwrap();
+    let txn = env.begin_ro_txn().unwrap();
+    entries(&txn, db)
+}
+
+/// Closes `ledger` as layout `format` left it: without table `T`, which
+/// that layout did not have.
+fn without_table<T: Table>(ledger: Ledger, format: u64) {
+    let mut w = ledger.writer().unwrap();
+    // SAFETY: no handle of the table is used again in this process.
+    unsafe { w.txn.drop_db(T::db(&ledger.dbs)).unwrap() };
+    w.put_meta(tables::META_FORMAT, &format).unwrap();
     w.commit().unwrap();
 }
 
@@ -87,8 +133,7 @@ fn head_height_of_empty_ledger_is_zero_and_reads_are_none() {
 
 #[test]
 fn stored_blocks_read_back_with_hash_index_and_trusted_status() {
-    let (_dir, ledger) = fresh();
-    store(&ledger, 1..=20);
+    let (_dir, ledger) = holding(1..=20);
     let mut other_key = block(21);
     other_key.pub_key = [9; 32];
     store(&ledger, [21]);
@@ -119,8 +164,7 @@ fn stored_blocks_read_back_with_hash_index_and_trusted_status() {
 
 #[test]
 fn put_of_an_existing_height_is_refused_and_changes_nothing() {
-    let (_dir, ledger) = fresh();
-    store(&ledger, 1..=3);
+    let (_dir, ledger) = holding(1..=3);
     let mut w = ledger.writer().unwrap();
     let mut changed = block(2);
     changed.txs.clear();
@@ -138,8 +182,7 @@ fn put_of_an_existing_height_is_refused_and_changes_nothing() {
 
 #[test]
 fn out_of_order_puts_fall_back_from_append() {
-    let (_dir, ledger) = fresh();
-    store(&ledger, [5, 1, 3, 10, 2]);
+    let (_dir, ledger) = holding([5, 1, 3, 10, 2]);
     let r = ledger.reader().unwrap();
     assert_eq!(r.head_height().unwrap(), 10);
     for h in [1, 2, 3, 5, 10] {
@@ -151,8 +194,7 @@ fn out_of_order_puts_fall_back_from_append() {
 
 #[test]
 fn range_returns_none_holes_and_exact_length() {
-    let (_dir, ledger) = fresh();
-    store(&ledger, [2, 3, 5, 9]);
+    let (_dir, ledger) = holding([2, 3, 5, 9]);
     let r = ledger.reader().unwrap();
     let range = |start, end| r.soft_confirmation_range(start, end).unwrap();
     let got = range(1, 10);
@@ -169,8 +211,7 @@ fn range_returns_none_holes_and_exact_length() {
 
 #[test]
 fn writer_writes_are_invisible_to_a_concurrent_reader_until_commit() {
-    let (_dir, ledger) = fresh();
-    store(&ledger, [1]);
+    let (_dir, ledger) = holding([1]);
     let before = ledger.reader().unwrap();
     let mut w = ledger.writer().unwrap();
     w.put_soft_confirmation(&block(2)).unwrap();
@@ -233,8 +274,7 @@ fn dropping_a_writer_without_commit_writes_nothing() {
 
 #[test]
 fn two_readers_on_one_thread_at_once_work() {
-    let (_dir, ledger) = fresh();
-    store(&ledger, [1]);
+    let (_dir, ledger) = holding([1]);
     let a = ledger.reader().unwrap();
     let b = ledger.reader().unwrap();
     assert_eq!(a.head_height().unwrap(), b.head_height().unwrap());
@@ -242,8 +282,7 @@ fn two_readers_on_one_thread_at_once_work() {
 
 #[test]
 fn raise_status_never_lowers_and_tracks_finalized_and_proven() {
-    let (_dir, ledger) = fresh();
-    store(&ledger, 1..=10);
+    let (_dir, ledger) = holding(1..=10);
     let mut w = ledger.writer().unwrap();
     w.raise_status(1, 6, Status::Proven).unwrap();
     w.raise_status(4, 8, Status::Finalized).unwrap();
@@ -261,9 +300,7 @@ fn raise_status_never_lowers_and_tracks_finalized_and_proven() {
     assert_eq!(r.proven_height().unwrap(), 6);
 
     // A lower range later does not lower the meta heights.
-    let mut w = ledger.writer().unwrap();
-    w.raise_status(1, 2, Status::Proven).unwrap();
-    w.commit().unwrap();
+    write(&ledger, |w| w.raise_status(1, 2, Status::Proven).unwrap());
     let r = ledger.reader().unwrap();
     assert_eq!(r.proven_height().unwrap(), 6);
     assert_eq!(r.finalized_height().unwrap(), 10);
@@ -365,14 +402,13 @@ fn typed_meta_entries_read_what_earlier_builds_wrote_as_free_entries() {
 #[test]
 fn a_ledger_keeps_the_fork_table_it_was_pinned_to_and_refuses_another() {
     use crate::chain_rules::ForkTable;
-    let (dir, ledger) = fresh();
+    let (_dir, ledger) = fresh();
     let testnet = ForkTable::kumquat_from(5_546_000);
     let mut w = ledger.writer().unwrap();
     assert_eq!(w.fork_table().unwrap(), None);
     w.pin_fork_table(&testnet).unwrap();
     w.commit().unwrap();
-    drop(ledger);
-    let ledger = open(dir.path());
+    let ledger = reopen(ledger);
     let stored = ledger.reader().unwrap().fork_table().unwrap();
     assert_eq!(stored, Some(testnet));
     let mut w = ledger.writer().unwrap();
@@ -390,10 +426,7 @@ fn a_ledger_keeps_the_fork_table_it_was_pinned_to_and_refuses_another() {
 #[test]
 fn a_ledger_with_blocks_from_before_fork_tables_counts_as_kumquat_only() {
     use crate::chain_rules::ForkTable;
-    let (_dir, ledger) = fresh();
-    let mut w = ledger.writer().unwrap();
-    w.put_soft_confirmation(&block(1)).unwrap();
-    w.commit().unwrap();
+    let (_dir, ledger) = holding([1]);
     let mut w = ledger.writer().unwrap();
     assert!(w.pin_fork_table(&ForkTable::kumquat_from(10)).is_err());
     w.pin_fork_table(&ForkTable::KUMQUAT_ONLY).unwrap();
@@ -413,10 +446,8 @@ fn a_corrupt_fork_table_entry_is_reported_not_guessed() {
 
 #[test]
 fn data_survives_reopening() {
-    let (dir, ledger) = fresh();
-    store(&ledger, 1..=3);
-    drop(ledger);
-    let ledger = open(dir.path());
+    let (dir, ledger) = holding(1..=3);
+    let ledger = reopen(ledger);
     let r = ledger.reader().unwrap();
     assert_eq!(r.head_height().unwrap(), 3);
     assert_eq!(r.soft_confirmation(3).unwrap(), Some(block(3)));
@@ -478,8 +509,7 @@ fn read_only_open_of_a_missing_ledger_fails_without_creating_it() {
 
 #[test]
 fn corrupt_stored_values_give_corrupt_errors() {
-    let (_dir, ledger) = fresh();
-    store(&ledger, [1, 2]);
+    let (_dir, ledger) = holding([1, 2]);
     let mut w = ledger.writer().unwrap();
     let good = get::<_, SoftConfirmations>(&w, &2)
         .unwrap()
@@ -538,23 +568,20 @@ fn block_with_hash(height: u64, prefix: [u8; 8], tail: u8) -> SoftConfirmation {
 
 #[test]
 fn hashes_sharing_an_eight_byte_prefix_are_each_found_and_a_third_is_not() {
-    let (_dir, ledger) = fresh();
+    let (_dir, ledger) = holding(1..=3);
     let prefix = [0xc0, 0x11, 0x1d, 0xe0, 0, 0, 0, 7];
-    store(&ledger, 1..=3);
     let first = block_with_hash(4, prefix, 0x01);
     let second = block_with_hash(9, prefix, 0x02);
     let third = block_with_hash(0, prefix, 0x03).hash;
     assert_eq!(first.hash[..8], second.hash[..8]);
     assert_ne!(first.hash, second.hash);
-    {
-        let mut w = ledger.writer().unwrap();
-        w.put_soft_confirmation(&first).unwrap();
-        w.put_soft_confirmation(&second).unwrap();
-        // The writer sees both through its own uncommitted writes.
-        assert_eq!(w.height_by_hash(&first.hash).unwrap(), Some(4));
-        assert_eq!(w.height_by_hash(&second.hash).unwrap(), Some(9));
-        w.commit().unwrap();
-    }
+    let mut w = ledger.writer().unwrap();
+    w.put_soft_confirmation(&first).unwrap();
+    w.put_soft_confirmation(&second).unwrap();
+    // The writer sees both through its own uncommitted writes.
+    assert_eq!(w.height_by_hash(&first.hash).unwrap(), Some(4));
+    assert_eq!(w.height_by_hash(&second.hash).unwrap(), Some(9));
+    w.commit().unwrap();
     let r = ledger.reader().unwrap();
     assert_eq!(r.height_by_hash(&first.hash).unwrap(), Some(4));
     assert_eq!(r.height_by_hash(&second.hash).unwrap(), Some(9));
@@ -575,7 +602,7 @@ fn hashes_sharing_an_eight_byte_prefix_are_each_found_and_a_third_is_not() {
 
 #[test]
 fn many_hashes_under_one_prefix_stored_out_of_order_are_all_found_after_reopening() {
-    let (dir, ledger) = fresh();
+    let (_dir, ledger) = fresh();
     let prefix = [0xab; 8];
     // Heights in descending order: the duplicates are kept sorted by
     // height, not by insertion, and the lookup walks them all.
@@ -586,16 +613,14 @@ fn many_hashes_under_one_prefix_stored_out_of_order_are_all_found_after_reopenin
             .unwrap();
     }
     w.commit().unwrap();
-    drop(ledger);
-    let ledger = open(dir.path());
+    let ledger = reopen(ledger);
     let r = ledger.reader().unwrap();
     let find = |prefix, tail| {
         let hash = block_with_hash(0, prefix, tail).hash;
         r.height_by_hash(&hash).unwrap()
     };
     for (i, &h) in heights.iter().enumerate() {
-        let hash = block_with_hash(h, prefix, i as u8).hash;
-        assert_eq!(r.height_by_hash(&hash).unwrap(), Some(h), "height {h}");
+        assert_eq!(find(prefix, i as u8), Some(h), "height {h}");
     }
     assert_eq!(find(prefix, 0x77), None);
     // The same tail under another prefix is another hash.
@@ -626,7 +651,7 @@ fn a_hash_index_entry_pointing_at_a_missing_block_is_not_an_answer() {
 /// `sc_by_hash` keyed by whole hashes) and, unless `format` is `None`,
 /// meta `format`.
 fn write_old_layout(dir: &Path, format: Option<u64>) {
-    let env = Environment::new().set_max_dbs(16).open(dir).unwrap();
+    let env = raw_env(dir);
     for name in [
         "soft_confirmations",
         "sc_by_hash",
@@ -747,21 +772,15 @@ fn a_version_2_data_dir_is_upgraded_at_open_and_answers_as_it_did() {
     let dir = tempfile::tempdir().unwrap();
     let proofs = write_v2_ledger(dir.path());
     // What version 2 answered: the bare value of each slot, decoded.
-    let env = Environment::new().set_max_dbs(16).open(dir.path()).unwrap();
-    let before: Vec<(u64, VerifiedBatchProof)> = {
-        let db = env.open_db(Some("proofs")).unwrap();
-        let txn = env.begin_ro_txn().unwrap();
-        let raw = entries(&txn, db);
-        raw.iter()
-            .map(|(k, v)| {
-                (
-                    tables::decode_u64_key(k).unwrap(),
-                    codec::decode_proof(v).unwrap(),
-                )
-            })
-            .collect()
-    };
-    drop(env);
+    let before: Vec<(u64, VerifiedBatchProof)> = raw_table(dir.path(), "proofs")
+        .iter()
+        .map(|(k, v)| {
+            (
+                tables::decode_u64_key(k).unwrap(),
+                codec::decode_proof(v).unwrap(),
+            )
+        })
+        .collect();
     assert_eq!(before, proofs);
 
     let ledger = open_upgraded(dir.path());
@@ -779,12 +798,11 @@ fn a_version_2_data_dir_is_upgraded_at_open_and_answers_as_it_did() {
     drop(r);
     // Upgraded once: a second open changes nothing, and new proofs append.
     let upgraded = dump(&ledger);
-    drop(ledger);
-    let ledger = open(dir.path());
+    let ledger = reopen(ledger);
     assert_eq!(dump(&ledger), upgraded);
-    let mut w = ledger.writer().unwrap();
-    w.put_proof(800_002, &proof(30, 800_002)).unwrap();
-    w.commit().unwrap();
+    write(&ledger, |w| {
+        w.put_proof(800_002, &proof(30, 800_002)).unwrap()
+    });
     let on_slot = ledger.reader().unwrap().proofs_on_slot(800_002).unwrap();
     assert_eq!(on_slot, vec![proofs[1].1.clone(), proof(30, 800_002)]);
 }
@@ -793,20 +811,11 @@ fn a_version_2_data_dir_is_upgraded_at_open_and_answers_as_it_did() {
 fn the_upgrade_from_version_2_rewrites_only_the_proofs_and_the_version() {
     let dir = tempfile::tempdir().unwrap();
     write_v2_ledger(dir.path());
-    let raw_before = {
-        // Read the version-2 bytes without upgrading: a raw environment.
-        let env = Environment::new().set_max_dbs(16).open(dir.path()).unwrap();
-        let dbs: Vec<_> = tables::ALL
-            .iter()
-            .map(|(name, _)| (*name, env.open_db(Some(name)).unwrap()))
-            .collect();
-        let txn = env.begin_ro_txn().unwrap();
-        let out: Vec<_> = dbs
-            .into_iter()
-            .map(|(n, db)| (n, entries(&txn, db)))
-            .collect();
-        out
-    };
+    // Read the version-2 bytes without upgrading: a raw environment.
+    let raw_before: Vec<_> = tables::ALL
+        .iter()
+        .map(|(name, _)| (*name, raw_table(dir.path(), name)))
+        .collect();
     let ledger = open(dir.path());
     let after = dump(&ledger);
     assert_eq!(after.len(), raw_before.len());
@@ -851,8 +860,7 @@ fn a_version_2_data_dir_opened_read_only_is_refused_untouched_with_what_to_do() 
     );
     assert!(!e.contains('\n'), "{e}");
     // Still version 2: the read-write open after it upgrades it.
-    let ledger = open_upgraded(dir.path());
-    drop(ledger);
+    drop(open_upgraded(dir.path()));
     assert!(Ledger::open(dir.path(), &options(true)).is_ok());
 }
 
@@ -861,7 +869,7 @@ fn a_version_2_proof_that_does_not_decode_stops_the_upgrade_and_changes_nothing(
     let dir = tempfile::tempdir().unwrap();
     write_v2_ledger(dir.path());
     {
-        let env = Environment::new().set_max_dbs(16).open(dir.path()).unwrap();
+        let env = raw_env(dir.path());
         let db = env.open_db(Some("proofs")).unwrap();
         let mut txn = env.begin_rw_txn().unwrap();
         txn.put(db, &Proofs::key(&800_002), &[0xff; 5], WriteFlags::empty())
@@ -878,39 +886,20 @@ fn a_version_2_proof_that_does_not_decode_stops_the_upgrade_and_changes_nothing(
         "{e}"
     );
     // The first slot's value was not rewritten either: one transaction.
-    let env = Environment::new().set_max_dbs(16).open(dir.path()).unwrap();
-    let proofs = env.open_db(Some("proofs")).unwrap();
-    let meta_db = env.open_db(Some("meta")).unwrap();
-    let txn = env.begin_ro_txn().unwrap();
-    let first = txn.get(proofs, &Proofs::key(&800_001)).unwrap();
-    assert_eq!(first, codec::encode_proof(&proof(10, 800_001)).as_slice());
-    let format = txn.get(meta_db, &"format").unwrap();
-    assert_eq!(format, codec::encode_u64(2).as_slice());
+    let first = raw_table(dir.path(), "proofs").remove(0);
+    let key = Proofs::key(&800_001).to_vec();
+    assert_eq!(first, (key, codec::encode_proof(&proof(10, 800_001))));
+    let format = raw_table(dir.path(), Meta::NAME);
+    let format = format.iter().find(|(k, _)| k == b"format");
+    assert_eq!(format.map(|(_, v)| v), Some(&codec::encode_u64(2).to_vec()));
 }
 
 #[test]
 fn a_version_3_data_dir_gets_the_empty_bitcoin_headers_table_and_nothing_else_changes() {
-    let (dir, ledger) = fresh();
-    store(&ledger, 1..=5);
-    drop(ledger);
+    let (dir, ledger) = holding(1..=5);
     // As version 3 left it: no bitcoin_headers table, format 3.
-    {
-        let env = Environment::new().set_max_dbs(20).open(dir.path()).unwrap();
-        let headers = env.open_db(Some(tables::BitcoinHeaders::NAME)).unwrap();
-        let meta_db = env.open_db(Some(Meta::NAME)).unwrap();
-        let mut txn = env.begin_rw_txn().unwrap();
-        // SAFETY: no other handle of this environment is open.
-        unsafe { txn.drop_db(headers).unwrap() };
-        txn.put(
-            meta_db,
-            &"format",
-            &codec::encode_u64(3),
-            WriteFlags::empty(),
-        )
-        .unwrap();
-        txn.commit().unwrap();
-        assert!(env.open_db(Some(tables::BitcoinHeaders::NAME)).is_err());
-    }
+    without_table::<tables::BitcoinHeaders>(ledger, 3);
+    assert!(!table_exists(dir.path(), tables::BitcoinHeaders::NAME));
     let e = refusal(dir.path(), true);
     assert!(e.contains("layout version 3"), "{e}");
     let ledger = open_upgraded(dir.path());
@@ -919,14 +908,12 @@ fn a_version_3_data_dir_gets_the_empty_bitcoin_headers_table_and_nothing_else_ch
     assert_eq!(r.bitcoin_header_tip().unwrap(), None);
     drop(r);
     let genesis = crate::headers::BitcoinNetwork::Regtest.genesis();
-    let mut w = ledger.writer().unwrap();
-    w.put_bitcoin_header(&StoredHeader {
+    let header = StoredHeader {
         height: 0,
         header: genesis,
         chainwork: genesis.work(),
-    })
-    .unwrap();
-    w.commit().unwrap();
+    };
+    write(&ledger, |w| w.put_bitcoin_header(&header).unwrap());
     let r = ledger.reader().unwrap();
     assert_eq!(r.bitcoin_header_tip().unwrap(), Some(0));
     assert_eq!(r.bitcoin_header(0).unwrap().unwrap().header, genesis);
@@ -1022,27 +1009,15 @@ fn a_version_3_data_dir_gets_the_frontier_index_the_write_rules_would_have_writt
     let ledger = open_upgraded(dir.path());
     assert_eq!(frontier_entries(&ledger), written);
     // And rebuilding it again (as after removing records) changes nothing.
-    let mut w = ledger.writer().unwrap();
-    assert_eq!(w.rebuild_frontier().unwrap(), 5);
-    w.commit().unwrap();
+    assert_eq!(write(&ledger, |w| w.rebuild_frontier().unwrap()), 5);
     assert_eq!(frontier_entries(&ledger), written);
 }
 
 #[test]
 fn a_version_6_data_dir_gets_an_empty_address_book_and_keeps_its_chain() {
-    let (dir, ledger) = fresh();
-    store(&ledger, [1, 2]);
+    let (dir, ledger) = holding([1, 2]);
     // As version 6 left it: no address book, layout 6.
-    let mut w = ledger.writer().unwrap();
-    // SAFETY: no handle of the table is used again in this process.
-    unsafe {
-        w.txn
-            .drop_db(tables::BitcoinPeers::db(&ledger.dbs))
-            .unwrap()
-    };
-    w.put_meta(tables::META_FORMAT, &6).unwrap();
-    w.commit().unwrap();
-    drop(ledger);
+    without_table::<tables::BitcoinPeers>(ledger, 6);
     assert!(!table_exists(dir.path(), tables::BitcoinPeers::NAME));
     let ledger = open_upgraded(dir.path());
     let r = ledger.reader().unwrap();
@@ -1060,9 +1035,7 @@ fn a_version_6_data_dir_gets_an_empty_address_book_and_keeps_its_chain() {
     let back = ledger.reader().unwrap().bitcoin_peers().unwrap();
     // IPv4-mapped keys (::ffff:a.b.c.d) sort before 2001:...
     assert_eq!(back, vec![(v4, entry), (v6, BookEntry::default())]);
-    let mut w = ledger.writer().unwrap();
-    w.delete_bitcoin_peer(&v4).unwrap();
-    w.commit().unwrap();
+    write(&ledger, |w| w.delete_bitcoin_peer(&v4).unwrap());
     let back = ledger.reader().unwrap().bitcoin_peers().unwrap();
     assert_eq!(back, vec![(v6, BookEntry::default())]);
 }
@@ -1091,10 +1064,9 @@ fn book_entry(services: u64) -> BookEntry {
 
 #[test]
 fn a_version_7_address_book_gets_unknown_services_and_keeps_the_rest() {
-    let (dir, ledger) = fresh();
+    let (dir, ledger) = holding([1, 2]);
     let v4: std::net::SocketAddr = "10.1.2.3:8333".parse().unwrap();
     let entry = book_entry(0);
-    store(&ledger, [1, 2]);
     // As version 7 left it: 30-byte entries, layout 7.
     let mut w = ledger.writer().unwrap();
     let old = codec::encode_book_entry(&entry)[..30].to_vec();

@@ -892,16 +892,10 @@ mod tests {
     #[test]
     fn decode_errors_name_their_case_and_say_it_in_a_sentence() {
         let e = decode_u64(&[0; 7]).unwrap_err();
-        assert!(
-            matches!(
-                e,
-                DecodeError::Length {
-                    expected: 8,
-                    found: 7
-                }
-            ),
-            "{e:?}"
-        );
+        let DecodeError::Length { expected, found } = e else {
+            panic!("{e:?}")
+        };
+        assert_eq!((expected, found), (8, 7));
         assert_eq!(e.to_string(), "expected 8 bytes, found 7");
         let e = decode_status(&[]).unwrap_err();
         assert_eq!(e.to_string(), "expected 1 byte, found 0");
@@ -911,17 +905,10 @@ mod tests {
         let mut list = vec![1, 64];
         list.extend_from_slice(&[0xff; 64]);
         let e = decode_proofs(&list).unwrap_err();
-        assert!(
-            matches!(
-                e,
-                DecodeError::InList {
-                    index: 1,
-                    count: 1,
-                    ..
-                }
-            ),
-            "{e:?}"
-        );
+        let DecodeError::InList { index, count, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!((*index, *count), (1, 1));
         let text = e.to_string();
         assert_eq!(text, "proof 1 of 1: height does not fit in 64 bits");
         let inner = std::error::Error::source(&e).expect("the proof's own error");
