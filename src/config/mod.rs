@@ -157,22 +157,6 @@ impl SourceConfig {
             _ => None,
         }
     }
-
-    /// The upstream URLs (empty unless following upstreams).
-    pub fn upstreams(&self) -> &[String] {
-        match self {
-            SourceConfig::Upstream { urls, .. } => urls,
-            _ => &[],
-        }
-    }
-
-    /// The Bitcoin DA source, with `--bitcoin-rpc`.
-    pub fn bitcoin(&self) -> Option<&BitcoinConfig> {
-        match self {
-            SourceConfig::Upstream { bitcoin, .. } => bitcoin.as_ref(),
-            _ => None,
-        }
-    }
 }
 
 impl Default for Config {
