@@ -553,78 +553,70 @@ fn bitcoin_rpc_reads_the_da_layer_beside_an_upstream_with_the_networks_da_keys()
     assert!(e.contains("has no DA keys"), "{e}");
 }
 
-/// A value every setting takes, and what else it needs.
+/// A value every setting takes, and what else it needs (TOML: '' quotes a string).
 fn sample(flag: &str) -> (&'static str, &'static str) {
     let with_rpc =
-        "upstream = \"http://u:1\"\nbitcoin-rpc = \"http://b:2\"\nbitcoin-rpc-cookie = \"c\"\n";
-    let dev_rpc = "dev = true\ndev-bitcoin-rpc = \"http://127.0.0.1:1\"\n";
-    let with_peer = "upstream = \"http://u:1\"\nbitcoin-peer = [\"127.0.0.1:18444\"]\n";
+        "upstream = 'http://u:1'\nbitcoin-rpc = 'http://b:2'\nbitcoin-rpc-cookie = 'c'\n";
+    let dev_rpc = "dev = true\ndev-bitcoin-rpc = 'http://127.0.0.1:1'\n";
+    let with_peer = "upstream = 'http://u:1'\nbitcoin-peer = ['127.0.0.1:18444']\n";
+    let user = "bitcoin-rpc-user = 'u'\ndev = true\ndev-bitcoin-rpc = 'http://h:1'\n";
+    let password = "bitcoin-rpc-password = 'p'\ndev = true\ndev-bitcoin-rpc = 'http://h:1'\n";
+    let ca = concat!(
+        "'",
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/upstream_ca.pem'"
+    );
+    let cargo_toml = concat!("'", env!("CARGO_MANIFEST_DIR"), "/Cargo.toml'");
     match flag {
-        "bind" => ("\"127.0.0.1:0\"", ""),
-        "data-dir" => ("\"/tmp/x\"", ""),
-        "upstream" => ("[\"http://127.0.0.1:1\"]", ""),
-        "upstream-ca" => (
-            concat!(
-                "\"",
-                env!("CARGO_MANIFEST_DIR"),
-                "/tests/data/upstream_ca.pem\""
-            ),
-            "upstream = \"https://127.0.0.1:1\"\n",
-        ),
-        "upstream-max-rps" => ("5", "upstream = \"http://127.0.0.1:1\"\n"),
+        "bind" => ("'127.0.0.1:0'", ""),
+        "data-dir" => ("'/tmp/x'", ""),
+        "upstream" => ("['http://127.0.0.1:1']", ""),
+        "upstream-ca" => (ca, "upstream = 'https://127.0.0.1:1'\n"),
+        "upstream-max-rps" => ("5", "upstream = 'http://127.0.0.1:1'\n"),
         "sequencer-pubkey" => (
-            "\"92c5f7b9205a71b792b99c372c49d4d5256bb0d4a6db095520586d4330a15503\"",
+            "'92c5f7b9205a71b792b99c372c49d4d5256bb0d4a6db095520586d4330a15503'",
             "",
         ),
-        "network" => ("\"testnet\"", ""),
-        "cors-origin" => ("\"http://127.0.0.1:8080\"", ""),
-        "wire" => ("\"citrea\"", ""),
+        "network" => ("'testnet'", ""),
+        "cors-origin" => ("'http://127.0.0.1:8080'", ""),
+        "wire" => ("'citrea'", ""),
         "batch-proof-image" => (
-            "[\"kumquat=50757c7c24e165267d92794e59aca4e57758f3ac87cd20c512894aed4b87d4ff\"]",
+            "['kumquat=50757c7c24e165267d92794e59aca4e57758f3ac87cd20c512894aed4b87d4ff']",
             "",
         ),
-        "to-l2" | "to-l1" => ("5", "data-dir = \"/tmp/x\"\n"),
-        "log-format" => ("\"json\"", ""),
-        "bitcoin-peer" => ("[\"127.0.0.1:18444\"]", "upstream = \"http://u:1\"\n"),
-        "bitcoin-p2p" => ("true", "upstream = \"http://u:1\"\nnetwork = \"testnet\"\n"),
+        "to-l2" | "to-l1" => ("5", "data-dir = '/tmp/x'\n"),
+        "log-format" => ("'json'", ""),
+        "bitcoin-peer" => ("['127.0.0.1:18444']", "upstream = 'http://u:1'\n"),
+        "bitcoin-p2p" => ("true", "upstream = 'http://u:1'\nnetwork = 'testnet'\n"),
         "bitcoin-dns-seed" => (
-            "[\"localhost\"]",
-            "upstream = \"http://u:1\"\nnetwork = \"testnet\"\nbitcoin-p2p = true\n",
+            "['localhost']",
+            "upstream = 'http://u:1'\nnetwork = 'testnet'\nbitcoin-p2p = true\n",
         ),
         "bitcoin-discover" => ("true", with_peer),
         "bitcoin-max-peers" => ("5", with_peer),
-        "bitcoin-transport" => ("\"v1\"", with_peer),
-        "bitcoin-chain" => ("\"testnet4\"", with_rpc),
-        "dry-run" => ("true", "data-dir = \"/tmp/x\"\nto-l2 = 5\n"),
+        "bitcoin-transport" => ("'v1'", with_peer),
+        "bitcoin-chain" => ("'testnet4'", with_rpc),
+        "dry-run" => ("true", "data-dir = '/tmp/x'\nto-l2 = 5\n"),
         "dev-bitcoin-rpc" => (
-            "\"http://127.0.0.1:1\"",
-            "dev = true\nbitcoin-rpc-cookie = \"c\"\n",
+            "'http://127.0.0.1:1'",
+            "dev = true\nbitcoin-rpc-cookie = 'c'\n",
         ),
         "bitcoin-rpc" => (
-            "\"http://127.0.0.1:1\"",
-            "upstream = \"http://u:1\"\nbitcoin-rpc-cookie = \"c\"\n",
+            "'http://b:2'",
+            "upstream = 'http://u:1'\nbitcoin-rpc-cookie = 'c'\n",
         ),
-        "bitcoin-rpc-user" => (
-            "\"u\"",
-            "bitcoin-rpc-password = \"p\"\ndev = true\ndev-bitcoin-rpc = \"http://h:1\"\n",
-        ),
-        "bitcoin-rpc-password" => (
-            "\"p\"",
-            "bitcoin-rpc-user = \"u\"\ndev = true\ndev-bitcoin-rpc = \"http://h:1\"\n",
-        ),
-        "bitcoin-rpc-password-file" => (
-            concat!("\"", env!("CARGO_MANIFEST_DIR"), "/Cargo.toml\""),
-            "bitcoin-rpc-user = \"u\"\ndev = true\ndev-bitcoin-rpc = \"http://h:1\"\n",
-        ),
-        "bitcoin-rpc-cookie" => ("\"c\"", dev_rpc),
+        "bitcoin-rpc-user" => ("'u'", password),
+        "bitcoin-rpc-password" => ("'p'", user),
+        "bitcoin-rpc-password-file" => (cargo_toml, user),
+        "bitcoin-rpc-cookie" => ("'c'", dev_rpc),
         "bitcoin-finality-depth" => ("5", with_rpc),
         // Citrea testnet's DA keys: the defaults (regtest's) would change nothing.
         "sequencer-da-pubkey" => (
-            "\"03015a7c4d2cc1c771198686e2ebef6fe7004f4136d61f6225b061d1bb9b821b9b\"",
+            "'03015a7c4d2cc1c771198686e2ebef6fe7004f4136d61f6225b061d1bb9b821b9b'",
             with_rpc,
         ),
         "prover-da-pubkey" => (
-            "\"0357d255ab93638a2d880787ebaadfefdfc9bb51a26b4a37e5d588e04e54c60a42\"",
+            "'0357d255ab93638a2d880787ebaadfefdfc9bb51a26b4a37e5d588e04e54c60a42'",
             with_rpc,
         ),
         f if f.starts_with("dev-") => ("5", "dev = true\n"),
@@ -662,7 +654,7 @@ fn sample_setting(sub: &str, arg: &clap::Arg) -> (&'static str, &'static str) {
     let needs = match (sub, long) {
         ("rollback", "data-dir") => "to-l2 = 5\n",
         ("rollback", "to-l2" | "to-l1" | "dry-run") => needs,
-        ("rollback", _) => "data-dir = \"/tmp/x\"\nto-l2 = 5\n",
+        ("rollback", _) => "data-dir = '/tmp/x'\nto-l2 = 5\n",
         _ => needs,
     };
     (value, needs)
@@ -709,18 +701,9 @@ fn every_setting_of_every_command_is_a_config_file_key_and_a_variable() {
 #[test]
 fn print_config_says_where_each_value_came_from_and_never_prints_the_password() {
     let text = "[server]\nbind = \"127.0.0.1:0\"\n";
-    let Ok(Command::PrintConfig(out)) = with_file(
-        Some("config"),
-        text,
-        &[
-            "--max-batch",
-            "7",
-            "--dev",
-            "--dev-bitcoin-rpc=http://h:1",
-            "--bitcoin-rpc-user=u",
-            "--bitcoin-rpc-password=hunter2",
-        ],
-    ) else {
+    let flags = "--max-batch 7 --dev --dev-bitcoin-rpc=http://h:1 --bitcoin-rpc-user=u \
+                 --bitcoin-rpc-password=hunter2";
+    let Ok(Command::PrintConfig(out)) = with_file(Some("config"), text, &words(flags)) else {
         panic!("not a print")
     };
     assert!(
@@ -743,12 +726,8 @@ fn print_config_says_where_each_value_came_from_and_never_prints_the_password() 
     assert!(out.contains("# network: not set\n"), "{out}");
     assert!(!out.contains("hunter2"), "{out}");
     // What it prints is a config file that sets the same (the password aside).
-    let printed: String = out
-        .lines()
-        .filter(|l| !l.contains("bitcoin"))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let again = run_with_file(&printed, &[]);
+    let printed: Vec<&str> = out.lines().filter(|l| !l.contains("bitcoin")).collect();
+    let again = run_with_file(&printed.join("\n"), &[]);
     assert_eq!((again.bind.as_str(), again.max_batch), ("127.0.0.1:0", 7));
     assert!(again.source.devnet().is_some());
 }
@@ -960,15 +939,13 @@ fn bitcoin_chain_defaults_to_the_networks_and_applies_with_bitcoin_rpc() {
 #[test]
 fn verify_headers_takes_a_file_a_chain_and_a_start_height() {
     use crate::headers::BitcoinNetwork;
-    let parsed = command("verify-headers --bitcoin-chain main --start-height 40310 h.txt");
-    match parsed {
-        Command::VerifyHeaders(a) => {
-            assert_eq!(a.chain, BitcoinNetwork::Main);
-            assert_eq!(a.start_height, Some(40310));
-            assert_eq!(a.file, PathBuf::from("h.txt"));
-        }
-        other => panic!("{other:?}"),
-    }
+    let line = "verify-headers --bitcoin-chain main --start-height 40310 h.txt";
+    let Command::VerifyHeaders(a) = command(line) else {
+        panic!("not a verify-headers")
+    };
+    assert_eq!(a.chain, BitcoinNetwork::Main);
+    assert_eq!(a.start_height, Some(40310));
+    assert_eq!(a.file, PathBuf::from("h.txt"));
     let e = refused_command("verify-headers");
     assert!(e.contains("verify-headers needs a FILE"), "{e}");
     let e = refused(&["--start-height", "5"]);
