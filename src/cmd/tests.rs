@@ -602,7 +602,7 @@ fn sample(flag: &str) -> (&'static str, &'static str) {
             "dev = true\nbitcoin-rpc-cookie = 'c'\n",
         ),
         "bitcoin-rpc" => (
-            "'http://b:2'",
+            "'http://127.0.0.1:1'",
             "upstream = 'http://u:1'\nbitcoin-rpc-cookie = 'c'\n",
         ),
         "bitcoin-rpc-user" => ("'u'", password),
