@@ -426,6 +426,14 @@ fn dev_credentials(c: &Config) -> Credentials {
     devnet(c).bitcoin.clone().unwrap().credentials
 }
 
+/// bitcoind's credentials `user` and `password`.
+fn user_password(user: &str, password: &str) -> Credentials {
+    Credentials::UserPassword {
+        user: user.into(),
+        password: password.into(),
+    }
+}
+
 #[test]
 fn dev_bitcoin_rpc_takes_one_set_of_the_shared_bitcoind_credentials() {
     let c = run_line(
@@ -440,13 +448,7 @@ fn dev_bitcoin_rpc_takes_one_set_of_the_shared_bitcoind_credentials() {
     let c = run_line(
         "--dev --dev-bitcoin-rpc=http://h:1 --bitcoin-rpc-user=u --bitcoin-rpc-password=p",
     );
-    assert_eq!(
-        dev_credentials(&c),
-        Credentials::UserPassword {
-            user: "u".into(),
-            password: "p".into()
-        }
-    );
+    assert_eq!(dev_credentials(&c), user_password("u", "p"));
     let e = refused(&["--dev", "--dev-bitcoin-rpc", "http://h:1"]);
     assert!(e.contains("needs bitcoind's credentials"), "{e}");
     let e = refused_line("--dev --dev-bitcoin-rpc=http://h:1 --bitcoin-rpc-user=u");
@@ -474,13 +476,7 @@ fn the_password_can_come_from_a_file_and_not_also_from_the_flag() {
         "--dev --dev-bitcoin-rpc=http://h:1 --bitcoin-rpc-user=u --bitcoin-rpc-password-file {file}"
     ));
     let credentials = dev_credentials(&c);
-    assert_eq!(
-        credentials,
-        Credentials::UserPassword {
-            user: "u".into(),
-            password: "s3cret".into()
-        }
-    );
+    assert_eq!(credentials, user_password("u", "s3cret"));
     assert!(
         !format!("{credentials:?}").contains("s3cret"),
         "Debug masks it"
