@@ -421,6 +421,9 @@ fn a_file_that_is_not_toml_is_refused_and_the_old_form_is_read_only_by_convert()
     assert!(e.contains("line 1: not in the older"), "{e}");
 }
 
+/// A follower that reads the DA layer from bitcoind's RPC.
+const WITH_RPC: &str = "--upstream=http://u:1 --bitcoin-rpc=http://b:2 --bitcoin-rpc-cookie=c";
+
 /// The credentials `c` gives the devnet's bitcoind.
 fn dev_credentials(c: &Config) -> Credentials {
     devnet(c).bitcoin.clone().unwrap().credentials
@@ -534,18 +537,13 @@ fn bitcoin_rpc_reads_the_da_layer_beside_an_upstream_with_the_networks_da_keys()
     assert_eq!(b(&run(&peer)), TransportChoice::Auto);
     let v1 = run(&[&peer[..], &["--bitcoin-transport", "v1"]].concat());
     assert_eq!(b(&v1), TransportChoice::V1);
-    let e = refused_line(
-        "--upstream=http://u:1 --bitcoin-rpc=http://b:2 --bitcoin-rpc-cookie=c \
-         --bitcoin-transport=v2",
-    );
+    let e = refused_line(&format!("{WITH_RPC} --bitcoin-transport=v2"));
     assert!(e.contains("only applies with --bitcoin-peer"), "{e}");
     let e = refused(&[&peer[..], &["--bitcoin-transport", "v3"]].concat());
     assert!(e.contains("takes auto"), "{e}");
     let e = refused(&["--sequencer-da-pubkey", "02ab"]);
     assert!(e.contains("66 hex digits"), "{e}");
-    let e = refused_line(
-        "--network=mainnet --upstream=http://u:1 --bitcoin-rpc=http://b:2 --bitcoin-rpc-cookie=c",
-    );
+    let e = refused_line(&format!("--network=mainnet {WITH_RPC}"));
     assert!(e.contains("has no DA keys"), "{e}");
 }
 
@@ -919,14 +917,13 @@ fn ephemeral_runs_without_a_data_dir() {
 #[test]
 fn bitcoin_chain_defaults_to_the_networks_and_applies_with_bitcoin_rpc() {
     use crate::headers::BitcoinNetwork;
-    let rpc = "--upstream http://u:1 --bitcoin-rpc http://b:2 --bitcoin-rpc-cookie c";
-    let chain_of = |extra: &str| bitcoin(&run_line(&format!("{rpc} {extra}"))).chain;
+    let chain_of = |extra: &str| bitcoin(&run_line(&format!("{WITH_RPC} {extra}"))).chain;
     assert_eq!(chain_of(""), BitcoinNetwork::Regtest);
     assert_eq!(chain_of("--network testnet"), BitcoinNetwork::Testnet4);
     assert_eq!(chain_of("--network devnet"), BitcoinNetwork::Signet);
     let given = chain_of("--network testnet --bitcoin-chain signet");
     assert_eq!(given, BitcoinNetwork::Signet);
-    let e = refused_line(&format!("{rpc} --bitcoin-chain testnet3"));
+    let e = refused_line(&format!("{WITH_RPC} --bitcoin-chain testnet3"));
     assert!(e.contains("main, testnet4, signet or regtest"), "{e}");
     let e = refused(&["--upstream", "http://u:1", "--bitcoin-chain", "main"]);
     assert!(e.contains("only applies with --bitcoin-rpc"), "{e}");
@@ -964,10 +961,7 @@ fn bitcoin_peer_is_repeatable_needs_no_credentials_and_takes_host_and_port() {
     let c = run_line("--upstream=http://u:1 --bitcoin-peer=127.0.0.1:18444,node.example:8333");
     assert_eq!(bitcoin(&c).peers, ["127.0.0.1:18444", "node.example:8333"]);
     // Beside bitcoind's RPC too.
-    let c = run_line(
-        "--upstream=http://u:1 --bitcoin-peer=127.0.0.1:18444 --bitcoin-rpc=http://b:2 \
-         --bitcoin-rpc-cookie=c",
-    );
+    let c = run_line(&format!("{WITH_RPC} --bitcoin-peer=127.0.0.1:18444"));
     let b = bitcoin(&c);
     assert_eq!((b.url.as_deref(), b.peers.len()), (Some("http://b:2"), 1));
 

@@ -85,11 +85,7 @@ pub fn read(path: &Path) -> Result<FileConfig, ConfigError> {
         Err(toml_error) => {
             let offset = toml_error.span().map_or(0, |s| s.start);
             let (line, column) = (line_of(&text, offset), column_of(&text, offset));
-            let why = toml_error
-                .message()
-                .trim()
-                .trim_end_matches('.')
-                .to_string();
+            let why = toml_error.message().trim().trim_end_matches('.');
             let old_form = match legacy_entries(&text) {
                 Some(_) => format!(
                     "; it would read in the older `key = value` form, which ledgerd no longer \
@@ -154,11 +150,7 @@ fn column_of(text: &str, offset: usize) -> usize {
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
-    text.as_bytes()[..offset.min(text.len())]
-        .iter()
-        .filter(|b| **b == b'\n')
-        .count()
-        + 1
+    text.bytes().take(offset).filter(|&b| b == b'\n').count() + 1
 }
 
 fn toml_entries(

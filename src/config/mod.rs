@@ -332,9 +332,7 @@ pub fn parse_flags<C: clap::Parser>(
         None => env::prepare(base),
     };
     warnings.extend(env::unknown_variables(&cmd));
-    let convert = (sub == "config")
-        .then(|| flag_value(&args, "--convert"))
-        .flatten();
+    let convert = flag_value(&args, "--convert").filter(|_| sub == "config");
     let file = match (convert, config_path(&args)) {
         (Some(_), Some(_)) if args.iter().any(|a| a.starts_with("--config")) => {
             return Err(ConfigError(
