@@ -60,8 +60,7 @@ pub fn at_least_one<T: FromStr + PartialOrd + From<u8>>(value: &str) -> Result<T
 
 /// A bitcoind RPC URL, `http://HOST:PORT`, without a trailing `/`.
 pub fn bitcoind_url(value: &str) -> Result<String, String> {
-    let host = value.strip_prefix("http://").unwrap_or("");
-    if host.is_empty() || host.starts_with('/') || host.contains(' ') {
+    if !(value.starts_with("http://") && is_http_url(value)) {
         return Err(format!(
             "takes bitcoind's RPC URL, http://HOST:PORT (its -rpcport), not {value:?}"
         ));
