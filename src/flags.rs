@@ -121,6 +121,14 @@ pub fn closest<'a, I: IntoIterator<Item = &'a str>>(word: &str, known: I) -> Opt
         .map(|(_, k)| k)
 }
 
+/// ` (did you mean K?)`, K the one of `known` [`closest`] to `word`; empty
+/// when none is close.
+pub fn did_you_mean<'a>(word: &str, known: impl IntoIterator<Item = &'a str>) -> String {
+    closest(word, known)
+        .map(|k| format!(" (did you mean {k}?)"))
+        .unwrap_or_default()
+}
+
 /// Edit distance (optimal string alignment): insertions, deletions,
 /// substitutions and swaps of two neighbouring characters (`dve` -> `dev`
 /// is one).

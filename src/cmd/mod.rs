@@ -246,17 +246,12 @@ fn check_exit(
     file: &Path,
     outcome: Result<(bool, String), impl std::fmt::Display>,
 ) -> ExitCode {
-    let name = file.display();
-    match outcome {
-        Ok((passed, summary)) => {
-            eprintln!("ledgerd {command}: {name}: {summary}");
-            ExitCode::from(u8::from(!passed))
-        }
-        Err(e) => {
-            eprintln!("ledgerd {command}: {name}: {e}");
-            ExitCode::from(2)
-        }
-    }
+    let (said, code) = match outcome {
+        Ok((passed, summary)) => (summary, u8::from(!passed)),
+        Err(e) => (e.to_string(), 2),
+    };
+    eprintln!("ledgerd {command}: {}: {said}", file.display());
+    ExitCode::from(code)
 }
 
 #[cfg(test)]

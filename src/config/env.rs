@@ -25,9 +25,7 @@ pub fn unknown_variables(cmd: &clap::Command) -> Vec<String> {
     names
         .into_iter()
         .map(|name| {
-            let near = crate::flags::closest(&name, known.iter().map(String::as_str))
-                .map(|k| format!(" (did you mean {k}?)"))
-                .unwrap_or_default();
+            let near = crate::flags::did_you_mean(&name, known.iter().map(String::as_str));
             format!("{name} is set, but no ledgerd setting has that name{near}: it is ignored")
         })
         .collect()

@@ -321,9 +321,7 @@ impl FileConfig {
                         .flat_map(|c| c.get_arguments())
                         .filter_map(|a| a.get_long())
                         .filter(|l| !NOT_SETTINGS.contains(l));
-                    let near = crate::flags::closest(&e.key.replace('_', "-"), keys)
-                        .map(|k| format!(" (did you mean {k}?)"))
-                        .unwrap_or_default();
+                    let near = crate::flags::did_you_mean(&e.key.replace('_', "-"), keys);
                     format!("unknown key{near}; keys are the flags of ledgerd --help without --")
                 };
                 return Err(at(e, &why));

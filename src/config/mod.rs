@@ -282,10 +282,7 @@ fn unknown_command(name: &str, cmd: &clap::Command) -> String {
         .map(clap::Command::get_name)
         .filter(|n| *n != "help")
         .collect();
-    let near = match crate::flags::closest(name, commands.iter().copied()) {
-        Some(c) => format!(" (did you mean {c}?)"),
-        None => String::new(),
-    };
+    let near = crate::flags::did_you_mean(name, commands.iter().copied());
     format!(
         "unknown command {name:?}{near}; the commands are {}; see ledgerd --help",
         commands.join(", ")
