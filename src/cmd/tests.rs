@@ -305,10 +305,7 @@ fn the_command_lines_upstreams_replace_the_config_files() {
     let text = "upstream = [\"http://a:1\", \"http://b:2\"]\n";
     let c = run_with_file(text, &[]);
     assert_eq!(upstreams(&c), ["http://a:1", "http://b:2"]);
-    let c = run_with_file(
-        text,
-        &["--upstream", "http://c:3", "--upstream", "http://a:1"],
-    );
+    let c = run_with_file(text, &words("--upstream http://c:3 --upstream http://a:1"));
     assert_eq!(upstreams(&c), ["http://c:3", "http://a:1"]);
 }
 
