@@ -60,8 +60,7 @@ pub fn at_least_one<T: FromStr + PartialOrd + From<u8>>(value: &str) -> Result<T
 
 /// A bitcoind RPC URL, `http://HOST:PORT`, without a trailing `/`.
 pub fn bitcoind_url(value: &str) -> Result<String, String> {
-    let host = value.strip_prefix("http://").unwrap_or("");
-    if host.is_empty() || host.starts_with('/') || host.contains(' ') {
+    if !(value.starts_with("http://") && is_http_url(value)) {
         return Err(format!(
             "takes bitcoind's RPC URL, http://HOST:PORT (its -rpcport), not {value:?}"
         ));
@@ -120,6 +119,14 @@ pub fn closest<'a, I: IntoIterator<Item = &'a str>>(word: &str, known: I) -> Opt
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, _)| *d)
         .map(|(_, k)| k)
+}
+
+/// ` (did you mean K?)`, K the one of `known` [`closest`] to `word`; empty
+/// when none is close.
+pub fn did_you_mean<'a>(word: &str, known: impl IntoIterator<Item = &'a str>) -> String {
+    closest(word, known)
+        .map(|k| format!(" (did you mean {k}?)"))
+        .unwrap_or_default()
 }
 
 /// Edit distance (optimal string alignment): insertions, deletions,

@@ -178,18 +178,10 @@ impl Command {
 }
 
 /// Parses the arguments after the program name, with the environment and
-/// the config file (`--config FILE` or `LEDGERD_CONFIG`) beneath them; logs
-/// what the operator should know (a `LEDGERD_` variable no setting has).
-pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, ConfigError> {
-    let (command, warnings) = parse_with_warnings(args);
-    for warning in warnings {
-        log::warn!("{warning}");
-    }
-    command
-}
-
-/// [`parse`], the warnings returned instead of logged (for a caller whose
-/// logger depends on the configuration).
+/// the config file (`--config FILE` or `LEDGERD_CONFIG`) beneath them; what
+/// the operator should know (a `LEDGERD_` variable no setting has) is
+/// returned beside it, for the caller to log once its logger is set up (it
+/// depends on the configuration).
 pub fn parse_with_warnings<I: IntoIterator<Item = String>>(
     args: I,
 ) -> (Result<Command, ConfigError>, Vec<String>) {
@@ -254,17 +246,12 @@ fn check_exit(
     file: &Path,
     outcome: Result<(bool, String), impl std::fmt::Display>,
 ) -> ExitCode {
-    let name = file.display();
-    match outcome {
-        Ok((passed, summary)) => {
-            eprintln!("ledgerd {command}: {name}: {summary}");
-            ExitCode::from(u8::from(!passed))
-        }
-        Err(e) => {
-            eprintln!("ledgerd {command}: {name}: {e}");
-            ExitCode::from(2)
-        }
-    }
+    let (said, code) = match outcome {
+        Ok((passed, summary)) => (summary, u8::from(!passed)),
+        Err(e) => (e.to_string(), 2),
+    };
+    eprintln!("ledgerd {command}: {}: {said}", file.display());
+    ExitCode::from(code)
 }
 
 #[cfg(test)]

@@ -53,7 +53,6 @@ pub struct Args {
 
 /// `run`: the chain source and its flags, checked against each other.
 pub fn resolve(r: Args, given: &Given) -> Result<Command, ConfigError> {
-    use crate::source::devnet::args::DevArgs;
     let urls = r.upstream.urls().map_err(ConfigError)?;
     let dev_on = r.dev.dev;
     let ephemeral = r.ephemeral.ephemeral;
@@ -167,18 +166,17 @@ pub fn resolve(r: Args, given: &Given) -> Result<Command, ConfigError> {
     } else {
         SourceConfig::None
     };
-    let serve = r.serve;
-    Ok(Command::Run(Box::new(serve.into_config(Config {
+    Ok(Command::Run(Box::new(r.serve.into_config(Config {
         data_dir: r.ledger.data_dir,
         source,
         sync_chunk: r.follower.sync_chunk,
         sync_concurrency: r.follower.sync_concurrency,
-        upstream_ca: r.upstream.upstream_ca.clone(),
+        upstream_ca: r.upstream.upstream_ca,
         upstream_max_rps: r.upstream.upstream_max_rps,
         allow_missing_tx_bodies: r.follower.allow_missing_tx_bodies,
         allow_fake_proofs: r.proof.allow_fake_proofs,
         batch_proof_images,
-        chain: r.chain.clone(),
+        chain: r.chain,
         read_only: false,
         ephemeral,
         ..Config::default()
@@ -188,7 +186,7 @@ pub fn resolve(r: Args, given: &Given) -> Result<Command, ConfigError> {
 /// `--bitcoin-rpc`'s settings; the DA keys default to the network's
 /// (Citrea's regtest keys, the devnet's, without `--network`).
 fn bitcoin_config(
-    b: &crate::source::bitcoin::args::BitcoinArgs,
+    b: &BitcoinArgs,
     network: Option<crate::chain_rules::Network>,
     given: &Given,
 ) -> Result<BitcoinConfig, ConfigError> {

@@ -24,8 +24,7 @@ pub struct Args {
 
 /// A node with `read_only` set and no chain source.
 pub fn resolve(r: Args) -> Result<Command, ConfigError> {
-    let serve = r.serve;
-    Ok(Command::Run(Box::new(serve.into_config(Config {
+    Ok(Command::Run(Box::new(r.serve.into_config(Config {
         data_dir: r.ledger.data_dir,
         read_only: true,
         ..Config::default()

@@ -465,30 +465,30 @@ mod tests {
         (key, blocks)
     }
 
-    fn options(forks: ForkTable) -> VerifyOptions {
-        VerifyOptions {
+    /// [`check_all`] of `blocks` as JSON lines, by `forks`, against the
+    /// first block's key: the summary and the report.
+    fn report(blocks: &[SoftConfirmation], forks: ForkTable) -> (Summary, String) {
+        let mut input = Vec::new();
+        for sc in blocks {
+            crate::wire::write::write_soft_confirmation(&mut input, sc);
+            input.push(b'\n');
+        }
+        let options = VerifyOptions {
             forks,
             sequencer_key: None,
             sequencer_key_name: String::new(),
-        }
-    }
-
-    fn json_lines(blocks: &[SoftConfirmation]) -> String {
+        };
         let mut out = Vec::new();
-        for sc in blocks {
-            crate::wire::write::write_soft_confirmation(&mut out, sc);
-            out.push(b'\n');
-        }
-        String::from_utf8(out).unwrap()
+        let summary = check_all(std::str::from_utf8(&input).unwrap(), &options, &mut out).unwrap();
+        (summary, String::from_utf8(out).unwrap())
     }
 
     #[test]
     fn a_chain_across_the_fork_passes_by_its_table_and_each_block_is_reported() {
         let forks = ForkTable::kumquat_from(3);
         let (_, blocks) = chain(&forks);
-        let mut out = Vec::new();
-        let summary = check_all(&json_lines(&blocks), &options(forks), &mut out).unwrap();
-        assert_eq!(String::from_utf8(out).unwrap(), "ok 1\nok 2\nok 3\nok 4\n");
+        let (summary, out) = report(&blocks, forks);
+        assert_eq!(out, "ok 1\nok 2\nok 3\nok 4\n");
         assert!(summary.all_passed());
         assert_eq!(summary.to_string(), "4 block(s): 4 ok, 0 failed");
     }
@@ -526,9 +526,7 @@ mod tests {
         let other = SequencerKey::from_secret(&[6; 32]);
         blocks[2].pub_key = other.public_key();
         blocks[2].signature = other.sign_block(&blocks[2], crate::chain_rules::Fork::Kumquat);
-        let mut out = Vec::new();
-        let summary = check_all(&json_lines(&blocks), &options(forks), &mut out).unwrap();
-        let out = String::from_utf8(out).unwrap();
+        let (summary, out) = report(&blocks, forks);
         assert_eq!(summary.failed, 1, "{out}");
         let line = out.lines().nth(2).unwrap();
         assert!(line.starts_with("FAIL 3: pubKey "), "{line}");

@@ -234,12 +234,8 @@ fn check_one(
         Ok(r) => r,
         Err(e) => return refused(out, "receipt", e),
     };
-    writeln!(
-        out,
-        "  receipt: a {} receipt, journal {} bytes",
-        decoded.kind().name(),
-        decoded.journal().len()
-    )?;
+    let (kind, bytes) = (decoded.kind().name(), decoded.journal().len());
+    writeln!(out, "  receipt: a {kind} receipt, journal {bytes} bytes")?;
     let journal = match journal::decode(decoded.journal()) {
         Ok(j) => j,
         Err(e) => return refused(out, "journal", e),
@@ -296,14 +292,8 @@ pub fn check_all(
     let mut refused = 0;
     for (i, given) in proofs.iter().enumerate() {
         let io = InputError::Report;
-        writeln!(
-            out,
-            "proof {} of {}: {} bytes",
-            i + 1,
-            proofs.len(),
-            given.bytes.len()
-        )
-        .map_err(io)?;
+        let (n, bytes) = (proofs.len(), given.bytes.len());
+        writeln!(out, "proof {} of {n}: {bytes} bytes", i + 1).map_err(io)?;
         if !check_one(given, options, out).map_err(io)? {
             refused += 1;
         }

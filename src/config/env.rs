@@ -16,19 +16,16 @@ pub fn unknown_variables(cmd: &clap::Command) -> Vec<String> {
         .flat_map(|c| c.get_arguments())
         .filter_map(|a| variable_of(a.get_long()?))
         .collect();
-    let mut names: Vec<String> = std::env::vars_os()
+    // In order, once each.
+    let names: std::collections::BTreeSet<String> = std::env::vars_os()
         .filter_map(|(k, _)| k.into_string().ok())
         .filter(|k| k.starts_with("LEDGERD_"))
         .filter(|k| !known.contains(k) && !TOOLS_VARIABLES.contains(&k.as_str()))
         .collect();
-    names.sort();
-    names.dedup();
     names
         .into_iter()
         .map(|name| {
-            let near = crate::flags::closest(&name, known.iter().map(String::as_str))
-                .map(|k| format!(" (did you mean {k}?)"))
-                .unwrap_or_default();
+            let near = crate::flags::did_you_mean(&name, known.iter().map(String::as_str));
             format!("{name} is set, but no ledgerd setting has that name{near}: it is ignored")
         })
         .collect()
@@ -60,15 +57,11 @@ pub fn prepare_for_command(cmd: clap::Command) -> clap::Command {
 }
 
 fn with_env(cmd: clap::Command, env: bool) -> clap::Command {
+    let variable = |a: &clap::Arg| a.get_long().and_then(variable_of).filter(|_| env);
     cmd.args_override_self(true)
         .allow_negative_numbers(true)
-        .mut_args(|a| {
-            if !env {
-                return a;
-            }
-            match a.get_long().and_then(variable_of) {
-                Some(name) => a.env(name),
-                None => a,
-            }
+        .mut_args(|a| match variable(&a) {
+            Some(name) => a.env(name),
+            None => a,
         })
 }

@@ -85,11 +85,7 @@ pub fn read(path: &Path) -> Result<FileConfig, ConfigError> {
         Err(toml_error) => {
             let offset = toml_error.span().map_or(0, |s| s.start);
             let (line, column) = (line_of(&text, offset), column_of(&text, offset));
-            let why = toml_error
-                .message()
-                .trim()
-                .trim_end_matches('.')
-                .to_string();
+            let why = toml_error.message().trim().trim_end_matches('.');
             let old_form = match legacy_entries(&text) {
                 Some(_) => format!(
                     "; it would read in the older `key = value` form, which ledgerd no longer \
@@ -154,11 +150,7 @@ fn column_of(text: &str, offset: usize) -> usize {
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
-    text.as_bytes()[..offset.min(text.len())]
-        .iter()
-        .filter(|b| **b == b'\n')
-        .count()
-        + 1
+    text.bytes().take(offset).filter(|&b| b == b'\n').count() + 1
 }
 
 fn toml_entries(
@@ -329,9 +321,7 @@ impl FileConfig {
                         .flat_map(|c| c.get_arguments())
                         .filter_map(|a| a.get_long())
                         .filter(|l| !NOT_SETTINGS.contains(l));
-                    let near = crate::flags::closest(&e.key.replace('_', "-"), keys)
-                        .map(|k| format!(" (did you mean {k}?)"))
-                        .unwrap_or_default();
+                    let near = crate::flags::did_you_mean(&e.key.replace('_', "-"), keys);
                     format!("unknown key{near}; keys are the flags of ledgerd --help without --")
                 };
                 return Err(at(e, &why));

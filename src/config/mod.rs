@@ -157,22 +157,6 @@ impl SourceConfig {
             _ => None,
         }
     }
-
-    /// The upstream URLs (empty unless following upstreams).
-    pub fn upstreams(&self) -> &[String] {
-        match self {
-            SourceConfig::Upstream { urls, .. } => urls,
-            _ => &[],
-        }
-    }
-
-    /// The Bitcoin DA source, with `--bitcoin-rpc`.
-    pub fn bitcoin(&self) -> Option<&BitcoinConfig> {
-        match self {
-            SourceConfig::Upstream { bitcoin, .. } => bitcoin.as_ref(),
-            _ => None,
-        }
-    }
 }
 
 impl Default for Config {
@@ -298,10 +282,7 @@ fn unknown_command(name: &str, cmd: &clap::Command) -> String {
         .map(clap::Command::get_name)
         .filter(|n| *n != "help")
         .collect();
-    let near = match crate::flags::closest(name, commands.iter().copied()) {
-        Some(c) => format!(" (did you mean {c}?)"),
-        None => String::new(),
-    };
+    let near = crate::flags::did_you_mean(name, commands.iter().copied());
     format!(
         "unknown command {name:?}{near}; the commands are {}; see ledgerd --help",
         commands.join(", ")
@@ -348,9 +329,7 @@ pub fn parse_flags<C: clap::Parser>(
         None => env::prepare(base),
     };
     warnings.extend(env::unknown_variables(&cmd));
-    let convert = (sub == "config")
-        .then(|| flag_value(&args, "--convert"))
-        .flatten();
+    let convert = flag_value(&args, "--convert").filter(|_| sub == "config");
     let file = match (convert, config_path(&args)) {
         (Some(_), Some(_)) if args.iter().any(|a| a.starts_with("--config")) => {
             return Err(ConfigError(
