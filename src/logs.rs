@@ -22,6 +22,7 @@ use log::{Log, Metadata, Record};
 
 use crate::flags::heading;
 use crate::server::QuietAcceptTimeouts;
+use crate::wire::write::{write_str, Obj};
 
 /// `--log-format` (`[operations]` in a config file), taken by `run`.
 #[derive(clap::Args, Clone, Debug)]
@@ -96,7 +97,7 @@ impl Log for JsonLogger {
         }
         let line = json_line(record, std::time::SystemTime::now());
         // Nowhere to report a failed write to stderr.
-        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+        let _ = std::io::stderr().lock().write_all(&line);
     }
 
     fn flush(&self) {
@@ -104,40 +105,21 @@ impl Log for JsonLogger {
     }
 }
 
-/// One record as a JSON object and a newline.
-pub fn json_line(record: &Record<'_>, at: std::time::SystemTime) -> String {
-    let mut out = String::with_capacity(160);
-    out.push_str("{\"time\":\"");
-    rfc3339_millis(&mut out, at);
-    out.push_str("\",\"level\":\"");
-    out.push_str(record.level().as_str());
-    out.push_str("\",\"target\":");
-    push_json_str(&mut out, record.target());
-    out.push_str(",\"message\":");
-    let mut message = String::new();
-    let _ = write!(message, "{}", record.args());
-    push_json_str(&mut out, &message);
-    out.push_str("}\n");
+/// One record as a JSON object and a newline (strings escaped as the
+/// node's answers escape them).
+pub fn json_line(record: &Record<'_>, at: std::time::SystemTime) -> Vec<u8> {
+    let mut time = String::new();
+    rfc3339_millis(&mut time, at);
+    let message = record.args().to_string();
+    let mut out = Vec::with_capacity(160);
+    Obj::open(&mut out)
+        .with("time", |o| write_str(o, &time))
+        .with("level", |o| write_str(o, record.level().as_str()))
+        .with("target", |o| write_str(o, record.target()))
+        .with("message", |o| write_str(o, &message))
+        .close();
+    out.push(b'\n');
     out
-}
-
-/// Appends `s` as a JSON string (quotes, escapes).
-fn push_json_str(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 /// Appends `at` as `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC).
@@ -184,7 +166,7 @@ mod tests {
             .target("ledgerd::sync")
             .args(format_args!("a \"quoted\"\nline\twith\u{1} controls and é"))
             .build();
-        let line = json_line(&record, UNIX_EPOCH);
+        let line = String::from_utf8(json_line(&record, UNIX_EPOCH)).unwrap();
         assert!(line.ends_with("}\n"));
         assert_eq!(line.matches('\n').count(), 1, "{line}");
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
