@@ -570,32 +570,28 @@ impl Sink<Fetched> for L2Sink<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain_rules::SequencerKey;
     use crate::checks::BlockRules;
-    use crate::source::devnet::block::{make_blocks, Inputs};
-    use crate::source::devnet::schedule;
+    use crate::source::devnet::block::tests::seed_chain;
 
     /// 30 devnet blocks, Genesis rules below height 12, Kumquat from it.
     fn chain() -> (ForkTable, Vec<SoftConfirmation>) {
-        let key = SequencerKey::from_secret(&schedule::sequencer_secret(5));
-        let forks = ForkTable::kumquat_from(12);
-        let slots: Vec<_> = (1..=30)
-            .map(|h| schedule::simulated_slot(5, schedule::slot_of(h)))
-            .collect();
-        let genesis = (0, [0u8; 32], schedule::genesis_state_root(5));
-        let blocks = make_blocks(&key, 5, &forks, genesis, 1, &slots, &Inputs::default());
-        (forks, blocks)
+        seed_chain(5, 12, 30)
+    }
+
+    /// `blocks` fetched, to be checked ahead by `ahead`'s rules.
+    fn fetched(blocks: Vec<SoftConfirmation>, ahead: Option<ForkTable>) -> Fetched {
+        Fetched {
+            blocks,
+            slots: Vec::new(),
+            anchors: Ok(None),
+            pre: Prechecked::default(),
+            ahead,
+        }
     }
 
     /// Checks ahead as a fetch thread would with a full queue, to the end.
     fn checked_ahead(blocks: &[SoftConfirmation], forks: ForkTable) -> Prechecked {
-        let mut fetched = Fetched {
-            blocks: blocks.to_vec(),
-            slots: Vec::new(),
-            anchors: Ok(None),
-            pre: Prechecked::default(),
-            ahead: Some(forks),
-        };
+        let mut fetched = fetched(blocks.to_vec(), Some(forks));
         let mut steps = 0;
         while fetched.check_more() {
             steps += 1;
@@ -643,14 +639,7 @@ mod tests {
 
     #[test]
     fn nothing_is_checked_ahead_without_a_fork_table() {
-        let (_, blocks) = chain();
-        let mut fetched = Fetched {
-            blocks,
-            slots: Vec::new(),
-            anchors: Ok(None),
-            pre: Prechecked::default(),
-            ahead: None,
-        };
+        let mut fetched = fetched(chain().1, None);
         assert!(!fetched.check_more());
         assert_eq!(fetched.pre, Prechecked::default());
     }

@@ -147,7 +147,7 @@ pub fn make_blocks(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::chain_rules::{verify_block_signature, Fork};
 
@@ -163,8 +163,13 @@ mod tests {
         (key, (0, [0u8; 32], schedule::genesis_state_root(seed)))
     }
 
-    /// Blocks 1..=`n` of seed `seed`'s devnet, Kumquat from `kumquat_from`.
-    fn seed_chain(seed: u64, kumquat_from: u64, n: u64) -> (ForkTable, Vec<SoftConfirmation>) {
+    /// Blocks 1..=`n` of seed `seed`'s devnet, Kumquat from `kumquat_from`
+    /// (their DA slots seed 3's).
+    pub(crate) fn seed_chain(
+        seed: u64,
+        kumquat_from: u64,
+        n: u64,
+    ) -> (ForkTable, Vec<SoftConfirmation>) {
         let (key, genesis) = start(seed);
         let forks = ForkTable::kumquat_from(kumquat_from);
         let none = Inputs::default();

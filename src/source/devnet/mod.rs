@@ -402,7 +402,13 @@ impl Devnet {
         for n in before + 1..=self.state.timeline.tip() {
             let mined = (|| {
                 let reader = self.ledger.reader().map_err(Self::source_err)?;
-                let slot = da::make_slot(&View::new(&reader, self), n)?;
+                let slot = da::make_slot(
+                    &View {
+                        reader: &reader,
+                        devnet: self,
+                    },
+                    n,
+                )?;
                 drop(reader);
                 chain.mine_slot(n, &slot)
             })();
@@ -570,11 +576,7 @@ struct View<'a, R: LedgerRead> {
     devnet: &'a Devnet,
 }
 
-impl<'a, R: LedgerRead> View<'a, R> {
-    fn new(reader: &'a R, devnet: &'a Devnet) -> Self {
-        View { reader, devnet }
-    }
-
+impl<R: LedgerRead> View<'_, R> {
     /// `pick` of the block made at `h` while it is in the window, else
     /// what `stored` reads of it from the ledger (`what` names it).
     fn made_or_stored(
@@ -715,7 +717,10 @@ impl DaSource for Devnet {
             return chain.read_slots(from, to);
         }
         let reader = self.ledger.reader().map_err(Self::source_err)?;
-        let view = View::new(&reader, self);
+        let view = View {
+            reader: &reader,
+            devnet: self,
+        };
         (from..=to)
             .map(|n| {
                 crate::os::give_way();
