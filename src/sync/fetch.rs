@@ -378,10 +378,7 @@ mod tests {
     fn slot(number: u64) -> Vec<DaSlot> {
         vec![DaSlot {
             number,
-            hash: None,
-            commitments: Vec::new(),
-            proofs: Vec::new(),
-            chunks: Default::default(),
+            ..DaSlot::default()
         }]
     }
 

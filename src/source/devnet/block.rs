@@ -165,11 +165,7 @@ pub(crate) mod tests {
 
     /// Blocks 1..=`n` of seed `seed`'s devnet, Kumquat from `kumquat_from`
     /// (their DA slots seed 3's).
-    pub(crate) fn seed_chain(
-        seed: u64,
-        kumquat_from: u64,
-        n: u64,
-    ) -> (ForkTable, Vec<SoftConfirmation>) {
+    pub fn seed_chain(seed: u64, kumquat_from: u64, n: u64) -> (ForkTable, Vec<SoftConfirmation>) {
         let (key, genesis) = start(seed);
         let forks = ForkTable::kumquat_from(kumquat_from);
         let none = Inputs::default();

@@ -402,13 +402,7 @@ impl Devnet {
         for n in before + 1..=self.state.timeline.tip() {
             let mined = (|| {
                 let reader = self.ledger.reader().map_err(Self::source_err)?;
-                let slot = da::make_slot(
-                    &View {
-                        reader: &reader,
-                        devnet: self,
-                    },
-                    n,
-                )?;
+                let slot = da::make_slot(&View::new(&reader, self), n)?;
                 drop(reader);
                 chain.mine_slot(n, &slot)
             })();
@@ -576,7 +570,11 @@ struct View<'a, R: LedgerRead> {
     devnet: &'a Devnet,
 }
 
-impl<R: LedgerRead> View<'_, R> {
+impl<'a, R: LedgerRead> View<'a, R> {
+    fn new(reader: &'a R, devnet: &'a Devnet) -> Self {
+        View { reader, devnet }
+    }
+
     /// `pick` of the block made at `h` while it is in the window, else
     /// what `stored` reads of it from the ledger (`what` names it).
     fn made_or_stored(
@@ -717,10 +715,7 @@ impl DaSource for Devnet {
             return chain.read_slots(from, to);
         }
         let reader = self.ledger.reader().map_err(Self::source_err)?;
-        let view = View {
-            reader: &reader,
-            devnet: self,
-        };
+        let view = View::new(&reader, self);
         (from..=to)
             .map(|n| {
                 crate::os::give_way();
