@@ -378,6 +378,11 @@ mod tests {
             .collect()
     }
 
+    /// Whether every status in `got` is `want`.
+    fn all(got: &[Status], want: Status) -> bool {
+        got.iter().all(|s| *s == want)
+    }
+
     /// Applies `s` as a slot read from the DA chain; returns what was left out.
     fn apply(ledger: &Ledger, s: &DaSlot) -> Vec<VerifyError> {
         let mut skipped = Vec::new();
@@ -425,13 +430,10 @@ mod tests {
         let next = commitment(103, 75, 86);
         assert!(apply(&ledger, &slot(103, vec![next])).is_empty());
         let got = statuses(&ledger, 1..=90);
-        assert!(got[..30].iter().all(|s| *s == Status::Finalized), "{got:?}");
-        assert!(got[30..74].iter().all(|s| *s == Status::Trusted), "{got:?}");
-        assert!(
-            got[74..86].iter().all(|s| *s == Status::Finalized),
-            "{got:?}"
-        );
-        assert!(got[86..].iter().all(|s| *s == Status::Trusted), "{got:?}");
+        assert!(all(&got[..30], Status::Finalized), "{got:?}");
+        assert!(all(&got[30..74], Status::Trusted), "{got:?}");
+        assert!(all(&got[74..86], Status::Finalized), "{got:?}");
+        assert!(all(&got[86..], Status::Trusted), "{got:?}");
         let r = ledger.reader().unwrap();
         assert_eq!(r.commitments_on_slot(103).unwrap(), Some(vec![next]));
         assert_eq!(r.commitments_on_slot(102).unwrap(), None);
@@ -445,11 +447,8 @@ mod tests {
         let late = [commitment(104, 67, 74), commitment(104, 31, 66)];
         assert!(apply(&ledger, &slot(104, vec![late[0], again, late[1]])).is_empty());
         let got = statuses(&ledger, 1..=90);
-        assert!(got[..30].iter().all(|s| *s == Status::Proven), "{got:?}");
-        assert!(
-            got[30..86].iter().all(|s| *s == Status::Finalized),
-            "{got:?}"
-        );
+        assert!(all(&got[..30], Status::Proven), "{got:?}");
+        assert!(all(&got[30..86], Status::Finalized), "{got:?}");
         let r = ledger.reader().unwrap();
         assert_eq!(
             r.commitments_on_slot(104).unwrap(),
