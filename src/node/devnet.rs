@@ -69,10 +69,9 @@ pub(super) fn start(
     );
     let thread_stop = stop.clone();
     let (control, jobs) = DevnetControl::channel();
-    let thread = std::thread::Builder::new()
-        .name("sync".into())
-        .spawn(move || crate::sync::devnet::run(syncer, jobs, &thread_stop))
-        .map_err(NodeError::Thread)?;
+    let thread = super::thread("sync", move || {
+        crate::sync::devnet::run(syncer, jobs, &thread_stop)
+    })?;
     Ok((thread, control))
 }
 
