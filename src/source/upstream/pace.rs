@@ -80,7 +80,7 @@ pub struct Pace {
     gap: Option<Duration>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct State {
     /// The last [`WINDOW`] answer times, newest last.
     recent: VecDeque<Duration>,
@@ -106,11 +106,7 @@ impl Pace {
             state: Mutex::new(State {
                 recent: VecDeque::with_capacity(WINDOW),
                 limit: 1.0,
-                cut_at: None,
-                timeouts: 0,
-                wait: None,
-                pushbacks: 0,
-                next_turn: None,
+                ..State::default()
             }),
             pushback: Arc::new(Pushback::default()),
             gap: max_rps
