@@ -424,19 +424,12 @@ impl L2Sink<'_> {
         let (Some(scanned), Some((w, _, _))) = (self.da_scanned.as_mut(), self.txn.as_mut()) else {
             return Ok(());
         };
+        let (forks, receipts) = (&self.config.forks, &self.config.receipts);
         for slot in slots {
             let mut skipped = Vec::new();
+            let on_chain = self.on_chain.then_some(&mut skipped);
             let applied = slot.number == *scanned + 1
-                && matches!(
-                    apply_slot(
-                        w,
-                        slot,
-                        &self.config.forks,
-                        &self.config.receipts,
-                        self.on_chain.then_some(&mut skipped),
-                    ),
-                    Ok(true)
-                );
+                && matches!(apply_slot(w, slot, forks, receipts, on_chain), Ok(true));
             note_skipped(self.progress, slot.number, &mut skipped);
             if !applied {
                 self.da_scanned = None;
@@ -452,17 +445,11 @@ impl L2Sink<'_> {
 
 impl Sink<Fetched> for L2Sink<'_> {
     fn take(&mut self, fetched: Fetched) -> Result<Flow, SyncError> {
-        let Fetched {
-            blocks,
-            slots,
-            anchors,
-            pre,
-            ..
-        } = fetched;
+        let (blocks, slots, pre) = (fetched.blocks, fetched.slots, fetched.pre);
         let Some(first) = blocks.first() else {
             return Ok(Flow::Stop);
         };
-        let anchors = anchors.map_err(SyncError::Da)?;
+        let anchors = fetched.anchors.map_err(SyncError::Da)?;
         // Only blocks that point at the DA chain's blocks as they are.
         let (anchored, not_anchored) = check_anchors(&blocks, anchors.as_deref());
         if anchored == 0 {
