@@ -11,7 +11,8 @@ use log::debug;
 
 use super::da_pass::{apply_slot, note_skipped};
 use super::fetch::{fetch_ahead, CheckAhead, ChunkRanges, Fetching, Flow, Reach, Sink};
-use super::{pipeline, DaSide, SyncConfig, SyncError, Syncer};
+use super::pipeline::Pipeline;
+use super::{DaSide, SyncConfig, SyncError, Syncer};
 use crate::chain_rules::ForkTable;
 use crate::checks::{self, Check, Prechecked, VerifyError};
 use crate::ledger::{ChainTip, Ledger, LedgerRead, LedgerWriter};
@@ -86,12 +87,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
                     blocks: fetcher,
                     forks: presign,
                 });
-                Some(pipeline::Pipeline::new(
-                    fetcher,
-                    head,
-                    config.concurrency,
-                    chunk,
-                )?)
+                Some(Pipeline::new(fetcher, head, config.concurrency, chunk)?)
             }
             _ => None,
         };
@@ -99,7 +95,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         // are fetched that way: batches of slots in flight up to the
         // source's last scanned slot, taken in order as the blocks allow.
         let mut slot_pipeline = match (&da, da_side.source(l2).parallel_slots(), &pipeline) {
-            (Some((_, da_head)), Some(fetcher), Some(_)) => Some(pipeline::Pipeline::new(
+            (Some((_, da_head)), Some(fetcher), Some(_)) => Some(Pipeline::new(
                 fetcher,
                 *da_head,
                 config.concurrency,
