@@ -3,6 +3,7 @@
 //! sync thread handed to the devnet's control loop (`dev_*` calls, new
 //! blocks on a timer).
 
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -62,9 +63,7 @@ pub(super) fn start(
     crate::memory::trim();
     info!(
         "devnet ready: head {} after {:.2?}",
-        progress
-            .l2_synced
-            .load(std::sync::atomic::Ordering::Relaxed),
+        progress.l2_synced.load(Relaxed),
         started.elapsed()
     );
     let thread_stop = stop.clone();

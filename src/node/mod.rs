@@ -9,6 +9,7 @@
 //! [`Node::devnet`].
 
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -239,9 +240,7 @@ impl Node {
             &config.source
         };
         if !matches!(source, SourceConfig::None) {
-            progress
-                .has_source
-                .store(true, std::sync::atomic::Ordering::Relaxed);
+            progress.has_source.store(true, Relaxed);
             // The chain is verified (or made) by one fork table for its
             // whole life: refuse a data dir that holds another's.
             let mut w = ledger.writer()?;
