@@ -138,7 +138,7 @@ pub enum LayerStatus {
 /// A source need not know a slot's own hash: an upstream node does not serve
 /// it. The sync thread learns it from the L2 blocks that point at the slot
 /// (their `daSlotHeight` / `daSlotHash`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DaSlot {
     pub number: u64,
     pub hash: Option<Hash>,

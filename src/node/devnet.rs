@@ -3,6 +3,7 @@
 //! sync thread handed to the devnet's control loop (`dev_*` calls, new
 //! blocks on a timer).
 
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -62,17 +63,14 @@ pub(super) fn start(
     crate::memory::trim();
     info!(
         "devnet ready: head {} after {:.2?}",
-        progress
-            .l2_synced
-            .load(std::sync::atomic::Ordering::Relaxed),
+        progress.l2_synced.load(Relaxed),
         started.elapsed()
     );
     let thread_stop = stop.clone();
     let (control, jobs) = DevnetControl::channel();
-    let thread = std::thread::Builder::new()
-        .name("sync".into())
-        .spawn(move || crate::sync::devnet::run(syncer, jobs, &thread_stop))
-        .map_err(NodeError::Thread)?;
+    let thread = super::thread("sync", move || {
+        crate::sync::devnet::run(syncer, jobs, &thread_stop)
+    })?;
     Ok((thread, control))
 }
 

@@ -106,10 +106,7 @@ pub(super) fn start(
     // upstream that does not answer may hold it for its read timeout; it
     // ends at its next look once stopped.
     let thread_stop = stop.clone();
-    std::thread::Builder::new()
-        .name("upstream-watch".into())
-        .spawn(move || watcher.run(&thread_stop))
-        .map_err(NodeError::Thread)?;
+    super::thread("upstream-watch", move || watcher.run(&thread_stop))?;
     Ok(sync)
 }
 
@@ -145,8 +142,5 @@ where
 {
     syncer.load_progress()?;
     let thread_stop = stop.clone();
-    std::thread::Builder::new()
-        .name("sync".into())
-        .spawn(move || syncer.run(&thread_stop))
-        .map_err(NodeError::Thread)
+    super::thread("sync", move || syncer.run(&thread_stop))
 }

@@ -9,6 +9,7 @@
 //! [`Node::devnet`].
 
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -178,6 +179,14 @@ impl NodeBuilder {
     }
 }
 
+/// Starts thread `name` running `run`.
+fn thread(name: &str, run: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, NodeError> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(run)
+        .map_err(NodeError::Thread)
+}
+
 /// A running node. Dropping it stops it (see [`Node::shutdown`]).
 pub struct Node {
     addr: SocketAddr,
@@ -231,9 +240,7 @@ impl Node {
             &config.source
         };
         if !matches!(source, SourceConfig::None) {
-            progress
-                .has_source
-                .store(true, std::sync::atomic::Ordering::Relaxed);
+            progress.has_source.store(true, Relaxed);
             // The chain is verified (or made) by one fork table for its
             // whole life: refuse a data dir that holds another's.
             let mut w = ledger.writer()?;
@@ -246,12 +253,8 @@ impl Node {
                 // serve-readonly: no chain source; follow what another process writes.
                 crate::replica::refresh(&ledger, &progress)?;
                 let (l, p, s) = (ledger.clone(), progress.clone(), stop.clone());
-                threads.push(
-                    std::thread::Builder::new()
-                        .name("replica".into())
-                        .spawn(move || crate::replica::follow(l, p, s, crate::replica::POLL))
-                        .map_err(NodeError::Thread)?,
-                );
+                let follow = move || crate::replica::follow(l, p, s, crate::replica::POLL);
+                threads.push(thread("replica", follow)?);
             }
             SourceConfig::None => {
                 info!("no chain source (--dev or --upstream): serving the stored ledger as it is");
@@ -312,16 +315,11 @@ impl Node {
             .health(source, config.health_max_lag, config.health_max_behind)
             .cors(cors)
             .stats(server.stats());
-        threads.push(
-            std::thread::Builder::new()
-                .name("server".into())
-                .spawn(move || {
-                    if let Err(e) = server.run(&mut routes) {
-                        error!("server stopped: {e}");
-                    }
-                })
-                .map_err(NodeError::Thread)?,
-        );
+        threads.push(thread("server", move || {
+            if let Err(e) = server.run(&mut routes) {
+                error!("server stopped: {e}");
+            }
+        })?);
         info!("serving {} on http://{addr}", ledger.path().display());
         Ok(Node {
             addr,

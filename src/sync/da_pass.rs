@@ -367,8 +367,7 @@ mod tests {
             number,
             hash: Some([number as u8; 32]),
             commitments,
-            proofs: vec![],
-            chunks: Default::default(),
+            ..DaSlot::default()
         }
     }
 
@@ -379,31 +378,36 @@ mod tests {
             .collect()
     }
 
+    /// Whether every status in `got` is `want`.
+    fn all(got: &[Status], want: Status) -> bool {
+        got.iter().all(|s| *s == want)
+    }
+
     /// Applies `s` as a slot read from the DA chain; returns what was left out.
     fn apply(ledger: &Ledger, s: &DaSlot) -> Vec<VerifyError> {
-        let mut w = ledger.writer().unwrap();
         let mut skipped = Vec::new();
-        let applied = apply_slot(
-            &mut w,
-            s,
-            &ForkTable::default(),
-            &ProofRules::default(),
-            Some(&mut skipped),
-        )
-        .unwrap();
+        let (forks, rules) = (ForkTable::default(), ProofRules::default());
+        let applied = write(ledger, |w| {
+            apply_slot(w, s, &forks, &rules, Some(&mut skipped)).unwrap()
+        });
         assert!(applied, "slot {} applies", s.number);
-        w.commit().unwrap();
         skipped
+    }
+
+    /// Runs `f` in one write transaction of `ledger`, committed.
+    fn write<T>(ledger: &Ledger, f: impl FnOnce(&mut LedgerWriter<'_>) -> T) -> T {
+        let mut w = ledger.writer().unwrap();
+        let done = f(&mut w);
+        w.commit().unwrap();
+        done
     }
 
     /// A ledger in a temp dir holding blocks 1..=`n`, committed.
     fn ledger_with(n: u64) -> (tempfile::TempDir, Ledger) {
         let dir = tempfile::tempdir().unwrap();
         let ledger = Ledger::open(dir.path(), &OpenOptions::default()).unwrap();
-        let mut w = ledger.writer().unwrap();
-        w.store_blocks(&(1..=n).map(block).collect::<Vec<_>>())
-            .unwrap();
-        w.commit().unwrap();
+        let blocks: Vec<_> = (1..=n).map(block).collect();
+        write(&ledger, |w| w.store_blocks(&blocks).unwrap());
         (dir, ledger)
     }
 
@@ -426,13 +430,10 @@ mod tests {
         let next = commitment(103, 75, 86);
         assert!(apply(&ledger, &slot(103, vec![next])).is_empty());
         let got = statuses(&ledger, 1..=90);
-        assert!(got[..30].iter().all(|s| *s == Status::Finalized), "{got:?}");
-        assert!(got[30..74].iter().all(|s| *s == Status::Trusted), "{got:?}");
-        assert!(
-            got[74..86].iter().all(|s| *s == Status::Finalized),
-            "{got:?}"
-        );
-        assert!(got[86..].iter().all(|s| *s == Status::Trusted), "{got:?}");
+        assert!(all(&got[..30], Status::Finalized), "{got:?}");
+        assert!(all(&got[30..74], Status::Trusted), "{got:?}");
+        assert!(all(&got[74..86], Status::Finalized), "{got:?}");
+        assert!(all(&got[86..], Status::Trusted), "{got:?}");
         let r = ledger.reader().unwrap();
         assert_eq!(r.commitments_on_slot(103).unwrap(), Some(vec![next]));
         assert_eq!(r.commitments_on_slot(102).unwrap(), None);
@@ -441,18 +442,13 @@ mod tests {
         // Proven heights stay Proven when their range is committed again,
         // and the repeat is listed on its own slot; the gap can still be
         // committed later, in any order on one slot.
-        let mut w = ledger.writer().unwrap();
-        w.prove_ranges(&[(1, 30)]).unwrap();
-        w.commit().unwrap();
+        write(&ledger, |w| w.prove_ranges(&[(1, 30)]).unwrap());
         let again = commitment(104, 1, 30);
         let late = [commitment(104, 67, 74), commitment(104, 31, 66)];
         assert!(apply(&ledger, &slot(104, vec![late[0], again, late[1]])).is_empty());
         let got = statuses(&ledger, 1..=90);
-        assert!(got[..30].iter().all(|s| *s == Status::Proven), "{got:?}");
-        assert!(
-            got[30..86].iter().all(|s| *s == Status::Finalized),
-            "{got:?}"
-        );
+        assert!(all(&got[..30], Status::Proven), "{got:?}");
+        assert!(all(&got[30..86], Status::Finalized), "{got:?}");
         let r = ledger.reader().unwrap();
         assert_eq!(
             r.commitments_on_slot(104).unwrap(),
@@ -501,9 +497,7 @@ mod tests {
         let mut aggregate = slot(103, vec![]);
         aggregate.chunks.used.push(txid);
         apply(&ledger, &aggregate);
-        let mut w = ledger.writer().unwrap();
-        w.set_last_scanned_l1(103).unwrap();
-        w.commit().unwrap();
+        write(&ledger, |w| w.set_last_scanned_l1(103).unwrap());
         let chunk = || ledger.reader().unwrap().bitcoin_chunk(&txid).unwrap();
         assert_eq!(
             chunk(),
@@ -513,17 +507,13 @@ mod tests {
 
         // Back to slot 102: the aggregate's slot is scanned again and
         // needs the chunk, whose slot is kept.
-        let mut w = ledger.writer().unwrap();
-        rollback_in(&mut w, Target::L1(102)).unwrap();
-        w.commit().unwrap();
+        write(&ledger, |w| rollback_in(w, Target::L1(102)).unwrap());
         assert_eq!(ledger.reader().unwrap().last_scanned_l1().unwrap(), 102);
         assert_eq!(chunk(), Some((101, raw)));
 
         // Back below the chunk's own slot: it goes with it (the scan finds
         // it again there).
-        let mut w = ledger.writer().unwrap();
-        rollback_in(&mut w, Target::L1(100)).unwrap();
-        w.commit().unwrap();
+        write(&ledger, |w| rollback_in(w, Target::L1(100)).unwrap());
         assert_eq!(chunk(), None);
     }
 }

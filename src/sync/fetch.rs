@@ -132,12 +132,7 @@ where
     T: Reach + CheckAhead + Send,
     F: FnMut(&mut S, (u64, u64)) -> Result<T, SourceError> + Send,
 {
-    let Fetching {
-        source,
-        mut ranges,
-        stop,
-        depth,
-    } = job;
+    let (source, mut ranges, stop, depth) = (job.source, job.ranges, job.stop, job.depth);
     let outcome = if depth == 0 || ranges.last - ranges.next < ranges.chunk {
         loop {
             let Some(range) = ranges.next().filter(|_| !stop.is_stopped()) else {
@@ -250,12 +245,7 @@ where
     T: Reach + Send,
     F: FnMut(&mut S, (u64, u64), &mut dyn FnMut(T) -> bool) -> Result<(), SourceError> + Send,
 {
-    let Fetching {
-        source,
-        mut ranges,
-        stop,
-        depth,
-    } = job;
+    let (source, mut ranges, stop, depth) = (job.source, job.ranges, job.stop, job.depth);
     let (tx, rx) = std::sync::mpsc::sync_channel::<Result<T, SourceError>>(depth.max(1));
     let outcome = std::thread::scope(|s| {
         s.spawn(move || {
@@ -378,10 +368,7 @@ mod tests {
     fn slot(number: u64) -> Vec<DaSlot> {
         vec![DaSlot {
             number,
-            hash: None,
-            commitments: Vec::new(),
-            proofs: Vec::new(),
-            chunks: Default::default(),
+            ..DaSlot::default()
         }]
     }
 

@@ -11,7 +11,8 @@ use log::debug;
 
 use super::da_pass::{apply_slot, note_skipped};
 use super::fetch::{fetch_ahead, CheckAhead, ChunkRanges, Fetching, Flow, Reach, Sink};
-use super::{pipeline, DaSide, SyncConfig, SyncError, Syncer};
+use super::pipeline::Pipeline;
+use super::{DaSide, SyncConfig, SyncError, Syncer};
 use crate::chain_rules::ForkTable;
 use crate::checks::{self, Check, Prechecked, VerifyError};
 use crate::ledger::{ChainTip, Ledger, LedgerRead, LedgerWriter};
@@ -86,12 +87,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
                     blocks: fetcher,
                     forks: presign,
                 });
-                Some(pipeline::Pipeline::new(
-                    fetcher,
-                    head,
-                    config.concurrency,
-                    chunk,
-                )?)
+                Some(Pipeline::new(fetcher, head, config.concurrency, chunk)?)
             }
             _ => None,
         };
@@ -99,7 +95,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
         // are fetched that way: batches of slots in flight up to the
         // source's last scanned slot, taken in order as the blocks allow.
         let mut slot_pipeline = match (&da, da_side.source(l2).parallel_slots(), &pipeline) {
-            (Some((_, da_head)), Some(fetcher), Some(_)) => Some(pipeline::Pipeline::new(
+            (Some((_, da_head)), Some(fetcher), Some(_)) => Some(Pipeline::new(
                 fetcher,
                 *da_head,
                 config.concurrency,
@@ -424,19 +420,12 @@ impl L2Sink<'_> {
         let (Some(scanned), Some((w, _, _))) = (self.da_scanned.as_mut(), self.txn.as_mut()) else {
             return Ok(());
         };
+        let (forks, receipts) = (&self.config.forks, &self.config.receipts);
         for slot in slots {
             let mut skipped = Vec::new();
+            let on_chain = self.on_chain.then_some(&mut skipped);
             let applied = slot.number == *scanned + 1
-                && matches!(
-                    apply_slot(
-                        w,
-                        slot,
-                        &self.config.forks,
-                        &self.config.receipts,
-                        self.on_chain.then_some(&mut skipped),
-                    ),
-                    Ok(true)
-                );
+                && matches!(apply_slot(w, slot, forks, receipts, on_chain), Ok(true));
             note_skipped(self.progress, slot.number, &mut skipped);
             if !applied {
                 self.da_scanned = None;
@@ -452,17 +441,11 @@ impl L2Sink<'_> {
 
 impl Sink<Fetched> for L2Sink<'_> {
     fn take(&mut self, fetched: Fetched) -> Result<Flow, SyncError> {
-        let Fetched {
-            blocks,
-            slots,
-            anchors,
-            pre,
-            ..
-        } = fetched;
+        let (blocks, slots, pre) = (fetched.blocks, fetched.slots, fetched.pre);
         let Some(first) = blocks.first() else {
             return Ok(Flow::Stop);
         };
-        let anchors = anchors.map_err(SyncError::Da)?;
+        let anchors = fetched.anchors.map_err(SyncError::Da)?;
         // Only blocks that point at the DA chain's blocks as they are.
         let (anchored, not_anchored) = check_anchors(&blocks, anchors.as_deref());
         if anchored == 0 {
@@ -570,32 +553,28 @@ impl Sink<Fetched> for L2Sink<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain_rules::SequencerKey;
     use crate::checks::BlockRules;
-    use crate::source::devnet::block::{make_blocks, Inputs};
-    use crate::source::devnet::schedule;
+    use crate::source::devnet::block::tests::seed_chain;
 
     /// 30 devnet blocks, Genesis rules below height 12, Kumquat from it.
     fn chain() -> (ForkTable, Vec<SoftConfirmation>) {
-        let key = SequencerKey::from_secret(&schedule::sequencer_secret(5));
-        let forks = ForkTable::kumquat_from(12);
-        let slots: Vec<_> = (1..=30)
-            .map(|h| schedule::simulated_slot(5, schedule::slot_of(h)))
-            .collect();
-        let genesis = (0, [0u8; 32], schedule::genesis_state_root(5));
-        let blocks = make_blocks(&key, 5, &forks, genesis, 1, &slots, &Inputs::default());
-        (forks, blocks)
+        seed_chain(5, 12, 30)
+    }
+
+    /// `blocks` fetched, to be checked ahead by `ahead`'s rules.
+    fn fetched(blocks: Vec<SoftConfirmation>, ahead: Option<ForkTable>) -> Fetched {
+        Fetched {
+            blocks,
+            slots: Vec::new(),
+            anchors: Ok(None),
+            pre: Prechecked::default(),
+            ahead,
+        }
     }
 
     /// Checks ahead as a fetch thread would with a full queue, to the end.
     fn checked_ahead(blocks: &[SoftConfirmation], forks: ForkTable) -> Prechecked {
-        let mut fetched = Fetched {
-            blocks: blocks.to_vec(),
-            slots: Vec::new(),
-            anchors: Ok(None),
-            pre: Prechecked::default(),
-            ahead: Some(forks),
-        };
+        let mut fetched = fetched(blocks.to_vec(), Some(forks));
         let mut steps = 0;
         while fetched.check_more() {
             steps += 1;
@@ -643,14 +622,7 @@ mod tests {
 
     #[test]
     fn nothing_is_checked_ahead_without_a_fork_table() {
-        let (_, blocks) = chain();
-        let mut fetched = Fetched {
-            blocks,
-            slots: Vec::new(),
-            anchors: Ok(None),
-            pre: Prechecked::default(),
-            ahead: None,
-        };
+        let mut fetched = fetched(chain().1, None);
         assert!(!fetched.check_more());
         assert_eq!(fetched.pre, Prechecked::default());
     }

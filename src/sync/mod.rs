@@ -41,6 +41,7 @@ use crate::checks::{BlockRules, Check, VerifyError};
 use crate::ledger::{Ledger, LedgerError, LedgerRead};
 use crate::progress::Progress;
 use crate::proof::ProofRules;
+use crate::source::bitcoin::reveal::display_hash;
 use crate::source::{ChainIdentity, DaSource, L2Source, SourceError, SourceErrorKind};
 use crate::stop::Stop;
 use crate::types::Hash;
@@ -150,18 +151,14 @@ impl std::fmt::Display for SyncError {
                 stored,
                 chain,
             } => {
-                let chain = match chain {
-                    Some(h) => {
-                        format!("block {}", crate::source::bitcoin::reveal::display_hash(h))
-                    }
-                    None => "no block".to_string(),
-                };
+                let chain =
+                    chain.map_or("no block".into(), |h| format!("block {}", display_hash(&h)));
                 write!(
                     f,
                     "DA slot {slot} was scanned as block {}, but the chain now has {chain} there: \
                      a reorganization deeper than the finality depth; nothing is rewritten, the \
                      node waits for the chain to come back or for an operator",
-                    crate::source::bitcoin::reveal::display_hash(stored)
+                    display_hash(stored)
                 )
             }
             SyncError::Verify(e) => write!(f, "rejected what the source sent: {e}"),

@@ -20,10 +20,8 @@ struct Entropy {
 
 impl Entropy {
     fn new(seed: &Hash) -> Entropy {
-        let mut first = [0u8; 8];
-        first.copy_from_slice(&seed[..8]);
         Entropy {
-            state: u64::from_le_bytes(first),
+            state: u64::from_le_bytes(seed.first_chunk().copied().unwrap_or_default()),
         }
     }
 
@@ -105,11 +103,7 @@ pub fn make_blocks(
                 rng.bytes(len)
             })
             .collect();
-        let mut deposit_data = if h.is_multiple_of(10) {
-            vec![rng.bytes(40)]
-        } else {
-            Vec::new()
-        };
+        let mut deposit_data = Vec::from_iter(h.is_multiple_of(10).then(|| rng.bytes(40)));
         if h == inputs.at {
             txs.extend_from_slice(inputs.txs);
             deposit_data.extend_from_slice(inputs.deposits);
@@ -147,7 +141,7 @@ pub fn make_blocks(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::chain_rules::{verify_block_signature, Fork};
 
@@ -163,8 +157,9 @@ mod tests {
         (key, (0, [0u8; 32], schedule::genesis_state_root(seed)))
     }
 
-    /// Blocks 1..=`n` of seed `seed`'s devnet, Kumquat from `kumquat_from`.
-    fn seed_chain(seed: u64, kumquat_from: u64, n: u64) -> (ForkTable, Vec<SoftConfirmation>) {
+    /// Blocks 1..=`n` of seed `seed`'s devnet, Kumquat from `kumquat_from`
+    /// (their DA slots seed 3's).
+    pub fn seed_chain(seed: u64, kumquat_from: u64, n: u64) -> (ForkTable, Vec<SoftConfirmation>) {
         let (key, genesis) = start(seed);
         let forks = ForkTable::kumquat_from(kumquat_from);
         let none = Inputs::default();

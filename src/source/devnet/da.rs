@@ -57,10 +57,9 @@ pub(super) fn make_slot(
     // regtest block's once it is mined.
     Ok(DaSlot {
         number,
-        hash: None,
         commitments,
         proofs,
-        chunks: Default::default(),
+        ..DaSlot::default()
     })
 }
 

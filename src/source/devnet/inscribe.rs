@@ -481,10 +481,7 @@ fn sign_funding(
             Witness::p2wpkh(&signature, &sk.public_key(secp))
         }
         FundingKey::P2tr(sk) => {
-            let prevout = TxOut {
-                value: amount,
-                script_pubkey: funding_script,
-            };
+            let prevout = tx_out(funding.amount_sats, &funding_script);
             let sighash = SighashCache::new(&*commit)
                 .taproot_key_spend_signature_hash(
                     0,

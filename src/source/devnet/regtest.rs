@@ -343,9 +343,7 @@ impl RegtestChain {
         let mut slot = DaSlot {
             number: n,
             hash: Some(block.hash),
-            commitments: Vec::new(),
-            proofs: Vec::new(),
-            chunks: Default::default(),
+            ..DaSlot::default()
         };
         for tx in &block.txs {
             let skipped = |what: &str, e: &dyn std::fmt::Display| {

@@ -227,13 +227,11 @@ impl Timeline {
         let mut last = None;
         for proof in self.take_unproven(self.unproven.len()) {
             self.tip += 1;
-            self.plans.insert(
-                self.tip,
-                SlotPlan {
-                    commitments: Vec::new(),
-                    proofs: vec![proof],
-                },
-            );
+            let plan = SlotPlan {
+                proofs: vec![proof],
+                ..SlotPlan::default()
+            };
+            self.plans.insert(self.tip, plan);
             last = Some(self.tip);
         }
         last

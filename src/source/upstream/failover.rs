@@ -181,12 +181,10 @@ impl Upstreams {
                 refused: None,
             })
             .collect();
-        let _ = progress.upstream_pushback.set(
-            candidates
-                .iter()
-                .map(|c| c.client.pace().pushback().clone())
-                .collect(),
-        );
+        let pushbacks = candidates
+            .iter()
+            .map(|c| c.client.pace().pushback().clone());
+        let _ = progress.upstream_pushback.set(pushbacks.collect());
         let clients: Vec<Upstream> = candidates
             .iter()
             .map(|c| {

@@ -542,10 +542,9 @@ impl Upstream {
             // the blocks that point at it.
             slots.push(DaSlot {
                 number,
-                hash: None,
                 commitments,
                 proofs,
-                chunks: Default::default(),
+                ..DaSlot::default()
             });
         }
         Ok(slots)

@@ -80,7 +80,7 @@ pub struct Pace {
     gap: Option<Duration>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct State {
     /// The last [`WINDOW`] answer times, newest last.
     recent: VecDeque<Duration>,
@@ -106,11 +106,7 @@ impl Pace {
             state: Mutex::new(State {
                 recent: VecDeque::with_capacity(WINDOW),
                 limit: 1.0,
-                cut_at: None,
-                timeouts: 0,
-                wait: None,
-                pushbacks: 0,
-                next_turn: None,
+                ..State::default()
             }),
             pushback: Arc::new(Pushback::default()),
             gap: max_rps
@@ -273,21 +269,19 @@ impl State {
 mod tests {
     use super::*;
 
-    /// Records an answer that took `ms`, sent now minus `ms`.
-    fn answer(p: &Pace, ms: u64) {
-        p.answered(Instant::now() - Duration::from_millis(ms));
+    /// Records `n` answers that took `ms`, each sent now minus `ms`.
+    fn answers(p: &Pace, ms: u64, n: usize) {
+        for _ in 0..n {
+            p.answered(Instant::now() - Duration::from_millis(ms));
+        }
     }
 
     /// Lets `p` grow to 8 in flight (slow start) on quick answers.
     fn eight(p: &Pace) {
         assert_eq!(p.in_flight(8), 1, "one at first");
-        for _ in 0..3 {
-            answer(p, 1);
-        }
+        answers(p, 1, 3);
         assert_eq!(p.in_flight(8), 4, "one more per answer");
-        for _ in 0..10 {
-            answer(p, 1);
-        }
+        answers(p, 1, 10);
         assert_eq!(p.in_flight(8), 8, "up to what is wanted");
     }
 
@@ -297,10 +291,8 @@ mod tests {
         eight(&p);
         // One at a time, 1 s each, 8 in flight: 1 s, 2 s, 3 s... (the
         // quick answers above pass out of the window)
-        for _ in 0..WINDOW {
-            answer(&p, 1000);
-        }
-        answer(&p, 2000);
+        answers(&p, 1000, WINDOW);
+        answers(&p, 2000, 1);
         assert_eq!(p.in_flight(8), 4, "2 s against a quickest of 1 s");
         // The rest were sent before the cut: no further cut for them.
         for ms in [3000, 4000, 5000] {
@@ -315,9 +307,7 @@ mod tests {
         );
         // After a cut the limit grows by one per round, not per answer.
         std::thread::sleep(Duration::from_millis(5));
-        for _ in 0..4 {
-            p.answered(Instant::now());
-        }
+        answers(&p, 0, 4);
         assert_eq!(p.in_flight(8), 4);
     }
 
@@ -325,14 +315,12 @@ mod tests {
     fn answers_that_do_not_queue_let_the_limit_grow_back_to_what_is_wanted() {
         let p = Pace::with_max_rps(None);
         eight(&p);
-        answer(&p, 10);
-        answer(&p, 400);
+        answers(&p, 10, 1);
+        answers(&p, 400, 1);
         assert_eq!(p.in_flight(8), 4);
         // Sent after the cut.
         std::thread::sleep(Duration::from_millis(30));
-        for _ in 0..40 {
-            answer(&p, 10);
-        }
+        answers(&p, 10, 40);
         assert_eq!(p.in_flight(8), 8);
         assert!(!p.is_slow());
         assert_eq!(
@@ -346,7 +334,7 @@ mod tests {
     fn loopback_jitter_is_not_queueing() {
         let p = Pace::with_max_rps(None);
         for ms in [1, 40, 3, 90, 2, 60, 5, 70] {
-            answer(&p, ms);
+            answers(&p, ms, 1);
         }
         assert_eq!(p.in_flight(8), 8);
     }
@@ -413,7 +401,7 @@ mod tests {
             p.timed_out(Instant::now());
         }
         assert_eq!(p.timeout(floor), MAX_TIMEOUT);
-        answer(&p, 12_000);
+        answers(&p, 12_000, 1);
         assert_eq!(p.timeout(floor).as_secs(), 48);
         assert_eq!(p.in_flight(8), 1);
     }

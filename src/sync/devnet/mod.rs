@@ -440,8 +440,7 @@ pub fn run(syncer: Syncer<Devnet>, jobs: Receiver<Job>, stop: &Stop) {
             match jobs.recv_timeout(left.min(STOP_CHECK)) {
                 Ok(job) => {
                     let mut exec = Exec { syncer, stop };
-                    job(&mut exec);
-                    while let Ok(job) = jobs.try_recv() {
+                    for job in std::iter::once(job).chain(jobs.try_iter()) {
                         job(&mut exec);
                     }
                     return stop.is_stopped();
