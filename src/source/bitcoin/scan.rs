@@ -354,18 +354,14 @@ pub struct ScanPace {
 
 impl Default for ScanPace {
     fn default() -> Self {
-        ScanPace::new()
-    }
-}
-
-impl ScanPace {
-    pub fn new() -> Self {
         ScanPace {
             since: Instant::now(),
             count: 0,
         }
     }
+}
 
+impl ScanPace {
     /// Waits, after reading `read` blocks, as long as keeps the scan at
     /// [`MAX_SCAN_RATE`]. A scan that fell a second behind that pace (a
     /// caught-up follower reads a block now and then) starts it afresh.

@@ -86,12 +86,8 @@ impl AddressBook {
         })
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
     }
 
     /// Where `addr` came from, as `/health` shows a connection to it:

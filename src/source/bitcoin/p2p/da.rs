@@ -113,7 +113,7 @@ impl PeersDa {
             },
             anchors: AnchorCache::default(),
             kept: KeptBlocks::default(),
-            pace: ScanPace::new(),
+            pace: ScanPace::default(),
         }
     }
 

@@ -85,8 +85,6 @@ pub enum TransportKind {
 }
 
 impl TransportKind {
-    pub const ALL: [TransportKind; 2] = [TransportKind::V1, TransportKind::V2];
-
     pub fn as_str(self) -> &'static str {
         match self {
             TransportKind::V1 => "v1",

@@ -112,7 +112,7 @@ impl BitcoinDa {
             anchors: AnchorCache::default(),
             kept: KeptBlocks::default(),
             tip: 0,
-            pace: ScanPace::new(),
+            pace: ScanPace::default(),
         }
     }
 
