@@ -298,19 +298,15 @@ mod tests {
     #[test]
     fn the_book_holds_at_most_its_bound_and_drops_the_least_useful() {
         let mut book = AddressBook::load(None).unwrap();
-        let first = sa("10.0.0.1:1");
-        book.learn(first, Source::Dns, ServiceFlags::NONE);
-        book.success(&first, ServiceFlags::NONE);
+        let (first, none) = (sa("10.0.0.1:1"), ServiceFlags::NONE);
+        book.learn(first, Source::Dns, none);
+        book.success(&first, none);
         for i in 0..MAX_ENTRIES as u32 + 10 {
             let ip = std::net::Ipv4Addr::from(0x0b00_0000 + i);
-            book.learn(
-                SocketAddr::new(ip.into(), 8333),
-                Source::Addr,
-                ServiceFlags::NONE,
-            );
+            book.learn(SocketAddr::new(ip.into(), 8333), Source::Addr, none);
         }
         assert_eq!(book.len(), MAX_ENTRIES);
         assert_eq!(book.origin(&first), "dns", "one that connected is kept");
-        assert!(!book.learn(sa("0.0.0.0:1"), Source::Addr, ServiceFlags::NONE));
+        assert!(!book.learn(sa("0.0.0.0:1"), Source::Addr, none));
     }
 }

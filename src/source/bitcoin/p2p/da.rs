@@ -219,6 +219,8 @@ impl Sources {
             .save_book()
             .map_err(|e| SourceError::unreadable("the Bitcoin address book cannot be stored", e))?;
         let tip = self.chain.tip().clone();
+        // As shown before this look (each peer's entry changes only in its turn).
+        let shown = self.progress.bitcoin.peers.snapshot();
         for i in self.peers.connected_indexes() {
             let addr = self.peers.addr(i).to_string();
             let chain = self.peers.chain(i);
@@ -236,13 +238,7 @@ impl Sources {
                     tip.hash, tip.height
                 )),
             };
-            let was_behind = self
-                .progress
-                .bitcoin
-                .peers
-                .snapshot()
-                .get(i)
-                .is_some_and(|p| p.behind);
+            let was_behind = shown.get(i).is_some_and(|p| p.behind);
             if let (Some(why), PeerChain::Branch(_)) = (&behind, chain) {
                 if self.peers.rotate_out(i, why) {
                     continue;

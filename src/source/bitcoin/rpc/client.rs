@@ -544,15 +544,11 @@ mod tests {
 
     #[test]
     fn a_closed_port_is_unreachable_not_refused() {
-        let port = {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            l.local_addr().unwrap().port()
-        };
-        let rpc = BitcoinRpc::new(
-            &format!("http://127.0.0.1:{port}"),
-            Credentials::None,
-            RpcOptions::default(),
-        );
+        // A port just freed: nothing listens on it.
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", closed.local_addr().unwrap());
+        drop(closed);
+        let rpc = BitcoinRpc::new(&url, Credentials::None, RpcOptions::default());
         let err = rpc.get_block_count().unwrap_err();
         assert!(matches!(err, RpcError::Unreachable { .. }), "{err:?}");
         assert!(err.is_transient());
