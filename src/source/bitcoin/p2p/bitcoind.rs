@@ -99,10 +99,7 @@ impl RpcSide {
                 self.status().failed(true, &sentence);
                 Err(ChainCheckError::OtherChain(sentence))
             }
-            Err(e) => {
-                let err = self.rpc_error(&e);
-                Err(ChainCheckError::Unreachable(err))
-            }
+            Err(e) => Err(ChainCheckError::Unreachable(self.rpc_error(&e))),
         }
     }
 
