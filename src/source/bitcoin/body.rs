@@ -299,9 +299,8 @@ pub fn decompress(compressed: &[u8], bound: usize) -> Result<Vec<u8>, BodyError>
         ));
     }
     match writer.into_inner() {
-        Ok(sink) if sink.overflowed => Err(BodyError::TooLarge { bound }),
+        Ok(sink) | Err(sink) if sink.overflowed => Err(BodyError::TooLarge { bound }),
         Ok(sink) => Ok(sink.out),
-        Err(sink) if sink.overflowed => Err(BodyError::TooLarge { bound }),
         Err(_) => Err(BodyError::Brotli("the stream ends before its last block")),
     }
 }

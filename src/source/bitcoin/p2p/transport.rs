@@ -375,13 +375,9 @@ mod wire_tests {
         let (tx, rx) = mpsc::channel();
         let addr = stand_in(move |mut s| {
             let (mut inbound, mut out, mut r) = respond(&s);
-            let mut wire = packet(&mut out, NetworkMessage::Verack, PacketType::Decoy);
-            wire.extend(packet(
-                &mut out,
-                NetworkMessage::Ping(5),
-                PacketType::Genuine,
-            ));
-            s.write_all(&wire).unwrap();
+            let decoy = packet(&mut out, NetworkMessage::Verack, PacketType::Decoy);
+            let ping = packet(&mut out, NetworkMessage::Ping(5), PacketType::Genuine);
+            s.write_all(&[decoy, ping].concat()).unwrap();
             let mut len = [0u8; 3];
             r.read_exact(&mut len).unwrap();
             let mut p = vec![0u8; inbound.decrypt_packet_len(len)];

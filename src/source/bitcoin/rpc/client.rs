@@ -474,16 +474,14 @@ fn decode_hex_string(raw: &RawValue) -> Result<Vec<u8>, String> {
 
 /// The `user:password` line of a cookie file, without its line end.
 pub fn read_cookie(path: &Path) -> Result<String, RpcError> {
-    let text = std::fs::read_to_string(path).map_err(|e| RpcError::Cookie {
+    let refused = |reason: String| RpcError::Cookie {
         path: path.to_path_buf(),
-        reason: e.to_string(),
-    })?;
+        reason,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| refused(e.to_string()))?;
     let line = text.lines().next().unwrap_or("").trim();
     if !line.contains(':') {
-        return Err(RpcError::Cookie {
-            path: path.to_path_buf(),
-            reason: "the file does not hold `user:password`".into(),
-        });
+        return Err(refused("the file does not hold `user:password`".into()));
     }
     Ok(line.to_string())
 }
