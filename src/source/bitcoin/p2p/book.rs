@@ -129,13 +129,9 @@ impl AddressBook {
                 .filter(|(_, e)| e.banned_until <= now)
                 .max_by_key(|(_, e)| (e.last_success == 0, e.failures, u64::MAX - e.last_attempt))
                 .map(|(a, _)| *a);
-            match worst {
-                Some(a) => {
-                    self.entries.remove(&a);
-                    self.dirty.insert(a);
-                }
-                None => return false,
-            }
+            let Some(a) = worst else { return false };
+            self.entries.remove(&a);
+            self.dirty.insert(a);
         }
         self.entries.insert(
             addr,

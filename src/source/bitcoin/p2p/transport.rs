@@ -305,11 +305,7 @@ mod tests {
         assert!(!auto.starts_v2(Some(ServiceFlags::NETWORK | ServiceFlags::WITNESS)));
         assert!(TransportChoice::V2.starts_v2(Some(ServiceFlags::NONE)));
         assert!(!TransportChoice::V1.starts_v2(None));
-        for c in [
-            TransportChoice::Auto,
-            TransportChoice::V2,
-            TransportChoice::V1,
-        ] {
+        for c in [auto, TransportChoice::V2, TransportChoice::V1] {
             assert_eq!(TransportChoice::parse(&c.to_string()), Ok(c));
         }
         assert!(TransportChoice::parse("v3").unwrap_err().contains("auto"));
