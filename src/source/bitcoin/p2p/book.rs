@@ -50,17 +50,6 @@ pub enum Source {
     Addr = 3,
 }
 
-impl Source {
-    /// The name of the source stored as `code`.
-    fn name_of(code: u8) -> &'static str {
-        match code {
-            1 => "flag",
-            2 => "dns",
-            _ => "addr",
-        }
-    }
-}
-
 /// The address book (module docs).
 pub struct AddressBook {
     entries: HashMap<SocketAddr, BookEntry>,
@@ -96,9 +85,12 @@ impl AddressBook {
         if self.loaded.contains(addr) {
             return "book";
         }
-        self.entries
-            .get(addr)
-            .map_or("addr", |e| Source::name_of(e.source))
+        // The source's name by its code.
+        match self.entries.get(addr).map(|e| e.source) {
+            Some(1) => "flag",
+            Some(2) => "dns",
+            _ => "addr",
+        }
     }
 
     /// Adds `addr` (a new address, or a flag's to an address already
