@@ -70,10 +70,15 @@ fn two_hundred_mined_blocks_read_back_with_the_hashes_getblockhash_gives() {
     for (i, hash) in hashes.iter().enumerate() {
         assert_eq!(*hash, rpc.get_block_hash(150 + i as u64).unwrap());
     }
-    assert_eq!(rpc.get_best_block_hash().unwrap(), hashes[50]);
+    let best: String = rpc.call("getbestblockhash", &[]).unwrap();
+    assert_eq!(best, hashes[50].to_string());
     // The header bitcoind gives is the one in the block we checked.
-    let header = rpc.get_block_header(&hashes[0]).unwrap();
-    assert_eq!(header, serialize(&blocks[150].header));
+    let header: String = (rpc.call(
+        "getblockheader",
+        &[hashes[0].to_string().into(), false.into()],
+    ))
+    .unwrap();
+    assert_eq!(hex::decode(header).unwrap(), serialize(&blocks[150].header));
 }
 
 /// A P2WPKH key of the test's own: mines a coinbase to it, lets it mature,
@@ -168,9 +173,20 @@ fn witness_root_of_a_block_with_a_segwit_spend_is_over_bitcoinds_wtxids() {
     assert_ne!(block.txs_commitment, [0u8; 32]);
     // The spend is found by txid (-txindex=1), in one call or a batch.
     let txid = Txid::from_byte_array(block.txs[1].txid);
-    assert_eq!(rpc.get_raw_transaction(&txid).unwrap(), serialize(&spend));
+    let one: String = (rpc.call(
+        "getrawtransaction",
+        &[txid.to_string().into(), false.into()],
+    ))
+    .unwrap();
+    assert_eq!(hex::decode(one).unwrap(), serialize(&spend));
     let coinbase = Txid::from_byte_array(block.txs[0].txid);
-    let both = rpc.get_raw_transactions(&[coinbase, txid]).unwrap();
+    let both = rpc
+        .batch(
+            "getrawtransaction",
+            [coinbase, txid].map(|t| format!(r#"["{t}",false]"#)),
+            |raw| hex::decode(raw.get().trim_matches('"')).map_err(|e| e.to_string()),
+        )
+        .unwrap();
     assert_eq!(both[1], serialize(&spend));
     assert_eq!(both[0], serialize(&block.txs[0].tx));
     // Keeping only transactions by wtxid prefix drops the rest but counts them.

@@ -1,7 +1,7 @@
 //! A Bitcoin block as ledgerd uses it, read from its raw bytes and checked.
 //!
 //! Whoever sent a block (bitcoind's RPC, a peer) is not trusted where it can
-//! be recomputed. [`check_block`] is the one check every block goes through
+//! be recomputed. [`parse_block`] is the one check every block goes through
 //! before anything reads it, on every path that takes one (the L2 anchor
 //! check, the DA scan, and so chunk assembly), with Bitcoin Core's rules for a
 //! block that is not mutated (`IsBlockMutated` / `CheckMerkleRoot` /
@@ -289,12 +289,6 @@ pub fn parse_block_keeping(
     })
 }
 
-/// [`parse_block`] for a block already decoded (serialized again: the walk
-/// reads bytes).
-pub fn check_block(height: u64, expected: &BlockHash, block: Block) -> Result<DaBlock, BlockError> {
-    parse_block(height, expected, &bitcoin::consensus::serialize(&block))
-}
-
 /// Citrea's `daSlotTxsCommitment`: the Merkle root over 32 zero bytes for the
 /// coinbase, then every other transaction's raw wtxid (BIP 141's witness
 /// root, rust-bitcoin's `merkle_tree::calculate_root` over those leaves; the
@@ -347,12 +341,13 @@ fn witness_commitment(coinbase: &Transaction) -> Option<[u8; 32]> {
 mod tests {
     use super::*;
     use bitcoin::blockdata::constants::genesis_block;
+    use bitcoin::consensus::serialize;
 
     #[test]
     fn a_coinbase_only_block_has_a_zero_txs_commitment_and_needs_no_witness() {
         let genesis = genesis_block(bitcoin::Network::Regtest);
         let hash = genesis.block_hash();
-        let checked = check_block(0, &hash, genesis).unwrap();
+        let checked = parse_block(0, &hash, &serialize(&genesis)).unwrap();
         assert_eq!(checked.txs_commitment, [0u8; 32]);
         assert_eq!(checked.tx_count, 1);
     }
@@ -376,7 +371,7 @@ mod tests {
         block.txdata[0].input[0].witness = bitcoin::Witness::from_slice(&[[0u8; 32]]);
         // The txid ignores the witness: the header still matches.
         let hash = block.block_hash();
-        let err = check_block(0, &hash, block).unwrap_err();
+        let err = parse_block(0, &hash, &serialize(&block)).unwrap_err();
         assert_eq!(err.reason(), "unexpected-witness", "{err}");
         assert!(err.is_mutated());
     }

@@ -435,29 +435,23 @@ mod tests {
 
     #[test]
     fn the_leaf_script_skips_an_annex_and_a_key_path_spend_has_none() {
-        let script = vec![0x51];
-        let control = vec![0xc0; 33];
-        let plain = Witness::from_slice(&[vec![1; 64], script.clone(), control.clone()]);
-        assert_eq!(leaf_script(&plain).map(Script::as_bytes), Some(&script[..]));
-        let annexed =
-            Witness::from_slice(&[vec![1; 64], script.clone(), control, vec![ANNEX_TAG, 1]]);
-        assert_eq!(
-            leaf_script(&annexed).map(Script::as_bytes),
-            Some(&script[..])
-        );
-        assert_eq!(leaf_script(&Witness::from_slice(&[vec![1; 64]])), None);
-        assert_eq!(
-            leaf_script(&Witness::from_slice(&[vec![1; 64], vec![ANNEX_TAG]])),
-            None
-        );
-        assert_eq!(leaf_script(&Witness::new()), None);
+        let (script, control, sig) = (vec![0x51], vec![0xc0; 33], vec![1; 64]);
+        let leaf = |elements: &[Vec<u8>]| {
+            leaf_script(&Witness::from_slice(elements)).map(|s| s.as_bytes().to_vec())
+        };
+        let plain = [sig.clone(), script.clone(), control.clone()];
+        assert_eq!(leaf(&plain), Some(script.clone()));
+        let annexed = [sig.clone(), script.clone(), control, vec![ANNEX_TAG, 1]];
+        assert_eq!(leaf(&annexed), Some(script));
+        assert_eq!(leaf(&[sig.clone(), vec![ANNEX_TAG]]), None);
+        assert_eq!(leaf(&[sig]), None);
+        assert_eq!(leaf(&[]), None);
     }
 
     #[test]
     fn prefixes_are_checked_on_the_raw_byte_order() {
         let mut wtxid = [0u8; 32];
-        wtxid[0] = 1;
-        wtxid[1] = 1;
+        (wtxid[0], wtxid[1]) = (1, 1);
         assert!(Namespace::BatchProof.matches(&wtxid));
         assert!(!Namespace::LightClient.matches(&wtxid));
         wtxid.reverse();

@@ -99,14 +99,12 @@ mod tests {
 
     #[test]
     fn regtest_private_keys_belong_to_the_regtest_public_keys() {
+        let public = |secret: Result<DaSecretKey, KeyError>| secret.unwrap().public_key();
         assert_eq!(
-            regtest_sequencer_secret().unwrap().public_key().to_string(),
+            public(regtest_sequencer_secret()).to_string(),
             REGTEST.sequencer
         );
-        assert_eq!(
-            regtest_prover_secret().unwrap().public_key().to_string(),
-            REGTEST.prover
-        );
+        assert_eq!(public(regtest_prover_secret()).to_string(), REGTEST.prover);
     }
 
     #[test]

@@ -354,18 +354,14 @@ pub struct ScanPace {
 
 impl Default for ScanPace {
     fn default() -> Self {
-        ScanPace::new()
-    }
-}
-
-impl ScanPace {
-    pub fn new() -> Self {
         ScanPace {
             since: Instant::now(),
             count: 0,
         }
     }
+}
 
+impl ScanPace {
     /// Waits, after reading `read` blocks, as long as keeps the scan at
     /// [`MAX_SCAN_RATE`]. A scan that fell a second behind that pace (a
     /// caught-up follower reads a block now and then) starts it afresh.
@@ -396,27 +392,27 @@ pub struct AnchorCache {
 }
 
 impl AnchorCache {
-    /// A block's anchor.
-    pub fn anchor_of(block: &DaBlock) -> crate::source::DaAnchor {
-        crate::source::DaAnchor {
+    /// `block`'s anchor, kept if it is final (at or below `final_height`).
+    pub fn remember(&mut self, block: &DaBlock, final_height: u64) -> crate::source::DaAnchor {
+        let anchor = crate::source::DaAnchor {
             hash: block.hash,
             txs_commitment: block.txs_commitment,
-        }
-    }
-
-    /// Keeps `block`'s anchor if it is final (at or below `final_height`).
-    pub fn remember(&mut self, block: &DaBlock, final_height: u64) {
+        };
         if block.height <= final_height {
-            self.by_height.insert(block.height, Self::anchor_of(block));
+            self.by_height.insert(block.height, anchor);
             while self.by_height.len() > ANCHOR_CACHE {
                 self.by_height.pop_first();
             }
         }
+        anchor
     }
 
-    /// Whether the anchor of `height` is kept.
-    pub fn has(&self, height: u64) -> bool {
-        self.by_height.contains_key(&height)
+    /// The heights of `heights` up to `tip` whose anchors are not kept.
+    pub fn missing(&self, heights: &[u64], tip: u64) -> Vec<u64> {
+        let missing = heights.iter().copied();
+        missing
+            .filter(|h| *h <= tip && !self.by_height.contains_key(h))
+            .collect()
     }
 
     /// The anchor of each of `heights`: kept, else from `fresh` (blocks

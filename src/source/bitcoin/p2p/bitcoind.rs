@@ -12,7 +12,7 @@
 //!   best chain, and the peers then serve only what their chains hold.
 //! - **Blocks**: asked of bitcoind first (`getblock HASH 0`, batched), for
 //!   the heights its chain holds of the best chain; each checked against
-//!   its header ([`crate::source::bitcoin::block::check_block`]). A call
+//!   its header ([`crate::source::bitcoin::block::parse_block`]). A call
 //!   that fails, or a block that does not match its header, hands the
 //!   blocks to the peers and puts bitcoind in a back-off (100 ms doubling
 //!   to [`MAX_BACKOFF`]); the peers serve meanwhile.
@@ -99,10 +99,7 @@ impl RpcSide {
                 self.status().failed(true, &sentence);
                 Err(ChainCheckError::OtherChain(sentence))
             }
-            Err(e) => {
-                let err = self.rpc_error(&e);
-                Err(ChainCheckError::Unreachable(err))
-            }
+            Err(e) => Err(ChainCheckError::Unreachable(self.rpc_error(&e))),
         }
     }
 

@@ -50,17 +50,6 @@ pub enum Source {
     Addr = 3,
 }
 
-impl Source {
-    /// The name of the source stored as `code`.
-    fn name_of(code: u8) -> &'static str {
-        match code {
-            1 => "flag",
-            2 => "dns",
-            _ => "addr",
-        }
-    }
-}
-
 /// The address book (module docs).
 pub struct AddressBook {
     entries: HashMap<SocketAddr, BookEntry>,
@@ -86,12 +75,8 @@ impl AddressBook {
         })
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
     }
 
     /// Where `addr` came from, as `/health` shows a connection to it:
@@ -100,9 +85,12 @@ impl AddressBook {
         if self.loaded.contains(addr) {
             return "book";
         }
-        self.entries
-            .get(addr)
-            .map_or("addr", |e| Source::name_of(e.source))
+        // The source's name by its code.
+        match self.entries.get(addr).map(|e| e.source) {
+            Some(1) => "flag",
+            Some(2) => "dns",
+            _ => "addr",
+        }
     }
 
     /// Adds `addr` (a new address, or a flag's to an address already
@@ -133,13 +121,9 @@ impl AddressBook {
                 .filter(|(_, e)| e.banned_until <= now)
                 .max_by_key(|(_, e)| (e.last_success == 0, e.failures, u64::MAX - e.last_attempt))
                 .map(|(a, _)| *a);
-            match worst {
-                Some(a) => {
-                    self.entries.remove(&a);
-                    self.dirty.insert(a);
-                }
-                None => return false,
-            }
+            let Some(a) = worst else { return false };
+            self.entries.remove(&a);
+            self.dirty.insert(a);
         }
         self.entries.insert(
             addr,
@@ -302,19 +286,15 @@ mod tests {
     #[test]
     fn the_book_holds_at_most_its_bound_and_drops_the_least_useful() {
         let mut book = AddressBook::load(None).unwrap();
-        let first = sa("10.0.0.1:1");
-        book.learn(first, Source::Dns, ServiceFlags::NONE);
-        book.success(&first, ServiceFlags::NONE);
+        let (first, none) = (sa("10.0.0.1:1"), ServiceFlags::NONE);
+        book.learn(first, Source::Dns, none);
+        book.success(&first, none);
         for i in 0..MAX_ENTRIES as u32 + 10 {
             let ip = std::net::Ipv4Addr::from(0x0b00_0000 + i);
-            book.learn(
-                SocketAddr::new(ip.into(), 8333),
-                Source::Addr,
-                ServiceFlags::NONE,
-            );
+            book.learn(SocketAddr::new(ip.into(), 8333), Source::Addr, none);
         }
         assert_eq!(book.len(), MAX_ENTRIES);
         assert_eq!(book.origin(&first), "dns", "one that connected is kept");
-        assert!(!book.learn(sa("0.0.0.0:1"), Source::Addr, ServiceFlags::NONE));
+        assert!(!book.learn(sa("0.0.0.0:1"), Source::Addr, none));
     }
 }

@@ -113,7 +113,7 @@ impl PeersDa {
             },
             anchors: AnchorCache::default(),
             kept: KeptBlocks::default(),
-            pace: ScanPace::new(),
+            pace: ScanPace::default(),
         }
     }
 
@@ -146,21 +146,6 @@ impl PeersDa {
             .tip()
             .height
             .saturating_sub(self.finality_depth - 1)
-    }
-
-    /// Blocks `wanted`, checked, in the order asked, kept for the scan
-    /// (see [`Sources::blocks_each`]).
-    fn blocks(&mut self, wanted: &[(u64, BlockHash)]) -> Result<Vec<DaBlock>, SourceError> {
-        let mut got = Vec::with_capacity(wanted.len());
-        self.src
-            .blocks_each(&mut self.kept, wanted, false, &mut |block| {
-                got.push(block);
-                true
-            })?;
-        if got.len() != wanted.len() {
-            return Err(SourceError::bad_answer("a block asked is missing"));
-        }
-        Ok(got)
     }
 }
 
@@ -219,6 +204,8 @@ impl Sources {
             .save_book()
             .map_err(|e| SourceError::unreadable("the Bitcoin address book cannot be stored", e))?;
         let tip = self.chain.tip().clone();
+        // As shown before this look (each peer's entry changes only in its turn).
+        let shown = self.progress.bitcoin.peers.snapshot();
         for i in self.peers.connected_indexes() {
             let addr = self.peers.addr(i).to_string();
             let chain = self.peers.chain(i);
@@ -236,13 +223,7 @@ impl Sources {
                     tip.hash, tip.height
                 )),
             };
-            let was_behind = self
-                .progress
-                .bitcoin
-                .peers
-                .snapshot()
-                .get(i)
-                .is_some_and(|p| p.behind);
+            let was_behind = shown.get(i).is_some_and(|p| p.behind);
             if let (Some(why), PeerChain::Branch(_)) = (&behind, chain) {
                 if self.peers.rotate_out(i, why) {
                     continue;
@@ -490,10 +471,8 @@ impl Sources {
     /// A look at the chain (module docs): bitcoind's headers, the peers
     /// due connected and asked for theirs, the best chain stored.
     fn look(&mut self) -> Result<(), SourceError> {
-        let rpc_answered = match &mut self.rpc {
-            Some(rpc) => rpc.sync_headers(&mut self.chain),
-            None => false,
-        };
+        let rpc = self.rpc.as_mut();
+        let rpc_answered = rpc.is_some_and(|rpc| rpc.sync_headers(&mut self.chain));
         if self.peers.connect_due() > 0 {
             self.sync_headers()?;
         }
@@ -561,12 +540,7 @@ impl DaSource for PeersDa {
     }
 
     fn anchors(&mut self, heights: &[u64]) -> Result<Option<Vec<Option<DaAnchor>>>, SourceError> {
-        let tip = self.src.chain.tip().height;
-        let missing: Vec<u64> = heights
-            .iter()
-            .copied()
-            .filter(|h| *h <= tip && !self.anchors.has(*h))
-            .collect();
+        let missing = self.anchors.missing(heights, self.src.chain.tip().height);
         let mut wanted = Vec::with_capacity(missing.len());
         for h in missing {
             if let Some(hash) = scan::hash_at(&self.src.chain, h)? {
@@ -574,10 +548,16 @@ impl DaSource for PeersDa {
             }
         }
         let final_height = self.final_height();
-        let mut fresh = BTreeMap::new();
-        for block in self.blocks(&wanted)? {
-            self.anchors.remember(&block, final_height);
-            fresh.insert(block.height, AnchorCache::anchor_of(&block));
+        // Checked, in the order asked, and kept for the scan ([`Sources::blocks_each`]).
+        let (mut fresh, mut got) = (BTreeMap::new(), 0);
+        self.src
+            .blocks_each(&mut self.kept, &wanted, false, &mut |block| {
+                fresh.insert(block.height, self.anchors.remember(&block, final_height));
+                got += 1;
+                true
+            })?;
+        if got != wanted.len() {
+            return Err(SourceError::bad_answer("a block asked is missing"));
         }
         Ok(Some(self.anchors.answer(heights, &fresh)))
     }

@@ -119,6 +119,7 @@ impl Discovery {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::bitcoin::p2p::sa;
 
     #[test]
     fn at_most_two_outbound_peers_share_a_public_netgroup_and_local_ones_have_no_limit() {
@@ -132,26 +133,19 @@ mod tests {
             "127.0.0.1:2",
             "127.0.0.1:3",
         ] {
-            book.learn(a.parse().unwrap(), Source::Addr, ServiceFlags::NONE);
+            book.learn(sa(a), Source::Addr, ServiceFlags::NONE);
         }
         let d = Discovery::new(book, None, 8);
-        let picked = d.pick(8, &HashSet::new(), &[]);
+        let pick = |n, in_use: &[SocketAddr]| d.pick(n, &HashSet::new(), in_use);
+        let in_12 = |picked: &[SocketAddr]| {
+            let is_12 = |a: &&SocketAddr| a.to_string().starts_with("1.2.");
+            picked.iter().filter(is_12).count()
+        };
+        let picked = pick(8, &[]);
         assert_eq!(picked.len(), 6, "{picked:?}");
-        let in_12 = picked
-            .iter()
-            .filter(|a| a.to_string().starts_with("1.2."))
-            .count();
-        assert_eq!(in_12, 2);
+        assert_eq!(in_12(&picked), 2);
         // One already in use in 1.2/16: one more there.
-        let in_use = ["1.2.9.9:8333".parse().unwrap()];
-        let picked = d.pick(8, &HashSet::new(), &in_use);
-        assert_eq!(
-            picked
-                .iter()
-                .filter(|a| a.to_string().starts_with("1.2."))
-                .count(),
-            1
-        );
-        assert_eq!(d.pick(2, &HashSet::new(), &[]).len(), 2);
+        assert_eq!(in_12(&pick(8, &[sa("1.2.9.9:8333")])), 1);
+        assert_eq!(pick(2, &[]).len(), 2);
     }
 }

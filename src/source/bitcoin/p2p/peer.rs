@@ -387,44 +387,6 @@ fn refused(theirs: &VersionMessage, nonce: u64) -> Option<String> {
     }
 }
 
-/// The heights of a block locator from tip height `tip`: the last 11 one by
-/// one, then back in doubling steps, genesis last (Bitcoin Core's
-/// `LocatorEntries`; far fewer than the 101 entries Core accepts).
-pub fn locator_heights(tip: u64) -> Vec<u64> {
-    let mut heights = Vec::with_capacity(32);
-    let mut step = 1u64;
-    let mut h = tip;
-    loop {
-        heights.push(h);
-        if h == 0 {
-            break;
-        }
-        h = h.saturating_sub(step);
-        if heights.len() > 10 {
-            step = step.saturating_mul(2);
-        }
-    }
-    heights
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_locator_steps_back_one_by_one_then_doubling_and_ends_at_genesis() {
-        assert_eq!(locator_heights(0), vec![0]);
-        assert_eq!(locator_heights(3), vec![3, 2, 1, 0]);
-        let l = locator_heights(1_000_000);
-        let first: Vec<u64> = (999_990..=1_000_000).rev().collect();
-        assert_eq!(&l[..11], &first[..]);
-        assert_eq!(&l[11..14], &[999_989, 999_987, 999_983]);
-        assert_eq!(*l.last().unwrap(), 0);
-        assert!(l.windows(2).all(|w| w[0] > w[1]));
-        assert!(locator_heights(u64::MAX).len() <= 101);
-    }
-}
-
 #[cfg(test)]
 mod wire_tests {
     //! One `Peer` against a stand-in peer on a local socket that speaks the
@@ -432,11 +394,10 @@ mod wire_tests {
     use std::io::Write;
     use std::net::{TcpListener, TcpStream};
 
-    use bitcoin::consensus::serialize;
-    use bitcoin::p2p::message::RawNetworkMessage;
-
     use super::*;
-    use crate::source::bitcoin::p2p::message::{read_message, MAX_PAYLOAD};
+    use crate::source::bitcoin::p2p::message::{
+        read_message_deferring, write_message, MAX_PAYLOAD,
+    };
 
     /// What the stand-in does after reading our version.
     #[derive(Clone, Copy)]
@@ -457,11 +418,8 @@ mod wire_tests {
         std::thread::spawn(move || {
             let (mut s, _) = listener.accept().unwrap();
             let mut r = s.try_clone().unwrap();
-            let send = |s: &mut TcpStream, m: NetworkMessage| {
-                s.write_all(&serialize(&RawNetworkMessage::new(Magic::REGTEST, m)))
-                    .unwrap()
-            };
-            let read = |r: &mut TcpStream| read_message(r, Magic::REGTEST).unwrap();
+            let send = |s: &mut TcpStream, m| write_message(s, Magic::REGTEST, m).unwrap();
+            let read = |r: &mut TcpStream| read_message_deferring(r, Magic::REGTEST).unwrap().0;
             let NetworkMessage::Version(ours) = read(&mut r) else {
                 panic!("not a version first")
             };
@@ -500,17 +458,16 @@ mod wire_tests {
                     send(&mut s, NetworkMessage::Headers(vec![genesis.header]));
                 }
                 Then::Oversized => {
-                    let mut raw = serialize(&RawNetworkMessage::new(
-                        Magic::REGTEST,
-                        NetworkMessage::Headers(vec![]),
-                    ));
+                    let mut raw = Vec::new();
+                    write_message(&mut raw, Magic::REGTEST, NetworkMessage::Headers(vec![]))
+                        .unwrap();
                     raw[16..20].copy_from_slice(&(MAX_PAYLOAD as u32 + 1).to_le_bytes());
                     s.write_all(&raw).unwrap();
                 }
                 Then::NoWitness | Then::Silent => {}
             }
             // Hold the connection open until the peer hangs up.
-            while read_message(&mut r, Magic::REGTEST).is_ok() {}
+            while read_message_deferring(&mut r, Magic::REGTEST).is_ok() {}
         });
         addr
     }

@@ -242,10 +242,8 @@ impl PeerSet {
     /// source, the ledger's one writer).
     pub fn save_book(&mut self) -> Result<(), LedgerError> {
         self.note_book();
-        match &mut self.discovery {
-            Some(d) => d.book.save(),
-            None => Ok(()),
-        }
+        let discovery = self.discovery.as_mut();
+        discovery.map_or(Ok(()), |d| d.book.save())
     }
 
     /// Rotates found peer `index` out for another from the book (its chain

@@ -85,8 +85,6 @@ pub enum TransportKind {
 }
 
 impl TransportKind {
-    pub const ALL: [TransportKind; 2] = [TransportKind::V1, TransportKind::V2];
-
     pub fn as_str(self) -> &'static str {
         match self {
             TransportKind::V1 => "v1",
@@ -307,11 +305,7 @@ mod tests {
         assert!(!auto.starts_v2(Some(ServiceFlags::NETWORK | ServiceFlags::WITNESS)));
         assert!(TransportChoice::V2.starts_v2(Some(ServiceFlags::NONE)));
         assert!(!TransportChoice::V1.starts_v2(None));
-        for c in [
-            TransportChoice::Auto,
-            TransportChoice::V2,
-            TransportChoice::V1,
-        ] {
+        for c in [auto, TransportChoice::V2, TransportChoice::V1] {
             assert_eq!(TransportChoice::parse(&c.to_string()), Ok(c));
         }
         assert!(TransportChoice::parse("v3").unwrap_err().contains("auto"));
@@ -377,13 +371,9 @@ mod wire_tests {
         let (tx, rx) = mpsc::channel();
         let addr = stand_in(move |mut s| {
             let (mut inbound, mut out, mut r) = respond(&s);
-            let mut wire = packet(&mut out, NetworkMessage::Verack, PacketType::Decoy);
-            wire.extend(packet(
-                &mut out,
-                NetworkMessage::Ping(5),
-                PacketType::Genuine,
-            ));
-            s.write_all(&wire).unwrap();
+            let decoy = packet(&mut out, NetworkMessage::Verack, PacketType::Decoy);
+            let ping = packet(&mut out, NetworkMessage::Ping(5), PacketType::Genuine);
+            s.write_all(&[decoy, ping].concat()).unwrap();
             let mut len = [0u8; 3];
             r.read_exact(&mut len).unwrap();
             let mut p = vec![0u8; inbound.decrypt_packet_len(len)];

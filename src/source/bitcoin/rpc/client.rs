@@ -236,22 +236,22 @@ impl BitcoinRpc {
         params: &[serde_json::Value],
     ) -> Result<T, RpcError> {
         let params_json = serde_json::Value::from(params.to_vec()).to_string();
-        let answers = self.batch_raw(method, std::iter::once(params_json), |raw| {
+        let answers = self.batch(method, std::iter::once(params_json), |raw| {
             serde_json::from_str::<T>(raw.get()).map_err(|e| e.to_string())
         })?;
-        only(method, answers)?
+        only(method, answers)
     }
 
     /// Sends one JSON-RPC batch: `method` once per element of `params` (each
     /// the JSON text of a parameter array), in one HTTP request, and decodes
-    /// each result with `decode`. The outer error is for the request as a
-    /// whole; each element has its own result, in the order of `params`.
-    pub fn batch_raw<T>(
+    /// each result with `decode`: the results in the order of `params`, or
+    /// the error of the request as a whole, else of the first refused call.
+    pub fn batch<T>(
         &self,
         method: &str,
         params: impl IntoIterator<Item = String>,
         decode: impl Fn(&RawValue) -> Result<T, String>,
-    ) -> Result<Vec<Result<T, RpcError>>, RpcError> {
+    ) -> Result<Vec<T>, RpcError> {
         let params: Vec<String> = params.into_iter().collect();
         if params.is_empty() {
             return Ok(Vec::new());
@@ -284,25 +284,13 @@ impl BitcoinRpc {
         }
         // Bitcoin Core answers a batch in request order; match by id anyway.
         let ordered = rpc_client::by_id(replies, first_id, count as usize).map_err(bad)?;
-        Ok(ordered
+        ordered
             .into_iter()
             .map(|reply| match (reply.error, reply.result) {
                 (Some(e), _) => Err(RpcError::refused(method, e)),
                 (None, Some(raw)) => decode(raw).map_err(&bad),
                 (None, None) => Err(bad("an answer with neither result nor error".into())),
             })
-            .collect())
-    }
-
-    /// [`BitcoinRpc::batch_raw`], the first refused call's error if any is.
-    fn batch<T>(
-        &self,
-        method: &str,
-        params: impl IntoIterator<Item = String>,
-        decode: impl Fn(&RawValue) -> Result<T, String>,
-    ) -> Result<Vec<T>, RpcError> {
-        self.batch_raw(method, params, decode)?
-            .into_iter()
             .collect()
     }
 
@@ -368,12 +356,6 @@ impl BitcoinRpc {
         self.call("getblockcount", &[])
     }
 
-    /// `getbestblockhash`: the hash of the tip.
-    pub fn get_best_block_hash(&self) -> Result<BlockHash, RpcError> {
-        let text: String = self.call("getbestblockhash", &[])?;
-        parse_hash("getbestblockhash", &text)
-    }
-
     /// `getblockhash height`: the hash of the active chain's block at
     /// `height` (refused with -8 beyond the tip).
     pub fn get_block_hash(&self, height: u64) -> Result<BlockHash, RpcError> {
@@ -408,12 +390,6 @@ impl BitcoinRpc {
         )
     }
 
-    /// `getblockheader hash false`: the 80-byte header.
-    pub fn get_block_header(&self, hash: &BlockHash) -> Result<Vec<u8>, RpcError> {
-        let text: String = self.call("getblockheader", &[hash.to_string().into(), false.into()])?;
-        hex::decode(&text).map_err(|e| RpcError::bad("getblockheader", format!("not hex: {e}")))
-    }
-
     /// `getblockheader hash false` for each hash, in one batch, in the order
     /// given: the headers decoded (their hashes are the caller's to check).
     pub fn get_block_headers(
@@ -440,24 +416,6 @@ impl BitcoinRpc {
         }
         let info: Info = self.call("getblockchaininfo", &[])?;
         Ok(info.chain)
-    }
-
-    /// `getrawtransaction txid false`: the serialized transaction (found in
-    /// any block only with `-txindex=1`; refused with -5 otherwise).
-    pub fn get_raw_transaction(&self, txid: &Txid) -> Result<Vec<u8>, RpcError> {
-        only(
-            "getrawtransaction",
-            self.get_raw_transactions(std::slice::from_ref(txid))?,
-        )
-    }
-
-    /// `getrawtransaction txid false` for each txid, in one batch.
-    pub fn get_raw_transactions(&self, txids: &[Txid]) -> Result<Vec<Vec<u8>>, RpcError> {
-        self.batch(
-            "getrawtransaction",
-            txids.iter().map(|t| format!(r#"["{t}",false]"#)),
-            decode_hex_string,
-        )
     }
 
     /// `sendrawtransaction hex`: the txid bitcoind accepted the transaction under.
@@ -516,16 +474,14 @@ fn decode_hex_string(raw: &RawValue) -> Result<Vec<u8>, String> {
 
 /// The `user:password` line of a cookie file, without its line end.
 pub fn read_cookie(path: &Path) -> Result<String, RpcError> {
-    let text = std::fs::read_to_string(path).map_err(|e| RpcError::Cookie {
+    let refused = |reason: String| RpcError::Cookie {
         path: path.to_path_buf(),
-        reason: e.to_string(),
-    })?;
+        reason,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| refused(e.to_string()))?;
     let line = text.lines().next().unwrap_or("").trim();
     if !line.contains(':') {
-        return Err(RpcError::Cookie {
-            path: path.to_path_buf(),
-            reason: "the file does not hold `user:password`".into(),
-        });
+        return Err(refused("the file does not hold `user:password`".into()));
     }
     Ok(line.to_string())
 }
@@ -586,15 +542,11 @@ mod tests {
 
     #[test]
     fn a_closed_port_is_unreachable_not_refused() {
-        let port = {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            l.local_addr().unwrap().port()
-        };
-        let rpc = BitcoinRpc::new(
-            &format!("http://127.0.0.1:{port}"),
-            Credentials::None,
-            RpcOptions::default(),
-        );
+        // A port just freed: nothing listens on it.
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", closed.local_addr().unwrap());
+        drop(closed);
+        let rpc = BitcoinRpc::new(&url, Credentials::None, RpcOptions::default());
         let err = rpc.get_block_count().unwrap_err();
         assert!(matches!(err, RpcError::Unreachable { .. }), "{err:?}");
         assert!(err.is_transient());

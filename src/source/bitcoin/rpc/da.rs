@@ -112,7 +112,7 @@ impl BitcoinDa {
             anchors: AnchorCache::default(),
             kept: KeptBlocks::default(),
             tip: 0,
-            pace: ScanPace::new(),
+            pace: ScanPace::default(),
         }
     }
 
@@ -274,9 +274,10 @@ impl BitcoinDa {
         }
     }
 
-    fn remember(&mut self, block: &DaBlock) {
+    /// `block`'s anchor, kept if it is final.
+    fn remember(&mut self, block: &DaBlock) -> DaAnchor {
         let final_height = self.final_height(self.headers.tip().height);
-        self.anchors.remember(block, final_height);
+        self.anchors.remember(block, final_height)
     }
 }
 
@@ -337,12 +338,7 @@ impl DaSource for BitcoinDa {
         // chain ([`DaSource::last_scanned`], each pass): the chain moves
         // only there, where the sync checks the last scanned slot against
         // it before anything is scanned.
-        let tip = self.headers.tip().height;
-        let missing: Vec<u64> = heights
-            .iter()
-            .copied()
-            .filter(|h| *h <= tip && !self.anchors.has(*h))
-            .collect();
+        let missing = self.anchors.missing(heights, self.headers.tip().height);
         let mut fresh = BTreeMap::new();
         // Consecutive runs (a chunk of soft confirmations names a few
         // neighbouring blocks), each read in one go.
@@ -350,8 +346,7 @@ impl DaSource for BitcoinDa {
             let (from, to) = (run[0], run[run.len() - 1]);
             let hashes = self.chain_hashes(from, to)?;
             for block in self.read(from, &hashes)? {
-                self.remember(&block);
-                fresh.insert(block.height, AnchorCache::anchor_of(&block));
+                fresh.insert(block.height, self.remember(&block));
                 self.kept.keep(&block);
             }
         }

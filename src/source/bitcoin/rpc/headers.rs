@@ -100,10 +100,7 @@ pub fn sync_headers(
 ) -> Result<RpcSync, HeaderSyncError> {
     let ours = chain.tip().height;
     let common = common_height(rpc, chain, ours.min(count))?;
-    let mut tip = match chain.hash_at(common)? {
-        Some(hash) => (common, hash),
-        None => (common, chain.tip().hash),
-    };
+    let mut tip = (common, chain.hash_at(common)?.unwrap_or(chain.tip().hash));
     let mut next = common + 1;
     let mut added = 0u64;
     while next <= count && !stop.is_stopped() {
