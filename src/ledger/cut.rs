@@ -40,28 +40,26 @@ pub type Step = fn(&mut LedgerWriter<'_>, &Cut) -> Result<u64, LedgerError>;
 pub const STEPS: [(&str, Step); 11] = [
     (ScByHashPrefix::NAME, remove_hash_index),
     (SoftConfirmations::NAME, remove_blocks),
-    (StatusTable::NAME, remove_statuses),
+    // `status`: the statuses of the removed heights (the kept ones are
+    // recomputed by the caller).
+    (StatusTable::NAME, |w, cut| {
+        w.del_above::<StatusTable>(cut.height)
+    }),
     (Commitments::NAME, remove_slot_lists::<Commitments, _>),
     (Proofs::NAME, remove_slot_lists::<Proofs, _>),
     (DaSlots::NAME, remove_slot_hashes),
-    (BitcoinHeaders::NAME, remove_bitcoin_headers),
+    // Bitcoin headers above the cut's slot: after a reorg they are the old
+    // chain's; either way the header sync fetches (and checks) them again.
+    (BitcoinHeaders::NAME, |w, cut| {
+        w.del_above::<BitcoinHeaders>(cut.slot)
+    }),
     (BitcoinChunks::NAME, remove_bitcoin_chunks),
     (StatusHeights::NAME, remove_frontier_marks),
-    (tables::BitcoinPeers::NAME, keep_address_book),
+    // The address book of Bitcoin peers is no part of the chain: a rollback
+    // keeps it (its bans included).
+    (tables::BitcoinPeers::NAME, |_, _| Ok(0)),
     (Meta::NAME, cut_meta),
 ];
-
-/// The address book of Bitcoin peers is no part of the chain: a rollback
-/// keeps it (its bans included).
-fn keep_address_book(_: &mut LedgerWriter<'_>, _: &Cut) -> Result<u64, LedgerError> {
-    Ok(0)
-}
-
-/// Bitcoin headers above the cut's slot: after a reorg they are the old
-/// chain's; either way the header sync fetches (and checks) them again.
-fn remove_bitcoin_headers(w: &mut LedgerWriter<'_>, cut: &Cut) -> Result<u64, LedgerError> {
-    w.del_above::<BitcoinHeaders>(cut.slot)
-}
 
 /// Proof chunks found in Bitcoin blocks above the cut's slot: the scan
 /// finds them again when it scans those blocks.
@@ -226,12 +224,6 @@ fn remove_blocks(w: &mut LedgerWriter<'_>, cut: &Cut) -> Result<u64, LedgerError
         )?;
     }
     w.del_above::<SoftConfirmations>(cut.height)
-}
-
-/// `status`: the statuses of the removed heights (the kept ones are
-/// recomputed by the caller).
-fn remove_statuses(w: &mut LedgerWriter<'_>, cut: &Cut) -> Result<u64, LedgerError> {
-    w.del_above::<StatusTable>(cut.height)
 }
 
 /// `commitments` and `proofs`: the lists of the removed slots; counts
