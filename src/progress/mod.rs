@@ -216,16 +216,6 @@ impl BitcoinProgress {
     pub fn is_down(&self) -> bool {
         self.url.get().is_some() && !self.reachable.load(Relaxed)
     }
-
-    /// The deep reorg found, if any.
-    pub fn reorg(&self) -> Option<String> {
-        self.reorg.get()
-    }
-
-    /// Sets (or clears) the deep reorg found.
-    pub fn set_reorg(&self, what: Option<String>) {
-        self.reorg.set(what);
-    }
 }
 
 /// An upstream's answers that said to wait, by status (`/metrics`:
@@ -290,7 +280,8 @@ impl Progress {
     /// scanned chain is still Bitcoin's: a node that cannot see the chain
     /// does not claim to be synced with it.
     pub fn l1_status(&self) -> LayerStatus {
-        let blind = self.unreached() || self.bitcoin.is_down() || self.bitcoin.reorg().is_some();
+        let blind =
+            self.unreached() || self.bitcoin.is_down() || self.bitcoin.reorg.get().is_some();
         layer(&self.l1_source_head, &self.l1_synced, blind)
     }
 
