@@ -314,17 +314,12 @@ impl Health {
             }
             if p.source_ok_unix_ms.load(Relaxed) == 0 {
                 // Nothing is known of the chain until the source answers once.
-                break 'problem Some((
-                    "unreached",
-                    match &source_problem {
-                        Some(why) => {
-                            format!("the chain source has not answered since start: {why}")
-                        }
-                        None => {
-                            "the chain source has not answered since start (asking)".to_string()
-                        }
-                    },
-                ));
+                let why = match &source_problem {
+                    Some(why) => format!(": {why}"),
+                    None => " (asking)".to_string(),
+                };
+                let what = format!("the chain source has not answered since start{why}");
+                break 'problem Some(("unreached", what));
             }
             let ok_at = p.source_ok_unix_ms.load(Relaxed).max(self.started_ms);
             let behind_since = p.behind_since_unix_ms.load(Relaxed);

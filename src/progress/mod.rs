@@ -169,14 +169,11 @@ impl HeaderProgress {
         self.min_work_met
             .store(chain.meets_min_chainwork(), Relaxed);
         let work = hex::encode(tip.chainwork.to_be_bytes());
-        let trimmed = work.trim_start_matches('0');
+        // Without leading zeros; "0" for no work.
+        let digits = work.find(|c| c != '0').unwrap_or(work.len() - 1);
         let shown = HeaderTip {
             hash: tip.hash.to_string(),
-            chainwork: if trimmed.is_empty() {
-                "0".into()
-            } else {
-                trimmed.into()
-            },
+            chainwork: work[digits..].to_string(),
             chainwork_log2: tip.chainwork.log2(),
         };
         self.tip.set(Some(shown));
