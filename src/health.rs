@@ -73,7 +73,7 @@ use crate::chain_rules::Fork;
 use crate::ledger::{Frontier, FrontierRead, Ledger, LedgerRead};
 use crate::progress::{unix_ms, HeaderProgress, Progress};
 use crate::proof::{image_ids, Images, ProofRules};
-use crate::wire::write::{write_null, write_str};
+use crate::wire::write::{key, write_null, write_str};
 
 /// Where the node's blocks come from (what `/health` reports as `source`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,9 +114,7 @@ impl Body {
     /// Starts member `name`; its value follows.
     fn key(&mut self, name: &str) -> &mut Vec<u8> {
         let out = self.next();
-        out.push(b'"');
-        out.extend_from_slice(name.as_bytes());
-        out.extend_from_slice(b"\":");
+        key(out, name);
         out
     }
 
@@ -286,7 +284,7 @@ impl Health {
             if let Some(e) = ledger_error {
                 break 'problem Some(("ledger", format!("the ledger cannot be read: {e}")));
             }
-            if let (true, Some(reorg)) = (reads_bitcoin, bitcoin.reorg()) {
+            if let (true, Some(reorg)) = (reads_bitcoin, bitcoin.reorg.get()) {
                 break 'problem Some(("reorg", reorg));
             }
             let ok_at = bitcoin.ok_unix_ms.load(Relaxed).max(self.started_ms);
@@ -316,17 +314,12 @@ impl Health {
             }
             if p.source_ok_unix_ms.load(Relaxed) == 0 {
                 // Nothing is known of the chain until the source answers once.
-                break 'problem Some((
-                    "unreached",
-                    match &source_problem {
-                        Some(why) => {
-                            format!("the chain source has not answered since start: {why}")
-                        }
-                        None => {
-                            "the chain source has not answered since start (asking)".to_string()
-                        }
-                    },
-                ));
+                let why = match &source_problem {
+                    Some(why) => format!(": {why}"),
+                    None => " (asking)".to_string(),
+                };
+                let what = format!("the chain source has not answered since start{why}");
+                break 'problem Some(("unreached", what));
             }
             let ok_at = p.source_ok_unix_ms.load(Relaxed).max(self.started_ms);
             let behind_since = p.behind_since_unix_ms.load(Relaxed);

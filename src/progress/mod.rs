@@ -169,14 +169,11 @@ impl HeaderProgress {
         self.min_work_met
             .store(chain.meets_min_chainwork(), Relaxed);
         let work = hex::encode(tip.chainwork.to_be_bytes());
-        let trimmed = work.trim_start_matches('0');
+        // Without leading zeros; "0" for no work.
+        let digits = work.find(|c| c != '0').unwrap_or(work.len() - 1);
         let shown = HeaderTip {
             hash: tip.hash.to_string(),
-            chainwork: if trimmed.is_empty() {
-                "0".into()
-            } else {
-                trimmed.into()
-            },
+            chainwork: work[digits..].to_string(),
             chainwork_log2: tip.chainwork.log2(),
         };
         self.tip.set(Some(shown));
@@ -215,16 +212,6 @@ impl BitcoinProgress {
     /// Whether this node reads Bitcoin and bitcoind does not answer now.
     pub fn is_down(&self) -> bool {
         self.url.get().is_some() && !self.reachable.load(Relaxed)
-    }
-
-    /// The deep reorg found, if any.
-    pub fn reorg(&self) -> Option<String> {
-        self.reorg.get()
-    }
-
-    /// Sets (or clears) the deep reorg found.
-    pub fn set_reorg(&self, what: Option<String>) {
-        self.reorg.set(what);
     }
 }
 
@@ -290,7 +277,8 @@ impl Progress {
     /// scanned chain is still Bitcoin's: a node that cannot see the chain
     /// does not claim to be synced with it.
     pub fn l1_status(&self) -> LayerStatus {
-        let blind = self.unreached() || self.bitcoin.is_down() || self.bitcoin.reorg().is_some();
+        let blind =
+            self.unreached() || self.bitcoin.is_down() || self.bitcoin.reorg.get().is_some();
         layer(&self.l1_source_head, &self.l1_synced, blind)
     }
 

@@ -86,7 +86,7 @@ impl Request {
                 match (reader.status(height)?, config.wire) {
                     (Some(status), WireShape::Ledgerd) => wire::write::write_status(out, status),
                     (Some(status), WireShape::Citrea) => {
-                        wire::write::write_lowercase_status(out, status)
+                        wire::write::write_str(out, status.as_lowercase_str())
                     }
                     (None, WireShape::Ledgerd) => wire::write::write_null(out),
                     // Citrea answers every height it does not hold so.

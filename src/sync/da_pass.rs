@@ -26,7 +26,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
     /// is checked against it ([`Syncer::check_last_slot`]). Otherwise the
     /// check runs after each look the pass makes ([`Syncer::da_head`]).
     pub(super) fn check_da_chain(&mut self) -> Result<(), SyncError> {
-        if !self.da.separate() || self.progress.bitcoin.reorg().is_none() {
+        if !self.da.separate() || self.progress.bitcoin.reorg.get().is_none() {
             return Ok(());
         }
         self.da_head().map(drop)
@@ -72,9 +72,9 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
             });
         }
         // A restarted bitcoind may not have loaded that far yet.
-        if self.progress.bitcoin.reorg().is_some() && chain.is_some() {
+        if self.progress.bitcoin.reorg.get().is_some() && chain.is_some() {
             log::info!("DA slot {slot} is the chain's block again: scanning resumes");
-            self.progress.bitcoin.set_reorg(None);
+            self.progress.bitcoin.reorg.set(None);
         }
         Ok(())
     }

@@ -435,7 +435,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
                 self.progress.source_failed(s.to_string());
             }
             SyncError::Da(_) => {}
-            SyncError::Reorg { .. } => self.progress.bitcoin.set_reorg(Some(e.to_string())),
+            SyncError::Reorg { .. } => self.progress.bitcoin.reorg.set(Some(e.to_string())),
             SyncError::Verify(failed @ VerifyError::Failed { check, .. }) => {
                 let why = failed.to_string();
                 match check {

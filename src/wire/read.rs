@@ -313,11 +313,9 @@ pub fn verified_batch_proofs_on_slot(
         Some(b'{') => {
             let p: WireProof = serde_json::from_str(json).map_err(shape_error)?;
             let p = VerifiedBatchProof::try_from(p)?;
-            if p.height != slot {
-                return Err(WireError::OtherSlot {
-                    asked: slot,
-                    got: p.height,
-                });
+            let got = p.height;
+            if got != slot {
+                return Err(WireError::OtherSlot { asked: slot, got });
             }
             Ok(vec![p])
         }

@@ -219,7 +219,7 @@ pub fn write_null(out: &mut Vec<u8>) {
 }
 
 /// Writes `"key":` (keys are trusted ASCII literals, written without escaping).
-fn key(out: &mut Vec<u8>, k: &str) {
+pub(crate) fn key(out: &mut Vec<u8>, k: &str) {
     out.push(b'"');
     out.extend_from_slice(k.as_bytes());
     out.extend_from_slice(b"\":");
@@ -403,11 +403,6 @@ fn write_proof_and_output(out: &mut Vec<u8>, p: &VerifiedBatchProof, with_height
 /// Writes a status string: `"Trusted"`, `"Finalized"` or `"Proven"`.
 pub fn write_status(out: &mut Vec<u8>, s: Status) {
     write_str(out, s.as_str());
-}
-
-/// Writes a status string as Citrea does: `"trusted"`, `"finalized"`, `"proven"`.
-pub fn write_lowercase_status(out: &mut Vec<u8>, s: Status) {
-    write_str(out, s.as_lowercase_str());
 }
 
 fn layer_status(out: &mut Vec<u8>, s: LayerStatus) {
