@@ -267,10 +267,7 @@ fn check_one(
             hex::encode(image.id),
             v.describe()
         )?,
-        Err(e) => {
-            writeln!(out, "  verification: REFUSED: {e}")?;
-            ok = false;
-        }
+        Err(e) => ok = refused(out, "verification", e)?,
     }
     Ok(ok)
 }

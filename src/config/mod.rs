@@ -357,16 +357,13 @@ pub fn parse_flags<C: clap::Parser>(
     let parsed =
         C::from_arg_matches(&matches).map_err(|e| ConfigError::from_clap(&e, &sub, &cmd))?;
     let (sub_cmd, sub_matches) = match matches.subcommand() {
-        Some((name, m)) => (cmd.find_subcommand(name).unwrap_or(&cmd).clone(), m.clone()),
-        None => (cmd.clone(), matches.clone()),
+        Some((name, m)) => (cmd.find_subcommand(name).unwrap_or(&cmd), m),
+        None => (&cmd, &matches),
     };
-    let given = Given::new(&sub_cmd, &sub_matches, file.as_ref());
+    let given = Given::new(sub_cmd, sub_matches, file.as_ref());
     if sub == "config" || sub_matches.get_flag("print_config") {
-        return Ok(Parsed::PrintConfig(print::effective(
-            &sub_cmd,
-            &sub_matches,
-            file.as_ref(),
-        )));
+        let text = print::effective(sub_cmd, sub_matches, file.as_ref());
+        return Ok(Parsed::PrintConfig(text));
     }
     Ok(Parsed::Flags(parsed, given))
 }
