@@ -92,11 +92,7 @@ pub fn is_switch(arg: &clap::Arg) -> bool {
 
 /// A switch's value in the environment or a config file: true, false, 1, 0,
 /// yes, no, on, off (any case); the error lists them.
-pub fn switch() -> fn(&str) -> Result<bool, String> {
-    switch_value
-}
-
-fn switch_value(value: &str) -> Result<bool, String> {
+pub fn switch(value: &str) -> Result<bool, String> {
     match value.trim().to_ascii_lowercase().as_str() {
         "true" | "1" | "yes" | "on" | "y" | "t" => Ok(true),
         "false" | "0" | "no" | "off" | "n" | "f" => Ok(false),
@@ -192,9 +188,9 @@ mod tests {
 
     #[test]
     fn a_switch_error_lists_the_values_it_takes() {
-        assert_eq!(switch_value("On"), Ok(true));
-        assert_eq!(switch_value("0"), Ok(false));
-        let e = switch_value("").unwrap_err();
+        assert_eq!(switch("On"), Ok(true));
+        assert_eq!(switch("0"), Ok(false));
+        let e = switch("").unwrap_err();
         assert!(e.contains("true, false, 1, 0, yes, no, on or off"), "{e}");
     }
 }

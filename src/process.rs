@@ -75,20 +75,15 @@ impl ProcessStats {
         let f = stat_fields(&stat)?;
         let num = |field: usize| -> Option<u64> { f.get(field - 3)?.parse().ok() };
         let ticks = sysconf(libc::_SC_CLK_TCK, 100) as f64;
-        let cpu_seconds = (num(14)? + num(15)?) as f64 / ticks;
-        let start_time_seconds = boot_time().unwrap_or(0) as f64 + num(22)? as f64 / ticks;
-        let virtual_bytes = num(23)?;
-        let resident_bytes = num(24)? * sysconf(libc::_SC_PAGESIZE, 4096);
-        let open_fds = fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64);
         let limits = fs::read_to_string("/proc/self/limits").unwrap_or_default();
         Some(ProcessStats {
-            cpu_seconds,
-            resident_bytes,
-            virtual_bytes,
-            open_fds,
+            cpu_seconds: (num(14)? + num(15)?) as f64 / ticks,
+            resident_bytes: num(24)? * sysconf(libc::_SC_PAGESIZE, 4096),
+            virtual_bytes: num(23)?,
+            open_fds: fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64),
             max_fds: limit(&limits, "Max open files").flatten(),
             max_virtual_bytes: limit(&limits, "Max address space").flatten(),
-            start_time_seconds,
+            start_time_seconds: boot_time().unwrap_or(0) as f64 + num(22)? as f64 / ticks,
         })
     }
 

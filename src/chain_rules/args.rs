@@ -50,7 +50,8 @@ impl ChainRulesArgs {
     }
 }
 
-fn network(value: &str) -> Result<Network, String> {
+/// `--network`'s parser (also `verify-proof`'s): a network name.
+pub fn network(value: &str) -> Result<Network, String> {
     value.parse().map_err(|e| format!("--network: {e}"))
 }
 

@@ -18,7 +18,7 @@ pub struct Args {
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
     /// Store records without the chain-rule checks
-    #[arg(long, value_parser = switch(), help_heading = heading::FIXTURES)]
+    #[arg(long, value_parser = switch, help_heading = heading::FIXTURES)]
     pub no_verify: bool,
     #[command(flatten)]
     pub ledger: DataDirArgs,

@@ -22,7 +22,7 @@ pub struct Args {
     #[arg(long, value_name = "S", value_parser = number::<u64>, help_heading = heading::ROLLBACK)]
     pub to_l1: Option<u64>,
     /// Print what would be removed, remove nothing
-    #[arg(long, value_parser = switch(), help_heading = heading::ROLLBACK)]
+    #[arg(long, value_parser = switch, help_heading = heading::ROLLBACK)]
     pub dry_run: bool,
     #[command(flatten)]
     pub ledger: DataDirArgs,

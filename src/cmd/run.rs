@@ -177,7 +177,6 @@ pub fn resolve(r: Args, given: &Given) -> Result<Command, ConfigError> {
         allow_fake_proofs: r.proof.allow_fake_proofs,
         batch_proof_images,
         chain: r.chain,
-        read_only: false,
         ephemeral,
         ..Config::default()
     }))))

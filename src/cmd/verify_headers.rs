@@ -18,17 +18,14 @@ pub struct Args {
     /// The height of the file's first header [default: 0, the chain's genesis]
     #[arg(long, value_name = "H", value_parser = number::<u64>, help_heading = heading::HEADERS)]
     pub start_height: Option<u64>,
+    // Not `headers::args::BitcoinNetworkArgs`: verify-headers takes no
+    // `--network`, so its help names its own default, not the one
+    // `--network` reads.
     /// The Bitcoin network of the headers (main, testnet4, signet or regtest): its genesis and header rules [default: regtest]
-    #[arg(long, value_name = "CHAIN", value_parser = bitcoin_chain, help_heading = heading::BITCOIN)]
+    #[arg(long, value_name = "CHAIN", value_parser = crate::headers::args::chain, help_heading = heading::BITCOIN)]
     pub bitcoin_chain: Option<BitcoinNetwork>,
     #[command(flatten)]
     pub file_args: FileArgs,
-}
-
-/// `--bitcoin-chain`: a chain's name. verify-headers takes no `--network`,
-/// so its help names its own default, not the one `--network` reads.
-fn bitcoin_chain(value: &str) -> Result<BitcoinNetwork, String> {
-    value.parse().map_err(|e| format!("--bitcoin-chain: {e}"))
 }
 
 /// `ledgerd verify-headers [--bitcoin-chain C] [--start-height H] FILE`, checked.

@@ -267,10 +267,7 @@ fn check_one(
             hex::encode(image.id),
             v.describe()
         )?,
-        Err(e) => {
-            writeln!(out, "  verification: REFUSED: {e}")?;
-            ok = false;
-        }
+        Err(e) => ok = refused(out, "verification", e)?,
     }
     Ok(ok)
 }
@@ -319,7 +316,7 @@ pub struct Args {
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
     /// Testnet, devnet, mainnet or nightly: Citrea v0.6.2's Kumquat height and batch-proof images for that network
-    #[arg(long, value_name = "NAME", value_parser = network, help_heading = heading::CHAIN_RULES)]
+    #[arg(long, value_name = "NAME", value_parser = crate::chain_rules::args::network, help_heading = heading::CHAIN_RULES)]
     pub network: Option<Network>,
     /// Genesis rules below L2 height H, Kumquat from H [default: the network's, else 0: Kumquat for every block]
     #[arg(long, value_name = "H", value_parser = number::<u64>, help_heading = heading::CHAIN_RULES)]
@@ -328,10 +325,6 @@ pub struct Args {
     pub proof: crate::proof::args::ProofArgs,
     #[command(flatten)]
     pub file_args: super::FileArgs,
-}
-
-fn network(value: &str) -> Result<Network, String> {
-    value.parse().map_err(|e| format!("--network: {e}"))
 }
 
 pub fn resolve(v: Args) -> Result<VerifyProof, ConfigError> {

@@ -11,9 +11,7 @@ const TOOLS_VARIABLES: [&str; 3] = ["LEDGERD_BIN", "LEDGERD_BITCOIND", "LEDGERD_
 /// A warning for each `LEDGERD_*` variable in the environment that no flag
 /// of `cmd` (or its subcommands) reads, with the nearest one that is.
 pub fn unknown_variables(cmd: &clap::Command) -> Vec<String> {
-    let known: Vec<String> = std::iter::once(cmd)
-        .chain(cmd.get_subcommands())
-        .flat_map(|c| c.get_arguments())
+    let known: Vec<String> = all_args(cmd)
         .filter_map(|a| variable_of(a.get_long()?))
         .collect();
     // In order, once each.
@@ -29,6 +27,13 @@ pub fn unknown_variables(cmd: &clap::Command) -> Vec<String> {
             format!("{name} is set, but no ledgerd setting has that name{near}: it is ignored")
         })
         .collect()
+}
+
+/// Every flag of `cmd` and its subcommands.
+pub fn all_args(cmd: &clap::Command) -> impl Iterator<Item = &clap::Arg> {
+    std::iter::once(cmd)
+        .chain(cmd.get_subcommands())
+        .flat_map(|c| c.get_arguments())
 }
 
 /// The variable that sets `--flag`: `LEDGERD_FLAG` (`--data-dir`: `LEDGERD_DATA_DIR`).

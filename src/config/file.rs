@@ -316,9 +316,7 @@ impl FileConfig {
                 let why = if NOT_SETTINGS.contains(&e.key.as_str()) {
                     "not a setting; keys are the flags without --, such as data-dir".to_string()
                 } else {
-                    let keys = std::iter::once(&cmd)
-                        .chain(cmd.get_subcommands())
-                        .flat_map(|c| c.get_arguments())
+                    let keys = super::env::all_args(&cmd)
                         .filter_map(|a| a.get_long())
                         .filter(|l| !NOT_SETTINGS.contains(l));
                     let near = crate::flags::did_you_mean(&e.key.replace('_', "-"), keys);

@@ -36,7 +36,7 @@
 //! `DEFAULT_X` is the constant the subsystem's own `Default` uses; a value
 //! parser's error is the end of a sentence after the flag's name
 //! ([`crate::flags`]); a repeatable flag is a `Vec<_>` (a TOML list); a
-//! switch is a `bool` with `value_parser = switch()`; a secret gets
+//! switch is a `bool` with `value_parser = switch`; a secret gets
 //! `hide_env_values = true` (never printed by `ledgerd config`). The variable and
 //! the TOML key follow by themselves. Then: its use in the command
 //! (`cmd/run.rs` for a node: into [`Config`], with any check against other
@@ -259,7 +259,8 @@ impl ConfigError {
                 _ => unknown_command(&flag, cmd),
             },
             ErrorKind::UnknownArgument
-                if all_longs(cmd).iter().any(|l| format!("--{l}") == flag) =>
+                if env::all_args(cmd)
+                    .any(|a| a.get_long().is_some_and(|l| format!("--{l}") == flag)) =>
             {
                 format!("{flag} does not apply to `ledgerd {sub}`; see {help}")
             }
@@ -287,15 +288,6 @@ fn unknown_command(name: &str, cmd: &clap::Command) -> String {
         "unknown command {name:?}{near}; the commands are {}; see ledgerd --help",
         commands.join(", ")
     )
-}
-
-/// Every long flag of `cmd` and its subcommands.
-fn all_longs(cmd: &clap::Command) -> Vec<String> {
-    std::iter::once(cmd)
-        .chain(cmd.get_subcommands())
-        .flat_map(|c| c.get_arguments())
-        .filter_map(|a| a.get_long().map(str::to_string))
-        .collect()
 }
 
 /// What a command line asks for, before a command checks its flags
@@ -365,16 +357,13 @@ pub fn parse_flags<C: clap::Parser>(
     let parsed =
         C::from_arg_matches(&matches).map_err(|e| ConfigError::from_clap(&e, &sub, &cmd))?;
     let (sub_cmd, sub_matches) = match matches.subcommand() {
-        Some((name, m)) => (cmd.find_subcommand(name).unwrap_or(&cmd).clone(), m.clone()),
-        None => (cmd.clone(), matches.clone()),
+        Some((name, m)) => (cmd.find_subcommand(name).unwrap_or(&cmd), m),
+        None => (&cmd, &matches),
     };
-    let given = Given::new(&sub_cmd, &sub_matches, file.as_ref());
+    let given = Given::new(sub_cmd, sub_matches, file.as_ref());
     if sub == "config" || sub_matches.get_flag("print_config") {
-        return Ok(Parsed::PrintConfig(print::effective(
-            &sub_cmd,
-            &sub_matches,
-            file.as_ref(),
-        )));
+        let text = print::effective(sub_cmd, sub_matches, file.as_ref());
+        return Ok(Parsed::PrintConfig(text));
     }
     Ok(Parsed::Flags(parsed, given))
 }

@@ -21,6 +21,7 @@ impl BitcoinNetworkArgs {
     }
 }
 
-fn chain(value: &str) -> Result<BitcoinNetwork, String> {
+/// `--bitcoin-chain`'s parser (also `verify-headers`'): a chain's name.
+pub fn chain(value: &str) -> Result<BitcoinNetwork, String> {
     value.parse().map_err(|e| format!("--bitcoin-chain: {e}"))
 }

@@ -22,6 +22,6 @@ pub struct DataDirArgs {
 #[command(next_help_heading = heading::LEDGER)]
 pub struct EphemeralArgs {
     /// Run on a new temporary data dir, removed when the node stops (for test harnesses: --dev --ephemeral starts a fresh chain every time); instead of --data-dir
-    #[arg(long, value_parser = switch())]
+    #[arg(long, value_parser = switch)]
     pub ephemeral: bool,
 }

@@ -12,7 +12,7 @@ use crate::flags::switch;
 #[command(next_help_heading = heading::CHAIN_RULES)]
 pub struct ProofArgs {
     /// Let fake risc0 receipts (RISC0_DEV_MODE's) prove heights on a named --network [default: only with no --network, a devnet]
-    #[arg(long, value_parser = switch())]
+    #[arg(long, value_parser = switch)]
     pub allow_fake_proofs: bool,
     /// The batch-proof image ID (64 hex digits, as risc0 prints it) of fork genesis or kumquat, for a chain without --network; repeat (or a comma list) for both forks [default: the network's images; the devnet's own; else not pinned: each receipt's claimed image, counted in /health and /metrics]
     #[arg(long, value_name = "FORK=HEX", value_parser = pins)]

@@ -41,7 +41,7 @@ pub struct ServerArgs {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_REQUESTS_PER_CONNECTION, value_parser = at_least_one::<u32>)]
     pub max_requests_per_connection: u32,
     /// Set SO_REUSEPORT: several servers may bind one port
-    #[arg(long, value_parser = switch())]
+    #[arg(long, value_parser = switch)]
     pub reuse_port: bool,
 }
 

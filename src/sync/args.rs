@@ -17,7 +17,7 @@ pub struct FollowerArgs {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_SYNC_CONCURRENCY, value_parser = concurrency)]
     pub sync_concurrency: usize,
     /// Accept blocks an upstream answers without their transactions (Citrea's include_tx_body = false): Kumquat blocks on the sequencer's signature over their stated hash, Genesis blocks on their link to the block below
-    #[arg(long, value_parser = switch())]
+    #[arg(long, value_parser = switch)]
     pub allow_missing_tx_bodies: bool,
 }
 

@@ -20,13 +20,13 @@ pub struct BitcoinArgs {
     #[arg(long, value_name = "HOST:PORT", value_parser = bitcoin_peers)]
     pub bitcoin_peer: Vec<String>,
     /// A follower: read the DA layer from Bitcoin's P2P network with no --bitcoin-peer needed: peers from the network's DNS seeds, the address book in the ledger and their gossip (--bitcoin-peer implies it)
-    #[arg(long, value_parser = switch())]
+    #[arg(long, value_parser = switch)]
     pub bitcoin_p2p: bool,
     /// Find peers from this DNS seed (HOST, the network's P2P port; HOST:PORT for another) instead of the network's built-in seeds (Bitcoin Core's); repeatable
     #[arg(long, value_name = "HOST", value_parser = dns_seed)]
     pub bitcoin_dns_seed: Vec<String>,
     /// Learn peers from DNS seeds and from peers' addr/addrv2 [default: on for main, testnet4 and signet; off for regtest]; --bitcoin-discover=false: only the --bitcoin-peer's are read
-    #[arg(long, value_name = "BOOL", value_parser = switch(), num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", action = clap::ArgAction::Set)]
+    #[arg(long, value_name = "BOOL", value_parser = switch, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", action = clap::ArgAction::Set)]
     pub bitcoin_discover: bool,
     /// Outbound connections to found peers kept (the --bitcoin-peer's come on top); at most 2 in one /16 (IPv4) or /32 (IPv6) outside loopback and private ranges
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_PEERS, value_parser = number::<usize>)]

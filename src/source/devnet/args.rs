@@ -14,7 +14,7 @@ pub const DEFAULT_PROOF_BYTES: usize = 2048;
 #[command(next_help_heading = heading::DEVNET)]
 pub struct DevArgs {
     /// Run the embedded devnet (a simulated sequencer and DA chain)
-    #[arg(long, value_parser = switch(), help_heading = heading::CHAIN_SOURCE)]
+    #[arg(long, value_parser = switch, help_heading = heading::CHAIN_SOURCE)]
     pub dev: bool,
     /// Heights 1..=N exist before the server listens
     #[arg(long, value_name = "N", default_value_t = DEFAULT_PREFILL, value_parser = number::<u64>)]
@@ -29,7 +29,7 @@ pub struct DevArgs {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_PROOF_BYTES, value_parser = number::<usize>)]
     pub dev_proof_bytes: usize,
     /// Answer the dev_* methods (mine, commit, prove...) on a non-loopback --bind too [default: loopback only]
-    #[arg(long, value_parser = switch())]
+    #[arg(long, value_parser = switch)]
     pub dev_allow_remote_control: bool,
     /// DA slots are real blocks the devnet mines on this regtest bitcoind (http://HOST:PORT), its commitments and proofs published in Citrea's format; it must be the only miner [default: a simulated DA chain]
     #[arg(long, value_name = "URL", value_parser = bitcoind_url)]
