@@ -278,9 +278,7 @@ impl Verifier {
         }
         let past = Past::of(&header);
         self.ring[(height & RING_MASK) as usize] = past;
-        if rules::stops_walk_back(height, past.bits, self.params) {
-            self.last_real = Some(past.bits);
-        }
+        self.last_real = rules::real_bits(height, past.bits, self.last_real, self.params);
         self.last_hash = Some(hash);
         self.next += 1;
         Ok(())

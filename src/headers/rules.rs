@@ -78,10 +78,13 @@ pub fn walk_back(
     Some(at.bits)
 }
 
-/// Whether the walk-back stops at a header of `bits` at `height`: genesis,
-/// a period's first header, or bits other than the pow limit's.
-pub fn stops_walk_back(height: u64, bits: u32, params: &ChainParams) -> bool {
-    height.is_multiple_of(params.interval()) || bits != params.pow_limit_bits
+/// The bits the walk-back finds from a header of `bits` at `height`: its
+/// own when the walk stops there (genesis, a period's first header, or bits
+/// other than the pow limit's), else `parent`'s, those it finds from the
+/// header below.
+pub fn real_bits(height: u64, bits: u32, parent: Option<u32>, params: &ChainParams) -> Option<u32> {
+    let stops = height.is_multiple_of(params.interval()) || bits != params.pow_limit_bits;
+    stops.then_some(bits).or(parent)
 }
 
 /// Each header rule, by Bitcoin Core's reject reason.
