@@ -350,12 +350,11 @@ impl HeaderTree {
             if self.work_of.0 != bits {
                 self.work_of = (bits, header.work());
             }
-            let work = self.work_of.1;
             let entry = Entry {
                 header: *header,
                 hash,
                 height,
-                chainwork: parent_work + work,
+                chainwork: parent_work + self.work_of.1,
                 real_bits: rules::real_bits(height, bits, parent_real_bits, self.params),
             };
             self.verified += 1;
