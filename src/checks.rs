@@ -366,28 +366,26 @@ pub fn verify_blocks_on(
         .filter(|i| unsigned.binary_search(i).is_err())
         .collect();
     let to_check: Vec<_> = checked.iter().map(|&i| &blocks[i]).collect();
-    match first_bad_signed(&to_check, forks, threads).map(|j| checked[j]) {
-        Some(i) => {
-            let sc = &blocks[i];
-            let fork = forks.fork_at(sc.l2_height);
-            // A block accepted without bodies was signed over its stated hash.
-            let e = if bodiless.contains(&i) {
-                crate::chain_rules::verify_signature(&sc.pub_key, &sc.hash, &sc.signature).err()
-            } else {
-                verify_block_signature(sc, fork, &sc.pub_key).err()
-            }
-            .map(|e| e.to_string())
-            .unwrap_or_else(|| "signature batch verification failed".to_string());
-            verdict(
-                i,
-                Some(VerifyError::failed(
-                    Check::Signature,
-                    format!("soft confirmation {} ({fork} rules): {e}", sc.l2_height),
-                )),
-            )
-        }
-        None => verdict(limit, failure),
+    let Some(i) = first_bad_signed(&to_check, forks, threads).map(|j| checked[j]) else {
+        return verdict(limit, failure);
+    };
+    let sc = &blocks[i];
+    let fork = forks.fork_at(sc.l2_height);
+    // A block accepted without bodies was signed over its stated hash.
+    let e = if bodiless.contains(&i) {
+        crate::chain_rules::verify_signature(&sc.pub_key, &sc.hash, &sc.signature).err()
+    } else {
+        verify_block_signature(sc, fork, &sc.pub_key).err()
     }
+    .map(|e| e.to_string())
+    .unwrap_or_else(|| "signature batch verification failed".to_string());
+    verdict(
+        i,
+        Some(VerifyError::failed(
+            Check::Signature,
+            format!("soft confirmation {} ({fork} rules): {e}", sc.l2_height),
+        )),
+    )
 }
 
 /// [`first_bad_signature`] on `threads` threads (1: the calling thread

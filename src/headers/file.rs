@@ -201,14 +201,13 @@ impl Verifier {
     pub fn new(chain: BitcoinNetwork, start_height: Option<u64>, now: i64) -> Verifier {
         let params = chain.params();
         let start = start_height.unwrap_or(0);
-        let ring = vec![Past { time: 0, bits: 0 }; RING_MASK as usize + 1];
         Verifier {
             last_real: None,
             pow_limit: params.pow_limit(),
             params,
             start,
             next: start,
-            ring,
+            ring: vec![Past { time: 0, bits: 0 }; RING_MASK as usize + 1],
             last_hash: None,
             now,
             passed: [0; Rule::ALL.len()],
@@ -278,9 +277,7 @@ impl Verifier {
         }
         let past = Past::of(&header);
         self.ring[(height & RING_MASK) as usize] = past;
-        if rules::stops_walk_back(height, past.bits, self.params) {
-            self.last_real = Some(past.bits);
-        }
+        self.last_real = rules::real_bits(height, past.bits, self.last_real, self.params);
         self.last_hash = Some(hash);
         self.next += 1;
         Ok(())

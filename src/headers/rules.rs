@@ -78,10 +78,13 @@ pub fn walk_back(
     Some(at.bits)
 }
 
-/// Whether the walk-back stops at a header of `bits` at `height`: genesis,
-/// a period's first header, or bits other than the pow limit's.
-pub fn stops_walk_back(height: u64, bits: u32, params: &ChainParams) -> bool {
-    height.is_multiple_of(params.interval()) || bits != params.pow_limit_bits
+/// The bits the walk-back finds from a header of `bits` at `height`: its
+/// own when the walk stops there (genesis, a period's first header, or bits
+/// other than the pow limit's), else `parent`'s, those it finds from the
+/// header below.
+pub fn real_bits(height: u64, bits: u32, parent: Option<u32>, params: &ChainParams) -> Option<u32> {
+    let stops = height.is_multiple_of(params.interval()) || bits != params.pow_limit_bits;
+    stops.then_some(bits).or(parent)
 }
 
 /// Each header rule, by Bitcoin Core's reject reason.
@@ -368,34 +371,32 @@ pub fn check_contextual(
     };
     let bits = header.bits.to_consensus();
     let time = header.time;
-    if let Some(want) = next_bits(params, prev_height, time, ancestors) {
-        if bits != want {
+    match next_bits(params, prev_height, time, ancestors) {
+        Some(want) if bits != want => {
             return Err(fail(
                 Rule::Bits,
                 format!(
                     "its bits are {bits:#010x}, the difficulty rules of {} demand {want:#010x}",
                     params.chain
                 ),
-            ));
+            ))
         }
-        checked.set(Rule::Bits);
-    } else {
-        checked.lack(Rule::Bits);
+        Some(_) => checked.set(Rule::Bits),
+        None => checked.lack(Rule::Bits),
     }
-    if let Some(mtp) = median_time_past(prev_height, ancestors) {
-        if i64::from(time) <= mtp {
+    match median_time_past(prev_height, ancestors) {
+        Some(mtp) if i64::from(time) <= mtp => {
             return Err(fail(
                 Rule::MedianTimePast,
                 format!("its time {time} is not above the median time past {mtp} of the 11 headers before it"),
-            ));
+            ))
         }
-        checked.set(Rule::MedianTimePast);
-    } else {
-        checked.lack(Rule::MedianTimePast);
+        Some(_) => checked.set(Rule::MedianTimePast),
+        None => checked.lack(Rule::MedianTimePast),
     }
     if params.enforce_bip94 && height.is_multiple_of(params.interval()) {
-        if let Some(prev) = ancestors.at(prev_height) {
-            if i64::from(time) < i64::from(prev.time) - MAX_TIMEWARP {
+        match ancestors.at(prev_height) {
+            Some(prev) if i64::from(time) < i64::from(prev.time) - MAX_TIMEWARP => {
                 return Err(fail(
                     Rule::Timewarp,
                     format!(
@@ -403,11 +404,10 @@ pub fn check_contextual(
                          before its parent's {} (BIP94)",
                         prev.time
                     ),
-                ));
+                ))
             }
-            checked.set(Rule::Timewarp);
-        } else {
-            checked.lack(Rule::Timewarp);
+            Some(_) => checked.set(Rule::Timewarp),
+            None => checked.lack(Rule::Timewarp),
         }
     }
     if i64::from(time) > now + MAX_FUTURE_BLOCK_TIME {

@@ -179,10 +179,9 @@ impl HeaderTree {
         c.base = stored[0].height;
         for s in stored {
             let hash = header_hash(&s.header);
+            let parent_real_bits = c.best.back().and_then(|prev| prev.real_bits);
             let bits = s.header.bits.to_consensus();
-            let real_bits = rules::stops_walk_back(s.height, bits, params)
-                .then_some(bits)
-                .or_else(|| c.best.back().and_then(|prev| prev.real_bits));
+            let real_bits = rules::real_bits(s.height, bits, parent_real_bits, params);
             if let Some(prev) = c.best.back() {
                 if s.header.prev_blockhash != prev.hash || s.height != prev.height + 1 {
                     return Err(HeaderStoreError::Corrupt {
@@ -344,25 +343,19 @@ impl HeaderTree {
             }
             let tip = self.tip();
             let (tip_height, tip_hash) = (tip.height, tip.hash);
-            let (height, parent_work, parent_real_bits) = if header.prev_blockhash == tip_hash {
-                self.check(header, hash, &[], tip_height, now)?
-            } else {
-                let (branch, fork_height) = self.branch_to(header, hash)?;
-                self.check(header, hash, &branch, fork_height, now)?
-            };
+            let (branch, fork_height) = self.branch_to(header, hash)?;
+            let (height, parent_work, parent_real_bits) =
+                self.check(header, hash, &branch, fork_height, now)?;
             let bits = header.bits.to_consensus();
             if self.work_of.0 != bits {
                 self.work_of = (bits, header.work());
             }
-            let work = self.work_of.1;
             let entry = Entry {
                 header: *header,
                 hash,
                 height,
-                chainwork: parent_work + work,
-                real_bits: rules::stops_walk_back(height, bits, self.params)
-                    .then_some(bits)
-                    .or(parent_real_bits),
+                chainwork: parent_work + self.work_of.1,
+                real_bits: rules::real_bits(height, bits, parent_real_bits, self.params),
             };
             self.verified += 1;
             out.added += 1;
