@@ -40,10 +40,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
             return Ok(0);
         }
         // Where this pass ends (the DA part comes next).
-        let head = match self.l2.blocks_per_pass() {
-            Some(n) => head.min(below.0 + n.max(1)),
-            None => head,
-        };
+        let head = (self.l2.blocks_per_pass()).map_or(head, |n| head.min(below.0 + n.max(1)));
         let pinned = self.sequencer_key()?;
         let chunk = self.config.chunk.max(1);
         let da_plan = if slow { None } else { self.da_plan()? };
