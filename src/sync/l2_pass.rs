@@ -468,22 +468,22 @@ impl Sink<Fetched> for L2Sink<'_> {
         );
         let (good, failure) = (verdict.good, verdict.failure);
         if good > 0 {
-            if self.txn.is_none() {
-                self.txn = Some((self.ledger.writer()?, 0, Instant::now()));
+            let txn = match self.txn.take() {
+                Some(txn) => txn,
+                None => (self.ledger.writer()?, 0, Instant::now()),
+            };
+            let (w, count, _) = self.txn.insert(txn);
+            if !self.key_stored {
+                if w.sequencer_pubkey()?.is_none() {
+                    w.set_sequencer_pubkey(&key)?;
+                }
+                self.key_stored = true;
             }
-            if let Some((w, count, _)) = self.txn.as_mut() {
-                if !self.key_stored {
-                    if w.sequencer_pubkey()?.is_none() {
-                        w.set_sequencer_pubkey(&key)?;
-                    }
-                    self.key_stored = true;
-                }
-                w.store_blocks(&blocks[..good])?;
-                *count += good as u64;
-                if verdict.without_bodies > 0 {
-                    w.add_blocks_without_bodies(verdict.without_bodies)?;
-                    self.without_bodies_in_txn += verdict.without_bodies;
-                }
+            w.store_blocks(&blocks[..good])?;
+            *count += good as u64;
+            if verdict.without_bodies > 0 {
+                w.add_blocks_without_bodies(verdict.without_bodies)?;
+                self.without_bodies_in_txn += verdict.without_bodies;
             }
             let last = &blocks[good - 1];
             self.below = (last.l2_height, last.hash);

@@ -405,10 +405,7 @@ impl Devnet {
                 drop(reader);
                 chain.mine_slot(n, &slot)
             })();
-            if let Err(e) = mined {
-                self.dirty = true;
-                return Err(e);
-            }
+            mined.inspect_err(|_| self.dirty = true)?;
         }
         Ok(())
     }
