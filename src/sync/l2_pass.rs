@@ -124,45 +124,41 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
             }
             if let (Some((next, da_head)), Some(last)) = (da.as_mut(), blocks.last()) {
                 let until = (*da_head).min(last.da_slot_height.saturating_sub(1));
-                let mut give_up = false;
-                while *next <= until {
-                    if let Some(p) = slot_pipeline.as_mut() {
-                        if fetched_slots.front().map(|s| s.number) != Some(*next) {
-                            fetched_slots.clear();
-                            match p.next_from(*next) {
-                                Ok(Some(got)) if consecutive_from(&got, *next) => {
-                                    fetched_slots.extend(got)
+                let gave_up = 'scan: {
+                    while *next <= until {
+                        if let Some(p) = slot_pipeline.as_mut() {
+                            if fetched_slots.front().map(|s| s.number) != Some(*next) {
+                                fetched_slots.clear();
+                                match p.next_from(*next) {
+                                    Ok(Some(got)) if consecutive_from(&got, *next) => {
+                                        fetched_slots.extend(got)
+                                    }
+                                    _ => break 'scan true,
                                 }
-                                _ => {
-                                    give_up = true;
+                            }
+                            while let Some(slot) = fetched_slots.pop_front() {
+                                if slot.number > until {
+                                    fetched_slots.push_front(slot);
                                     break;
                                 }
+                                *next = slot.number + 1;
+                                slots.push(slot);
                             }
+                            continue;
                         }
-                        while let Some(slot) = fetched_slots.pop_front() {
-                            if slot.number > until {
-                                fetched_slots.push_front(slot);
-                                break;
+                        let to = until.min(*next + slots_per_fetch - 1);
+                        match da_side.source(l2).slots(*next, to) {
+                            Ok(mut got) if got.last().is_some_and(|s| s.number == to) => {
+                                *next = to + 1;
+                                slots.append(&mut got);
                             }
-                            *next = slot.number + 1;
-                            slots.push(slot);
-                        }
-                        continue;
-                    }
-                    let to = until.min(*next + slots_per_fetch - 1);
-                    match da_side.source(l2).slots(*next, to) {
-                        Ok(mut got) if got.last().is_some_and(|s| s.number == to) => {
-                            *next = to + 1;
-                            slots.append(&mut got);
-                        }
-                        // Left to the DA pass, which reports what went wrong.
-                        _ => {
-                            give_up = true;
-                            break;
+                            // Left to the DA pass, which reports what went wrong.
+                            _ => break 'scan true,
                         }
                     }
-                }
-                if give_up {
+                    false
+                };
+                if gave_up {
                     da = None;
                 }
             }
