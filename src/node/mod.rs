@@ -276,16 +276,12 @@ impl Node {
             }
         }
 
-        let server = match Server::bind(&config.bind, config.server.clone()) {
-            Ok(s) => s,
-            Err(e) => {
-                stop.stop();
-                for t in threads {
-                    let _ = t.join();
-                }
-                return Err(e.into());
+        let server = Server::bind(&config.bind, config.server.clone()).inspect_err(|_| {
+            stop.stop();
+            for t in threads.drain(..) {
+                let _ = t.join();
             }
-        };
+        })?;
         let addr = server.local_addr();
         let stopper = server.stopper();
         // dev_* calls change the chain: from this machine only, unless asked.

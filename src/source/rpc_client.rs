@@ -7,7 +7,7 @@
 
 use std::io::Read;
 use std::path::PathBuf;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -160,20 +160,19 @@ impl Client {
         &self.url
     }
 
+    /// The `Authorization` header's value (a poisoned lock still holds it).
+    fn auth(&self) -> MutexGuard<'_, Option<String>> {
+        (self.authorization.lock()).unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// The `Authorization` header sent from now on.
     pub fn set_authorization(&self, value: String) {
-        *self
-            .authorization
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(value);
+        *self.auth() = Some(value);
     }
 
     /// Whether an `Authorization` header is set.
     pub fn has_authorization(&self) -> bool {
-        self.authorization
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .is_some()
+        self.auth().is_some()
     }
 
     /// POSTs `body` (JSON), waiting at most `timeout` for the whole
@@ -190,11 +189,7 @@ impl Client {
             .post(&self.url)
             .set("Content-Type", "application/json")
             .timeout(timeout);
-        let auth = self
-            .authorization
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone();
+        let auth = self.auth().clone();
         if let Some(auth) = auth {
             request = request.set("Authorization", &auth);
         }

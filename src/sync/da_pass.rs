@@ -177,12 +177,11 @@ struct DaSink<'a> {
 
 impl Sink<Vec<DaSlot>> for DaSink<'_> {
     fn take(&mut self, slots: Vec<DaSlot>) -> Result<Flow, SyncError> {
-        if self.txn.is_none() {
-            self.txn = Some((self.ledger.writer()?, Instant::now()));
-        }
-        let Some((w, _)) = self.txn.as_mut() else {
-            return Ok(Flow::Stop);
+        let txn = match self.txn.take() {
+            Some(txn) => txn,
+            None => (self.ledger.writer()?, Instant::now()),
         };
+        let (w, _) = self.txn.insert(txn);
         for slot in &slots {
             crate::os::give_way();
             if slot.number != self.scanned + 1 {

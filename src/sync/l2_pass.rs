@@ -40,10 +40,7 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
             return Ok(0);
         }
         // Where this pass ends (the DA part comes next).
-        let head = match self.l2.blocks_per_pass() {
-            Some(n) => head.min(below.0 + n.max(1)),
-            None => head,
-        };
+        let head = (self.l2.blocks_per_pass()).map_or(head, |n| head.min(below.0 + n.max(1)));
         let pinned = self.sequencer_key()?;
         let chunk = self.config.chunk.max(1);
         let da_plan = if slow { None } else { self.da_plan()? };
@@ -127,45 +124,41 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
             }
             if let (Some((next, da_head)), Some(last)) = (da.as_mut(), blocks.last()) {
                 let until = (*da_head).min(last.da_slot_height.saturating_sub(1));
-                let mut give_up = false;
-                while *next <= until {
-                    if let Some(p) = slot_pipeline.as_mut() {
-                        if fetched_slots.front().map(|s| s.number) != Some(*next) {
-                            fetched_slots.clear();
-                            match p.next_from(*next) {
-                                Ok(Some(got)) if consecutive_from(&got, *next) => {
-                                    fetched_slots.extend(got)
+                let gave_up = 'scan: {
+                    while *next <= until {
+                        if let Some(p) = slot_pipeline.as_mut() {
+                            if fetched_slots.front().map(|s| s.number) != Some(*next) {
+                                fetched_slots.clear();
+                                match p.next_from(*next) {
+                                    Ok(Some(got)) if consecutive_from(&got, *next) => {
+                                        fetched_slots.extend(got)
+                                    }
+                                    _ => break 'scan true,
                                 }
-                                _ => {
-                                    give_up = true;
+                            }
+                            while let Some(slot) = fetched_slots.pop_front() {
+                                if slot.number > until {
+                                    fetched_slots.push_front(slot);
                                     break;
                                 }
+                                *next = slot.number + 1;
+                                slots.push(slot);
                             }
+                            continue;
                         }
-                        while let Some(slot) = fetched_slots.pop_front() {
-                            if slot.number > until {
-                                fetched_slots.push_front(slot);
-                                break;
+                        let to = until.min(*next + slots_per_fetch - 1);
+                        match da_side.source(l2).slots(*next, to) {
+                            Ok(mut got) if got.last().is_some_and(|s| s.number == to) => {
+                                *next = to + 1;
+                                slots.append(&mut got);
                             }
-                            *next = slot.number + 1;
-                            slots.push(slot);
-                        }
-                        continue;
-                    }
-                    let to = until.min(*next + slots_per_fetch - 1);
-                    match da_side.source(l2).slots(*next, to) {
-                        Ok(mut got) if got.last().is_some_and(|s| s.number == to) => {
-                            *next = to + 1;
-                            slots.append(&mut got);
-                        }
-                        // Left to the DA pass, which reports what went wrong.
-                        _ => {
-                            give_up = true;
-                            break;
+                            // Left to the DA pass, which reports what went wrong.
+                            _ => break 'scan true,
                         }
                     }
-                }
-                if give_up {
+                    false
+                };
+                if gave_up {
                     da = None;
                 }
             }
@@ -471,22 +464,22 @@ impl Sink<Fetched> for L2Sink<'_> {
         );
         let (good, failure) = (verdict.good, verdict.failure);
         if good > 0 {
-            if self.txn.is_none() {
-                self.txn = Some((self.ledger.writer()?, 0, Instant::now()));
+            let txn = match self.txn.take() {
+                Some(txn) => txn,
+                None => (self.ledger.writer()?, 0, Instant::now()),
+            };
+            let (w, count, _) = self.txn.insert(txn);
+            if !self.key_stored {
+                if w.sequencer_pubkey()?.is_none() {
+                    w.set_sequencer_pubkey(&key)?;
+                }
+                self.key_stored = true;
             }
-            if let Some((w, count, _)) = self.txn.as_mut() {
-                if !self.key_stored {
-                    if w.sequencer_pubkey()?.is_none() {
-                        w.set_sequencer_pubkey(&key)?;
-                    }
-                    self.key_stored = true;
-                }
-                w.store_blocks(&blocks[..good])?;
-                *count += good as u64;
-                if verdict.without_bodies > 0 {
-                    w.add_blocks_without_bodies(verdict.without_bodies)?;
-                    self.without_bodies_in_txn += verdict.without_bodies;
-                }
+            w.store_blocks(&blocks[..good])?;
+            *count += good as u64;
+            if verdict.without_bodies > 0 {
+                w.add_blocks_without_bodies(verdict.without_bodies)?;
+                self.without_bodies_in_txn += verdict.without_bodies;
             }
             let last = &blocks[good - 1];
             self.below = (last.l2_height, last.hash);

@@ -321,29 +321,31 @@ impl<L: L2Source + Send, D: DaSide<L>> Syncer<L, D> {
     pub fn catch_up(&mut self, stop: &Stop) -> Result<(), SyncError> {
         self.load_progress()?;
         let l2_target = self.l2.head()?;
-        while self.progress.l2_synced.load(Relaxed) < l2_target {
-            self.step_or_wait(stop)?;
-            if stop.is_stopped() {
-                return Ok(());
-            }
-        }
-        let l1_target = self.da.source(&mut self.l2).last_scanned()?;
-        while self.progress.l1_synced.load(Relaxed) < l1_target {
-            self.step_or_wait(stop)?;
-            if stop.is_stopped() {
-                return Ok(());
-            }
+        if self.pass_until(stop, |p| p.l2_synced.load(Relaxed) >= l2_target)? {
+            let l1_target = self.da.source(&mut self.l2).last_scanned()?;
+            self.pass_until(stop, |p| p.l1_synced.load(Relaxed) >= l1_target)?;
         }
         Ok(())
     }
 
-    fn step_or_wait(&mut self, stop: &Stop) -> Result<(), SyncError> {
-        let report = self.step(stop)?;
-        self.report.after_step(&self.progress);
-        if report == StepReport::default() {
-            stop.sleep(self.config.poll);
+    /// Passes (a sleep after one that found nothing new) until `reached`
+    /// (true), or until stopped (false).
+    fn pass_until(
+        &mut self,
+        stop: &Stop,
+        reached: impl Fn(&Progress) -> bool,
+    ) -> Result<bool, SyncError> {
+        while !reached(&self.progress) {
+            let report = self.step(stop)?;
+            self.report.after_step(&self.progress);
+            if report == StepReport::default() {
+                stop.sleep(self.config.poll);
+            }
+            if stop.is_stopped() {
+                return Ok(false);
+            }
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Sets [`SyncConfig::verify_threads`] (the devnet prefills with 2, as

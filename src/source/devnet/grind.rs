@@ -119,12 +119,10 @@ pub(super) fn grind(
             .map(|t| scope.spawn(move || search(t)))
             .collect();
         let mut found = vec![search(0)];
-        for w in workers {
-            found.push(
-                w.join()
-                    .unwrap_or_else(|_| Err(fail("a grinding thread panicked"))),
-            );
-        }
+        found.extend(workers.into_iter().map(|w| {
+            w.join()
+                .unwrap_or_else(|_| Err(fail("a grinding thread panicked")))
+        }));
         found
     });
     let found = found.into_iter().collect::<Result<Vec<_>, _>>()?;

@@ -261,10 +261,9 @@ impl Devnet {
         ledger: Arc<Ledger>,
     ) -> Result<Devnet, DevnetError> {
         let key = SequencerKey::from_secret(&schedule::sequencer_secret(config.seed));
-        let chain = match &config.bitcoin {
-            Some(b) => Some(RegtestChain::new(b, config.seed)?),
-            None => None,
-        };
+        let chain = (config.bitcoin.as_ref())
+            .map(|b| RegtestChain::new(b, config.seed))
+            .transpose()?;
         {
             let mut w = ledger.writer()?;
             match w.devnet_seed()? {
@@ -406,10 +405,7 @@ impl Devnet {
                 drop(reader);
                 chain.mine_slot(n, &slot)
             })();
-            if let Err(e) = mined {
-                self.dirty = true;
-                return Err(e);
-            }
+            mined.inspect_err(|_| self.dirty = true)?;
         }
         Ok(())
     }

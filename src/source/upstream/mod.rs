@@ -219,10 +219,9 @@ impl Upstream {
             genesis_root: genesis_root_of(&result_of(r, root)?)?,
             block_one: block_one_of(&result_of(b, block)?)?.map(|b| b.hash),
         };
-        let head = match answers.next() {
-            Some(h) => Some(height_of(height, &result_of(h, height)?)?),
-            None => None,
-        };
+        let head = (answers.next())
+            .map(|h| height_of(height, &result_of(h, height)?))
+            .transpose()?;
         Ok((identity, head))
     }
 

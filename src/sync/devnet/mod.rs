@@ -290,16 +290,16 @@ impl Exec<'_> {
                 return Ok(());
             }
             let report = self.syncer.step(self.stop).map_err(failed)?;
-            if report == StepReport::default() {
-                idle += 1;
-                if idle >= IDLE_PASSES {
-                    return Err(DevError::Failed(format!(
-                        "the sync thread stopped at height {head} and DA slot {scanned}, \
-                         short of height {goal} and slot {scannable}; see the node's log"
-                    )));
-                }
+            idle = if report == StepReport::default() {
+                idle + 1
             } else {
-                idle = 0;
+                0
+            };
+            if idle >= IDLE_PASSES {
+                return Err(DevError::Failed(format!(
+                    "the sync thread stopped at height {head} and DA slot {scanned}, \
+                     short of height {goal} and slot {scannable}; see the node's log"
+                )));
             }
         }
     }
@@ -321,7 +321,7 @@ impl DevExec for Exec<'_> {
         self.settle()?;
         let started = Instant::now();
         let devnet = self.syncer.source_mut();
-        let outcome = match cmd {
+        Ok(match cmd {
             Mine(n) => {
                 let goal = devnet.mine(n);
                 self.settle()?;
@@ -394,8 +394,7 @@ impl DevExec for Exec<'_> {
                 log_moved("dev_reset", at, started);
                 DevOutcome::Number(self.syncer.ledger().reader()?.head_height()?)
             }
-        };
-        Ok(outcome)
+        })
     }
 }
 
