@@ -228,9 +228,7 @@ impl SlotScanner {
         let mut slot = DaSlot {
             number: block.height,
             hash: Some(block.hash),
-            commitments: Vec::new(),
-            proofs: Vec::new(),
-            chunks: Default::default(),
+            ..Default::default()
         };
         for tx in &block.txs {
             if Namespace::BatchProof.matches(&tx.wtxid) {
