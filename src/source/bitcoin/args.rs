@@ -4,10 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::flags::heading;
-use crate::flags::switch;
-use crate::flags::ConfigError;
-use crate::flags::{bitcoind_url, number};
+use crate::flags::{bitcoind_url, heading, number, switch, ConfigError};
 use crate::source::bitcoin::p2p::transport::TransportChoice;
 use crate::source::bitcoin::rpc::client::Credentials;
 use crate::source::bitcoin::scan::DEFAULT_FINALITY_DEPTH;
@@ -181,10 +178,9 @@ fn dns_seed(value: &str) -> Result<String, String> {
 /// One `--bitcoin-peer` value: `HOST:PORT`, or a comma list of them.
 fn bitcoin_peers(value: &str) -> Result<String, String> {
     for peer in value.split(',').map(str::trim) {
-        let valid = match peer.rsplit_once(':') {
-            Some((host, port)) => !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0),
-            None => false,
-        };
+        let valid = peer.rsplit_once(':').is_some_and(|(host, port)| {
+            !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0)
+        });
         if !valid || peer.contains("://") {
             return Err(format!(
                 "takes a Bitcoin node's P2P address, HOST:PORT (its -port, e.g. 127.0.0.1:18444 \

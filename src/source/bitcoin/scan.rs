@@ -31,13 +31,11 @@ use crate::progress::{BitcoinProgress, Progress};
 use crate::proof::{journal, receipt};
 use crate::source::bitcoin::block::DaBlock;
 use crate::source::bitcoin::body::{BodyError, MAX_PROOF_BYTES};
-use crate::source::bitcoin::inscription::EnvelopeError;
-use crate::source::bitcoin::inscription::Namespace;
+use crate::source::bitcoin::inscription::{EnvelopeError, Namespace};
 use crate::source::bitcoin::reveal::{self, display_hash, LightClientTx, Refusal};
 use crate::source::bitcoin::signer::{DaPublicKey, SignatureError};
 use crate::source::SourceError;
-use crate::types::VerifiedBatchProof;
-use crate::types::{DaSlot, Hash, SequencerCommitment};
+use crate::types::{DaSlot, Hash, SequencerCommitment, VerifiedBatchProof};
 
 /// Citrea's `FINALITY_DEPTH`: a block is scanned once it has this many
 /// confirmations (itself included).
@@ -228,9 +226,7 @@ impl SlotScanner {
         let mut slot = DaSlot {
             number: block.height,
             hash: Some(block.hash),
-            commitments: Vec::new(),
-            proofs: Vec::new(),
-            chunks: Default::default(),
+            ..Default::default()
         };
         for tx in &block.txs {
             if Namespace::BatchProof.matches(&tx.wtxid) {

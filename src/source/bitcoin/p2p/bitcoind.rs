@@ -31,21 +31,17 @@ use crate::headers::{BitcoinNetwork, HeaderTree};
 use crate::progress::Progress;
 use crate::source::backoff::Backoff;
 use crate::source::bitcoin::block::DaBlock;
-use crate::source::bitcoin::inscription::Namespace;
 use crate::source::bitcoin::p2p::peers::PeerChain;
 use crate::source::bitcoin::rpc::client::{BitcoinRpc, RpcError};
-use crate::source::bitcoin::rpc::da::ChainCheckError;
+use crate::source::bitcoin::rpc::da::{citrea_reader, ChainCheckError};
 use crate::source::bitcoin::rpc::headers::{self, other_network, HeaderSyncError};
-use crate::source::bitcoin::rpc::reader::{BlockReader, ReadError, ReaderOptions};
+use crate::source::bitcoin::rpc::reader::ReadError;
 use crate::source::SourceError;
 use crate::stop::Stop;
 
 /// The longest wait before a failed bitcoind is asked again (a restarted
 /// bitcoind is read again within this).
 pub const MAX_BACKOFF: Duration = Duration::from_secs(10);
-
-/// Heights per `getblock` batch (the RPC source's).
-const BATCH: usize = 10;
 
 /// bitcoind beside the peers (module docs).
 pub struct RpcSide {
@@ -190,14 +186,7 @@ impl RpcSide {
     /// transactions with one of Citrea's wtxid prefixes. `None` when
     /// bitcoind failed (its status says why; it backs off).
     pub fn blocks(&mut self, wanted: &[(u64, BlockHash)]) -> Option<Vec<DaBlock>> {
-        let reader = BlockReader::new(
-            &self.rpc,
-            ReaderOptions {
-                batch: BATCH,
-                in_flight: 1,
-                wtxid_prefixes: Some(Namespace::all_prefixes()),
-            },
-        );
+        let reader = citrea_reader(&self.rpc);
         let mut out = Vec::with_capacity(wanted.len());
         // Runs of consecutive heights, each read in one go.
         for run in wanted.chunk_by(|a, b| b.0 == a.0 + 1) {

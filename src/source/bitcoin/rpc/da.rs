@@ -55,6 +55,17 @@ use crate::types::{DaSlot, Hash};
 /// [`scan::MAX_SCAN_RATE`]).
 const BATCH: usize = 10;
 
+/// A reader of [`BATCH`] heights at a time, one batch at a time, keeping only
+/// the transactions with one of Citrea's wtxid prefixes.
+pub fn citrea_reader(rpc: &BitcoinRpc) -> BlockReader<'_> {
+    let options = ReaderOptions {
+        batch: BATCH,
+        in_flight: 1,
+        wtxid_prefixes: Some(Namespace::all_prefixes()),
+    };
+    BlockReader::new(rpc, options)
+}
+
 /// The DA side of a follower, read from Bitcoin Core (see the module docs).
 pub struct BitcoinDa {
     rpc: Arc<BitcoinRpc>,
@@ -219,12 +230,7 @@ impl BitcoinDa {
     /// The blocks of `hashes`, from height `from` on, each checked against
     /// its header, keeping only the transactions Citrea's could be.
     fn read(&self, from: u64, hashes: &[bitcoin::BlockHash]) -> Result<Vec<DaBlock>, SourceError> {
-        let options = ReaderOptions {
-            batch: BATCH,
-            in_flight: 1,
-            wtxid_prefixes: Some(Namespace::all_prefixes()),
-        };
-        let blocks = BlockReader::new(&self.rpc, options)
+        let blocks = citrea_reader(&self.rpc)
             .read_hashes(from, hashes)
             .map_err(|e| self.read_error(e))?;
         self.status()

@@ -8,8 +8,7 @@ use crate::headers::HeaderTree;
 use crate::ledger::Ledger;
 use crate::progress::Progress;
 use crate::source::bitcoin::config::BitcoinConfig;
-use crate::source::bitcoin::rpc::da::BitcoinDa;
-use crate::source::bitcoin::rpc::da::ChainCheckError;
+use crate::source::bitcoin::rpc::da::{BitcoinDa, ChainCheckError};
 use crate::stop::Stop;
 
 impl BitcoinDa {
