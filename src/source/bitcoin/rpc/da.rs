@@ -53,7 +53,7 @@ use crate::types::{DaSlot, Hash};
 /// Heights per JSON-RPC batch, one batch at a time: short bursts of
 /// bitcoind's work, which the server loop shares the cores with (see
 /// [`scan::MAX_SCAN_RATE`]).
-const BATCH: usize = 10;
+pub const BATCH: usize = 10;
 
 /// A reader of [`BATCH`] heights at a time, one batch at a time, keeping only
 /// the transactions with one of Citrea's wtxid prefixes.
