@@ -24,10 +24,14 @@ pub const POLL: Duration = Duration::from_millis(100);
 /// Reads the stored heads once into `progress`: both layers read Synced at
 /// what the ledger holds (a replica has no source of its own to be behind).
 pub fn refresh(ledger: &Ledger, progress: &Progress) -> Result<(), crate::ledger::LedgerError> {
-    let r = ledger.reader()?;
-    let (head, scanned) = (r.head_height()?, r.last_scanned_l1()?);
-    let without_bodies = r.blocks_without_bodies()?;
-    drop(r);
+    let (head, scanned, without_bodies) = {
+        let r = ledger.reader()?;
+        (
+            r.head_height()?,
+            r.last_scanned_l1()?,
+            r.blocks_without_bodies()?,
+        )
+    };
     progress
         .blocks_without_bodies
         .store(without_bodies, Relaxed);

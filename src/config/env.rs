@@ -62,11 +62,10 @@ pub fn prepare_for_command(cmd: clap::Command) -> clap::Command {
 }
 
 fn with_env(cmd: clap::Command, env: bool) -> clap::Command {
-    let variable = |a: &clap::Arg| a.get_long().and_then(variable_of).filter(|_| env);
     cmd.args_override_self(true)
         .allow_negative_numbers(true)
-        .mut_args(|a| match variable(&a) {
-            Some(name) => a.env(name),
-            None => a,
+        .mut_args(|a| match a.get_long().and_then(variable_of) {
+            Some(name) if env => a.env(name),
+            _ => a,
         })
 }
